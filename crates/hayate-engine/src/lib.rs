@@ -1,0 +1,11 @@
+//! Hayate's storage engine.
+//!
+//! Layers, top to bottom (a lower layer never uses an upper one):
+//! `db` (embedded API) -> `txn` (MVCC, locks, rollback segment) -> `btree` (access method) ->
+//! `buffer` (buffer pool) -> `store` (page store: out-of-place or in-place) and `wal` -> `io`.
+
+pub mod error;
+pub mod io;
+pub mod page;
+
+pub use error::{Error, Result};
