@@ -4,8 +4,10 @@
 //! `db` (embedded API) -> `txn` (MVCC, locks, rollback segment) -> `btree` (access method) ->
 //! `buffer` (buffer pool) -> `store` (page store: out-of-place or in-place) and `wal` -> `io`.
 
+pub mod buffer;
 pub mod error;
 pub mod io;
 pub mod page;
+pub mod store;
 
 pub use error::{Error, Result};

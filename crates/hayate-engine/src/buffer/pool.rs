@@ -1,0 +1,602 @@
+//! The buffer pool proper: page table, clock eviction, guards, write-back.
+
+use std::collections::HashMap;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::frame::Frame;
+use crate::error::{Error, Result};
+use crate::io::AlignedBuf;
+use crate::page::{self, PageHeaderAccessor, PageHeaderBuilder, PageId, PageKind, PAGE_ID_NONE};
+use crate::store::PageStore;
+
+#[derive(Debug, Clone)]
+pub struct BufferPoolConfig {
+    pub frame_count: usize,
+    /// Keep inner B+tree pages resident (skip them in the first two clock rounds).
+    pub keep_inner_resident: bool,
+    /// The background writer starts when this fraction of frames is dirty.
+    pub dirty_fraction_target: f64,
+    /// Frames written per background batch.
+    pub write_batch_pages: usize,
+}
+
+impl Default for BufferPoolConfig {
+    fn default() -> Self {
+        BufferPoolConfig {
+            frame_count: 4096,
+            keep_inner_resident: true,
+            dirty_fraction_target: 0.1,
+            write_batch_pages: 64,
+        }
+    }
+}
+
+/// Counters since start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BufferStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub pages_read: u64,
+    pub pages_written: u64,
+    /// Misses that had to write a dirty victim before reading.
+    pub eviction_writes: u64,
+    pub background_writes: u64,
+    pub frame_count: u64,
+    pub dirty_frames: u64,
+}
+
+impl BufferStats {
+    pub fn hit_ratio(&self) -> f64 {
+        let total = self.hits + self.misses;
+        if total == 0 {
+            1.0
+        } else {
+            self.hits as f64 / total as f64
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    pages_read: AtomicU64,
+    pages_written: AtomicU64,
+    eviction_writes: AtomicU64,
+    background_writes: AtomicU64,
+}
+
+struct PageTable {
+    map: HashMap<PageId, usize>,
+    clock_hand: usize,
+}
+
+enum Victim {
+    Clean(usize),
+    Dirty(usize),
+}
+
+pub struct BufferPool {
+    pub(super) config: BufferPoolConfig,
+    pub(super) store: Arc<dyn PageStore>,
+    page_size: usize,
+    /// Backing memory of all frames; accessed only through `frame_pointer`.
+    arena: AlignedBuf,
+    pub(super) frames: Box<[Frame]>,
+    table: Mutex<PageTable>,
+    gate: RwLock<()>,
+    pub(super) dirty_count: AtomicUsize,
+    counters: Counters,
+    pub(super) writer: super::writer::WriterHandle,
+}
+
+// SAFETY: the arena's bytes are only accessed through guards, which hold the frame latch
+// (shared for reads, exclusive for writes), or by write-back copies under a shared latch.
+unsafe impl Sync for BufferPool {}
+// SAFETY: see above; AlignedBuf is Send.
+unsafe impl Send for BufferPool {}
+
+impl BufferPool {
+    pub fn new(store: Arc<dyn PageStore>, config: BufferPoolConfig) -> Result<Arc<BufferPool>> {
+        if config.frame_count < 8 {
+            return Err(Error::InvalidArgument(
+                "buffer pool needs at least 8 frames".into(),
+            ));
+        }
+        let page_size = store.page_size();
+        let frames: Vec<Frame> = (0..config.frame_count).map(|_| Frame::new()).collect();
+        let pool = Arc::new(BufferPool {
+            arena: AlignedBuf::new(page_size * config.frame_count),
+            page_size,
+            store,
+            frames: frames.into_boxed_slice(),
+            table: Mutex::new(PageTable {
+                map: HashMap::new(),
+                clock_hand: 0,
+            }),
+            gate: RwLock::new(()),
+            dirty_count: AtomicUsize::new(0),
+            counters: Counters::default(),
+            writer: super::writer::WriterHandle::default(),
+            config,
+        });
+        super::writer::start(&pool);
+        Ok(pool)
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    pub fn store(&self) -> &Arc<dyn PageStore> {
+        &self.store
+    }
+
+    /// Held (shared) by every operation that changes pages; see the module docs. Re-entrant
+    /// within a thread (nested calls do not take the lock again, so a waiting checkpoint cannot
+    /// deadlock a thread that already holds it).
+    pub fn operation(&self) -> OperationGuard<'_> {
+        let depth = GATE_DEPTH.with(|depth| depth.get());
+        let guard = if depth == 0 {
+            Some(self.gate.read())
+        } else {
+            None
+        };
+        GATE_DEPTH.with(|cell| cell.set(depth + 1));
+        OperationGuard { _guard: guard }
+    }
+
+    /// Held exclusively by a checkpoint while it captures dirty pages.
+    pub fn quiesce(&self) -> RwLockWriteGuard<'_, ()> {
+        self.gate.write()
+    }
+
+    fn frame_pointer(&self, frame_id: usize) -> *mut u8 {
+        assert!(frame_id < self.frames.len());
+        // SAFETY: frame_id * page_size + page_size <= arena length, checked above.
+        unsafe { self.arena.as_ptr().add(frame_id * self.page_size) as *mut u8 }
+    }
+
+    /// The bytes of a frame. Callers must hold the frame latch in a mode matching their use.
+    #[allow(clippy::mut_from_ref)]
+    pub(super) unsafe fn frame_bytes(&self, frame_id: usize) -> &mut [u8] {
+        // SAFETY: the pointer is valid for page_size bytes; exclusivity is the caller's duty.
+        unsafe { std::slice::from_raw_parts_mut(self.frame_pointer(frame_id), self.page_size) }
+    }
+
+    pub fn read(&self, page_id: PageId) -> Result<PageReadGuard<'_>> {
+        let frame_id = self.pin_page(page_id)?;
+        let latch = self.frames[frame_id].latch.read();
+        Ok(PageReadGuard {
+            pool: self,
+            frame_id,
+            latch: ManuallyDrop::new(latch),
+        })
+    }
+
+    pub fn write(&self, page_id: PageId) -> Result<PageWriteGuard<'_>> {
+        let frame_id = self.pin_page(page_id)?;
+        let latch = self.frames[frame_id].latch.write();
+        Ok(PageWriteGuard {
+            pool: self,
+            frame_id,
+            latch: ManuallyDrop::new(latch),
+        })
+    }
+
+    /// Allocates a new page of the given kind; the guard holds a fresh header and zeroed body.
+    pub fn allocate(&self, kind: PageKind) -> Result<PageWriteGuard<'_>> {
+        let page_id = self.store.allocate_page_id()?;
+        let (frame_id, latch) = self.claim_frame(page_id)?;
+        // SAFETY: we hold the frame latch exclusively.
+        let bytes = unsafe { self.frame_bytes(frame_id) };
+        PageHeaderBuilder::new(bytes).init(kind, page_id);
+        let frame = &self.frames[frame_id];
+        frame
+            .inner
+            .store(kind == PageKind::BtreeInner, Ordering::Relaxed);
+        frame.valid.store(true, Ordering::Release);
+        Ok(PageWriteGuard {
+            pool: self,
+            frame_id,
+            latch: ManuallyDrop::new(latch),
+        })
+    }
+
+    /// Frees a page: its frame becomes empty and its id goes back to the store.
+    pub fn free(&self, guard: PageWriteGuard<'_>) {
+        let frame_id = guard.frame_id;
+        let frame = &self.frames[frame_id];
+        let page_id = frame.page_id.load(Ordering::Acquire);
+        {
+            let mut table = self.table.lock();
+            table.map.remove(&page_id);
+            frame.page_id.store(PAGE_ID_NONE, Ordering::Release);
+            frame.valid.store(false, Ordering::Release);
+        }
+        if frame.dirty.swap(false, Ordering::AcqRel) {
+            self.dirty_count.fetch_sub(1, Ordering::Relaxed);
+        }
+        let mut guard = ManuallyDrop::new(guard);
+        // SAFETY: taken once; the guard is not dropped normally (it would mark the frame dirty).
+        unsafe { ManuallyDrop::drop(&mut guard.latch) };
+        frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+        self.store.free_page_id(page_id);
+    }
+
+    /// Finds or loads a page and returns its pinned frame.
+    fn pin_page(&self, page_id: PageId) -> Result<usize> {
+        assert_ne!(page_id, PAGE_ID_NONE, "page id 0 is never a page");
+        loop {
+            let table = self.table.lock();
+            if let Some(&frame_id) = table.map.get(&page_id) {
+                let frame = &self.frames[frame_id];
+                frame.pin_count.fetch_add(1, Ordering::AcqRel);
+                frame.referenced.store(true, Ordering::Relaxed);
+                drop(table);
+                if frame.valid.load(Ordering::Acquire) {
+                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(frame_id);
+                }
+                // Wait for a concurrent load to finish, then confirm it succeeded.
+                drop(frame.latch.read());
+                if frame.valid.load(Ordering::Acquire)
+                    && frame.page_id.load(Ordering::Acquire) == page_id
+                {
+                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(frame_id);
+                }
+                frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+                continue;
+            }
+            drop(table);
+            return self.load_page(page_id);
+        }
+    }
+
+    /// Reads a page from the store into a claimed frame.
+    fn load_page(&self, page_id: PageId) -> Result<usize> {
+        let (frame_id, latch) = match self.claim_frame(page_id) {
+            Ok(claimed) => claimed,
+            Err(Error::InvalidArgument(_)) => return self.pin_page(page_id),
+            Err(error) => return Err(error),
+        };
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: we hold the frame latch exclusively.
+        let bytes = unsafe { self.frame_bytes(frame_id) };
+        let frame = &self.frames[frame_id];
+        match self.store.read_page(page_id, bytes) {
+            Ok(()) => {
+                self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
+                let kind = PageHeaderAccessor::new(bytes).kind();
+                frame
+                    .inner
+                    .store(kind == Some(PageKind::BtreeInner), Ordering::Relaxed);
+                frame.valid.store(true, Ordering::Release);
+                drop(latch);
+                Ok(frame_id)
+            }
+            Err(error) => {
+                let mut table = self.table.lock();
+                table.map.remove(&page_id);
+                frame.page_id.store(PAGE_ID_NONE, Ordering::Release);
+                drop(table);
+                drop(latch);
+                frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+                Err(error)
+            }
+        }
+    }
+
+    /// Maps `page_id` to a free or evicted frame, pinned and exclusively latched, not yet valid.
+    /// Returns InvalidArgument if another thread mapped the page meanwhile (caller retries).
+    fn claim_frame(&self, page_id: PageId) -> Result<(usize, RwLockWriteGuard<'_, ()>)> {
+        loop {
+            let mut table = self.table.lock();
+            if table.map.contains_key(&page_id) {
+                return Err(Error::InvalidArgument("page mapped concurrently".into()));
+            }
+            match self.find_victim(&mut table)? {
+                Victim::Clean(frame_id) => {
+                    let frame = &self.frames[frame_id];
+                    let latch = frame
+                        .latch
+                        .try_write()
+                        .expect("unpinned frame is unlatched");
+                    let old_page_id = frame.page_id.load(Ordering::Acquire);
+                    if old_page_id != PAGE_ID_NONE {
+                        table.map.remove(&old_page_id);
+                    }
+                    table.map.insert(page_id, frame_id);
+                    frame.page_id.store(page_id, Ordering::Release);
+                    frame.valid.store(false, Ordering::Release);
+                    frame.pin_count.store(1, Ordering::Release);
+                    frame.referenced.store(true, Ordering::Relaxed);
+                    return Ok((frame_id, latch));
+                }
+                Victim::Dirty(frame_id) => {
+                    let frame = &self.frames[frame_id];
+                    frame.pin_count.fetch_add(1, Ordering::AcqRel);
+                    drop(table);
+                    self.counters
+                        .eviction_writes
+                        .fetch_add(1, Ordering::Relaxed);
+                    // The gate keeps a checkpoint from missing this write; try_read because
+                    // the caller may hold latches of pages a latch holder of this frame wants.
+                    let operation = self.operation();
+                    let result = self.write_back(&[frame_id], false);
+                    drop(operation);
+                    frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+                    result?;
+                }
+            }
+        }
+    }
+
+    /// Clock sweep. Skips pinned frames, frames under write-back, recently referenced frames
+    /// (clearing the bit) and, for the first two rounds, inner B+tree pages.
+    fn find_victim(&self, table: &mut PageTable) -> Result<Victim> {
+        let frame_count = self.frames.len();
+        for step in 0..frame_count * 4 {
+            let frame_id = table.clock_hand;
+            table.clock_hand = (table.clock_hand + 1) % frame_count;
+            let frame = &self.frames[frame_id];
+            if frame.pin_count.load(Ordering::Acquire) > 0 || frame.io_busy.load(Ordering::Acquire)
+            {
+                continue;
+            }
+            if frame.page_id.load(Ordering::Acquire) == PAGE_ID_NONE {
+                return Ok(Victim::Clean(frame_id));
+            }
+            if frame.referenced.swap(false, Ordering::Relaxed) {
+                continue;
+            }
+            let early = step < frame_count * 2;
+            if early && self.config.keep_inner_resident && frame.inner.load(Ordering::Relaxed) {
+                continue;
+            }
+            if frame.dirty.load(Ordering::Acquire) {
+                if self.dirty_count.load(Ordering::Relaxed) * 2 > frame_count || !early {
+                    return Ok(Victim::Dirty(frame_id));
+                }
+                self.writer.wake();
+                continue;
+            }
+            return Ok(Victim::Clean(frame_id));
+        }
+        Err(Error::InvalidArgument(format!(
+            "buffer pool exhausted: all {frame_count} frames are pinned"
+        )))
+    }
+
+    /// Copies dirty frames under shared latches and writes them to the store in one batch.
+    /// Frames whose write-back is already in flight are skipped.
+    /// Callers hold `operation()`. With `wait_for_latch` false, latched frames are skipped.
+    pub(super) fn write_back(&self, frame_ids: &[usize], wait_for_latch: bool) -> Result<usize> {
+        let mut copies: Vec<(PageId, usize, AlignedBuf)> = Vec::with_capacity(frame_ids.len());
+        for &frame_id in frame_ids {
+            let frame = &self.frames[frame_id];
+            if frame.io_busy.swap(true, Ordering::AcqRel) {
+                continue;
+            }
+            let latch = if wait_for_latch {
+                frame.latch.read()
+            } else if let Some(latch) = frame.latch.try_read() {
+                latch
+            } else {
+                frame.io_busy.store(false, Ordering::Release);
+                continue;
+            };
+            let page_id = frame.page_id.load(Ordering::Acquire);
+            if !frame.valid.load(Ordering::Acquire) || !frame.dirty.swap(false, Ordering::AcqRel) {
+                drop(latch);
+                frame.io_busy.store(false, Ordering::Release);
+                continue;
+            }
+            self.dirty_count.fetch_sub(1, Ordering::Relaxed);
+            let mut copy = AlignedBuf::new(self.page_size);
+            // SAFETY: shared latch held; we only read.
+            copy.copy_from_slice(unsafe { self.frame_bytes(frame_id) });
+            drop(latch);
+            seal_for_write(&mut copy);
+            copies.push((page_id, frame_id, copy));
+        }
+        let pages: Vec<(PageId, &[u8])> = copies.iter().map(|(id, _, c)| (*id, &c[..])).collect();
+        let result = self.store.write_pages(&pages);
+        for (_, frame_id, _) in &copies {
+            let frame = &self.frames[*frame_id];
+            if result.is_err() && !frame.dirty.swap(true, Ordering::AcqRel) {
+                self.dirty_count.fetch_add(1, Ordering::Relaxed);
+            }
+            frame.io_busy.store(false, Ordering::Release);
+        }
+        result?;
+        self.counters
+            .pages_written
+            .fetch_add(copies.len() as u64, Ordering::Relaxed);
+        Ok(copies.len())
+    }
+
+    /// Copies every dirty page and marks it clean. Call only while holding `quiesce()`, so no
+    /// operation is half done and no write-back is in flight.
+    pub fn take_dirty_pages(&self) -> Vec<(PageId, AlignedBuf)> {
+        let mut pages = Vec::new();
+        for (frame_id, frame) in self.frames.iter().enumerate() {
+            assert!(
+                !frame.io_busy.load(Ordering::Acquire),
+                "write-back during checkpoint"
+            );
+            if !frame.valid.load(Ordering::Acquire) || !frame.dirty.swap(false, Ordering::AcqRel) {
+                continue;
+            }
+            self.dirty_count.fetch_sub(1, Ordering::Relaxed);
+            let latch = frame.latch.read();
+            let mut copy = AlignedBuf::new(self.page_size);
+            // SAFETY: shared latch held; we only read.
+            copy.copy_from_slice(unsafe { self.frame_bytes(frame_id) });
+            drop(latch);
+            seal_for_write(&mut copy);
+            pages.push((frame.page_id.load(Ordering::Acquire), copy));
+        }
+        pages
+    }
+
+    /// Writes every dirty page to the store (not a checkpoint: nothing becomes durable).
+    pub fn flush_all(&self) -> Result<()> {
+        let _operation = self.operation();
+        let dirty: Vec<usize> = (0..self.frames.len())
+            .filter(|&id| self.frames[id].dirty.load(Ordering::Acquire))
+            .collect();
+        for chunk in dirty.chunks(self.config.write_batch_pages.max(1)) {
+            self.write_back(chunk, true)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn count_background_writes(&self, pages: usize) {
+        self.counters
+            .background_writes
+            .fetch_add(pages as u64, Ordering::Relaxed);
+    }
+
+    pub fn stats(&self) -> BufferStats {
+        let counters = &self.counters;
+        BufferStats {
+            hits: counters.hits.load(Ordering::Relaxed),
+            misses: counters.misses.load(Ordering::Relaxed),
+            pages_read: counters.pages_read.load(Ordering::Relaxed),
+            pages_written: counters.pages_written.load(Ordering::Relaxed),
+            eviction_writes: counters.eviction_writes.load(Ordering::Relaxed),
+            background_writes: counters.background_writes.load(Ordering::Relaxed),
+            frame_count: self.frames.len() as u64,
+            dirty_frames: self.dirty_count.load(Ordering::Relaxed) as u64,
+        }
+    }
+
+    /// Stops the background writer (idempotent). Dirty pages stay in memory.
+    pub fn shutdown(&self) {
+        self.writer.stop();
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        self.writer.stop();
+    }
+}
+
+thread_local! {
+    static GATE_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Shared hold of the checkpoint gate; see `BufferPool::operation`.
+pub struct OperationGuard<'a> {
+    _guard: Option<RwLockReadGuard<'a, ()>>,
+}
+
+impl Drop for OperationGuard<'_> {
+    fn drop(&mut self) {
+        GATE_DEPTH.with(|depth| depth.set(depth.get() - 1));
+    }
+}
+
+/// Bumps the write sequence and stores the checksum of a page copy about to be written.
+fn seal_for_write(copy: &mut [u8]) {
+    let sequence = PageHeaderAccessor::new(copy).write_sequence() + 1;
+    PageHeaderBuilder::new(copy).set_write_sequence(sequence);
+    page::seal(copy);
+}
+
+/// A pinned page under a shared latch.
+pub struct PageReadGuard<'a> {
+    pool: &'a BufferPool,
+    frame_id: usize,
+    latch: ManuallyDrop<RwLockReadGuard<'a, ()>>,
+}
+
+impl PageReadGuard<'_> {
+    pub fn page_id(&self) -> PageId {
+        self.pool.frames[self.frame_id]
+            .page_id
+            .load(Ordering::Acquire)
+    }
+}
+
+impl Deref for PageReadGuard<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: shared latch held for the guard's lifetime.
+        unsafe { self.pool.frame_bytes(self.frame_id) }
+    }
+}
+
+impl Drop for PageReadGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: dropped exactly once, here; the latch is released before the unpin.
+        unsafe { ManuallyDrop::drop(&mut self.latch) };
+        self.pool.frames[self.frame_id]
+            .pin_count
+            .fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A pinned page under an exclusive latch; marks the page dirty when dropped.
+pub struct PageWriteGuard<'a> {
+    pool: &'a BufferPool,
+    frame_id: usize,
+    latch: ManuallyDrop<RwLockWriteGuard<'a, ()>>,
+}
+
+impl PageWriteGuard<'_> {
+    pub fn page_id(&self) -> PageId {
+        self.pool.frames[self.frame_id]
+            .page_id
+            .load(Ordering::Acquire)
+    }
+
+    /// Records the log position of the change being applied.
+    pub fn set_lsn(&mut self, lsn: u64) {
+        PageHeaderBuilder::new(self).set_lsn(lsn);
+    }
+}
+
+impl Deref for PageWriteGuard<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: exclusive latch held for the guard's lifetime.
+        unsafe { self.pool.frame_bytes(self.frame_id) }
+    }
+}
+
+impl DerefMut for PageWriteGuard<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: exclusive latch held for the guard's lifetime.
+        unsafe { self.pool.frame_bytes(self.frame_id) }
+    }
+}
+
+impl Drop for PageWriteGuard<'_> {
+    fn drop(&mut self) {
+        let frame = &self.pool.frames[self.frame_id];
+        let kind = PageHeaderAccessor::new(self).kind();
+        frame
+            .inner
+            .store(kind == Some(PageKind::BtreeInner), Ordering::Relaxed);
+        if !frame.dirty.swap(true, Ordering::AcqRel) {
+            self.pool.dirty_count.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: dropped exactly once, here; the latch is released before the unpin.
+        unsafe { ManuallyDrop::drop(&mut self.latch) };
+        frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+        if self.pool.dirty_count.load(Ordering::Relaxed) as f64
+            > self.pool.frames.len() as f64 * self.pool.config.dirty_fraction_target
+        {
+            self.pool.writer.wake();
+        }
+    }
+}

@@ -1,0 +1,113 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::page::{PageKind, PAGE_HEADER_SIZE};
+use crate::store::memory::MemoryStore;
+use crate::store::PageStore;
+
+fn pool(frames: usize) -> Arc<BufferPool> {
+    let store: Arc<dyn PageStore> = Arc::new(MemoryStore::new(4096));
+    let config = BufferPoolConfig {
+        frame_count: frames,
+        ..BufferPoolConfig::default()
+    };
+    BufferPool::new(store, config).expect("pool")
+}
+
+#[test]
+fn pages_survive_eviction_in_a_tiny_pool() {
+    let pool = pool(8);
+    let mut ids = Vec::new();
+    for value in 0..200u32 {
+        let mut page = pool.allocate(PageKind::BtreeLeaf).expect("allocate");
+        page[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + 4].copy_from_slice(&value.to_le_bytes());
+        ids.push(page.page_id());
+    }
+    for (value, id) in ids.iter().enumerate() {
+        let page = pool.read(*id).expect("read");
+        let stored = u32::from_le_bytes(
+            page[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + 4]
+                .try_into()
+                .unwrap(),
+        );
+        assert_eq!(stored as usize, value, "page {id}");
+    }
+    let stats = pool.stats();
+    assert!(stats.misses >= 190, "tiny pool must miss: {stats:?}");
+    assert!(
+        stats.pages_written >= 190,
+        "dirty pages must be written back: {stats:?}"
+    );
+}
+
+#[test]
+fn all_frames_pinned_is_an_error_not_a_hang() {
+    let pool = pool(8);
+    let guards: Vec<_> = (0..8)
+        .map(|_| pool.allocate(PageKind::BtreeLeaf).unwrap())
+        .collect();
+    assert!(pool.allocate(PageKind::BtreeLeaf).is_err());
+    drop(guards);
+    assert!(pool.allocate(PageKind::BtreeLeaf).is_ok());
+}
+
+#[test]
+fn freed_pages_are_reused() {
+    let pool = pool(8);
+    let page = pool.allocate(PageKind::Overflow).unwrap();
+    let id = page.page_id();
+    pool.free(page);
+    let again = pool.allocate(PageKind::Overflow).unwrap();
+    assert_eq!(again.page_id(), id);
+}
+
+#[test]
+fn concurrent_increments_are_not_lost() {
+    let pool = pool(16);
+    let ids: Vec<_> = (0..40)
+        .map(|_| pool.allocate(PageKind::BtreeLeaf).unwrap().page_id())
+        .collect();
+    let threads: Vec<_> = (0..4)
+        .map(|thread| {
+            let pool = pool.clone();
+            let ids = ids.clone();
+            std::thread::spawn(move || {
+                for round in 0..500 {
+                    let id = ids[(round * 7 + thread * 13) % ids.len()];
+                    let mut page = pool.write(id).unwrap();
+                    let range = PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + 8;
+                    let count = u64::from_le_bytes(page[range.clone()].try_into().unwrap());
+                    page[range].copy_from_slice(&(count + 1).to_le_bytes());
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let total: u64 = ids
+        .iter()
+        .map(|id| {
+            let page = pool.read(*id).unwrap();
+            u64::from_le_bytes(
+                page[PAGE_HEADER_SIZE..PAGE_HEADER_SIZE + 8]
+                    .try_into()
+                    .unwrap(),
+            )
+        })
+        .sum();
+    assert_eq!(total, 2000);
+}
+
+#[test]
+fn take_dirty_pages_returns_sealed_copies_and_cleans() {
+    let pool = pool(8);
+    let id = pool.allocate(PageKind::BtreeLeaf).unwrap().page_id();
+    let gate = pool.quiesce();
+    let pages = pool.take_dirty_pages();
+    drop(gate);
+    assert_eq!(pages.len(), 1);
+    assert_eq!(pages[0].0, id);
+    crate::page::verify(&pages[0].1, id, "test", 0).expect("sealed");
+    assert_eq!(pool.stats().dirty_frames, 0);
+}

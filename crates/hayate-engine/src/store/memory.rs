@@ -1,0 +1,118 @@
+//! A page store in memory, for unit tests of the layers above. It verifies checksums like the
+//! real stores but keeps nothing on a device and has no checkpoint durability.
+
+use std::collections::{BTreeSet, HashMap};
+
+use parking_lot::Mutex;
+
+use super::{CheckpointMeta, PageStore, StoreSnapshot, StoreStats};
+use crate::error::{Error, Location, Result};
+use crate::page::{self, PageId};
+
+pub struct MemoryStore {
+    page_size: usize,
+    state: Mutex<MemoryState>,
+}
+
+struct MemoryState {
+    pages: HashMap<PageId, Vec<u8>>,
+    free: BTreeSet<PageId>,
+    next_page_id: PageId,
+    stats: StoreStats,
+}
+
+impl MemoryStore {
+    pub fn new(page_size: usize) -> MemoryStore {
+        MemoryStore {
+            page_size,
+            state: Mutex::new(MemoryState {
+                pages: HashMap::new(),
+                free: BTreeSet::new(),
+                next_page_id: 1,
+                stats: StoreStats::default(),
+            }),
+        }
+    }
+}
+
+impl PageStore for MemoryStore {
+    fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    fn read_page(&self, page_id: PageId, buf: &mut [u8]) -> Result<()> {
+        let mut state = self.state.lock();
+        state.stats.pages_read += 1;
+        let Some(image) = state.pages.get(&page_id) else {
+            let location = Location {
+                file: "memory".into(),
+                page_id: Some(page_id),
+                ..Default::default()
+            };
+            return Err(Error::corruption(location, "page was never written"));
+        };
+        buf.copy_from_slice(image);
+        page::verify(buf, page_id, "memory", 0)
+    }
+
+    fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<()> {
+        let mut state = self.state.lock();
+        for (page_id, image) in pages {
+            debug_assert_eq!(image.len(), self.page_size);
+            state.pages.insert(*page_id, image.to_vec());
+            state.stats.pages_written += 1;
+        }
+        Ok(())
+    }
+
+    fn allocate_page_id(&self) -> Result<PageId> {
+        let mut state = self.state.lock();
+        if let Some(page_id) = state.free.pop_first() {
+            return Ok(page_id);
+        }
+        let page_id = state.next_page_id;
+        state.next_page_id += 1;
+        Ok(page_id)
+    }
+
+    fn free_page_id(&self, page_id: PageId) {
+        let mut state = self.state.lock();
+        assert!(
+            page_id != 0 && page_id < state.next_page_id,
+            "freeing unknown page {page_id}"
+        );
+        assert!(state.free.insert(page_id), "page {page_id} freed twice");
+    }
+
+    fn live_page_count(&self) -> u64 {
+        let state = self.state.lock();
+        state.next_page_id - 1 - state.free.len() as u64
+    }
+
+    fn begin_checkpoint(&self) -> StoreSnapshot {
+        StoreSnapshot {
+            state: Box::new(()),
+        }
+    }
+
+    fn finish_checkpoint(
+        &self,
+        _snapshot: StoreSnapshot,
+        pages: &[(PageId, &[u8])],
+        _meta: &CheckpointMeta,
+    ) -> Result<()> {
+        self.write_pages(pages)
+    }
+
+    fn opened_checkpoint(&self) -> Option<CheckpointMeta> {
+        None
+    }
+
+    fn stats(&self) -> StoreStats {
+        self.state.lock().stats.clone()
+    }
+
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+}
