@@ -213,6 +213,11 @@ impl BufferPool {
         let frame_id = guard.frame_id;
         let frame = &self.frames[frame_id];
         let page_id = frame.page_id.load(Ordering::Acquire);
+        // A write-back copied before we latched may still be in flight; let it land first so
+        // the store does not map a freed page.
+        while frame.io_busy.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
         {
             let mut table = self.table.lock();
             table.map.remove(&page_id);

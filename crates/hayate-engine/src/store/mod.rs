@@ -10,10 +10,76 @@
 //! recovery always starts from a structurally consistent tree and replays the logical log.
 
 pub mod control;
+pub mod in_place;
 pub mod memory;
+pub mod out_of_place;
 
-use crate::error::Result;
+use std::sync::Arc;
+
+pub use control::WritePolicy;
+pub use out_of_place::{CleanerConfig, VictimPolicy};
+
+use crate::error::{Error, Result};
+use crate::io::Io;
 use crate::page::PageId;
+
+/// How to create a store; an existing store keeps the policy and sizes it was created with.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub policy: WritePolicy,
+    pub page_size: usize,
+    /// Pages per segment (out-of-place only).
+    pub segment_pages: u64,
+    pub cleaner: CleanerConfig,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            policy: WritePolicy::OutOfPlace,
+            page_size: crate::page::PAGE_SIZE_DEFAULT,
+            segment_pages: 256,
+            cleaner: CleanerConfig::default(),
+        }
+    }
+}
+
+/// Opens the store in `io`, or creates it with `config` when there is none. Returns the store
+/// and whether it was created.
+pub fn open(io: Arc<dyn Io>, config: &StoreConfig) -> Result<(Arc<dyn PageStore>, bool)> {
+    match control::ControlFile::open(io.as_ref())? {
+        Some(control) => {
+            let store: Arc<dyn PageStore> = match control.current().policy {
+                WritePolicy::OutOfPlace => Arc::new(out_of_place::OutOfPlaceStore::open(
+                    io,
+                    control,
+                    config.cleaner.clone(),
+                )?),
+                WritePolicy::InPlace => Arc::new(in_place::InPlaceStore::open(io, control)?),
+            };
+            Ok((store, false))
+        }
+        None => {
+            if io.list()?.iter().any(|name| name.starts_with("data.")) {
+                return Err(Error::InvalidArgument(
+                    "data file present but control file missing; refusing to overwrite".into(),
+                ));
+            }
+            let store: Arc<dyn PageStore> = match config.policy {
+                WritePolicy::OutOfPlace => Arc::new(out_of_place::OutOfPlaceStore::create(
+                    io,
+                    config.page_size,
+                    config.segment_pages,
+                    config.cleaner.clone(),
+                )?),
+                WritePolicy::InPlace => {
+                    Arc::new(in_place::InPlaceStore::create(io, config.page_size)?)
+                }
+            };
+            Ok((store, true))
+        }
+    }
+}
 
 /// What the store knows of a checkpoint besides the pages. Opaque bytes for the layers above
 /// (catalog, timestamps), written and read back atomically with the checkpoint.
@@ -85,3 +151,6 @@ pub trait PageStore: Send + Sync {
     /// Verifies the store's own structures (mapping vs segment usage, free lists).
     fn check(&self) -> Result<()>;
 }
+
+#[cfg(test)]
+mod tests;
