@@ -170,7 +170,7 @@ impl ControlFile {
     /// Writes `record` (with the next sequence) into the older slot and syncs it.
     pub fn write(&mut self, mut record: ControlRecord) -> Result<()> {
         record.sequence = self.current.sequence + 1;
-        let slot_index = (record.sequence % 2) as u64;
+        let slot_index = record.sequence % 2;
         let bytes = record.encode();
         self.file
             .write_at(&bytes, slot_index * CONTROL_SLOT_SIZE as u64)?;
@@ -240,7 +240,6 @@ impl CheckpointImage {
         let redo_lsn = next()?;
         let next_page_id = next()?;
         let free_count = next()?;
-        drop(next);
         let free_page_ids = reader
             .u64_vec(free_count)
             .ok_or_else(|| corrupt("bad free list"))?;
