@@ -105,7 +105,7 @@ fn cleaner_bounds_the_file_under_overwrites() {
     let mut checkpoint_id = 2;
     for round in 0..60u64 {
         for (index, &id) in ids.iter().enumerate() {
-            if (index as u64 + round) % 3 == 0 {
+            if (index as u64 + round).is_multiple_of(3) {
                 store.write_pages(&[(id, &image(id, round, 4096))]).unwrap();
             }
         }
