@@ -57,7 +57,7 @@ impl PageKind {
 /// table page size of the classic experiments).
 pub fn validate_page_size(page_size: usize) -> Result<()> {
     let ok = (PAGE_SIZE_MIN..=PAGE_SIZE_MAX).contains(&page_size)
-        && page_size % crate::io::IO_ALIGN == 0;
+        && page_size.is_multiple_of(crate::io::IO_ALIGN);
     if ok {
         Ok(())
     } else {
