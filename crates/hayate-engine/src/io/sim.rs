@@ -408,8 +408,9 @@ impl SimIo {
     }
 
     /// Simulates a power loss and returns the disk as it comes back (see the module docs).
-    /// This disk and its open files fail every operation afterwards. Faults, capacity and
-    /// latency settings carry over; counters and `crash_at_sync` start afresh.
+    /// This disk and its open files fail every operation afterwards. Capacity and latency
+    /// settings carry over; faults, `crash_at_sync` and counters start afresh, so recovery
+    /// runs on a healthy disk unless the test injects new faults.
     pub fn crash(&self) -> SimIo {
         let mut guard = self.state.lock();
         // Reborrow so that fields can be borrowed separately.
@@ -418,7 +419,6 @@ impl SimIo {
         config.seed = old.rng.gen();
         let sector_size_bytes = old.config.sector_size_bytes.max(1) as u64;
         let mut new = SimState::new(config);
-        new.faults = old.faults.clone();
         let names: Vec<(String, FileId)> = old
             .durable_directory
             .iter()
@@ -792,6 +792,19 @@ mod tests {
         assert!(file.sync_data().is_err());
         assert!(io.open("a", OpenOptions::EXISTING_DIRECT).is_err());
         assert_eq!(image.file_contents("a"), Some(Vec::new()));
+    }
+
+    #[test]
+    fn crash_gives_a_healthy_disk() {
+        let io = SimIo::new(SimConfig::default());
+        let file = open(&io, "a");
+        io.fail_after(0, FaultKind::Any);
+        assert!(file.write_at(&[1u8; 512], 0).is_err());
+        let image = io.crash();
+        let file = open(&image, "a");
+        file.write_at(&[1u8; 512], 0).unwrap();
+        file.sync_data().unwrap();
+        assert_eq!(image.stats().syncs, 1);
     }
 
     #[test]
