@@ -57,7 +57,7 @@ impl PageKind {
 /// table page size of the classic experiments).
 pub fn validate_page_size(page_size: usize) -> Result<()> {
     let ok = (PAGE_SIZE_MIN..=PAGE_SIZE_MAX).contains(&page_size)
-        && page_size % crate::io::IO_ALIGN == 0;
+        && page_size.is_multiple_of(crate::io::IO_ALIGN);
     if ok {
         Ok(())
     } else {
@@ -161,19 +161,29 @@ pub fn verify(bytes: &[u8], expected_page_id: PageId, file: &str, offset: u64) -
     if computed != header.checksum() {
         return Err(Error::corruption(
             location(),
-            format!("checksum mismatch: stored {:#010x}, computed {computed:#010x}", header.checksum()),
+            format!(
+                "checksum mismatch: stored {:#010x}, computed {computed:#010x}",
+                header.checksum()
+            ),
         ));
     }
     if header.kind().is_none() || header.version() != PAGE_FORMAT_VERSION {
         return Err(Error::corruption(
             location(),
-            format!("unknown page kind {} or version {}", header.kind_raw(), header.version()),
+            format!(
+                "unknown page kind {} or version {}",
+                header.kind_raw(),
+                header.version()
+            ),
         ));
     }
     if header.page_id() != expected_page_id {
         return Err(Error::corruption(
             location(),
-            format!("page holds id {} instead of {expected_page_id}", header.page_id()),
+            format!(
+                "page holds id {} instead of {expected_page_id}",
+                header.page_id()
+            ),
         ));
     }
     Ok(())
@@ -191,7 +201,10 @@ mod tests {
         page[100] = 42;
         seal(&mut page);
         verify(&page, 7, "data", 0).expect("valid page");
-        assert!(verify(&page, 8, "data", 0).is_err(), "wrong page id must be detected");
+        assert!(
+            verify(&page, 8, "data", 0).is_err(),
+            "wrong page id must be detected"
+        );
         page[2000] ^= 1;
         let error = verify(&page, 7, "data", 28672).unwrap_err();
         let text = error.to_string();
