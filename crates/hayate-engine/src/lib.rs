@@ -7,5 +7,6 @@
 pub mod error;
 pub mod io;
 pub mod page;
+pub mod wal;
 
 pub use error::{Error, Result};
