@@ -83,11 +83,17 @@ impl Error {
     }
 
     pub fn corruption(location: Location, detail: impl Into<String>) -> Error {
-        Error::Corruption { location, detail: detail.into() }
+        Error::Corruption {
+            location,
+            detail: detail.into(),
+        }
     }
 
     /// True for errors after which the same transaction may be retried from the start.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::SerializationFailure | Error::Deadlock | Error::LockTimeout(_))
+        matches!(
+            self,
+            Error::SerializationFailure | Error::Deadlock | Error::LockTimeout(_)
+        )
     }
 }

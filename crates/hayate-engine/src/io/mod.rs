@@ -40,8 +40,14 @@ pub struct OpenOptions {
 }
 
 impl OpenOptions {
-    pub const CREATE_DIRECT: OpenOptions = OpenOptions { create: true, direct: true };
-    pub const EXISTING_DIRECT: OpenOptions = OpenOptions { create: false, direct: true };
+    pub const CREATE_DIRECT: OpenOptions = OpenOptions {
+        create: true,
+        direct: true,
+    };
+    pub const EXISTING_DIRECT: OpenOptions = OpenOptions {
+        create: false,
+        direct: true,
+    };
 }
 
 /// One read of a batch: fill `buf` from `offset`.

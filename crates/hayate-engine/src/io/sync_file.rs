@@ -17,7 +17,9 @@ impl SyncIo {
     /// Opens (and creates if missing) a data directory.
     pub fn new(dir: &Path) -> Result<SyncIo> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
-        Ok(SyncIo { dir: dir.to_path_buf() })
+        Ok(SyncIo {
+            dir: dir.to_path_buf(),
+        })
     }
 
     pub fn dir(&self) -> &Path {
@@ -40,12 +42,17 @@ pub(crate) fn open_file(dir: &Path, name: &str, options: OpenOptions) -> Result<
         match open(true) {
             Ok(file) => return Ok((file, true)),
             Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {
-                log::warn!("O_DIRECT not supported for {}; using buffered I/O", path.display());
+                log::warn!(
+                    "O_DIRECT not supported for {}; using buffered I/O",
+                    path.display()
+                );
             }
             Err(error) => return Err(Error::io(name, error)),
         }
     }
-    open(false).map(|file| (file, false)).map_err(|e| Error::io(name, e))
+    open(false)
+        .map(|file| (file, false))
+        .map_err(|e| Error::io(name, e))
 }
 
 pub(crate) fn list_dir(dir: &Path) -> Result<Vec<String>> {
@@ -63,7 +70,9 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Vec<String>> {
 
 pub(crate) fn sync_directory(dir: &Path) -> Result<()> {
     let handle = File::open(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
-    handle.sync_all().map_err(|e| Error::io(dir.display().to_string(), e))
+    handle
+        .sync_all()
+        .map_err(|e| Error::io(dir.display().to_string(), e))
 }
 
 impl Io for SyncIo {
@@ -73,7 +82,10 @@ impl Io for SyncIo {
 
     fn open(&self, name: &str, options: OpenOptions) -> Result<Arc<dyn IoFile>> {
         let (file, _direct) = open_file(&self.dir, name, options)?;
-        Ok(Arc::new(SyncFile { name: name.to_string(), file }))
+        Ok(Arc::new(SyncFile {
+            name: name.to_string(),
+            file,
+        }))
     }
 
     fn exists(&self, name: &str) -> Result<bool> {
@@ -109,11 +121,15 @@ impl IoFile for SyncFile {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.file.read_exact_at(buf, offset).map_err(|e| Error::io(&self.name, e))
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| Error::io(&self.name, e))
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
-        self.file.write_all_at(buf, offset).map_err(|e| Error::io(&self.name, e))
+        self.file
+            .write_all_at(buf, offset)
+            .map_err(|e| Error::io(&self.name, e))
     }
 
     fn sync_data(&self) -> Result<()> {
@@ -121,7 +137,11 @@ impl IoFile for SyncFile {
     }
 
     fn len(&self) -> Result<u64> {
-        Ok(self.file.metadata().map_err(|e| Error::io(&self.name, e))?.len())
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| Error::io(&self.name, e))?
+            .len())
     }
 
     fn set_len(&self, len: u64) -> Result<()> {

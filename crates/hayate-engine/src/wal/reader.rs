@@ -175,12 +175,17 @@ pub(crate) fn recover(
     };
     let stream_end_lsn = reader.stream_end_lsn().unwrap_or(stream_start_lsn);
     if start_lsn < stream_start_lsn || start_lsn > stream_end_lsn {
-        return Err(Error::corruption(
-            Location { file: segment_name(stream_start_lsn), lsn: Some(start_lsn), ..Default::default() },
-            format!(
-                "recovery must start at {start_lsn} but the log holds {stream_start_lsn}..{stream_end_lsn}"
-            ),
-        ));
+        let file = segment_name(stream_start_lsn);
+        let location = Location {
+            file,
+            lsn: Some(start_lsn),
+            ..Default::default()
+        };
+        let detail = format!(
+            "recovery must start at {start_lsn} but the log holds \
+             {stream_start_lsn}..{stream_end_lsn}"
+        );
+        return Err(Error::corruption(location, detail));
     }
     let mut records = Vec::new();
     let (end_lsn, log_end) = scan(&mut reader, start_lsn, &mut records)?;

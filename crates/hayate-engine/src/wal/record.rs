@@ -463,7 +463,10 @@ mod tests {
 
     proptest! {
         #[test]
-        fn random_bytes_never_panic(record_type in 0u8..6, bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+        fn random_bytes_never_panic(
+            record_type in 0u8..6,
+            bytes in proptest::collection::vec(any::<u8>(), 0..256),
+        ) {
             // Decoding garbage may succeed by chance, but must never panic; a success must
             // re-encode to the very same bytes (the encoding is canonical).
             if let Ok(record) = LogRecord::decode_payload(record_type, &bytes) {
@@ -500,7 +503,14 @@ mod tests {
         fn commit_round_trip(
             txn_id in any::<u64>(),
             commit_ts in any::<u64>(),
-            keys in proptest::collection::vec((any::<u32>(), proptest::collection::vec(any::<u8>(), 0..20), proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40))), 0..10),
+            keys in proptest::collection::vec(
+                (
+                    any::<u32>(),
+                    proptest::collection::vec(any::<u8>(), 0..20),
+                    proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
+                ),
+                0..10,
+            ),
         ) {
             let ops = keys.into_iter().map(|(tree_id, key, value)| match value {
                 Some(value) => Op::Put { tree_id, key, value },
