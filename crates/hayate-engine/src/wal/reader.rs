@@ -204,24 +204,21 @@ pub(crate) fn recover(
             ))
         }
     };
-    let (end_segment, tail_truncated, segments_removed) =
-        cut_tail(io, &reader.segments, end_lsn, &tail_block)?;
+    let cut = cut_tail(io, &reader.segments, end_lsn, &tail_block)?;
     let report = RecoveryReport {
         start_lsn,
         end_lsn,
         records_read: records.len() as u64,
         bytes_read: end_lsn - start_lsn,
         log_end,
-        tail_truncated,
-        segments_removed,
+        tail_truncated: cut.tail_truncated,
+        segments_removed: cut.segments_removed,
     };
-    Ok((
-        Recovery { records, report },
-        RecoveredTail {
-            end_segment,
-            tail_block,
-        },
-    ))
+    let tail = RecoveredTail {
+        end_segment: Some(cut.end_segment),
+        tail_block,
+    };
+    Ok((Recovery { records, report }, tail))
 }
 
 /// An empty directory: the log will begin at `start_lsn` rounded up to a block boundary, so
@@ -301,15 +298,21 @@ fn scan(
     }
 }
 
-/// Removes everything in the stream past `end_lsn`. Returns the end segment, whether anything
-/// was cut, and how many later segments were deleted.
-#[allow(clippy::type_complexity)]
+/// Result of `cut_tail`.
+struct TailCut {
+    end_segment: (Lsn, Arc<dyn IoFile>),
+    tail_truncated: bool,
+    segments_removed: u64,
+}
+
+/// Removes everything in the stream past `end_lsn`: stale bytes in the end block, the rest of
+/// the end segment, and all later segments.
 fn cut_tail(
     io: &dyn Io,
     segments: &[SegmentFile],
     end_lsn: Lsn,
     tail_block: &[u8],
-) -> Result<(Option<(Lsn, Arc<dyn IoFile>)>, bool, u64)> {
+) -> Result<TailCut> {
     let end_index = segments
         .iter()
         .rposition(|segment| segment.first_lsn <= end_lsn)
@@ -353,9 +356,10 @@ fn cut_tail(
         io.sync_dir()?;
         tail_truncated = true;
     }
-    Ok((
-        Some((segment.first_lsn, Arc::clone(&segment.file))),
+    let end_segment = (segment.first_lsn, Arc::clone(&segment.file));
+    Ok(TailCut {
+        end_segment,
         tail_truncated,
         segments_removed,
-    ))
+    })
 }

@@ -455,3 +455,57 @@ fn bench_reports_commits() {
     assert!(report.flushes > 0 && report.flushes <= report.commits);
     assert!(report.commit_wait_us_p50 <= report.commit_wait_us_p99);
 }
+
+#[test]
+fn lost_last_segment_cuts_spanning_record() {
+    let (_dir, io) = temp_io();
+    let (wal, _) = Wal::open(Arc::clone(&io), small_config(), 0).unwrap();
+    let written = append_all(
+        &wal,
+        &(1..=40).map(|id| commit(id, 3000)).collect::<Vec<_>>(),
+    );
+    drop(wal);
+    let segments = segment::list_segments(&*io).unwrap();
+    let last_first_lsn = segments[segments.len() - 1];
+    assert!(last_first_lsn > 0);
+    io.remove(&segment_name(last_first_lsn)).unwrap();
+
+    let (wal, recovery) = Wal::open(Arc::clone(&io), small_config(), 0).unwrap();
+    let frame_size = commit(1, 3000).encode_frame().len() as u64;
+    let surviving = written
+        .iter()
+        .filter(|(lsn, _)| lsn + frame_size <= last_first_lsn)
+        .count();
+    assert_records(&recovery.records, &written[..surviving]);
+    assert_eq!(recovery.report.log_end, LogEnd::ShortRead);
+    // The record that spanned into the lost segment is rewritten there by new appends.
+    let more = append_all(
+        &wal,
+        &(41..=45).map(|id| commit(id, 3000)).collect::<Vec<_>>(),
+    );
+    assert!(io.exists(&segment_name(last_first_lsn)).unwrap());
+    drop(wal);
+    let (_wal, recovery) = Wal::open(io, small_config(), 0).unwrap();
+    let mut expected = written[..surviving].to_vec();
+    expected.extend(more);
+    assert_records(&recovery.records, &expected);
+}
+
+#[test]
+fn delay_and_no_sync_modes_work() {
+    let (_dir, io) = temp_io();
+    let config = WalConfig {
+        sync_mode: SyncMode::None,
+        group_commit_delay: std::time::Duration::from_micros(200),
+        ..small_config()
+    };
+    let (wal, _) = Wal::open(Arc::clone(&io), config.clone(), 0).unwrap();
+    let written = append_all(
+        &wal,
+        &(1..=10).map(|id| commit(id, 100)).collect::<Vec<_>>(),
+    );
+    assert_eq!(wal.stats().flushes, 10);
+    drop(wal);
+    let (_wal, recovery) = Wal::open(io, config, 0).unwrap();
+    assert_records(&recovery.records, &written);
+}
