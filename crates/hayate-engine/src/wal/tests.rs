@@ -451,6 +451,7 @@ fn group_commit_shares_flushes() {
 fn bench_reports_commits() {
     let (_dir, io) = temp_io();
     let report = bench_group_commit(io, 4, std::time::Duration::from_millis(200)).unwrap();
+    println!("{report:?}");
     assert!(report.commits > 0);
     assert!(report.flushes > 0 && report.flushes <= report.commits);
     assert!(report.commit_wait_us_p50 <= report.commit_wait_us_p99);
