@@ -9,5 +9,6 @@ pub mod error;
 pub mod io;
 pub mod page;
 pub mod store;
+pub mod wal;
 
 pub use error::{Error, Result};

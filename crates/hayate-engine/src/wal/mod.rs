@@ -1,0 +1,239 @@
+//! The write-ahead log: redo-only logical records, group commit, recovery.
+//!
+//! The log is one byte stream addressed by LSN, the stream position of a record's first byte.
+//! It is stored in segment files `wal.{first_lsn:016x}` (16 lowercase hex digits) of
+//! `segment_size_bytes` each (default 64 MiB); a record may span two segments. Records are
+//! framed as described in `record`; a zero length field marks the end of the log.
+//!
+//! Lifecycle:
+//! 1. `Wal::open` reads the valid records from a start LSN (the checkpoint's redo LSN), cuts
+//!    off a torn or stale tail, and returns them for replay in LSN order (`reader`).
+//! 2. Committers `append` a record (a copy into the log buffer) and `flush_to` its end LSN;
+//!    concurrent committers share one write + fdatasync (leader/follower, `writer`).
+//! 3. After a checkpoint, `truncate_before(redo_lsn)` deletes segments wholly below it.
+//! 4. Before dropping the `Wal`, `flush_to(end_lsn())` makes the remaining records durable;
+//!    unflushed records are lost, which is correct for records nobody waited for.
+//!
+//! Durability protocol of one flush: write whole 4096-byte blocks (the last block of the
+//! previous flush is rewritten with identical leading bytes), fdatasync every touched segment,
+//! fsync the directory if a segment was created, then advance the durable LSN. Assumed of the
+//! device: a torn block write leaves each sector old or new; rewriting identical leading bytes
+//! therefore never damages records acknowledged before.
+
+mod bench;
+pub mod reader;
+pub mod record;
+pub mod segment;
+pub mod writer;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+pub use bench::{bench_group_commit, GroupCommitReport};
+pub use reader::{LogEnd, Recovery, RecoveryReport};
+pub use record::{LogRecord, Op, RecordType};
+pub use writer::Appended;
+
+use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, Io, IO_ALIGN};
+use writer::{SegmentWriter, WriterState};
+
+/// A log sequence number: a byte position in the log stream.
+pub type Lsn = u64;
+
+pub const SEGMENT_SIZE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
+pub const BUFFER_SIZE_BYTES_DEFAULT: usize = 16 * 1024 * 1024;
+
+/// How a flush makes written blocks durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// fdatasync of each written segment (and the directory after creating one).
+    Data,
+    /// Write only; a crash may lose acknowledged commits. For measurements, never for data.
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalConfig {
+    /// Size of a segment file; a multiple of 4096.
+    pub segment_size_bytes: u64,
+    /// Capacity of each of the two log buffers; bounds the largest record.
+    pub buffer_size_bytes: usize,
+    pub sync_mode: SyncMode,
+    /// Time a flush leader waits before writing so more commits can join (0: none).
+    pub group_commit_delay: Duration,
+    /// Open segment files with O_DIRECT where the backend supports it.
+    pub direct: bool,
+}
+
+impl Default for WalConfig {
+    fn default() -> WalConfig {
+        WalConfig {
+            segment_size_bytes: SEGMENT_SIZE_BYTES_DEFAULT,
+            buffer_size_bytes: BUFFER_SIZE_BYTES_DEFAULT,
+            sync_mode: SyncMode::Data,
+            group_commit_delay: Duration::ZERO,
+            direct: true,
+        }
+    }
+}
+
+/// Counters since open.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WalStats {
+    /// Successful write + sync rounds.
+    pub flushes: u64,
+    pub records_appended: u64,
+    /// `flush_to` calls that returned successfully.
+    pub commits: u64,
+    /// Bytes written to segment files, rewritten partial blocks included.
+    pub bytes_written: u64,
+    /// Sum of the time spent in successful `flush_to` calls.
+    pub commit_wait_ns_total: u64,
+    /// `commits / flushes` (0 before the first flush).
+    pub commits_per_flush: f64,
+}
+
+#[derive(Default)]
+struct Counters {
+    flushes: AtomicU64,
+    records_appended: AtomicU64,
+    commits: AtomicU64,
+    bytes_written: AtomicU64,
+    commit_wait_ns_total: AtomicU64,
+}
+
+/// The write-ahead log. Shared by reference between committer threads.
+pub struct Wal {
+    io: Arc<dyn Io>,
+    config: WalConfig,
+    state: Mutex<WriterState>,
+    /// Signalled after every flush, successful or not.
+    flushed: Condvar,
+    segments: Mutex<SegmentWriter>,
+    counters: Counters,
+    /// Copies of `state` fields readable without the lock.
+    end_lsn_published: AtomicU64,
+    durable_lsn_published: AtomicU64,
+    poisoned_published: AtomicBool,
+}
+
+impl Wal {
+    /// Recovers the log from `start_lsn` (a record boundary, e.g. a checkpoint's redo LSN; for
+    /// an empty directory the log begins at `start_lsn` rounded up to 4096) and opens it for
+    /// appending at the end of the valid log.
+    pub fn open(io: Arc<dyn Io>, config: WalConfig, start_lsn: Lsn) -> Result<(Wal, Recovery)> {
+        writer::validate_config(&config)?;
+        let (recovery, tail) = reader::recover(&*io, config.direct, start_lsn)?;
+        let end_lsn = recovery.report.end_lsn;
+        let mut active = AlignedBuf::new(config.buffer_size_bytes);
+        active[..tail.tail_block.len()].copy_from_slice(&tail.tail_block);
+        let current_end_lsn = match &tail.end_segment {
+            // A smaller segment size than before must not cut the current segment short.
+            Some((first_lsn, _)) => (first_lsn + config.segment_size_bytes).max(align_up(end_lsn)),
+            None => 0,
+        };
+        let segments = SegmentWriter {
+            io: Arc::clone(&io),
+            segment_size_bytes: config.segment_size_bytes,
+            sync_mode: config.sync_mode,
+            direct: config.direct,
+            current: tail.end_segment,
+            current_end_lsn,
+        };
+        let state = WriterState {
+            active,
+            active_base_lsn: align_down(end_lsn),
+            spare: Some(AlignedBuf::new(config.buffer_size_bytes)),
+            end_lsn,
+            durable_lsn: end_lsn,
+            poisoned: None,
+        };
+        let wal = Wal {
+            io,
+            config,
+            state: Mutex::new(state),
+            flushed: Condvar::new(),
+            segments: Mutex::new(segments),
+            counters: Counters::default(),
+            end_lsn_published: AtomicU64::new(end_lsn),
+            durable_lsn_published: AtomicU64::new(end_lsn),
+            poisoned_published: AtomicBool::new(false),
+        };
+        Ok((wal, recovery))
+    }
+
+    /// Position just past the last appended record.
+    pub fn end_lsn(&self) -> Lsn {
+        self.end_lsn_published.load(Ordering::Acquire)
+    }
+
+    /// Every byte before this position is durable.
+    pub fn durable_lsn(&self) -> Lsn {
+        self.durable_lsn_published.load(Ordering::Acquire)
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned_published.load(Ordering::Acquire)
+    }
+
+    pub fn config(&self) -> &WalConfig {
+        &self.config
+    }
+
+    pub fn stats(&self) -> WalStats {
+        let flushes = self.counters.flushes.load(Ordering::Relaxed);
+        let commits = self.counters.commits.load(Ordering::Relaxed);
+        WalStats {
+            flushes,
+            records_appended: self.counters.records_appended.load(Ordering::Relaxed),
+            commits,
+            bytes_written: self.counters.bytes_written.load(Ordering::Relaxed),
+            commit_wait_ns_total: self.counters.commit_wait_ns_total.load(Ordering::Relaxed),
+            commits_per_flush: if flushes == 0 {
+                0.0
+            } else {
+                commits as f64 / flushes as f64
+            },
+        }
+    }
+
+    /// Deletes the segment files that lie wholly below `lsn` (after a checkpoint whose redo
+    /// LSN is `lsn`). The segment holding `lsn` stays. Returns the number of files deleted.
+    pub fn truncate_before(&self, lsn: Lsn) -> Result<u64> {
+        if lsn > self.durable_lsn() {
+            return Err(Error::InvalidArgument(format!(
+                "truncate before {lsn} beyond the durable log end {}",
+                self.durable_lsn()
+            )));
+        }
+        // Holding the segment writer keeps a flush from creating a segment meanwhile.
+        let _segments = self.segments.lock();
+        let firsts = segment::list_segments(&*self.io)?;
+        let mut removed = 0;
+        for pair in firsts.windows(2) {
+            if pair[1] <= lsn {
+                self.io.remove(&segment::segment_name(pair[0]))?;
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            self.io.sync_dir()?;
+        }
+        Ok(removed)
+    }
+}
+
+pub(crate) fn align_down(position: u64) -> u64 {
+    position / IO_ALIGN as u64 * IO_ALIGN as u64
+}
+
+pub(crate) fn align_up(position: u64) -> u64 {
+    position.div_ceil(IO_ALIGN as u64) * IO_ALIGN as u64
+}
+
+#[cfg(test)]
+mod tests;

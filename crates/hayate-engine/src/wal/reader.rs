@@ -1,0 +1,365 @@
+//! Recovery: reads the log stream from a start LSN to the end of the valid log and cuts off
+//! whatever follows.
+//!
+//! 1. List the segment files and check that `start_lsn` lies inside the stream.
+//! 2. Read frames one after another through a block-aligned window (`StreamReader`), so reads
+//!    are O_DIRECT-friendly and a frame may span two segments.
+//! 3. The log ends at the first frame that is not valid at its position: a zero length field
+//!    (the normal end), an impossible length, a CRC mismatch, an LSN field that differs from the
+//!    position (stale bytes), or a short read. Corruption in the middle of the log looks the
+//!    same as a torn tail and is treated as the end: telling them apart would need a second copy
+//!    of the data. A frame with a valid CRC whose payload does not decode is not a torn write
+//!    but a bug or a bad format, and gives `Error::Corruption`.
+//! 4. Repair the tail (`cut_tail`): zero the rest of the block holding the end, shrink the end
+//!    segment to that block boundary, delete later segments, sync. Stale bytes past the end can
+//!    then never be misread, and appends continue at the end.
+
+use std::sync::Arc;
+
+use super::record::{frame_check, frame_size, FrameDefect, LogRecord, FRAME_HEADER_SIZE};
+use super::segment::{list_segments, segment_name};
+use super::{align_down, align_up, Lsn};
+use crate::error::{Error, Location, Result};
+use crate::io::{AlignedBuf, Io, IoFile, OpenOptions, IO_ALIGN};
+
+/// Bytes read from disk per refill of the recovery window (grown for larger frames).
+const READ_WINDOW_SIZE_BYTES: usize = 1024 * 1024;
+
+/// Why recovery stopped where it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogEnd {
+    /// A zero length field: the end the writer leaves behind.
+    ZeroLength,
+    /// The stream's bytes ran out (end of the last segment, or a missing next segment).
+    ShortRead,
+    /// A frame that is not valid at its position (torn or stale).
+    InvalidFrame(FrameDefect),
+}
+
+/// What recovery found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub start_lsn: Lsn,
+    /// LSN just past the last valid record: where appends continue.
+    pub end_lsn: Lsn,
+    pub records_read: u64,
+    /// Bytes of valid records read (`end_lsn - start_lsn`).
+    pub bytes_read: u64,
+    pub log_end: LogEnd,
+    /// True if bytes past the end (torn or stale data, or later segments) were removed.
+    pub tail_truncated: bool,
+    pub segments_removed: u64,
+}
+
+/// Everything recovery read: the records in LSN order and the report.
+#[derive(Debug, Clone)]
+pub struct Recovery {
+    pub records: Vec<(Lsn, LogRecord)>,
+    pub report: RecoveryReport,
+}
+
+/// State the writer takes over from recovery.
+pub(crate) struct RecoveredTail {
+    /// The segment holding the end LSN, if any segment exists.
+    pub end_segment: Option<(Lsn, Arc<dyn IoFile>)>,
+    /// Bytes of the block holding the end LSN that lie before it (rewritten on the next flush).
+    pub tail_block: Vec<u8>,
+}
+
+struct SegmentFile {
+    first_lsn: Lsn,
+    file: Arc<dyn IoFile>,
+    /// Stream position just past the readable bytes of this segment.
+    readable_end_lsn: Lsn,
+}
+
+/// Reads stream bytes by LSN across segment files through an aligned window.
+struct StreamReader {
+    segments: Vec<SegmentFile>,
+    window: AlignedBuf,
+    window_lsn: Lsn,
+    window_len: usize,
+}
+
+impl StreamReader {
+    fn open(io: &dyn Io, direct: bool) -> Result<StreamReader> {
+        let firsts = list_segments(io)?;
+        let options = OpenOptions {
+            create: false,
+            direct,
+        };
+        let mut segments = Vec::with_capacity(firsts.len());
+        for (index, &first_lsn) in firsts.iter().enumerate() {
+            let file = io.open(&segment_name(first_lsn), options)?;
+            // A partial last block was never acknowledged (flushes write whole blocks).
+            let mut readable_end_lsn = first_lsn + align_down(file.len()?);
+            if let Some(&next_first_lsn) = firsts.get(index + 1) {
+                readable_end_lsn = readable_end_lsn.min(next_first_lsn);
+            }
+            segments.push(SegmentFile {
+                first_lsn,
+                file,
+                readable_end_lsn,
+            });
+        }
+        Ok(StreamReader {
+            segments,
+            window: AlignedBuf::new(READ_WINDOW_SIZE_BYTES),
+            window_lsn: 0,
+            window_len: 0,
+        })
+    }
+
+    fn stream_start_lsn(&self) -> Option<Lsn> {
+        self.segments.first().map(|segment| segment.first_lsn)
+    }
+
+    fn stream_end_lsn(&self) -> Option<Lsn> {
+        self.segments.last().map(|segment| segment.readable_end_lsn)
+    }
+
+    /// Returns the stream bytes `[lsn, lsn + len)`, or `None` if the stream ends before.
+    fn read(&mut self, lsn: Lsn, len: usize) -> Result<Option<&[u8]>> {
+        let window_end_lsn = self.window_lsn + self.window_len as u64;
+        if lsn < self.window_lsn || lsn + len as u64 > window_end_lsn {
+            self.refill(lsn, len)?;
+        }
+        if lsn < self.window_lsn || lsn + len as u64 > self.window_lsn + self.window_len as u64 {
+            return Ok(None);
+        }
+        let start = (lsn - self.window_lsn) as usize;
+        Ok(Some(&self.window[start..start + len]))
+    }
+
+    fn refill(&mut self, lsn: Lsn, len: usize) -> Result<()> {
+        let start_lsn = align_down(lsn);
+        let needed = (lsn - start_lsn) as usize + len;
+        if needed > self.window.len() {
+            self.window = AlignedBuf::new(needed);
+        }
+        self.window_lsn = start_lsn;
+        self.window_len = 0;
+        let mut position = start_lsn;
+        while self.window_len < self.window.len() {
+            let Some(segment) = self
+                .segments
+                .iter()
+                .rev()
+                .find(|segment| segment.first_lsn <= position)
+            else {
+                break;
+            };
+            if position >= segment.readable_end_lsn {
+                break;
+            }
+            let chunk = (self.window.len() - self.window_len)
+                .min((segment.readable_end_lsn - position) as usize);
+            let target = &mut self.window[self.window_len..self.window_len + chunk];
+            segment.file.read_at(target, position - segment.first_lsn)?;
+            self.window_len += chunk;
+            position += chunk as u64;
+        }
+        Ok(())
+    }
+}
+
+/// Reads the valid log from `start_lsn`, then cuts off the tail behind it.
+pub(crate) fn recover(
+    io: &dyn Io,
+    direct: bool,
+    start_lsn: Lsn,
+) -> Result<(Recovery, RecoveredTail)> {
+    let mut reader = StreamReader::open(io, direct)?;
+    let Some(stream_start_lsn) = reader.stream_start_lsn() else {
+        return Ok(new_log(start_lsn));
+    };
+    let stream_end_lsn = reader.stream_end_lsn().unwrap_or(stream_start_lsn);
+    if start_lsn < stream_start_lsn || start_lsn > stream_end_lsn {
+        let file = segment_name(stream_start_lsn);
+        let location = Location {
+            file,
+            lsn: Some(start_lsn),
+            ..Default::default()
+        };
+        let detail = format!(
+            "recovery must start at {start_lsn} but the log holds \
+             {stream_start_lsn}..{stream_end_lsn}"
+        );
+        return Err(Error::corruption(location, detail));
+    }
+    let mut records = Vec::new();
+    let (end_lsn, log_end) = scan(&mut reader, start_lsn, &mut records)?;
+    let tail_block_lsn = align_down(end_lsn);
+    let tail_block = match reader.read(tail_block_lsn, (end_lsn - tail_block_lsn) as usize)? {
+        Some(bytes) => bytes.to_vec(),
+        // Only possible when `start_lsn` falls into a hole between segment files.
+        None => {
+            return Err(Error::corruption(
+                Location {
+                    file: segment_name(stream_start_lsn),
+                    lsn: Some(end_lsn),
+                    ..Default::default()
+                },
+                "the log stream has a hole before its end",
+            ))
+        }
+    };
+    let cut = cut_tail(io, &reader.segments, end_lsn, &tail_block)?;
+    let report = RecoveryReport {
+        start_lsn,
+        end_lsn,
+        records_read: records.len() as u64,
+        bytes_read: end_lsn - start_lsn,
+        log_end,
+        tail_truncated: cut.tail_truncated,
+        segments_removed: cut.segments_removed,
+    };
+    let tail = RecoveredTail {
+        end_segment: Some(cut.end_segment),
+        tail_block,
+    };
+    Ok((Recovery { records, report }, tail))
+}
+
+/// An empty directory: the log will begin at `start_lsn` rounded up to a block boundary, so
+/// segment starts stay block-aligned.
+fn new_log(start_lsn: Lsn) -> (Recovery, RecoveredTail) {
+    let end_lsn = align_up(start_lsn);
+    let report = RecoveryReport {
+        start_lsn,
+        end_lsn,
+        records_read: 0,
+        bytes_read: 0,
+        log_end: LogEnd::ShortRead,
+        tail_truncated: false,
+        segments_removed: 0,
+    };
+    let recovery = Recovery {
+        records: Vec::new(),
+        report,
+    };
+    (
+        recovery,
+        RecoveredTail {
+            end_segment: None,
+            tail_block: Vec::new(),
+        },
+    )
+}
+
+/// Reads valid frames from `start_lsn` and returns the end LSN and why the log ended there.
+fn scan(
+    reader: &mut StreamReader,
+    start_lsn: Lsn,
+    records: &mut Vec<(Lsn, LogRecord)>,
+) -> Result<(Lsn, LogEnd)> {
+    let mut lsn = start_lsn;
+    loop {
+        let Some(header) = reader.read(lsn, FRAME_HEADER_SIZE)? else {
+            return Ok((lsn, LogEnd::ShortRead));
+        };
+        let Some(size) = frame_size(header) else {
+            let end = if header[0..4] == [0; 4] {
+                LogEnd::ZeroLength
+            } else {
+                LogEnd::InvalidFrame(FrameDefect::Size)
+            };
+            return Ok((lsn, end));
+        };
+        let Some(frame) = reader.read(lsn, size as usize)? else {
+            return Ok((lsn, LogEnd::ShortRead));
+        };
+        if let Err(defect) = frame_check(frame, lsn) {
+            return Ok((lsn, LogEnd::InvalidFrame(defect)));
+        }
+        let record =
+            LogRecord::decode_payload(frame[16], &frame[FRAME_HEADER_SIZE..]).map_err(|error| {
+                let file = reader
+                    .segments
+                    .iter()
+                    .rev()
+                    .find(|segment| segment.first_lsn <= lsn)
+                    .map(|segment| segment_name(segment.first_lsn))
+                    .unwrap_or_default();
+                Error::corruption(
+                    Location {
+                        file,
+                        lsn: Some(lsn),
+                        ..Default::default()
+                    },
+                    format!(
+                        "log record with a valid checksum does not decode: {}",
+                        error.0
+                    ),
+                )
+            })?;
+        records.push((lsn, record));
+        lsn += u64::from(size);
+    }
+}
+
+/// Result of `cut_tail`.
+struct TailCut {
+    end_segment: (Lsn, Arc<dyn IoFile>),
+    tail_truncated: bool,
+    segments_removed: u64,
+}
+
+/// Removes everything in the stream past `end_lsn`: stale bytes in the end block, the rest of
+/// the end segment, and all later segments.
+fn cut_tail(
+    io: &dyn Io,
+    segments: &[SegmentFile],
+    end_lsn: Lsn,
+    tail_block: &[u8],
+) -> Result<TailCut> {
+    let end_index = segments
+        .iter()
+        .rposition(|segment| segment.first_lsn <= end_lsn)
+        .expect("recovery starts inside the stream");
+    let segment = &segments[end_index];
+    let mut tail_truncated = false;
+    let keep_len_bytes = align_up(end_lsn) - segment.first_lsn;
+    let tail_block_offset = align_down(end_lsn) - segment.first_lsn;
+    if !tail_block.is_empty() {
+        let mut block = AlignedBuf::new(IO_ALIGN);
+        let current_len_bytes = segment.file.len()?;
+        let readable = (current_len_bytes.saturating_sub(tail_block_offset) as usize).min(IO_ALIGN);
+        if readable > 0 {
+            segment.file.read_at(
+                &mut block[..align_down(readable as u64) as usize],
+                tail_block_offset,
+            )?;
+        }
+        let clean = block[..tail_block.len()] == *tail_block
+            && block[tail_block.len()..].iter().all(|&byte| byte == 0);
+        if !clean {
+            block.fill(0);
+            block[..tail_block.len()].copy_from_slice(tail_block);
+            segment.file.write_at(&block, tail_block_offset)?;
+            tail_truncated = true;
+        }
+    }
+    if segment.file.len()? != keep_len_bytes {
+        segment.file.set_len(keep_len_bytes)?;
+        tail_truncated = true;
+    }
+    if tail_truncated {
+        segment.file.sync_data()?;
+    }
+    let mut segments_removed = 0;
+    for later in &segments[end_index + 1..] {
+        io.remove(&segment_name(later.first_lsn))?;
+        segments_removed += 1;
+    }
+    if segments_removed > 0 {
+        io.sync_dir()?;
+        tail_truncated = true;
+    }
+    let end_segment = (segment.first_lsn, Arc::clone(&segment.file));
+    Ok(TailCut {
+        end_segment,
+        tail_truncated,
+        segments_removed,
+    })
+}

@@ -1,0 +1,269 @@
+//! The appending side: a fixed log buffer and leader/follower group commit.
+//!
+//! Two aligned buffers of `buffer_size_bytes` each are allocated at open. One is `active`:
+//! appenders copy framed records into it under the state mutex. A flush goes like this:
+//!
+//! 1. A committer whose LSN is not durable and finds no flush running becomes the leader; it
+//!    takes the spare buffer (its absence marks "flush in progress").
+//! 2. Optionally it sleeps `group_commit_delay` so more commits join.
+//! 3. It swaps the buffers: the old active buffer, holding `[base, end)`, leaves the state;
+//!    the last partial block of it is copied to the start of the new active buffer, whose base
+//!    is that block's start, so the next flush rewrites the block whole (O_DIRECT writes only
+//!    whole aligned blocks; the unused tail of a block is zeros, a zero length ends the log).
+//! 4. Without the mutex, it writes the old buffer's blocks to the segment files and syncs
+//!    them, while appenders keep filling the new active buffer.
+//! 5. It takes the mutex again, returns the (re-zeroed) buffer as spare, advances the durable
+//!    LSN and wakes everyone: followers whose LSN is covered return, the rest retry.
+//!
+//! An appender that finds the active buffer full leads a flush or waits for the running one.
+//! If a write or sync fails, the WAL is poisoned: the device's state of the unsynced bytes is
+//! unknown and retrying fsync may report success for lost data, so every later call fails.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::MutexGuard;
+
+use super::record::{frame_seal, LogRecord};
+use super::segment::segment_name;
+use super::{align_down, align_up, Lsn, SyncMode, Wal, WalConfig};
+use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, Io, IoFile, OpenOptions};
+
+/// Mutable state of the writer, behind `Wal::state`.
+pub(crate) struct WriterState {
+    /// Buffer that appends go to; byte 0 is stream position `active_base_lsn`.
+    pub active: AlignedBuf,
+    /// Block-aligned stream position of `active[0]`.
+    pub active_base_lsn: Lsn,
+    /// All zeros when present; `None` while a leader is flushing.
+    pub spare: Option<AlignedBuf>,
+    pub end_lsn: Lsn,
+    pub durable_lsn: Lsn,
+    /// Set after a failed write or sync; the message of the first failure.
+    pub poisoned: Option<String>,
+}
+
+/// Where flushed blocks go: the current segment file, and creation of the next one. Only the
+/// flush leader (and `truncate_before`) lock it.
+pub(crate) struct SegmentWriter {
+    pub io: Arc<dyn Io>,
+    pub segment_size_bytes: u64,
+    pub sync_mode: SyncMode,
+    pub direct: bool,
+    /// First LSN and file of the segment being written, `None` for a log with no files yet.
+    pub current: Option<(Lsn, Arc<dyn IoFile>)>,
+    /// Stream position where the current segment ends and the next one begins.
+    pub current_end_lsn: Lsn,
+}
+
+impl SegmentWriter {
+    /// Writes `bytes` (whole blocks) at stream position `base_lsn` and makes them durable.
+    fn write_and_sync(&mut self, base_lsn: Lsn, bytes: &[u8]) -> Result<()> {
+        debug_assert_eq!(base_lsn, align_down(base_lsn));
+        debug_assert_eq!(bytes.len() as u64, align_up(bytes.len() as u64));
+        let mut touched: Vec<Arc<dyn IoFile>> = Vec::with_capacity(2);
+        let mut created_segment = false;
+        let mut position = base_lsn;
+        let mut written = 0;
+        while written < bytes.len() {
+            if self.current.is_none() || position >= self.current_end_lsn {
+                self.start_segment(position)?;
+                created_segment = true;
+            }
+            let (first_lsn, file) = self.current.as_ref().expect("segment just ensured");
+            let chunk = (bytes.len() - written).min((self.current_end_lsn - position) as usize);
+            file.write_at(&bytes[written..written + chunk], position - first_lsn)?;
+            if !touched.iter().any(|other| Arc::ptr_eq(other, file)) {
+                touched.push(Arc::clone(file));
+            }
+            written += chunk;
+            position += chunk as u64;
+        }
+        if self.sync_mode == SyncMode::Data {
+            for file in &touched {
+                file.sync_data()?;
+            }
+            // A new segment's directory entry must be durable before its records count.
+            if created_segment {
+                self.io.sync_dir()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn start_segment(&mut self, first_lsn: Lsn) -> Result<()> {
+        debug_assert_eq!(first_lsn, align_down(first_lsn));
+        let options = OpenOptions {
+            create: true,
+            direct: self.direct,
+        };
+        let file = self.io.open(&segment_name(first_lsn), options)?;
+        self.current = Some((first_lsn, file));
+        self.current_end_lsn = first_lsn + self.segment_size_bytes;
+        Ok(())
+    }
+}
+
+/// Where an appended record landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// Position of the record's first byte: its LSN.
+    pub lsn: Lsn,
+    /// Position just past the record; `flush_to(end_lsn)` makes the record durable.
+    pub end_lsn: Lsn,
+}
+
+impl Wal {
+    /// Copies a record into the log buffer and returns its position. Not durable until
+    /// `flush_to(appended.end_lsn)` returns.
+    pub fn append(&self, record: &LogRecord) -> Result<Appended> {
+        let mut frame = record.encode_frame();
+        let limit = self.frame_size_limit_bytes();
+        if frame.len() > limit {
+            return Err(Error::ValueTooLarge {
+                size: frame.len(),
+                limit,
+            });
+        }
+        // Most of the checksum is computed before taking the lock; only the LSN is added.
+        let body_checksum = crc32c::crc32c(&frame[16..]);
+        let mut state = self.state.lock();
+        loop {
+            check_poisoned(&state)?;
+            let used = (state.end_lsn - state.active_base_lsn) as usize;
+            if used + frame.len() <= state.active.len() {
+                break;
+            }
+            if state.spare.is_some() {
+                self.lead_flush(&mut state)?;
+            } else {
+                self.flushed.wait(&mut state);
+            }
+        }
+        let lsn = state.end_lsn;
+        frame_seal(&mut frame, lsn, body_checksum);
+        let start = (lsn - state.active_base_lsn) as usize;
+        state.active[start..start + frame.len()].copy_from_slice(&frame);
+        state.end_lsn += frame.len() as u64;
+        let end_lsn = state.end_lsn;
+        drop(state);
+        self.end_lsn_published.store(end_lsn, Ordering::Release);
+        self.counters
+            .records_appended
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(Appended { lsn, end_lsn })
+    }
+
+    /// Returns once every byte before `lsn` is durable. Concurrent callers share flushes.
+    pub fn flush_to(&self, lsn: Lsn) -> Result<()> {
+        let started = Instant::now();
+        let mut state = self.state.lock();
+        if lsn > state.end_lsn {
+            return Err(Error::InvalidArgument(format!(
+                "flush to {lsn} beyond the log end {}",
+                state.end_lsn
+            )));
+        }
+        loop {
+            check_poisoned(&state)?;
+            if state.durable_lsn >= lsn {
+                break;
+            }
+            if state.spare.is_some() {
+                self.lead_flush(&mut state)?;
+            } else {
+                self.flushed.wait(&mut state);
+            }
+        }
+        drop(state);
+        let waited_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .commit_wait_ns_total
+            .fetch_add(waited_ns, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Flushes everything buffered so far (steps 1-5 of the module doc). Called with the state
+    /// locked and no flush running; returns with the state locked.
+    fn lead_flush(&self, state: &mut MutexGuard<'_, WriterState>) -> Result<()> {
+        let mut next_active = state.spare.take().expect("no flush is running");
+        let delay = self.config.group_commit_delay;
+        if !delay.is_zero() {
+            MutexGuard::unlocked(state, || std::thread::sleep(delay));
+        }
+        let flush_base_lsn = state.active_base_lsn;
+        let flush_end_lsn = state.end_lsn;
+        let used = (flush_end_lsn - flush_base_lsn) as usize;
+        let next_base_lsn = align_down(flush_end_lsn);
+        let carried = (flush_end_lsn - next_base_lsn) as usize;
+        next_active[..carried].copy_from_slice(&state.active[used - carried..used]);
+        let mut flushing = std::mem::replace(&mut state.active, next_active);
+        state.active_base_lsn = next_base_lsn;
+        let write_len = align_up(used as u64) as usize;
+        let result = MutexGuard::unlocked(state, || {
+            let result = self
+                .segments
+                .lock()
+                .write_and_sync(flush_base_lsn, &flushing[..write_len]);
+            flushing[..write_len].fill(0);
+            result
+        });
+        state.spare = Some(flushing);
+        match &result {
+            Ok(()) => {
+                state.durable_lsn = flush_end_lsn;
+                self.durable_lsn_published
+                    .store(flush_end_lsn, Ordering::Release);
+                self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .bytes_written
+                    .fetch_add(write_len as u64, Ordering::Relaxed);
+            }
+            Err(error) => {
+                log::error!("WAL flush to {flush_end_lsn} failed, WAL poisoned: {error}");
+                state.poisoned = Some(error.to_string());
+                self.poisoned_published.store(true, Ordering::Release);
+            }
+        }
+        self.flushed.notify_all();
+        result
+    }
+
+    /// Largest frame an append accepts: it must fit in the buffer next to a carried block.
+    pub(crate) fn frame_size_limit_bytes(&self) -> usize {
+        let buffer_limit = self.config.buffer_size_bytes - crate::io::IO_ALIGN;
+        buffer_limit.min(super::record::FRAME_SIZE_MAX as usize)
+    }
+}
+
+fn check_poisoned(state: &WriterState) -> Result<()> {
+    match &state.poisoned {
+        Some(message) => Err(Error::Poisoned(format!(
+            "WAL write failed earlier: {message}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Checks a configuration before anything is allocated.
+pub(crate) fn validate_config(config: &WalConfig) -> Result<()> {
+    let align = crate::io::IO_ALIGN as u64;
+    if config.segment_size_bytes == 0 || !config.segment_size_bytes.is_multiple_of(align) {
+        return Err(Error::InvalidArgument(format!(
+            "WAL segment size {} is not a positive multiple of {align}",
+            config.segment_size_bytes
+        )));
+    }
+    if config.buffer_size_bytes < 4 * crate::io::IO_ALIGN
+        || !config.buffer_size_bytes.is_multiple_of(crate::io::IO_ALIGN)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "WAL buffer size {} is not a multiple of {align} of at least 4 blocks",
+            config.buffer_size_bytes
+        )));
+    }
+    Ok(())
+}
