@@ -67,6 +67,9 @@ pub enum Error {
     InvalidArgument(String),
     #[error("value too large: {size} bytes (limit {limit})")]
     ValueTooLarge { size: usize, limit: usize },
+    /// A snapshot needs a row version the rollback segment no longer holds.
+    #[error("snapshot too old: an old row version was purged")]
+    SnapshotTooOld,
     #[error("unsupported: {0}")]
     Unsupported(String),
 }

@@ -20,6 +20,7 @@ mod writer;
 
 pub use pool::{
     BufferPool, BufferPoolConfig, BufferStats, OperationGuard, PageReadGuard, PageWriteGuard,
+    QuiesceGuard,
 };
 
 #[cfg(test)]

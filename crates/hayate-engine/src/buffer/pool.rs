@@ -151,9 +151,12 @@ impl BufferPool {
         OperationGuard { _guard: guard }
     }
 
-    /// Held exclusively by a checkpoint while it captures dirty pages.
-    pub fn quiesce(&self) -> RwLockWriteGuard<'_, ()> {
-        self.gate.write()
+    /// Held exclusively by a checkpoint while it captures dirty pages. The holder counts as
+    /// holding `operation()` too, so it may change pages itself.
+    pub fn quiesce(&self) -> QuiesceGuard<'_> {
+        let guard = self.gate.write();
+        GATE_DEPTH.with(|depth| depth.set(depth.get() + 1));
+        QuiesceGuard { _guard: guard }
     }
 
     fn frame_pointer(&self, frame_id: usize) -> *mut u8 {
@@ -505,6 +508,17 @@ pub struct OperationGuard<'a> {
 }
 
 impl Drop for OperationGuard<'_> {
+    fn drop(&mut self) {
+        GATE_DEPTH.with(|depth| depth.set(depth.get() - 1));
+    }
+}
+
+/// Exclusive hold of the checkpoint gate; see `BufferPool::quiesce`.
+pub struct QuiesceGuard<'a> {
+    _guard: RwLockWriteGuard<'a, ()>,
+}
+
+impl Drop for QuiesceGuard<'_> {
     fn drop(&mut self) {
         GATE_DEPTH.with(|depth| depth.set(depth.get() - 1));
     }

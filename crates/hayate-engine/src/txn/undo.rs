@@ -72,6 +72,11 @@ impl UndoLog {
         segment.entries.get(index as usize)?.clone()
     }
 
+    /// True if the pointer was handed out by this run.
+    pub fn is_current_epoch(&self, pointer: u64) -> bool {
+        pointer >> SEQUENCE_BITS == self.epoch
+    }
+
     /// Drops entries no snapshot at or after `oldest_snapshot_ts` needs. Entries are purged in
     /// order; an entry still needed keeps the ones after it too (they are few and short-lived).
     pub fn purge(&self, oldest_snapshot_ts: u64) -> u64 {

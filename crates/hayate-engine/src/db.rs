@@ -1,0 +1,367 @@
+//! The embedded API: open a database, manage tables and indexes, run transactions.
+//!
+//! Opening a database:
+//! 1. Open the I/O backend for the directory (io_uring + O_DIRECT, else pread/pwrite).
+//! 2. Open the page store at its last durable checkpoint, or create an empty one.
+//! 3. Size and allocate the buffer pool (bytes, or a percentage of the data).
+//! 4. Open the log from the checkpoint's redo LSN, cutting a torn tail.
+//! 5. Replay the log (`txn::recovery`), then checkpoint so the next start begins here.
+//! 6. Start the maintenance thread: purge, cleaner passes, checkpoints by log volume or time.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::btree::{BTree, TreeCheckReport};
+use crate::buffer::{BufferPool, BufferPoolConfig, BufferStats};
+use crate::error::{Error, Location, Result};
+use crate::io::{self, Io};
+use crate::store::{self, PageStore, StoreConfig, StoreStats};
+use crate::txn::recovery::RecoveryReport;
+use crate::txn::{row, LockConfig, Transaction, TreeId, TreeInfo, TreeKind, TxnManager, TxnStats};
+use crate::wal::{Wal, WalConfig, WalStats};
+
+/// How much memory the buffer pool gets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BufferSize {
+    Bytes(u64),
+    /// A percentage of the data's size when the database is opened.
+    PercentOfData(f64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoBackend {
+    /// io_uring with O_DIRECT when available, else pread/pwrite.
+    Auto,
+    Sync,
+}
+
+#[derive(Debug, Clone)]
+pub struct DatabaseConfig {
+    pub store: StoreConfig,
+    pub buffer_size: BufferSize,
+    /// Lower bound on the frames of the pool, whatever the percentage.
+    pub buffer_frames_min: usize,
+    pub keep_inner_resident: bool,
+    pub wal: WalConfig,
+    pub locks: LockConfig,
+    pub io_backend: IoBackend,
+    pub checkpoint_interval: Duration,
+    pub checkpoint_log_bytes: u64,
+    pub maintenance_interval: Duration,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig {
+            store: StoreConfig::default(),
+            buffer_size: BufferSize::Bytes(128 << 20),
+            buffer_frames_min: 64,
+            keep_inner_resident: true,
+            wal: WalConfig::default(),
+            locks: LockConfig::default(),
+            io_backend: IoBackend::Auto,
+            checkpoint_interval: Duration::from_secs(30),
+            checkpoint_log_bytes: 256 << 20,
+            maintenance_interval: Duration::from_millis(20),
+        }
+    }
+}
+
+/// Result of `Database::check`.
+#[derive(Debug, Clone, Default)]
+pub struct CheckReport {
+    pub trees: Vec<(String, TreeCheckReport)>,
+    pub pages_in_trees: u64,
+    pub pages_allocated: u64,
+    pub rows: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct DatabaseStats {
+    pub buffer: BufferStats,
+    pub store: StoreStats,
+    pub wal: WalStats,
+    pub txn: TxnStats,
+}
+
+struct Maintenance {
+    stop: Mutex<bool>,
+    wake: Condvar,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct Inner {
+    io: Arc<dyn Io>,
+    manager: Arc<TxnManager>,
+    pool: Arc<BufferPool>,
+    store: Arc<dyn PageStore>,
+    config: DatabaseConfig,
+    recovery: RecoveryReport,
+    maintenance: Maintenance,
+    last_checkpoint: Mutex<(Instant, u64)>,
+}
+
+/// An open database. Cheap to clone; all clones share one engine.
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<Inner>,
+}
+
+impl Database {
+    /// Opens (creating it if needed) the database in `dir`.
+    pub fn open(dir: &Path, config: DatabaseConfig) -> Result<Database> {
+        let io: Arc<dyn Io> = match config.io_backend {
+            IoBackend::Auto => io::open_default(dir)?,
+            IoBackend::Sync => Arc::new(io::sync_file::SyncIo::new(dir)?),
+        };
+        Self::open_with_io(io, config)
+    }
+
+    /// Opens a database on a given I/O backend (a simulated disk in tests, a tracing or
+    /// latency-injecting wrapper in the lab).
+    pub fn open_with_io(io: Arc<dyn Io>, config: DatabaseConfig) -> Result<Database> {
+        let (store, created) = store::open(io.clone(), &config.store)?;
+        let opened = store.opened_checkpoint().unwrap_or_default();
+        let frame_count = buffer_frames(&config, store.as_ref());
+        let pool_config = BufferPoolConfig {
+            frame_count,
+            keep_inner_resident: config.keep_inner_resident,
+            ..BufferPoolConfig::default()
+        };
+        let pool = BufferPool::new(store.clone(), pool_config)?;
+        let (wal, recovery) = Wal::open(io.clone(), config.wal.clone(), opened.redo_lsn)?;
+        let wal = Arc::new(wal);
+        let tail_truncated = recovery.report.tail_truncated;
+        let (manager, mut report) = TxnManager::recover(
+            pool.clone(),
+            wal.clone(),
+            &opened,
+            recovery.records,
+            config.locks.clone(),
+        )?;
+        report.log_tail_truncated = tail_truncated;
+        if !created {
+            log::info!("{report}");
+        }
+        manager.checkpoint()?;
+        let inner = Arc::new(Inner {
+            io,
+            manager,
+            pool,
+            store,
+            last_checkpoint: Mutex::new((Instant::now(), wal.end_lsn())),
+            config,
+            recovery: report,
+            maintenance: Maintenance {
+                stop: Mutex::new(false),
+                wake: Condvar::new(),
+                thread: Mutex::new(None),
+            },
+        });
+        start_maintenance(&inner);
+        Ok(Database { inner })
+    }
+
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.inner.recovery
+    }
+
+    pub fn config(&self) -> &DatabaseConfig {
+        &self.inner.config
+    }
+
+    pub fn io(&self) -> &Arc<dyn Io> {
+        &self.inner.io
+    }
+
+    pub fn create_table(&self, name: &str) -> Result<TreeId> {
+        Ok(self.inner.manager.create_tree(name, TreeKind::Table, true)?.id)
+    }
+
+    /// Creates a secondary index: an ordered key space the caller keeps in step with its table
+    /// inside the same transactions (for a non-unique index, append the primary key to the
+    /// index key).
+    pub fn create_index(&self, name: &str, unique: bool) -> Result<TreeId> {
+        Ok(self.inner.manager.create_tree(name, TreeKind::Index, unique)?.id)
+    }
+
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.inner.manager.drop_tree(name)
+    }
+
+    pub fn drop_index(&self, name: &str) -> Result<()> {
+        self.inner.manager.drop_tree(name)
+    }
+
+    /// Looks a table or index up by name.
+    pub fn table(&self, name: &str) -> Result<TreeId> {
+        Ok(self.inner.manager.tree(name)?.id)
+    }
+
+    pub fn tables(&self) -> Vec<TreeInfo> {
+        self.inner.manager.catalog().trees.into_values().collect()
+    }
+
+    pub fn begin(&self) -> Transaction {
+        self.inner.manager.begin(false)
+    }
+
+    pub fn begin_read_only(&self) -> Transaction {
+        self.inner.manager.begin(true)
+    }
+
+    /// Takes a checkpoint now; returns its id.
+    pub fn checkpoint(&self) -> Result<u64> {
+        let id = self.inner.manager.checkpoint()?;
+        *self.inner.last_checkpoint.lock() = (Instant::now(), self.inner.manager.wal().end_lsn());
+        Ok(id)
+    }
+
+    /// Purges old row versions no snapshot needs; returns (undo entries, rows) purged.
+    pub fn purge(&self) -> Result<(u64, u64)> {
+        self.inner.manager.purge()
+    }
+
+    /// Full consistency check: every page checksum (by reading it), B+tree order and
+    /// structure, row headers, the store's own structures, and that the pages reachable from
+    /// the trees are exactly the allocated pages. Writers are paused while it runs.
+    pub fn check(&self) -> Result<CheckReport> {
+        let _quiet = self.inner.pool.quiesce();
+        self.inner.store.check()?;
+        let mut report = CheckReport::default();
+        let mut seen: HashSet<u64> = HashSet::new();
+        for tree in self.tables() {
+            let btree = BTree::open(tree.root);
+            let tree_report = btree.check(&self.inner.pool)?;
+            for page_id in btree.page_ids(&self.inner.pool)? {
+                if !seen.insert(page_id) {
+                    let location = Location {
+                        file: format!("tree {}", tree.name),
+                        page_id: Some(page_id),
+                        ..Default::default()
+                    };
+                    return Err(Error::corruption(location, "page belongs to two trees"));
+                }
+            }
+            let mut cursor = btree.scan(&self.inner.pool, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+            loop {
+                let batch = cursor.next_batch(&self.inner.pool)?;
+                if batch.is_empty() {
+                    break;
+                }
+                for (_, raw) in batch {
+                    row::decode(&raw, &tree.name)?;
+                    report.rows += 1;
+                }
+            }
+            report.trees.push((tree.name.clone(), tree_report));
+        }
+        report.pages_in_trees = seen.len() as u64;
+        report.pages_allocated = self.inner.store.live_page_count();
+        if report.pages_in_trees != report.pages_allocated {
+            let location = Location { file: "data.hyt".into(), ..Default::default() };
+            return Err(Error::corruption(
+                location,
+                format!(
+                    "{} pages allocated but {} reachable from trees (leaked or double-used)",
+                    report.pages_allocated, report.pages_in_trees
+                ),
+            ));
+        }
+        Ok(report)
+    }
+
+    pub fn stats(&self) -> DatabaseStats {
+        DatabaseStats {
+            buffer: self.inner.pool.stats(),
+            store: self.inner.store.stats(),
+            wal: self.inner.manager.wal().stats(),
+            txn: self.inner.manager.stats(),
+        }
+    }
+
+    /// Checkpoints and stops background work. Other clones become unusable for writes.
+    pub fn close(self) -> Result<()> {
+        stop_maintenance(&self.inner);
+        let result = self.inner.manager.checkpoint().map(|_| ());
+        self.inner.pool.shutdown();
+        result
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        stop_maintenance(self);
+        self.pool.shutdown();
+    }
+}
+
+fn buffer_frames(config: &DatabaseConfig, store: &dyn PageStore) -> usize {
+    let page_size = store.page_size() as u64;
+    let frames = match config.buffer_size {
+        BufferSize::Bytes(bytes) => bytes / page_size,
+        BufferSize::PercentOfData(percent) => {
+            (store.live_page_count() as f64 * percent / 100.0).ceil() as u64
+        }
+    };
+    (frames as usize).max(config.buffer_frames_min).max(8)
+}
+
+fn start_maintenance(inner: &Arc<Inner>) {
+    let weak = Arc::downgrade(inner);
+    let interval = inner.config.maintenance_interval;
+    let thread = std::thread::Builder::new()
+        .name("hayate-maintenance".into())
+        .spawn(move || loop {
+            let Some(inner) = weak.upgrade() else { return };
+            {
+                let mut stop = inner.maintenance.stop.lock();
+                if !*stop {
+                    inner.maintenance.wake.wait_for(&mut stop, interval);
+                }
+                if *stop {
+                    return;
+                }
+            }
+            if let Err(error) = maintain(&inner) {
+                if !matches!(error, Error::Poisoned(_)) {
+                    log::error!("maintenance: {error}");
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+        .expect("spawn maintenance thread");
+    *inner.maintenance.thread.lock() = Some(thread);
+}
+
+fn stop_maintenance(inner: &Inner) {
+    *inner.maintenance.stop.lock() = true;
+    inner.maintenance.wake.notify_all();
+    if let Some(thread) = inner.maintenance.thread.lock().take() {
+        if thread.thread().id() != std::thread::current().id() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One round of background work.
+fn maintain(inner: &Inner) -> Result<()> {
+    inner.manager.check_writable()?;
+    inner.manager.purge()?;
+    let cleaned = inner.store.clean(false)?;
+    let (last_time, last_lsn) = *inner.last_checkpoint.lock();
+    let log_bytes = inner.manager.wal().end_lsn().saturating_sub(last_lsn);
+    let due = log_bytes >= inner.config.checkpoint_log_bytes
+        || (last_time.elapsed() >= inner.config.checkpoint_interval && log_bytes > 0)
+        || (cleaned > 0 && inner.store.wants_checkpoint());
+    if due {
+        inner.manager.checkpoint()?;
+        *inner.last_checkpoint.lock() = (Instant::now(), inner.manager.wal().end_lsn());
+    }
+    Ok(())
+}

@@ -1,0 +1,497 @@
+//! Transactions: snapshot isolation by MVCC.
+//!
+//! Commit protocol (the only path by which data changes):
+//! 1. While the transaction ran, each written row was locked (`locks`) and its write buffered
+//!    in the transaction's write set; a row committed by someone else after our snapshot is a
+//!    serialization failure (first updater wins; later writers wait for the lock, then fail).
+//! 2. Under the commit-order mutex: take the next commit timestamp and append one `Commit`
+//!    log record holding the whole write set, so timestamp order equals log order. Register the
+//!    record as "being applied" (checkpoints replay from the oldest such record).
+//! 3. Apply the write set to the B+trees: each row gets the new version, and the version it
+//!    replaces goes to the rollback segment (`undo`), linked from the row.
+//! 4. Wait until the log is durable up to the record (group commit: fdatasync shared by all
+//!    committers waiting at the time).
+//! 5. Publish: the visible timestamp advances once every earlier commit is published too, so a
+//!    snapshot never sees a commit without the ones before it. Then release the row locks.
+//!
+//! Readers take the visible timestamp as their snapshot and never lock: a row newer than the
+//! snapshot is read through its undo chain.
+
+pub mod catalog;
+pub mod locks;
+pub mod recovery;
+pub mod row;
+mod transaction;
+pub mod undo;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+pub use catalog::{Catalog, TreeId, TreeInfo, TreeKind};
+pub use locks::{LockConfig, LockStats};
+pub use transaction::{Scan, Transaction};
+
+use crate::btree::BTree;
+use crate::buffer::BufferPool;
+use crate::error::{Error, Result};
+use crate::store::CheckpointMeta;
+use crate::wal::{LogRecord, Lsn, Op, Wal};
+use locks::LockTable;
+use undo::{UndoEntry, UndoLog};
+
+/// Lock key used by purge, which never waits.
+const PURGE_TXN_ID: u64 = u64::MAX;
+
+struct CommitOrder {
+    next_commit_ts: u64,
+    /// commit ts -> LSN of commits whose changes are not fully applied to the trees yet.
+    applying: BTreeMap<u64, Lsn>,
+    /// Commits done but not yet published because an earlier one is still running.
+    finished: BTreeSet<u64>,
+    next_checkpoint_id: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TxnStats {
+    pub commits: u64,
+    pub aborts: u64,
+    pub serialization_failures: u64,
+    pub undo_entries: u64,
+    pub undo_bytes: u64,
+    pub undo_purged: u64,
+    pub tombstones_purged: u64,
+    pub checkpoints: u64,
+    pub locks: LockStats,
+}
+
+#[derive(Default)]
+struct Counters {
+    commits: AtomicU64,
+    aborts: AtomicU64,
+    serialization_failures: AtomicU64,
+    undo_purged: AtomicU64,
+    tombstones_purged: AtomicU64,
+    checkpoints: AtomicU64,
+}
+
+pub struct TxnManager {
+    pool: Arc<BufferPool>,
+    wal: Arc<Wal>,
+    catalog: RwLock<Catalog>,
+    locks: LockTable,
+    undo: UndoLog,
+    commit_order: Mutex<CommitOrder>,
+    published: Condvar,
+    visible_ts: AtomicU64,
+    next_txn_id: AtomicU64,
+    /// snapshot ts -> number of open transactions reading at it
+    snapshots: Mutex<BTreeMap<u64, usize>>,
+    /// Deleted rows awaiting physical removal: (tree, key, tombstone commit ts).
+    tombstones: Mutex<VecDeque<(TreeId, Vec<u8>, u64)>>,
+    checkpoint_lock: Mutex<()>,
+    /// Set after an error that leaves memory and disk out of step; no more writes.
+    poisoned: RwLock<Option<String>>,
+    counters: Counters,
+}
+
+impl TxnManager {
+    /// Builds the manager over a recovered catalog (see `recovery`).
+    fn new(
+        pool: Arc<BufferPool>,
+        wal: Arc<Wal>,
+        catalog: Catalog,
+        lock_config: LockConfig,
+        next_checkpoint_id: u64,
+    ) -> TxnManager {
+        let visible = catalog.next_commit_ts - 1;
+        TxnManager {
+            undo: UndoLog::new(catalog.boot_count),
+            next_txn_id: AtomicU64::new(catalog.next_txn_id),
+            commit_order: Mutex::new(CommitOrder {
+                next_commit_ts: catalog.next_commit_ts,
+                applying: BTreeMap::new(),
+                finished: BTreeSet::new(),
+                next_checkpoint_id,
+            }),
+            catalog: RwLock::new(catalog),
+            pool,
+            wal,
+            locks: LockTable::new(lock_config),
+            published: Condvar::new(),
+            visible_ts: AtomicU64::new(visible),
+            snapshots: Mutex::new(BTreeMap::new()),
+            tombstones: Mutex::new(VecDeque::new()),
+            checkpoint_lock: Mutex::new(()),
+            poisoned: RwLock::new(None),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    pub fn wal(&self) -> &Arc<Wal> {
+        &self.wal
+    }
+
+    pub fn visible_ts(&self) -> u64 {
+        self.visible_ts.load(Ordering::Acquire)
+    }
+
+    pub fn catalog(&self) -> Catalog {
+        self.catalog.read().clone()
+    }
+
+    pub fn tree(&self, name: &str) -> Result<TreeInfo> {
+        self.catalog.read().by_name(name).cloned().ok_or_else(|| Error::NoSuchTable(name.into()))
+    }
+
+    fn tree_by_id(&self, id: TreeId) -> Result<TreeInfo> {
+        self.catalog.read().trees.get(&id).cloned().ok_or_else(|| Error::NoSuchTable(format!("#{id}")))
+    }
+
+    pub fn check_writable(&self) -> Result<()> {
+        if let Some(reason) = self.poisoned.read().as_ref() {
+            return Err(Error::Poisoned(reason.clone()));
+        }
+        if self.wal.is_poisoned() {
+            return Err(Error::Poisoned("the log could not be made durable".into()));
+        }
+        Ok(())
+    }
+
+    fn poison(&self, error: &Error) {
+        let mut poisoned = self.poisoned.write();
+        if poisoned.is_none() {
+            log::error!("engine stops accepting writes: {error}");
+            *poisoned = Some(error.to_string());
+        }
+    }
+
+    /// Starts a transaction reading at the newest published snapshot.
+    pub fn begin(self: &Arc<Self>, read_only: bool) -> Transaction {
+        let txn_id = self.next_txn_id.fetch_add(1, Ordering::Relaxed);
+        let snapshot_ts = {
+            let mut snapshots = self.snapshots.lock();
+            let snapshot_ts = self.visible_ts();
+            *snapshots.entry(snapshot_ts).or_insert(0) += 1;
+            snapshot_ts
+        };
+        Transaction::new(self.clone(), txn_id, snapshot_ts, read_only)
+    }
+
+    fn end_snapshot(&self, snapshot_ts: u64) {
+        let mut snapshots = self.snapshots.lock();
+        if let Some(count) = snapshots.get_mut(&snapshot_ts) {
+            *count -= 1;
+            if *count == 0 {
+                snapshots.remove(&snapshot_ts);
+            }
+        }
+    }
+
+    fn oldest_snapshot_ts(&self) -> u64 {
+        let snapshots = self.snapshots.lock();
+        snapshots.keys().next().copied().unwrap_or_else(|| self.visible_ts())
+    }
+
+    /// Reads the version of a row visible at `snapshot_ts`.
+    fn read_visible(&self, tree: &TreeInfo, key: &[u8], snapshot_ts: u64) -> Result<Option<Vec<u8>>> {
+        let Some(raw) = BTree::open(tree.root).get(&self.pool, key)? else {
+            return Ok(None);
+        };
+        let version = row::decode(&raw, &tree.name)?;
+        if version.commit_ts <= snapshot_ts {
+            return Ok(version.value);
+        }
+        self.walk_undo(version.undo_pointer, snapshot_ts)
+    }
+
+    /// Follows an undo chain to the newest version committed at or before `snapshot_ts`.
+    fn walk_undo(&self, mut pointer: u64, snapshot_ts: u64) -> Result<Option<Vec<u8>>> {
+        for _ in 0..1_000_000 {
+            if pointer == 0 {
+                return Ok(None);
+            }
+            let Some(entry) = self.undo.get(pointer) else {
+                // Versions from before a restart are older than every snapshot, so an earlier
+                // epoch means "no older version"; a purged entry of ours is a broken snapshot.
+                return if self.undo.is_current_epoch(pointer) {
+                    Err(Error::SnapshotTooOld)
+                } else {
+                    Ok(None)
+                };
+            };
+            if entry.commit_ts <= snapshot_ts {
+                return Ok(entry.value);
+            }
+            pointer = entry.undo_pointer;
+        }
+        panic!("undo chain longer than a million versions");
+    }
+
+    /// Steps 2-5 of the commit protocol. The caller holds the row locks of `ops`.
+    fn commit_writes(&self, txn_id: u64, ops: Vec<Op>) -> Result<u64> {
+        self.check_writable()?;
+        let (commit_ts, lsn) = {
+            let mut order = self.commit_order.lock();
+            let commit_ts = order.next_commit_ts;
+            let record = LogRecord::Commit { txn_id, commit_ts, ops };
+            let appended = self.wal.append(&record)?;
+            order.next_commit_ts += 1;
+            order.applying.insert(commit_ts, appended.lsn);
+            let LogRecord::Commit { ops, .. } = record else { unreachable!() };
+            drop(order);
+            let applied = self.apply_ops(commit_ts, appended.lsn, &ops);
+            self.commit_order.lock().applying.remove(&commit_ts);
+            if let Err(error) = applied {
+                self.poison(&error);
+                self.finish_failed(commit_ts);
+                return Err(error);
+            }
+            (commit_ts, appended.lsn)
+        };
+        if let Err(error) = self.wal.flush_to(lsn) {
+            self.poison(&error);
+            self.finish_failed(commit_ts);
+            return Err(error);
+        }
+        self.publish(commit_ts);
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        Ok(commit_ts)
+    }
+
+    /// Applies committed operations to the trees, saving before-images in the undo log.
+    fn apply_ops(&self, commit_ts: u64, lsn: Lsn, ops: &[Op]) -> Result<()> {
+        for op in ops {
+            let (tree_id, key, value) = match op {
+                Op::Put { tree_id, key, value } => (*tree_id, key, Some(value.as_slice())),
+                Op::Delete { tree_id, key } => (*tree_id, key, None),
+            };
+            let Ok(tree) = self.tree_by_id(tree_id) else { continue };
+            let btree = BTree::open(tree.root);
+            let old = match btree.get(&self.pool, key)? {
+                Some(raw) => Some(row::decode(&raw, &tree.name)?),
+                None => None,
+            };
+            if value.is_none() && old.as_ref().is_none_or(|old| old.value.is_none()) {
+                continue; // deleting a row that does not exist (or is already a tombstone)
+            }
+            let undo_pointer = match old {
+                Some(old) => self.undo.push(UndoEntry {
+                    commit_ts: old.commit_ts,
+                    value: old.value,
+                    undo_pointer: old.undo_pointer,
+                    superseded_ts: commit_ts,
+                }),
+                None => 0,
+            };
+            btree.put(&self.pool, key, &row::encode(commit_ts, undo_pointer, value), lsn)?;
+            if value.is_none() {
+                self.tombstones.lock().push_back((tree_id, key.clone(), commit_ts));
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks `commit_ts` done and waits until it (and every earlier commit) is visible.
+    fn publish(&self, commit_ts: u64) {
+        let mut order = self.commit_order.lock();
+        order.finished.insert(commit_ts);
+        let mut visible = self.visible_ts();
+        while order.finished.remove(&(visible + 1)) {
+            visible += 1;
+        }
+        if visible != self.visible_ts() {
+            self.visible_ts.store(visible, Ordering::Release);
+            self.published.notify_all();
+        }
+        while self.visible_ts() < commit_ts {
+            self.published.wait(&mut order);
+        }
+    }
+
+    /// Ends a commit that failed after taking its timestamp, without waiting, so later commits
+    /// are not stuck behind it. The engine is poisoned by then.
+    fn finish_failed(&self, commit_ts: u64) {
+        let mut order = self.commit_order.lock();
+        order.finished.insert(commit_ts);
+        let mut visible = self.visible_ts();
+        while order.finished.remove(&(visible + 1)) {
+            visible += 1;
+        }
+        self.visible_ts.store(visible, Ordering::Release);
+        self.published.notify_all();
+    }
+
+    /// Creates a table or index. DDL is autocommitted and logged like a commit.
+    pub fn create_tree(&self, name: &str, kind: TreeKind, unique: bool) -> Result<TreeInfo> {
+        self.check_writable()?;
+        if name.is_empty() || name.len() > 1024 {
+            return Err(Error::InvalidArgument("tree name must have 1..=1024 bytes".into()));
+        }
+        let _operation = self.pool.operation();
+        let mut catalog = self.catalog.write();
+        if catalog.by_name(name).is_some() {
+            return Err(Error::TableExists(name.into()));
+        }
+        let id = catalog.next_tree_id;
+        let (commit_ts, lsn) = {
+            let mut order = self.commit_order.lock();
+            let commit_ts = order.next_commit_ts;
+            let record = LogRecord::CreateTree {
+                tree_id: id,
+                name: name.into(),
+                kind: kind.to_u8(),
+                unique,
+                commit_ts,
+            };
+            let appended = self.wal.append(&record)?;
+            order.next_commit_ts += 1;
+            (commit_ts, appended.lsn)
+        };
+        let root = match BTree::create(&self.pool) {
+            Ok(root) => root,
+            Err(error) => {
+                self.poison(&error);
+                self.finish_failed(commit_ts);
+                return Err(error);
+            }
+        };
+        let info = TreeInfo { id, name: name.into(), kind, unique, root };
+        catalog.trees.insert(id, info.clone());
+        catalog.next_tree_id += 1;
+        drop(catalog);
+        self.finish_ddl(commit_ts, lsn)?;
+        Ok(info)
+    }
+
+    /// Drops a table or index and frees its pages.
+    pub fn drop_tree(&self, name: &str) -> Result<()> {
+        self.check_writable()?;
+        let _operation = self.pool.operation();
+        let mut catalog = self.catalog.write();
+        let info = catalog.by_name(name).cloned().ok_or_else(|| Error::NoSuchTable(name.into()))?;
+        let (commit_ts, lsn) = {
+            let mut order = self.commit_order.lock();
+            let commit_ts = order.next_commit_ts;
+            let appended = self.wal.append(&LogRecord::DropTree { tree_id: info.id, commit_ts })?;
+            order.next_commit_ts += 1;
+            (commit_ts, appended.lsn)
+        };
+        catalog.trees.remove(&info.id);
+        drop(catalog);
+        if let Err(error) = BTree::open(info.root).destroy(&self.pool) {
+            self.poison(&error);
+            self.finish_failed(commit_ts);
+            return Err(error);
+        }
+        self.finish_ddl(commit_ts, lsn)
+    }
+
+    fn finish_ddl(&self, commit_ts: u64, lsn: Lsn) -> Result<()> {
+        if let Err(error) = self.wal.flush_to(lsn) {
+            self.poison(&error);
+            self.finish_failed(commit_ts);
+            return Err(error);
+        }
+        self.publish(commit_ts);
+        Ok(())
+    }
+
+    /// Takes a checkpoint (see docs/design.md, "Checkpoint protocol").
+    pub fn checkpoint(&self) -> Result<u64> {
+        self.check_writable()?;
+        let _single = self.checkpoint_lock.lock();
+        let store = self.pool.store().clone();
+        let gate = self.pool.quiesce();
+        let (meta, end_lsn) = {
+            let mut order = self.commit_order.lock();
+            let end_lsn = self.wal.end_lsn();
+            let redo_lsn = order.applying.values().next().copied().unwrap_or(end_lsn);
+            let mut catalog = self.catalog.read().clone();
+            catalog.next_commit_ts = order.next_commit_ts;
+            catalog.next_txn_id = self.next_txn_id.load(Ordering::Relaxed);
+            let checkpoint_id = order.next_checkpoint_id;
+            order.next_checkpoint_id += 1;
+            (CheckpointMeta { checkpoint_id, redo_lsn, payload: catalog.encode() }, end_lsn)
+        };
+        let snapshot = store.begin_checkpoint();
+        let pages = self.pool.take_dirty_pages();
+        drop(gate);
+        let page_refs: Vec<(u64, &[u8])> = pages.iter().map(|(id, image)| (*id, &image[..])).collect();
+        let result = self
+            .wal
+            .flush_to(end_lsn)
+            .and_then(|()| store.finish_checkpoint(snapshot, &page_refs, &meta))
+            .and_then(|()| self.wal.truncate_before(meta.redo_lsn).map(|_| ()));
+        if let Err(error) = result {
+            self.poison(&error);
+            return Err(error);
+        }
+        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        Ok(meta.checkpoint_id)
+    }
+
+    /// Drops undo entries and tombstones no snapshot needs. Returns (undo entries, rows) purged.
+    pub fn purge(&self) -> Result<(u64, u64)> {
+        let oldest = self.oldest_snapshot_ts();
+        let undo_purged = self.undo.purge(oldest);
+        self.counters.undo_purged.fetch_add(undo_purged, Ordering::Relaxed);
+        let mut rows_purged = 0;
+        loop {
+            let next = {
+                let mut tombstones = self.tombstones.lock();
+                match tombstones.front() {
+                    Some((_, _, ts)) if *ts <= oldest => tombstones.pop_front(),
+                    _ => None,
+                }
+            };
+            let Some((tree_id, key, ts)) = next else { break };
+            if self.purge_tombstone(tree_id, key, ts)? {
+                rows_purged += 1;
+            }
+        }
+        self.counters.tombstones_purged.fetch_add(rows_purged, Ordering::Relaxed);
+        Ok((undo_purged, rows_purged))
+    }
+
+    fn purge_tombstone(&self, tree_id: TreeId, key: Vec<u8>, ts: u64) -> Result<bool> {
+        let Ok(tree) = self.tree_by_id(tree_id) else { return Ok(false) };
+        let lock_key = (tree_id, key);
+        if !self.locks.try_lock(PURGE_TXN_ID, &lock_key) {
+            // A writer owns the row; it will replace the tombstone anyway.
+            return Ok(false);
+        }
+        let btree = BTree::open(tree.root);
+        let result = (|| {
+            let Some(raw) = btree.get(&self.pool, &lock_key.1)? else { return Ok(false) };
+            if row::peek(&raw) != Some((ts, true)) {
+                return Ok(false);
+            }
+            btree.delete(&self.pool, &lock_key.1, self.wal.durable_lsn())?;
+            Ok(true)
+        })();
+        self.locks.release_all(PURGE_TXN_ID, &[lock_key]);
+        result
+    }
+
+    pub fn stats(&self) -> TxnStats {
+        let (undo_entries, undo_bytes) = self.undo.size();
+        TxnStats {
+            commits: self.counters.commits.load(Ordering::Relaxed),
+            aborts: self.counters.aborts.load(Ordering::Relaxed),
+            serialization_failures: self.counters.serialization_failures.load(Ordering::Relaxed),
+            undo_entries,
+            undo_bytes,
+            undo_purged: self.counters.undo_purged.load(Ordering::Relaxed),
+            tombstones_purged: self.counters.tombstones_purged.load(Ordering::Relaxed),
+            checkpoints: self.counters.checkpoints.load(Ordering::Relaxed),
+            locks: self.locks.stats(),
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! A transaction: a snapshot to read at, and a write set applied only at commit.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::locks::LockKey;
+use super::{row, TreeId, TreeInfo, TxnManager};
+use crate::btree::{BTree, Cursor};
+use crate::error::{Error, Result};
+use crate::wal::Op;
+
+/// Why a transaction can no longer commit.
+#[derive(Debug, Clone, Copy)]
+enum Failure {
+    Serialization,
+    Deadlock,
+    LockTimeout(u64),
+}
+
+impl Failure {
+    fn of(error: &Error) -> Option<Failure> {
+        match error {
+            Error::SerializationFailure => Some(Failure::Serialization),
+            Error::Deadlock => Some(Failure::Deadlock),
+            Error::LockTimeout(ms) => Some(Failure::LockTimeout(*ms)),
+            _ => None,
+        }
+    }
+    fn error(self) -> Error {
+        match self {
+            Failure::Serialization => Error::SerializationFailure,
+            Failure::Deadlock => Error::Deadlock,
+            Failure::LockTimeout(ms) => Error::LockTimeout(ms),
+        }
+    }
+}
+
+pub struct Transaction {
+    manager: Arc<TxnManager>,
+    txn_id: u64,
+    snapshot_ts: u64,
+    read_only: bool,
+    /// (tree, key) -> new value, or None for a delete.
+    writes: BTreeMap<(TreeId, Vec<u8>), Option<Vec<u8>>>,
+    locked: Vec<LockKey>,
+    failure: Option<Failure>,
+    finished: bool,
+}
+
+impl Transaction {
+    pub(super) fn new(
+        manager: Arc<TxnManager>,
+        txn_id: u64,
+        snapshot_ts: u64,
+        read_only: bool,
+    ) -> Transaction {
+        Transaction {
+            manager,
+            txn_id,
+            snapshot_ts,
+            read_only,
+            writes: BTreeMap::new(),
+            locked: Vec::new(),
+            failure: None,
+            finished: false,
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.txn_id
+    }
+
+    pub fn snapshot_ts(&self) -> u64 {
+        self.snapshot_ts
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn tree(&self, tree: TreeId) -> Result<TreeInfo> {
+        self.manager.tree_by_id(tree)
+    }
+
+    /// Reads a row as of the snapshot, seeing this transaction's own writes.
+    pub fn get(&self, tree: TreeId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(write) = self.writes.get(&(tree, key.to_vec())) {
+            return Ok(write.clone());
+        }
+        let info = self.tree(tree)?;
+        self.manager.read_visible(&info, key, self.snapshot_ts)
+    }
+
+    /// Reads a row and locks it against other writers (SELECT ... FOR UPDATE). Fails with a
+    /// serialization error if it changed after the snapshot.
+    pub fn get_for_update(&mut self, tree: TreeId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let info = self.tree(tree)?;
+        self.lock_row(&info, key)?;
+        self.get(tree, key)
+    }
+
+    /// Inserts or replaces a row.
+    pub fn put(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<()> {
+        let info = self.tree(tree)?;
+        self.lock_row(&info, key)?;
+        self.writes.insert((tree, key.to_vec()), Some(value.to_vec()));
+        Ok(())
+    }
+
+    /// Inserts a row; `Error::DuplicateKey` if it exists.
+    pub fn insert(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<()> {
+        let info = self.tree(tree)?;
+        if self.lock_row(&info, key)? {
+            return Err(Error::DuplicateKey);
+        }
+        self.writes.insert((tree, key.to_vec()), Some(value.to_vec()));
+        Ok(())
+    }
+
+    /// Replaces an existing row; returns false (and changes nothing) if there is none.
+    pub fn update(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<bool> {
+        let info = self.tree(tree)?;
+        if !self.lock_row(&info, key)? {
+            return Ok(false);
+        }
+        self.writes.insert((tree, key.to_vec()), Some(value.to_vec()));
+        Ok(true)
+    }
+
+    /// Deletes a row; returns false if there is none.
+    pub fn delete(&mut self, tree: TreeId, key: &[u8]) -> Result<bool> {
+        let info = self.tree(tree)?;
+        if !self.lock_row(&info, key)? {
+            return Ok(false);
+        }
+        self.writes.insert((tree, key.to_vec()), None);
+        Ok(true)
+    }
+
+    /// Locks a row for writing and returns whether it exists for this transaction.
+    fn lock_row(&mut self, info: &TreeInfo, key: &[u8]) -> Result<bool> {
+        if self.finished {
+            return Err(Error::TransactionClosed);
+        }
+        if self.read_only {
+            return Err(Error::ReadOnlyTransaction);
+        }
+        if let Some(failure) = self.failure {
+            return Err(failure.error());
+        }
+        self.manager.check_writable()?;
+        if let Some(write) = self.writes.get(&(info.id, key.to_vec())) {
+            return Ok(write.is_some());
+        }
+        let lock_key = (info.id, key.to_vec());
+        match self.manager.locks.lock(self.txn_id, &lock_key) {
+            Ok(true) => self.locked.push(lock_key),
+            Ok(false) => {}
+            Err(error) => return Err(self.fail(error)),
+        }
+        let latest = BTree::open(info.root).get(&self.manager.pool, key)?;
+        match latest.as_deref().map(row::peek) {
+            None => Ok(false),
+            Some(None) => row::decode(latest.as_deref().unwrap_or_default(), &info.name).map(|_| false),
+            Some(Some((commit_ts, _))) if commit_ts > self.snapshot_ts => {
+                Err(self.fail(Error::SerializationFailure))
+            }
+            Some(Some((_, tombstone))) => Ok(!tombstone),
+        }
+    }
+
+    fn fail(&mut self, error: Error) -> Error {
+        if let Some(failure) = Failure::of(&error) {
+            self.failure = Some(failure);
+            if matches!(failure, Failure::Serialization) {
+                self.manager.counters.serialization_failures.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        error
+    }
+
+    /// Scans rows with keys in `[start, end)` style bounds, in key order, as of the snapshot
+    /// and with this transaction's own writes.
+    pub fn scan(&self, tree: TreeId, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<Scan> {
+        let info = self.tree(tree)?;
+        let own_start = start.map(|key| (tree, key.to_vec()));
+        let own_end = end.map(|key| (tree, key.to_vec()));
+        let own: VecDeque<(Vec<u8>, Option<Vec<u8>>)> = self
+            .writes
+            .range((own_start, own_end))
+            .filter(|((write_tree, _), _)| *write_tree == tree)
+            .map(|((_, key), value)| (key.clone(), value.clone()))
+            .collect();
+        let cursor = BTree::open(info.root).scan(&self.manager.pool, start, end);
+        Ok(Scan {
+            manager: self.manager.clone(),
+            info,
+            snapshot_ts: self.snapshot_ts,
+            cursor,
+            batch: VecDeque::new(),
+            tree_done: false,
+            own,
+        })
+    }
+
+    /// Makes the writes durable and visible (see the commit protocol in `txn`). Returns the
+    /// commit timestamp, or None for a transaction that wrote nothing.
+    pub fn commit(mut self) -> Result<Option<u64>> {
+        if self.finished {
+            return Err(Error::TransactionClosed);
+        }
+        if let Some(failure) = self.failure {
+            self.finish(false);
+            return Err(failure.error());
+        }
+        if self.writes.is_empty() {
+            self.finish(true);
+            return Ok(None);
+        }
+        let ops: Vec<Op> = std::mem::take(&mut self.writes)
+            .into_iter()
+            .map(|((tree_id, key), value)| match value {
+                Some(value) => Op::Put { tree_id, key, value },
+                None => Op::Delete { tree_id, key },
+            })
+            .collect();
+        let result = self.manager.commit_writes(self.txn_id, ops);
+        self.finish(result.is_ok());
+        result.map(Some)
+    }
+
+    /// Discards the writes.
+    pub fn abort(mut self) {
+        self.finish(false);
+    }
+
+    fn finish(&mut self, committed: bool) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        self.manager.locks.release_all(self.txn_id, &self.locked);
+        self.locked.clear();
+        self.manager.end_snapshot(self.snapshot_ts);
+        if !committed {
+            self.manager.counters.aborts.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        self.finish(false);
+    }
+}
+
+/// Rows of a range, merged from the tree (as of the snapshot) and the transaction's writes.
+pub struct Scan {
+    manager: Arc<TxnManager>,
+    info: TreeInfo,
+    snapshot_ts: u64,
+    cursor: Cursor,
+    /// Visible rows of the current tree batch.
+    batch: VecDeque<(Vec<u8>, Vec<u8>)>,
+    tree_done: bool,
+    own: VecDeque<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl Scan {
+    /// Refills `batch` with visible rows until it holds one or the tree is exhausted.
+    fn fill(&mut self) -> Result<()> {
+        while self.batch.is_empty() && !self.tree_done {
+            let entries = self.cursor.next_batch(&self.manager.pool)?;
+            if entries.is_empty() {
+                self.tree_done = true;
+            }
+            for (key, raw) in entries {
+                let version = row::decode(&raw, &self.info.name)?;
+                let value = if version.commit_ts <= self.snapshot_ts {
+                    version.value
+                } else {
+                    self.manager.walk_undo(version.undo_pointer, self.snapshot_ts)?
+                };
+                if let Some(value) = value {
+                    self.batch.push_back((key, value));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn next_row(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            self.fill()?;
+            let take_own = match (self.batch.front(), self.own.front()) {
+                (None, None) => return Ok(None),
+                (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (Some((tree_key, _)), Some((own_key, _))) => {
+                    let ordering = own_key.cmp(tree_key);
+                    if ordering == std::cmp::Ordering::Equal {
+                        self.batch.pop_front(); // our own write replaces it
+                    }
+                    ordering != std::cmp::Ordering::Greater
+                }
+            };
+            if take_own {
+                let (key, value) = self.own.pop_front().expect("checked");
+                match value {
+                    Some(value) => return Ok(Some((key, value))),
+                    None => continue, // deleted by us
+                }
+            }
+            return Ok(self.batch.pop_front());
+        }
+    }
+}
+
+impl Iterator for Scan {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_row().transpose()
+    }
+}
