@@ -4,6 +4,7 @@
 //! `db` (embedded API) -> `txn` (MVCC, locks, rollback segment) -> `btree` (access method) ->
 //! `buffer` (buffer pool) -> `store` (page store: out-of-place or in-place) and `wal` -> `io`.
 
+pub mod btree;
 pub mod buffer;
 pub mod error;
 pub mod io;

@@ -312,10 +312,13 @@ impl BufferPool {
             match self.find_victim(&mut table)? {
                 Victim::Clean(frame_id) => {
                     let frame = &self.frames[frame_id];
-                    let latch = frame
-                        .latch
-                        .try_write()
-                        .expect("unpinned frame is unlatched");
+                    // Write-back copies latch unpinned frames shared for a moment; if this
+                    // victim is being copied, look for another one.
+                    let Some(latch) = frame.latch.try_write() else {
+                        drop(table);
+                        std::thread::yield_now();
+                        continue;
+                    };
                     let old_page_id = frame.page_id.load(Ordering::Acquire);
                     if old_page_id != PAGE_ID_NONE {
                         table.map.remove(&old_page_id);

@@ -1,0 +1,153 @@
+//! Overflow chains: values too long to live inline in a leaf.
+//!
+//! An overflow page (kind `Overflow`) holds, after the 32-byte page header (little-endian):
+//!
+//! | offset | size | field                                          |
+//! |--------|------|------------------------------------------------|
+//! | 32     | 8    | next page id of the chain, 0 at the end         |
+//! | 40     | 4    | value bytes held by this page                   |
+//! | 44     | 4    | reserved, zero                                  |
+//! | 48     | ...  | value bytes                                     |
+//!
+//! Lifecycle:
+//! 1. `write_chain` writes the value back to front (so each page knows its successor when it is
+//!    written) before the leaf cell pointing at it exists; nobody else can see the pages yet.
+//! 2. Readers follow the chain while holding the leaf that points at it (shared), so the chain
+//!    cannot be freed underneath them.
+//! 3. Whoever unlinks the cell (under the leaf's exclusive latch) frees the chain afterwards
+//!    with `free_chain`; no reader can reach it any more.
+
+use crate::buffer::BufferPool;
+use crate::error::Result;
+use crate::page::{PageHeaderAccessor, PageId, PageKind, PAGE_ID_NONE};
+
+use super::node::corruption;
+
+const NEXT_OFFSET: usize = 32;
+const USED_OFFSET: usize = 40;
+const DATA_OFFSET: usize = 48;
+
+/// Longest value the tree accepts.
+pub const VALUE_LENGTH_MAX: usize = 16 << 20;
+
+fn capacity_bytes(page_size: usize) -> usize {
+    page_size - DATA_OFFSET
+}
+
+/// Writes `value` to a new chain and returns its first page id. Pins one page at a time.
+pub fn write_chain(pool: &BufferPool, value: &[u8], lsn: u64) -> Result<PageId> {
+    let capacity = capacity_bytes(pool.page_size());
+    let mut next = PAGE_ID_NONE;
+    let chunks: Vec<&[u8]> = value.chunks(capacity).collect();
+    for chunk in chunks.iter().rev() {
+        let mut page = match pool.allocate(PageKind::Overflow) {
+            Ok(page) => page,
+            Err(error) => {
+                // Give back what was written so far; nothing points at it.
+                if next != PAGE_ID_NONE {
+                    free_pages_from(pool, next)?;
+                }
+                return Err(error);
+            }
+        };
+        page[NEXT_OFFSET..NEXT_OFFSET + 8].copy_from_slice(&next.to_le_bytes());
+        page[USED_OFFSET..USED_OFFSET + 4].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
+        page[DATA_OFFSET..DATA_OFFSET + chunk.len()].copy_from_slice(chunk);
+        page.set_lsn(lsn);
+        next = page.page_id();
+    }
+    Ok(next)
+}
+
+/// Reads one overflow page: (next page id, value bytes), checked against the chain so far.
+fn read_page<T>(
+    pool: &BufferPool,
+    page_id: PageId,
+    remaining_bytes: u64,
+    visit: impl FnOnce(&[u8]) -> T,
+) -> Result<(PageId, usize, T)> {
+    let page = pool.read(page_id)?;
+    if PageHeaderAccessor::new(&page).kind() != Some(PageKind::Overflow) {
+        return Err(corruption(
+            page_id,
+            "overflow chain reaches a non-overflow page",
+        ));
+    }
+    let next = u64::from_le_bytes(page[NEXT_OFFSET..NEXT_OFFSET + 8].try_into().expect("8"));
+    let used = u32::from_le_bytes(page[USED_OFFSET..USED_OFFSET + 4].try_into().expect("4"));
+    let used = used as usize;
+    let last = (remaining_bytes as usize) <= capacity_bytes(page.len());
+    let expected = (remaining_bytes as usize).min(capacity_bytes(page.len()));
+    if used != expected || (next == PAGE_ID_NONE) != last {
+        return Err(corruption(
+            page_id,
+            format!("overflow page holds {used} bytes, next {next}; expected {expected}"),
+        ));
+    }
+    let result = visit(&page[DATA_OFFSET..DATA_OFFSET + used]);
+    Ok((next, used, result))
+}
+
+/// Appends the chain's `length_bytes` bytes to `out`.
+pub fn read_chain(
+    pool: &BufferPool,
+    first_page_id: PageId,
+    length_bytes: u64,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    out.reserve(length_bytes as usize);
+    let mut remaining = length_bytes;
+    let mut page_id = first_page_id;
+    loop {
+        let (next, used, ()) = read_page(pool, page_id, remaining, |bytes| {
+            out.extend_from_slice(bytes)
+        })?;
+        remaining -= used as u64;
+        if next == PAGE_ID_NONE {
+            return Ok(());
+        }
+        page_id = next;
+    }
+}
+
+/// The page ids of a chain, checking its structure (used by `check` and `page_ids`).
+pub fn chain_page_ids(
+    pool: &BufferPool,
+    first_page_id: PageId,
+    length_bytes: u64,
+    out: &mut Vec<PageId>,
+) -> Result<()> {
+    let mut remaining = length_bytes;
+    let mut page_id = first_page_id;
+    loop {
+        out.push(page_id);
+        let (next, used, ()) = read_page(pool, page_id, remaining, |_| ())?;
+        remaining -= used as u64;
+        if next == PAGE_ID_NONE {
+            return Ok(());
+        }
+        page_id = next;
+    }
+}
+
+/// Frees a chain that is no longer reachable.
+pub fn free_chain(pool: &BufferPool, first_page_id: PageId, length_bytes: u64) -> Result<()> {
+    let mut page_ids = Vec::new();
+    chain_page_ids(pool, first_page_id, length_bytes, &mut page_ids)?;
+    for page_id in page_ids {
+        pool.free(pool.write(page_id)?);
+    }
+    Ok(())
+}
+
+/// Frees a chain being built (its lengths are not known to the caller).
+fn free_pages_from(pool: &BufferPool, first_page_id: PageId) -> Result<()> {
+    let mut page_id = first_page_id;
+    while page_id != PAGE_ID_NONE {
+        let page = pool.write(page_id)?;
+        let next = u64::from_le_bytes(page[NEXT_OFFSET..NEXT_OFFSET + 8].try_into().expect("8"));
+        pool.free(page);
+        page_id = next;
+    }
+    Ok(())
+}

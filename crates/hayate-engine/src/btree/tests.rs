@@ -1,0 +1,114 @@
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::*;
+use crate::buffer::{BufferPool, BufferPoolConfig};
+use crate::error::Error;
+use crate::store::memory::MemoryStore;
+use crate::store::PageStore;
+
+fn pool(page_size: usize, frames: usize) -> Arc<BufferPool> {
+    let store: Arc<dyn PageStore> = Arc::new(MemoryStore::new(page_size));
+    let config = BufferPoolConfig {
+        frame_count: frames,
+        ..BufferPoolConfig::default()
+    };
+    BufferPool::new(store, config).expect("pool")
+}
+
+fn key(number: u32) -> Vec<u8> {
+    format!("key-{number:08}").into_bytes()
+}
+
+#[test]
+fn put_get_replace_delete() {
+    let pool = pool(4096, 16);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    assert_eq!(tree.put(&pool, b"a", b"1", 1).unwrap(), None);
+    assert_eq!(tree.put(&pool, b"a", b"2", 2).unwrap(), Some(b"1".to_vec()));
+    assert_eq!(tree.get(&pool, b"a").unwrap(), Some(b"2".to_vec()));
+    assert_eq!(tree.get(&pool, b"b").unwrap(), None);
+    assert_eq!(tree.delete(&pool, b"a", 3).unwrap(), Some(b"2".to_vec()));
+    assert_eq!(tree.delete(&pool, b"a", 4).unwrap(), None);
+    assert_eq!(tree.check(&pool).unwrap().entries, 0);
+}
+
+#[test]
+fn page_sized_values_use_overflow_chains() {
+    let pool = pool(4096, 8);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    let live_before = pool.store().live_page_count();
+    let value: Vec<u8> = (0..4096u32).map(|byte| byte as u8).collect();
+    tree.put(&pool, b"big", &value, 1).unwrap();
+    assert_eq!(tree.get(&pool, b"big").unwrap(), Some(value.clone()));
+    let report = tree.check(&pool).unwrap();
+    assert_eq!(report.overflow_pages, 2);
+    assert_eq!(tree.put(&pool, b"big", b"small", 2).unwrap(), Some(value));
+    assert_eq!(pool.store().live_page_count(), live_before);
+}
+
+#[test]
+fn limits_are_enforced() {
+    let pool = pool(4096, 8);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    let long_key = vec![1u8; 4096 / 8 + 1];
+    assert!(matches!(
+        tree.put(&pool, &long_key, b"", 1),
+        Err(Error::ValueTooLarge { .. })
+    ));
+    let huge = vec![0u8; VALUE_LENGTH_MAX + 1];
+    assert!(matches!(
+        tree.put(&pool, b"k", &huge, 1),
+        Err(Error::ValueTooLarge { .. })
+    ));
+}
+
+#[test]
+fn splits_scans_and_merges() {
+    let pool = pool(4096, 12);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    for number in 0..3000 {
+        tree.put(&pool, &key(number), &[number as u8; 40], 1)
+            .unwrap();
+    }
+    let report = tree.check(&pool).unwrap();
+    assert!(report.depth >= 2, "{report:?}");
+    assert_eq!(report.entries, 3000);
+    let start = key(100);
+    let end = key(2000);
+    let mut cursor = tree.scan(&pool, Bound::Included(&start), Bound::Excluded(&end));
+    let mut expected = 100;
+    while let Some((found, value)) = cursor.next(&pool).unwrap() {
+        assert_eq!(found, key(expected));
+        assert_eq!(value, vec![expected as u8; 40]);
+        expected += 1;
+    }
+    assert_eq!(expected, 2000);
+    for number in (0..3000).step_by(2) {
+        assert!(tree.delete(&pool, &key(number), 2).unwrap().is_some());
+    }
+    let report = tree.check(&pool).unwrap();
+    assert_eq!(report.entries, 1500);
+    for number in 0..3000 {
+        let found = tree.get(&pool, &key(number)).unwrap();
+        assert_eq!(found.is_some(), number % 2 == 1);
+    }
+}
+
+#[test]
+fn destroy_frees_every_page() {
+    let pool = pool(4096, 16);
+    let live_before = pool.store().live_page_count();
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    for number in 0..2000 {
+        let value = vec![7u8; (number as usize * 37) % 3000];
+        tree.put(&pool, &key(number), &value, 1).unwrap();
+    }
+    let page_ids = tree.page_ids(&pool).unwrap();
+    assert_eq!(
+        page_ids.len() as u64,
+        pool.store().live_page_count() - live_before
+    );
+    tree.destroy(&pool).unwrap();
+    assert_eq!(pool.store().live_page_count(), live_before);
+}

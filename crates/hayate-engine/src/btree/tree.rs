@@ -1,0 +1,490 @@
+//! The B+tree handle: lookups, inserts and node splits.
+//!
+//! Latching protocol (crabbing); latches are always taken top-down, and two pages of one level
+//! only left to right while their parent is held exclusively:
+//! 1. Readers descend from the root with shared latches hand over hand: the child is latched
+//!    before the parent is released.
+//! 2. Writers first descend the same way but take the leaf exclusively (the root exclusively if
+//!    it is the leaf). If the change fits the leaf without a split or an underflow they apply it
+//!    and are done.
+//! 3. Otherwise they release everything and descend again from the root with exclusive latches,
+//!    releasing all ancestors as soon as a child is safe: it can absorb one more separator (for
+//!    an insert) or lose one cell without underflowing (for a delete).
+//! 4. Splits, merges and redistributions then work bottom-up on the latched path; a sibling is
+//!    latched only while the parent is held exclusively, so nobody else can be waiting for it.
+//! 5. The root page never moves: a root split moves its content into two new children, and a
+//!    root left with one child pulls that child up into itself.
+//! 6. Overflow chains are read while the leaf pointing at them is latched, and freed only after
+//!    the cell was unlinked under the leaf's exclusive latch.
+//! 7. Page-changing operations hold `BufferPool::operation` throughout; lookups and scans do
+//!    not. Scan cursors hold no latch between batches and re-seek by key.
+
+use crate::buffer::{BufferPool, PageReadGuard, PageWriteGuard};
+use crate::error::{Error, Result};
+use crate::page::{PageId, PageKind};
+
+use super::node::{
+    cell_key, corruption, encode_inner_cell, encode_leaf_cell, inner_cell_child,
+    shortest_separator, split_point, LeafValue, NodeAccessor, NodeBuilder, NodeLimits, SLOT_SIZE,
+};
+use super::overflow::{free_chain, read_chain, write_chain, VALUE_LENGTH_MAX};
+
+/// The deepest tree accepted (root level + 1).
+pub const TREE_DEPTH_MAX: usize = 32;
+
+/// A handle to one B+tree, identified by its root page id, which never changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BTree {
+    pub(super) root: PageId,
+}
+
+/// A latched page on a writer's path and its index among its parent's children.
+pub(super) struct PathEntry<'a> {
+    pub guard: PageWriteGuard<'a>,
+    pub child_index: usize,
+}
+
+/// A value unlinked from a leaf; its chain, if any, is freed once latches are released.
+pub(super) struct Removed {
+    pub value: Vec<u8>,
+    pub chain: Option<(PageId, u64)>,
+}
+
+impl Removed {
+    pub fn read(pool: &BufferPool, node: &NodeAccessor<'_>, index: usize) -> Result<Removed> {
+        match node.leaf_value(index)? {
+            LeafValue::Inline(bytes) => Ok(Removed {
+                value: bytes.to_vec(),
+                chain: None,
+            }),
+            LeafValue::Overflow {
+                length_bytes,
+                first_page_id,
+            } => {
+                let mut value = Vec::new();
+                read_chain(pool, first_page_id, length_bytes, &mut value)?;
+                Ok(Removed {
+                    value,
+                    chain: Some((first_page_id, length_bytes)),
+                })
+            }
+        }
+    }
+
+    /// Frees the chain (call without latches) and returns the value.
+    pub fn finish(self, pool: &BufferPool) -> Result<Vec<u8>> {
+        if let Some((first_page_id, length_bytes)) = self.chain {
+            free_chain(pool, first_page_id, length_bytes)?;
+        }
+        Ok(self.value)
+    }
+}
+
+/// Copies the value of leaf cell `index` out of the page (and its overflow chain).
+pub(super) fn copy_value(
+    pool: &BufferPool,
+    node: &NodeAccessor<'_>,
+    index: usize,
+) -> Result<Vec<u8>> {
+    match node.leaf_value(index)? {
+        LeafValue::Inline(bytes) => Ok(bytes.to_vec()),
+        LeafValue::Overflow {
+            length_bytes,
+            first_page_id,
+        } => {
+            if length_bytes > VALUE_LENGTH_MAX as u64 {
+                return Err(corruption(
+                    node.page_id(),
+                    "overflow value longer than the limit",
+                ));
+            }
+            let mut value = Vec::new();
+            read_chain(pool, first_page_id, length_bytes, &mut value)?;
+            Ok(value)
+        }
+    }
+}
+
+/// Checks that a child has the level its parent implies.
+pub(super) fn check_level(node: &NodeAccessor<'_>, expected: Option<u8>) -> Result<()> {
+    match expected {
+        Some(level) if node.level() != level => Err(corruption(
+            node.page_id(),
+            format!(
+                "node at level {} where level {level} was expected",
+                node.level()
+            ),
+        )),
+        None if node.level() as usize >= TREE_DEPTH_MAX => Err(corruption(
+            node.page_id(),
+            format!("root level {} exceeds the depth limit", node.level()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl BTree {
+    /// Allocates an empty root leaf and returns its page id.
+    pub fn create(pool: &BufferPool) -> Result<PageId> {
+        let _operation = pool.operation();
+        let mut root = pool.allocate(PageKind::BtreeLeaf)?;
+        NodeBuilder::new(&mut root).init(0, 0);
+        Ok(root.page_id())
+    }
+
+    /// A handle to the tree rooted at `root`; cheap, nothing is read.
+    pub fn open(root: PageId) -> BTree {
+        BTree { root }
+    }
+
+    pub fn root(&self) -> PageId {
+        self.root
+    }
+
+    pub(super) fn check_key(pool: &BufferPool, key: &[u8]) -> Result<NodeLimits> {
+        let limits = NodeLimits::new(pool.page_size());
+        if key.len() > limits.key_length_max {
+            return Err(Error::ValueTooLarge {
+                size: key.len(),
+                limit: limits.key_length_max,
+            });
+        }
+        Ok(limits)
+    }
+
+    /// The leaf whose key range holds `key`, latched shared. If `fence` is given it receives
+    /// the leaf's exclusive upper bound (None for the rightmost leaf).
+    pub(super) fn descend_shared<'p>(
+        &self,
+        pool: &'p BufferPool,
+        key: &[u8],
+        mut fence: Option<&mut Option<Vec<u8>>>,
+    ) -> Result<PageReadGuard<'p>> {
+        let mut guard = pool.read(self.root)?;
+        let mut expected_level = None;
+        loop {
+            let node = NodeAccessor::new(&guard)?;
+            check_level(&node, expected_level)?;
+            if node.is_leaf() {
+                return Ok(guard);
+            }
+            let index = node.child_index_for(key)?;
+            let child = node.child(index)?;
+            if let Some(fence) = fence.as_deref_mut() {
+                if index < node.count() {
+                    *fence = Some(node.key(index)?.to_vec());
+                }
+            }
+            expected_level = Some(node.level() - 1);
+            // Hand over hand: the child is latched before the parent is released.
+            let child_guard = pool.read(child)?;
+            guard = child_guard;
+        }
+    }
+
+    /// Optimistic writer descent: shared latches down to the leaf's parent, the leaf exclusive.
+    /// Returns None if the root changed from leaf to inner meanwhile (go pessimistic).
+    pub(super) fn descend_leaf_exclusive<'p>(
+        &self,
+        pool: &'p BufferPool,
+        key: &[u8],
+    ) -> Result<Option<PageWriteGuard<'p>>> {
+        let mut guard = pool.read(self.root)?;
+        let mut expected_level = None;
+        loop {
+            let node = NodeAccessor::new(&guard)?;
+            check_level(&node, expected_level)?;
+            if node.is_leaf() {
+                // Only the root can be reached as a leaf here.
+                drop(guard);
+                let root = pool.write(self.root)?;
+                let is_leaf = NodeAccessor::new(&root)?.is_leaf();
+                return Ok(if is_leaf { Some(root) } else { None });
+            }
+            let child = node.child(node.child_index_for(key)?)?;
+            if node.level() == 1 {
+                let leaf = pool.write(child)?;
+                drop(guard);
+                check_level(&NodeAccessor::new(&leaf)?, Some(0))?;
+                return Ok(Some(leaf));
+            }
+            expected_level = Some(node.level() - 1);
+            let child_guard = pool.read(child)?;
+            guard = child_guard;
+        }
+    }
+
+    /// Pessimistic writer descent: exclusive latches from the root, releasing the ancestors of
+    /// every child for which `safe` holds. The last entry is the leaf.
+    pub(super) fn descend_exclusive<'p>(
+        &self,
+        pool: &'p BufferPool,
+        key: &[u8],
+        safe: impl Fn(&NodeAccessor<'_>) -> bool,
+    ) -> Result<Vec<PathEntry<'p>>> {
+        let mut path = vec![PathEntry {
+            guard: pool.write(self.root)?,
+            child_index: 0,
+        }];
+        check_level(&NodeAccessor::new(&path[0].guard)?, None)?;
+        loop {
+            let node = NodeAccessor::new(&path.last().expect("path").guard)?;
+            if node.is_leaf() {
+                return Ok(path);
+            }
+            let child_index = node.child_index_for(key)?;
+            let child = node.child(child_index)?;
+            let level = node.level() - 1;
+            let guard = pool.write(child)?;
+            let child_node = NodeAccessor::new(&guard)?;
+            check_level(&child_node, Some(level))?;
+            let child_is_safe = safe(&child_node);
+            path.push(PathEntry { guard, child_index });
+            if child_is_safe {
+                path.drain(..path.len() - 1);
+            }
+        }
+    }
+
+    /// The value stored under `key`.
+    pub fn get(&self, pool: &BufferPool, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if key.len() > NodeLimits::new(pool.page_size()).key_length_max {
+            return Ok(None);
+        }
+        let leaf = self.descend_shared(pool, key, None)?;
+        let node = NodeAccessor::new(&leaf)?;
+        match node.search(key)? {
+            Ok(index) => Ok(Some(copy_value(pool, &node, index)?)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Inserts or replaces `key`; returns the previous value. Modified pages get `lsn`.
+    pub fn put(
+        &self,
+        pool: &BufferPool,
+        key: &[u8],
+        value: &[u8],
+        lsn: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        let limits = Self::check_key(pool, key)?;
+        if value.len() > VALUE_LENGTH_MAX {
+            return Err(Error::ValueTooLarge {
+                size: value.len(),
+                limit: VALUE_LENGTH_MAX,
+            });
+        }
+        let _operation = pool.operation();
+        let mut cell = Vec::with_capacity(16 + key.len() + value.len().min(limits.page_size));
+        let mut chain = None;
+        if value.len() > limits.inline_value_max {
+            let first_page_id = write_chain(pool, value, lsn)?;
+            chain = Some(first_page_id);
+            let length_bytes = value.len() as u64;
+            let reference = LeafValue::Overflow {
+                length_bytes,
+                first_page_id,
+            };
+            encode_leaf_cell(&mut cell, key, reference);
+        } else {
+            encode_leaf_cell(&mut cell, key, LeafValue::Inline(value));
+        }
+        let outcome = match self.put_optimistic(pool, key, &cell, lsn) {
+            Ok(Some(removed)) => Ok(removed),
+            Ok(None) => self.put_pessimistic(pool, key, &cell, &limits, lsn),
+            Err(error) => Err(error),
+        };
+        let removed = match outcome {
+            Ok(removed) => removed,
+            Err(error) => {
+                if let Some(first_page_id) = chain {
+                    // Nothing points at the new chain; give it back (best effort).
+                    let _ = free_chain(pool, first_page_id, value.len() as u64);
+                }
+                return Err(error);
+            }
+        };
+        removed.map(|removed| removed.finish(pool)).transpose()
+    }
+
+    /// The put if it fits the leaf; Ok(None) if the leaf must split.
+    fn put_optimistic(
+        &self,
+        pool: &BufferPool,
+        key: &[u8],
+        cell: &[u8],
+        lsn: u64,
+    ) -> Result<Option<Option<Removed>>> {
+        let Some(mut leaf) = self.descend_leaf_exclusive(pool, key)? else {
+            return Ok(None);
+        };
+        let node = NodeAccessor::new(&leaf)?;
+        let search = node.search(key)?;
+        let freed_bytes = match search {
+            Ok(index) => node.cell(index)?.len() + SLOT_SIZE,
+            Err(_) => 0,
+        };
+        if node.free_bytes() + freed_bytes < cell.len() + SLOT_SIZE {
+            return Ok(None);
+        }
+        let (removed, fitted) = apply_leaf_put(pool, &mut leaf, search, cell)?;
+        assert!(fitted, "checked free space");
+        leaf.set_lsn(lsn);
+        Ok(Some(removed))
+    }
+
+    fn put_pessimistic(
+        &self,
+        pool: &BufferPool,
+        key: &[u8],
+        cell: &[u8],
+        limits: &NodeLimits,
+        lsn: u64,
+    ) -> Result<Option<Removed>> {
+        let inner_needed = limits.inner_cell_size_max() + SLOT_SIZE;
+        let leaf_needed = cell.len() + SLOT_SIZE;
+        let mut path = self.descend_exclusive(pool, key, |node| {
+            let needed = if node.is_leaf() {
+                leaf_needed
+            } else {
+                inner_needed
+            };
+            node.free_bytes() >= needed
+        })?;
+        let mut entry = path.pop().expect("leaf on path");
+        let node = NodeAccessor::new(&entry.guard)?;
+        let search = node.search(key)?;
+        let freed_bytes = match search {
+            Ok(index) => node.cell(index)?.len() + SLOT_SIZE,
+            Err(_) => 0,
+        };
+        if node.free_bytes() + freed_bytes >= cell.len() + SLOT_SIZE {
+            let (removed, fitted) = apply_leaf_put(pool, &mut entry.guard, search, cell)?;
+            assert!(fitted, "checked free space");
+            entry.guard.set_lsn(lsn);
+            return Ok(removed);
+        }
+        let (removed, index, replace) = match search {
+            Ok(index) => (Some(Removed::read(pool, &node, index)?), index, true),
+            Err(index) => (None, index, false),
+        };
+        let split = self.split_node(pool, &mut entry.guard, index, replace, cell, lsn);
+        let mut pending = split?;
+        while let Some((separator, right_page_id)) = pending {
+            let cell_index = entry.child_index;
+            drop(entry);
+            entry = path.pop().expect("a safe ancestor takes the separator");
+            let mut separator_cell = Vec::with_capacity(16 + separator.len());
+            encode_inner_cell(&mut separator_cell, &separator, right_page_id);
+            entry.guard.set_lsn(lsn);
+            if NodeBuilder::new(&mut entry.guard).insert_cell(cell_index, &separator_cell)? {
+                break;
+            }
+            let guard = &mut entry.guard;
+            pending = self.split_node(pool, guard, cell_index, false, &separator_cell, lsn)?;
+        }
+        Ok(removed)
+    }
+
+    /// Splits the node under `guard` while inserting `cell` at `index` (replacing the cell there
+    /// if `replace`). Returns the separator and new right page for the parent, or None after a
+    /// root split (which needs no parent). Nothing changes if it fails.
+    fn split_node(
+        &self,
+        pool: &BufferPool,
+        guard: &mut PageWriteGuard<'_>,
+        index: usize,
+        replace: bool,
+        cell: &[u8],
+        lsn: u64,
+    ) -> Result<Option<(Vec<u8>, PageId)>> {
+        let copy = guard.to_vec();
+        let node = NodeAccessor::new(&copy)?;
+        let (leaf, level) = (node.is_leaf(), node.level());
+        let mut cells = (0..node.count())
+            .map(|cell_index| node.cell(cell_index))
+            .collect::<Result<Vec<&[u8]>>>()?;
+        if replace {
+            cells[index] = cell;
+        } else {
+            cells.insert(index, cell);
+        }
+        let kind = if leaf {
+            PageKind::BtreeLeaf
+        } else {
+            PageKind::BtreeInner
+        };
+        let (left_cells, right_cells, separator, right_link);
+        if leaf {
+            let split = split_point(&cells);
+            let left_last = cell_key(cells[split - 1], true);
+            separator = shortest_separator(left_last, cell_key(cells[split], true)).to_vec();
+            (left_cells, right_cells, right_link) = (&cells[..split], &cells[split..], node.link());
+        } else {
+            // The middle cell moves up; its child becomes the right node's leftmost child.
+            assert!(
+                cells.len() >= 3,
+                "inner node with {} cells overflows",
+                cells.len()
+            );
+            let split = split_point(&cells).min(cells.len() - 2);
+            separator = cell_key(cells[split], false).to_vec();
+            right_link = inner_cell_child(cells[split]);
+            (left_cells, right_cells) = (&cells[..split], &cells[split + 1..]);
+        }
+        let mut right = pool.allocate(kind)?;
+        let right_page_id = right.page_id();
+        NodeBuilder::new(&mut right).rebuild(level, right_link, right_cells);
+        right.set_lsn(lsn);
+        let left_link = if leaf { right_page_id } else { node.link() };
+        if guard.page_id() != self.root {
+            NodeBuilder::new(guard).rebuild(level, left_link, left_cells);
+            guard.set_lsn(lsn);
+            return Ok(Some((separator, right_page_id)));
+        }
+        if level as usize + 2 > TREE_DEPTH_MAX {
+            pool.free(right);
+            return Err(Error::Unsupported(format!(
+                "B+tree depth limit {TREE_DEPTH_MAX} reached"
+            )));
+        }
+        // The root keeps its page id: its halves move to two new children.
+        let mut left = match pool.allocate(kind) {
+            Ok(left) => left,
+            Err(error) => {
+                pool.free(right);
+                return Err(error);
+            }
+        };
+        NodeBuilder::new(&mut left).rebuild(level, left_link, left_cells);
+        left.set_lsn(lsn);
+        let mut root_cell = Vec::with_capacity(16 + separator.len());
+        encode_inner_cell(&mut root_cell, &separator, right_page_id);
+        NodeBuilder::new(guard).rebuild(level + 1, left.page_id(), &[&root_cell]);
+        guard.set_lsn(lsn);
+        Ok(None)
+    }
+}
+
+/// Replaces or inserts `cell` in a leaf. Returns the removed old value and whether the new cell
+/// fitted (if not, the old cell is gone and the caller splits).
+fn apply_leaf_put(
+    pool: &BufferPool,
+    leaf: &mut PageWriteGuard<'_>,
+    search: std::result::Result<usize, usize>,
+    cell: &[u8],
+) -> Result<(Option<Removed>, bool)> {
+    let removed = match search {
+        Ok(index) => {
+            let removed = Removed::read(pool, &NodeAccessor::new(leaf)?, index)?;
+            NodeBuilder::new(leaf).remove_cell(index)?;
+            Some(removed)
+        }
+        Err(_) => None,
+    };
+    let index = match search {
+        Ok(index) | Err(index) => index,
+    };
+    let fitted = NodeBuilder::new(leaf).insert_cell(index, cell)?;
+    Ok((removed, fitted))
+}
