@@ -180,14 +180,22 @@ impl Database {
     }
 
     pub fn create_table(&self, name: &str) -> Result<TreeId> {
-        Ok(self.inner.manager.create_tree(name, TreeKind::Table, true)?.id)
+        Ok(self
+            .inner
+            .manager
+            .create_tree(name, TreeKind::Table, true)?
+            .id)
     }
 
     /// Creates a secondary index: an ordered key space the caller keeps in step with its table
     /// inside the same transactions (for a non-unique index, append the primary key to the
     /// index key).
     pub fn create_index(&self, name: &str, unique: bool) -> Result<TreeId> {
-        Ok(self.inner.manager.create_tree(name, TreeKind::Index, unique)?.id)
+        Ok(self
+            .inner
+            .manager
+            .create_tree(name, TreeKind::Index, unique)?
+            .id)
     }
 
     pub fn drop_table(&self, name: &str) -> Result<()> {
@@ -248,7 +256,11 @@ impl Database {
                     return Err(Error::corruption(location, "page belongs to two trees"));
                 }
             }
-            let mut cursor = btree.scan(&self.inner.pool, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+            let mut cursor = btree.scan(
+                &self.inner.pool,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+            );
             loop {
                 let batch = cursor.next_batch(&self.inner.pool)?;
                 if batch.is_empty() {
@@ -264,7 +276,10 @@ impl Database {
         report.pages_in_trees = seen.len() as u64;
         report.pages_allocated = self.inner.store.live_page_count();
         if report.pages_in_trees != report.pages_allocated {
-            let location = Location { file: "data.hyt".into(), ..Default::default() };
+            let location = Location {
+                file: "data.hyt".into(),
+                ..Default::default()
+            };
             return Err(Error::corruption(
                 location,
                 format!(

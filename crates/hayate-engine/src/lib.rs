@@ -6,10 +6,15 @@
 
 pub mod btree;
 pub mod buffer;
+pub mod db;
 pub mod error;
 pub mod io;
 pub mod page;
 pub mod store;
+pub mod txn;
 pub mod wal;
 
+pub use db::{BufferSize, CheckReport, Database, DatabaseConfig, DatabaseStats, IoBackend};
 pub use error::{Error, Result};
+pub use store::{StoreConfig, VictimPolicy, WritePolicy};
+pub use txn::{Scan, Transaction, TreeId};

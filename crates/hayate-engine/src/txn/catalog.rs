@@ -55,7 +55,13 @@ pub struct Catalog {
 
 impl Catalog {
     pub fn new() -> Catalog {
-        Catalog { trees: BTreeMap::new(), next_commit_ts: 1, next_txn_id: 1, next_tree_id: 1, boot_count: 0 }
+        Catalog {
+            trees: BTreeMap::new(),
+            next_commit_ts: 1,
+            next_txn_id: 1,
+            next_tree_id: 1,
+            boot_count: 0,
+        }
     }
 
     pub fn by_name(&self, name: &str) -> Option<&TreeInfo> {
@@ -86,7 +92,13 @@ impl Catalog {
             return Ok(Catalog::new());
         }
         let corrupt = || {
-            Error::corruption(Location { file: "checkpoint catalog".into(), ..Default::default() }, "malformed catalog")
+            Error::corruption(
+                Location {
+                    file: "checkpoint catalog".into(),
+                    ..Default::default()
+                },
+                "malformed catalog",
+            )
         };
         let mut position = 0usize;
         let mut take = |len: usize| -> Result<&[u8]> {
@@ -112,7 +124,16 @@ impl Catalog {
             let root = u64_of(take(8)?);
             let name_len = u32_of(take(4)?) as usize;
             let name = String::from_utf8(take(name_len)?.to_vec()).map_err(|_| corrupt())?;
-            catalog.trees.insert(id, TreeInfo { id, name, kind, unique, root });
+            catalog.trees.insert(
+                id,
+                TreeInfo {
+                    id,
+                    name,
+                    kind,
+                    unique,
+                    root,
+                },
+            );
         }
         Ok(catalog)
     }
@@ -135,7 +156,13 @@ mod tests {
         catalog.boot_count = 3;
         catalog.trees.insert(
             7,
-            TreeInfo { id: 7, name: "accounts".into(), kind: TreeKind::Table, unique: true, root: 9 },
+            TreeInfo {
+                id: 7,
+                name: "accounts".into(),
+                kind: TreeKind::Table,
+                unique: true,
+                root: 9,
+            },
         );
         let bytes = catalog.encode();
         assert_eq!(Catalog::decode(&bytes).unwrap(), catalog);

@@ -67,7 +67,10 @@ pub struct LockTable {
 impl LockTable {
     pub fn new(config: LockConfig) -> LockTable {
         let shards = (0..SHARD_COUNT)
-            .map(|_| Shard { owners: Mutex::new(HashMap::new()), released: Condvar::new() })
+            .map(|_| Shard {
+                owners: Mutex::new(HashMap::new()),
+                released: Condvar::new(),
+            })
             .collect();
         LockTable {
             config,
@@ -143,7 +146,11 @@ impl LockTable {
                 self.timeouts.fetch_add(1, Ordering::Relaxed);
                 return Err(Error::LockTimeout(self.config.timeout.as_millis() as u64));
             }
-            let park = self.config.park_time.max(Duration::from_micros(1)).min(deadline - now);
+            let park = self
+                .config
+                .park_time
+                .max(Duration::from_micros(1))
+                .min(deadline - now);
             shard.released.wait_for(&mut owners, park);
         }
     }
@@ -238,10 +245,16 @@ mod tests {
 
     #[test]
     fn wait_times_out() {
-        let config = LockConfig { timeout: Duration::from_millis(30), ..LockConfig::default() };
+        let config = LockConfig {
+            timeout: Duration::from_millis(30),
+            ..LockConfig::default()
+        };
         let table = LockTable::new(config);
         table.lock(1, &key("a")).unwrap();
-        assert!(matches!(table.lock(2, &key("a")), Err(Error::LockTimeout(30))));
+        assert!(matches!(
+            table.lock(2, &key("a")),
+            Err(Error::LockTimeout(30))
+        ));
         assert_eq!(table.stats().timeouts, 1);
     }
 }

@@ -147,11 +147,20 @@ impl TxnManager {
     }
 
     pub fn tree(&self, name: &str) -> Result<TreeInfo> {
-        self.catalog.read().by_name(name).cloned().ok_or_else(|| Error::NoSuchTable(name.into()))
+        self.catalog
+            .read()
+            .by_name(name)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchTable(name.into()))
     }
 
     fn tree_by_id(&self, id: TreeId) -> Result<TreeInfo> {
-        self.catalog.read().trees.get(&id).cloned().ok_or_else(|| Error::NoSuchTable(format!("#{id}")))
+        self.catalog
+            .read()
+            .trees
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchTable(format!("#{id}")))
     }
 
     pub fn check_writable(&self) -> Result<()> {
@@ -196,11 +205,20 @@ impl TxnManager {
 
     fn oldest_snapshot_ts(&self) -> u64 {
         let snapshots = self.snapshots.lock();
-        snapshots.keys().next().copied().unwrap_or_else(|| self.visible_ts())
+        snapshots
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or_else(|| self.visible_ts())
     }
 
     /// Reads the version of a row visible at `snapshot_ts`.
-    fn read_visible(&self, tree: &TreeInfo, key: &[u8], snapshot_ts: u64) -> Result<Option<Vec<u8>>> {
+    fn read_visible(
+        &self,
+        tree: &TreeInfo,
+        key: &[u8],
+        snapshot_ts: u64,
+    ) -> Result<Option<Vec<u8>>> {
         let Some(raw) = BTree::open(tree.root).get(&self.pool, key)? else {
             return Ok(None);
         };
@@ -240,11 +258,17 @@ impl TxnManager {
         let (commit_ts, lsn) = {
             let mut order = self.commit_order.lock();
             let commit_ts = order.next_commit_ts;
-            let record = LogRecord::Commit { txn_id, commit_ts, ops };
+            let record = LogRecord::Commit {
+                txn_id,
+                commit_ts,
+                ops,
+            };
             let appended = self.wal.append(&record)?;
             order.next_commit_ts += 1;
             order.applying.insert(commit_ts, appended.lsn);
-            let LogRecord::Commit { ops, .. } = record else { unreachable!() };
+            let LogRecord::Commit { ops, .. } = record else {
+                unreachable!()
+            };
             drop(order);
             let applied = self.apply_ops(commit_ts, appended.lsn, &ops);
             self.commit_order.lock().applying.remove(&commit_ts);
@@ -253,7 +277,7 @@ impl TxnManager {
                 self.finish_failed(commit_ts);
                 return Err(error);
             }
-            (commit_ts, appended.lsn)
+            (commit_ts, appended.end_lsn)
         };
         if let Err(error) = self.wal.flush_to(lsn) {
             self.poison(&error);
@@ -269,10 +293,16 @@ impl TxnManager {
     fn apply_ops(&self, commit_ts: u64, lsn: Lsn, ops: &[Op]) -> Result<()> {
         for op in ops {
             let (tree_id, key, value) = match op {
-                Op::Put { tree_id, key, value } => (*tree_id, key, Some(value.as_slice())),
+                Op::Put {
+                    tree_id,
+                    key,
+                    value,
+                } => (*tree_id, key, Some(value.as_slice())),
                 Op::Delete { tree_id, key } => (*tree_id, key, None),
             };
-            let Ok(tree) = self.tree_by_id(tree_id) else { continue };
+            let Ok(tree) = self.tree_by_id(tree_id) else {
+                continue;
+            };
             let btree = BTree::open(tree.root);
             let old = match btree.get(&self.pool, key)? {
                 Some(raw) => Some(row::decode(&raw, &tree.name)?),
@@ -290,9 +320,16 @@ impl TxnManager {
                 }),
                 None => 0,
             };
-            btree.put(&self.pool, key, &row::encode(commit_ts, undo_pointer, value), lsn)?;
+            btree.put(
+                &self.pool,
+                key,
+                &row::encode(commit_ts, undo_pointer, value),
+                lsn,
+            )?;
             if value.is_none() {
-                self.tombstones.lock().push_back((tree_id, key.clone(), commit_ts));
+                self.tombstones
+                    .lock()
+                    .push_back((tree_id, key.clone(), commit_ts));
             }
         }
         Ok(())
@@ -332,7 +369,9 @@ impl TxnManager {
     pub fn create_tree(&self, name: &str, kind: TreeKind, unique: bool) -> Result<TreeInfo> {
         self.check_writable()?;
         if name.is_empty() || name.len() > 1024 {
-            return Err(Error::InvalidArgument("tree name must have 1..=1024 bytes".into()));
+            return Err(Error::InvalidArgument(
+                "tree name must have 1..=1024 bytes".into(),
+            ));
         }
         let _operation = self.pool.operation();
         let mut catalog = self.catalog.write();
@@ -352,7 +391,7 @@ impl TxnManager {
             };
             let appended = self.wal.append(&record)?;
             order.next_commit_ts += 1;
-            (commit_ts, appended.lsn)
+            (commit_ts, appended.end_lsn)
         };
         let root = match BTree::create(&self.pool) {
             Ok(root) => root,
@@ -362,7 +401,13 @@ impl TxnManager {
                 return Err(error);
             }
         };
-        let info = TreeInfo { id, name: name.into(), kind, unique, root };
+        let info = TreeInfo {
+            id,
+            name: name.into(),
+            kind,
+            unique,
+            root,
+        };
         catalog.trees.insert(id, info.clone());
         catalog.next_tree_id += 1;
         drop(catalog);
@@ -375,13 +420,19 @@ impl TxnManager {
         self.check_writable()?;
         let _operation = self.pool.operation();
         let mut catalog = self.catalog.write();
-        let info = catalog.by_name(name).cloned().ok_or_else(|| Error::NoSuchTable(name.into()))?;
+        let info = catalog
+            .by_name(name)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchTable(name.into()))?;
         let (commit_ts, lsn) = {
             let mut order = self.commit_order.lock();
             let commit_ts = order.next_commit_ts;
-            let appended = self.wal.append(&LogRecord::DropTree { tree_id: info.id, commit_ts })?;
+            let appended = self.wal.append(&LogRecord::DropTree {
+                tree_id: info.id,
+                commit_ts,
+            })?;
             order.next_commit_ts += 1;
-            (commit_ts, appended.lsn)
+            (commit_ts, appended.end_lsn)
         };
         catalog.trees.remove(&info.id);
         drop(catalog);
@@ -418,12 +469,20 @@ impl TxnManager {
             catalog.next_txn_id = self.next_txn_id.load(Ordering::Relaxed);
             let checkpoint_id = order.next_checkpoint_id;
             order.next_checkpoint_id += 1;
-            (CheckpointMeta { checkpoint_id, redo_lsn, payload: catalog.encode() }, end_lsn)
+            (
+                CheckpointMeta {
+                    checkpoint_id,
+                    redo_lsn,
+                    payload: catalog.encode(),
+                },
+                end_lsn,
+            )
         };
         let snapshot = store.begin_checkpoint();
         let pages = self.pool.take_dirty_pages();
         drop(gate);
-        let page_refs: Vec<(u64, &[u8])> = pages.iter().map(|(id, image)| (*id, &image[..])).collect();
+        let page_refs: Vec<(u64, &[u8])> =
+            pages.iter().map(|(id, image)| (*id, &image[..])).collect();
         let result = self
             .wal
             .flush_to(end_lsn)
@@ -441,7 +500,9 @@ impl TxnManager {
     pub fn purge(&self) -> Result<(u64, u64)> {
         let oldest = self.oldest_snapshot_ts();
         let undo_purged = self.undo.purge(oldest);
-        self.counters.undo_purged.fetch_add(undo_purged, Ordering::Relaxed);
+        self.counters
+            .undo_purged
+            .fetch_add(undo_purged, Ordering::Relaxed);
         let mut rows_purged = 0;
         loop {
             let next = {
@@ -451,17 +512,23 @@ impl TxnManager {
                     _ => None,
                 }
             };
-            let Some((tree_id, key, ts)) = next else { break };
+            let Some((tree_id, key, ts)) = next else {
+                break;
+            };
             if self.purge_tombstone(tree_id, key, ts)? {
                 rows_purged += 1;
             }
         }
-        self.counters.tombstones_purged.fetch_add(rows_purged, Ordering::Relaxed);
+        self.counters
+            .tombstones_purged
+            .fetch_add(rows_purged, Ordering::Relaxed);
         Ok((undo_purged, rows_purged))
     }
 
     fn purge_tombstone(&self, tree_id: TreeId, key: Vec<u8>, ts: u64) -> Result<bool> {
-        let Ok(tree) = self.tree_by_id(tree_id) else { return Ok(false) };
+        let Ok(tree) = self.tree_by_id(tree_id) else {
+            return Ok(false);
+        };
         let lock_key = (tree_id, key);
         if !self.locks.try_lock(PURGE_TXN_ID, &lock_key) {
             // A writer owns the row; it will replace the tombstone anyway.
@@ -469,7 +536,9 @@ impl TxnManager {
         }
         let btree = BTree::open(tree.root);
         let result = (|| {
-            let Some(raw) = btree.get(&self.pool, &lock_key.1)? else { return Ok(false) };
+            let Some(raw) = btree.get(&self.pool, &lock_key.1)? else {
+                return Ok(false);
+            };
             if row::peek(&raw) != Some((ts, true)) {
                 return Ok(false);
             }

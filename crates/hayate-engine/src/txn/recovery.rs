@@ -49,7 +49,11 @@ impl std::fmt::Display for RecoveryReport {
             self.operations_replayed,
             self.trees_created,
             self.trees_dropped,
-            if self.log_tail_truncated { "cut" } else { "none" },
+            if self.log_tail_truncated {
+                "cut"
+            } else {
+                "none"
+            },
             self.duration.as_secs_f64() * 1000.0
         )
     }
@@ -78,8 +82,7 @@ impl TxnManager {
             report.records_replayed += 1;
         }
         report.duration = started.elapsed();
-        let manager =
-            TxnManager::new(pool, wal, catalog, lock_config, opened.checkpoint_id + 1);
+        let manager = TxnManager::new(pool, wal, catalog, lock_config, opened.checkpoint_id + 1);
         Ok((Arc::new(manager), report))
     }
 }
@@ -92,12 +95,18 @@ fn replay(
     report: &mut RecoveryReport,
 ) -> Result<()> {
     match record {
-        LogRecord::Commit { txn_id, commit_ts, ops } => {
+        LogRecord::Commit {
+            txn_id,
+            commit_ts,
+            ops,
+        } => {
             for op in ops {
                 let tree_id = match &op {
                     Op::Put { tree_id, .. } | Op::Delete { tree_id, .. } => *tree_id,
                 };
-                let Some(tree) = catalog.trees.get(&tree_id) else { continue };
+                let Some(tree) = catalog.trees.get(&tree_id) else {
+                    continue;
+                };
                 let btree = BTree::open(tree.root);
                 match op {
                     Op::Put { key, value, .. } => {
@@ -112,11 +121,26 @@ fn replay(
             catalog.next_commit_ts = catalog.next_commit_ts.max(commit_ts + 1);
             catalog.next_txn_id = catalog.next_txn_id.max(txn_id + 1);
         }
-        LogRecord::CreateTree { tree_id, name, kind, unique, commit_ts } => {
+        LogRecord::CreateTree {
+            tree_id,
+            name,
+            kind,
+            unique,
+            commit_ts,
+        } => {
             if !catalog.trees.contains_key(&tree_id) {
                 let root = BTree::create(pool)?;
                 let kind = TreeKind::from_u8(kind).unwrap_or(TreeKind::Table);
-                catalog.trees.insert(tree_id, TreeInfo { id: tree_id, name, kind, unique, root });
+                catalog.trees.insert(
+                    tree_id,
+                    TreeInfo {
+                        id: tree_id,
+                        name,
+                        kind,
+                        unique,
+                        root,
+                    },
+                );
                 report.trees_created += 1;
             }
             catalog.next_tree_id = catalog.next_tree_id.max(tree_id + 1);

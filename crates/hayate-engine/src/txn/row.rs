@@ -30,8 +30,14 @@ pub fn encode(commit_ts: u64, undo_pointer: u64, value: Option<&[u8]>) -> Vec<u8
 /// Decodes a stored row; bytes come from disk, so a malformed row is corruption.
 pub fn decode(bytes: &[u8], tree_name: &str) -> Result<RowVersion> {
     if bytes.len() < ROW_HEADER_SIZE || bytes[16] & !FLAG_TOMBSTONE != 0 {
-        let location = Location { file: format!("tree {tree_name}"), ..Default::default() };
-        return Err(Error::corruption(location, format!("malformed row of {} bytes", bytes.len())));
+        let location = Location {
+            file: format!("tree {tree_name}"),
+            ..Default::default()
+        };
+        return Err(Error::corruption(
+            location,
+            format!("malformed row of {} bytes", bytes.len()),
+        ));
     }
     let commit_ts = u64::from_le_bytes(bytes[0..8].try_into().expect("8 bytes"));
     let undo_pointer = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
@@ -40,7 +46,11 @@ pub fn decode(bytes: &[u8], tree_name: &str) -> Result<RowVersion> {
     } else {
         Some(bytes[ROW_HEADER_SIZE..].to_vec())
     };
-    Ok(RowVersion { commit_ts, undo_pointer, value })
+    Ok(RowVersion {
+        commit_ts,
+        undo_pointer,
+        value,
+    })
 }
 
 /// Reads only the commit timestamp and tombstone flag, without copying the value.
@@ -60,7 +70,14 @@ mod tests {
     fn round_trip_and_rejects_garbage() {
         let bytes = encode(5, 9, Some(b"abc"));
         let row = decode(&bytes, "t").unwrap();
-        assert_eq!(row, RowVersion { commit_ts: 5, undo_pointer: 9, value: Some(b"abc".to_vec()) });
+        assert_eq!(
+            row,
+            RowVersion {
+                commit_ts: 5,
+                undo_pointer: 9,
+                value: Some(b"abc".to_vec())
+            }
+        );
         let tombstone = decode(&encode(6, 0, None), "t").unwrap();
         assert_eq!(tombstone.value, None);
         assert!(decode(&bytes[..10], "t").is_err());

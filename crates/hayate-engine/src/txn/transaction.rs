@@ -105,7 +105,8 @@ impl Transaction {
     pub fn put(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<()> {
         let info = self.tree(tree)?;
         self.lock_row(&info, key)?;
-        self.writes.insert((tree, key.to_vec()), Some(value.to_vec()));
+        self.writes
+            .insert((tree, key.to_vec()), Some(value.to_vec()));
         Ok(())
     }
 
@@ -115,7 +116,8 @@ impl Transaction {
         if self.lock_row(&info, key)? {
             return Err(Error::DuplicateKey);
         }
-        self.writes.insert((tree, key.to_vec()), Some(value.to_vec()));
+        self.writes
+            .insert((tree, key.to_vec()), Some(value.to_vec()));
         Ok(())
     }
 
@@ -125,7 +127,8 @@ impl Transaction {
         if !self.lock_row(&info, key)? {
             return Ok(false);
         }
-        self.writes.insert((tree, key.to_vec()), Some(value.to_vec()));
+        self.writes
+            .insert((tree, key.to_vec()), Some(value.to_vec()));
         Ok(true)
     }
 
@@ -163,7 +166,9 @@ impl Transaction {
         let latest = BTree::open(info.root).get(&self.manager.pool, key)?;
         match latest.as_deref().map(row::peek) {
             None => Ok(false),
-            Some(None) => row::decode(latest.as_deref().unwrap_or_default(), &info.name).map(|_| false),
+            Some(None) => {
+                row::decode(latest.as_deref().unwrap_or_default(), &info.name).map(|_| false)
+            }
             Some(Some((commit_ts, _))) if commit_ts > self.snapshot_ts => {
                 Err(self.fail(Error::SerializationFailure))
             }
@@ -175,7 +180,10 @@ impl Transaction {
         if let Some(failure) = Failure::of(&error) {
             self.failure = Some(failure);
             if matches!(failure, Failure::Serialization) {
-                self.manager.counters.serialization_failures.fetch_add(1, Ordering::Relaxed);
+                self.manager
+                    .counters
+                    .serialization_failures
+                    .fetch_add(1, Ordering::Relaxed);
             }
         }
         error
@@ -222,7 +230,11 @@ impl Transaction {
         let ops: Vec<Op> = std::mem::take(&mut self.writes)
             .into_iter()
             .map(|((tree_id, key), value)| match value {
-                Some(value) => Op::Put { tree_id, key, value },
+                Some(value) => Op::Put {
+                    tree_id,
+                    key,
+                    value,
+                },
                 None => Op::Delete { tree_id, key },
             })
             .collect();
@@ -281,7 +293,8 @@ impl Scan {
                 let value = if version.commit_ts <= self.snapshot_ts {
                     version.value
                 } else {
-                    self.manager.walk_undo(version.undo_pointer, self.snapshot_ts)?
+                    self.manager
+                        .walk_undo(version.undo_pointer, self.snapshot_ts)?
                 };
                 if let Some(value) = value {
                     self.batch.push_back((key, value));

@@ -47,7 +47,11 @@ impl UndoLog {
     pub fn new(epoch: u64) -> UndoLog {
         UndoLog {
             epoch: epoch & 0xff_ffff,
-            segment: RwLock::new(Segment { base: 1, entries: VecDeque::new(), bytes: 0 }),
+            segment: RwLock::new(Segment {
+                base: 1,
+                entries: VecDeque::new(),
+                bytes: 0,
+            }),
         }
     }
 
