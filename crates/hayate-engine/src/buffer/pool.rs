@@ -156,21 +156,6 @@ impl BufferPool {
         OperationGuard { _guard: guard }
     }
 
-    /// Like `operation`, for a write-back forced by a miss. The caller may be a reader holding
-    /// page latches that a writer inside an operation waits for; a plain shared lock would
-    /// queue behind a waiting checkpoint, which waits for that writer: a deadlock. A recursive
-    /// read joins the operations already in flight instead.
-    fn operation_for_eviction(&self) -> OperationGuard<'_> {
-        let depth = GATE_DEPTH.with(|depth| depth.get());
-        let guard = if depth == 0 {
-            Some(self.gate.read_recursive())
-        } else {
-            None
-        };
-        GATE_DEPTH.with(|cell| cell.set(depth + 1));
-        OperationGuard { _guard: guard }
-    }
-
     /// Held exclusively by a checkpoint while it captures dirty pages.
     pub fn quiesce(&self) -> RwLockWriteGuard<'_, ()> {
         self.gate.write()
@@ -379,7 +364,7 @@ impl BufferPool {
                         .fetch_add(1, Ordering::Relaxed);
                     // The gate keeps a checkpoint from missing this write; try_read because
                     // the caller may hold latches of pages a latch holder of this frame wants.
-                    let operation = self.operation_for_eviction();
+                    let operation = self.operation();
                     let result = self.write_back(&[frame_id], false);
                     drop(operation);
                     frame.pin_count.fetch_sub(1, Ordering::AcqRel);
