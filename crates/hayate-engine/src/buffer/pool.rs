@@ -90,6 +90,10 @@ pub struct BufferPool {
     pub(super) frames: Box<[Frame]>,
     table: Mutex<PageTable>,
     gate: RwLock<()>,
+    /// Pages freed while a write-back of their frame was in flight: (frame, page id). Their
+    /// ids go back to the store only when that write has landed, or the stale write could
+    /// overwrite the next page given the same id. Changed together with `io_busy` clears.
+    deferred_frees: Mutex<Vec<(usize, PageId)>>,
     pub(super) dirty_count: AtomicUsize,
     counters: Counters,
     pub(super) writer: super::writer::WriterHandle,
@@ -120,6 +124,7 @@ impl BufferPool {
                 clock_hand: 0,
             }),
             gate: RwLock::new(()),
+            deferred_frees: Mutex::new(Vec::new()),
             dirty_count: AtomicUsize::new(0),
             counters: Counters::default(),
             writer: super::writer::WriterHandle::default(),
@@ -234,7 +239,35 @@ impl BufferPool {
         // SAFETY: taken once; the guard is not dropped normally (it would mark the frame dirty).
         unsafe { ManuallyDrop::drop(&mut guard.latch) };
         frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+        {
+            let mut deferred = self.deferred_frees.lock();
+            if frame.io_busy.load(Ordering::Acquire) {
+                deferred.push((frame_id, page_id));
+                return;
+            }
+        }
         self.store.free_page_id(page_id);
+    }
+
+    /// Ends the write-back of a frame and releases page ids freed meanwhile.
+    fn finish_write_back(&self, frame_id: usize) {
+        let mut released = Vec::new();
+        {
+            let mut deferred = self.deferred_frees.lock();
+            self.frames[frame_id]
+                .io_busy
+                .store(false, Ordering::Release);
+            deferred.retain(|&(deferred_frame_id, page_id)| {
+                let keep = deferred_frame_id != frame_id;
+                if !keep {
+                    released.push(page_id);
+                }
+                keep
+            });
+        }
+        for page_id in released {
+            self.store.free_page_id(page_id);
+        }
     }
 
     /// Finds or loads a page and returns its pinned frame.
@@ -400,13 +433,13 @@ impl BufferPool {
             } else if let Some(latch) = frame.latch.try_read() {
                 latch
             } else {
-                frame.io_busy.store(false, Ordering::Release);
+                self.finish_write_back(frame_id);
                 continue;
             };
             let page_id = frame.page_id.load(Ordering::Acquire);
             if !frame.valid.load(Ordering::Acquire) || !frame.dirty.swap(false, Ordering::AcqRel) {
                 drop(latch);
-                frame.io_busy.store(false, Ordering::Release);
+                self.finish_write_back(frame_id);
                 continue;
             }
             self.dirty_count.fetch_sub(1, Ordering::Relaxed);
@@ -424,7 +457,7 @@ impl BufferPool {
             if result.is_err() && !frame.dirty.swap(true, Ordering::AcqRel) {
                 self.dirty_count.fetch_add(1, Ordering::Relaxed);
             }
-            frame.io_busy.store(false, Ordering::Release);
+            self.finish_write_back(*frame_id);
         }
         result?;
         self.counters

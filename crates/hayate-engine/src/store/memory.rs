@@ -33,6 +33,19 @@ impl MemoryStore {
             }),
         }
     }
+
+    /// Flips the bits of one byte of a stored page image (for corruption tests). Returns false
+    /// if the page has no stored image.
+    pub fn corrupt_page(&self, page_id: PageId, offset: usize) -> bool {
+        let mut state = self.state.lock();
+        match state.pages.get_mut(&page_id) {
+            Some(image) if offset < image.len() => {
+                image[offset] ^= 0xff;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 impl PageStore for MemoryStore {
