@@ -15,6 +15,7 @@
 //! whole duration; a checkpoint takes it exclusively, so it sees only complete operations.
 
 mod frame;
+mod gate;
 mod pool;
 mod writer;
 

@@ -6,9 +6,10 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{Mutex, RwLockReadGuard, RwLockWriteGuard};
 
 use super::frame::Frame;
+use super::gate::{Gate, GateExclusive, GateShared};
 use crate::error::{Error, Result};
 use crate::io::AlignedBuf;
 use crate::page::{self, PageHeaderAccessor, PageHeaderBuilder, PageId, PageKind, PAGE_ID_NONE};
@@ -89,7 +90,7 @@ pub struct BufferPool {
     arena: AlignedBuf,
     pub(super) frames: Box<[Frame]>,
     table: Mutex<PageTable>,
-    gate: RwLock<()>,
+    gate: Gate,
     /// Pages freed while a write-back of their frame was in flight: (frame, page id). Their
     /// ids go back to the store only when that write has landed, or the stale write could
     /// overwrite the next page given the same id. Changed together with `io_busy` clears.
@@ -123,7 +124,7 @@ impl BufferPool {
                 map: HashMap::new(),
                 clock_hand: 0,
             }),
-            gate: RwLock::new(()),
+            gate: Gate::default(),
             deferred_frees: Mutex::new(Vec::new()),
             dirty_count: AtomicUsize::new(0),
             counters: Counters::default(),
@@ -142,26 +143,20 @@ impl BufferPool {
         &self.store
     }
 
-    /// Held (shared) by every operation that changes pages; see the module docs. Re-entrant
-    /// within a thread (nested calls do not take the lock again, so a waiting checkpoint cannot
-    /// deadlock a thread that already holds it).
+    /// Held (shared) by every operation that changes pages, for its whole duration; see
+    /// `gate` for why this is not an RwLock.
     pub fn operation(&self) -> OperationGuard<'_> {
-        let depth = GATE_DEPTH.with(|depth| depth.get());
-        let guard = if depth == 0 {
-            Some(self.gate.read())
-        } else {
-            None
-        };
-        GATE_DEPTH.with(|cell| cell.set(depth + 1));
-        OperationGuard { _guard: guard }
+        OperationGuard {
+            _shared: self.gate.enter(),
+        }
     }
 
     /// Held exclusively by a checkpoint while it captures dirty pages. The holder counts as
     /// holding `operation()` too, so it may change pages itself.
     pub fn quiesce(&self) -> QuiesceGuard<'_> {
-        let guard = self.gate.write();
-        GATE_DEPTH.with(|depth| depth.set(depth.get() + 1));
-        QuiesceGuard { _guard: guard }
+        QuiesceGuard {
+            _exclusive: self.gate.close(),
+        }
     }
 
     fn frame_pointer(&self, frame_id: usize) -> *mut u8 {
@@ -221,11 +216,6 @@ impl BufferPool {
         let frame_id = guard.frame_id;
         let frame = &self.frames[frame_id];
         let page_id = frame.page_id.load(Ordering::Acquire);
-        // A write-back copied before we latched may still be in flight; let it land first so
-        // the store does not map a freed page.
-        while frame.io_busy.load(Ordering::Acquire) {
-            std::thread::yield_now();
-        }
         {
             let mut table = self.table.lock();
             table.map.remove(&page_id);
@@ -372,7 +362,9 @@ impl BufferPool {
                         .fetch_add(1, Ordering::Relaxed);
                     // The gate keeps a checkpoint from missing this write; try_read because
                     // the caller may hold latches of pages a latch holder of this frame wants.
-                    let operation = self.operation();
+                    let operation = OperationGuard {
+                        _shared: self.gate.enter_holding_latches(),
+                    };
                     let result = self.write_back(&[frame_id], false);
                     drop(operation);
                     frame.pin_count.fetch_sub(1, Ordering::AcqRel);
@@ -534,30 +526,14 @@ impl Drop for BufferPool {
     }
 }
 
-thread_local! {
-    static GATE_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
 /// Shared hold of the checkpoint gate; see `BufferPool::operation`.
 pub struct OperationGuard<'a> {
-    _guard: Option<RwLockReadGuard<'a, ()>>,
-}
-
-impl Drop for OperationGuard<'_> {
-    fn drop(&mut self) {
-        GATE_DEPTH.with(|depth| depth.set(depth.get() - 1));
-    }
+    _shared: GateShared<'a>,
 }
 
 /// Exclusive hold of the checkpoint gate; see `BufferPool::quiesce`.
 pub struct QuiesceGuard<'a> {
-    _guard: RwLockWriteGuard<'a, ()>,
-}
-
-impl Drop for QuiesceGuard<'_> {
-    fn drop(&mut self) {
-        GATE_DEPTH.with(|depth| depth.set(depth.get() - 1));
-    }
+    _exclusive: GateExclusive<'a>,
 }
 
 /// Bumps the write sequence and stores the checksum of a page copy about to be written.
