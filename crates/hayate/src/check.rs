@@ -33,6 +33,7 @@ pub fn run_check(args: &DirArgs) -> CliResult<()> {
     let database = open_existing(&args.dir)?;
     println!("database: {}", args.dir.display());
     println!("recovery: {}", database.recovery_report());
+    println!("consistency check:");
     let check = database.check().context(|| "check failed".to_string())?;
     print!("{}", report::format_check(&check));
     database

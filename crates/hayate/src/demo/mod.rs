@@ -110,6 +110,7 @@ pub fn run(args: &DemoArgs) -> CliResult<()> {
     );
     let result = workload::run(&database, table, config)?;
     print_summary(&database, &result);
+    println!("consistency check:");
     let check = database.check().context(|| "check failed".to_string())?;
     print!("{}", report::format_check(&check));
     shut_down(database, args.crash)?;
