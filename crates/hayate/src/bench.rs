@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hayate_engine::btree::{bench_btree, bench_btree_threads, BtreeBenchReport};
-use hayate_engine::io;
+use hayate_engine::io::{self, IoKind};
 use hayate_engine::wal::{bench_group_commit, GroupCommitReport, WalConfig};
 use indicatif::ProgressBar;
 
@@ -27,7 +27,7 @@ const BTREE_THREAD_COUNTS: [usize; 2] = [1, 2];
 struct Device {
     dir: PathBuf,
     file_system: String,
-    io_backend: &'static str,
+    io_kind: Option<IoKind>,
 }
 
 pub fn run(args: &BenchArgs) -> CliResult<()> {
@@ -108,12 +108,12 @@ fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<GroupCommitReport>)> {
         .context(|| format!("cannot create a directory in {}", base.display()))?;
     let duration = Duration::from_secs(args.seconds);
     let mut reports = Vec::new();
-    let mut io_backend = "";
+    let mut io_kind = None;
     for committers in COMMITTER_COUNTS {
         let dir = temporary.path().join(format!("committers-{committers}"));
         std::fs::create_dir(&dir).context(|| format!("cannot create {}", dir.display()))?;
         let io = io::open_default(&dir)?;
-        io_backend = io_backend_name(io.kind());
+        io_kind = Some(io.kind());
         let spinner = spinner(format!("group commit, {committers} committers"));
         let report = bench_group_commit(io, committers, duration);
         spinner.finish_and_clear();
@@ -122,7 +122,7 @@ fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<GroupCommitReport>)> {
     let device = Device {
         dir: base,
         file_system,
-        io_backend,
+        io_kind,
     };
     print_commit(&device, args.seconds, &reports);
     temporary
@@ -139,7 +139,7 @@ fn print_commit(device: &Device, seconds: u64, reports: &[GroupCommitReport]) {
          ({}), I/O backend {}, sync {:?}, group commit delay {:?}",
         device.dir.display(),
         device.file_system,
-        device.io_backend,
+        device.io_kind.map_or("none", io_backend_name),
         wal.sync_mode,
         wal.group_commit_delay
     );
@@ -258,7 +258,7 @@ fn commit_json(commit: Option<&(Device, Vec<GroupCommitReport>)>) -> String {
         .iter()
         .map(|report| {
             format!(
-                "      {{\"committers\": {}, \"seconds\": {:.3}, \"commits\": {}, \
+                "      {{\"committers\": {}, \"duration_seconds\": {:.3}, \"commits\": {}, \
                  \"flushes\": {}, \"commits_per_second\": {:.1}, \"flushes_per_second\": {:.1}, \
                  \"commits_per_flush\": {:.2}, \"commit_wait_us_p50\": {:.1}, \
                  \"commit_wait_us_p99\": {:.1}}}",
@@ -278,7 +278,9 @@ fn commit_json(commit: Option<&(Device, Vec<GroupCommitReport>)>) -> String {
         "{{\n    \"dir\": {}, \"file_system\": {}, \"io_backend\": {},\n    \"runs\": [\n{}\n    ]\n  }}",
         json_string(&device.dir.display().to_string()),
         json_string(&device.file_system),
-        json_string(device.io_backend),
+        json_string(&device.io_kind.map_or("none".into(), |kind| {
+            format!("{kind:?}").to_lowercase()
+        })),
         runs.join(",\n")
     )
 }
