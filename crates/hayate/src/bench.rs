@@ -275,12 +275,15 @@ fn commit_json(commit: Option<&(Device, Vec<GroupCommitReport>)>) -> String {
         })
         .collect();
     format!(
-        "{{\n    \"dir\": {}, \"file_system\": {}, \"io_backend\": {},\n    \"runs\": [\n{}\n    ]\n  }}",
+        "{{\n    \"dir\": {}, \"file_system\": {}, \"io_backend\": {},\n    \"runs\": [\n{}\n    \
+         ]\n  }}",
         json_string(&device.dir.display().to_string()),
         json_string(&device.file_system),
-        json_string(&device.io_kind.map_or("none".into(), |kind| {
-            format!("{kind:?}").to_lowercase()
-        })),
+        json_string(
+            &device
+                .io_kind
+                .map_or("none".into(), |kind| { format!("{kind:?}").to_lowercase() })
+        ),
         runs.join(",\n")
     )
 }
