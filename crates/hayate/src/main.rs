@@ -1,1 +1,49 @@
-fn main() {}
+//! The `hayate` command: a demo of the engine, its micro benchmarks, and tools to check and
+//! inspect a database directory.
+//!
+//! Lifecycle of a run:
+//! 1. Set up logging (RUST_LOG, default warn) and parse the command line.
+//! 2. Run the subcommand; user errors come back as `CliError` values.
+//! 3. Print an error as `error: ...` on stderr and exit with code 1.
+
+mod bench;
+mod check;
+mod cli;
+mod demo;
+mod error;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Help and version go to stdout with code 0; usage errors exit with code 1.
+            let _ = error.print();
+            return if error.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(&args),
+        Command::Bench(args) => bench::run(&args),
+        Command::Check(args) => check::run_check(&args),
+        Command::Stats(args) => check::run_stats(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

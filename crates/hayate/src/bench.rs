@@ -1,0 +1,289 @@
+//! `hayate bench`: the engine's micro benchmarks.
+//!
+//! 1. Describe the machine (CPUs, memory, kernel).
+//! 2. B+tree in memory: point inserts then point lookups of random keys, 1 and 2 threads.
+//! 3. Group commit on the real device: 1, 16 and 256 committers, each run on a fresh log in a
+//!    temporary directory under `--dir` (refused on tmpfs, which has no device behind it).
+//! 4. Print a table per benchmark and, with `--json`, write everything as JSON.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hayate_engine::btree::{bench_btree, bench_btree_threads, BtreeBenchReport};
+use hayate_engine::io::{self, IoKind};
+use hayate_engine::wal::{bench_group_commit, GroupCommitReport, WalConfig};
+use indicatif::ProgressBar;
+
+use crate::cli::{BenchArgs, BenchKind};
+use crate::demo::io_backend_name;
+use crate::error::{CliError, CliResult, Context};
+use crate::report::{self, format_count, format_rate, json_string, Machine};
+
+const COMMITTER_COUNTS: [usize; 3] = [1, 16, 256];
+const BTREE_THREAD_COUNTS: [usize; 2] = [1, 2];
+
+/// The file system under the group-commit log.
+struct Device {
+    dir: PathBuf,
+    file_system: String,
+    io_kind: Option<IoKind>,
+}
+
+pub fn run(args: &BenchArgs) -> CliResult<()> {
+    let machine = Machine::describe();
+    println!("machine: {machine}");
+    let mut btree = Vec::new();
+    let mut commit = None;
+    if matches!(args.kind, BenchKind::Btree | BenchKind::All) {
+        btree = run_btree(args.keys)?;
+    }
+    if matches!(args.kind, BenchKind::Commit | BenchKind::All) {
+        commit = Some(run_commit(args)?);
+    }
+    if let Some(path) = &args.json {
+        let json = to_json(args, &machine, &btree, commit.as_ref());
+        std::fs::write(path, json).context(|| format!("cannot write {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Frames for the B+tree benchmark: room for every leaf (about 24 entries of 108 bytes per
+/// 4 KiB page after random splits), so that it measures the tree, not evictions.
+fn btree_pool_pages(keys: u64) -> usize {
+    (keys / 12) as usize + 1024
+}
+
+fn run_btree(keys: u64) -> CliResult<Vec<BtreeBenchReport>> {
+    println!();
+    println!(
+        "B+tree in memory: {} random 8-byte keys with 100-byte values, 4 KiB pages, {} frames",
+        format_count(keys),
+        format_count(btree_pool_pages(keys) as u64)
+    );
+    let mut reports = Vec::new();
+    for threads in BTREE_THREAD_COUNTS {
+        let spinner = spinner(format!("B+tree, {threads} thread(s)"));
+        let report = if threads == 1 {
+            bench_btree(btree_pool_pages(keys), keys)
+        } else {
+            bench_btree_threads(btree_pool_pages(keys), keys, threads)
+        };
+        spinner.finish_and_clear();
+        reports.push(report.context(|| format!("B+tree benchmark with {threads} threads"))?);
+    }
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|report| {
+            vec![
+                report.thread_count.to_string(),
+                format_rate(report.inserts_per_second),
+                format_rate(report.lookups_per_second),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        report::table(&["threads", "inserts/s", "lookups/s"], &rows)
+    );
+    Ok(reports)
+}
+
+fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<GroupCommitReport>)> {
+    let base = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context(|| "no current directory".to_string())?,
+    };
+    let file_system = file_system_of(&base)?;
+    if file_system == "tmpfs" || file_system == "ramfs" {
+        return Err(CliError::new(format!(
+            "{} is on {file_system}, which has no device to measure; pass --dir on a disk",
+            base.display()
+        )));
+    }
+    let temporary = tempfile::Builder::new()
+        .prefix(".hayate-bench-")
+        .tempdir_in(&base)
+        .context(|| format!("cannot create a directory in {}", base.display()))?;
+    let duration = Duration::from_secs(args.seconds);
+    let mut reports = Vec::new();
+    let mut io_kind = None;
+    for committers in COMMITTER_COUNTS {
+        let dir = temporary.path().join(format!("committers-{committers}"));
+        std::fs::create_dir(&dir).context(|| format!("cannot create {}", dir.display()))?;
+        let io = io::open_default(&dir)?;
+        io_kind = Some(io.kind());
+        let spinner = spinner(format!("group commit, {committers} committers"));
+        let report = bench_group_commit(io, committers, duration);
+        spinner.finish_and_clear();
+        reports.push(report.context(|| format!("group commit with {committers} committers"))?);
+    }
+    let device = Device {
+        dir: base,
+        file_system,
+        io_kind,
+    };
+    print_commit(&device, args.seconds, &reports);
+    temporary
+        .close()
+        .context(|| "cannot remove the benchmark directory".to_string())?;
+    Ok((device, reports))
+}
+
+fn print_commit(device: &Device, seconds: u64, reports: &[GroupCommitReport]) {
+    let wal = WalConfig::default();
+    println!();
+    println!(
+        "group commit: {seconds} s per run, commit records of one 100-byte row, log in {} \
+         ({}), I/O backend {}, sync {:?}, group commit delay {:?}",
+        device.dir.display(),
+        device.file_system,
+        device.io_kind.map_or("none", io_backend_name),
+        wal.sync_mode,
+        wal.group_commit_delay
+    );
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|report| {
+            vec![
+                report.committers.to_string(),
+                format_rate(report.commits_per_second),
+                format_rate(report.flushes_per_second),
+                format!("{:.1}", report.commits_per_flush),
+                format!("{:.0}", report.commit_wait_us_p50),
+                format!("{:.0}", report.commit_wait_us_p99),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        report::table(
+            &[
+                "committers",
+                "commits/s",
+                "flushes/s",
+                "commits/flush",
+                "wait p50 us",
+                "wait p99 us"
+            ],
+            &rows
+        )
+    );
+}
+
+fn spinner(message: String) -> ProgressBar {
+    let spinner = ProgressBar::new_spinner().with_message(message);
+    spinner.enable_steady_tick(Duration::from_millis(100));
+    spinner
+}
+
+/// Name of the file system holding `path`, from statfs(2).
+fn file_system_of(path: &Path) -> CliResult<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .context(|| format!("bad path {}", path.display()))?;
+    // SAFETY: `statfs` is plain old data (all-zero is valid); the kernel fills it in and reads
+    // only the NUL-terminated path.
+    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c_path.as_ptr(), &mut stat) } != 0 {
+        let error = std::io::Error::last_os_error();
+        return Err(CliError::new(format!("{}: {error}", path.display())));
+    }
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
+    let name = match stat.f_type as u64 {
+        0x0102_1994 => "tmpfs",
+        0x8584_58f6 => "ramfs",
+        0xef53 => "ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683e => "btrfs",
+        0x2fc1_2fc1 => "zfs",
+        0xf2f5_2010 => "f2fs",
+        0x794c_7630 => "overlayfs",
+        0x6969 => "nfs",
+        other => return Ok(format!("file system 0x{other:x}")),
+    };
+    Ok(name.to_string())
+}
+
+fn to_json(
+    args: &BenchArgs,
+    machine: &Machine,
+    btree: &[BtreeBenchReport],
+    commit: Option<&(Device, Vec<GroupCommitReport>)>,
+) -> String {
+    let mut out = String::from("{\n");
+    let _ = writeln!(
+        out,
+        "  \"machine\": {{\"cpu_count\": {}, \"cpu_model\": {}, \"kernel\": {}, \
+         \"memory_bytes\": {}}},",
+        machine.cpu_count,
+        json_string(&machine.cpu_model),
+        json_string(&machine.kernel),
+        machine.memory_bytes
+    );
+    let _ = writeln!(
+        out,
+        "  \"config\": {{\"seconds_per_commit_run\": {}, \"btree_keys\": {}, \
+         \"btree_pool_pages\": {}, \"btree_value_bytes\": 100, \"wal\": {}}},",
+        args.seconds,
+        args.keys,
+        btree_pool_pages(args.keys),
+        json_string(&format!("{:?}", WalConfig::default()))
+    );
+    let btree_rows: Vec<String> = btree
+        .iter()
+        .map(|report| {
+            format!(
+                "    {{\"threads\": {}, \"keys\": {}, \"inserts_per_second\": {:.0}, \
+                 \"lookups_per_second\": {:.0}}}",
+                report.thread_count,
+                report.key_count,
+                report.inserts_per_second,
+                report.lookups_per_second
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "  \"btree\": [\n{}\n  ],", btree_rows.join(",\n"));
+    let _ = writeln!(out, "  \"group_commit\": {}", commit_json(commit));
+    out.push_str("}\n");
+    out
+}
+
+fn commit_json(commit: Option<&(Device, Vec<GroupCommitReport>)>) -> String {
+    let Some((device, reports)) = commit else {
+        return "null".into();
+    };
+    let runs: Vec<String> = reports
+        .iter()
+        .map(|report| {
+            format!(
+                "      {{\"committers\": {}, \"duration_seconds\": {:.3}, \"commits\": {}, \
+                 \"flushes\": {}, \"commits_per_second\": {:.1}, \"flushes_per_second\": {:.1}, \
+                 \"commits_per_flush\": {:.2}, \"commit_wait_us_p50\": {:.1}, \
+                 \"commit_wait_us_p99\": {:.1}}}",
+                report.committers,
+                report.duration.as_secs_f64(),
+                report.commits,
+                report.flushes,
+                report.commits_per_second,
+                report.flushes_per_second,
+                report.commits_per_flush,
+                report.commit_wait_us_p50,
+                report.commit_wait_us_p99
+            )
+        })
+        .collect();
+    format!(
+        "{{\n    \"dir\": {}, \"file_system\": {}, \"io_backend\": {},\n    \"runs\": [\n{}\n    \
+         ]\n  }}",
+        json_string(&device.dir.display().to_string()),
+        json_string(&device.file_system),
+        json_string(
+            &device
+                .io_kind
+                .map_or("none".into(), |kind| { format!("{kind:?}").to_lowercase() })
+        ),
+        runs.join(",\n")
+    )
+}
