@@ -72,8 +72,29 @@ struct Counters {
     background_writes: AtomicU64,
 }
 
+/// Page ids are dense integers chosen by us, not by an adversary: a multiplicative hash is
+/// enough and much cheaper than SipHash on the hot path.
+#[derive(Default, Clone, Copy)]
+struct PageIdHasher(u64);
+
+impl std::hash::Hasher for PageIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ byte as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (value ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+
+type PageMap = HashMap<PageId, usize, std::hash::BuildHasherDefault<PageIdHasher>>;
+
 struct PageTable {
-    map: HashMap<PageId, usize>,
+    map: PageMap,
     clock_hand: usize,
 }
 
@@ -121,7 +142,7 @@ impl BufferPool {
             store,
             frames: frames.into_boxed_slice(),
             table: Mutex::new(PageTable {
-                map: HashMap::new(),
+                map: PageMap::default(),
                 clock_hand: 0,
             }),
             gate: Gate::default(),
