@@ -388,21 +388,26 @@ impl BufferPool {
     /// Copies dirty frames under shared latches and writes them to the store in one batch.
     /// Frames whose write-back is already in flight are skipped.
     /// Callers hold `operation()`. With `wait_for_latch` false, latched frames are skipped.
+    ///
+    /// A frame is marked `io_busy` only while its shared latch is held, and the batch copied
+    /// so far is written before waiting for a latch: a latch holder may be freeing one of the
+    /// copied frames, and `free` waits for `io_busy` to clear while it holds the latch.
     pub(super) fn write_back(&self, frame_ids: &[usize], wait_for_latch: bool) -> Result<usize> {
         let mut copies: Vec<(PageId, usize, AlignedBuf)> = Vec::with_capacity(frame_ids.len());
+        let mut written = 0;
         for &frame_id in frame_ids {
             let frame = &self.frames[frame_id];
+            let latch = match frame.latch.try_read() {
+                Some(latch) => latch,
+                None if wait_for_latch => {
+                    written += self.write_copies(std::mem::take(&mut copies))?;
+                    frame.latch.read()
+                }
+                None => continue,
+            };
             if frame.io_busy.swap(true, Ordering::AcqRel) {
                 continue;
             }
-            let latch = if wait_for_latch {
-                frame.latch.read()
-            } else if let Some(latch) = frame.latch.try_read() {
-                latch
-            } else {
-                frame.io_busy.store(false, Ordering::Release);
-                continue;
-            };
             let page_id = frame.page_id.load(Ordering::Acquire);
             if !frame.valid.load(Ordering::Acquire) || !frame.dirty.swap(false, Ordering::AcqRel) {
                 drop(latch);
@@ -416,6 +421,16 @@ impl BufferPool {
             drop(latch);
             seal_for_write(&mut copy);
             copies.push((page_id, frame_id, copy));
+        }
+        written += self.write_copies(copies)?;
+        Ok(written)
+    }
+
+    /// Writes page copies taken by `write_back` and clears their frames' `io_busy`; on failure
+    /// the frames are dirty again.
+    fn write_copies(&self, copies: Vec<(PageId, usize, AlignedBuf)>) -> Result<usize> {
+        if copies.is_empty() {
+            return Ok(0);
         }
         let pages: Vec<(PageId, &[u8])> = copies.iter().map(|(id, _, c)| (*id, &c[..])).collect();
         let result = self.store.write_pages(&pages);
