@@ -79,6 +79,8 @@ struct PageTable {
 enum Victim {
     Clean(usize),
     Dirty(usize),
+    /// Every unpinned frame is under write-back; one becomes free when that write ends.
+    Busy,
 }
 
 pub struct BufferPool {
@@ -330,6 +332,10 @@ impl BufferPool {
                     frame.referenced.store(true, Ordering::Relaxed);
                     return Ok((frame_id, latch));
                 }
+                Victim::Busy => {
+                    drop(table);
+                    std::thread::yield_now();
+                }
                 Victim::Dirty(frame_id) => {
                     let frame = &self.frames[frame_id];
                     frame.pin_count.fetch_add(1, Ordering::AcqRel);
@@ -353,12 +359,16 @@ impl BufferPool {
     /// (clearing the bit) and, for the first two rounds, inner B+tree pages.
     fn find_victim(&self, table: &mut PageTable) -> Result<Victim> {
         let frame_count = self.frames.len();
+        let mut busy = false;
         for step in 0..frame_count * 4 {
             let frame_id = table.clock_hand;
             table.clock_hand = (table.clock_hand + 1) % frame_count;
             let frame = &self.frames[frame_id];
-            if frame.pin_count.load(Ordering::Acquire) > 0 || frame.io_busy.load(Ordering::Acquire)
-            {
+            if frame.pin_count.load(Ordering::Acquire) > 0 {
+                continue;
+            }
+            if frame.io_busy.load(Ordering::Acquire) {
+                busy = true;
                 continue;
             }
             if frame.page_id.load(Ordering::Acquire) == PAGE_ID_NONE {
@@ -379,6 +389,9 @@ impl BufferPool {
                 continue;
             }
             return Ok(Victim::Clean(frame_id));
+        }
+        if busy {
+            return Ok(Victim::Busy);
         }
         Err(Error::InvalidArgument(format!(
             "buffer pool exhausted: all {frame_count} frames are pinned"
