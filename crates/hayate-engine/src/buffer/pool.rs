@@ -153,6 +153,18 @@ impl BufferPool {
         OperationGuard { _guard: guard }
     }
 
+    /// Like `operation`, but gives up instead of waiting for a checkpoint that wants the gate.
+    fn try_operation(&self) -> Option<OperationGuard<'_>> {
+        let depth = GATE_DEPTH.with(|depth| depth.get());
+        let guard = if depth == 0 {
+            Some(self.gate.try_read()?)
+        } else {
+            None
+        };
+        GATE_DEPTH.with(|cell| cell.set(depth + 1));
+        Some(OperationGuard { _guard: guard })
+    }
+
     /// Held exclusively by a checkpoint while it captures dirty pages. The holder counts as
     /// holding `operation()` too, so it may change pages itself.
     pub fn quiesce(&self) -> QuiesceGuard<'_> {
@@ -343,9 +355,15 @@ impl BufferPool {
                     self.counters
                         .eviction_writes
                         .fetch_add(1, Ordering::Relaxed);
-                    // The gate keeps a checkpoint from missing this write; try_read because
-                    // the caller may hold latches of pages a latch holder of this frame wants.
-                    let operation = self.operation();
+                    // The gate keeps a checkpoint from missing this write. A reader outside
+                    // any operation may hold latches an operation is waiting for, so it must
+                    // not queue for the gate behind a checkpoint that waits for that
+                    // operation: it retries instead.
+                    let Some(operation) = self.try_operation() else {
+                        frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+                        std::thread::yield_now();
+                        continue;
+                    };
                     let result = self.write_back(&[frame_id], false);
                     drop(operation);
                     frame.pin_count.fetch_sub(1, Ordering::AcqRel);
