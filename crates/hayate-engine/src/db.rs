@@ -244,7 +244,8 @@ impl Database {
     /// Takes a checkpoint now; returns its id.
     pub fn checkpoint(&self) -> Result<u64> {
         let id = self.inner.manager.checkpoint()?;
-        *self.inner.maintenance.shared.last_checkpoint.lock() = (Instant::now(), self.inner.manager.wal().end_lsn());
+        *self.inner.maintenance.shared.last_checkpoint.lock() =
+            (Instant::now(), self.inner.manager.wal().end_lsn());
         Ok(id)
     }
 

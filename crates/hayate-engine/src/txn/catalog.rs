@@ -12,8 +12,9 @@ use crate::page::PageId;
 
 pub type TreeId = u32;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TreeKind {
+    #[default]
     Table,
     Index,
 }
@@ -136,12 +137,6 @@ impl Catalog {
             );
         }
         Ok(catalog)
-    }
-}
-
-impl Default for TreeKind {
-    fn default() -> Self {
-        TreeKind::Table
     }
 }
 

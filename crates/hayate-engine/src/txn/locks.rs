@@ -10,7 +10,7 @@
 //! bounded by `timeout`.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -85,9 +85,7 @@ impl LockTable {
     }
 
     fn shard(&self, key: &LockKey) -> &Shard {
-        let mut hasher = self.hasher.build_hasher();
-        key.hash(&mut hasher);
-        &self.shards[hasher.finish() as usize % SHARD_COUNT]
+        &self.shards[self.hasher.hash_one(key) as usize % SHARD_COUNT]
     }
 
     /// Takes the lock without waiting. Returns true if `txn_id` now owns it (or already did).

@@ -128,19 +128,17 @@ fn replay(
             unique,
             commit_ts,
         } => {
-            if !catalog.trees.contains_key(&tree_id) {
+            if let std::collections::btree_map::Entry::Vacant(entry) = catalog.trees.entry(tree_id)
+            {
                 let root = BTree::create(pool)?;
                 let kind = TreeKind::from_u8(kind).unwrap_or(TreeKind::Table);
-                catalog.trees.insert(
-                    tree_id,
-                    TreeInfo {
-                        id: tree_id,
-                        name,
-                        kind,
-                        unique,
-                        root,
-                    },
-                );
+                entry.insert(TreeInfo {
+                    id: tree_id,
+                    name,
+                    kind,
+                    unique,
+                    root,
+                });
                 report.trees_created += 1;
             }
             catalog.next_tree_id = catalog.next_tree_id.max(tree_id + 1);
