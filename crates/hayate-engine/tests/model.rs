@@ -202,11 +202,14 @@ fn random_transaction(
             0..=19 => {
                 let value = random_value(rng);
                 let result = txn.insert(table, &key, &value);
-                if view.contains_key(&key) {
-                    assert!(matches!(result, Err(Error::DuplicateKey)), "{result:?}");
-                } else {
-                    result.unwrap();
-                    view.insert(key, value);
+                match view.entry(key) {
+                    std::collections::btree_map::Entry::Occupied(_) => {
+                        assert!(matches!(result, Err(Error::DuplicateKey)), "{result:?}");
+                    }
+                    std::collections::btree_map::Entry::Vacant(entry) => {
+                        result.unwrap();
+                        entry.insert(value);
+                    }
                 }
             }
             20..=39 => {
