@@ -93,6 +93,9 @@ pub struct BufferPool {
     table: Mutex<PageTable>,
     gate: RwLock<()>,
     pub(super) dirty_count: AtomicUsize,
+    /// Frames whose images a checkpoint took and has not written yet; they stay `io_busy`
+    /// (resident, not written back, not freed) until `finish_checkpoint_pages`.
+    checkpoint_frames: Mutex<Vec<usize>>,
     counters: Counters,
     pub(super) writer: super::writer::WriterHandle,
 }
@@ -123,6 +126,7 @@ impl BufferPool {
             }),
             gate: RwLock::new(()),
             dirty_count: AtomicUsize::new(0),
+            checkpoint_frames: Mutex::new(Vec::new()),
             counters: Counters::default(),
             writer: super::writer::WriterHandle::default(),
             config,
@@ -480,9 +484,14 @@ impl BufferPool {
     }
 
     /// Copies every dirty page and marks it clean. Call only while holding `quiesce()`, so no
-    /// operation is half done and no write-back is in flight.
+    /// operation is half done and no write-back is in flight. The frames stay `io_busy` until
+    /// `finish_checkpoint_pages`: until the store holds the copies, the frame is the only
+    /// up-to-date image, so it must not be evicted (a re-read would find an older image or
+    /// none).
     pub fn take_dirty_pages(&self) -> Vec<(PageId, AlignedBuf)> {
         let mut pages = Vec::new();
+        let mut taken = self.checkpoint_frames.lock();
+        assert!(taken.is_empty(), "one checkpoint at a time");
         for (frame_id, frame) in self.frames.iter().enumerate() {
             assert!(
                 !frame.io_busy.load(Ordering::Acquire),
@@ -492,6 +501,8 @@ impl BufferPool {
                 continue;
             }
             self.dirty_count.fetch_sub(1, Ordering::Relaxed);
+            frame.io_busy.store(true, Ordering::Release);
+            taken.push(frame_id);
             let latch = frame.latch.read();
             let mut copy = AlignedBuf::new(self.page_size);
             // SAFETY: shared latch held; we only read.
@@ -501,6 +512,18 @@ impl BufferPool {
             pages.push((frame.page_id.load(Ordering::Acquire), copy));
         }
         pages
+    }
+
+    /// Ends the checkpoint writes begun by `take_dirty_pages`: the frames may be evicted again;
+    /// if the store did not take the pages (`written` false) they are dirty again.
+    pub fn finish_checkpoint_pages(&self, written: bool) {
+        for frame_id in self.checkpoint_frames.lock().drain(..) {
+            let frame = &self.frames[frame_id];
+            if !written && !frame.dirty.swap(true, Ordering::AcqRel) {
+                self.dirty_count.fetch_add(1, Ordering::Relaxed);
+            }
+            frame.io_busy.store(false, Ordering::Release);
+        }
     }
 
     /// Writes every dirty page to the store (not a checkpoint: nothing becomes durable).
