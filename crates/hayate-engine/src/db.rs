@@ -90,9 +90,21 @@ pub struct DatabaseStats {
 }
 
 struct Maintenance {
+    shared: Arc<MaintenanceShared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What the maintenance thread works on. The thread never holds `Inner`: dropping the last
+/// `Database` handle then drops `Inner`, whose `Drop` stops and joins the thread, so no
+/// background work touches the files after the handle is gone.
+struct MaintenanceShared {
+    manager: Arc<TxnManager>,
+    store: Arc<dyn PageStore>,
+    checkpoint_interval: Duration,
+    checkpoint_log_bytes: u64,
+    last_checkpoint: Mutex<(Instant, u64)>,
     stop: Mutex<bool>,
     wake: Condvar,
-    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 struct Inner {
@@ -103,7 +115,6 @@ struct Inner {
     config: DatabaseConfig,
     recovery: RecoveryReport,
     maintenance: Maintenance,
-    last_checkpoint: Mutex<(Instant, u64)>,
 }
 
 /// An open database. Cheap to clone; all clones share one engine.
@@ -149,17 +160,24 @@ impl Database {
             log::info!("{report}");
         }
         manager.checkpoint()?;
+        let maintenance = Arc::new(MaintenanceShared {
+            manager: manager.clone(),
+            store: store.clone(),
+            checkpoint_interval: config.checkpoint_interval,
+            checkpoint_log_bytes: config.checkpoint_log_bytes,
+            last_checkpoint: Mutex::new((Instant::now(), wal.end_lsn())),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        });
         let inner = Arc::new(Inner {
             io,
             manager,
             pool,
             store,
-            last_checkpoint: Mutex::new((Instant::now(), wal.end_lsn())),
             config,
             recovery: report,
             maintenance: Maintenance {
-                stop: Mutex::new(false),
-                wake: Condvar::new(),
+                shared: maintenance,
                 thread: Mutex::new(None),
             },
         });
@@ -226,7 +244,8 @@ impl Database {
     /// Takes a checkpoint now; returns its id.
     pub fn checkpoint(&self) -> Result<u64> {
         let id = self.inner.manager.checkpoint()?;
-        *self.inner.last_checkpoint.lock() = (Instant::now(), self.inner.manager.wal().end_lsn());
+        *self.inner.maintenance.shared.last_checkpoint.lock() =
+            (Instant::now(), self.inner.manager.wal().end_lsn());
         Ok(id)
     }
 
@@ -327,23 +346,22 @@ fn buffer_frames(config: &DatabaseConfig, store: &dyn PageStore) -> usize {
     (frames as usize).max(config.buffer_frames_min).max(8)
 }
 
-fn start_maintenance(inner: &Arc<Inner>) {
-    let weak = Arc::downgrade(inner);
+fn start_maintenance(inner: &Inner) {
+    let shared = inner.maintenance.shared.clone();
     let interval = inner.config.maintenance_interval;
     let thread = std::thread::Builder::new()
         .name("hayate-maintenance".into())
         .spawn(move || loop {
-            let Some(inner) = weak.upgrade() else { return };
             {
-                let mut stop = inner.maintenance.stop.lock();
+                let mut stop = shared.stop.lock();
                 if !*stop {
-                    inner.maintenance.wake.wait_for(&mut stop, interval);
+                    shared.wake.wait_for(&mut stop, interval);
                 }
                 if *stop {
                     return;
                 }
             }
-            if let Err(error) = maintain(&inner) {
+            if let Err(error) = maintain(&shared) {
                 if !matches!(error, Error::Poisoned(_)) {
                     log::error!("maintenance: {error}");
                 }
@@ -355,28 +373,26 @@ fn start_maintenance(inner: &Arc<Inner>) {
 }
 
 fn stop_maintenance(inner: &Inner) {
-    *inner.maintenance.stop.lock() = true;
-    inner.maintenance.wake.notify_all();
+    *inner.maintenance.shared.stop.lock() = true;
+    inner.maintenance.shared.wake.notify_all();
     if let Some(thread) = inner.maintenance.thread.lock().take() {
-        if thread.thread().id() != std::thread::current().id() {
-            let _ = thread.join();
-        }
+        let _ = thread.join();
     }
 }
 
 /// One round of background work.
-fn maintain(inner: &Inner) -> Result<()> {
-    inner.manager.check_writable()?;
-    inner.manager.purge()?;
-    let cleaned = inner.store.clean(false)?;
-    let (last_time, last_lsn) = *inner.last_checkpoint.lock();
-    let log_bytes = inner.manager.wal().end_lsn().saturating_sub(last_lsn);
-    let due = log_bytes >= inner.config.checkpoint_log_bytes
-        || (last_time.elapsed() >= inner.config.checkpoint_interval && log_bytes > 0)
-        || (cleaned > 0 && inner.store.wants_checkpoint());
+fn maintain(shared: &MaintenanceShared) -> Result<()> {
+    shared.manager.check_writable()?;
+    shared.manager.purge()?;
+    let cleaned = shared.store.clean(false)?;
+    let (last_time, last_lsn) = *shared.last_checkpoint.lock();
+    let log_bytes = shared.manager.wal().end_lsn().saturating_sub(last_lsn);
+    let due = log_bytes >= shared.checkpoint_log_bytes
+        || (last_time.elapsed() >= shared.checkpoint_interval && log_bytes > 0)
+        || (cleaned > 0 && shared.store.wants_checkpoint());
     if due {
-        inner.manager.checkpoint()?;
-        *inner.last_checkpoint.lock() = (Instant::now(), inner.manager.wal().end_lsn());
+        shared.manager.checkpoint()?;
+        *shared.last_checkpoint.lock() = (Instant::now(), shared.manager.wal().end_lsn());
     }
     Ok(())
 }

@@ -87,7 +87,9 @@ impl std::hash::Hasher for PageIdHasher {
         }
     }
     fn write_u64(&mut self, value: u64) {
-        self.0 = (value ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+        self.0 = (value ^ self.0)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
     }
 }
 
@@ -101,6 +103,8 @@ struct PageTable {
 enum Victim {
     Clean(usize),
     Dirty(usize),
+    /// Every unpinned frame is under write-back; one becomes free when that write ends.
+    Busy,
 }
 
 pub struct BufferPool {
@@ -117,6 +121,9 @@ pub struct BufferPool {
     /// overwrite the next page given the same id. Changed together with `io_busy` clears.
     deferred_frees: Mutex<Vec<(usize, PageId)>>,
     pub(super) dirty_count: AtomicUsize,
+    /// Frames whose images a checkpoint took and has not written yet; they stay `io_busy`
+    /// (resident, not written back, not freed) until `finish_checkpoint_pages`.
+    checkpoint_frames: Mutex<Vec<usize>>,
     counters: Counters,
     pub(super) writer: super::writer::WriterHandle,
 }
@@ -148,6 +155,7 @@ impl BufferPool {
             gate: Gate::default(),
             deferred_frees: Mutex::new(Vec::new()),
             dirty_count: AtomicUsize::new(0),
+            checkpoint_frames: Mutex::new(Vec::new()),
             counters: Counters::default(),
             writer: super::writer::WriterHandle::default(),
             config,
@@ -374,6 +382,10 @@ impl BufferPool {
                     frame.referenced.store(true, Ordering::Relaxed);
                     return Ok((frame_id, latch));
                 }
+                Victim::Busy => {
+                    drop(table);
+                    std::thread::yield_now();
+                }
                 Victim::Dirty(frame_id) => {
                     let frame = &self.frames[frame_id];
                     frame.pin_count.fetch_add(1, Ordering::AcqRel);
@@ -399,12 +411,16 @@ impl BufferPool {
     /// (clearing the bit) and, for the first two rounds, inner B+tree pages.
     fn find_victim(&self, table: &mut PageTable) -> Result<Victim> {
         let frame_count = self.frames.len();
+        let mut busy = false;
         for step in 0..frame_count * 4 {
             let frame_id = table.clock_hand;
             table.clock_hand = (table.clock_hand + 1) % frame_count;
             let frame = &self.frames[frame_id];
-            if frame.pin_count.load(Ordering::Acquire) > 0 || frame.io_busy.load(Ordering::Acquire)
-            {
+            if frame.pin_count.load(Ordering::Acquire) > 0 {
+                continue;
+            }
+            if frame.io_busy.load(Ordering::Acquire) {
+                busy = true;
                 continue;
             }
             if frame.page_id.load(Ordering::Acquire) == PAGE_ID_NONE {
@@ -426,6 +442,9 @@ impl BufferPool {
             }
             return Ok(Victim::Clean(frame_id));
         }
+        if busy {
+            return Ok(Victim::Busy);
+        }
         Err(Error::InvalidArgument(format!(
             "buffer pool exhausted: all {frame_count} frames are pinned"
         )))
@@ -434,21 +453,26 @@ impl BufferPool {
     /// Copies dirty frames under shared latches and writes them to the store in one batch.
     /// Frames whose write-back is already in flight are skipped.
     /// Callers hold `operation()`. With `wait_for_latch` false, latched frames are skipped.
+    ///
+    /// A frame is marked `io_busy` only while its shared latch is held, and the batch copied
+    /// so far is written before waiting for a latch: a latch holder may be freeing one of the
+    /// copied frames, and `free` waits for `io_busy` to clear while it holds the latch.
     pub(super) fn write_back(&self, frame_ids: &[usize], wait_for_latch: bool) -> Result<usize> {
         let mut copies: Vec<(PageId, usize, AlignedBuf)> = Vec::with_capacity(frame_ids.len());
+        let mut written = 0;
         for &frame_id in frame_ids {
             let frame = &self.frames[frame_id];
+            let latch = match frame.latch.try_read() {
+                Some(latch) => latch,
+                None if wait_for_latch => {
+                    written += self.write_copies(std::mem::take(&mut copies))?;
+                    frame.latch.read()
+                }
+                None => continue,
+            };
             if frame.io_busy.swap(true, Ordering::AcqRel) {
                 continue;
             }
-            let latch = if wait_for_latch {
-                frame.latch.read()
-            } else if let Some(latch) = frame.latch.try_read() {
-                latch
-            } else {
-                self.finish_write_back(frame_id);
-                continue;
-            };
             let page_id = frame.page_id.load(Ordering::Acquire);
             if !frame.valid.load(Ordering::Acquire) || !frame.dirty.swap(false, Ordering::AcqRel) {
                 drop(latch);
@@ -462,6 +486,16 @@ impl BufferPool {
             drop(latch);
             seal_for_write(&mut copy);
             copies.push((page_id, frame_id, copy));
+        }
+        written += self.write_copies(copies)?;
+        Ok(written)
+    }
+
+    /// Writes page copies taken by `write_back` and clears their frames' `io_busy`; on failure
+    /// the frames are dirty again.
+    fn write_copies(&self, copies: Vec<(PageId, usize, AlignedBuf)>) -> Result<usize> {
+        if copies.is_empty() {
+            return Ok(0);
         }
         let pages: Vec<(PageId, &[u8])> = copies.iter().map(|(id, _, c)| (*id, &c[..])).collect();
         let result = self.store.write_pages(&pages);
@@ -480,9 +514,14 @@ impl BufferPool {
     }
 
     /// Copies every dirty page and marks it clean. Call only while holding `quiesce()`, so no
-    /// operation is half done and no write-back is in flight.
+    /// operation is half done and no write-back is in flight. The frames stay `io_busy` until
+    /// `finish_checkpoint_pages`: until the store holds the copies, the frame is the only
+    /// up-to-date image, so it must not be evicted (a re-read would find an older image or
+    /// none).
     pub fn take_dirty_pages(&self) -> Vec<(PageId, AlignedBuf)> {
         let mut pages = Vec::new();
+        let mut taken = self.checkpoint_frames.lock();
+        assert!(taken.is_empty(), "one checkpoint at a time");
         for (frame_id, frame) in self.frames.iter().enumerate() {
             assert!(
                 !frame.io_busy.load(Ordering::Acquire),
@@ -492,6 +531,8 @@ impl BufferPool {
                 continue;
             }
             self.dirty_count.fetch_sub(1, Ordering::Relaxed);
+            frame.io_busy.store(true, Ordering::Release);
+            taken.push(frame_id);
             let latch = frame.latch.read();
             let mut copy = AlignedBuf::new(self.page_size);
             // SAFETY: shared latch held; we only read.
@@ -501,6 +542,20 @@ impl BufferPool {
             pages.push((frame.page_id.load(Ordering::Acquire), copy));
         }
         pages
+    }
+
+    /// Ends the checkpoint writes begun by `take_dirty_pages`: the frames may be evicted again;
+    /// if the store did not take the pages (`written` false) they are dirty again.
+    pub fn finish_checkpoint_pages(&self, written: bool) {
+        let frame_ids: Vec<usize> = self.checkpoint_frames.lock().drain(..).collect();
+        for frame_id in frame_ids {
+            let frame = &self.frames[frame_id];
+            if !written && !frame.dirty.swap(true, Ordering::AcqRel) {
+                self.dirty_count.fetch_add(1, Ordering::Relaxed);
+            }
+            // Also gives back page ids freed while the checkpoint was writing the frame.
+            self.finish_write_back(frame_id);
+        }
     }
 
     /// Writes every dirty page to the store (not a checkpoint: nothing becomes durable).

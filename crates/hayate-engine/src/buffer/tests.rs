@@ -106,6 +106,7 @@ fn take_dirty_pages_returns_sealed_copies_and_cleans() {
     let gate = pool.quiesce();
     let pages = pool.take_dirty_pages();
     drop(gate);
+    pool.finish_checkpoint_pages(true);
     assert_eq!(pages.len(), 1);
     assert_eq!(pages[0].0, id);
     crate::page::verify(&pages[0].1, id, "test", 0).expect("sealed");

@@ -483,11 +483,12 @@ impl TxnManager {
         drop(gate);
         let page_refs: Vec<(u64, &[u8])> =
             pages.iter().map(|(id, image)| (*id, &image[..])).collect();
-        let result = self
+        let written = self
             .wal
             .flush_to(end_lsn)
-            .and_then(|()| store.finish_checkpoint(snapshot, &page_refs, &meta))
-            .and_then(|()| self.wal.truncate_before(meta.redo_lsn).map(|_| ()));
+            .and_then(|()| store.finish_checkpoint(snapshot, &page_refs, &meta));
+        self.pool.finish_checkpoint_pages(written.is_ok());
+        let result = written.and_then(|()| self.wal.truncate_before(meta.redo_lsn).map(|_| ()));
         if let Err(error) = result {
             self.poison(&error);
             return Err(error);

@@ -195,12 +195,17 @@ impl Transaction {
         let info = self.tree(tree)?;
         let own_start = start.map(|key| (tree, key.to_vec()));
         let own_end = end.map(|key| (tree, key.to_vec()));
-        let own: VecDeque<(Vec<u8>, Option<Vec<u8>>)> = self
-            .writes
-            .range((own_start, own_end))
-            .filter(|((write_tree, _), _)| *write_tree == tree)
-            .map(|((_, key), value)| (key.clone(), value.clone()))
-            .collect();
+        // `BTreeMap::range` panics on an inverted or empty-excluded range; such a range
+        // simply holds none of our writes.
+        let own: VecDeque<(Vec<u8>, Option<Vec<u8>>)> = if range_is_empty(start, end) {
+            VecDeque::new()
+        } else {
+            self.writes
+                .range((own_start, own_end))
+                .filter(|((write_tree, _), _)| *write_tree == tree)
+                .map(|((_, key), value)| (key.clone(), value.clone()))
+                .collect()
+        };
         let cursor = BTree::open(info.root).scan(&self.manager.pool, start, end);
         Ok(Scan {
             manager: self.manager.clone(),
@@ -259,6 +264,17 @@ impl Transaction {
         if !committed {
             self.manager.counters.aborts.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+/// True if no key lies within `start`..`end` (the start bound is past the end bound).
+fn range_is_empty(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+    match (start, end) {
+        (Bound::Included(start), Bound::Included(end)) => start > end,
+        (Bound::Included(start), Bound::Excluded(end))
+        | (Bound::Excluded(start), Bound::Included(end))
+        | (Bound::Excluded(start), Bound::Excluded(end)) => start >= end,
+        _ => false,
     }
 }
 
