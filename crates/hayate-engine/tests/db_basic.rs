@@ -109,3 +109,32 @@ fn crud_and_reopen_out_of_place() {
 fn crud_and_reopen_in_place() {
     crud_and_reopen(WritePolicy::InPlace);
 }
+
+#[test]
+fn oversized_keys_and_values_are_rejected_before_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), config(WritePolicy::OutOfPlace)).unwrap();
+    let table = db.create_table("t").unwrap();
+    let mut txn = db.begin();
+    let long_key = vec![7u8; 4096];
+    assert!(matches!(
+        txn.put(table, &long_key, b"v"),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        txn.insert(table, b"", b"v"),
+        Err(Error::InvalidArgument(_))
+    ));
+    let huge_value = vec![0u8; 17 << 20];
+    assert!(matches!(
+        txn.put(table, b"k", &huge_value),
+        Err(Error::ValueTooLarge { .. })
+    ));
+    txn.put(table, b"k", b"fine").unwrap();
+    txn.commit().unwrap();
+    // The engine still accepts writes.
+    let mut txn = db.begin();
+    txn.put(table, b"k2", b"also fine").unwrap();
+    txn.commit().unwrap();
+    db.check().unwrap();
+}

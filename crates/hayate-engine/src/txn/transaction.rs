@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::locks::LockKey;
 use super::{row, TreeId, TreeInfo, TxnManager};
-use crate::btree::{BTree, Cursor};
+use crate::btree::{BTree, Cursor, NodeLimits, VALUE_LENGTH_MAX};
 use crate::error::{Error, Result};
 use crate::wal::Op;
 
@@ -103,6 +103,7 @@ impl Transaction {
 
     /// Inserts or replaces a row.
     pub fn put(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_sizes(key, Some(value))?;
         let info = self.tree(tree)?;
         self.lock_row(&info, key)?;
         self.writes
@@ -112,6 +113,7 @@ impl Transaction {
 
     /// Inserts a row; `Error::DuplicateKey` if it exists.
     pub fn insert(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_sizes(key, Some(value))?;
         let info = self.tree(tree)?;
         if self.lock_row(&info, key)? {
             return Err(Error::DuplicateKey);
@@ -123,6 +125,7 @@ impl Transaction {
 
     /// Replaces an existing row; returns false (and changes nothing) if there is none.
     pub fn update(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.check_sizes(key, Some(value))?;
         let info = self.tree(tree)?;
         if !self.lock_row(&info, key)? {
             return Ok(false);
@@ -140,6 +143,26 @@ impl Transaction {
         }
         self.writes.insert((tree, key.to_vec()), None);
         Ok(true)
+    }
+
+    /// Rejects keys and values the B+tree cannot store, before anything is logged: a commit
+    /// whose apply fails would stop the engine.
+    fn check_sizes(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        let key_limit = NodeLimits::new(self.manager.pool.page_size()).key_length_max;
+        if key.is_empty() || key.len() > key_limit {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes; keys must have 1..={key_limit} bytes",
+                key.len()
+            )));
+        }
+        let value_limit = VALUE_LENGTH_MAX - row::ROW_HEADER_SIZE;
+        match value {
+            Some(value) if value.len() > value_limit => Err(Error::ValueTooLarge {
+                size: value.len(),
+                limit: value_limit,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Locks a row for writing and returns whether it exists for this transaction.
