@@ -68,6 +68,18 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
+pub(crate) fn file_exists(dir: &Path, name: &str) -> Result<bool> {
+    Ok(dir.join(name).exists())
+}
+
+pub(crate) fn remove_file(dir: &Path, name: &str) -> Result<()> {
+    std::fs::remove_file(dir.join(name)).map_err(|e| Error::io(name, e))
+}
+
+pub(crate) fn rename_file(dir: &Path, source: &str, target: &str) -> Result<()> {
+    std::fs::rename(dir.join(source), dir.join(target)).map_err(|e| Error::io(source, e))
+}
+
 pub(crate) fn sync_directory(dir: &Path) -> Result<()> {
     let handle = File::open(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
     handle
@@ -89,16 +101,15 @@ impl Io for SyncIo {
     }
 
     fn exists(&self, name: &str) -> Result<bool> {
-        Ok(self.dir.join(name).exists())
+        file_exists(&self.dir, name)
     }
 
     fn remove(&self, name: &str) -> Result<()> {
-        std::fs::remove_file(self.dir.join(name)).map_err(|e| Error::io(name, e))
+        remove_file(&self.dir, name)
     }
 
     fn rename(&self, source: &str, target: &str) -> Result<()> {
-        std::fs::rename(self.dir.join(source), self.dir.join(target))
-            .map_err(|e| Error::io(source, e))
+        rename_file(&self.dir, source, target)
     }
 
     fn list(&self) -> Result<Vec<String>> {

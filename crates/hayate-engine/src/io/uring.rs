@@ -20,7 +20,9 @@ use std::sync::Arc;
 use io_uring::{opcode, squeue, types, IoUring};
 use parking_lot::{Condvar, Mutex};
 
-use super::sync_file::{list_dir, open_file, sync_directory};
+use super::sync_file::{
+    file_exists, list_dir, open_file, remove_file, rename_file, sync_directory,
+};
 use super::{Io, IoFile, IoKind, OpenOptions, ReadRequest, WriteRequest, IO_ALIGN};
 use crate::error::{Error, Result};
 
@@ -228,16 +230,15 @@ impl Io for UringIo {
     }
 
     fn exists(&self, name: &str) -> Result<bool> {
-        Ok(self.dir.join(name).exists())
+        file_exists(&self.dir, name)
     }
 
     fn remove(&self, name: &str) -> Result<()> {
-        std::fs::remove_file(self.dir.join(name)).map_err(|e| Error::io(name, e))
+        remove_file(&self.dir, name)
     }
 
     fn rename(&self, source: &str, target: &str) -> Result<()> {
-        std::fs::rename(self.dir.join(source), self.dir.join(target))
-            .map_err(|e| Error::io(source, e))
+        rename_file(&self.dir, source, target)
     }
 
     fn list(&self) -> Result<Vec<String>> {
