@@ -79,6 +79,8 @@ struct PageTable {
 enum Victim {
     Clean(usize),
     Dirty(usize),
+    /// No frame is evictable now, but some are unpinned and only held by a write-back.
+    Busy,
 }
 
 pub struct BufferPool {
@@ -195,7 +197,9 @@ impl BufferPool {
     /// Allocates a new page of the given kind; the guard holds a fresh header and zeroed body.
     pub fn allocate(&self, kind: PageKind) -> Result<PageWriteGuard<'_>> {
         let page_id = self.store.allocate_page_id()?;
-        let (frame_id, latch) = self.claim_frame(page_id)?;
+        let (frame_id, latch) = self
+            .claim_frame(page_id)?
+            .expect("a newly allocated page id is not in the page table");
         // SAFETY: we hold the frame latch exclusively.
         let bytes = unsafe { self.frame_bytes(frame_id) };
         PageHeaderBuilder::new(bytes).init(kind, page_id);
@@ -269,10 +273,8 @@ impl BufferPool {
 
     /// Reads a page from the store into a claimed frame.
     fn load_page(&self, page_id: PageId) -> Result<usize> {
-        let (frame_id, latch) = match self.claim_frame(page_id) {
-            Ok(claimed) => claimed,
-            Err(Error::InvalidArgument(_)) => return self.pin_page(page_id),
-            Err(error) => return Err(error),
+        let Some((frame_id, latch)) = self.claim_frame(page_id)? else {
+            return self.pin_page(page_id);
         };
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
         // SAFETY: we hold the frame latch exclusively.
@@ -302,14 +304,19 @@ impl BufferPool {
     }
 
     /// Maps `page_id` to a free or evicted frame, pinned and exclusively latched, not yet valid.
-    /// Returns InvalidArgument if another thread mapped the page meanwhile (caller retries).
-    fn claim_frame(&self, page_id: PageId) -> Result<(usize, RwLockWriteGuard<'_, ()>)> {
+    /// Returns None if another thread mapped the page meanwhile (caller retries). An exhausted
+    /// pool is an error, never a retry, so a caller that pins every frame cannot loop forever.
+    fn claim_frame(&self, page_id: PageId) -> Result<Option<(usize, RwLockWriteGuard<'_, ()>)>> {
         loop {
             let mut table = self.table.lock();
             if table.map.contains_key(&page_id) {
-                return Err(Error::InvalidArgument("page mapped concurrently".into()));
+                return Ok(None);
             }
             match self.find_victim(&mut table)? {
+                Victim::Busy => {
+                    drop(table);
+                    std::thread::yield_now();
+                }
                 Victim::Clean(frame_id) => {
                     let frame = &self.frames[frame_id];
                     // Write-back copies latch unpinned frames shared for a moment; if this
@@ -328,7 +335,7 @@ impl BufferPool {
                     frame.valid.store(false, Ordering::Release);
                     frame.pin_count.store(1, Ordering::Release);
                     frame.referenced.store(true, Ordering::Relaxed);
-                    return Ok((frame_id, latch));
+                    return Ok(Some((frame_id, latch)));
                 }
                 Victim::Dirty(frame_id) => {
                     let frame = &self.frames[frame_id];
@@ -353,12 +360,16 @@ impl BufferPool {
     /// (clearing the bit) and, for the first two rounds, inner B+tree pages.
     fn find_victim(&self, table: &mut PageTable) -> Result<Victim> {
         let frame_count = self.frames.len();
+        let mut busy = false;
         for step in 0..frame_count * 4 {
             let frame_id = table.clock_hand;
             table.clock_hand = (table.clock_hand + 1) % frame_count;
             let frame = &self.frames[frame_id];
-            if frame.pin_count.load(Ordering::Acquire) > 0 || frame.io_busy.load(Ordering::Acquire)
-            {
+            if frame.pin_count.load(Ordering::Acquire) > 0 {
+                continue;
+            }
+            if frame.io_busy.load(Ordering::Acquire) {
+                busy = true;
                 continue;
             }
             if frame.page_id.load(Ordering::Acquire) == PAGE_ID_NONE {
@@ -380,6 +391,9 @@ impl BufferPool {
             }
             return Ok(Victim::Clean(frame_id));
         }
+        if busy {
+            return Ok(Victim::Busy);
+        }
         Err(Error::InvalidArgument(format!(
             "buffer pool exhausted: all {frame_count} frames are pinned"
         )))
@@ -390,19 +404,24 @@ impl BufferPool {
     /// Callers hold `operation()`. With `wait_for_latch` false, latched frames are skipped.
     pub(super) fn write_back(&self, frame_ids: &[usize], wait_for_latch: bool) -> Result<usize> {
         let mut copies: Vec<(PageId, usize, AlignedBuf)> = Vec::with_capacity(frame_ids.len());
+        let mut written = 0;
         for &frame_id in frame_ids {
             let frame = &self.frames[frame_id];
+            // `free` holds a page latch exclusively while it waits for the write-back of that
+            // frame (`io_busy`) to end, and may hold other latches too. So the latch is taken
+            // before claiming the frame, and waiting for a latch happens only while this call
+            // holds no claims (the copies so far are written first).
+            let latch = match frame.latch.try_read() {
+                Some(latch) => latch,
+                None if wait_for_latch => {
+                    written += self.write_copies(std::mem::take(&mut copies))?;
+                    frame.latch.read()
+                }
+                None => continue,
+            };
             if frame.io_busy.swap(true, Ordering::AcqRel) {
                 continue;
             }
-            let latch = if wait_for_latch {
-                frame.latch.read()
-            } else if let Some(latch) = frame.latch.try_read() {
-                latch
-            } else {
-                frame.io_busy.store(false, Ordering::Release);
-                continue;
-            };
             let page_id = frame.page_id.load(Ordering::Acquire);
             if !frame.valid.load(Ordering::Acquire) || !frame.dirty.swap(false, Ordering::AcqRel) {
                 drop(latch);
@@ -416,6 +435,15 @@ impl BufferPool {
             drop(latch);
             seal_for_write(&mut copy);
             copies.push((page_id, frame_id, copy));
+        }
+        Ok(written + self.write_copies(copies)?)
+    }
+
+    /// Writes claimed page copies to the store and ends their claims; on failure the frames
+    /// are dirty again.
+    fn write_copies(&self, copies: Vec<(PageId, usize, AlignedBuf)>) -> Result<usize> {
+        if copies.is_empty() {
+            return Ok(0);
         }
         let pages: Vec<(PageId, &[u8])> = copies.iter().map(|(id, _, c)| (*id, &c[..])).collect();
         let result = self.store.write_pages(&pages);
