@@ -36,6 +36,9 @@ struct Spec {
     page_size: usize,
     transactions: u32,
     checkpoint_every: u32,
+    /// Let the maintenance thread run the cleaner (and the checkpoints it asks for). Sync
+    /// points then depend on thread timing, so a seed reproduces only approximately.
+    cleaner: bool,
 }
 
 fn config(spec: &Spec) -> DatabaseConfig {
@@ -46,6 +49,13 @@ fn config(spec: &Spec) -> DatabaseConfig {
     // The maintenance thread must not take checkpoints or clean on its own, so the sync points
     // of a seed are the same from run to run (the cleaner has its own test).
     config.store.cleaner.free_segments_low = 0;
+    if spec.cleaner {
+        config.store.cleaner.free_segments_low = 6;
+        config.store.cleaner.free_segments_high = 10;
+        config.store.cleaner.protection_period = Duration::ZERO;
+        config.store.cleaner.pass_interval = Duration::ZERO;
+        config.maintenance_interval = Duration::from_millis(1);
+    }
     config.checkpoint_interval = Duration::from_secs(3600);
     config.checkpoint_log_bytes = u64::MAX;
     // A pool much smaller than the data, so pages are evicted and written between checkpoints.
@@ -56,7 +66,9 @@ fn config(spec: &Spec) -> DatabaseConfig {
 }
 
 fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|value| value.parse().ok())
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
 }
 
 /// Seeds to run: `HAYATE_CRASH_SEED` pins one, else `HAYATE_CRASH_SEEDS` (default 1) seeds
@@ -98,6 +110,9 @@ struct Outcome {
     /// Sync counts right before and after each explicit checkpoint (reference run only).
     checkpoint_syncs: Vec<(u64, u64)>,
     completed: bool,
+    /// Pages written between checkpoints (reference run only).
+    eviction_writes: u64,
+    segments_cleaned: u64,
 }
 
 /// One randomized transaction against the model: returns the model after it, and the ops.
@@ -170,6 +185,9 @@ fn run_workload(io: &Arc<SimIo>, spec: &Spec, seed: u64, outcome: &mut Outcome) 
         }
     }
     outcome.completed = true;
+    outcome.eviction_writes =
+        db.stats().buffer.eviction_writes + db.stats().buffer.background_writes;
+    outcome.segments_cleaned = db.stats().store.segments_cleaned;
     // Dropping stops the background threads without a checkpoint: the crash comes next.
 }
 
@@ -242,7 +260,7 @@ fn verify_recovered(image: Arc<SimIo>, spec: &Spec, outcome: &Outcome, context: 
 /// Crash points to test: all of them when few, else a seeded sample that keeps the first,
 /// the last and every sync next to a checkpoint.
 fn crash_points(total: u64, checkpoints: &[(u64, u64)], rng: &mut StdRng) -> Vec<u64> {
-    let budget = 60 * env_u64("HAYATE_CRASH_SEEDS").unwrap_or(1).max(1);
+    let budget = 400 * env_u64("HAYATE_CRASH_SEEDS").unwrap_or(1).max(1);
     let mut points: BTreeSet<u64> = BTreeSet::new();
     points.insert(0);
     points.insert(total);
@@ -269,7 +287,20 @@ fn crash_at_every_sync(spec: Spec, base_seed: u64) {
         let reference_io = Arc::new(SimIo::new(SimConfig::with_seed(seed)));
         let mut reference = Outcome::default();
         run_workload(&reference_io, &spec, seed, &mut reference);
-        assert!(reference.completed, "seed {seed}: workload failed without a crash");
+        assert!(
+            reference.completed,
+            "seed {seed}: workload failed without a crash"
+        );
+        assert!(
+            reference.eviction_writes > 0,
+            "seed {seed}: the pool never wrote a page between checkpoints"
+        );
+        if spec.cleaner {
+            assert!(
+                reference.segments_cleaned > 0,
+                "seed {seed}: the cleaner never ran"
+            );
+        }
         let total = reference_io.sync_count();
         let mut rng = StdRng::seed_from_u64(seed ^ 0xC0FFEE);
         let points = crash_points(total, &reference.checkpoint_syncs, &mut rng);
@@ -315,8 +346,9 @@ fn crash_out_of_place_4k() {
     let spec = Spec {
         policy: WritePolicy::OutOfPlace,
         page_size: 4096,
-        transactions: 120,
-        checkpoint_every: 25,
+        transactions: 300,
+        checkpoint_every: 40,
+        cleaner: false,
     };
     crash_at_every_sync(spec, 1);
 }
@@ -326,8 +358,9 @@ fn crash_in_place_4k() {
     let spec = Spec {
         policy: WritePolicy::InPlace,
         page_size: 4096,
-        transactions: 120,
-        checkpoint_every: 25,
+        transactions: 300,
+        checkpoint_every: 40,
+        cleaner: false,
     };
     crash_at_every_sync(spec, 2);
 }
@@ -337,8 +370,9 @@ fn crash_out_of_place_16k() {
     let spec = Spec {
         policy: WritePolicy::OutOfPlace,
         page_size: 16384,
-        transactions: 80,
-        checkpoint_every: 20,
+        transactions: 150,
+        checkpoint_every: 30,
+        cleaner: false,
     };
     crash_at_every_sync(spec, 3);
 }
@@ -348,10 +382,23 @@ fn crash_in_place_16k() {
     let spec = Spec {
         policy: WritePolicy::InPlace,
         page_size: 16384,
-        transactions: 80,
-        checkpoint_every: 20,
+        transactions: 150,
+        checkpoint_every: 30,
+        cleaner: false,
     };
     crash_at_every_sync(spec, 4);
+}
+
+#[test]
+fn crash_out_of_place_cleaner() {
+    let spec = Spec {
+        policy: WritePolicy::OutOfPlace,
+        page_size: 4096,
+        transactions: 300,
+        checkpoint_every: 60,
+        cleaner: true,
+    };
+    crash_at_every_sync(spec, 5);
 }
 
 /// Corrupts the last bytes of the newest log segment of a crashed image (a torn last block)
@@ -363,6 +410,7 @@ fn torn_log_tail(policy: WritePolicy) {
         page_size: 4096,
         transactions: 60,
         checkpoint_every: 1000,
+        cleaner: false,
     };
     let seed = env_u64("HAYATE_CRASH_SEED").unwrap_or(77);
     eprintln!("torn_log_tail {policy:?}: seed {seed}");
@@ -408,7 +456,10 @@ fn torn_log_tail(policy: WritePolicy) {
     let db = Database::open_with_io(dyn_io, config(&spec)).unwrap();
     let report = db.recovery_report().clone();
     eprintln!("{report}");
-    assert!(report.log_tail_truncated, "torn tail not reported: {report}");
+    assert!(
+        report.log_tail_truncated,
+        "torn tail not reported: {report}"
+    );
     let table = db.table(TABLE).unwrap();
     let found = read_all(&db, table);
     let prefix = prefixes
@@ -420,8 +471,14 @@ fn torn_log_tail(policy: WritePolicy) {
                 describe_difference(&found, &model)
             )
         });
-    assert!(prefix < spec.transactions as usize, "the torn commit survived");
-    assert!(prefix + 3 >= spec.transactions as usize, "cut too much: {prefix} commits left");
+    assert!(
+        prefix < spec.transactions as usize,
+        "the torn commit survived"
+    );
+    assert!(
+        prefix + 3 >= spec.transactions as usize,
+        "cut too much: {prefix} commits left"
+    );
     db.check().unwrap();
     // New commits after the cut are appended where the valid log ends and survive.
     let mut txn = db.begin();
