@@ -224,7 +224,9 @@ impl BufferPool {
     /// Allocates a new page of the given kind; the guard holds a fresh header and zeroed body.
     pub fn allocate(&self, kind: PageKind) -> Result<PageWriteGuard<'_>> {
         let page_id = self.store.allocate_page_id()?;
-        let (frame_id, latch) = self.claim_frame(page_id)?;
+        let (frame_id, latch) = self
+            .claim_frame(page_id)?
+            .expect("a newly allocated page id is not in the page table");
         // SAFETY: we hold the frame latch exclusively.
         let bytes = unsafe { self.frame_bytes(frame_id) };
         PageHeaderBuilder::new(bytes).init(kind, page_id);
@@ -321,10 +323,8 @@ impl BufferPool {
 
     /// Reads a page from the store into a claimed frame.
     fn load_page(&self, page_id: PageId) -> Result<usize> {
-        let (frame_id, latch) = match self.claim_frame(page_id) {
-            Ok(claimed) => claimed,
-            Err(Error::InvalidArgument(_)) => return self.pin_page(page_id),
-            Err(error) => return Err(error),
+        let Some((frame_id, latch)) = self.claim_frame(page_id)? else {
+            return self.pin_page(page_id);
         };
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
         // SAFETY: we hold the frame latch exclusively.
@@ -354,14 +354,19 @@ impl BufferPool {
     }
 
     /// Maps `page_id` to a free or evicted frame, pinned and exclusively latched, not yet valid.
-    /// Returns InvalidArgument if another thread mapped the page meanwhile (caller retries).
-    fn claim_frame(&self, page_id: PageId) -> Result<(usize, RwLockWriteGuard<'_, ()>)> {
+    /// Returns None if another thread mapped the page meanwhile (caller retries). An exhausted
+    /// pool is an error, never a retry, so a caller that pins every frame cannot loop forever.
+    fn claim_frame(&self, page_id: PageId) -> Result<Option<(usize, RwLockWriteGuard<'_, ()>)>> {
         loop {
             let mut table = self.table.lock();
             if table.map.contains_key(&page_id) {
-                return Err(Error::InvalidArgument("page mapped concurrently".into()));
+                return Ok(None);
             }
             match self.find_victim(&mut table)? {
+                Victim::Busy => {
+                    drop(table);
+                    std::thread::yield_now();
+                }
                 Victim::Clean(frame_id) => {
                     let frame = &self.frames[frame_id];
                     // Write-back copies latch unpinned frames shared for a moment; if this
@@ -380,11 +385,7 @@ impl BufferPool {
                     frame.valid.store(false, Ordering::Release);
                     frame.pin_count.store(1, Ordering::Release);
                     frame.referenced.store(true, Ordering::Relaxed);
-                    return Ok((frame_id, latch));
-                }
-                Victim::Busy => {
-                    drop(table);
-                    std::thread::yield_now();
+                    return Ok(Some((frame_id, latch)));
                 }
                 Victim::Dirty(frame_id) => {
                     let frame = &self.frames[frame_id];
@@ -455,8 +456,8 @@ impl BufferPool {
     /// Callers hold `operation()`. With `wait_for_latch` false, latched frames are skipped.
     ///
     /// A frame is marked `io_busy` only while its shared latch is held, and the batch copied
-    /// so far is written before waiting for a latch: a latch holder may be freeing one of the
-    /// copied frames, and `free` waits for `io_busy` to clear while it holds the latch.
+    /// so far is written before waiting for another latch, so this call never waits for a
+    /// latch while holding claims a latch holder might be waiting on.
     pub(super) fn write_back(&self, frame_ids: &[usize], wait_for_latch: bool) -> Result<usize> {
         let mut copies: Vec<(PageId, usize, AlignedBuf)> = Vec::with_capacity(frame_ids.len());
         let mut written = 0;

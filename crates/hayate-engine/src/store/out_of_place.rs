@@ -449,8 +449,13 @@ impl OutOfPlaceStore {
             for ((&page_id, &old_slot), &new_slot) in
                 page_ids.iter().zip(&old_slots).zip(&new_slots)
             {
-                // A newer copy written meanwhile wins; the relocated one is then garbage.
-                if written.is_ok() && state.mapping[page_id as usize] == old_slot {
+                // A newer copy written meanwhile wins; the relocated one is then garbage. So
+                // does a checkpoint in progress: it remaps a page it writes only if the mapping
+                // is still the one it captured, and a relocated copy holds the older image.
+                if written.is_ok()
+                    && !state.checkpoint_in_progress
+                    && state.mapping[page_id as usize] == old_slot
+                {
                     self.remap(&mut state, page_id, new_slot);
                     state.relocated_since_checkpoint += 1;
                     self.counters

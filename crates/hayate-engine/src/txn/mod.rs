@@ -456,8 +456,10 @@ impl TxnManager {
 
     /// Takes a checkpoint (see docs/design.md, "Checkpoint protocol").
     pub fn checkpoint(&self) -> Result<u64> {
-        self.check_writable()?;
         let _single = self.checkpoint_lock.lock();
+        // Checked under the lock: a checkpoint that failed while we waited leaves the store's
+        // checkpoint unfinished and the engine poisoned.
+        self.check_writable()?;
         let store = self.pool.store().clone();
         let gate = self.pool.quiesce();
         let (meta, end_lsn) = {
