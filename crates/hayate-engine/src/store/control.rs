@@ -167,6 +167,28 @@ impl ControlFile {
         &self.current
     }
 
+    /// Steps 4-5 of a checkpoint: writes and syncs the checkpoint file, then the control slot
+    /// naming it. From then on recovery starts at `image`. Returns the id of the checkpoint it
+    /// replaced.
+    pub fn publish(&mut self, io: &dyn Io, image: &CheckpointImage) -> Result<u64> {
+        let previous_id = self.current.checkpoint_id;
+        let (length, checksum) = image.write(io)?;
+        let mut record = self.current.clone();
+        record.checkpoint_id = image.meta.checkpoint_id;
+        record.checkpoint_length = length;
+        record.checkpoint_checksum = checksum;
+        self.write(record)?;
+        Ok(previous_id)
+    }
+
+    /// Removes the file of a replaced checkpoint; nothing refers to it any more. A failure only
+    /// leaves a stale file behind.
+    pub fn remove_replaced(&self, io: &dyn Io, previous_id: u64) {
+        if previous_id != self.current.checkpoint_id {
+            let _ = io.remove(&checkpoint_file_name(previous_id));
+        }
+    }
+
     /// Writes `record` (with the next sequence) into the older slot and syncs it.
     pub fn write(&mut self, mut record: ControlRecord) -> Result<()> {
         record.sequence = self.current.sequence + 1;

@@ -395,22 +395,13 @@ impl InPlaceStore {
         self.journal_before_images(&page_ids)?;
         self.write_home(pages)?;
         self.file.sync_data()?;
-        let previous_id = self.control.lock().current().checkpoint_id;
         let image = CheckpointImage {
             meta: meta.clone(),
             next_page_id: snapshot.next_page_id,
             free_page_ids: snapshot.free_page_ids,
             mapping: Vec::new(),
         };
-        let (length, checksum) = image.write(self.io.as_ref())?;
-        {
-            let mut control = self.control.lock();
-            let mut record = control.current().clone();
-            record.checkpoint_id = meta.checkpoint_id;
-            record.checkpoint_length = length;
-            record.checkpoint_checksum = checksum;
-            control.write(record)?;
-        }
+        let previous_id = self.control.lock().publish(self.io.as_ref(), &image)?;
         self.journal.set_len(0)?;
         self.journal.sync_data()?;
         let mut state = self.state.lock();
@@ -419,11 +410,9 @@ impl InPlaceStore {
         state.checkpoint_page_count = snapshot.next_page_id;
         state.checkpoint_id = meta.checkpoint_id;
         drop(state);
-        if previous_id != meta.checkpoint_id {
-            let _ = self
-                .io
-                .remove(&super::control::checkpoint_file_name(previous_id));
-        }
+        self.control
+            .lock()
+            .remove_replaced(self.io.as_ref(), previous_id);
         Ok(())
     }
 }

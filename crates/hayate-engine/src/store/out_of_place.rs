@@ -23,9 +23,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::control::{
-    checkpoint_file_name, CheckpointImage, ControlFile, ControlRecord, WritePolicy,
-};
+use super::control::{CheckpointImage, ControlFile, ControlRecord, WritePolicy};
 use super::{CheckpointMeta, PageStore, StoreSnapshot, StoreStats};
 use crate::error::{Error, Location, Result};
 use crate::io::{AlignedBuf, Io, IoFile, OpenOptions, ReadRequest, WriteRequest};
@@ -339,6 +337,15 @@ impl OutOfPlaceStore {
         }
     }
 
+    fn slot_of(&self, page_id: PageId) -> u64 {
+        let state = self.state.lock();
+        state
+            .mapping
+            .get(page_id as usize)
+            .copied()
+            .unwrap_or(NO_SLOT)
+    }
+
     fn corruption(&self, page_id: PageId, slot: u64, detail: &str) -> Error {
         let location = Location {
             file: DATA_FILE.into(),
@@ -476,21 +483,22 @@ impl PageStore for OutOfPlaceStore {
     }
 
     fn read_page(&self, page_id: PageId, buf: &mut [u8]) -> Result<()> {
-        let slot = {
-            let state = self.state.lock();
-            state
-                .mapping
-                .get(page_id as usize)
-                .copied()
-                .unwrap_or(NO_SLOT)
-        };
-        if slot == NO_SLOT {
-            return Err(self.corruption(page_id, 0, "page has no stored copy"));
+        // The slot is looked up under the lock but read without it; if the cleaner moves the
+        // page meanwhile, its old segment may be reused and overwritten, so the read counts only
+        // if the mapping still points at the slot afterwards.
+        for _ in 0..64 {
+            let slot = self.slot_of(page_id);
+            if slot == NO_SLOT {
+                return Err(self.corruption(page_id, 0, "page has no stored copy"));
+            }
+            let offset = slot * self.page_size as u64;
+            self.file.read_at(buf, offset)?;
+            self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
+            if self.slot_of(page_id) == slot {
+                return page::verify(buf, page_id, DATA_FILE, offset);
+            }
         }
-        let offset = slot * self.page_size as u64;
-        self.file.read_at(buf, offset)?;
-        self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
-        page::verify(buf, page_id, DATA_FILE, offset)
+        Err(self.corruption(page_id, 0, "page kept moving while being read"))
     }
 
     fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<()> {
@@ -604,21 +612,13 @@ impl PageStore for OutOfPlaceStore {
             .pages_written
             .fetch_add(pages.len() as u64, Ordering::Relaxed);
         self.file.sync_data()?;
-        let previous_id = self.control.lock().current().checkpoint_id;
         let image = CheckpointImage {
             meta: meta.clone(),
             next_page_id: snapshot.next_page_id,
             free_page_ids: snapshot.free_page_ids,
             mapping: snapshot.mapping,
         };
-        let (length, checksum) = image.write(self.io.as_ref())?;
-        let mut control = self.control.lock();
-        let mut record = control.current().clone();
-        record.checkpoint_id = meta.checkpoint_id;
-        record.checkpoint_length = length;
-        record.checkpoint_checksum = checksum;
-        control.write(record)?;
-        drop(control);
+        let previous_id = self.control.lock().publish(self.io.as_ref(), &image)?;
         let mut state = self.state.lock();
         for index in 0..state.segments.len() {
             let segment = &mut state.segments[index];
@@ -628,9 +628,9 @@ impl PageStore for OutOfPlaceStore {
         }
         state.checkpoint_in_progress = false;
         drop(state);
-        if previous_id != meta.checkpoint_id {
-            let _ = self.io.remove(&checkpoint_file_name(previous_id));
-        }
+        self.control
+            .lock()
+            .remove_replaced(self.io.as_ref(), previous_id);
         Ok(())
     }
 
