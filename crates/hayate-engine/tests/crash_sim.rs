@@ -389,11 +389,9 @@ fn crash_in_place_16k() {
     crash_at_every_sync(spec, 4);
 }
 
-// Still finds stale page reads with the cleaner relocating pages concurrently with commits and
-// checkpoints (overflow-page corruption, a page allocated but unreachable after recovery);
-// the root cause is not fixed yet. Run with `--ignored` to reproduce.
+// The cleaner and maintenance checkpoints run concurrently with commits, so relocations race
+// with write-backs, reads and checkpoints at every crash point.
 #[test]
-#[ignore = "open bug: stale page reads with the cleaner running under crash injection"]
 fn crash_out_of_place_cleaner() {
     let spec = Spec {
         policy: WritePolicy::OutOfPlace,
