@@ -31,6 +31,8 @@ use crate::page::{self, PageId, PAGE_ID_NONE};
 
 pub const DATA_FILE: &str = "data.hyt";
 const NO_SLOT: u64 = u64::MAX;
+/// Bounds the time one `clean` call spends.
+const CLEAN_PASSES_PER_CALL_MAX: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VictimPolicy {
@@ -52,6 +54,9 @@ pub struct CleanerConfig {
     pub free_segments_high: u64,
     /// Segments fuller than this are never victims (cleaning them frees almost nothing).
     pub victim_utilization_max: f64,
+    /// The cleaner leaves the file alone until it is this many times the live data: below it,
+    /// growing is cheaper than relocating pages out of nearly full segments.
+    pub space_amplification_target: f64,
 }
 
 impl Default for CleanerConfig {
@@ -63,7 +68,8 @@ impl Default for CleanerConfig {
             pass_interval: Duration::from_millis(20),
             free_segments_low: 4,
             free_segments_high: 8,
-            victim_utilization_max: 0.9,
+            victim_utilization_max: 0.8,
+            space_amplification_target: 2.0,
         }
     }
 }
@@ -245,6 +251,29 @@ impl OutOfPlaceStore {
             counters: Counters::default(),
             started: Instant::now(),
         })
+    }
+
+    /// True when the file holds more than `space_amplification_target` times the live pages.
+    fn file_above_target(&self) -> bool {
+        let state = self.state.lock();
+        let live_pages = state.segments.iter().map(|s| s.live as u64).sum::<u64>();
+        let file_pages = state.segments.len() as u64 * self.segment_pages;
+        file_pages as f64 >= live_pages as f64 * self.cleaner.space_amplification_target
+    }
+
+    /// (free segments, segments free after the next checkpoint, low and high watermarks). The
+    /// watermarks grow with the file: at least 5% and 10% of its segments.
+    fn space_levels(&self) -> (u64, u64, u64, u64) {
+        let state = self.state.lock();
+        let total = state.segments.len() as u64;
+        let awaiting = state
+            .segments
+            .iter()
+            .filter(|s| !s.free && s.live == 0 && s.in_flight == 0 && !s.cleaning)
+            .count() as u64;
+        let low = self.cleaner.free_segments_low.max(total / 20);
+        let high = self.cleaner.free_segments_high.max(total / 10).max(low + 1);
+        (state.free_segments.len() as u64, awaiting, low, high)
     }
 
     pub fn cleaner_config(&self) -> &CleanerConfig {
@@ -638,18 +667,32 @@ impl PageStore for OutOfPlaceStore {
         Some(self.opened.clone())
     }
 
+    /// Cleans while free segments, counting those a checkpoint would free, are below the high
+    /// watermark; starts only below the low watermark (or when forced).
     fn clean(&self, force: bool) -> Result<u64> {
-        let free = self.state.lock().free_segments.len() as u64;
-        if !force && free >= self.cleaner.free_segments_low {
+        let (free, awaiting, low, high) = self.space_levels();
+        if !force && (free >= low || !self.file_above_target()) {
             return Ok(0);
         }
-        self.clean_pass()
+        let mut cleaned = 0;
+        let mut reclaimable = free + awaiting;
+        for _ in 0..CLEAN_PASSES_PER_CALL_MAX {
+            let pass = self.clean_pass()?;
+            cleaned += pass;
+            let (free, awaiting, _, _) = self.space_levels();
+            let now_reclaimable = free + awaiting;
+            if pass == 0 || now_reclaimable >= high || now_reclaimable <= reclaimable {
+                break;
+            }
+            reclaimable = now_reclaimable;
+        }
+        Ok(cleaned)
     }
 
+    /// A checkpoint pays off once enough cleaned segments wait for it, or when space is short.
     fn wants_checkpoint(&self) -> bool {
-        let state = self.state.lock();
-        state.relocated_since_checkpoint > 0
-            && (state.free_segments.len() as u64) < self.cleaner.free_segments_high
+        let (free, awaiting, low, high) = self.space_levels();
+        awaiting > 0 && (awaiting >= high - low || free < low)
     }
 
     fn stats(&self) -> StoreStats {

@@ -98,6 +98,7 @@ fn cleaner_bounds_the_file_under_overwrites() {
     let io: Arc<dyn crate::io::Io> = Arc::new(SyncIo::new(dir.path()).unwrap());
     let mut store_config = config(WritePolicy::OutOfPlace, 4096);
     store_config.cleaner.protection_period = std::time::Duration::ZERO;
+    store_config.cleaner.space_amplification_target = 1.2;
     let (store, _) = open(io, &store_config).unwrap();
     let ids: Vec<PageId> = (0..160)
         .map(|_| store.allocate_page_id().unwrap())
