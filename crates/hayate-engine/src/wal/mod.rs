@@ -87,11 +87,11 @@ pub struct WalStats {
     /// Successful write + sync rounds.
     pub flushes: u64,
     pub records_appended: u64,
-    /// `flush_to` calls that had to wait for durability and returned successfully.
+    /// `flush_to` calls that returned successfully.
     pub commits: u64,
     /// Bytes written to segment files, rewritten partial blocks included.
     pub bytes_written: u64,
-    /// Sum of the time spent in those calls.
+    /// Sum of the time spent in successful `flush_to` calls.
     pub commit_wait_ns_total: u64,
     /// `commits / flushes` (0 before the first flush).
     pub commits_per_flush: f64,

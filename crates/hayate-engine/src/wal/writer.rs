@@ -166,8 +166,6 @@ impl Wal {
                 state.end_lsn
             )));
         }
-        // Calls that find the log already durable (checkpoints, idle commits) are not commits.
-        let waits = state.durable_lsn < lsn;
         loop {
             check_poisoned(&state)?;
             if state.durable_lsn >= lsn {
@@ -180,9 +178,6 @@ impl Wal {
             }
         }
         drop(state);
-        if !waits {
-            return Ok(());
-        }
         let waited_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
         self.counters
