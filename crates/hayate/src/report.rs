@@ -191,16 +191,25 @@ pub fn format_stats(stats: &DatabaseStats) -> String {
         ),
         (
             "space",
-            format!(
-                "{} file, {} live pages, {} of {} segments free, {} cleaner passes \
-                 ({} segments cleaned)",
-                format_bytes(store.file_size_bytes),
-                format_count(store.live_pages),
-                format_count(store.free_segments),
-                format_count(store.total_segments),
-                format_count(store.cleaner_passes),
-                format_count(store.segments_cleaned),
-            ),
+            if store.total_segments == 0 {
+                // The in-place store has no segments and no cleaner.
+                format!(
+                    "{} file, {} live pages",
+                    format_bytes(store.file_size_bytes),
+                    format_count(store.live_pages),
+                )
+            } else {
+                format!(
+                    "{} file, {} live pages, {} of {} segments free, {} cleaner passes \
+                     ({} segments cleaned)",
+                    format_bytes(store.file_size_bytes),
+                    format_count(store.live_pages),
+                    format_count(store.free_segments),
+                    format_count(store.total_segments),
+                    format_count(store.cleaner_passes),
+                    format_count(store.segments_cleaned),
+                )
+            },
         ),
         (
             "transactions",
