@@ -21,10 +21,11 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use super::control::{CheckpointImage, ControlFile, ControlRecord, WritePolicy};
+use super::page_ids::PageIdAllocator;
 use super::{CheckpointMeta, PageStore, StoreSnapshot, StoreStats};
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Io, IoFile, OpenOptions, WriteRequest};
-use crate::page::{self, PageId, PAGE_ID_NONE};
+use crate::page::{self, PageId};
 
 pub const DATA_FILE: &str = "data.hyt";
 pub const JOURNAL_FILE: &str = "journal.hyt";
@@ -32,8 +33,7 @@ const JOURNAL_MAGIC: u32 = u32::from_le_bytes(*b"HYJ1");
 const JOURNAL_HEADER_SIZE: usize = 24;
 
 struct State {
-    next_page_id: PageId,
-    free_page_ids: Vec<PageId>,
+    ids: PageIdAllocator,
     /// Page ids below this existed at the last checkpoint and need journaling.
     checkpoint_page_count: PageId,
     journaled: HashSet<PageId>,
@@ -123,8 +123,7 @@ impl InPlaceStore {
         journal.sync_data()?;
         io.sync_dir()?;
         let state = State {
-            next_page_id: image.next_page_id,
-            free_page_ids: image.free_page_ids,
+            ids: PageIdAllocator::new(image.next_page_id, image.free_page_ids),
             checkpoint_page_count: image.next_page_id,
             journaled: HashSet::new(),
             journal_length: 0,
@@ -280,31 +279,15 @@ impl PageStore for InPlaceStore {
     }
 
     fn allocate_page_id(&self) -> Result<PageId> {
-        let mut state = self.state.lock();
-        if let Some(page_id) = state.free_page_ids.pop() {
-            return Ok(page_id);
-        }
-        let page_id = state.next_page_id;
-        state.next_page_id += 1;
-        Ok(page_id)
+        Ok(self.state.lock().ids.allocate().0)
     }
 
     fn free_page_id(&self, page_id: PageId) {
-        let mut state = self.state.lock();
-        assert!(
-            page_id != PAGE_ID_NONE && page_id < state.next_page_id,
-            "bad free {page_id}"
-        );
-        debug_assert!(
-            !state.free_page_ids.contains(&page_id),
-            "page {page_id} freed twice"
-        );
-        state.free_page_ids.push(page_id);
+        self.state.lock().ids.free(page_id);
     }
 
     fn live_page_count(&self) -> u64 {
-        let state = self.state.lock();
-        state.next_page_id - 1 - state.free_page_ids.len() as u64
+        self.state.lock().ids.live_count()
     }
 
     fn begin_checkpoint(&self) -> StoreSnapshot {
@@ -312,8 +295,8 @@ impl PageStore for InPlaceStore {
         assert!(!state.writes_blocked, "one checkpoint at a time");
         state.writes_blocked = true;
         let snapshot = Snapshot {
-            next_page_id: state.next_page_id,
-            free_page_ids: state.free_page_ids.clone(),
+            next_page_id: state.ids.next(),
+            free_page_ids: state.ids.free_ids().to_vec(),
         };
         StoreSnapshot {
             state: Box::new(snapshot),
@@ -352,28 +335,22 @@ impl PageStore for InPlaceStore {
                 (written + journaled) as f64 / written as f64
             },
             file_size_bytes: self.file.len().unwrap_or(0),
-            live_pages: state.next_page_id - 1 - state.free_page_ids.len() as u64,
+            live_pages: state.ids.live_count(),
             ..StoreStats::default()
         }
     }
 
     fn check(&self) -> Result<()> {
         let state = self.state.lock();
-        let unique: HashSet<&PageId> = state.free_page_ids.iter().collect();
-        if unique.len() != state.free_page_ids.len()
-            || state
-                .free_page_ids
-                .iter()
-                .any(|&id| id == PAGE_ID_NONE || id >= state.next_page_id)
-        {
-            return Err(Error::corruption(
+        state.ids.check().map_err(|detail| {
+            Error::corruption(
                 crate::error::Location {
                     file: DATA_FILE.into(),
                     ..Default::default()
                 },
-                "free page list holds duplicates or unknown pages",
-            ));
-        }
+                detail,
+            )
+        })?;
         Ok(())
     }
 }

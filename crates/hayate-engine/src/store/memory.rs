@@ -1,10 +1,11 @@
 //! A page store in memory, for unit tests of the layers above. It verifies checksums like the
 //! real stores but keeps nothing on a device and has no checkpoint durability.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
+use super::page_ids::PageIdAllocator;
 use super::{CheckpointMeta, PageStore, StoreSnapshot, StoreStats};
 use crate::error::{Error, Location, Result};
 use crate::page::{self, PageId};
@@ -16,8 +17,7 @@ pub struct MemoryStore {
 
 struct MemoryState {
     pages: HashMap<PageId, Vec<u8>>,
-    free: BTreeSet<PageId>,
-    next_page_id: PageId,
+    ids: PageIdAllocator,
     stats: StoreStats,
 }
 
@@ -27,8 +27,7 @@ impl MemoryStore {
             page_size,
             state: Mutex::new(MemoryState {
                 pages: HashMap::new(),
-                free: BTreeSet::new(),
-                next_page_id: 1,
+                ids: PageIdAllocator::new(1, Vec::new()),
                 stats: StoreStats::default(),
             }),
         }
@@ -79,27 +78,15 @@ impl PageStore for MemoryStore {
     }
 
     fn allocate_page_id(&self) -> Result<PageId> {
-        let mut state = self.state.lock();
-        if let Some(page_id) = state.free.pop_first() {
-            return Ok(page_id);
-        }
-        let page_id = state.next_page_id;
-        state.next_page_id += 1;
-        Ok(page_id)
+        Ok(self.state.lock().ids.allocate().0)
     }
 
     fn free_page_id(&self, page_id: PageId) {
-        let mut state = self.state.lock();
-        assert!(
-            page_id != 0 && page_id < state.next_page_id,
-            "freeing unknown page {page_id}"
-        );
-        assert!(state.free.insert(page_id), "page {page_id} freed twice");
+        self.state.lock().ids.free(page_id);
     }
 
     fn live_page_count(&self) -> u64 {
-        let state = self.state.lock();
-        state.next_page_id - 1 - state.free.len() as u64
+        self.state.lock().ids.live_count()
     }
 
     fn begin_checkpoint(&self) -> StoreSnapshot {

@@ -13,6 +13,7 @@ pub mod control;
 pub mod in_place;
 pub mod memory;
 pub mod out_of_place;
+pub mod page_ids;
 
 use std::sync::Arc;
 

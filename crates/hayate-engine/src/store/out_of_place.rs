@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::control::{CheckpointImage, ControlFile, ControlRecord, WritePolicy};
+use super::page_ids::PageIdAllocator;
 use super::{CheckpointMeta, PageStore, StoreSnapshot, StoreStats};
 use crate::error::{Error, Location, Result};
 use crate::io::{AlignedBuf, Io, IoFile, OpenOptions, ReadRequest, WriteRequest};
@@ -100,8 +101,7 @@ struct State {
     free_segments: VecDeque<u64>,
     head_segment: u64,
     head_next_slot: u64,
-    next_page_id: PageId,
-    free_page_ids: Vec<PageId>,
+    ids: PageIdAllocator,
     checkpoint_in_progress: bool,
     relocated_since_checkpoint: u64,
 }
@@ -198,8 +198,7 @@ impl OutOfPlaceStore {
             free_segments: VecDeque::new(),
             head_segment: 0,
             head_next_slot: segment_pages,
-            next_page_id: image.next_page_id,
-            free_page_ids: image.free_page_ids.clone(),
+            ids: PageIdAllocator::new(image.next_page_id, image.free_page_ids.clone()),
             checkpoint_in_progress: false,
             relocated_since_checkpoint: 0,
         };
@@ -552,19 +551,18 @@ impl PageStore for OutOfPlaceStore {
 
     fn allocate_page_id(&self) -> Result<PageId> {
         let mut state = self.state.lock();
-        if let Some(page_id) = state.free_page_ids.pop() {
-            return Ok(page_id);
+        let (page_id, fresh) = state.ids.allocate();
+        if fresh {
+            state.mapping.push(NO_SLOT);
         }
-        let page_id = state.next_page_id;
-        state.next_page_id += 1;
-        state.mapping.push(NO_SLOT);
+        debug_assert_eq!(state.mapping.len() as u64, state.ids.next());
         Ok(page_id)
     }
 
     fn free_page_id(&self, page_id: PageId) {
         let mut state = self.state.lock();
         assert!(
-            page_id != PAGE_ID_NONE && page_id < state.next_page_id,
+            page_id != PAGE_ID_NONE && page_id < state.ids.next(),
             "bad free {page_id}"
         );
         let slot = state.mapping[page_id as usize];
@@ -575,16 +573,11 @@ impl PageStore for OutOfPlaceStore {
             state.segments[segment].live -= 1;
             self.release_if_reclaimable(&mut state, segment as u64);
         }
-        debug_assert!(
-            !state.free_page_ids.contains(&page_id),
-            "page {page_id} freed twice"
-        );
-        state.free_page_ids.push(page_id);
+        state.ids.free(page_id);
     }
 
     fn live_page_count(&self) -> u64 {
-        let state = self.state.lock();
-        state.next_page_id - 1 - state.free_page_ids.len() as u64
+        self.state.lock().ids.live_count()
     }
 
     fn begin_checkpoint(&self) -> StoreSnapshot {
@@ -600,8 +593,8 @@ impl PageStore for OutOfPlaceStore {
         let snapshot = Snapshot {
             original: mapping.clone(),
             mapping,
-            next_page_id: state.next_page_id,
-            free_page_ids: state.free_page_ids.clone(),
+            next_page_id: state.ids.next(),
+            free_page_ids: state.ids.free_ids().to_vec(),
         };
         state.relocated_since_checkpoint = 0;
         StoreSnapshot {
@@ -711,7 +704,7 @@ impl PageStore for OutOfPlaceStore {
             file_size_bytes: state.segments.len() as u64
                 * self.segment_pages
                 * self.page_size as u64,
-            live_pages: state.next_page_id - 1 - state.free_page_ids.len() as u64,
+            live_pages: state.ids.live_count(),
             free_segments: state.free_segments.len() as u64,
             total_segments: state.segments.len() as u64,
             cleaner_passes: self.counters.cleaner_passes.load(Ordering::Relaxed),
@@ -758,7 +751,16 @@ impl PageStore for OutOfPlaceStore {
                 ));
             }
         }
-        for &page_id in &state.free_page_ids {
+        state.ids.check().map_err(|detail| {
+            Error::corruption(
+                Location {
+                    file: DATA_FILE.into(),
+                    ..Default::default()
+                },
+                detail,
+            )
+        })?;
+        for &page_id in state.ids.free_ids() {
             if state.mapping.get(page_id as usize).copied() != Some(NO_SLOT) {
                 return Err(self.corruption(page_id, 0, "free page still has a stored copy"));
             }
