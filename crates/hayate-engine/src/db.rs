@@ -19,6 +19,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::btree::{BTree, TreeCheckReport};
 use crate::buffer::{BufferPool, BufferPoolConfig, BufferStats};
 use crate::error::{Error, Location, Result};
+use crate::exec;
 use crate::io::{self, Io};
 use crate::store::{self, PageStore, StoreConfig, StoreStats};
 use crate::txn::recovery::RecoveryReport;
@@ -239,6 +240,17 @@ impl Database {
 
     pub fn begin_read_only(&self) -> Transaction {
         self.inner.manager.begin(true)
+    }
+
+    /// Runs tasks (futures that read with `Transaction::get_async`) on this thread with many
+    /// in flight: their buffer misses are loaded in batches (see `exec`).
+    pub fn run_tasks<'a, T>(
+        &self,
+        tasks: Vec<exec::Task<'a, T>>,
+    ) -> Result<(Vec<T>, exec::ExecStats)> {
+        // A batch claims one frame per page; leave most of the pool to everyone else.
+        let batch_pages_max = (self.inner.pool.stats().frame_count as usize / 4).max(1);
+        exec::run_tasks(&self.inner.pool, tasks, batch_pages_max)
     }
 
     /// Takes a checkpoint now; returns its id.

@@ -8,6 +8,7 @@ pub mod btree;
 pub mod buffer;
 pub mod db;
 pub mod error;
+pub mod exec;
 pub mod io;
 pub mod page;
 pub mod store;

@@ -28,7 +28,7 @@ pub use check::TreeCheckReport;
 pub use node::{NodeLimits, NODE_FORMAT_VERSION};
 pub use overflow::VALUE_LENGTH_MAX;
 pub use scan::{Cursor, Entry, BATCH_BYTES_MAX};
-pub use tree::{BTree, TREE_DEPTH_MAX};
+pub use tree::{BTree, TryLookup, TREE_DEPTH_MAX};
 
 #[cfg(test)]
 mod tests;

@@ -67,7 +67,18 @@ fn read_page<T>(
     visit: impl FnOnce(&[u8]) -> T,
 ) -> Result<(PageId, usize, T)> {
     let page = pool.read(page_id)?;
-    if PageHeaderAccessor::new(&page).kind() != Some(PageKind::Overflow) {
+    parse_page(&page, page_id, remaining_bytes, visit)
+}
+
+/// Checks an overflow page against what the chain still has to hold, and hands its bytes to
+/// `visit`; returns (next page, bytes held, visit's result).
+fn parse_page<T>(
+    page: &[u8],
+    page_id: PageId,
+    remaining_bytes: u64,
+    visit: impl FnOnce(&[u8]) -> T,
+) -> Result<(PageId, usize, T)> {
+    if PageHeaderAccessor::new(page).kind() != Some(PageKind::Overflow) {
         return Err(corruption(
             page_id,
             "overflow chain reaches a non-overflow page",
@@ -86,6 +97,32 @@ fn read_page<T>(
     }
     let result = visit(&page[DATA_OFFSET..DATA_OFFSET + used]);
     Ok((next, used, result))
+}
+
+/// Like `read_chain`, but never waits for I/O: returns the first page that is not resident
+/// (the caller loads it and starts over), or None when `out` holds the whole value.
+pub fn try_read_chain(
+    pool: &BufferPool,
+    first_page_id: PageId,
+    length_bytes: u64,
+    out: &mut Vec<u8>,
+) -> Result<Option<PageId>> {
+    out.reserve(length_bytes as usize);
+    let mut remaining = length_bytes;
+    let mut page_id = first_page_id;
+    loop {
+        let Some(page) = pool.try_read(page_id)? else {
+            return Ok(Some(page_id));
+        };
+        let (next, used, ()) = parse_page(&page, page_id, remaining, |bytes| {
+            out.extend_from_slice(bytes)
+        })?;
+        remaining -= used as u64;
+        if next == PAGE_ID_NONE {
+            return Ok(None);
+        }
+        page_id = next;
+    }
 }
 
 /// Appends the chain's `length_bytes` bytes to `out`.

@@ -27,10 +27,18 @@ use super::node::{
     cell_key, corruption, encode_inner_cell, encode_leaf_cell, inner_cell_child,
     shortest_separator, split_point, LeafValue, NodeAccessor, NodeBuilder, NodeLimits, SLOT_SIZE,
 };
-use super::overflow::{free_chain, read_chain, write_chain, VALUE_LENGTH_MAX};
+use super::overflow::{free_chain, read_chain, try_read_chain, write_chain, VALUE_LENGTH_MAX};
 
 /// The deepest tree accepted (root level + 1).
 pub const TREE_DEPTH_MAX: usize = 32;
+
+/// Outcome of `BTree::try_get`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TryLookup {
+    Found(Option<Vec<u8>>),
+    /// This page must be loaded before the lookup can go on.
+    Missing(PageId),
+}
 
 /// A handle to one B+tree, identified by its root page id, which never changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,6 +264,58 @@ impl BTree {
         match node.search(key)? {
             Ok(index) => Ok(Some(copy_value(pool, &node, index)?)),
             Err(_) => Ok(None),
+        }
+    }
+
+    /// A point lookup that never waits for I/O (see `exec`): on a miss it releases every
+    /// latch and names the page to load; the caller loads it and calls again.
+    pub fn try_get(&self, pool: &BufferPool, key: &[u8]) -> Result<TryLookup> {
+        if key.len() > NodeLimits::new(pool.page_size()).key_length_max {
+            return Ok(TryLookup::Found(None));
+        }
+        let Some(mut guard) = pool.try_read(self.root)? else {
+            return Ok(TryLookup::Missing(self.root));
+        };
+        let mut expected_level = None;
+        loop {
+            let node = NodeAccessor::new(&guard)?;
+            check_level(&node, expected_level)?;
+            if node.is_leaf() {
+                break;
+            }
+            let child = node.child(node.child_index_for(key)?)?;
+            expected_level = Some(node.level() - 1);
+            // Hand over hand, as in `descend_shared`.
+            let Some(child_guard) = pool.try_read(child)? else {
+                return Ok(TryLookup::Missing(child));
+            };
+            guard = child_guard;
+        }
+        let node = NodeAccessor::new(&guard)?;
+        let Ok(index) = node.search(key)? else {
+            return Ok(TryLookup::Found(None));
+        };
+        match node.leaf_value(index)? {
+            LeafValue::Inline(bytes) => Ok(TryLookup::Found(Some(bytes.to_vec()))),
+            LeafValue::Overflow {
+                length_bytes,
+                first_page_id,
+            } => {
+                if length_bytes > VALUE_LENGTH_MAX as u64 {
+                    return Err(corruption(
+                        node.page_id(),
+                        "overflow value longer than the limit",
+                    ));
+                }
+                let mut value = Vec::new();
+                // The leaf stays latched while the chain is read (see `overflow`).
+                Ok(
+                    match try_read_chain(pool, first_page_id, length_bytes, &mut value)? {
+                        None => TryLookup::Found(Some(value)),
+                        Some(missing) => TryLookup::Missing(missing),
+                    },
+                )
+            }
         }
     }
 

@@ -291,6 +291,97 @@ impl BufferPool {
         }
     }
 
+    /// Returns the page if it is resident and loaded, without waiting for any I/O: None on a
+    /// miss or while another thread loads it. The caller loads it with `load_batch` and retries.
+    pub fn try_read(&self, page_id: PageId) -> Result<Option<PageReadGuard<'_>>> {
+        assert_ne!(page_id, PAGE_ID_NONE, "page id 0 is never a page");
+        let table = self.table.lock();
+        let Some(&frame_id) = table.map.get(&page_id) else {
+            return Ok(None);
+        };
+        let frame = &self.frames[frame_id];
+        if !frame.valid.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        frame.pin_count.fetch_add(1, Ordering::AcqRel);
+        frame.referenced.store(true, Ordering::Relaxed);
+        drop(table);
+        self.counters.hits.fetch_add(1, Ordering::Relaxed);
+        let latch = frame.latch.read();
+        Ok(Some(PageReadGuard {
+            pool: self,
+            frame_id,
+            latch: ManuallyDrop::new(latch),
+        }))
+    }
+
+    /// Loads the pages not yet resident with one batched store read (one io_uring submission
+    /// with every read in flight). Pages already resident or being loaded are skipped.
+    pub fn load_batch(&self, page_ids: &[PageId]) -> Result<usize> {
+        let mut claimed = Vec::with_capacity(page_ids.len());
+        let mut seen = std::collections::HashSet::with_capacity(page_ids.len());
+        for &page_id in page_ids {
+            if !seen.insert(page_id) {
+                continue;
+            }
+            match self.claim_frame(page_id) {
+                Ok(Some(claim)) => claimed.push((page_id, claim)),
+                Ok(None) => {} // resident or being loaded by someone else
+                Err(error) => {
+                    self.abandon_claims(claimed);
+                    return Err(error);
+                }
+            }
+        }
+        if claimed.is_empty() {
+            return Ok(0);
+        }
+        let result = {
+            let mut reads: Vec<(PageId, &mut [u8])> = claimed
+                .iter()
+                // SAFETY: every claimed frame is latched exclusively by us and distinct.
+                .map(|(page_id, (frame_id, _))| (*page_id, unsafe { self.frame_bytes(*frame_id) }))
+                .collect();
+            self.store.read_pages(&mut reads)
+        };
+        if let Err(error) = result {
+            self.abandon_claims(claimed);
+            return Err(error);
+        }
+        let loaded = claimed.len();
+        self.counters
+            .misses
+            .fetch_add(loaded as u64, Ordering::Relaxed);
+        self.counters
+            .pages_read
+            .fetch_add(loaded as u64, Ordering::Relaxed);
+        for (_, (frame_id, latch)) in claimed {
+            let frame = &self.frames[frame_id];
+            // SAFETY: we still hold the frame latch exclusively.
+            let kind = PageHeaderAccessor::new(unsafe { self.frame_bytes(frame_id) }).kind();
+            frame
+                .inner
+                .store(kind == Some(PageKind::BtreeInner), Ordering::Relaxed);
+            frame.valid.store(true, Ordering::Release);
+            drop(latch);
+            frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+        }
+        Ok(loaded)
+    }
+
+    /// Gives back frames claimed for loads that will not happen.
+    fn abandon_claims(&self, claimed: Vec<(PageId, (usize, RwLockWriteGuard<'_, ()>))>) {
+        for (page_id, (frame_id, latch)) in claimed {
+            let frame = &self.frames[frame_id];
+            let mut table = self.table.lock();
+            table.map.remove(&page_id);
+            frame.page_id.store(PAGE_ID_NONE, Ordering::Release);
+            drop(table);
+            drop(latch);
+            frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
     /// Finds or loads a page and returns its pinned frame.
     fn pin_page(&self, page_id: PageId) -> Result<usize> {
         assert_ne!(page_id, PAGE_ID_NONE, "page id 0 is never a page");

@@ -24,7 +24,7 @@ use super::control::{CheckpointImage, ControlFile, ControlRecord, WritePolicy};
 use super::page_ids::PageIdAllocator;
 use super::{CheckpointMeta, PageStore, StoreSnapshot, StoreStats};
 use crate::error::{Error, Result};
-use crate::io::{AlignedBuf, Io, IoFile, OpenOptions, WriteRequest};
+use crate::io::{AlignedBuf, Io, IoFile, OpenOptions, ReadRequest, WriteRequest};
 use crate::page::{self, PageId};
 
 pub const DATA_FILE: &str = "data.hyt";
@@ -263,6 +263,25 @@ impl PageStore for InPlaceStore {
         self.file.read_at(buf, offset)?;
         self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
         page::verify(buf, page_id, DATA_FILE, offset)
+    }
+
+    fn read_pages(&self, pages: &mut [(PageId, &mut [u8])]) -> Result<()> {
+        let mut requests: Vec<ReadRequest<'_>> = pages
+            .iter_mut()
+            .map(|(page_id, buf)| ReadRequest {
+                offset: *page_id * self.page_size as u64,
+                buf,
+            })
+            .collect();
+        self.file.read_batch(&mut requests)?;
+        drop(requests);
+        self.counters
+            .pages_read
+            .fetch_add(pages.len() as u64, Ordering::Relaxed);
+        for (page_id, buf) in pages.iter() {
+            page::verify(buf, *page_id, DATA_FILE, self.home(*page_id))?;
+        }
+        Ok(())
     }
 
     fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<()> {

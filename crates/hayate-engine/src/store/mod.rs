@@ -119,6 +119,13 @@ pub trait PageStore: Send + Sync {
     fn page_size(&self) -> usize;
     /// Reads and verifies the latest written image of a page.
     fn read_page(&self, page_id: PageId, buf: &mut [u8]) -> Result<()>;
+    /// Reads and verifies many pages, with as many reads in flight as the backend allows.
+    fn read_pages(&self, pages: &mut [(PageId, &mut [u8])]) -> Result<()> {
+        for (page_id, buf) in pages.iter_mut() {
+            self.read_page(*page_id, buf)?;
+        }
+        Ok(())
+    }
     /// Writes sealed page images. Not durable, and not part of recovery, until a checkpoint
     /// that includes them completes.
     fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<()>;

@@ -529,6 +529,38 @@ impl PageStore for OutOfPlaceStore {
         Err(self.corruption(page_id, 0, "page kept moving while being read"))
     }
 
+    fn read_pages(&self, pages: &mut [(PageId, &mut [u8])]) -> Result<()> {
+        let slots: Vec<u64> = pages
+            .iter()
+            .map(|(page_id, _)| self.slot_of(*page_id))
+            .collect();
+        if let Some(index) = slots.iter().position(|&slot| slot == NO_SLOT) {
+            return Err(self.corruption(pages[index].0, 0, "page has no stored copy"));
+        }
+        let mut requests: Vec<ReadRequest<'_>> = pages
+            .iter_mut()
+            .zip(&slots)
+            .map(|((_, buf), slot)| ReadRequest {
+                offset: slot * self.page_size as u64,
+                buf,
+            })
+            .collect();
+        self.file.read_batch(&mut requests)?;
+        drop(requests);
+        self.counters
+            .pages_read
+            .fetch_add(pages.len() as u64, Ordering::Relaxed);
+        for ((page_id, buf), &slot) in pages.iter_mut().zip(&slots) {
+            if self.slot_of(*page_id) == slot {
+                page::verify(buf, *page_id, DATA_FILE, slot * self.page_size as u64)?;
+            } else {
+                // Moved by the cleaner while in flight: read the new copy (see `read_page`).
+                self.read_page(*page_id, buf)?;
+            }
+        }
+        Ok(())
+    }
+
     fn write_pages(&self, pages: &[(PageId, &[u8])]) -> Result<()> {
         if pages.is_empty() {
             return Ok(());

@@ -34,7 +34,7 @@ pub use catalog::{Catalog, TreeId, TreeInfo, TreeKind};
 pub use locks::{LockConfig, LockStats};
 pub use transaction::{Scan, Transaction};
 
-use crate::btree::BTree;
+use crate::btree::{BTree, TryLookup};
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::store::CheckpointMeta;
@@ -227,6 +227,21 @@ impl TxnManager {
             return Ok(version.value);
         }
         self.walk_undo(version.undo_pointer, snapshot_ts)
+    }
+
+    /// `read_visible` without waiting for I/O (see `BTree::try_get`).
+    fn try_read_visible(&self, tree: &TreeInfo, key: &[u8], snapshot_ts: u64) -> Result<TryLookup> {
+        let raw = match BTree::open(tree.root).try_get(&self.pool, key)? {
+            TryLookup::Found(Some(raw)) => raw,
+            other => return Ok(other),
+        };
+        let version = row::decode(&raw, &tree.name)?;
+        if version.commit_ts <= snapshot_ts {
+            return Ok(TryLookup::Found(version.value));
+        }
+        Ok(TryLookup::Found(
+            self.walk_undo(version.undo_pointer, snapshot_ts)?,
+        ))
     }
 
     /// Follows an undo chain to the newest version committed at or before `snapshot_ts`.

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use super::locks::LockKey;
 use super::{row, TreeId, TreeInfo, TxnManager};
-use crate::btree::{BTree, Cursor, NodeLimits, VALUE_LENGTH_MAX};
+use crate::btree::{BTree, Cursor, NodeLimits, TryLookup, VALUE_LENGTH_MAX};
 use crate::error::{Error, Result};
+use crate::exec::PageWait;
 use crate::wal::Op;
 
 /// Why a transaction can no longer commit.
@@ -91,6 +92,27 @@ impl Transaction {
         }
         let info = self.tree(tree)?;
         self.manager.read_visible(&info, key, self.snapshot_ts)
+    }
+
+    /// Like `get`, but never waits for I/O: `Missing(page)` asks the caller to load a page
+    /// and call again (see `exec`).
+    pub fn try_get(&self, tree: TreeId, key: &[u8]) -> Result<TryLookup> {
+        if let Some(write) = self.writes.get(&(tree, key.to_vec())) {
+            return Ok(TryLookup::Found(write.clone()));
+        }
+        let info = self.tree(tree)?;
+        self.manager.try_read_visible(&info, key, self.snapshot_ts)
+    }
+
+    /// `get` for tasks run by `exec::run_tasks`: a miss suspends the task instead of the
+    /// thread.
+    pub async fn get_async(&self, tree: TreeId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        loop {
+            match self.try_get(tree, key)? {
+                TryLookup::Found(value) => return Ok(value),
+                TryLookup::Missing(page_id) => PageWait::new(page_id).await,
+            }
+        }
     }
 
     /// Reads a row and locks it against other writers (SELECT ... FOR UPDATE). Fails with a

@@ -1,0 +1,116 @@
+//! Many transactions per thread without an OS thread switch per I/O.
+//!
+//! A task is a future (an `async` block using `Transaction::get_async`). Lifecycle:
+//! 1. `run_tasks` polls every runnable task once, round-robin, on the calling thread.
+//! 2. A task that needs a page which is not resident releases its latches, records the page
+//!    (`PageWait`) and returns `Pending`; the next task runs at once.
+//! 3. When every task has had its turn, the pages they wait for are loaded together with one
+//!    batched read (`BufferPool::load_batch`: one io_uring submission, every read in flight),
+//!    and the waiting tasks become runnable again; their lookups restart and now hit.
+//!
+//! So one thread keeps as many reads in flight as it has waiting tasks and blocks once per
+//! batch instead of once per read. Limits: only point reads wait this way; commits and writes
+//! still block the thread (they wait for the log or for pages synchronously).
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use crate::buffer::BufferPool;
+use crate::error::Result;
+use crate::page::PageId;
+
+thread_local! {
+    /// Pages the tasks polled in this round wait for.
+    static WANTED: RefCell<Vec<PageId>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A future that is pending once, after asking the executor for a page.
+pub struct PageWait {
+    page_id: PageId,
+    asked: bool,
+}
+
+impl PageWait {
+    pub fn new(page_id: PageId) -> PageWait {
+        PageWait {
+            page_id,
+            asked: false,
+        }
+    }
+}
+
+impl Future for PageWait {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _context: &mut Context<'_>) -> Poll<()> {
+        if self.asked {
+            return Poll::Ready(());
+        }
+        self.asked = true;
+        WANTED.with(|wanted| wanted.borrow_mut().push(self.page_id));
+        Poll::Pending
+    }
+}
+
+/// What `run_tasks` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecStats {
+    pub tasks: u64,
+    pub polls: u64,
+    /// Batched loads issued (each one wait of the thread for I/O).
+    pub batches: u64,
+    pub pages_loaded: u64,
+}
+
+pub type Task<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// Runs the tasks to completion on this thread; returns their outputs in order. At most
+/// `batch_pages_max` pages are loaded per batch (bounded by the pool's size).
+pub fn run_tasks<'a, T>(
+    pool: &BufferPool,
+    tasks: Vec<Task<'a, T>>,
+    batch_pages_max: usize,
+) -> Result<(Vec<T>, ExecStats)> {
+    let mut stats = ExecStats {
+        tasks: tasks.len() as u64,
+        ..ExecStats::default()
+    };
+    let mut slots: Vec<Option<Task<'a, T>>> = tasks.into_iter().map(Some).collect();
+    let mut outputs: Vec<Option<T>> = slots.iter().map(|_| None).collect();
+    let mut context = Context::from_waker(Waker::noop());
+    let batch_pages_max = batch_pages_max.max(1);
+    WANTED.with(|wanted| wanted.borrow_mut().clear());
+    loop {
+        let mut pending = 0;
+        for (slot, output) in slots.iter_mut().zip(outputs.iter_mut()) {
+            let Some(task) = slot else { continue };
+            stats.polls += 1;
+            match task.as_mut().poll(&mut context) {
+                Poll::Ready(value) => {
+                    *output = Some(value);
+                    *slot = None;
+                }
+                Poll::Pending => pending += 1,
+            }
+        }
+        if pending == 0 {
+            break;
+        }
+        let mut wanted = WANTED.with(|wanted| std::mem::take(&mut *wanted.borrow_mut()));
+        if wanted.is_empty() {
+            std::thread::yield_now(); // pending on something else; poll again
+            continue;
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        for chunk in wanted.chunks(batch_pages_max) {
+            stats.pages_loaded += pool.load_batch(chunk)? as u64;
+            stats.batches += 1;
+        }
+    }
+    let outputs = outputs
+        .into_iter()
+        .map(|output| output.expect("every task finished"));
+    Ok((outputs.collect(), stats))
+}

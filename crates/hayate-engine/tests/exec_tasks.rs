@@ -1,0 +1,135 @@
+//! Many read transactions on one thread: misses suspend tasks, not the thread, and are loaded
+//! in batches.
+
+use hayate_engine::btree::TryLookup;
+use hayate_engine::exec::Task;
+use hayate_engine::{BufferSize, Database, DatabaseConfig, WritePolicy};
+use rand::{Rng, SeedableRng};
+
+const ROWS: u32 = 1500;
+
+/// What a read task returns: each key it read with the value it saw.
+type Reads = hayate_engine::Result<Vec<(u32, Option<Vec<u8>>)>>;
+
+fn value_of(key: u32) -> Vec<u8> {
+    // 4000 bytes: longer than a quarter page, so every row lives in an overflow chain.
+    (0..4000u32)
+        .map(|i| (key.wrapping_mul(31).wrapping_add(i) % 251) as u8)
+        .collect()
+}
+
+fn small_pool_database(dir: &std::path::Path, policy: WritePolicy) -> Database {
+    let mut config = DatabaseConfig {
+        buffer_size: BufferSize::Bytes(0),
+        buffer_frames_min: 64,
+        ..Default::default()
+    };
+    config.store.policy = policy;
+    Database::open(dir, config).unwrap()
+}
+
+fn load(db: &Database) -> hayate_engine::TreeId {
+    let table = db.create_table("rows").unwrap();
+    for chunk in (0..ROWS).collect::<Vec<_>>().chunks(100) {
+        let mut txn = db.begin();
+        for &key in chunk {
+            txn.insert(table, &key.to_be_bytes(), &value_of(key))
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    table
+}
+
+fn many_tasks_read_correct_values_with_batched_misses(policy: WritePolicy) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = small_pool_database(dir.path(), policy);
+    let table = load(&db);
+    let seed = 7;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let key_lists: Vec<Vec<u32>> = (0..32)
+        .map(|_| (0..25).map(|_| rng.gen_range(0..ROWS)).collect())
+        .collect();
+    let tasks: Vec<Task<'_, Reads>> = key_lists
+        .iter()
+        .map(|keys| {
+            let db = &db;
+            Box::pin(async move {
+                let txn = db.begin_read_only();
+                let mut found = Vec::new();
+                for &key in keys {
+                    found.push((key, txn.get_async(table, &key.to_be_bytes()).await?));
+                }
+                Ok(found)
+            }) as Task<'_, _>
+        })
+        .collect();
+    let (outputs, stats) = db.run_tasks(tasks).unwrap();
+    eprintln!("{policy:?}: {stats:?}");
+    for output in outputs {
+        for (key, value) in output.unwrap() {
+            assert_eq!(
+                value.as_deref(),
+                Some(&value_of(key)[..]),
+                "key {key} ({policy:?})"
+            );
+        }
+    }
+    assert_eq!(stats.tasks, 32);
+    assert!(
+        stats.pages_loaded > 100,
+        "the 64-frame pool must miss: {stats:?}"
+    );
+    assert!(
+        stats.batches * 4 < stats.pages_loaded,
+        "misses of different tasks must share batches: {stats:?}"
+    );
+    db.check().unwrap();
+}
+
+#[test]
+fn many_tasks_out_of_place() {
+    many_tasks_read_correct_values_with_batched_misses(WritePolicy::OutOfPlace);
+}
+
+#[test]
+fn many_tasks_in_place() {
+    many_tasks_read_correct_values_with_batched_misses(WritePolicy::InPlace);
+}
+
+#[test]
+fn try_get_names_the_missing_page_and_hits_after_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = small_pool_database(dir.path(), WritePolicy::OutOfPlace);
+    let table = load(&db);
+    let txn = db.begin_read_only();
+    let mut misses = 0;
+    for key in (0..ROWS).step_by(97) {
+        let key_bytes = key.to_be_bytes();
+        let value = loop {
+            match txn.try_get(table, &key_bytes).unwrap() {
+                TryLookup::Found(value) => break value,
+                TryLookup::Missing(page_id) => {
+                    misses += 1;
+                    assert!(misses < 10_000, "a lookup must make progress");
+                    // Load it the way the executor does for a waiting task.
+                    let (_, stats) = db
+                        .run_tasks(vec![Box::pin(async move {
+                            hayate_engine::exec::PageWait::new(page_id).await
+                        }) as Task<'_, ()>])
+                        .unwrap();
+                    assert_eq!(stats.batches, 1);
+                }
+            }
+        };
+        assert_eq!(value, Some(value_of(key)));
+    }
+    assert!(
+        misses > 0,
+        "a 64-frame pool over {ROWS} 4 KB rows must miss"
+    );
+    assert_eq!(
+        txn.try_get(table, &u32::MAX.to_be_bytes()).unwrap(),
+        TryLookup::Found(None)
+    );
+}
