@@ -250,7 +250,9 @@ impl Database {
     ) -> Result<(Vec<T>, exec::ExecStats)> {
         // A batch claims one frame per page; leave most of the pool to everyone else.
         let batch_pages_max = (self.inner.pool.stats().frame_count as usize / 4).max(1);
-        exec::run_tasks(&self.inner.pool, tasks, batch_pages_max)
+        let wal = self.inner.manager.wal().clone();
+        let flush_log = move |lsn: u64| wal.flush_to(lsn);
+        exec::run_tasks(&self.inner.pool, tasks, batch_pages_max, &flush_log)
     }
 
     /// Takes a checkpoint now; returns its id.

@@ -133,3 +133,76 @@ fn try_get_names_the_missing_page_and_hits_after_loading() {
         TryLookup::Found(None)
     );
 }
+
+#[test]
+fn update_tasks_share_log_flushes_and_lose_no_increment() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = DatabaseConfig {
+        buffer_size: BufferSize::Bytes(8 << 20),
+        ..Default::default()
+    };
+    let counters = 50u64;
+    let (tasks_count, increments_per_task) = (64u64, 20u64);
+    {
+        let db = Database::open(dir.path(), config.clone()).unwrap();
+        let table = db.create_table("counters").unwrap();
+        let mut txn = db.begin();
+        for key in 0..counters {
+            txn.insert(table, &key.to_be_bytes(), &0u64.to_le_bytes())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+        let tasks: Vec<Task<'_, hayate_engine::Result<u64>>> = (0..tasks_count)
+            .map(|task| {
+                let db = &db;
+                Box::pin(async move {
+                    let mut retries = 0u64;
+                    for round in 0..increments_per_task {
+                        let key = ((task * 7 + round * 13) % counters).to_be_bytes();
+                        loop {
+                            let mut txn = db.begin();
+                            let old = txn.get_async(table, &key).await?.expect("counter row");
+                            let value = u64::from_le_bytes(old.try_into().unwrap()) + 1;
+                            let result =
+                                match txn.put_async(table, &key, &value.to_le_bytes()).await {
+                                    Ok(()) => txn.commit_async().await.map(|_| ()),
+                                    Err(error) => Err(error),
+                                };
+                            match result {
+                                Ok(()) => break,
+                                Err(error) if error.is_retryable() => retries += 1,
+                                Err(error) => return Err(error),
+                            }
+                        }
+                    }
+                    Ok(retries)
+                }) as Task<'_, _>
+            })
+            .collect();
+        let (outputs, stats) = db.run_tasks(tasks).unwrap();
+        let retries: u64 = outputs.into_iter().map(|output| output.unwrap()).sum();
+        let commits = tasks_count * increments_per_task;
+        eprintln!("{stats:?}, {retries} retries after conflicts");
+        assert!(stats.log_flushes > 0);
+        assert!(
+            stats.log_flushes * 4 < commits,
+            "commits of one round must share a flush: {stats:?}"
+        );
+        db.check().unwrap();
+        // No close: the reopen replays the log.
+    }
+    let db = Database::open(dir.path(), config).unwrap();
+    let table = db.table("counters").unwrap();
+    let txn = db.begin_read_only();
+    let total: u64 = (0..counters)
+        .map(|key| {
+            let value = txn.get(table, &key.to_be_bytes()).unwrap().unwrap();
+            u64::from_le_bytes(value.try_into().unwrap())
+        })
+        .sum();
+    assert_eq!(
+        total,
+        tasks_count * increments_per_task,
+        "every acknowledged increment is there"
+    );
+}

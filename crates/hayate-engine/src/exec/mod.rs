@@ -8,11 +8,16 @@
 //!    batched read (`BufferPool::load_batch`: one io_uring submission, every read in flight),
 //!    and the waiting tasks become runnable again; their lookups restart and now hit.
 //!
+//! 4. A commit logs and applies its writes, then waits on the log (`LogWait`); after the round
+//!    the executor makes the log durable once up to the highest position asked for, so every
+//!    commit of the round shares one fdatasync. Row-lock waits poll and yield (`Yield`).
+//!
 //! So one thread keeps as many reads in flight as it has waiting tasks and blocks once per
-//! batch instead of once per read. Limits: only point reads wait this way; commits and writes
-//! still block the thread (they wait for the log or for pages synchronously).
+//! batch instead of once per read, and commits of all its tasks share flushes. Limits: applying
+//! a commit and scans still read missing pages synchronously; lock waits between tasks are
+//! bounded by the lock timeout, not by deadlock detection.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -24,6 +29,51 @@ use crate::page::PageId;
 thread_local! {
     /// Pages the tasks polled in this round wait for.
     static WANTED: RefCell<Vec<PageId>> = const { RefCell::new(Vec::new()) };
+    /// The highest log position a task polled in this round waits to be durable (0: none).
+    static WANTED_LSN: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A future that is pending once, after asking the executor to make the log durable up to
+/// `lsn`: all commits of a round share one flush.
+pub struct LogWait {
+    lsn: u64,
+    asked: bool,
+}
+
+impl LogWait {
+    pub fn new(lsn: u64) -> LogWait {
+        LogWait { lsn, asked: false }
+    }
+}
+
+impl Future for LogWait {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _context: &mut Context<'_>) -> Poll<()> {
+        if self.asked {
+            return Poll::Ready(());
+        }
+        self.asked = true;
+        WANTED_LSN.with(|wanted| wanted.set(wanted.get().max(self.lsn)));
+        Poll::Pending
+    }
+}
+
+/// A future that is pending once and asks for nothing: lets other tasks run (lock waits,
+/// waiting for an earlier commit to become visible).
+#[derive(Default)]
+pub struct Yield {
+    yielded: bool,
+}
+
+impl Future for Yield {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _context: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        Poll::Pending
+    }
 }
 
 /// A future that is pending once, after asking the executor for a page.
@@ -61,6 +111,8 @@ pub struct ExecStats {
     /// Batched loads issued (each one wait of the thread for I/O).
     pub batches: u64,
     pub pages_loaded: u64,
+    /// Log flushes requested for waiting commits (one per round at most).
+    pub log_flushes: u64,
 }
 
 pub type Task<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
@@ -71,6 +123,7 @@ pub fn run_tasks<'a, T>(
     pool: &BufferPool,
     tasks: Vec<Task<'a, T>>,
     batch_pages_max: usize,
+    flush_log: &dyn Fn(u64) -> Result<()>,
 ) -> Result<(Vec<T>, ExecStats)> {
     let mut stats = ExecStats {
         tasks: tasks.len() as u64,
@@ -81,6 +134,7 @@ pub fn run_tasks<'a, T>(
     let mut context = Context::from_waker(Waker::noop());
     let batch_pages_max = batch_pages_max.max(1);
     WANTED.with(|wanted| wanted.borrow_mut().clear());
+    WANTED_LSN.with(|wanted| wanted.set(0));
     loop {
         let mut pending = 0;
         for (slot, output) in slots.iter_mut().zip(outputs.iter_mut()) {
@@ -97,9 +151,16 @@ pub fn run_tasks<'a, T>(
         if pending == 0 {
             break;
         }
+        let lsn = WANTED_LSN.with(|wanted| wanted.replace(0));
+        if lsn > 0 {
+            flush_log(lsn)?;
+            stats.log_flushes += 1;
+        }
         let mut wanted = WANTED.with(|wanted| std::mem::take(&mut *wanted.borrow_mut()));
         if wanted.is_empty() {
-            std::thread::yield_now(); // pending on something else; poll again
+            if lsn == 0 {
+                std::thread::yield_now(); // waiting for locks or other threads; poll again
+            }
             continue;
         }
         wanted.sort_unstable();

@@ -184,6 +184,11 @@ impl LockTable {
         self.waits_for.lock().remove(&txn_id);
     }
 
+    /// How long a lock wait may last.
+    pub fn timeout(&self) -> Duration {
+        self.config.timeout
+    }
+
     pub fn stats(&self) -> LockStats {
         LockStats {
             acquired: self.acquired.load(Ordering::Relaxed),

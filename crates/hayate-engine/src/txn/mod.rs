@@ -269,39 +269,50 @@ impl TxnManager {
 
     /// Steps 2-5 of the commit protocol. The caller holds the row locks of `ops`.
     fn commit_writes(&self, txn_id: u64, ops: Vec<Op>) -> Result<u64> {
+        let (commit_ts, end_lsn) = self.commit_apply(txn_id, ops)?;
+        self.commit_durable(commit_ts, end_lsn)?;
+        self.publish(commit_ts);
+        Ok(commit_ts)
+    }
+
+    /// Steps 2-3 of the commit protocol: log the write set and apply it. Returns the commit
+    /// timestamp and the log position that must be durable before the commit is acknowledged.
+    fn commit_apply(&self, txn_id: u64, ops: Vec<Op>) -> Result<(u64, Lsn)> {
         self.check_writable()?;
-        let (commit_ts, lsn) = {
-            let mut order = self.commit_order.lock();
-            let commit_ts = order.next_commit_ts;
-            let record = LogRecord::Commit {
-                txn_id,
-                commit_ts,
-                ops,
-            };
-            let appended = self.wal.append(&record)?;
-            order.next_commit_ts += 1;
-            order.applying.insert(commit_ts, appended.lsn);
-            let LogRecord::Commit { ops, .. } = record else {
-                unreachable!()
-            };
-            drop(order);
-            let applied = self.apply_ops(commit_ts, appended.lsn, &ops);
-            self.commit_order.lock().applying.remove(&commit_ts);
-            if let Err(error) = applied {
-                self.poison(&error);
-                self.finish_failed(commit_ts);
-                return Err(error);
-            }
-            (commit_ts, appended.end_lsn)
+        let mut order = self.commit_order.lock();
+        let commit_ts = order.next_commit_ts;
+        let record = LogRecord::Commit {
+            txn_id,
+            commit_ts,
+            ops,
         };
-        if let Err(error) = self.wal.flush_to(lsn) {
+        let appended = self.wal.append(&record)?;
+        order.next_commit_ts += 1;
+        order.applying.insert(commit_ts, appended.lsn);
+        let LogRecord::Commit { ops, .. } = record else {
+            unreachable!()
+        };
+        drop(order);
+        let applied = self.apply_ops(commit_ts, appended.lsn, &ops);
+        self.commit_order.lock().applying.remove(&commit_ts);
+        if let Err(error) = applied {
             self.poison(&error);
             self.finish_failed(commit_ts);
             return Err(error);
         }
-        self.publish(commit_ts);
+        Ok((commit_ts, appended.end_lsn))
+    }
+
+    /// Step 4: waits until the log is durable up to `end_lsn` (at once if a group flush already
+    /// covered it).
+    fn commit_durable(&self, commit_ts: u64, end_lsn: Lsn) -> Result<()> {
+        if let Err(error) = self.wal.flush_to(end_lsn) {
+            self.poison(&error);
+            self.finish_failed(commit_ts);
+            return Err(error);
+        }
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
-        Ok(commit_ts)
+        Ok(())
     }
 
     /// Applies committed operations to the trees, saving before-images in the undo log.
@@ -352,6 +363,15 @@ impl TxnManager {
 
     /// Marks `commit_ts` done and waits until it (and every earlier commit) is visible.
     fn publish(&self, commit_ts: u64) {
+        let mut order = self.mark_published(commit_ts);
+        while self.visible_ts() < commit_ts {
+            self.published.wait(&mut order);
+        }
+    }
+
+    /// Marks a durable commit done and advances the visible timestamp over every contiguous
+    /// done commit. Does not wait for earlier commits (tasks wait by polling `visible_ts`).
+    fn mark_published(&self, commit_ts: u64) -> parking_lot::MutexGuard<'_, CommitOrder> {
         let mut order = self.commit_order.lock();
         order.finished.insert(commit_ts);
         let mut visible = self.visible_ts();
@@ -362,9 +382,7 @@ impl TxnManager {
             self.visible_ts.store(visible, Ordering::Release);
             self.published.notify_all();
         }
-        while self.visible_ts() < commit_ts {
-            self.published.wait(&mut order);
-        }
+        order
     }
 
     /// Ends a commit that failed after taking its timestamp, without waiting, so later commits

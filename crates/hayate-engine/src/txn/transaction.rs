@@ -9,7 +9,7 @@ use super::locks::LockKey;
 use super::{row, TreeId, TreeInfo, TxnManager};
 use crate::btree::{BTree, Cursor, NodeLimits, TryLookup, VALUE_LENGTH_MAX};
 use crate::error::{Error, Result};
-use crate::exec::PageWait;
+use crate::exec::{LogWait, PageWait, Yield};
 use crate::wal::Op;
 
 /// Why a transaction can no longer commit.
@@ -189,6 +189,48 @@ impl Transaction {
 
     /// Locks a row for writing and returns whether it exists for this transaction.
     fn lock_row(&mut self, info: &TreeInfo, key: &[u8]) -> Result<bool> {
+        if let Some(exists) = self.write_precheck(info, key)? {
+            return Ok(exists);
+        }
+        let lock_key = (info.id, key.to_vec());
+        match self.manager.locks.lock(self.txn_id, &lock_key) {
+            Ok(true) => self.locked.push(lock_key),
+            Ok(false) => {}
+            Err(error) => return Err(self.fail(error)),
+        }
+        let latest = BTree::open(info.root).get(&self.manager.pool, key)?;
+        self.check_latest(info, latest.as_deref())
+    }
+
+    /// `lock_row` for tasks: a lock held by another transaction makes the task yield (other
+    /// tasks of the thread may own it) until the lock timeout; a missing page suspends it.
+    async fn lock_row_async(&mut self, info: &TreeInfo, key: &[u8]) -> Result<bool> {
+        if let Some(exists) = self.write_precheck(info, key)? {
+            return Ok(exists);
+        }
+        let lock_key = (info.id, key.to_vec());
+        let deadline = std::time::Instant::now() + self.manager.locks.timeout();
+        while !self.manager.locks.try_lock(self.txn_id, &lock_key) {
+            if std::time::Instant::now() >= deadline {
+                let timeout_ms = self.manager.locks.timeout().as_millis() as u64;
+                return Err(self.fail(Error::LockTimeout(timeout_ms)));
+            }
+            Yield::default().await;
+        }
+        if !self.locked.contains(&lock_key) {
+            self.locked.push(lock_key);
+        }
+        let latest = loop {
+            match BTree::open(info.root).try_get(&self.manager.pool, key)? {
+                TryLookup::Found(raw) => break raw,
+                TryLookup::Missing(page_id) => PageWait::new(page_id).await,
+            }
+        };
+        self.check_latest(info, latest.as_deref())
+    }
+
+    /// Checks shared by the write paths. Some(exists) if this transaction already wrote the row.
+    fn write_precheck(&self, info: &TreeInfo, key: &[u8]) -> Result<Option<bool>> {
         if self.finished {
             return Err(Error::TransactionClosed);
         }
@@ -199,26 +241,96 @@ impl Transaction {
             return Err(failure.error());
         }
         self.manager.check_writable()?;
-        if let Some(write) = self.writes.get(&(info.id, key.to_vec())) {
-            return Ok(write.is_some());
-        }
-        let lock_key = (info.id, key.to_vec());
-        match self.manager.locks.lock(self.txn_id, &lock_key) {
-            Ok(true) => self.locked.push(lock_key),
-            Ok(false) => {}
-            Err(error) => return Err(self.fail(error)),
-        }
-        let latest = BTree::open(info.root).get(&self.manager.pool, key)?;
-        match latest.as_deref().map(row::peek) {
+        Ok(self
+            .writes
+            .get(&(info.id, key.to_vec()))
+            .map(|write| write.is_some()))
+    }
+
+    /// With the row locked: whether it exists, or a serialization failure if a version newer
+    /// than the snapshot was committed.
+    fn check_latest(&mut self, info: &TreeInfo, latest: Option<&[u8]>) -> Result<bool> {
+        match latest.map(row::peek) {
             None => Ok(false),
-            Some(None) => {
-                row::decode(latest.as_deref().unwrap_or_default(), &info.name).map(|_| false)
-            }
+            Some(None) => row::decode(latest.unwrap_or_default(), &info.name).map(|_| false),
             Some(Some((commit_ts, _))) if commit_ts > self.snapshot_ts => {
                 Err(self.fail(Error::SerializationFailure))
             }
             Some(Some((_, tombstone))) => Ok(!tombstone),
         }
+    }
+
+    /// `put` for tasks run by `exec::run_tasks`.
+    pub async fn put_async(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_sizes(key, Some(value))?;
+        let info = self.tree(tree)?;
+        self.lock_row_async(&info, key).await?;
+        self.writes
+            .insert((tree, key.to_vec()), Some(value.to_vec()));
+        Ok(())
+    }
+
+    /// `update` for tasks run by `exec::run_tasks`.
+    pub async fn update_async(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.check_sizes(key, Some(value))?;
+        let info = self.tree(tree)?;
+        if !self.lock_row_async(&info, key).await? {
+            return Ok(false);
+        }
+        self.writes
+            .insert((tree, key.to_vec()), Some(value.to_vec()));
+        Ok(true)
+    }
+
+    /// `commit` for tasks run by `exec::run_tasks`: the wait for the log is shared with every
+    /// other commit of the thread's round, and waiting for earlier commits to become visible
+    /// yields instead of blocking.
+    pub async fn commit_async(mut self) -> Result<Option<u64>> {
+        if self.finished {
+            return Err(Error::TransactionClosed);
+        }
+        if let Some(failure) = self.failure {
+            self.finish(false);
+            return Err(failure.error());
+        }
+        if self.writes.is_empty() {
+            self.finish(true);
+            return Ok(None);
+        }
+        let ops = self.take_ops();
+        let (commit_ts, end_lsn) = match self.manager.commit_apply(self.txn_id, ops) {
+            Ok(applied) => applied,
+            Err(error) => {
+                self.finish(false);
+                return Err(error);
+            }
+        };
+        LogWait::new(end_lsn).await;
+        if let Err(error) = self.manager.commit_durable(commit_ts, end_lsn) {
+            self.finish(false);
+            return Err(error);
+        }
+        drop(self.manager.mark_published(commit_ts));
+        while self.manager.visible_ts() < commit_ts {
+            Yield::default().await;
+        }
+        self.finish(true);
+        Ok(Some(commit_ts))
+    }
+
+    /// The write set as log operations, in key order.
+    fn take_ops(&mut self) -> Vec<Op> {
+        std::mem::take(&mut self.writes)
+            .into_iter()
+            .map(|((tree_id, key), value)| match value {
+                Some(value) => Op::Put {
+                    tree_id,
+                    key,
+                    value,
+                },
+                None => Op::Delete { tree_id, key },
+            })
+            .collect()
     }
 
     fn fail(&mut self, error: Error) -> Error {
@@ -277,17 +389,7 @@ impl Transaction {
             self.finish(true);
             return Ok(None);
         }
-        let ops: Vec<Op> = std::mem::take(&mut self.writes)
-            .into_iter()
-            .map(|((tree_id, key), value)| match value {
-                Some(value) => Op::Put {
-                    tree_id,
-                    key,
-                    value,
-                },
-                None => Op::Delete { tree_id, key },
-            })
-            .collect();
+        let ops = self.take_ops();
         let result = self.manager.commit_writes(self.txn_id, ops);
         self.finish(result.is_ok());
         result.map(Some)
