@@ -4,7 +4,9 @@
 //! 2. B+tree in memory: point inserts then point lookups of random keys, 1 and 2 threads.
 //! 3. Group commit on the real device: 1, 16 and 256 committers, each run on a fresh log in a
 //!    temporary directory under `--dir` (refused on tmpfs, which has no device behind it).
-//! 4. Print a table per benchmark and, with `--json`, write everything as JSON.
+//! 4. Durable updates as tasks versus OS threads (`bench_tasks`).
+//! 5. Print a table per benchmark and, with `--json`, write the B+tree and group-commit results
+//!    as JSON.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -40,6 +42,9 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
     }
     if matches!(args.kind, BenchKind::Commit | BenchKind::All) {
         commit = Some(run_commit(args)?);
+    }
+    if matches!(args.kind, BenchKind::Tasks | BenchKind::All) {
+        crate::bench_tasks::run(&device_dir(args)?, args.seconds)?;
     }
     if let Some(path) = &args.json {
         let json = to_json(args, &machine, &btree, commit.as_ref());
@@ -90,7 +95,8 @@ fn run_btree(keys: u64) -> CliResult<Vec<BtreeBenchReport>> {
     Ok(reports)
 }
 
-fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<GroupCommitReport>)> {
+/// The directory on the real device under which benchmarks write (`--dir` or the current one).
+fn device_dir(args: &BenchArgs) -> CliResult<PathBuf> {
     let base = match &args.dir {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context(|| "no current directory".to_string())?,
@@ -102,6 +108,12 @@ fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<GroupCommitReport>)> {
             base.display()
         )));
     }
+    Ok(base)
+}
+
+fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<GroupCommitReport>)> {
+    let base = device_dir(args)?;
+    let file_system = file_system_of(&base)?;
     let temporary = tempfile::Builder::new()
         .prefix(".hayate-bench-")
         .tempdir_in(&base)

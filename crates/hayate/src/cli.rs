@@ -98,7 +98,9 @@ pub enum BenchKind {
     Btree,
     /// Group commit with 1, 16 and 256 committers on the real device.
     Commit,
-    /// Both.
+    /// Durable single-row updates in memory as many tasks per thread vs on OS threads.
+    Tasks,
+    /// All of the above.
     All,
 }
 
@@ -108,7 +110,7 @@ pub struct BenchArgs {
     #[arg(value_enum, default_value_t = BenchKind::All)]
     pub kind: BenchKind,
 
-    /// Seconds per group-commit run.
+    /// Seconds per group-commit or tasks run.
     #[arg(long, value_name = "N", default_value_t = 3,
           value_parser = clap::value_parser!(u64).range(1..=3_600))]
     pub seconds: u64,

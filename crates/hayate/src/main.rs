@@ -7,6 +7,7 @@
 //! 3. Print an error as `error: ...` on stderr and exit with code 1.
 
 mod bench;
+mod bench_tasks;
 mod check;
 mod cli;
 mod demo;
