@@ -98,6 +98,34 @@ fn bench_btree_with_few_keys() {
 }
 
 #[test]
+fn bench_tasks_runs_threads_and_tasks() {
+    // On the real disk (the benchmark refuses tmpfs): under the crate's target directory.
+    let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/cli-test");
+    std::fs::create_dir_all(&base).expect("create test directory");
+    let output = hayate(&[
+        "bench",
+        "tasks",
+        "--seconds",
+        "1",
+        "--dir",
+        base.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "bench failed:\n{stdout}\n{stderr}");
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|line| {
+            line.trim_start().starts_with("threads") || line.trim_start().starts_with("tasks")
+        })
+        .collect();
+    assert_eq!(
+        rows.len(),
+        5,
+        "two thread runs and three task runs:\n{stdout}"
+    );
+}
+
+#[test]
 fn user_errors_exit_1_with_a_message() {
     let output = hayate(&["demo", "--threads", "zero"]);
     let (_, stderr) = text(&output);
