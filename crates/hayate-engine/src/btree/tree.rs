@@ -166,15 +166,29 @@ impl BTree {
         &self,
         pool: &'p BufferPool,
         key: &[u8],
-        mut fence: Option<&mut Option<Vec<u8>>>,
+        fence: Option<&mut Option<Vec<u8>>>,
     ) -> Result<PageReadGuard<'p>> {
-        let mut guard = pool.read(self.root)?;
+        let leaf = self.descend_shared_with(key, fence, |page_id| pool.read(page_id).map(Some))?;
+        Ok(leaf.expect("a blocking read always yields the page"))
+    }
+
+    /// The descent of `descend_shared`, with pages fetched by `fetch`: None from `fetch` ends
+    /// the descent with `Err(page)` (the page is not resident; every latch is released).
+    fn descend_shared_with<'p>(
+        &self,
+        key: &[u8],
+        mut fence: Option<&mut Option<Vec<u8>>>,
+        fetch: impl Fn(PageId) -> Result<Option<PageReadGuard<'p>>>,
+    ) -> Result<std::result::Result<PageReadGuard<'p>, PageId>> {
+        let Some(mut guard) = fetch(self.root)? else {
+            return Ok(Err(self.root));
+        };
         let mut expected_level = None;
         loop {
             let node = NodeAccessor::new(&guard)?;
             check_level(&node, expected_level)?;
             if node.is_leaf() {
-                return Ok(guard);
+                return Ok(Ok(guard));
             }
             let index = node.child_index_for(key)?;
             let child = node.child(index)?;
@@ -185,7 +199,9 @@ impl BTree {
             }
             expected_level = Some(node.level() - 1);
             // Hand over hand: the child is latched before the parent is released.
-            let child_guard = pool.read(child)?;
+            let Some(child_guard) = fetch(child)? else {
+                return Ok(Err(child));
+            };
             guard = child_guard;
         }
     }
@@ -273,24 +289,10 @@ impl BTree {
         if key.len() > NodeLimits::new(pool.page_size()).key_length_max {
             return Ok(TryLookup::Found(None));
         }
-        let Some(mut guard) = pool.try_read(self.root)? else {
-            return Ok(TryLookup::Missing(self.root));
+        let guard = match self.descend_shared_with(key, None, |page_id| pool.try_read(page_id))? {
+            Ok(leaf) => leaf,
+            Err(missing) => return Ok(TryLookup::Missing(missing)),
         };
-        let mut expected_level = None;
-        loop {
-            let node = NodeAccessor::new(&guard)?;
-            check_level(&node, expected_level)?;
-            if node.is_leaf() {
-                break;
-            }
-            let child = node.child(node.child_index_for(key)?)?;
-            expected_level = Some(node.level() - 1);
-            // Hand over hand, as in `descend_shared`.
-            let Some(child_guard) = pool.try_read(child)? else {
-                return Ok(TryLookup::Missing(child));
-            };
-            guard = child_guard;
-        }
         let node = NodeAccessor::new(&guard)?;
         let Ok(index) = node.search(key)? else {
             return Ok(TryLookup::Found(None));

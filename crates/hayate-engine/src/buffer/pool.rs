@@ -356,15 +356,10 @@ impl BufferPool {
             .pages_read
             .fetch_add(loaded as u64, Ordering::Relaxed);
         for (_, (frame_id, latch)) in claimed {
-            let frame = &self.frames[frame_id];
-            // SAFETY: we still hold the frame latch exclusively.
-            let kind = PageHeaderAccessor::new(unsafe { self.frame_bytes(frame_id) }).kind();
-            frame
-                .inner
-                .store(kind == Some(PageKind::BtreeInner), Ordering::Relaxed);
-            frame.valid.store(true, Ordering::Release);
-            drop(latch);
-            frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+            self.finish_load(frame_id, latch);
+            self.frames[frame_id]
+                .pin_count
+                .fetch_sub(1, Ordering::AcqRel);
         }
         Ok(loaded)
     }
@@ -372,13 +367,7 @@ impl BufferPool {
     /// Gives back frames claimed for loads that will not happen.
     fn abandon_claims(&self, claimed: Vec<(PageId, (usize, RwLockWriteGuard<'_, ()>))>) {
         for (page_id, (frame_id, latch)) in claimed {
-            let frame = &self.frames[frame_id];
-            let mut table = self.table.lock();
-            table.map.remove(&page_id);
-            frame.page_id.store(PAGE_ID_NONE, Ordering::Release);
-            drop(table);
-            drop(latch);
-            frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+            self.abandon_claim(page_id, frame_id, latch);
         }
     }
 
@@ -420,28 +409,41 @@ impl BufferPool {
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
         // SAFETY: we hold the frame latch exclusively.
         let bytes = unsafe { self.frame_bytes(frame_id) };
-        let frame = &self.frames[frame_id];
         match self.store.read_page(page_id, bytes) {
             Ok(()) => {
                 self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
-                let kind = PageHeaderAccessor::new(bytes).kind();
-                frame
-                    .inner
-                    .store(kind == Some(PageKind::BtreeInner), Ordering::Relaxed);
-                frame.valid.store(true, Ordering::Release);
-                drop(latch);
+                self.finish_load(frame_id, latch);
                 Ok(frame_id)
             }
             Err(error) => {
-                let mut table = self.table.lock();
-                table.map.remove(&page_id);
-                frame.page_id.store(PAGE_ID_NONE, Ordering::Release);
-                drop(table);
-                drop(latch);
-                frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+                self.abandon_claim(page_id, frame_id, latch);
                 Err(error)
             }
         }
+    }
+
+    /// Marks a claimed frame whose bytes were read and verified as loaded, and releases its
+    /// latch; the pin stays with the caller.
+    fn finish_load(&self, frame_id: usize, latch: RwLockWriteGuard<'_, ()>) {
+        let frame = &self.frames[frame_id];
+        // SAFETY: we hold the frame latch exclusively.
+        let kind = PageHeaderAccessor::new(unsafe { self.frame_bytes(frame_id) }).kind();
+        frame
+            .inner
+            .store(kind == Some(PageKind::BtreeInner), Ordering::Relaxed);
+        frame.valid.store(true, Ordering::Release);
+        drop(latch);
+    }
+
+    /// Unmaps a claimed frame whose load failed or will not happen, and unpins it.
+    fn abandon_claim(&self, page_id: PageId, frame_id: usize, latch: RwLockWriteGuard<'_, ()>) {
+        let frame = &self.frames[frame_id];
+        let mut table = self.table.lock();
+        table.map.remove(&page_id);
+        frame.page_id.store(PAGE_ID_NONE, Ordering::Release);
+        drop(table);
+        drop(latch);
+        frame.pin_count.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Maps `page_id` to a free or evicted frame, pinned and exclusively latched, not yet valid.

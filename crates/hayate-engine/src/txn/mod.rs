@@ -219,29 +219,30 @@ impl TxnManager {
         key: &[u8],
         snapshot_ts: u64,
     ) -> Result<Option<Vec<u8>>> {
-        let Some(raw) = BTree::open(tree.root).get(&self.pool, key)? else {
-            return Ok(None);
-        };
-        let version = row::decode(&raw, &tree.name)?;
-        if version.commit_ts <= snapshot_ts {
-            return Ok(version.value);
+        match BTree::open(tree.root).get(&self.pool, key)? {
+            Some(raw) => self.resolve(tree, &raw, snapshot_ts),
+            None => Ok(None),
         }
-        self.walk_undo(version.undo_pointer, snapshot_ts)
     }
 
     /// `read_visible` without waiting for I/O (see `BTree::try_get`).
     fn try_read_visible(&self, tree: &TreeInfo, key: &[u8], snapshot_ts: u64) -> Result<TryLookup> {
-        let raw = match BTree::open(tree.root).try_get(&self.pool, key)? {
-            TryLookup::Found(Some(raw)) => raw,
-            other => return Ok(other),
-        };
-        let version = row::decode(&raw, &tree.name)?;
-        if version.commit_ts <= snapshot_ts {
-            return Ok(TryLookup::Found(version.value));
+        match BTree::open(tree.root).try_get(&self.pool, key)? {
+            TryLookup::Found(Some(raw)) => {
+                Ok(TryLookup::Found(self.resolve(tree, &raw, snapshot_ts)?))
+            }
+            other => Ok(other),
         }
-        Ok(TryLookup::Found(
-            self.walk_undo(version.undo_pointer, snapshot_ts)?,
-        ))
+    }
+
+    /// The value a stored row shows to a snapshot: the row itself if committed at or before it,
+    /// otherwise the newest older version in its undo chain (None: absent or deleted).
+    fn resolve(&self, tree: &TreeInfo, raw: &[u8], snapshot_ts: u64) -> Result<Option<Vec<u8>>> {
+        let version = row::decode(raw, &tree.name)?;
+        if version.commit_ts <= snapshot_ts {
+            return Ok(version.value);
+        }
+        self.walk_undo(version.undo_pointer, snapshot_ts)
     }
 
     /// Follows an undo chain to the newest version committed at or before `snapshot_ts`.

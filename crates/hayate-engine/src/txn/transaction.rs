@@ -286,18 +286,9 @@ impl Transaction {
     /// other commit of the thread's round, and waiting for earlier commits to become visible
     /// yields instead of blocking.
     pub async fn commit_async(mut self) -> Result<Option<u64>> {
-        if self.finished {
-            return Err(Error::TransactionClosed);
-        }
-        if let Some(failure) = self.failure {
-            self.finish(false);
-            return Err(failure.error());
-        }
-        if self.writes.is_empty() {
-            self.finish(true);
+        let Some(ops) = self.start_commit()? else {
             return Ok(None);
-        }
-        let ops = self.take_ops();
+        };
         let (commit_ts, end_lsn) = match self.manager.commit_apply(self.txn_id, ops) {
             Ok(applied) => applied,
             Err(error) => {
@@ -316,6 +307,23 @@ impl Transaction {
         }
         self.finish(true);
         Ok(Some(commit_ts))
+    }
+
+    /// The checks every commit starts with. Returns the write set as log operations, or None
+    /// for a transaction that wrote nothing (then it is finished already).
+    fn start_commit(&mut self) -> Result<Option<Vec<Op>>> {
+        if self.finished {
+            return Err(Error::TransactionClosed);
+        }
+        if let Some(failure) = self.failure {
+            self.finish(false);
+            return Err(failure.error());
+        }
+        if self.writes.is_empty() {
+            self.finish(true);
+            return Ok(None);
+        }
+        Ok(Some(self.take_ops()))
     }
 
     /// The write set as log operations, in key order.
@@ -378,18 +386,9 @@ impl Transaction {
     /// Makes the writes durable and visible (see the commit protocol in `txn`). Returns the
     /// commit timestamp, or None for a transaction that wrote nothing.
     pub fn commit(mut self) -> Result<Option<u64>> {
-        if self.finished {
-            return Err(Error::TransactionClosed);
-        }
-        if let Some(failure) = self.failure {
-            self.finish(false);
-            return Err(failure.error());
-        }
-        if self.writes.is_empty() {
-            self.finish(true);
+        let Some(ops) = self.start_commit()? else {
             return Ok(None);
-        }
-        let ops = self.take_ops();
+        };
         let result = self.manager.commit_writes(self.txn_id, ops);
         self.finish(result.is_ok());
         result.map(Some)
@@ -452,14 +451,7 @@ impl Scan {
                 self.tree_done = true;
             }
             for (key, raw) in entries {
-                let version = row::decode(&raw, &self.info.name)?;
-                let value = if version.commit_ts <= self.snapshot_ts {
-                    version.value
-                } else {
-                    self.manager
-                        .walk_undo(version.undo_pointer, self.snapshot_ts)?
-                };
-                if let Some(value) = value {
+                if let Some(value) = self.manager.resolve(&self.info, &raw, self.snapshot_ts)? {
                     self.batch.push_back((key, value));
                 }
             }
