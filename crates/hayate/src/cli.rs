@@ -26,6 +26,9 @@ pub enum Command {
     Check(DirArgs),
     /// Open an existing database and print its statistics.
     Stats(DirArgs),
+    /// Experiments: device limits, the primitive workload with I/O trace replay (alpha), the
+    /// latency model, device classes, timelines, peers, and an HTML report.
+    Lab(crate::lab::LabArgs),
 }
 
 /// Write policy of the page store, fixed when a database is created.

@@ -12,6 +12,7 @@ mod check;
 mod cli;
 mod demo;
 mod error;
+mod lab;
 mod report;
 
 use std::process::ExitCode;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Check(args) => check::run_check(&args),
         Command::Stats(args) => check::run_stats(&args),
+        Command::Lab(args) => lab::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

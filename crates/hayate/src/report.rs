@@ -18,6 +18,12 @@ pub struct Histogram {
     total: u64,
 }
 
+impl std::fmt::Debug for Histogram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Histogram").field("count", &self.total).finish()
+    }
+}
+
 impl Default for Histogram {
     fn default() -> Self {
         Histogram {
@@ -280,7 +286,7 @@ pub fn format_check(check: &CheckReport) -> String {
 }
 
 /// What the results were measured on.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Machine {
     pub cpu_count: usize,
     pub cpu_model: String,

@@ -1,0 +1,90 @@
+//! `hayate lab`: the experiments that prove Hayate's numbers on the user's own machine, side by
+//! side with the databases a user would otherwise pick.
+//!
+//! Every experiment is one subcommand. A run:
+//! 1. describes the machine and the device under the data directory (`results::Machine`);
+//! 2. runs, with progress bars on stderr, and prints a summary table on stdout;
+//! 3. writes one JSON file (configuration, machine and every figure) into the results
+//!    directory (default `lab-results/`), plus CSV traces and timelines next to it;
+//! 4. `hayate lab report` turns every JSON file of a results directory into one HTML page with
+//!    SVG charts.
+//!
+//! Modules:
+//! - `results`: the JSON schema shared by the experiments and the report.
+//! - `driver`: the one interface the primitive workload runs through, for Hayate and peers.
+//! - `device`: raw device limits through the engine's own I/O path (`hayate lab device`).
+//! - `primitive`: the primitive workload of the HA paper (`hayate lab primitive`).
+//! - `replay`: replays a captured I/O trace with no database work; gives alpha.
+//! - `sysstat`: device and CPU counters from /proc, the same for every engine.
+//! - `model`: the latency model (predicted throughput relative to all-in-memory).
+//! - `report`: the HTML report (`hayate lab report`).
+//! - `peers` (feature `peers`): PostgreSQL, MariaDB/InnoDB and SQLite behind `driver`.
+
+#![allow(dead_code)] // TEMPORARY while the lab is being built; removed when every piece is wired in.
+
+pub mod device;
+pub mod driver;
+pub mod model;
+#[cfg(feature = "peers")]
+pub mod peers;
+pub mod primitive;
+pub mod replay;
+pub mod report;
+pub mod results;
+pub mod sysstat;
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::error::CliResult;
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Measure the raw device under a directory with the engine's I/O path: random reads at
+    /// the page size for queue depths 1..256, random and sequential writes, synced log writes.
+    Device(device::DeviceArgs),
+    /// The primitive workload of the HA paper: N tables of 4 KiB rows, one-row select or
+    /// update transactions by random key, on Hayate and (with --peers) other databases.
+    Primitive(primitive::PrimitiveArgs),
+    /// Replay an I/O trace (CSV from a primitive run) on its files with no database work and
+    /// report the IOPS reached; a run's alpha is its IOPS divided by this.
+    Replay(replay::ReplayArgs),
+    /// Write one HTML page (SVG charts) from every result in a results directory.
+    Report(report::ReportArgs),
+}
+
+/// Options every experiment shares.
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// Directory the JSON results, traces and timelines are written to (created if missing).
+    #[arg(long, value_name = "DIR", default_value = "lab-results")]
+    pub results: PathBuf,
+
+    /// Directory on the device to measure, under which the experiment's temporary files and
+    /// databases are made (and removed afterwards). It must be on the real device, not tmpfs.
+    /// Default: the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+impl CommonArgs {
+    pub fn base_dir(&self) -> PathBuf {
+        self.dir.clone().unwrap_or_else(|| PathBuf::from("."))
+    }
+}
+
+pub fn run(args: &LabArgs) -> CliResult<()> {
+    match &args.command {
+        LabCommand::Device(args) => device::run(args),
+        LabCommand::Primitive(args) => primitive::run(args),
+        LabCommand::Replay(args) => replay::run(args),
+        LabCommand::Report(args) => report::run(args),
+    }
+}

@@ -1,0 +1,1 @@
+//! The latency model (being built).
