@@ -409,7 +409,10 @@ impl BufferPool {
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
         // SAFETY: we hold the frame latch exclusively.
         let bytes = unsafe { self.frame_bytes(frame_id) };
-        match self.store.read_page(page_id, bytes) {
+        let read_io = crate::exec::phase::enter(crate::exec::phase::Phase::ReadIo);
+        let read = self.store.read_page(page_id, bytes);
+        drop(read_io);
+        match read {
             Ok(()) => {
                 self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
                 self.finish_load(frame_id, latch);
@@ -592,7 +595,9 @@ impl BufferPool {
             return Ok(0);
         }
         let pages: Vec<(PageId, &[u8])> = copies.iter().map(|(id, _, c)| (*id, &c[..])).collect();
+        let write_io = crate::exec::phase::enter(crate::exec::phase::Phase::WriteIo);
         let result = self.store.write_pages(&pages);
+        drop(write_io);
         for (_, frame_id, _) in &copies {
             let frame = &self.frames[*frame_id];
             if result.is_err() && !frame.dirty.swap(true, Ordering::AcqRel) {

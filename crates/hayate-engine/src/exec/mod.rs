@@ -17,6 +17,8 @@
 //! a commit and scans still read missing pages synchronously; lock waits between tasks are
 //! bounded by the lock timeout, not by deadlock detection.
 
+pub mod phase;
+
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
@@ -151,8 +153,10 @@ pub fn run_tasks<'a, T>(
         if pending == 0 {
             break;
         }
+        phase::set_in_flight(pending as u32);
         let lsn = WANTED_LSN.with(|wanted| wanted.replace(0));
         if lsn > 0 {
+            let _log_wait = phase::enter(phase::Phase::LogWait);
             flush_log(lsn)?;
             stats.log_flushes += 1;
         }
@@ -165,6 +169,7 @@ pub fn run_tasks<'a, T>(
         }
         wanted.sort_unstable();
         wanted.dedup();
+        let _read_io = phase::enter(phase::Phase::ReadIo);
         for chunk in wanted.chunks(batch_pages_max) {
             stats.pages_loaded += pool.load_batch(chunk)? as u64;
             stats.batches += 1;
