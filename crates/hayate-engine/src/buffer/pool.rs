@@ -98,6 +98,22 @@ type PageMap = HashMap<PageId, usize, std::hash::BuildHasherDefault<PageIdHasher
 struct PageTable {
     map: PageMap,
     clock_hand: usize,
+    /// Page ids freed and not allocated again. A task that read a pointer, released its
+    /// latches and asked for the page (`load_batch`) may ask for a page freed meanwhile; such a
+    /// load is skipped, so it never reads a page with no stored copy nor claims an id the
+    /// allocator is about to hand out.
+    freed: std::collections::HashSet<PageId>,
+}
+
+/// Why a frame is claimed for a page.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    /// A read by a thread that holds the latch of a page pointing at it (the page is live).
+    Load,
+    /// A read asked for by a task that holds no latch (the page may have been freed).
+    SpeculativeLoad,
+    /// A page id just allocated.
+    Allocate,
 }
 
 enum Victim {
@@ -151,6 +167,7 @@ impl BufferPool {
             table: Mutex::new(PageTable {
                 map: PageMap::default(),
                 clock_hand: 0,
+                freed: Default::default(),
             }),
             gate: Gate::default(),
             deferred_frees: Mutex::new(Vec::new()),
@@ -225,7 +242,7 @@ impl BufferPool {
     pub fn allocate(&self, kind: PageKind) -> Result<PageWriteGuard<'_>> {
         let page_id = self.store.allocate_page_id()?;
         let (frame_id, latch) = self
-            .claim_frame(page_id)?
+            .claim_frame(page_id, Claim::Allocate)?
             .expect("a newly allocated page id is not in the page table");
         // SAFETY: we hold the frame latch exclusively.
         let bytes = unsafe { self.frame_bytes(frame_id) };
@@ -250,6 +267,7 @@ impl BufferPool {
         {
             let mut table = self.table.lock();
             table.map.remove(&page_id);
+            table.freed.insert(page_id);
             frame.page_id.store(PAGE_ID_NONE, Ordering::Release);
             frame.valid.store(false, Ordering::Release);
         }
@@ -324,7 +342,7 @@ impl BufferPool {
             if !seen.insert(page_id) {
                 continue;
             }
-            match self.claim_frame(page_id) {
+            match self.claim_frame(page_id, Claim::SpeculativeLoad) {
                 Ok(Some(claim)) => claimed.push((page_id, claim)),
                 Ok(None) => {} // resident or being loaded by someone else
                 Err(error) => {
@@ -403,7 +421,7 @@ impl BufferPool {
 
     /// Reads a page from the store into a claimed frame.
     fn load_page(&self, page_id: PageId) -> Result<usize> {
-        let Some((frame_id, latch)) = self.claim_frame(page_id)? else {
+        let Some((frame_id, latch)) = self.claim_frame(page_id, Claim::Load)? else {
             return self.pin_page(page_id);
         };
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
@@ -452,11 +470,22 @@ impl BufferPool {
     /// Maps `page_id` to a free or evicted frame, pinned and exclusively latched, not yet valid.
     /// Returns None if another thread mapped the page meanwhile (caller retries). An exhausted
     /// pool is an error, never a retry, so a caller that pins every frame cannot loop forever.
-    fn claim_frame(&self, page_id: PageId) -> Result<Option<(usize, RwLockWriteGuard<'_, ()>)>> {
+    fn claim_frame(
+        &self,
+        page_id: PageId,
+        claim: Claim,
+    ) -> Result<Option<(usize, RwLockWriteGuard<'_, ()>)>> {
         loop {
             let mut table = self.table.lock();
             if table.map.contains_key(&page_id) {
                 return Ok(None);
+            }
+            match claim {
+                Claim::SpeculativeLoad if table.freed.contains(&page_id) => return Ok(None),
+                Claim::Allocate => {
+                    table.freed.remove(&page_id);
+                }
+                _ => {}
             }
             match self.find_victim(&mut table)? {
                 Victim::Busy => {

@@ -151,7 +151,9 @@ pub struct PhaseGuard {
 
 impl Drop for PhaseGuard {
     fn drop(&mut self) {
-        let Some(previous) = self.previous else { return };
+        let Some(previous) = self.previous else {
+            return;
+        };
         STATE.with(|state| {
             if let Some(state) = state.borrow_mut().as_mut() {
                 state.switch(previous, Instant::now());

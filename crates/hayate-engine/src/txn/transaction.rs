@@ -10,7 +10,7 @@ use super::{row, TreeId, TreeInfo, TxnManager};
 use crate::btree::{BTree, Cursor, NodeLimits, TryLookup, VALUE_LENGTH_MAX};
 use crate::error::{Error, Result};
 use crate::exec::{LogWait, PageWait, Yield};
-use crate::wal::Op;
+use crate::wal::{Lsn, Op};
 
 /// Why a transaction can no longer commit.
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +48,10 @@ pub struct Transaction {
     locked: Vec<LockKey>,
     failure: Option<Failure>,
     finished: bool,
+    /// Set by `commit_async` between applying the commit and publishing it: if the task is
+    /// dropped in between (its executor failed), `finish` completes the commit, so that later
+    /// commits never wait for a timestamp nobody will publish.
+    applied: Option<(u64, Lsn)>,
 }
 
 impl Transaction {
@@ -66,6 +70,7 @@ impl Transaction {
             locked: Vec::new(),
             failure: None,
             finished: false,
+            applied: None,
         }
     }
 
@@ -296,12 +301,15 @@ impl Transaction {
                 return Err(error);
             }
         };
+        self.applied = Some((commit_ts, end_lsn));
         LogWait::new(end_lsn).await;
+        self.applied = None;
         if let Err(error) = self.manager.commit_durable(commit_ts, end_lsn) {
             self.finish(false);
             return Err(error);
         }
         drop(self.manager.mark_published(commit_ts));
+        self.applied = None;
         while self.manager.visible_ts() < commit_ts {
             Yield::default().await;
         }
@@ -404,6 +412,14 @@ impl Transaction {
             return;
         }
         self.finished = true;
+        let mut committed = committed;
+        if let Some((commit_ts, end_lsn)) = self.applied.take() {
+            // Dropped while waiting for the log: finish the commit here (blocking).
+            if self.manager.commit_durable(commit_ts, end_lsn).is_ok() {
+                drop(self.manager.mark_published(commit_ts));
+                committed = true;
+            }
+        }
         self.manager.locks.release_all(self.txn_id, &self.locked);
         self.locked.clear();
         self.manager.end_snapshot(self.snapshot_ts);

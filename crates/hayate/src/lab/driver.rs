@@ -127,11 +127,26 @@ pub struct WorkerOutcome {
     pub retries: u64,
     /// Latency of every committed transaction, nanoseconds.
     pub latency: crate::report::Histogram,
+    /// Sum of the latencies, for the mean.
+    pub latency_sum_ns: u128,
     pub worker_threads: u32,
 }
 
 impl WorkerOutcome {
+    /// Counts one committed transaction that took `latency`.
+    pub fn record(&mut self, latency: Duration) {
+        let nanos = latency.as_nanos();
+        self.latency.record(nanos as u64);
+        self.latency_sum_ns += nanos;
+        self.transactions += 1;
+    }
+
+    pub fn latency_total_ns(&self) -> u128 {
+        self.latency_sum_ns
+    }
+
     pub fn merge(&mut self, other: &WorkerOutcome) {
+        self.latency_sum_ns += other.latency_sum_ns;
         self.transactions += other.transactions;
         self.retries += other.retries;
         self.latency.merge(&other.latency);
@@ -152,11 +167,16 @@ pub trait Driver: Send + Sync {
     /// Write policy: "out-of-place"/"in-place" for Hayate, the peer's own otherwise.
     fn write_policy(&self) -> String;
     /// Creates the tables and loads every row; calls `progress` with rows loaded so far.
-    fn load_primitive(&self, spec: &PrimitiveSpec, progress: &dyn Fn(u64))
+    fn load_primitive(&self, spec: &PrimitiveSpec, progress: &(dyn Fn(u64) + Sync))
         -> DriverResult<()>;
     /// Sizes the engine's buffer (a server is restarted); index pages stay resident where the
     /// engine allows it.
     fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()>;
+    /// Brings the whole database into the buffer (for runs whose buffer holds all the data,
+    /// so that the measurement starts warm). Default: nothing; the warm-up run warms.
+    fn prewarm(&self, _spec: &PrimitiveSpec) -> DriverResult<()> {
+        Ok(())
+    }
     /// A new connection.
     fn connect(&self) -> DriverResult<Box<dyn Session>>;
     /// Runs the job with the engine's own concurrency model; `None` when the engine has none

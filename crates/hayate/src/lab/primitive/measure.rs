@@ -1,0 +1,385 @@
+//! One measured run of the primitive workload: the same figures for every engine, plus what
+//! only Hayate can tell (time split, timeline, trace replay).
+//!
+//! Sequence of a run:
+//! 1. Prewarm when the buffer holds all the data; warm up for `--warmup` seconds.
+//! 2. Take counters (CPU, device, engine), start the I/O trace (Hayate), run for `--seconds`
+//!    with a progress bar, stop the trace, take the counters again.
+//! 3. Hayate: close the database and replay the trace on its files with no database work at
+//!    the run's concurrency (alpha); write the timeline of the run's first milliseconds.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hayate_engine::exec::phase::{Phase, PhaseReport};
+use hayate_engine::io::trace::{TraceOp, TraceRecord};
+
+use super::super::driver::{
+    run_one, Driver, DriverResult, KeyGenerator, Mode, RunJob, WorkerOutcome,
+};
+use super::super::results::{
+    IoRates, Percentiles, PrimitiveRun, Span, SpanKind, TimeSplit, Timeline, WorkerTimeline,
+};
+use super::super::{replay, sysstat, timed_bar};
+use super::{DeviceClassArg, HayateDriver, Plan};
+use crate::error::{CliError, CliResult, Context};
+use crate::report::Histogram;
+
+/// Runs `body` for a job's duration while a progress bar counts the seconds.
+fn with_progress<T>(what: &str, seconds: u64, body: impl FnOnce() -> T + Send) -> T
+where
+    T: Send,
+{
+    let bar = timed_bar(seconds, what);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let started = Instant::now();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                bar.set_position(started.elapsed().as_secs().min(seconds));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let result = body();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        result
+    });
+    bar.finish_and_clear();
+    result
+}
+
+fn percentiles(histogram: &Histogram, total_ns: u128) -> Percentiles {
+    let us = |fraction: f64| histogram.quantile_ns(fraction) as f64 / 1000.0;
+    Percentiles {
+        mean_us: if histogram.count() == 0 {
+            0.0
+        } else {
+            total_ns as f64 / histogram.count() as f64 / 1000.0
+        },
+        p50_us: us(0.5),
+        p90_us: us(0.9),
+        p99_us: us(0.99),
+        p999_us: us(0.999),
+        max_us: us(1.0),
+    }
+}
+
+/// Reads, writes and their bytes in a trace.
+fn trace_rates(records: &[TraceRecord], seconds: f64) -> IoRates {
+    let (mut reads, mut writes, mut read_bytes, mut write_bytes) = (0u64, 0u64, 0u64, 0u64);
+    for record in records {
+        match record.op {
+            TraceOp::Read => {
+                reads += 1;
+                read_bytes += record.len;
+            }
+            TraceOp::Write => {
+                writes += 1;
+                write_bytes += record.len;
+            }
+            TraceOp::Sync => {}
+        }
+    }
+    let seconds = seconds.max(1e-9);
+    IoRates {
+        reads_per_second: reads as f64 / seconds,
+        writes_per_second: writes as f64 / seconds,
+        read_mib_per_second: read_bytes as f64 / seconds / (1 << 20) as f64,
+        write_mib_per_second: write_bytes as f64 / seconds / (1 << 20) as f64,
+        source: "engine I/O trace".into(),
+    }
+}
+
+/// The run's common fields.
+fn base_run(
+    plan: &Plan,
+    driver: &dyn Driver,
+    class: DeviceClassArg,
+    percent: f64,
+    mode: Mode,
+    outcome: &WorkerOutcome,
+    seconds: f64,
+) -> PrimitiveRun {
+    PrimitiveRun {
+        engine: driver.engine().to_string(),
+        engine_version: driver.version(),
+        engine_settings: driver.settings(),
+        device_class: class.name().to_string(),
+        emulated: class != DeviceClassArg::Real,
+        mode: mode.as_str().to_string(),
+        buffer_percent: percent,
+        buffer_bytes: plan.buffer_bytes(percent),
+        page_size: driver.page_size(),
+        write_policy: driver.write_policy(),
+        tables: plan.spec.tables,
+        rows_per_table: plan.spec.rows_per_table,
+        data_bytes: plan.spec.data_bytes(),
+        concurrency: plan.concurrency,
+        worker_threads: outcome.worker_threads,
+        seconds,
+        transactions: outcome.transactions,
+        transactions_per_second: outcome.transactions as f64 / seconds.max(1e-9),
+        retries: outcome.retries,
+        latency: percentiles(&outcome.latency, outcome.latency_total_ns()),
+        ..PrimitiveRun::default()
+    }
+}
+
+fn label(driver: &dyn Driver, class: DeviceClassArg, percent: f64, mode: Mode) -> String {
+    format!(
+        "{} {} {}% {}",
+        driver.engine(),
+        class.name(),
+        percent,
+        mode.as_str()
+    )
+}
+
+fn warm(plan: &Plan, driver: &dyn Driver, percent: f64, mode: Mode, what: &str) -> CliResult<()> {
+    let fail = |error: super::super::driver::DriverError| {
+        CliError::new(format!("{}: warm-up: {error}", driver.engine()))
+    };
+    if percent >= 100.0 {
+        driver.prewarm(&plan.spec).map_err(fail)?;
+    }
+    if plan.warmup > 0 {
+        let job = plan.job(mode, Duration::from_secs(plan.warmup));
+        with_progress(&format!("warm-up {what}"), plan.warmup, || {
+            run_job(driver, &job)
+        })
+        .map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// Runs a job natively when the engine can, else on one session per thread.
+fn run_job(driver: &dyn Driver, job: &RunJob) -> DriverResult<WorkerOutcome> {
+    match driver.run_native(job) {
+        Some(result) => result,
+        None => run_sessions(driver, job),
+    }
+}
+
+/// `job.concurrency` threads, each with its own session, until the job's duration is over.
+pub fn run_sessions(driver: &dyn Driver, job: &RunJob) -> DriverResult<WorkerOutcome> {
+    let sessions = (0..job.concurrency)
+        .map(|_| driver.connect())
+        .collect::<DriverResult<Vec<_>>>()?;
+    let started = Instant::now();
+    let deadline = started + job.duration;
+    let results: Vec<DriverResult<WorkerOutcome>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sessions
+            .into_iter()
+            .enumerate()
+            .map(|(worker, mut session)| {
+                scope.spawn(move || -> DriverResult<WorkerOutcome> {
+                    let mut keys = KeyGenerator::new(&job.spec, job.seed, worker as u64);
+                    let mut outcome = WorkerOutcome {
+                        worker_threads: 1,
+                        ..WorkerOutcome::default()
+                    };
+                    let mut now = Instant::now();
+                    while now < deadline {
+                        let (table, sid) = keys.next();
+                        let c1 = now.duration_since(started).as_nanos() as i64;
+                        outcome.retries +=
+                            run_one(session.as_mut(), job.mode, table, sid, c1, deadline)?;
+                        let finished = Instant::now();
+                        outcome.record(finished.duration_since(now));
+                        now = finished;
+                    }
+                    Ok(outcome)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("session thread panicked"))
+            .collect()
+    });
+    let mut total = WorkerOutcome::default();
+    for result in results {
+        total.merge(&result?);
+    }
+    Ok(total)
+}
+
+/// CPU seconds of this process and of the engine's server processes.
+fn cpu_seconds(driver: &dyn Driver) -> f64 {
+    let servers: f64 = driver
+        .server_pids()
+        .iter()
+        .filter_map(|&pid| sysstat::process_cpu_seconds(pid))
+        .sum();
+    sysstat::self_cpu_seconds() + servers
+}
+
+/// A measured run on a peer (or any driver without native runs): one session per thread.
+pub fn session_run(
+    plan: &Plan,
+    driver: &dyn Driver,
+    percent: f64,
+    mode: Mode,
+) -> CliResult<PrimitiveRun> {
+    let class = DeviceClassArg::Real;
+    let what = label(driver, class, percent, mode);
+    warm(plan, driver, percent, mode, &what)?;
+    let device = sysstat::describe_device(Path::new("."));
+    let disk_before = sysstat::DiskCounters::read(&device.block_device);
+    let cpu_before = cpu_seconds(driver);
+    let job = plan.job(mode, Duration::from_secs(plan.seconds));
+    let started = Instant::now();
+    let outcome = with_progress(&what, plan.seconds, || run_job(driver, &job))
+        .map_err(|error| CliError::new(format!("{}: {error}", driver.engine())))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds(driver) - cpu_before;
+    let mut run = base_run(plan, driver, class, percent, mode, &outcome, seconds);
+    run.cpu_us_per_transaction = cpu * 1e6 / outcome.transactions.max(1) as f64;
+    if let (Some(before), Some(after)) = (
+        disk_before,
+        sysstat::DiskCounters::read(&device.block_device),
+    ) {
+        run.io = after.rates_since(&before, seconds);
+    }
+    Ok(run)
+}
+
+/// A measured run on Hayate (see the module docs).
+pub fn hayate_run(
+    plan: &Plan,
+    driver: &HayateDriver,
+    class: DeviceClassArg,
+    percent: f64,
+    mode: Mode,
+    results_dir: &Path,
+) -> CliResult<PrimitiveRun> {
+    let what = label(driver, class, percent, mode);
+    warm(plan, driver, percent, mode, &what)?;
+    let db = driver
+        .database()
+        .ok_or_else(|| CliError::new("hayate: the database is not open"))?;
+    let tracing = driver
+        .tracing()
+        .ok_or_else(|| CliError::new("hayate: the database is not open"))?;
+    let device_io = driver
+        .device_io()
+        .ok_or_else(|| CliError::new("hayate: the database is not open"))?;
+    let stats_before = db.stats();
+    let cpu_before = sysstat::self_cpu_seconds();
+    driver.set_timeline_window(plan.timeline);
+    let job = plan.job(mode, Duration::from_secs(plan.seconds));
+    tracing.take_records();
+    tracing.start();
+    let started = Instant::now();
+    let outcome = with_progress(&what, plan.seconds, || driver.run_native(&job))
+        .expect("Hayate runs natively")
+        .map_err(|error| CliError::new(format!("hayate: {error}")))?;
+    let seconds = started.elapsed().as_secs_f64();
+    tracing.stop();
+    let cpu = sysstat::self_cpu_seconds() - cpu_before;
+    let stats = db.stats();
+    let records = tracing.take_records();
+    drop(db);
+
+    let mut run = base_run(plan, driver, class, percent, mode, &outcome, seconds);
+    run.cpu_us_per_transaction = cpu * 1e6 / outcome.transactions.max(1) as f64;
+    run.io = trace_rates(&records, seconds);
+    let hits = stats.buffer.hits - stats_before.buffer.hits;
+    let misses = stats.buffer.misses - stats_before.buffer.misses;
+    run.buffer_hit_ratio = Some(hits as f64 / (hits + misses).max(1) as f64);
+    let flushes = stats.wal.flushes - stats_before.wal.flushes;
+    let details = driver.details();
+    run.log_flushes = Some(flushes);
+    run.commits_per_flush =
+        (flushes > 0).then(|| details.updates_committed as f64 / flushes as f64);
+    run.time_split = Some(time_split(&details.phases));
+
+    let stamp = super::super::results::unix_now();
+    let name = format!(
+        "{}-{}-{}-{}pct-{stamp}",
+        driver.engine(),
+        class.name(),
+        mode.as_str(),
+        percent
+    );
+    if !plan.timeline.is_zero() {
+        let timeline = timeline(&run, &details, plan.timeline);
+        let file = format!("timeline-{name}.json");
+        write_json(results_dir, &file, &timeline)?;
+        run.timeline_file = Some(file);
+    }
+    if plan.keep_traces {
+        let file = format!("trace-{name}.csv");
+        std::fs::create_dir_all(results_dir)
+            .context(|| format!("cannot create {}", results_dir.display()))?;
+        let out = std::fs::File::create(results_dir.join(&file))
+            .context(|| format!("cannot create {file}"))?;
+        hayate_engine::io::trace::write_csv(&records, std::io::BufWriter::new(out))?;
+        run.trace_file = Some(file);
+    }
+    // The replay rewrites what the database wrote, so the database must be closed.
+    driver.close().map_err(|error| CliError::new(format!("hayate: {error}")))?;
+    if plan.replay && !records.is_empty() {
+        let run_iops = run.io.reads_per_second + run.io.writes_per_second;
+        let report = replay::replay(&device_io, &records, plan.concurrency, true)?;
+        run.alpha = Some(replay::alpha(run_iops, &report));
+    }
+    Ok(run)
+}
+
+fn time_split(phases: &PhaseReport) -> TimeSplit {
+    let wall = phases.wall().as_secs_f64().max(1e-12);
+    let share = |phase: Phase| phases.total(phase).as_secs_f64() / wall;
+    TimeSplit {
+        cpu: share(Phase::Cpu),
+        read_io: share(Phase::ReadIo),
+        write_io: share(Phase::WriteIo),
+        log_wait: share(Phase::LogWait),
+    }
+}
+
+fn timeline(
+    run: &PrimitiveRun,
+    details: &super::hayate::NativeDetails,
+    window: Duration,
+) -> Timeline {
+    let origin = details.started.unwrap_or_else(Instant::now);
+    let micros = |instant: Instant| instant.saturating_duration_since(origin).as_secs_f64() * 1e6;
+    let workers = details
+        .worker_phases
+        .iter()
+        .enumerate()
+        .map(|(worker, phases)| WorkerTimeline {
+            worker: worker as u32,
+            spans: phases
+                .spans
+                .iter()
+                .map(|span| Span {
+                    start_us: micros(span.start),
+                    end_us: micros(span.end),
+                    kind: match span.phase {
+                        Phase::Cpu => SpanKind::Cpu,
+                        Phase::ReadIo => SpanKind::ReadIo,
+                        Phase::WriteIo => SpanKind::WriteIo,
+                        Phase::LogWait => SpanKind::LogWait,
+                    },
+                    in_flight: span.in_flight,
+                })
+                .collect(),
+        })
+        .collect();
+    Timeline {
+        engine: run.engine.clone(),
+        mode: run.mode.clone(),
+        buffer_percent: run.buffer_percent,
+        device_class: run.device_class.clone(),
+        window_us: window.as_micros() as u64,
+        workers,
+    }
+}
+
+fn write_json(dir: &Path, file: &str, value: &impl serde::Serialize) -> CliResult<()> {
+    std::fs::create_dir_all(dir).context(|| format!("cannot create {}", dir.display()))?;
+    let text = serde_json::to_string(value).context(|| format!("cannot encode {file}"))?;
+    std::fs::write(dir.join(file), text).context(|| format!("cannot write {file}"))
+}
