@@ -20,7 +20,9 @@ pub struct Histogram {
 
 impl std::fmt::Debug for Histogram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Histogram").field("count", &self.total).finish()
+        f.debug_struct("Histogram")
+            .field("count", &self.total)
+            .finish()
     }
 }
 

@@ -167,8 +167,11 @@ pub trait Driver: Send + Sync {
     /// Write policy: "out-of-place"/"in-place" for Hayate, the peer's own otherwise.
     fn write_policy(&self) -> String;
     /// Creates the tables and loads every row; calls `progress` with rows loaded so far.
-    fn load_primitive(&self, spec: &PrimitiveSpec, progress: &(dyn Fn(u64) + Sync))
-        -> DriverResult<()>;
+    fn load_primitive(
+        &self,
+        spec: &PrimitiveSpec,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()>;
     /// Sizes the engine's buffer (a server is restarted); index pages stay resident where the
     /// engine allows it.
     fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()>;

@@ -38,7 +38,11 @@ pub fn alpha(run_iops: f64, report: &ReplayReport) -> super::results::Alpha {
     super::results::Alpha {
         run_iops,
         replay_iops: report.iops,
-        alpha: if report.iops > 0.0 { run_iops / report.iops } else { 0.0 },
+        alpha: if report.iops > 0.0 {
+            run_iops / report.iops
+        } else {
+            0.0
+        },
         trace_records: report.records,
         replay_concurrency: report.concurrency,
     }

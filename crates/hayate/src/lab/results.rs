@@ -316,7 +316,10 @@ pub fn list(dir: &Path) -> CliResult<Vec<PathBuf>> {
         std::fs::read_dir(dir).context(|| format!("cannot read directory {}", dir.display()))?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.extension().is_some_and(|extension| extension == "json"))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "json")
+        })
         .collect();
     paths.sort();
     Ok(paths)

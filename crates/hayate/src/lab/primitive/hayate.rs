@@ -215,7 +215,10 @@ impl Driver for HayateDriver {
             self.buffer_bytes.load(Ordering::Relaxed).to_string(),
         );
         settings.insert("inner_pages_resident".into(), "true".into());
-        settings.insert("io".into(), "io_uring + O_DIRECT (else pread/pwrite)".into());
+        settings.insert(
+            "io".into(),
+            "io_uring + O_DIRECT (else pread/pwrite)".into(),
+        );
         settings.insert("worker_threads".into(), self.options.workers.to_string());
         settings.insert("isolation".into(), "snapshot".into());
         settings
@@ -232,7 +235,11 @@ impl Driver for HayateDriver {
         }
     }
 
-    fn load_primitive(&self, spec: &PrimitiveSpec, progress: &(dyn Fn(u64) + Sync)) -> DriverResult<()> {
+    fn load_primitive(
+        &self,
+        spec: &PrimitiveSpec,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|error| DriverError::fatal(format!("{}: {error}", self.dir.display())))?;
         self.close()?;
@@ -386,7 +393,8 @@ fn run_worker(
 ) -> DriverResult<(WorkerOutcome, u64)> {
     let tasks: Vec<Task<'_, DriverResult<(WorkerOutcome, u64)>>> = (0..tasks)
         .map(|task| {
-            let mut keys = KeyGenerator::new(&job.spec, job.seed, (worker as u64) << 20 | task as u64);
+            let mut keys =
+                KeyGenerator::new(&job.spec, job.seed, (worker as u64) << 20 | task as u64);
             Box::pin(async move {
                 let mut outcome = WorkerOutcome::default();
                 let mut updates = 0;

@@ -318,7 +318,9 @@ pub fn hayate_run(
         run.trace_file = Some(file);
     }
     // The replay rewrites what the database wrote, so the database must be closed.
-    driver.close().map_err(|error| CliError::new(format!("hayate: {error}")))?;
+    driver
+        .close()
+        .map_err(|error| CliError::new(format!("hayate: {error}")))?;
     if plan.replay && !records.is_empty() {
         let run_iops = run.io.reads_per_second + run.io.writes_per_second;
         let report = replay::replay(&device_io, &records, plan.concurrency, true)?;

@@ -131,8 +131,13 @@ pub struct PrimitiveArgs {
 
     /// Device classes to run Hayate on, comma-separated; all but `real` are emulated by added
     /// latency (results say so). Peers always run on the real device.
-    #[arg(long, value_enum, value_name = "CLASS[,CLASS...]", value_delimiter = ',',
-          default_value = "real")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "CLASS[,CLASS...]",
+        value_delimiter = ',',
+        default_value = "real"
+    )]
     pub device_class: Vec<DeviceClassArg>,
 
     /// Peers to run side by side, comma-separated: postgresql, mariadb, sqlite (needs a build
@@ -347,7 +352,9 @@ fn run_hayate(
             for &mode in &plan.modes {
                 // Each mode starts from a fresh open: the previous run's trace replay needed
                 // the database closed.
-                driver.set_buffer_bytes(plan.buffer_bytes(percent)).map_err(engine_error)?;
+                driver
+                    .set_buffer_bytes(plan.buffer_bytes(percent))
+                    .map_err(engine_error)?;
                 let run = measure::hayate_run(plan, driver, class, percent, mode, results_dir)?;
                 runs.push(run);
             }
@@ -357,12 +364,7 @@ fn run_hayate(
 }
 
 #[cfg(feature = "peers")]
-fn run_peer(
-    plan: &Plan,
-    peer: &str,
-    base: &Path,
-    runs: &mut Vec<PrimitiveRun>,
-) -> CliResult<()> {
+fn run_peer(plan: &Plan, peer: &str, base: &Path, runs: &mut Vec<PrimitiveRun>) -> CliResult<()> {
     let first_buffer = plan.buffer_bytes(plan.buffer_percents[0]);
     let driver = super::peers::open_peer(peer, base, first_buffer)
         .map_err(|error| CliError::new(format!("{peer}: {error}")))?;

@@ -1,0 +1,1 @@
+//! Peers (being built).
