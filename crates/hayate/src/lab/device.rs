@@ -74,8 +74,8 @@ pub struct DeviceArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 4096)]
     pub page_size: u64,
 
-    /// Measuring time of each point (one queue depth of one pattern). The default run has
-    /// 24 points, about a minute plus the time to fill the test file.
+    /// Measuring time of each point (one queue depth of one pattern). Default: 2.5 (0.2 with
+    /// --quick); the default run has 24 points, about a minute plus the time to fill the file.
     #[arg(long, value_name = "SECONDS")]
     pub seconds_per_point: Option<f64>,
 
