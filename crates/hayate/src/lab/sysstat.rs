@@ -1,42 +1,452 @@
-//! Device and CPU counters from /proc and /sys (being built).
+//! Device and CPU counters from /proc and /sys: the same measure for Hayate and every peer.
+//!
+//! - `describe_device`: the block device and file system under a directory (st_dev of the
+//!   directory -> /sys/dev/block/MAJ:MIN -> disk name, model, rotational; the file system from
+//!   /proc/self/mountinfo).
+//! - `DiskCounters`: completed reads and writes of a block device from /proc/diskstats; two
+//!   readings around a run give its `IoRates`.
+//! - CPU time: `self_cpu_seconds` (getrusage, every thread of the lab process),
+//!   `process_cpu_seconds` (one process and its threads, /proc/<pid>/stat) and
+//!   `process_tree_cpu_seconds` (server processes and all their descendants, for peers such as
+//!   PostgreSQL that run one process per connection).
+//!
+//! Parsing is split from reading so that the parsers are tested on sample text.
 
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
-use super::results::DeviceInfo;
+use super::results::{DeviceInfo, IoRates};
 
+/// Bytes of a sector in /proc/diskstats (always 512, whatever the device's sector size).
+const DISKSTATS_SECTOR_BYTES: u64 = 512;
+
+/// Describes the device under `directory`. Never fails: what cannot be found is "unknown" or
+/// `None` (e.g. overlay or network file systems have no block device of their own).
 pub fn describe_device(directory: &Path) -> DeviceInfo {
-    DeviceInfo {
-        directory: directory.display().to_string(),
+    let canonical = std::fs::canonicalize(directory).unwrap_or_else(|_| directory.to_path_buf());
+    let mut info = DeviceInfo {
+        directory: canonical.display().to_string(),
         block_device: "unknown".into(),
         file_system: "unknown".into(),
         model: None,
         rotational: None,
+    };
+    let Some((major, minor)) = device_number(&canonical) else {
+        return info;
+    };
+    if let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") {
+        if let Some(file_system) = file_system_from_mountinfo(&mountinfo, major, minor, &canonical)
+        {
+            info.file_system = file_system;
+        }
+    }
+    if let Some(disk) = disk_of(major, minor) {
+        let queue = Path::new("/sys/block").join(&disk);
+        info.model = read_trimmed(&queue.join("device/model")).filter(|model| !model.is_empty());
+        info.rotational = read_trimmed(&queue.join("queue/rotational")).map(|flag| flag == "1");
+        info.block_device = disk;
+    }
+    info
+}
+
+/// Major and minor number of the device holding `path`.
+fn device_number(path: &Path) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let device = std::fs::metadata(path).ok()?.dev();
+    Some((libc::major(device), libc::minor(device)))
+}
+
+/// The whole disk of a device number: "vda" for vda or for its partition vda1.
+fn disk_of(major: u32, minor: u32) -> Option<String> {
+    let link = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let target = std::fs::canonicalize(&link).ok()?;
+    let disk_path = if target.join("partition").exists() {
+        target.parent()?.to_path_buf()
+    } else {
+        target
+    };
+    Some(disk_path.file_name()?.to_string_lossy().into_owned())
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|text| text.trim().to_string())
+}
+
+/// The file system type of the mount of device `major:minor` whose mount point is the longest
+/// prefix of `path` (a device can be mounted in several places).
+fn file_system_from_mountinfo(
+    mountinfo: &str,
+    major: u32,
+    minor: u32,
+    path: &Path,
+) -> Option<String> {
+    let device = format!("{major}:{minor}");
+    let mut best: Option<(usize, String)> = None;
+    for line in mountinfo.lines() {
+        // "36 35 98:0 /root /mnt/point rw,noatime master:1 - ext4 /dev/vda1 rw"
+        let Some((mount, file_system_part)) = line.split_once(" - ") else {
+            continue;
+        };
+        let fields: Vec<&str> = mount.split_whitespace().collect();
+        let (Some(&mount_device), Some(&mount_point)) = (fields.get(2), fields.get(4)) else {
+            continue;
+        };
+        let Some(file_system) = file_system_part.split_whitespace().next() else {
+            continue;
+        };
+        let mount_point = unescape_mount_path(mount_point);
+        if mount_device != device || !path.starts_with(&mount_point) {
+            continue;
+        }
+        let depth = Path::new(&mount_point).components().count();
+        if best
+            .as_ref()
+            .is_none_or(|(best_depth, _)| depth > *best_depth)
+        {
+            best = Some((depth, file_system.to_string()));
+        }
+    }
+    best.map(|(_, file_system)| file_system)
+}
+
+/// Undoes the octal escapes of mountinfo paths ("\040" is a space).
+fn unescape_mount_path(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let escape = bytes.get(index + 1..index + 4);
+        let code = escape
+            .filter(|_| bytes[index] == b'\\')
+            .and_then(|digits| std::str::from_utf8(digits).ok())
+            .and_then(|digits| u8::from_str_radix(digits, 8).ok());
+        match code {
+            Some(code) => {
+                out.push(code);
+                index += 4;
+            }
+            None => {
+                out.push(bytes[index]);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc/diskstats
+
+/// Completed I/O of one block device since boot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskCounters {
+    pub reads_completed: u64,
+    pub sectors_read: u64,
+    pub writes_completed: u64,
+    pub sectors_written: u64,
+}
+
+impl DiskCounters {
+    /// Reads the counters of `device` (e.g. "vda"); `None` when /proc/diskstats has no such line.
+    pub fn read(device: &str) -> Option<DiskCounters> {
+        let text = std::fs::read_to_string("/proc/diskstats").ok()?;
+        parse_diskstats(&text, device)
+    }
+
+    /// Rates between an earlier reading and this one, `seconds` apart.
+    pub fn rates_since(&self, earlier: &DiskCounters, seconds: f64) -> IoRates {
+        let per_second = |later: u64, before: u64| {
+            if seconds > 0.0 {
+                later.saturating_sub(before) as f64 / seconds
+            } else {
+                0.0
+            }
+        };
+        let mib = (1u64 << 20) as f64;
+        let sector_mib = DISKSTATS_SECTOR_BYTES as f64 / mib;
+        IoRates {
+            reads_per_second: per_second(self.reads_completed, earlier.reads_completed),
+            writes_per_second: per_second(self.writes_completed, earlier.writes_completed),
+            read_mib_per_second: per_second(self.sectors_read, earlier.sectors_read) * sector_mib,
+            write_mib_per_second: per_second(self.sectors_written, earlier.sectors_written)
+                * sector_mib,
+            source: "diskstats".into(),
+        }
     }
 }
 
-// TEMPORARY minimal versions until the sysstat module lands (replaced at merge).
-use super::results::IoRates;
+/// Finds `device`'s line in /proc/diskstats text:
+/// "major minor name reads merged sectors_read ms writes merged sectors_written ms ...".
+pub fn parse_diskstats(text: &str, device: &str) -> Option<DiskCounters> {
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(2) != Some(&device) {
+            return None;
+        }
+        let number = |index: usize| fields.get(index)?.parse::<u64>().ok();
+        Some(DiskCounters {
+            reads_completed: number(3)?,
+            sectors_read: number(5)?,
+            writes_completed: number(7)?,
+            sectors_written: number(9)?,
+        })
+    })
+}
 
+// ---------------------------------------------------------------------------------------------
+// CPU time
+
+/// User plus system CPU seconds of every thread of this process so far (getrusage).
 pub fn self_cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes the struct we pass.
+    // SAFETY: `rusage` is plain old data (all-zero is valid) and getrusage only writes it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    // SAFETY: RUSAGE_SELF with a valid pointer to a rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
     let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
-pub fn process_cpu_seconds(_pid: u32) -> Option<f64> {
-    None
+/// CPU ticks of one process from its /proc/<pid>/stat line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessTicks {
+    pub parent_pid: u32,
+    /// User and system time of the process's threads.
+    pub user: u64,
+    pub system: u64,
+    /// User and system time of its children that exited and were waited for.
+    pub children_user: u64,
+    pub children_system: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
-pub struct DiskCounters;
+/// Parses a /proc/<pid>/stat line. The command name (field 2) is in parentheses and may hold
+/// spaces and parentheses, so the fields are counted from the last ')'.
+pub fn parse_proc_stat(line: &str) -> Option<ProcessTicks> {
+    let after_name = &line[line.rfind(')')? + 1..];
+    // Fields from 3 (state) on; field n of proc(5) is index n - 3 here.
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let number = |field: usize| fields.get(field - 3)?.parse::<u64>().ok();
+    Some(ProcessTicks {
+        parent_pid: u32::try_from(number(4)?).ok()?,
+        user: number(14)?,
+        system: number(15)?,
+        children_user: number(16)?,
+        children_system: number(17)?,
+    })
+}
 
-impl DiskCounters {
-    pub fn read(_device: &str) -> Option<DiskCounters> {
-        None
+fn read_process_ticks(pid: u32) -> Option<ProcessTicks> {
+    let line = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_proc_stat(&line)
+}
+
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
     }
-    pub fn rates_since(&self, _before: &DiskCounters, _seconds: f64) -> IoRates {
-        IoRates::default()
+}
+
+/// CPU seconds (user + system) of one process and its threads; `None` when it does not exist.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let ticks = read_process_ticks(pid)?;
+    Some((ticks.user + ticks.system) as f64 / ticks_per_second())
+}
+
+/// The processes below `pid` (children, grandchildren, ...), from the parent pids in
+/// /proc/*/stat, sorted.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    for entry in entries.flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Some(ticks) = read_process_ticks(child) {
+            children.entry(ticks.parent_pid).or_default().push(child);
+        }
+    }
+    descendants_in(&children, pid)
+}
+
+/// Walks a parent -> children map from `root` (excluded); a loop in the map cannot hang it.
+fn descendants_in(children: &BTreeMap<u32, Vec<u32>>, root: u32) -> Vec<u32> {
+    let mut found = BTreeSet::new();
+    let mut pending = vec![root];
+    while let Some(parent) = pending.pop() {
+        for &child in children.get(&parent).into_iter().flatten() {
+            if child != root && found.insert(child) {
+                pending.push(child);
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// CPU seconds of processes and all their descendants (e.g. a PostgreSQL postmaster and its
+/// backends). Each live process counts its own time plus that of its exited, waited-for
+/// children, so a backend that exits between two readings keeps its time (it moves into its
+/// parent's children time). Processes that no longer exist count 0.
+pub fn process_tree_cpu_seconds(pids: &[u32]) -> f64 {
+    let mut all: BTreeSet<u32> = BTreeSet::new();
+    for &pid in pids {
+        all.insert(pid);
+        all.extend(descendants(pid));
+    }
+    let ticks: u64 = all
+        .into_iter()
+        .filter_map(read_process_ticks)
+        .map(|t| t.user + t.system + t.children_user + t.children_system)
+        .sum();
+    ticks as f64 / ticks_per_second()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DISKSTATS: &str = "\
+ 253       0 zram0 97 0 776 0 2 0 16 0 0 4 4 0 0 0 0 0 0
+ 254       0 vda 1184531 18764 101239810 1013771 5443421 2374188 349318232 18232745 0 3251972 \
+19500766 0 0 0 0 412390 254249
+ 254       1 vda1 1184000 18764 101200000 1013700 5443000 2374188 349300000 18232700 0 3251900 \
+19500700 0 0 0 0 0 0
+";
+
+    #[test]
+    fn diskstats_lines_parse_by_device_name() {
+        let vda = parse_diskstats(DISKSTATS, "vda").expect("vda");
+        assert_eq!(
+            vda,
+            DiskCounters {
+                reads_completed: 1_184_531,
+                sectors_read: 101_239_810,
+                writes_completed: 5_443_421,
+                sectors_written: 349_318_232,
+            }
+        );
+        assert_eq!(
+            parse_diskstats(DISKSTATS, "vda1").map(|c| c.reads_completed),
+            Some(1_184_000)
+        );
+        assert_eq!(parse_diskstats(DISKSTATS, "sda"), None);
+        assert_eq!(parse_diskstats("254 0 vda 1 2", "vda"), None, "short line");
+    }
+
+    #[test]
+    fn rates_are_differences_per_second() {
+        let before = DiskCounters {
+            reads_completed: 1000,
+            sectors_read: 0,
+            writes_completed: 50,
+            sectors_written: 2048,
+        };
+        let after = DiskCounters {
+            reads_completed: 3000,
+            sectors_read: 4096,
+            writes_completed: 150,
+            sectors_written: 2048 + 8192,
+        };
+        let rates = after.rates_since(&before, 2.0);
+        assert_eq!(rates.reads_per_second, 1000.0);
+        assert_eq!(rates.writes_per_second, 50.0);
+        assert_eq!(rates.read_mib_per_second, 1.0);
+        assert_eq!(rates.write_mib_per_second, 2.0);
+        assert_eq!(rates.source, "diskstats");
+        assert_eq!(after.rates_since(&before, 0.0).reads_per_second, 0.0);
+    }
+
+    #[test]
+    fn proc_stat_fields_count_from_the_last_parenthesis() {
+        let line = "4242 (post gres: (idle)) S 17 4242 4242 0 -1 4194560 1500 0 0 0 \
+                    731 204 12 3 20 0 1 0 12345 219000000 3000 18446744073709551615 1 1 0 0";
+        let ticks = parse_proc_stat(line).expect("parse");
+        assert_eq!(
+            ticks,
+            ProcessTicks {
+                parent_pid: 17,
+                user: 731,
+                system: 204,
+                children_user: 12,
+                children_system: 3,
+            }
+        );
+        assert_eq!(parse_proc_stat("12 (cut) S 1 2 3"), None);
+        assert_eq!(parse_proc_stat("no parenthesis"), None);
+    }
+
+    #[test]
+    fn descendants_follow_the_whole_tree() {
+        let children = BTreeMap::from([(1, vec![10, 11]), (10, vec![100]), (100, vec![1])]);
+        assert_eq!(descendants_in(&children, 1), vec![10, 11, 100]);
+        assert_eq!(descendants_in(&children, 11), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn live_processes_are_found_and_counted() {
+        let pid = std::process::id();
+        assert!(process_cpu_seconds(pid).is_some());
+        assert_eq!(process_cpu_seconds(u32::MAX), None);
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("spawn sleep");
+        let found = descendants(pid);
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+        assert!(
+            found.contains(&child.id()),
+            "{found:?} lacks {}",
+            child.id()
+        );
+        // Spin so that this process has measurable CPU time (ticks are 10 ms).
+        let started = std::time::Instant::now();
+        let mut spin = 0u64;
+        while started.elapsed() < std::time::Duration::from_millis(50) {
+            spin = std::hint::black_box(spin.wrapping_add(1));
+        }
+        assert!(self_cpu_seconds() > 0.0);
+        assert!(process_tree_cpu_seconds(&[pid]) >= process_cpu_seconds(pid).unwrap_or(0.0));
+    }
+
+    #[test]
+    fn mountinfo_picks_the_deepest_mount_of_the_device() {
+        let mountinfo = "\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+27 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+40 27 254:0 /srv /mnt/my\\040data rw,relatime - xfs /dev/vda rw
+41 27 8:1 / /mnt/my\\040data/other rw - btrfs /dev/sda1 rw
+";
+        let pick = |path: &str| file_system_from_mountinfo(mountinfo, 254, 0, Path::new(path));
+        assert_eq!(pick("/work/db").as_deref(), Some("ext4"));
+        assert_eq!(pick("/mnt/my data/db").as_deref(), Some("xfs"));
+        assert_eq!(
+            file_system_from_mountinfo(mountinfo, 9, 9, Path::new("/")),
+            None
+        );
+    }
+
+    #[test]
+    fn describe_device_finds_the_file_system_of_a_directory() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let info = describe_device(temporary.path());
+        assert_ne!(info.file_system, "unknown", "{info:?}");
+        assert!(info.directory.starts_with('/'));
+        // Where the directory is on a block device, it must be named.
+        if device_number(temporary.path()).is_some_and(|(major, _)| major != 0) {
+            assert_ne!(info.block_device, "unknown", "{info:?}");
+        }
     }
 }

@@ -206,12 +206,7 @@ pub fn run_sessions(driver: &dyn Driver, job: &RunJob) -> DriverResult<WorkerOut
 
 /// CPU seconds of this process and of the engine's server processes.
 fn cpu_seconds(driver: &dyn Driver) -> f64 {
-    let servers: f64 = driver
-        .server_pids()
-        .iter()
-        .filter_map(|&pid| sysstat::process_cpu_seconds(pid))
-        .sum();
-    sysstat::self_cpu_seconds() + servers
+    sysstat::self_cpu_seconds() + sysstat::process_tree_cpu_seconds(&driver.server_pids())
 }
 
 /// A measured run on a peer (or any driver without native runs): one session per thread.
