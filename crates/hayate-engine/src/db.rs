@@ -116,6 +116,8 @@ struct Inner {
     config: DatabaseConfig,
     recovery: RecoveryReport,
     maintenance: Maintenance,
+    /// Makes the log durable for the commits of tasks (`run_tasks`).
+    log_flusher: exec::flusher::LogFlusher,
 }
 
 /// An open database. Cheap to clone; all clones share one engine.
@@ -177,6 +179,7 @@ impl Database {
             store,
             config,
             recovery: report,
+            log_flusher: exec::flusher::LogFlusher::start(wal.clone()),
             maintenance: Maintenance {
                 shared: maintenance,
                 thread: Mutex::new(None),
@@ -250,9 +253,12 @@ impl Database {
     ) -> Result<(Vec<T>, exec::ExecStats)> {
         // A batch claims one frame per page; leave most of the pool to everyone else.
         let batch_pages_max = (self.inner.pool.stats().frame_count as usize / 4).max(1);
-        let wal = self.inner.manager.wal().clone();
-        let flush_log = move |lsn: u64| wal.flush_to(lsn);
-        exec::run_tasks(&self.inner.pool, tasks, batch_pages_max, &flush_log)
+        exec::run_tasks(
+            &self.inner.pool,
+            tasks,
+            batch_pages_max,
+            &self.inner.log_flusher,
+        )
     }
 
     /// Takes a checkpoint now; returns its id.
@@ -335,6 +341,7 @@ impl Database {
 
     /// Checkpoints and stops background work. Other clones become unusable for writes.
     pub fn close(self) -> Result<()> {
+        self.inner.log_flusher.stop();
         stop_maintenance(&self.inner);
         let result = self.inner.manager.checkpoint().map(|_| ());
         self.inner.pool.shutdown();

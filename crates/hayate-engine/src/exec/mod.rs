@@ -9,14 +9,17 @@
 //!    and the waiting tasks become runnable again; their lookups restart and now hit.
 //!
 //! 4. A commit logs and applies its writes, then waits on the log (`LogWait`); after the round
-//!    the executor makes the log durable once up to the highest position asked for, so every
-//!    commit of the round shares one fdatasync. Row-lock waits poll and yield (`Yield`).
+//!    the executor asks the database's log flusher (`flusher`) for the highest position asked
+//!    for and goes on loading pages while the flusher's fdatasync runs, so every commit of the
+//!    round shares one flush and the thread blocks on the log only when it has nothing else
+//!    to do. Row-lock waits poll and yield (`Yield`).
 //!
 //! So one thread keeps as many reads in flight as it has waiting tasks and blocks once per
 //! batch instead of once per read, and commits of all its tasks share flushes. Limits: applying
 //! a commit and scans still read missing pages synchronously; lock waits between tasks are
 //! bounded by the lock timeout, not by deadlock detection.
 
+pub mod flusher;
 pub mod phase;
 
 use std::cell::{Cell, RefCell};
@@ -31,31 +34,40 @@ use crate::page::PageId;
 thread_local! {
     /// Pages the tasks polled in this round wait for.
     static WANTED: RefCell<Vec<PageId>> = const { RefCell::new(Vec::new()) };
-    /// The highest log position a task polled in this round waits to be durable (0: none).
-    static WANTED_LSN: Cell<u64> = const { Cell::new(0) };
+    /// The lowest and highest log positions tasks polled in this round wait to be durable
+    /// ((0, 0): none).
+    static WANTED_LSN: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// The durable log position as of the start of the round.
+    static DURABLE_LSN: Cell<u64> = const { Cell::new(0) };
 }
 
-/// A future that is pending once, after asking the executor to make the log durable up to
-/// `lsn`: all commits of a round share one flush.
+/// A future that is ready once the log is durable up to `lsn`; until then it asks the
+/// executor for it (the executor's log flusher then flushes for every commit of the round).
 pub struct LogWait {
     lsn: u64,
-    asked: bool,
 }
 
 impl LogWait {
     pub fn new(lsn: u64) -> LogWait {
-        LogWait { lsn, asked: false }
+        LogWait { lsn }
     }
 }
 
 impl Future for LogWait {
     type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _context: &mut Context<'_>) -> Poll<()> {
-        if self.asked {
+    fn poll(self: Pin<&mut Self>, _context: &mut Context<'_>) -> Poll<()> {
+        if DURABLE_LSN.with(Cell::get) >= self.lsn {
             return Poll::Ready(());
         }
-        self.asked = true;
-        WANTED_LSN.with(|wanted| wanted.set(wanted.get().max(self.lsn)));
+        WANTED_LSN.with(|wanted| {
+            let (low, high) = wanted.get();
+            let low = if low == 0 {
+                self.lsn
+            } else {
+                low.min(self.lsn)
+            };
+            wanted.set((low, high.max(self.lsn)));
+        });
         Poll::Pending
     }
 }
@@ -113,8 +125,10 @@ pub struct ExecStats {
     /// Batched loads issued (each one wait of the thread for I/O).
     pub batches: u64,
     pub pages_loaded: u64,
-    /// Log flushes requested for waiting commits (one per round at most).
+    /// Rounds that asked the log flusher for a durable position (one per round at most).
     pub log_flushes: u64,
+    /// Times the thread had nothing to do but wait for the log.
+    pub log_waits: u64,
 }
 
 pub type Task<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
@@ -125,7 +139,7 @@ pub fn run_tasks<'a, T>(
     pool: &BufferPool,
     tasks: Vec<Task<'a, T>>,
     batch_pages_max: usize,
-    flush_log: &dyn Fn(u64) -> Result<()>,
+    log: &flusher::LogFlusher,
 ) -> Result<(Vec<T>, ExecStats)> {
     let mut stats = ExecStats {
         tasks: tasks.len() as u64,
@@ -136,8 +150,9 @@ pub fn run_tasks<'a, T>(
     let mut context = Context::from_waker(Waker::noop());
     let batch_pages_max = batch_pages_max.max(1);
     WANTED.with(|wanted| wanted.borrow_mut().clear());
-    WANTED_LSN.with(|wanted| wanted.set(0));
+    WANTED_LSN.with(|wanted| wanted.set((0, 0)));
     loop {
+        DURABLE_LSN.with(|durable| durable.set(log.durable_lsn()));
         let mut pending = 0;
         for (slot, output) in slots.iter_mut().zip(outputs.iter_mut()) {
             let Some(task) = slot else { continue };
@@ -154,15 +169,20 @@ pub fn run_tasks<'a, T>(
             break;
         }
         phase::set_in_flight(pending as u32);
-        let lsn = WANTED_LSN.with(|wanted| wanted.replace(0));
-        if lsn > 0 {
-            let _log_wait = phase::enter(phase::Phase::LogWait);
-            flush_log(lsn)?;
+        let (lowest_lsn, highest_lsn) = WANTED_LSN.with(|wanted| wanted.replace((0, 0)));
+        if highest_lsn > 0 {
+            // The flusher works while this thread reads pages and runs other tasks.
+            log.request(highest_lsn);
             stats.log_flushes += 1;
         }
         let mut wanted = WANTED.with(|wanted| std::mem::take(&mut *wanted.borrow_mut()));
         if wanted.is_empty() {
-            if lsn == 0 {
+            if lowest_lsn > 0 {
+                // Nothing to read: wait until the first waiting commit is durable.
+                let _log_wait = phase::enter(phase::Phase::LogWait);
+                log.wait_durable(lowest_lsn)?;
+                stats.log_waits += 1;
+            } else {
                 std::thread::yield_now(); // waiting for locks or other threads; poll again
             }
             continue;
