@@ -23,7 +23,9 @@ use crate::exec;
 use crate::io::{self, Io};
 use crate::store::{self, PageStore, StoreConfig, StoreStats};
 use crate::txn::recovery::RecoveryReport;
-use crate::txn::{row, LockConfig, Transaction, TreeId, TreeInfo, TreeKind, TxnManager, TxnStats};
+use crate::txn::{
+    row, LockConfig, Transaction, TreeId, TreeInfo, TreeKind, TxnManager, TxnStats, UndoConfig,
+};
 use crate::wal::{Wal, WalConfig, WalStats};
 
 /// How much memory the buffer pool gets.
@@ -50,6 +52,8 @@ pub struct DatabaseConfig {
     pub keep_inner_resident: bool,
     pub wal: WalConfig,
     pub locks: LockConfig,
+    /// Rollback segment: memory budget before before-images spill to flash.
+    pub undo: UndoConfig,
     pub io_backend: IoBackend,
     pub checkpoint_interval: Duration,
     pub checkpoint_log_bytes: u64,
@@ -65,6 +69,7 @@ impl Default for DatabaseConfig {
             keep_inner_resident: true,
             wal: WalConfig::default(),
             locks: LockConfig::default(),
+            undo: UndoConfig::default(),
             io_backend: IoBackend::Auto,
             checkpoint_interval: Duration::from_secs(30),
             checkpoint_log_bytes: 256 << 20,
@@ -157,6 +162,8 @@ impl Database {
             &opened,
             recovery.records,
             config.locks.clone(),
+            io.clone(),
+            config.undo.clone(),
         )?;
         report.log_tail_truncated = tail_truncated;
         if !created {

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use hayate_engine::io::sim::{SimConfig, SimIo};
 use hayate_engine::io::{Io, OpenOptions};
+use hayate_engine::wal::SyncMode;
 use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId, WritePolicy};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -39,6 +40,10 @@ struct Spec {
     /// Let the maintenance thread run the cleaner (and the checkpoints it asks for). Sync
     /// points then depend on thread timing, so a seed reproduces only approximately.
     cleaner: bool,
+    /// How the log is made durable: fdatasync, or O_DSYNC writes (each one a sync point).
+    wal_sync: SyncMode,
+    /// Zero-filled log segments (small ones, so that several are created and filled).
+    wal_preallocate: bool,
 }
 
 fn config(spec: &Spec) -> DatabaseConfig {
@@ -62,6 +67,11 @@ fn config(spec: &Spec) -> DatabaseConfig {
     config.buffer_size = BufferSize::Bytes(12 * spec.page_size as u64);
     config.buffer_frames_min = 12;
     config.wal.buffer_size_bytes = 1 << 20;
+    config.wal.sync_mode = spec.wal_sync;
+    if spec.wal_preallocate {
+        config.wal.preallocate_segments = true;
+        config.wal.segment_size_bytes = 256 * 1024;
+    }
     config
 }
 
@@ -349,6 +359,8 @@ fn crash_out_of_place_4k() {
         transactions: 300,
         checkpoint_every: 40,
         cleaner: false,
+        wal_sync: SyncMode::Data,
+        wal_preallocate: false,
     };
     crash_at_every_sync(spec, 1);
 }
@@ -361,6 +373,8 @@ fn crash_in_place_4k() {
         transactions: 300,
         checkpoint_every: 40,
         cleaner: false,
+        wal_sync: SyncMode::Data,
+        wal_preallocate: false,
     };
     crash_at_every_sync(spec, 2);
 }
@@ -373,6 +387,8 @@ fn crash_out_of_place_16k() {
         transactions: 150,
         checkpoint_every: 30,
         cleaner: false,
+        wal_sync: SyncMode::Data,
+        wal_preallocate: false,
     };
     crash_at_every_sync(spec, 3);
 }
@@ -385,8 +401,54 @@ fn crash_in_place_16k() {
         transactions: 150,
         checkpoint_every: 30,
         cleaner: false,
+        wal_sync: SyncMode::Data,
+        wal_preallocate: false,
     };
     crash_at_every_sync(spec, 4);
+}
+
+// The log made durable by O_DSYNC writes instead of fdatasync: every log write is a sync point
+// (and a torn write when the power fails during it).
+#[test]
+fn crash_out_of_place_4k_dsync() {
+    let spec = Spec {
+        policy: WritePolicy::OutOfPlace,
+        page_size: 4096,
+        transactions: 300,
+        checkpoint_every: 40,
+        cleaner: false,
+        wal_sync: SyncMode::Dsync,
+        wal_preallocate: false,
+    };
+    crash_at_every_sync(spec, 6);
+}
+
+#[test]
+fn crash_in_place_4k_dsync_preallocated() {
+    let spec = Spec {
+        policy: WritePolicy::InPlace,
+        page_size: 4096,
+        transactions: 300,
+        checkpoint_every: 40,
+        cleaner: false,
+        wal_sync: SyncMode::Dsync,
+        wal_preallocate: true,
+    };
+    crash_at_every_sync(spec, 7);
+}
+
+#[test]
+fn crash_out_of_place_4k_preallocated() {
+    let spec = Spec {
+        policy: WritePolicy::OutOfPlace,
+        page_size: 4096,
+        transactions: 300,
+        checkpoint_every: 40,
+        cleaner: false,
+        wal_sync: SyncMode::Data,
+        wal_preallocate: true,
+    };
+    crash_at_every_sync(spec, 8);
 }
 
 // The cleaner and maintenance checkpoints run concurrently with commits, so relocations race
@@ -399,6 +461,8 @@ fn crash_out_of_place_cleaner() {
         transactions: 300,
         checkpoint_every: 60,
         cleaner: true,
+        wal_sync: SyncMode::Data,
+        wal_preallocate: false,
     };
     crash_at_every_sync(spec, 5);
 }
@@ -406,13 +470,15 @@ fn crash_out_of_place_cleaner() {
 /// Corrupts the last bytes of the newest log segment of a crashed image (a torn last block)
 /// and checks that recovery cuts the log there: the state is the one after some prefix of the
 /// commits, the cut is reported, and later commits survive another restart.
-fn torn_log_tail(policy: WritePolicy) {
+fn torn_log_tail(policy: WritePolicy, wal_sync: SyncMode) {
     let spec = Spec {
         policy,
         page_size: 4096,
         transactions: 60,
         checkpoint_every: 1000,
         cleaner: false,
+        wal_sync,
+        wal_preallocate: false,
     };
     let seed = env_u64("HAYATE_CRASH_SEED").unwrap_or(77);
     eprintln!("torn_log_tail {policy:?}: seed {seed}");
@@ -503,10 +569,15 @@ fn torn_log_tail(policy: WritePolicy) {
 
 #[test]
 fn torn_log_tail_out_of_place() {
-    torn_log_tail(WritePolicy::OutOfPlace);
+    torn_log_tail(WritePolicy::OutOfPlace, SyncMode::Data);
+}
+
+#[test]
+fn torn_log_tail_out_of_place_dsync() {
+    torn_log_tail(WritePolicy::OutOfPlace, SyncMode::Dsync);
 }
 
 #[test]
 fn torn_log_tail_in_place() {
-    torn_log_tail(WritePolicy::InPlace);
+    torn_log_tail(WritePolicy::InPlace, SyncMode::Data);
 }

@@ -1,11 +1,12 @@
 //! Group commit under load: 16 committers each append and flush 200 records; every
-//! acknowledged record is found after reopening, and commits shared flushes.
+//! acknowledged record is found after reopening, and commits shared flushes. Runs with
+//! fdatasync and with O_DSYNC writes into preallocated segments.
 
 use std::sync::Arc;
 
 use hayate_engine::io::sync_file::SyncIo;
 use hayate_engine::io::Io;
-use hayate_engine::wal::{LogRecord, Lsn, Op, Wal, WalConfig};
+use hayate_engine::wal::{LogRecord, Lsn, Op, SyncMode, Wal, WalConfig};
 
 const COMMITTERS: u64 = 16;
 const COMMITS_PER_COMMITTER: u64 = 200;
@@ -24,9 +25,23 @@ fn record(committer: u64, sequence: u64) -> LogRecord {
 
 #[test]
 fn wal_concurrent_committers_share_flushes_and_survive_reopen() {
+    concurrent_committers(WalConfig::default());
+}
+
+#[test]
+fn wal_concurrent_committers_dsync_preallocated() {
+    concurrent_committers(WalConfig {
+        sync_mode: SyncMode::Dsync,
+        preallocate_segments: true,
+        segment_size_bytes: 1 << 20,
+        ..WalConfig::default()
+    });
+}
+
+fn concurrent_committers(config: WalConfig) {
     let dir = tempfile::tempdir().expect("temp dir");
     let io: Arc<dyn Io> = Arc::new(SyncIo::new(dir.path()).expect("sync io"));
-    let (wal, recovery) = Wal::open(Arc::clone(&io), WalConfig::default(), 0).expect("open");
+    let (wal, recovery) = Wal::open(Arc::clone(&io), config.clone(), 0).expect("open");
     assert!(recovery.records.is_empty());
     let wal = Arc::new(wal);
     let threads: Vec<_> = (0..COMMITTERS)
@@ -66,7 +81,7 @@ fn wal_concurrent_committers_share_flushes_and_survive_reopen() {
     let end_lsn = wal.end_lsn();
     drop(wal);
 
-    let (wal, recovery) = Wal::open(io, WalConfig::default(), 0).expect("reopen");
+    let (wal, recovery) = Wal::open(io, config, 0).expect("reopen");
     assert_eq!(recovery.report.end_lsn, end_lsn);
     assert_eq!(recovery.records.len(), acknowledged.len());
     assert!(

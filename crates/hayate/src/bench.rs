@@ -3,7 +3,8 @@
 //! 1. Describe the machine (CPUs, memory, kernel).
 //! 2. B+tree in memory: point inserts then point lookups of random keys, 1 and 2 threads.
 //! 3. Group commit on the real device: 1, 16 and 256 committers, each run on a fresh log in a
-//!    temporary directory under `--dir` (refused on tmpfs, which has no device behind it).
+//!    temporary directory under `--dir` (refused on tmpfs, which has no device behind it), with
+//!    fdatasync, O_DSYNC writes, or both alternating in one run (`--wal-sync`).
 //! 4. Durable updates as tasks versus OS threads (`bench_tasks`).
 //! 5. Print a table per benchmark and, with `--json`, write the B+tree and group-commit results
 //!    as JSON.
@@ -14,10 +15,10 @@ use std::time::Duration;
 
 use hayate_engine::btree::{bench_btree, bench_btree_threads, BtreeBenchReport};
 use hayate_engine::io::{self, IoKind};
-use hayate_engine::wal::{bench_group_commit, GroupCommitReport, WalConfig};
+use hayate_engine::wal::{bench_group_commit, GroupCommitReport, SyncMode, WalConfig};
 use indicatif::ProgressBar;
 
-use crate::cli::{BenchArgs, BenchKind};
+use crate::cli::{BenchArgs, BenchKind, WalSync};
 use crate::demo::io_backend_name;
 use crate::error::{CliError, CliResult, Context};
 use crate::report::{self, format_count, format_rate, json_string, Machine};
@@ -111,7 +112,30 @@ fn device_dir(args: &BenchArgs) -> CliResult<PathBuf> {
     Ok(base)
 }
 
-fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<GroupCommitReport>)> {
+/// One group-commit run and the log configuration it ran with.
+struct CommitRun {
+    config: WalConfig,
+    report: GroupCommitReport,
+}
+
+/// The log configurations `--wal-sync` and `--wal-preallocate` ask for.
+fn wal_configs(args: &BenchArgs) -> Vec<WalConfig> {
+    let modes: &[SyncMode] = match args.wal_sync {
+        WalSync::Fdatasync => &[SyncMode::Data],
+        WalSync::Dsync => &[SyncMode::Dsync],
+        WalSync::Both => &[SyncMode::Data, SyncMode::Dsync],
+    };
+    modes
+        .iter()
+        .map(|&sync_mode| WalConfig {
+            sync_mode,
+            preallocate_segments: args.wal_preallocate,
+            ..WalConfig::default()
+        })
+        .collect()
+}
+
+fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<CommitRun>)> {
     let base = device_dir(args)?;
     let file_system = file_system_of(&base)?;
     let temporary = tempfile::Builder::new()
@@ -121,15 +145,23 @@ fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<GroupCommitReport>)> {
     let duration = Duration::from_secs(args.seconds);
     let mut reports = Vec::new();
     let mut io_kind = None;
+    // Modes alternate per committer count, so both see the device in the same state.
     for committers in COMMITTER_COUNTS {
-        let dir = temporary.path().join(format!("committers-{committers}"));
-        std::fs::create_dir(&dir).context(|| format!("cannot create {}", dir.display()))?;
-        let io = io::open_default(&dir)?;
-        io_kind = Some(io.kind());
-        let spinner = spinner(format!("group commit, {committers} committers"));
-        let report = bench_group_commit(io, committers, duration);
-        spinner.finish_and_clear();
-        reports.push(report.context(|| format!("group commit with {committers} committers"))?);
+        for config in wal_configs(args) {
+            let mode = config.sync_mode.name();
+            let dir = temporary
+                .path()
+                .join(format!("committers-{committers}-{mode}"));
+            std::fs::create_dir(&dir).context(|| format!("cannot create {}", dir.display()))?;
+            let io = io::open_default(&dir)?;
+            io_kind = Some(io.kind());
+            let spinner = spinner(format!("group commit, {committers} committers, {mode}"));
+            let report = bench_group_commit(io, config.clone(), committers, duration);
+            spinner.finish_and_clear();
+            let report =
+                report.context(|| format!("group commit with {committers} committers, {mode}"))?;
+            reports.push(CommitRun { config, report });
+        }
     }
     let device = Device {
         dir: base,
@@ -143,23 +175,30 @@ fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<GroupCommitReport>)> {
     Ok((device, reports))
 }
 
-fn print_commit(device: &Device, seconds: u64, reports: &[GroupCommitReport]) {
+fn print_commit(device: &Device, seconds: u64, runs: &[CommitRun]) {
     let wal = WalConfig::default();
     println!();
     println!(
         "group commit: {seconds} s per run, commit records of one 100-byte row, log in {} \
-         ({}), I/O backend {}, sync {:?}, group commit delay {:?}",
+         ({}), I/O backend {}, segments of {} MiB, group commit delay {:?}",
         device.dir.display(),
         device.file_system,
         device.io_kind.map_or("none", io_backend_name),
-        wal.sync_mode,
+        wal.segment_size_bytes >> 20,
         wal.group_commit_delay
     );
-    let rows: Vec<Vec<String>> = reports
+    let rows: Vec<Vec<String>> = runs
         .iter()
-        .map(|report| {
+        .map(|CommitRun { config, report }| {
+            let preallocated = if config.preallocate_segments {
+                "yes"
+            } else {
+                "no"
+            };
             vec![
                 report.committers.to_string(),
+                config.sync_mode.name().to_string(),
+                preallocated.to_string(),
                 format_rate(report.commits_per_second),
                 format_rate(report.flushes_per_second),
                 format!("{:.1}", report.commits_per_flush),
@@ -173,6 +212,8 @@ fn print_commit(device: &Device, seconds: u64, reports: &[GroupCommitReport]) {
         report::table(
             &[
                 "committers",
+                "sync",
+                "preallocated",
                 "commits/s",
                 "flushes/s",
                 "commits/flush",
@@ -222,7 +263,7 @@ fn to_json(
     args: &BenchArgs,
     machine: &Machine,
     btree: &[BtreeBenchReport],
-    commit: Option<&(Device, Vec<GroupCommitReport>)>,
+    commit: Option<&(Device, Vec<CommitRun>)>,
 ) -> String {
     let mut out = String::from("{\n");
     let _ = writeln!(
@@ -241,7 +282,7 @@ fn to_json(
         args.seconds,
         args.keys,
         btree_pool_pages(args.keys),
-        json_string(&format!("{:?}", WalConfig::default()))
+        json_string(&format!("{:?}", wal_configs(args)))
     );
     let btree_rows: Vec<String> = btree
         .iter()
@@ -262,19 +303,22 @@ fn to_json(
     out
 }
 
-fn commit_json(commit: Option<&(Device, Vec<GroupCommitReport>)>) -> String {
+fn commit_json(commit: Option<&(Device, Vec<CommitRun>)>) -> String {
     let Some((device, reports)) = commit else {
         return "null".into();
     };
     let runs: Vec<String> = reports
         .iter()
-        .map(|report| {
+        .map(|CommitRun { config, report }| {
             format!(
-                "      {{\"committers\": {}, \"duration_seconds\": {:.3}, \"commits\": {}, \
+                "      {{\"committers\": {}, \"wal_sync\": {}, \"wal_preallocate\": {}, \
+                 \"duration_seconds\": {:.3}, \"commits\": {}, \
                  \"flushes\": {}, \"commits_per_second\": {:.1}, \"flushes_per_second\": {:.1}, \
                  \"commits_per_flush\": {:.2}, \"commit_wait_us_p50\": {:.1}, \
                  \"commit_wait_us_p99\": {:.1}}}",
                 report.committers,
+                json_string(config.sync_mode.name()),
+                config.preallocate_segments,
                 report.duration.as_secs_f64(),
                 report.commits,
                 report.flushes,

@@ -132,6 +132,23 @@ pub struct BenchArgs {
     /// Also write the results, the configuration and the machine as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// How the group-commit log is made durable: fdatasync after each write, O_DSYNC writes
+    /// (dsync), or both side by side in one run.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = WalSync::Fdatasync)]
+    pub wal_sync: WalSync,
+
+    /// Zero-fill log segments when they are created, so flushes overwrite allocated blocks.
+    #[arg(long)]
+    pub wal_preallocate: bool,
+}
+
+/// Durability mode(s) of the group-commit benchmark's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WalSync {
+    Fdatasync,
+    Dsync,
+    Both,
 }
 
 #[derive(Debug, Args)]

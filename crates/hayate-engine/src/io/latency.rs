@@ -194,9 +194,17 @@ impl Io for LatencyIo {
 
     fn open(&self, name: &str, options: OpenOptions) -> Result<Arc<dyn IoFile>> {
         let inner = self.inner.open(name, options)?;
+        // A write through an O_DSYNC handle is a write and a sync on the device.
+        let latency = self.shared.latency;
+        let write_latency = if options.dsync {
+            latency.write + latency.sync
+        } else {
+            latency.write
+        };
         Ok(Arc::new(LatencyFile {
             inner,
             shared: self.shared.clone(),
+            write_latency,
         }))
     }
 
@@ -225,6 +233,7 @@ impl Io for LatencyIo {
 struct LatencyFile {
     inner: Arc<dyn IoFile>,
     shared: Arc<Shared>,
+    write_latency: Duration,
 }
 
 impl IoFile for LatencyFile {
@@ -239,9 +248,8 @@ impl IoFile for LatencyFile {
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
-        self.shared.timed(1, self.shared.latency.write, || {
-            self.inner.write_at(buf, offset)
-        })
+        self.shared
+            .timed(1, self.write_latency, || self.inner.write_at(buf, offset))
     }
 
     fn read_batch(&self, requests: &mut [ReadRequest<'_>]) -> Result<()> {
@@ -253,7 +261,7 @@ impl IoFile for LatencyFile {
 
     fn write_batch(&self, requests: &[WriteRequest<'_>]) -> Result<()> {
         let count = requests.len();
-        self.shared.timed(count, self.shared.latency.write, || {
+        self.shared.timed(count, self.write_latency, || {
             self.inner.write_batch(requests)
         })
     }

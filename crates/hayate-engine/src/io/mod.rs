@@ -37,16 +37,22 @@ pub struct OpenOptions {
     pub create: bool,
     /// Bypass the OS page cache (O_DIRECT) where the backend supports it.
     pub direct: bool,
+    /// Every write is durable when it returns (O_DSYNC): its data and the metadata needed to
+    /// read it back (the file length) reach the media, as if `sync_data` followed it. Other
+    /// changes (`set_len`, writes through other handles) still need `sync_data`.
+    pub dsync: bool,
 }
 
 impl OpenOptions {
     pub const CREATE_DIRECT: OpenOptions = OpenOptions {
         create: true,
         direct: true,
+        dsync: false,
     };
     pub const EXISTING_DIRECT: OpenOptions = OpenOptions {
         create: false,
         direct: true,
+        dsync: false,
     };
 }
 
@@ -68,7 +74,8 @@ pub trait IoFile: Send + Sync {
     fn name(&self) -> &str;
     /// Reads exactly `buf.len()` bytes at `offset`. Reading past the end is an error.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
-    /// Writes all of `buf` at `offset`, extending the file if needed.
+    /// Writes all of `buf` at `offset`, extending the file if needed. Durable when it returns
+    /// if the file was opened with `dsync`, otherwise after the next `sync_data`.
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()>;
     /// Reads many ranges, with as many in flight at once as the backend allows.
     fn read_batch(&self, requests: &mut [ReadRequest<'_>]) -> Result<()> {
@@ -78,7 +85,7 @@ pub trait IoFile: Send + Sync {
         Ok(())
     }
     /// Writes many ranges, with as many in flight at once as the backend allows. Not durable
-    /// until `sync_data` returns.
+    /// until `sync_data` returns (unless the file was opened with `dsync`).
     fn write_batch(&self, requests: &[WriteRequest<'_>]) -> Result<()> {
         for request in requests {
             self.write_at(request.buf, request.offset)?;

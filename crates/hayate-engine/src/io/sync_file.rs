@@ -27,15 +27,16 @@ impl SyncIo {
     }
 }
 
-/// Opens a file, with O_DIRECT when asked and supported by the file system (tmpfs is not).
+/// Opens a file, with O_DIRECT when asked and supported by the file system (tmpfs is not),
+/// and with O_DSYNC when asked.
 pub(crate) fn open_file(dir: &Path, name: &str, options: OpenOptions) -> Result<(File, bool)> {
     let path = dir.join(name);
+    let dsync_flag = if options.dsync { libc::O_DSYNC } else { 0 };
     let open = |direct: bool| {
         let mut fs_options = FsOpenOptions::new();
         fs_options.read(true).write(true).create(options.create);
-        if direct {
-            fs_options.custom_flags(libc::O_DIRECT);
-        }
+        let direct_flag = if direct { libc::O_DIRECT } else { 0 };
+        fs_options.custom_flags(direct_flag | dsync_flag);
         fs_options.open(&path)
     };
     if options.direct {

@@ -632,6 +632,7 @@ mod tests {
         let options = OpenOptions {
             create: true,
             direct: false,
+            dsync: false,
         };
         let file = io.open("small", options).unwrap();
         file.write_at(b"hello, world", 0).unwrap();

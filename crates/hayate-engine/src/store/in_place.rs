@@ -113,6 +113,7 @@ impl InPlaceStore {
             OpenOptions {
                 create: true,
                 direct: false,
+                dsync: false,
             },
         )?;
         let restored = restore_journal(&*file, &*journal, page_size, image.meta.checkpoint_id)?;

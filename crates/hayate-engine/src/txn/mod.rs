@@ -40,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::store::CheckpointMeta;
 use crate::wal::{LogRecord, Lsn, Op, Wal};
 use locks::LockTable;
+pub use undo::{UndoConfig, UndoStats};
 use undo::{UndoEntry, UndoLog};
 
 /// Lock key used by purge, which never waits.
@@ -60,8 +61,11 @@ pub struct TxnStats {
     pub aborts: u64,
     pub serialization_failures: u64,
     pub undo_entries: u64,
+    /// Bytes of before-images held in memory.
     pub undo_bytes: u64,
     pub undo_purged: u64,
+    /// The rollback segment in detail: memory, spilled bytes, spilled reads, spill files.
+    pub undo: UndoStats,
     pub tombstones_purged: u64,
     pub checkpoints: u64,
     pub locks: LockStats,
@@ -104,11 +108,12 @@ impl TxnManager {
         wal: Arc<Wal>,
         catalog: Catalog,
         lock_config: LockConfig,
+        undo: UndoLog,
         next_checkpoint_id: u64,
     ) -> TxnManager {
         let visible = catalog.next_commit_ts - 1;
         TxnManager {
-            undo: UndoLog::new(catalog.boot_count),
+            undo,
             next_txn_id: AtomicU64::new(catalog.next_txn_id),
             commit_order: Mutex::new(CommitOrder {
                 next_commit_ts: catalog.next_commit_ts,
@@ -251,7 +256,7 @@ impl TxnManager {
             if pointer == 0 {
                 return Ok(None);
             }
-            let Some(entry) = self.undo.get(pointer) else {
+            let Some(entry) = self.undo.get(pointer)? else {
                 // Versions from before a restart are older than every snapshot, so an earlier
                 // epoch means "no older version"; a purged entry of ours is a broken snapshot.
                 return if self.undo.is_current_epoch(pointer) {
@@ -536,7 +541,7 @@ impl TxnManager {
     /// Drops undo entries and tombstones no snapshot needs. Returns (undo entries, rows) purged.
     pub fn purge(&self) -> Result<(u64, u64)> {
         let oldest = self.oldest_snapshot_ts();
-        let undo_purged = self.undo.purge(oldest);
+        let undo_purged = self.undo.purge(oldest)?;
         self.counters
             .undo_purged
             .fetch_add(undo_purged, Ordering::Relaxed);
@@ -587,13 +592,14 @@ impl TxnManager {
     }
 
     pub fn stats(&self) -> TxnStats {
-        let (undo_entries, undo_bytes) = self.undo.size();
+        let undo = self.undo.stats();
         TxnStats {
             commits: self.counters.commits.load(Ordering::Relaxed),
             aborts: self.counters.aborts.load(Ordering::Relaxed),
             serialization_failures: self.counters.serialization_failures.load(Ordering::Relaxed),
-            undo_entries,
-            undo_bytes,
+            undo_entries: undo.entries,
+            undo_bytes: undo.memory_bytes,
+            undo,
             undo_purged: self.counters.undo_purged.load(Ordering::Relaxed),
             tombstones_purged: self.counters.tombstones_purged.load(Ordering::Relaxed),
             checkpoints: self.counters.checkpoints.load(Ordering::Relaxed),

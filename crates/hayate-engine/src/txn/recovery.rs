@@ -17,10 +17,12 @@ use super::{row, Catalog, TreeInfo, TreeKind, TxnManager};
 use crate::btree::BTree;
 use crate::buffer::BufferPool;
 use crate::error::Result;
+use crate::io::Io;
 use crate::store::CheckpointMeta;
 use crate::wal::{LogRecord, Lsn, Op, Wal};
 
 use super::locks::LockConfig;
+use super::undo::{UndoConfig, UndoLog};
 
 /// What recovery found and did.
 #[derive(Debug, Clone, Default)]
@@ -67,6 +69,8 @@ impl TxnManager {
         opened: &CheckpointMeta,
         records: Vec<(Lsn, LogRecord)>,
         lock_config: LockConfig,
+        undo_io: Arc<dyn Io>,
+        undo_config: UndoConfig,
     ) -> Result<(Arc<TxnManager>, RecoveryReport)> {
         let started = Instant::now();
         let mut catalog = Catalog::decode(&opened.payload)?;
@@ -82,7 +86,9 @@ impl TxnManager {
             report.records_replayed += 1;
         }
         report.duration = started.elapsed();
-        let manager = TxnManager::new(pool, wal, catalog, lock_config, opened.checkpoint_id + 1);
+        let undo = UndoLog::open(catalog.boot_count, undo_io, undo_config)?;
+        let next_checkpoint_id = opened.checkpoint_id + 1;
+        let manager = TxnManager::new(pool, wal, catalog, lock_config, undo, next_checkpoint_id);
         Ok((Arc::new(manager), report))
     }
 }

@@ -26,10 +26,11 @@ pub struct GroupCommitReport {
 /// recovered first and then extended).
 pub fn bench_group_commit(
     io: Arc<dyn Io>,
+    config: WalConfig,
     committers: usize,
     duration: Duration,
 ) -> Result<GroupCommitReport> {
-    let (wal, _recovery) = Wal::open(io, WalConfig::default(), 0)?;
+    let (wal, _recovery) = Wal::open(io, config, 0)?;
     let wal = Arc::new(wal);
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();

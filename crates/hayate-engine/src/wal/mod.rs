@@ -9,13 +9,15 @@
 //! 1. `Wal::open` reads the valid records from a start LSN (the checkpoint's redo LSN), cuts
 //!    off a torn or stale tail, and returns them for replay in LSN order (`reader`).
 //! 2. Committers `append` a record (a copy into the log buffer) and `flush_to` its end LSN;
-//!    concurrent committers share one write + fdatasync (leader/follower, `writer`).
+//!    concurrent committers share one write + fdatasync, or one O_DSYNC write (leader/follower,
+//!    `writer`).
 //! 3. After a checkpoint, `truncate_before(redo_lsn)` deletes segments wholly below it.
 //! 4. Before dropping the `Wal`, `flush_to(end_lsn())` makes the remaining records durable;
 //!    unflushed records are lost, which is correct for records nobody waited for.
 //!
 //! Durability protocol of one flush: write whole 4096-byte blocks (the last block of the
-//! previous flush is rewritten with identical leading bytes), fdatasync every touched segment,
+//! previous flush is rewritten with identical leading bytes), fdatasync every touched segment
+//! (`SyncMode::Data`; with `SyncMode::Dsync` the O_DSYNC writes are durable when they complete),
 //! fsync the directory if a segment was created, then advance the durable LSN. Assumed of the
 //! device: a torn block write leaves each sector old or new; rewriting identical leading bytes
 //! therefore never damages records acknowledged before.
@@ -38,7 +40,7 @@ pub use record::{LogRecord, Op, RecordType};
 pub use writer::Appended;
 
 use crate::error::{Error, Result};
-use crate::io::{AlignedBuf, Io, IO_ALIGN};
+use crate::io::{AlignedBuf, Io, OpenOptions, IO_ALIGN};
 use writer::{SegmentWriter, WriterState};
 
 /// A log sequence number: a byte position in the log stream.
@@ -52,8 +54,24 @@ pub const BUFFER_SIZE_BYTES_DEFAULT: usize = 16 * 1024 * 1024;
 pub enum SyncMode {
     /// fdatasync of each written segment (and the directory after creating one).
     Data,
+    /// Segment files are opened with O_DSYNC (and O_DIRECT when `direct`): each block write is
+    /// durable when it completes, with no fdatasync; the directory is still fsynced after
+    /// creating a segment. With preallocated segments a flush is one write to blocks the file
+    /// already has, which the device can complete as a single FUA write.
+    Dsync,
     /// Write only; a crash may lose acknowledged commits. For measurements, never for data.
     None,
+}
+
+impl SyncMode {
+    /// Name as used on command lines and in reports: fdatasync, dsync, none.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMode::Data => "fdatasync",
+            SyncMode::Dsync => "dsync",
+            SyncMode::None => "none",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +85,21 @@ pub struct WalConfig {
     pub group_commit_delay: Duration,
     /// Open segment files with O_DIRECT where the backend supports it.
     pub direct: bool,
+    /// Zero-fill each segment to its full size when it is created (and the end segment after
+    /// recovery), so flushes overwrite allocated blocks instead of growing the file: no
+    /// file-size change to journal per flush. Zeros read as the end of the log.
+    pub preallocate_segments: bool,
+}
+
+impl WalConfig {
+    /// How segment files are opened for this configuration.
+    pub(crate) fn segment_options(&self, create: bool) -> OpenOptions {
+        OpenOptions {
+            create,
+            direct: self.direct,
+            dsync: self.sync_mode == SyncMode::Dsync,
+        }
+    }
 }
 
 impl Default for WalConfig {
@@ -77,6 +110,7 @@ impl Default for WalConfig {
             sync_mode: SyncMode::Data,
             group_commit_delay: Duration::ZERO,
             direct: true,
+            preallocate_segments: false,
         }
     }
 }
@@ -127,7 +161,9 @@ impl Wal {
     /// appending at the end of the valid log.
     pub fn open(io: Arc<dyn Io>, config: WalConfig, start_lsn: Lsn) -> Result<(Wal, Recovery)> {
         writer::validate_config(&config)?;
-        let (recovery, tail) = reader::recover(&*io, config.direct, start_lsn)?;
+        let segment_options = config.segment_options(false);
+        let preallocated = config.preallocate_segments;
+        let (recovery, tail) = reader::recover(&*io, segment_options, preallocated, start_lsn)?;
         let end_lsn = recovery.report.end_lsn;
         let mut active = AlignedBuf::new(config.buffer_size_bytes);
         active[..tail.tail_block.len()].copy_from_slice(&tail.tail_block);
@@ -136,14 +172,18 @@ impl Wal {
             Some((first_lsn, _)) => (first_lsn + config.segment_size_bytes).max(align_up(end_lsn)),
             None => 0,
         };
-        let segments = SegmentWriter {
+        let mut segments = SegmentWriter {
             io: Arc::clone(&io),
             segment_size_bytes: config.segment_size_bytes,
             sync_mode: config.sync_mode,
-            direct: config.direct,
+            options: config.segment_options(true),
+            preallocate: config.preallocate_segments,
             current: tail.end_segment,
             current_end_lsn,
         };
+        if config.preallocate_segments {
+            segments.preallocate_current()?;
+        }
         let state = WriterState {
             active,
             active_base_lsn: align_down(end_lsn),

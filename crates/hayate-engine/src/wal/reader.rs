@@ -82,12 +82,8 @@ struct StreamReader {
 }
 
 impl StreamReader {
-    fn open(io: &dyn Io, direct: bool) -> Result<StreamReader> {
+    fn open(io: &dyn Io, options: OpenOptions) -> Result<StreamReader> {
         let firsts = list_segments(io)?;
-        let options = OpenOptions {
-            create: false,
-            direct,
-        };
         let mut segments = Vec::with_capacity(firsts.len());
         for (index, &first_lsn) in firsts.iter().enumerate() {
             let file = io.open(&segment_name(first_lsn), options)?;
@@ -163,13 +159,18 @@ impl StreamReader {
     }
 }
 
-/// Reads the valid log from `start_lsn`, then cuts off the tail behind it.
+/// Reads the valid log from `start_lsn`, then cuts off the tail behind it. Segment files are
+/// opened with `options`; the writer goes on appending through the end segment's handle.
+///
+/// `preallocated`: segments are zero-filled to their full size, so zeros past the end of the
+/// end segment are expected and are kept rather than cut (they read as the end of the log).
 pub(crate) fn recover(
     io: &dyn Io,
-    direct: bool,
+    options: OpenOptions,
+    preallocated: bool,
     start_lsn: Lsn,
 ) -> Result<(Recovery, RecoveredTail)> {
-    let mut reader = StreamReader::open(io, direct)?;
+    let mut reader = StreamReader::open(io, options)?;
     let Some(stream_start_lsn) = reader.stream_start_lsn() else {
         return Ok(new_log(start_lsn));
     };
@@ -204,7 +205,7 @@ pub(crate) fn recover(
             ))
         }
     };
-    let cut = cut_tail(io, &reader.segments, end_lsn, &tail_block)?;
+    let cut = cut_tail(io, &reader.segments, end_lsn, &tail_block, preallocated)?;
     let report = RecoveryReport {
         start_lsn,
         end_lsn,
@@ -312,6 +313,7 @@ fn cut_tail(
     segments: &[SegmentFile],
     end_lsn: Lsn,
     tail_block: &[u8],
+    preallocated: bool,
 ) -> Result<TailCut> {
     let end_index = segments
         .iter()
@@ -340,7 +342,12 @@ fn cut_tail(
             tail_truncated = true;
         }
     }
-    if segment.file.len()? != keep_len_bytes {
+    let current_len_bytes = segment.file.len()?;
+    let zero_filled = preallocated
+        && current_len_bytes > keep_len_bytes
+        && current_len_bytes == align_down(current_len_bytes)
+        && all_zero(&*segment.file, keep_len_bytes, current_len_bytes)?;
+    if current_len_bytes != keep_len_bytes && !zero_filled {
         segment.file.set_len(keep_len_bytes)?;
         tail_truncated = true;
     }
@@ -362,4 +369,20 @@ fn cut_tail(
         tail_truncated,
         segments_removed,
     })
+}
+
+/// True if the bytes `[start, end)` of `file` (block-aligned) are all zero: the
+/// preallocated rest of a segment past the log end. Reads at most one segment.
+fn all_zero(file: &dyn IoFile, start: u64, end: u64) -> Result<bool> {
+    let mut buf = AlignedBuf::new(READ_WINDOW_SIZE_BYTES);
+    let mut offset = start;
+    while offset < end {
+        let chunk = (end - offset).min(buf.len() as u64) as usize;
+        file.read_at(&mut buf[..chunk], offset)?;
+        if buf[..chunk].iter().any(|&byte| byte != 0) {
+            return Ok(false);
+        }
+        offset += chunk as u64;
+    }
+    Ok(true)
 }

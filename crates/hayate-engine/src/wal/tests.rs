@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::segment::segment_name;
 use super::*;
+use crate::io::sim::{SimConfig, SimIo};
 use crate::io::sync_file::SyncIo;
 use crate::io::{IoFile, IoKind, OpenOptions};
 
@@ -66,8 +67,33 @@ fn append_all(wal: &Wal, records: &[LogRecord]) -> Vec<(Lsn, LogRecord)> {
     written
 }
 
+/// The durability modes every mode-independent test runs in.
+fn mode_configs() -> Vec<WalConfig> {
+    let dsync = WalConfig {
+        sync_mode: SyncMode::Dsync,
+        ..small_config()
+    };
+    let preallocated = |config: &WalConfig| WalConfig {
+        preallocate_segments: true,
+        ..config.clone()
+    };
+    vec![
+        small_config(),
+        preallocated(&small_config()),
+        dsync.clone(),
+        preallocated(&dsync),
+    ]
+}
+
 #[test]
 fn append_flush_reopen_returns_same_records() {
+    for config in mode_configs() {
+        append_flush_reopen(config);
+    }
+}
+
+fn append_flush_reopen(config: WalConfig) {
+    let small_config = || config.clone();
     let (_dir, io) = temp_io();
     let (wal, recovery) = Wal::open(Arc::clone(&io), small_config(), 0).unwrap();
     assert!(recovery.records.is_empty());
@@ -106,6 +132,22 @@ fn append_flush_reopen_returns_same_records() {
     assert_eq!(recovery.report.log_end, LogEnd::ZeroLength);
     assert!(!recovery.report.tail_truncated);
     assert_eq!(wal.end_lsn(), end_lsn);
+    let segment_len = |first_lsn| {
+        io.open(&segment_name(first_lsn), OpenOptions::EXISTING_DIRECT)
+            .unwrap()
+            .len()
+            .unwrap()
+    };
+    let last_first_lsn = *segment::list_segments(&*io).unwrap().last().unwrap();
+    if config.preallocate_segments {
+        // Recovery cut the tail and preallocation filled the segment again.
+        assert_eq!(segment_len(last_first_lsn), config.segment_size_bytes);
+    } else {
+        assert_eq!(
+            segment_len(last_first_lsn),
+            align_up(end_lsn) - last_first_lsn
+        );
+    }
 
     // Appends continue at the end; reopening from a middle record reads the suffix.
     let more = append_all(&wal, &[commit(100, 10)]);
@@ -134,6 +176,13 @@ fn reopen_twice_is_idempotent() {
 
 #[test]
 fn torn_tail_is_cut_and_appends_continue() {
+    for config in mode_configs() {
+        torn_tail_is_cut(config);
+    }
+}
+
+fn torn_tail_is_cut(config: WalConfig) {
+    let small_config = || config.clone();
     let (_dir, io) = temp_io();
     let (wal, _) = Wal::open(Arc::clone(&io), small_config(), 0).unwrap();
     let written = append_all(
@@ -414,8 +463,18 @@ fn new_log_starts_at_aligned_start_lsn() {
 
 #[test]
 fn group_commit_shares_flushes() {
+    for sync_mode in [SyncMode::Data, SyncMode::Dsync] {
+        let config = WalConfig {
+            sync_mode,
+            ..WalConfig::default()
+        };
+        group_commit(config);
+    }
+}
+
+fn group_commit(config: WalConfig) {
     let (_dir, io) = temp_io();
-    let (wal, _) = Wal::open(Arc::clone(&io), WalConfig::default(), 0).unwrap();
+    let (wal, _) = Wal::open(Arc::clone(&io), config.clone(), 0).unwrap();
     let wal = Arc::new(wal);
     let threads: Vec<_> = (0..8u64)
         .map(|thread| {
@@ -443,14 +502,15 @@ fn group_commit_shares_flushes() {
     assert_eq!(stats.records_appended, 400);
     assert!(stats.flushes <= stats.commits);
     drop(wal);
-    let (_wal, recovery) = Wal::open(io, WalConfig::default(), 0).unwrap();
+    let (_wal, recovery) = Wal::open(io, config, 0).unwrap();
     assert_records(&recovery.records, &written);
 }
 
 #[test]
 fn bench_reports_commits() {
     let (_dir, io) = temp_io();
-    let report = bench_group_commit(io, 4, std::time::Duration::from_millis(200)).unwrap();
+    let duration = std::time::Duration::from_millis(200);
+    let report = bench_group_commit(io, WalConfig::default(), 4, duration).unwrap();
     println!("{report:?}");
     assert!(report.commits > 0);
     assert!(report.flushes > 0 && report.flushes <= report.commits);
@@ -509,4 +569,88 @@ fn delay_and_no_sync_modes_work() {
     drop(wal);
     let (_wal, recovery) = Wal::open(io, config, 0).unwrap();
     assert_records(&recovery.records, &written);
+}
+
+/// Appends and flushes records on a simulated disk that loses power at sync point `crash_at`;
+/// returns the disk image after the crash, the records acknowledged before it and the number
+/// of sync points passed.
+fn run_until_crash(
+    config: &WalConfig,
+    crash_at: Option<u64>,
+) -> (SimIo, Vec<(Lsn, LogRecord)>, u64) {
+    let io = Arc::new(SimIo::new(SimConfig::with_seed(crash_at.unwrap_or(0))));
+    let mut acknowledged = Vec::new();
+    if let Some(n) = crash_at {
+        io.crash_at_sync(n);
+    }
+    let dyn_io: Arc<dyn Io> = io.clone();
+    if let Ok((wal, _)) = Wal::open(dyn_io, config.clone(), 0) {
+        for id in 1..=40 {
+            let record = commit(id, 700 * (id as usize % 5));
+            let Ok(appended) = wal.append(&record) else {
+                break;
+            };
+            if wal.flush_to(appended.end_lsn).is_err() {
+                break;
+            }
+            acknowledged.push((appended.lsn, record));
+        }
+    }
+    let sync_count = io.sync_count();
+    (io.crash(), acknowledged, sync_count)
+}
+
+/// Power loss at every sync point (fdatasync, directory fsync, or O_DSYNC write): every
+/// acknowledged record is recovered, and what follows is a prefix of the unacknowledged ones.
+fn crash_at_every_sync(config: WalConfig) {
+    let (_, all, total) = run_until_crash(&config, None);
+    assert!(
+        total > 40,
+        "{:?}: only {total} sync points",
+        config.sync_mode
+    );
+    for n in 0..=total {
+        let (image, acknowledged, _) = run_until_crash(&config, Some(n));
+        let image: Arc<dyn Io> = Arc::new(image);
+        let (_wal, recovery) = Wal::open(Arc::clone(&image), config.clone(), 0)
+            .unwrap_or_else(|error| panic!("crash at sync {n}: {error}"));
+        let found = &recovery.records;
+        assert!(
+            found.len() >= acknowledged.len() && all.starts_with(found),
+            "{:?}, crash at sync {n}: {} records recovered, {} acknowledged",
+            config.sync_mode,
+            found.len(),
+            acknowledged.len()
+        );
+    }
+}
+
+#[test]
+fn acknowledged_records_survive_every_crash_in_each_mode() {
+    for config in mode_configs() {
+        crash_at_every_sync(config);
+    }
+}
+
+#[test]
+fn dsync_mode_flushes_without_fdatasync() {
+    let config = WalConfig {
+        sync_mode: SyncMode::Dsync,
+        ..small_config()
+    };
+    let io = Arc::new(SimIo::new(SimConfig::default()));
+    let dyn_io: Arc<dyn Io> = io.clone();
+    let (wal, _) = Wal::open(dyn_io, config, 0).unwrap();
+    append_all(
+        &wal,
+        &(1..=30).map(|id| commit(id, 3000)).collect::<Vec<_>>(),
+    );
+    let stats = io.stats();
+    assert_eq!(stats.syncs, 0, "no fdatasync in dsync mode");
+    let segments = segment::list_segments(&*io).unwrap().len() as u64;
+    assert!(segments > 1);
+    // Each flush is one O_DSYNC write per touched segment (a sync point); new segments add a
+    // directory fsync.
+    assert_eq!(stats.dir_syncs, segments);
+    assert!(io.sync_count() >= wal.stats().flushes + segments);
 }

@@ -51,7 +51,10 @@ pub(crate) struct SegmentWriter {
     pub io: Arc<dyn Io>,
     pub segment_size_bytes: u64,
     pub sync_mode: SyncMode,
-    pub direct: bool,
+    /// How new segment files are opened (O_DIRECT, O_DSYNC).
+    pub options: OpenOptions,
+    /// Zero-fill new segments to their full size (`WalConfig::preallocate_segments`).
+    pub preallocate: bool,
     /// First LSN and file of the segment being written, `None` for a log with no files yet.
     pub current: Option<(Lsn, Arc<dyn IoFile>)>,
     /// Stream position where the current segment ends and the next one begins.
@@ -81,27 +84,55 @@ impl SegmentWriter {
             written += chunk;
             position += chunk as u64;
         }
-        if self.sync_mode == SyncMode::Data {
-            for file in &touched {
-                file.sync_data()?;
+        match self.sync_mode {
+            SyncMode::Data => {
+                for file in &touched {
+                    file.sync_data()?;
+                }
             }
-            // A new segment's directory entry must be durable before its records count.
-            if created_segment {
-                self.io.sync_dir()?;
-            }
+            // Each write above was durable when it returned (O_DSYNC).
+            SyncMode::Dsync => {}
+            SyncMode::None => return Ok(()),
+        }
+        // A new segment's directory entry must be durable before its records count.
+        if created_segment {
+            self.io.sync_dir()?;
         }
         Ok(())
     }
 
     fn start_segment(&mut self, first_lsn: Lsn) -> Result<()> {
         debug_assert_eq!(first_lsn, align_down(first_lsn));
-        let options = OpenOptions {
-            create: true,
-            direct: self.direct,
-        };
-        let file = self.io.open(&segment_name(first_lsn), options)?;
+        let file = self.io.open(&segment_name(first_lsn), self.options)?;
         self.current = Some((first_lsn, file));
         self.current_end_lsn = first_lsn + self.segment_size_bytes;
+        if self.preallocate {
+            self.preallocate_current()?;
+        }
+        Ok(())
+    }
+
+    /// Zero-fills the current segment from its length to its end and makes the zeros durable,
+    /// so later flushes overwrite allocated blocks. Zeros past the log end read as its end.
+    pub(crate) fn preallocate_current(&mut self) -> Result<()> {
+        const CHUNK_BYTES: usize = 1024 * 1024;
+        let Some((first_lsn, file)) = &self.current else {
+            return Ok(());
+        };
+        let end_offset = self.current_end_lsn - first_lsn;
+        let mut offset = align_up(file.len()?);
+        if offset >= end_offset {
+            return Ok(());
+        }
+        let zeros = AlignedBuf::new(CHUNK_BYTES);
+        while offset < end_offset {
+            let chunk = (end_offset - offset).min(CHUNK_BYTES as u64) as usize;
+            file.write_at(&zeros[..chunk], offset)?;
+            offset += chunk as u64;
+        }
+        if self.sync_mode != SyncMode::None {
+            file.sync_data()?;
+        }
         Ok(())
     }
 }
