@@ -510,3 +510,92 @@ impl Drop for HayateDriver {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn driver(dir: &Path) -> HayateDriver {
+        HayateDriver::new(
+            dir,
+            HayateOptions {
+                page_size: 4096,
+                policy: WritePolicy::OutOfPlace,
+                workers: 2,
+            },
+        )
+    }
+
+    fn sum_c1(driver: &HayateDriver, spec: &PrimitiveSpec) -> (i64, u64) {
+        let (db, tables) = driver.opened().expect("open");
+        let txn = db.begin_read_only();
+        let (mut sum, mut rows) = (0, 0);
+        for (table, tree) in tables.iter().enumerate() {
+            let mut scan = txn
+                .scan(*tree, Bound::Unbounded, Bound::Unbounded)
+                .expect("scan");
+            while let Some((key, value)) = scan.next_row().expect("row") {
+                let sid = i64::from_be_bytes(key.try_into().expect("8-byte key"));
+                assert_eq!(
+                    &value[8..],
+                    PrimitiveSpec::data1(table as u32, sid).as_bytes(),
+                    "Data1 of row {sid} changed"
+                );
+                sum += decode_c1(&value).expect("C1");
+                rows += 1;
+            }
+        }
+        assert_eq!(rows, spec.tables as u64 * spec.rows_per_table);
+        (sum, rows)
+    }
+
+    /// Every committed update adds one to C1 of one row, so after the run the sum of C1 over
+    /// all rows is the number of updates the run counted, even across a reopen.
+    #[test]
+    fn updates_as_tasks_lose_nothing_and_selects_find_every_row() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let driver = driver(&temporary.path().join("db"));
+        let spec = PrimitiveSpec {
+            tables: 3,
+            rows_per_table: 200,
+        };
+        let progress = AtomicU64::new(0);
+        driver
+            .load_primitive(&spec, &|rows| progress.store(rows, Ordering::Relaxed))
+            .expect("load");
+        assert_eq!(progress.load(Ordering::Relaxed), 600);
+        // A small buffer (pages are read and written while the tasks run).
+        driver.set_buffer_bytes(64 * 4096).expect("open");
+        assert_eq!(sum_c1(&driver, &spec), (0, 600));
+        let job = RunJob {
+            spec,
+            mode: Mode::Update,
+            concurrency: 16,
+            duration: Duration::from_millis(400),
+            seed: 3,
+        };
+        let outcome = driver.run_native(&job).expect("native").expect("run");
+        assert!(outcome.transactions > 0);
+        assert_eq!(outcome.worker_threads, 2);
+        assert_eq!(outcome.latency.count(), outcome.transactions);
+        assert_eq!(driver.details().updates_committed, outcome.transactions);
+        assert_eq!(sum_c1(&driver, &spec).0, outcome.transactions as i64);
+
+        let select = RunJob {
+            mode: Mode::Select,
+            ..job
+        };
+        let selected = driver.run_native(&select).expect("native").expect("run");
+        assert!(selected.transactions > 0);
+        let phases = driver.details().phases;
+        assert!(phases.wall() > Duration::ZERO);
+
+        // Sessions (one OS thread each) see the same rows, and a reopen keeps every update.
+        let mut session = driver.connect().expect("session");
+        assert!(session.select(0, 1).expect("select"));
+        assert!(!session.select(0, 201).expect("select past the end"));
+        driver.set_buffer_bytes(1 << 20).expect("reopen");
+        assert_eq!(sum_c1(&driver, &spec).0, outcome.transactions as i64);
+        driver.shutdown().expect("shutdown");
+    }
+}

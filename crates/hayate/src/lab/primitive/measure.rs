@@ -181,7 +181,8 @@ pub fn run_sessions(driver: &dyn Driver, job: &RunJob) -> DriverResult<WorkerOut
                     let mut now = Instant::now();
                     while now < deadline {
                         let (table, sid) = keys.next();
-                        let c1 = now.duration_since(started).as_nanos() as i64;
+                        // Small values: peers store C1 as a 32-bit integer.
+                        let c1 = (outcome.transactions % 1_000_000) as i64;
                         outcome.retries +=
                             run_one(session.as_mut(), job.mode, table, sid, c1, deadline)?;
                         let finished = Instant::now();

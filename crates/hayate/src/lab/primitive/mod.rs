@@ -206,7 +206,7 @@ pub struct Plan {
 impl Plan {
     pub fn from_args(args: &PrimitiveArgs) -> CliResult<Plan> {
         let quick = args.quick;
-        if args.page_size % 4096 != 0 || !(4096..=65536).contains(&args.page_size) {
+        if !args.page_size.is_multiple_of(4096) || !(4096..=65536).contains(&args.page_size) {
             return Err(CliError::new(format!(
                 "--page-size {} is not a multiple of 4096 from 4096 to 65536",
                 args.page_size
