@@ -6,8 +6,9 @@
 //!    `mariadbd` on a unix socket only, ignoring every system option file (`--no-defaults`):
 //!    O_DIRECT data files, a durable redo log flush at each commit, the doublewrite buffer on,
 //!    no binary log.
-//! 2. `load_primitive` loads each table with multi-row INSERTs in large transactions, runs
-//!    ANALYZE TABLE, then restarts the server so the run starts with every page flushed.
+//! 2. `load_primitive` loads the tables with multi-row INSERTs in large transactions, one
+//!    connection per core, runs ANALYZE TABLE on each, then restarts the server so the run
+//!    starts with every page flushed.
 //! 3. `set_buffer_bytes` restarts the server with the new `innodb_buffer_pool_size` (InnoDB
 //!    needs at least 6 MiB with 16 KiB pages and rounds the size; the effective value is
 //!    recorded). The buffer pool is neither dumped at shutdown nor loaded at startup, so every
@@ -18,6 +19,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use mysql::consts::CapabilityFlags;
@@ -25,7 +27,7 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder, Statement};
 
 use super::server::{self, LabDirectory, ServerProcess, ServerUser};
-use super::{check_data1_length, sql_integer};
+use super::{check_data1_length, load_tables_in_parallel, sql_integer};
 use crate::lab::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
 
 const SOCKET_NAME: &str = "mariadbd.sock";
@@ -119,10 +121,11 @@ impl MariadbDriver {
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data_dir.display()))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+        let setup_log_path = directory.path().join("setup.log");
         server::run_setup(
             "mariadb-install-db",
             install,
-            &log_path,
+            &setup_log_path,
             server::STARTUP_TIMEOUT,
         )?;
         let driver = MariadbDriver {
@@ -247,14 +250,8 @@ impl MariadbDriver {
         stopped.and(removed)
     }
 
-    fn load_table(
-        &self,
-        conn: &mut Conn,
-        spec: &PrimitiveSpec,
-        table: u32,
-        loaded: &mut u64,
-        progress: &dyn Fn(u64),
-    ) -> DriverResult<()> {
+    fn load_table(&self, spec: &PrimitiveSpec, table: u32, loaded: &AtomicU64) -> DriverResult<()> {
+        let mut conn = self.connect_conn(Some(DATABASE)).map_err(mariadb_error)?;
         let name = PrimitiveSpec::table_name(table);
         conn.query_drop(format!("DROP TABLE IF EXISTS {name}"))
             .map_err(mariadb_error)?;
@@ -282,8 +279,7 @@ impl MariadbDriver {
                     let _ = write!(statement, "{separator}({sid},0,'{data1}')");
                 }
                 conn.query_drop(&statement).map_err(mariadb_error)?;
-                *loaded += batch_last - batch_first + 1;
-                progress(*loaded);
+                loaded.fetch_add(batch_last - batch_first + 1, Ordering::Relaxed);
                 batch_first = batch_last + 1;
             }
             conn.query_drop("COMMIT").map_err(mariadb_error)?;
@@ -320,13 +316,9 @@ impl Driver for MariadbDriver {
     }
 
     fn load_primitive(&self, spec: &PrimitiveSpec, progress: &dyn Fn(u64)) -> DriverResult<()> {
-        {
-            let mut conn = self.connect_conn(Some(DATABASE)).map_err(mariadb_error)?;
-            let mut loaded = 0;
-            for table in 0..spec.tables {
-                self.load_table(&mut conn, spec, table, &mut loaded, progress)?;
-            }
-        }
+        load_tables_in_parallel(spec, progress, &|table, loaded| {
+            self.load_table(spec, table, loaded)
+        })?;
         // A clean shutdown writes every dirty page, like PostgreSQL's CHECKPOINT.
         let buffer_bytes = self.state().buffer_bytes;
         self.set_buffer_bytes(buffer_bytes)

@@ -21,8 +21,14 @@ pub mod sqlite;
 mod tests;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::thread;
+use std::time::Duration;
 
 use crate::lab::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, DATA1_BYTES};
+
+/// Tables a server peer loads at once, each on its own connection.
+const LOAD_THREADS_MAX: usize = 4;
 
 /// The peers' engine names, as `Driver::engine` reports them.
 pub const PEERS: &[&str] = &["postgresql", "mariadb", "sqlite"];
@@ -80,4 +86,47 @@ fn check_data1_length(table: u32, sid: i64, length: usize) -> DriverResult<()> {
         "row {sid} of {} has {length} bytes of Data1, not {DATA1_BYTES}",
         PrimitiveSpec::table_name(table)
     )))
+}
+
+/// Loads the tables of `spec` on one thread per core (at most `LOAD_THREADS_MAX`), each taking
+/// the next table not yet loaded; `load_table(table, loaded)` adds the rows it loads to
+/// `loaded`. Progress is reported from the calling thread. The first error stops the others.
+fn load_tables_in_parallel(
+    spec: &PrimitiveSpec,
+    progress: &dyn Fn(u64),
+    load_table: &(dyn Fn(u32, &AtomicU64) -> DriverResult<()> + Sync),
+) -> DriverResult<()> {
+    let cores = thread::available_parallelism().map_or(1, |cores| cores.get());
+    let threads = cores.min(LOAD_THREADS_MAX).min(spec.tables as usize).max(1);
+    let next_table = AtomicU32::new(0);
+    let loaded = AtomicU64::new(0);
+    thread::scope(|scope| {
+        let loaders: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| loop {
+                    let table = next_table.fetch_add(1, Ordering::Relaxed);
+                    if table >= spec.tables {
+                        return Ok(());
+                    }
+                    if let Err(error) = load_table(table, &loaded) {
+                        next_table.store(spec.tables, Ordering::Relaxed);
+                        return Err(error);
+                    }
+                })
+            })
+            .collect();
+        while !loaders.iter().all(|loader| loader.is_finished()) {
+            progress(loaded.load(Ordering::Relaxed));
+            thread::sleep(Duration::from_millis(100));
+        }
+        progress(loaded.load(Ordering::Relaxed));
+        loaders
+            .into_iter()
+            .map(|loader| {
+                let panicked = || Err(DriverError::fatal("a loader thread panicked"));
+                loader.join().unwrap_or_else(|_| panicked())
+            })
+            .collect::<DriverResult<Vec<()>>>()
+            .map(|_| ())
+    })
 }

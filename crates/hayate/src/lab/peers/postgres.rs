@@ -4,8 +4,9 @@
 //! 1. `PostgresDriver::open` finds the binaries, makes a lab directory under `--dir`, runs
 //!    `initdb` into it (as the `postgres` user when the lab is root) and starts `postgres` on a
 //!    unix socket only, with durable commits (fsync, synchronous_commit, full_page_writes on).
-//! 2. `load_primitive` loads each table with COPY (Data1 stored PLAIN: uncompressed, in the
-//!    heap page, like the other engines), adds the primary key, then ANALYZE and CHECKPOINT.
+//! 2. `load_primitive` loads the tables with COPY, one connection per core, each table then
+//!    gets its primary key (Data1 is stored PLAIN: uncompressed, in the heap page, like the
+//!    other engines); then ANALYZE and CHECKPOINT.
 //! 3. `set_buffer_bytes` restarts the server with the new `shared_buffers`.
 //! 4. Sessions use prepared statements in autocommit mode: each statement is one transaction.
 //! 5. `shutdown` (or drop) stops the server with a fast shutdown and removes the directory.
@@ -13,12 +14,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use postgres::{Client, NoTls, Statement};
 
 use super::server::{self, LabDirectory, ServerProcess, ServerUser};
-use super::{check_data1_length, sql_integer};
+use super::{check_data1_length, load_tables_in_parallel, sql_integer};
 use crate::lab::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
 
 const SOCKET_PORT: u16 = 5432;
@@ -30,7 +32,7 @@ const SHARED_BUFFERS_BYTES_MIN: u64 = 16 * 8192;
 /// Enough for any concurrency the lab runs plus the lab's own connections.
 const MAX_CONNECTIONS: u32 = 300;
 /// Rows per progress report while loading.
-const PROGRESS_ROWS: u64 = 1000;
+const PROGRESS_ROWS: i64 = 1000;
 
 /// The settings recorded in the results, read back from the server with SHOW.
 const RECORDED_SETTINGS: &[&str] = &[
@@ -119,7 +121,8 @@ impl PostgresDriver {
             "--encoding=UTF8",
             "--locale=C",
         ]);
-        server::run_setup("initdb", initdb, &log_path, server::STARTUP_TIMEOUT)?;
+        let setup_log_path = directory.path().join("setup.log");
+        server::run_setup("initdb", initdb, &setup_log_path, server::STARTUP_TIMEOUT)?;
         let driver = PostgresDriver {
             bin,
             user,
@@ -243,14 +246,8 @@ impl PostgresDriver {
         stopped.and(removed)
     }
 
-    fn load_table(
-        &self,
-        client: &mut Client,
-        spec: &PrimitiveSpec,
-        table: u32,
-        loaded: &mut u64,
-        progress: &dyn Fn(u64),
-    ) -> DriverResult<()> {
+    fn load_table(&self, spec: &PrimitiveSpec, table: u32, loaded: &AtomicU64) -> DriverResult<()> {
+        let mut client = self.connect_client().map_err(postgres_error)?;
         let name = PrimitiveSpec::table_name(table);
         client
             .batch_execute(&format!(
@@ -271,12 +268,15 @@ impl PostgresDriver {
             writer
                 .write_all(line.as_bytes())
                 .map_err(|error| DriverError::fatal(format!("COPY into {name}: {error}")))?;
-            *loaded += 1;
-            if loaded.is_multiple_of(PROGRESS_ROWS) {
-                progress(*loaded);
+            if sid % PROGRESS_ROWS == 0 {
+                loaded.fetch_add(PROGRESS_ROWS as u64, Ordering::Relaxed);
             }
         }
         writer.finish().map_err(postgres_error)?;
+        loaded.fetch_add(
+            spec.rows_per_table % PROGRESS_ROWS as u64,
+            Ordering::Relaxed,
+        );
         client
             .batch_execute(&format!("ALTER TABLE {name} ADD PRIMARY KEY (sid)"))
             .map_err(postgres_error)?;
@@ -311,12 +311,10 @@ impl Driver for PostgresDriver {
     }
 
     fn load_primitive(&self, spec: &PrimitiveSpec, progress: &dyn Fn(u64)) -> DriverResult<()> {
+        load_tables_in_parallel(spec, progress, &|table, loaded| {
+            self.load_table(spec, table, loaded)
+        })?;
         let mut client = self.connect_client().map_err(postgres_error)?;
-        let mut loaded = 0;
-        for table in 0..spec.tables {
-            self.load_table(&mut client, spec, table, &mut loaded, progress)?;
-        }
-        progress(loaded);
         client
             .batch_execute("ANALYZE; CHECKPOINT;")
             .map_err(postgres_error)

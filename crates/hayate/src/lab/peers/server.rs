@@ -6,8 +6,9 @@
 //!    when the lab is root they run as `postgres`/`mysql` (created if missing).
 //! 3. `LabDirectory::create` makes a private temporary directory under the lab's `--dir`
 //!    (on the device being measured), owned by that user, for the data, the socket and the log.
-//! 4. `ServerProcess::spawn` starts the server with its output appended to the log; the lab
-//!    polls it with `wait_ready` until it answers, and startup errors carry the log's tail.
+//! 4. `run_setup` runs the setup program (initdb, mariadb-install-db), its output in
+//!    `setup.log`; `ServerProcess::spawn` starts the server, its output in `server.log`, and
+//!    `wait_ready` polls it until it answers. Errors carry the tail of the log.
 //! 5. `ServerProcess::stop` (also run on drop) sends the server's clean-shutdown signal, waits,
 //!    and kills it if it does not stop. Servers also get that signal from the kernel when the
 //!    lab itself dies (`PR_SET_PDEATHSIG`), so no server outlives the lab.

@@ -278,6 +278,53 @@ fn dropping_a_driver_stops_its_server_and_removes_its_directory() {
 }
 
 #[test]
+fn a_server_that_cannot_start_reports_its_log_and_leaves_nothing() {
+    // 4 TiB of shared buffers is a valid setting that no machine here can map.
+    let buffer_bytes = 4 << 40;
+    for peer in ["postgresql", "mariadb"] {
+        if !installed(peer) {
+            continue;
+        }
+        let base = test_base_dir();
+        let error = open_peer(peer, base.path(), buffer_bytes)
+            .err()
+            .expect("an error");
+        eprintln!("{peer}: {}", error.message);
+        assert!(!error.retryable);
+        assert!(error.message.contains("server.log"), "{}", error.message);
+        assert!(
+            error.message.lines().count() > 2,
+            "no log tail: {}",
+            error.message
+        );
+        assert_emptied(&base);
+    }
+}
+
+#[test]
+fn a_directory_the_server_user_cannot_reach_is_a_clear_error() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !installed("postgresql") {
+        return;
+    }
+    let base = test_base_dir();
+    let private = base.path().join("private");
+    std::fs::create_dir(&private).expect("mkdir");
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let error = open_peer("postgresql", &private.join("lab"), MIB)
+        .err()
+        .expect("an error");
+    eprintln!("{}", error.message);
+    assert!(
+        error.message.contains("user postgres cannot write"),
+        "{}",
+        error.message
+    );
+    assert!(error.message.contains("--dir"), "{}", error.message);
+}
+
+#[test]
 fn unknown_peer_is_a_clear_error() {
     let base = test_base_dir();
     let error = open_peer("oracle", base.path(), MIB)
