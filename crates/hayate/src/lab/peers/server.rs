@@ -148,9 +148,13 @@ impl LabDirectory {
         fs::create_dir_all(base_dir).map_err(|error| {
             DriverError::fatal(format!("cannot create {}: {error}", base_dir.display()))
         })?;
+        // Absolute, because servers run from `/` (see `command_as`).
+        let base_dir = fs::canonicalize(base_dir).map_err(|error| {
+            DriverError::fatal(format!("cannot resolve {}: {error}", base_dir.display()))
+        })?;
         let root = tempfile::Builder::new()
             .prefix(&format!("hayate-lab-{engine}-"))
-            .tempdir_in(base_dir)
+            .tempdir_in(&base_dir)
             .map_err(|error| {
                 DriverError::fatal(format!(
                     "cannot make a temporary directory in {}: {error}",

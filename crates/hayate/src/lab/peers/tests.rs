@@ -253,14 +253,26 @@ fn sqlite_loads_selects_updates_durably() {
     assert_emptied(&base);
 }
 
+/// `path` relative to the current directory.
+fn relative_path_to(path: &std::path::Path) -> PathBuf {
+    let current = std::env::current_dir().expect("current directory");
+    let ups = current.components().count() - 1;
+    let mut relative: PathBuf = std::iter::repeat_n("..", ups).collect();
+    relative.push(path.strip_prefix("/").expect("absolute"));
+    relative
+}
+
 #[test]
-fn dropping_a_driver_stops_its_server_and_removes_its_directory() {
+fn dropping_a_driver_on_a_relative_dir_stops_its_server_and_removes_its_directory() {
     for peer in ["postgresql", "mariadb"] {
         if !installed(peer) {
             continue;
         }
         let base = test_base_dir();
-        let driver = open_peer(peer, base.path(), 8 * MIB).expect("open");
+        // A relative --dir (the lab's default is "."), while servers run from `/`.
+        let relative = relative_path_to(base.path());
+        let driver = open_peer(peer, &relative, 8 * MIB).expect("open");
+        assert_eq!(std::fs::read_dir(base.path()).expect("read dir").count(), 1);
         let pids = driver.server_pids();
         let name = if peer == "postgresql" {
             "postgres"
