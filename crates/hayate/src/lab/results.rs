@@ -202,7 +202,8 @@ pub struct ModelPoint {
     pub t_cpu_us: f64,
     /// Time per transaction an all-in-memory run spends on what is I/O here, microseconds.
     pub t_mem_us: f64,
-    /// I/O time per transaction, microseconds.
+    /// Non-CPU time per transaction of this run, microseconds: `t_mem` plus its buffer misses
+    /// times the read latency (see `lab::model`).
     pub t_io_us: f64,
     /// Buffer misses (page reads) per transaction.
     pub reads_per_transaction: f64,
@@ -316,7 +317,10 @@ pub fn list(dir: &Path) -> CliResult<Vec<PathBuf>> {
         std::fs::read_dir(dir).context(|| format!("cannot read directory {}", dir.display()))?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.extension().is_some_and(|extension| extension == "json"))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "json")
+        })
         .collect();
     paths.sort();
     Ok(paths)
