@@ -661,10 +661,7 @@ fn run_tables(collection: &Collection) -> String {
                 run.log_flushes
                     .map(|flushes| format_grouped(flushes as f64)),
             ),
-            or_dash(
-                run.commits_per_flush
-                    .map(|commits| format_decimal(commits, 1)),
-            ),
+            or_dash(run.commits_per_flush.map(format_number)),
             format_number(run.cpu_us_per_transaction),
             or_dash(split),
             or_dash(run.alpha.map(|alpha| format_decimal(alpha.alpha, 3))),

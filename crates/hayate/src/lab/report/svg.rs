@@ -32,6 +32,8 @@ const WIDTH: f64 = 680.0;
 const PLOT_HEIGHT: f64 = 300.0;
 const MARGIN_LEFT: f64 = 72.0;
 const MARGIN_RIGHT: f64 = 24.0;
+/// Width of the plot area of line charts and timelines, pixels.
+pub const PLOT_WIDTH: f64 = WIDTH - MARGIN_LEFT - MARGIN_RIGHT;
 const MARGIN_TOP: f64 = 44.0;
 /// Below the plot: tick labels and the x axis title.
 const AXIS_BELOW: f64 = 50.0;

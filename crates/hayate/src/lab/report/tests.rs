@@ -213,9 +213,9 @@ fn report_draws_every_chart_and_lists_what_it_skipped() {
     let page = render(&collection, temporary.path());
 
     // device: 2; throughput: 1 (select); side by side: real, nand; model: real, nand;
-    // alpha: 1; time split: 1; timeline: 1.
-    assert_eq!(page.matches("<svg").count(), 10, "one SVG per chart");
-    assert_eq!(page.matches("<figure>").count(), 10);
+    // alpha: 1; time split: 1; timeline: 1 and its zoom (9 us spans over 2 ms).
+    assert_eq!(page.matches("<svg").count(), 11, "one SVG per chart");
+    assert_eq!(page.matches("<figure>").count(), 11);
     for text in [
         "Random I/O by queue depth",
         "queue depth (I/Os in flight, log2 scale)",
@@ -227,7 +227,8 @@ fn report_draws_every_chart_and_lists_what_it_skipped() {
         "throughput relative to 100% buffer",
         "select: storage utilization (alpha)",
         "select: where the workers&#39; time went",
-        "hayate select, 1% buffer, real",
+        "hayate select, 1% buffer, real: worker timeline",
+        "hayate select, 1% buffer, real: worker timeline (first 200 µs)",
         "time in the window (µs)",
         // Legend entries.
         "hayate, real device",

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::device::figure;
 use super::html::{format_decimal, format_grouped, format_percent};
 use super::primitive::{emulation_note, CPU_COLOR, LOG_COLOR, READ_COLOR, WRITE_COLOR};
-use super::svg::{TimelineChart, TimelineRow};
+use super::svg::{TimelineChart, TimelineRow, PLOT_WIDTH};
 use super::Collection;
 use crate::lab::results::{SpanKind, Timeline};
 
@@ -45,15 +45,31 @@ pub fn section(collection: &Collection) -> String {
     out
 }
 
+/// The whole window, and when its spans are too thin to see, a zoom on its beginning.
 fn one_timeline(file_name: &str, timeline: &Timeline, emulated: bool) -> String {
     let mut workers: Vec<_> = timeline.workers.iter().collect();
     workers.sort_by_key(|worker| worker.worker);
     let shown = workers.len().min(WORKERS_SHOWN_MAX);
-    let rows = (workers.iter().take(shown))
+    let spans = || workers.iter().flat_map(|worker| worker.spans.iter());
+    let window_us = timeline.window_us as f64;
+    // Span times are relative to the window; if a recorder wrote absolute times, shift them.
+    let earliest = spans()
+        .map(|span| span.start_us)
+        .fold(f64::INFINITY, f64::min);
+    let outside = spans().any(|span| span.end_us > window_us * 1.01 || span.start_us < 0.0);
+    let origin_us = if outside && earliest.is_finite() {
+        earliest
+    } else {
+        0.0
+    };
+    let rows: Vec<TimelineRow> = (workers.iter().take(shown))
         .map(|worker| TimelineRow {
             label: format!("w{}", worker.worker),
             spans: (worker.spans.iter())
-                .map(|span| (span.start_us, span.end_us, kind_index(span.kind)))
+                .map(|span| {
+                    let (start, end) = (span.start_us - origin_us, span.end_us - origin_us);
+                    (start, end, kind_index(span.kind))
+                })
                 .collect(),
         })
         .collect();
@@ -61,22 +77,71 @@ fn one_timeline(file_name: &str, timeline: &Timeline, emulated: bool) -> String 
         Some(note) => format!("{} ({note})", timeline.device_class),
         None => timeline.device_class.clone(),
     };
+    let title = format!(
+        "{} {}, {}% buffer, {}: worker timeline",
+        timeline.engine,
+        timeline.mode,
+        format_decimal(timeline.buffer_percent, 1),
+        device
+    );
+    let kinds: Vec<(String, String)> = (KINDS.iter())
+        .map(|(_, name, color)| (name.to_string(), color.to_string()))
+        .collect();
     let chart = TimelineChart {
-        title: format!(
-            "{} {}, {}% buffer, {}",
-            timeline.engine,
-            timeline.mode,
-            format_decimal(timeline.buffer_percent, 1),
-            device
-        ),
-        window_us: timeline.window_us as f64,
-        rows,
-        kinds: (KINDS.iter())
-            .map(|(_, name, color)| (name.to_string(), color.to_string()))
-            .collect(),
+        title: title.clone(),
+        window_us,
+        rows: rows.clone(),
+        kinds: kinds.clone(),
     };
     let (svg, drawn_until_us) = chart.render();
-    figure(&svg, &caption(file_name, timeline, shown, drawn_until_us))
+    let mut out = figure(&svg, &caption(file_name, timeline, shown, drawn_until_us));
+    if let Some(zoom_us) =
+        zoom_window_us(spans().map(|span| span.end_us - span.start_us), window_us)
+    {
+        let clipped = (rows.into_iter())
+            .map(|row| TimelineRow {
+                label: row.label,
+                spans: (row.spans.into_iter())
+                    .filter(|(start, _, _)| *start < zoom_us)
+                    .map(|(start, end, kind)| (start, end.min(zoom_us), kind))
+                    .collect(),
+            })
+            .collect();
+        let zoomed = TimelineChart {
+            title: format!("{title} (first {} µs)", format_grouped(zoom_us)),
+            window_us: zoom_us,
+            rows: clipped,
+            kinds,
+        };
+        let caption = format!(
+            "The first {} µs of the window above, where single spans can be told apart.",
+            format_grouped(zoom_us)
+        );
+        out.push_str(&figure(&zoomed.render().0, &caption));
+    }
+    out
+}
+
+/// A shorter window in which the median span is about 12 pixels wide, rounded to 1, 2 or 5
+/// x 10^k microseconds; None when the spans are already wide enough (3 pixels or more).
+fn zoom_window_us(lengths: impl Iterator<Item = f64>, window_us: f64) -> Option<f64> {
+    let mut lengths: Vec<f64> = lengths.filter(|length| *length > 0.0).collect();
+    if lengths.is_empty() || window_us <= 0.0 {
+        return None;
+    }
+    lengths.sort_by(f64::total_cmp);
+    let median_us = lengths[lengths.len() / 2];
+    if median_us * PLOT_WIDTH / window_us >= 3.0 {
+        return None;
+    }
+    let wanted_us = median_us * PLOT_WIDTH / 12.0;
+    let power = 10f64.powf(wanted_us.log10().floor());
+    let rounded = [1.0, 2.0, 5.0, 10.0]
+        .map(|mantissa| mantissa * power)
+        .into_iter()
+        .rfind(|candidate| *candidate <= wanted_us)
+        .unwrap_or(power);
+    (rounded < window_us).then_some(rounded)
 }
 
 /// Window, workers shown, and the share of span time of each kind.
@@ -119,4 +184,22 @@ fn caption(file_name: &str, timeline: &Timeline, shown: usize, drawn_until_us: f
         );
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thin_spans_get_a_zoomed_window() {
+        // 10 us spans over 100 ms: 0.06 pixels each; zoom so they are about 12 pixels.
+        let zoom = zoom_window_us([10.0, 10.0, 12.0].into_iter(), 100_000.0);
+        assert_eq!(zoom, Some(200.0));
+        assert_eq!(
+            zoom_window_us([10.0].into_iter(), 1_000.0),
+            None,
+            "wide enough"
+        );
+        assert_eq!(zoom_window_us(std::iter::empty(), 1_000.0), None);
+    }
 }
