@@ -128,7 +128,7 @@ fn points_table(device: &DeviceResult) -> String {
                 point.queue_depth.to_string(),
                 format_grouped(point.block_bytes as f64),
                 format_grouped(point.ops_per_second),
-                format_decimal(point.mib_per_second, 1),
+                format_number(point.mib_per_second),
                 format_number(latency.mean_us),
                 format_number(latency.p50_us),
                 format_number(latency.p90_us),

@@ -158,8 +158,9 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
 nav.toc { background: var(--soft); border: 1px solid var(--line); border-radius: 6px;
   padding: 10px 16px; margin: 16px 0; }
 nav.toc a { margin-right: 18px; color: var(--accent); text-decoration: none; }
-.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(280px, 1fr)); gap: 12px; }
+.cards { display: grid; grid-template-columns: repeat(3, 1fr); gap: 12px; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; background: #fff; }
+.card.wide { grid-column: 1 / -1; }
 .card h4 { margin: 0 0 4px; font-size: 12px; text-transform: uppercase; letter-spacing: .04em;
   color: var(--muted); }
 .notice { border-left: 4px solid #e69f00; background: #fff8e6; padding: 8px 14px; margin: 14px 0;

@@ -106,13 +106,19 @@ impl Collection {
     }
 
     /// The device measurement to compare a file's runs to: its own reference, else the
-    /// newest device result of the directory.
+    /// newest device result of the same block device, else the newest device result.
     pub fn device_for<'a>(
         &'a self,
         source: &'a Source<PrimitiveResults>,
     ) -> Option<&'a DeviceResult> {
-        (source.file.results.device_reference.as_ref())
-            .or_else(|| self.devices.last().map(|device| &device.file.results))
+        let block_device = &source.file.device.block_device;
+        let same_device = (self.devices.iter().rev())
+            .find(|device| device.file.device.block_device == *block_device);
+        (source.file.results.device_reference.as_ref()).or_else(|| {
+            same_device
+                .or(self.devices.last())
+                .map(|device| &device.file.results)
+        })
     }
 }
 
@@ -278,6 +284,15 @@ pub fn render(collection: &Collection, dir: &Path) -> String {
     out
 }
 
+/// "1 run", "2 runs".
+fn counted(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
 /// Distinct values in first-seen order.
 fn distinct(values: impl Iterator<Item = String>) -> Vec<String> {
     let mut seen = Vec::new();
@@ -305,18 +320,27 @@ fn header(collection: &Collection, dir: &Path) -> String {
     let machines = distinct(envelopes().map(|(machine, _, _)| machine));
     let devices = distinct(envelopes().map(|(_, device, _)| device));
     let versions = distinct(envelopes().map(|(_, _, version)| version));
+    let commands = {
+        let devices = (collection.devices.iter()).map(|source| &source.file.command_line);
+        let primitives = (collection.primitives.iter()).map(|source| &source.file.command_line);
+        distinct(
+            devices
+                .chain(primitives)
+                .map(|arguments| shell_words(arguments)),
+        )
+    };
     let started = envelopes().count();
     let mut out = String::new();
     let _ = write!(
         out,
-        "<h1>Hayate lab report</h1><p class=\"subtitle\">Results in <code>{}</code>: {} files \
-         ({} device, {} primitive with {} runs, {} timelines){}.</p><div class=\"cards\">",
+        "<h1>Hayate lab report</h1><p class=\"subtitle\">Results in <code>{}</code>: {} ({} \
+         device, {} with {}, {}){}.</p><div class=\"cards\">",
         escape(&dir.display().to_string()),
-        started + collection.timelines.len(),
+        counted(started + collection.timelines.len(), "file"),
         collection.devices.len(),
-        collection.primitives.len(),
-        collection.runs().count(),
-        collection.timelines.len(),
+        counted(collection.primitives.len(), "primitive"),
+        counted(collection.runs().count(), "run"),
+        counted(collection.timelines.len(), "timeline"),
         if collection.skipped.is_empty() {
             String::new()
         } else {
@@ -334,7 +358,11 @@ fn header(collection: &Collection, dir: &Path) -> String {
         }
         out.push_str("</div>");
     }
-    out.push_str("</div>");
+    out.push_str("<div class=\"card wide\"><h4>Command lines</h4>");
+    for command in commands {
+        let _ = write!(out, "<div><code>{}</code></div>", escape(&command));
+    }
+    out.push_str("</div></div>");
     if collection.runs().any(|reference| reference.run.emulated) {
         out.push_str(
             "<div class=\"notice\"><strong>Some results are emulated.</strong> They ran on the \
@@ -419,8 +447,24 @@ fn row_of<T>(file: &ResultFile<T>) -> (String, String, String) {
     (
         format_unix_time(file.started_unix),
         file.hayate_version.clone(),
-        file.command_line.join(" "),
+        shell_words(&file.command_line),
     )
+}
+
+/// A command line as it would be typed: arguments with spaces or shell characters quoted.
+fn shell_words(arguments: &[String]) -> String {
+    let plain =
+        |character: char| character.is_ascii_alphanumeric() || "_./=:,@%+-".contains(character);
+    let words: Vec<String> = (arguments.iter())
+        .map(|argument| {
+            if !argument.is_empty() && argument.chars().all(plain) {
+                argument.clone()
+            } else {
+                format!("'{}'", argument.replace('\'', "'\\''"))
+            }
+        })
+        .collect();
+    words.join(" ")
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use super::svg::{
 };
 use super::{Collection, RunRef};
 use crate::lab::results::PrimitiveRun;
+use crate::report::format_bytes;
 
 /// The device classes in their order of style (dash pattern and marker).
 const CLASSES: [&str; 4] = ["real", "low-latency", "nand", "external"];
@@ -609,14 +610,9 @@ fn run_tables(collection: &Collection) -> String {
                 run.tables,
                 format_grouped(run.rows_per_table as f64)
             ),
-            format!(
-                "{} MiB",
-                format_grouped(run.data_bytes as f64 / (1 << 20) as f64)
-            ),
-            format!(
-                "{} MiB",
-                format_grouped(run.buffer_bytes as f64 / (1 << 20) as f64)
-            ),
+            format_bytes(run.data_bytes),
+            format_bytes(run.buffer_bytes),
+            format_grouped(run.page_size as f64),
             format_decimal(run.seconds, 1),
             format_grouped(run.transactions as f64),
             format!(
@@ -640,11 +636,23 @@ fn run_tables(collection: &Collection) -> String {
         });
         let model = run.model.map(|model| {
             format!(
-                "{} / {} (t<sub>cpu</sub> {}, t<sub>io</sub> {} µs)",
+                "{} / {} (t<sub>cpu</sub> {}, t<sub>mem</sub> {}, t<sub>io</sub> {} µs; {} \
+                 reads/tx)",
                 format_percent(model.predicted_relative),
                 or_dash(model.measured_relative.map(format_percent)),
                 format_number(model.t_cpu_us),
-                format_number(model.t_io_us)
+                format_number(model.t_mem_us),
+                format_number(model.t_io_us),
+                format_decimal(model.reads_per_transaction, 2)
+            )
+        });
+        let alpha = run.alpha.map(|alpha| {
+            format!(
+                "{} ({} / {} IOPS, replay at {} in flight)",
+                format_decimal(alpha.alpha, 3),
+                format_grouped(alpha.run_iops),
+                format_grouped(alpha.replay_iops),
+                alpha.replay_concurrency
             )
         });
         row.extend([
@@ -664,7 +672,7 @@ fn run_tables(collection: &Collection) -> String {
             or_dash(run.commits_per_flush.map(format_number)),
             format_number(run.cpu_us_per_transaction),
             or_dash(split),
-            or_dash(run.alpha.map(|alpha| format_decimal(alpha.alpha, 3))),
+            or_dash(alpha),
             or_dash(model),
         ]);
         io_rows.push(row);
@@ -681,6 +689,7 @@ fn run_tables(collection: &Collection) -> String {
             "tables × rows",
             "data",
             "buffer size",
+            "page bytes",
             "seconds",
             "transactions",
             "tx/s",
@@ -711,7 +720,7 @@ fn run_tables(collection: &Collection) -> String {
             "commits/flush",
             "CPU µs/tx",
             "CPU / read / write / log",
-            "alpha",
+            "alpha (run / replay IOPS)",
             "model: predicted / measured",
         ],
         &io_rows,

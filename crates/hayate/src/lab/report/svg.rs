@@ -37,8 +37,8 @@ pub const PLOT_WIDTH: f64 = WIDTH - MARGIN_LEFT - MARGIN_RIGHT;
 const MARGIN_TOP: f64 = 44.0;
 /// Below the plot: tick labels and the x axis title.
 const AXIS_BELOW: f64 = 50.0;
-/// Approximate width of one character of 12 px text, for layout.
-const CHARACTER_WIDTH: f64 = 6.6;
+/// Approximate width of one character of 13 px text, for layout.
+const CHARACTER_WIDTH: f64 = 7.1;
 const GRID: &str = "#e6e9ed";
 const AXIS_INK: &str = "#57606a";
 const INK: &str = "#1f2328";
@@ -417,7 +417,7 @@ fn svg_open(out: &mut String, width: f64, height: f64, title: &str) {
         out,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width:.0} {height:.0}\" \
          width=\"{width:.0}\" height=\"{height:.0}\" role=\"img\" aria-label=\"{title}\" \
-         font-family=\"{FONT}\" font-size=\"12\"><title>{title}</title>\
+         font-family=\"{FONT}\" font-size=\"13\"><title>{title}</title>\
          <rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\
          <text x=\"{MARGIN_LEFT}\" y=\"24\" font-size=\"15\" font-weight=\"600\" \
          fill=\"{INK}\">{title}</text>",
@@ -575,7 +575,7 @@ impl LineChart {
                 out,
                 "<line x1=\"{left:.1}\" y1=\"{y:.1}\" x2=\"{right:.1}\" y2=\"{y:.1}\" \
                  stroke=\"{}\" stroke-width=\"1.5\"{}><title>{}</title></line>\
-                 <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"11\" \
+                 <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"12\" \
                  fill=\"{}\">{}</text>",
                 escape(&rule.color),
                 dash_attribute(&rule.dash),
@@ -750,7 +750,7 @@ impl BarChart {
         if width >= 8.0 * label.len() as f64 {
             let _ = write!(
                 out,
-                "<text x=\"{center:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\" \
+                "<text x=\"{center:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"12\" \
                  fill=\"{INK}\">{}</text>",
                 y - 4.0,
                 escape(&label)
@@ -758,7 +758,7 @@ impl BarChart {
         } else {
             let _ = write!(
                 out,
-                "<text transform=\"translate({:.1} {:.1}) rotate(-90)\" font-size=\"10.5\" \
+                "<text transform=\"translate({:.1} {:.1}) rotate(-90)\" font-size=\"11.5\" \
                  fill=\"{INK}\">{}</text>",
                 center + 3.5,
                 y - 4.0,
@@ -860,7 +860,7 @@ impl HorizontalBars {
             }
             let _ = write!(
                 out,
-                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{INK}\">{}</text>",
+                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"{INK}\">{}</text>",
                 x_scale.map(start) + 5.0,
                 y + BAR_ROW / 2.0 + 2.0,
                 escape(&row.annotation)
@@ -872,7 +872,7 @@ impl HorizontalBars {
                 out,
                 "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{bottom:.1}\" \
                  stroke=\"{REFERENCE_GRAY}\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>\
-                 <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\" \
+                 <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"12\" \
                  fill=\"{REFERENCE_GRAY}\">{}</text>",
                 top - 4.0,
                 top - 8.0,
@@ -949,7 +949,7 @@ impl TimelineChart {
             if index % label_every == 0 {
                 let _ = write!(
                     out,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"11\" \
+                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"12\" \
                      fill=\"{AXIS_INK}\">{}</text>",
                     left - 7.0,
                     y + row_height / 2.0 + 4.0,

@@ -311,3 +311,12 @@ fn run_writes_the_page_where_asked() {
     .expect("report");
     assert!(temporary.path().join("report.html").exists());
 }
+
+#[test]
+fn command_lines_are_quoted_as_typed() {
+    let arguments = ["hayate", "--dir", "/mnt/a b", "it's", ""].map(String::from);
+    assert_eq!(
+        shell_words(&arguments),
+        "hayate --dir '/mnt/a b' 'it'\\''s' ''"
+    );
+}
