@@ -17,7 +17,7 @@
 mod device;
 mod html;
 mod primitive;
-pub mod svg;
+mod svg;
 mod timelines;
 
 use std::collections::BTreeSet;
