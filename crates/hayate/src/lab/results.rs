@@ -202,7 +202,8 @@ pub struct ModelPoint {
     pub t_cpu_us: f64,
     /// Time per transaction an all-in-memory run spends on what is I/O here, microseconds.
     pub t_mem_us: f64,
-    /// I/O time per transaction, microseconds.
+    /// Non-CPU time per transaction of this run, microseconds: `t_mem` plus its buffer misses
+    /// times the read latency (see `lab::model`).
     pub t_io_us: f64,
     /// Buffer misses (page reads) per transaction.
     pub reads_per_transaction: f64,

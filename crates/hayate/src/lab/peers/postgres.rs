@@ -27,8 +27,10 @@ const SOCKET_PORT: u16 = 5432;
 const SOCKET_NAME: &str = ".s.PGSQL.5432";
 const LAB_USER: &str = "lab";
 const DATABASE: &str = "postgres";
-/// PostgreSQL refuses fewer than 16 buffers of 8 KiB.
-const SHARED_BUFFERS_BYTES_MIN: u64 = 16 * 8192;
+/// PostgreSQL refuses fewer than 16 buffers of 8 KiB, and with many connections a pool of a
+/// few hundred buffers runs out of unpinned ones ("no unpinned buffers available"); 8 MiB
+/// (1,024 buffers) is the floor. The effective size is recorded in the settings.
+const SHARED_BUFFERS_BYTES_MIN: u64 = 8 << 20;
 /// Enough for any concurrency the lab runs plus the lab's own connections.
 const MAX_CONNECTIONS: u32 = 300;
 /// Rows per progress report while loading.
