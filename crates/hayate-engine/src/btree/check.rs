@@ -81,12 +81,8 @@ impl BTree {
             let mut chains = Vec::new();
             if node.is_leaf() {
                 for index in 0..node.count() {
-                    if let LeafValue::Overflow {
-                        length_bytes,
-                        first_page_id,
-                    } = node.leaf_value(index)?
-                    {
-                        chains.push((first_page_id, length_bytes));
+                    if let Some(chain) = node.leaf_value(index)?.chain() {
+                        chains.push(chain);
                     }
                 }
             } else {
@@ -153,16 +149,21 @@ fn walk_node(
                         format!("inline value {index} too long"),
                     ));
                 }
-                LeafValue::Overflow {
-                    length_bytes,
-                    first_page_id,
+                overflow @ LeafValue::Overflow {
+                    length_bytes, head, ..
                 } => {
                     let length = length_bytes as usize;
-                    if length <= limits.inline_value_max || length > VALUE_LENGTH_MAX {
-                        let detail = format!("overflow value {index} of {length} bytes");
+                    if length <= limits.inline_value_max
+                        || length > VALUE_LENGTH_MAX
+                        || head.len() > limits.inline_value_max
+                    {
+                        let detail = format!(
+                            "overflow value {index} of {length} bytes, {} inline",
+                            head.len()
+                        );
                         return Err(corruption(page_id, detail));
                     }
-                    chains.push((first_page_id, length_bytes));
+                    chains.push(overflow.chain().expect("overflow"));
                 }
                 LeafValue::Inline(_) => {}
             }

@@ -21,7 +21,10 @@
 //! Leaf cell: `u16 key length | u32 value length | u8 flags | key | value`, where flags 0 means
 //! the value is inline and flags 1 (`FLAG_OVERFLOW`) means the value lives in an overflow chain:
 //! the value length is the total length and the 8 bytes after the key are the first overflow
-//! page id.
+//! page id. Flags 2 (`FLAG_OVERFLOW_HEAD`, node format 2) keep the head of the value inline
+//! and the rest in whole overflow pages: after the key come `u16 head length | head | u64
+//! first overflow page id`. A value a little longer than an overflow page's capacity (a 4 KiB
+//! row with 4 KiB pages) then takes one overflow page, not two.
 //!
 //! Inner cell i: `u16 key length | u64 child page id | key`. An inner node with n keys has n+1
 //! children: child 0 in the link field and child i+1 in cell i. Child i+1 holds the keys k with
@@ -33,7 +36,10 @@
 use crate::error::{Error, Location, Result};
 use crate::page::{PageHeaderAccessor, PageHeaderBuilder, PageId, PageKind};
 
-pub const NODE_FORMAT_VERSION: u8 = 1;
+pub const NODE_FORMAT_VERSION: u8 = 2;
+/// Oldest node format still read: format 1 has no `FLAG_OVERFLOW_HEAD` cells, which is all
+/// that changed.
+const NODE_FORMAT_VERSION_MIN: u8 = 1;
 const COUNT_OFFSET: usize = 32;
 const VERSION_OFFSET: usize = 34;
 const LEVEL_OFFSET: usize = 35;
@@ -45,6 +51,7 @@ pub const SLOT_SIZE: usize = 2;
 pub const LEAF_CELL_HEADER_SIZE: usize = 7;
 pub const INNER_CELL_HEADER_SIZE: usize = 10;
 const FLAG_OVERFLOW: u8 = 1;
+const FLAG_OVERFLOW_HEAD: u8 = 2;
 
 /// Builds a corruption error naming a B+tree page.
 pub fn corruption(page_id: PageId, detail: impl Into<String>) -> Error {
@@ -111,10 +118,30 @@ impl NodeLimits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeafValue<'a> {
     Inline(&'a [u8]),
+    /// `head` (possibly empty) is kept in the leaf; the chain holds the remaining
+    /// `length_bytes - head.len()` bytes.
     Overflow {
         length_bytes: u64,
         first_page_id: PageId,
+        head: &'a [u8],
     },
+}
+
+impl LeafValue<'_> {
+    /// The overflow chain: (first page id, bytes it holds).
+    pub fn chain(&self) -> Option<(PageId, u64)> {
+        match *self {
+            LeafValue::Inline(_) => None,
+            LeafValue::Overflow {
+                length_bytes,
+                first_page_id,
+                head,
+            } => Some((
+                first_page_id,
+                length_bytes.saturating_sub(head.len() as u64),
+            )),
+        }
+    }
 }
 
 /// Appends a leaf cell to `out`.
@@ -130,10 +157,18 @@ pub fn encode_leaf_cell(out: &mut Vec<u8>, key: &[u8], value: LeafValue<'_>) {
         LeafValue::Overflow {
             length_bytes,
             first_page_id,
+            head,
         } => {
             out.extend_from_slice(&(length_bytes as u32).to_le_bytes());
-            out.push(FLAG_OVERFLOW);
-            out.extend_from_slice(key);
+            if head.is_empty() {
+                out.push(FLAG_OVERFLOW);
+                out.extend_from_slice(key);
+            } else {
+                out.push(FLAG_OVERFLOW_HEAD);
+                out.extend_from_slice(key);
+                out.extend_from_slice(&(head.len() as u16).to_le_bytes());
+                out.extend_from_slice(head);
+            }
             out.extend_from_slice(&first_page_id.to_le_bytes());
         }
     }
@@ -180,7 +215,7 @@ impl<'a> NodeAccessor<'a> {
             Some(PageKind::BtreeInner) => false,
             _ => return Err(corruption(page_id, "page is not a B+tree node")),
         };
-        if bytes[VERSION_OFFSET] != NODE_FORMAT_VERSION {
+        if !(NODE_FORMAT_VERSION_MIN..=NODE_FORMAT_VERSION).contains(&bytes[VERSION_OFFSET]) {
             return Err(corruption(
                 page_id,
                 format!("unknown node format version {}", bytes[VERSION_OFFSET]),
@@ -283,6 +318,13 @@ impl<'a> NodeAccessor<'a> {
             let body = match self.bytes[offset + 6] {
                 0 => read_u32(self.bytes, offset + 2),
                 FLAG_OVERFLOW => 8,
+                FLAG_OVERFLOW_HEAD => {
+                    let head_offset = offset + LEAF_CELL_HEADER_SIZE + key_length;
+                    if head_offset + 2 > self.bytes.len() {
+                        return Err(self.corrupt(format!("cell {index} overruns the page")));
+                    }
+                    2 + read_u16(self.bytes, head_offset) + 8
+                }
                 flags => return Err(self.corrupt(format!("cell {index} has flags {flags}"))),
             };
             LEAF_CELL_HEADER_SIZE + key_length + body
@@ -341,6 +383,18 @@ impl<'a> NodeAccessor<'a> {
             Ok(LeafValue::Overflow {
                 length_bytes: read_u32(cell, 2) as u64,
                 first_page_id: read_u64(body, 0),
+                head: &[],
+            })
+        } else if cell[6] == FLAG_OVERFLOW_HEAD {
+            let head_length = read_u16(body, 0);
+            let length_bytes = read_u32(cell, 2) as u64;
+            if head_length as u64 >= length_bytes {
+                return Err(self.corrupt(format!("cell {index} has a head longer than its value")));
+            }
+            Ok(LeafValue::Overflow {
+                length_bytes,
+                first_page_id: read_u64(body, 2 + head_length),
+                head: &body[2..2 + head_length],
             })
         } else {
             Ok(LeafValue::Inline(body))

@@ -34,6 +34,17 @@ fn capacity_bytes(page_size: usize) -> usize {
     page_size - DATA_OFFSET
 }
 
+/// How many leading bytes of a `length`-byte overflow value stay in the leaf: the part that
+/// would only partly fill a last overflow page, when it fits in `head_max` bytes; else none.
+pub fn head_length(page_size: usize, length: usize, head_max: usize) -> usize {
+    let remainder = length % capacity_bytes(page_size);
+    if remainder <= head_max && remainder < length {
+        remainder
+    } else {
+        0
+    }
+}
+
 /// Writes `value` to a new chain and returns its first page id. Pins one page at a time.
 pub fn write_chain(pool: &BufferPool, value: &[u8], lsn: u64) -> Result<PageId> {
     let capacity = capacity_bytes(pool.page_size());

@@ -52,10 +52,18 @@ fn page_sized_values_use_overflow_chains() {
     let value: Vec<u8> = (0..4096u32).map(|byte| byte as u8).collect();
     tree.put(&pool, b"big", &value, 1).unwrap();
     assert_eq!(tree.get(&pool, b"big").unwrap(), Some(value.clone()));
+    // An overflow page holds 4,048 bytes: the first 48 bytes stay in the leaf.
     let report = tree.check(&pool).unwrap();
-    assert_eq!(report.overflow_pages, 2);
+    assert_eq!(report.overflow_pages, 1);
     assert_eq!(tree.put(&pool, b"big", b"small", 2).unwrap(), Some(value));
     assert_eq!(live_pages_settled(&pool, live_before), live_before);
+    // Whole pages (no head), and a remainder too long for the leaf (no head either).
+    for (length, pages) in [(2 * 4048, 2), (4048 + 2000, 2), (3 * 4048 + 7, 3)] {
+        let value: Vec<u8> = (0..length as u32).map(|byte| (byte % 251) as u8).collect();
+        tree.put(&pool, b"big", &value, 3).unwrap();
+        assert_eq!(tree.get(&pool, b"big").unwrap(), Some(value.clone()));
+        assert_eq!(tree.check(&pool).unwrap().overflow_pages, pages, "{length}");
+    }
 }
 
 #[test]

@@ -27,7 +27,9 @@ use super::node::{
     cell_key, corruption, encode_inner_cell, encode_leaf_cell, inner_cell_child,
     shortest_separator, split_point, LeafValue, NodeAccessor, NodeBuilder, NodeLimits, SLOT_SIZE,
 };
-use super::overflow::{free_chain, read_chain, try_read_chain, write_chain, VALUE_LENGTH_MAX};
+use super::overflow::{
+    free_chain, head_length, read_chain, try_read_chain, write_chain, VALUE_LENGTH_MAX,
+};
 
 /// The deepest tree accepted (root level + 1).
 pub const TREE_DEPTH_MAX: usize = 32;
@@ -65,15 +67,13 @@ impl Removed {
                 value: bytes.to_vec(),
                 chain: None,
             }),
-            LeafValue::Overflow {
-                length_bytes,
-                first_page_id,
-            } => {
-                let mut value = Vec::new();
-                read_chain(pool, first_page_id, length_bytes, &mut value)?;
+            overflow @ LeafValue::Overflow { head, .. } => {
+                let (first_page_id, chain_bytes) = overflow.chain().expect("overflow");
+                let mut value = head.to_vec();
+                read_chain(pool, first_page_id, chain_bytes, &mut value)?;
                 Ok(Removed {
                     value,
-                    chain: Some((first_page_id, length_bytes)),
+                    chain: Some((first_page_id, chain_bytes)),
                 })
             }
         }
@@ -96,9 +96,8 @@ pub(super) fn copy_value(
 ) -> Result<Vec<u8>> {
     match node.leaf_value(index)? {
         LeafValue::Inline(bytes) => Ok(bytes.to_vec()),
-        LeafValue::Overflow {
-            length_bytes,
-            first_page_id,
+        overflow @ LeafValue::Overflow {
+            length_bytes, head, ..
         } => {
             if length_bytes > VALUE_LENGTH_MAX as u64 {
                 return Err(corruption(
@@ -106,8 +105,9 @@ pub(super) fn copy_value(
                     "overflow value longer than the limit",
                 ));
             }
-            let mut value = Vec::new();
-            read_chain(pool, first_page_id, length_bytes, &mut value)?;
+            let (first_page_id, chain_bytes) = overflow.chain().expect("overflow");
+            let mut value = head.to_vec();
+            read_chain(pool, first_page_id, chain_bytes, &mut value)?;
             Ok(value)
         }
     }
@@ -299,9 +299,8 @@ impl BTree {
         };
         match node.leaf_value(index)? {
             LeafValue::Inline(bytes) => Ok(TryLookup::Found(Some(bytes.to_vec()))),
-            LeafValue::Overflow {
-                length_bytes,
-                first_page_id,
+            overflow @ LeafValue::Overflow {
+                length_bytes, head, ..
             } => {
                 if length_bytes > VALUE_LENGTH_MAX as u64 {
                     return Err(corruption(
@@ -309,10 +308,11 @@ impl BTree {
                         "overflow value longer than the limit",
                     ));
                 }
-                let mut value = Vec::new();
+                let (first_page_id, chain_bytes) = overflow.chain().expect("overflow");
+                let mut value = head.to_vec();
                 // The leaf stays latched while the chain is read (see `overflow`).
                 Ok(
-                    match try_read_chain(pool, first_page_id, length_bytes, &mut value)? {
+                    match try_read_chain(pool, first_page_id, chain_bytes, &mut value)? {
                         None => TryLookup::Found(Some(value)),
                         Some(missing) => TryLookup::Missing(missing),
                     },
@@ -340,12 +340,16 @@ impl BTree {
         let mut cell = Vec::with_capacity(16 + key.len() + value.len().min(limits.page_size));
         let mut chain = None;
         if value.len() > limits.inline_value_max {
-            let first_page_id = write_chain(pool, value, lsn)?;
-            chain = Some(first_page_id);
-            let length_bytes = value.len() as u64;
+            // A head of at most inline_value_max - 10 bytes keeps the cell within its limit
+            // (2 bytes of head length and the 8-byte page id come with it).
+            let head_max = limits.inline_value_max.saturating_sub(10);
+            let head = head_length(limits.page_size, value.len(), head_max);
+            let first_page_id = write_chain(pool, &value[head..], lsn)?;
+            chain = Some((first_page_id, (value.len() - head) as u64));
             let reference = LeafValue::Overflow {
-                length_bytes,
+                length_bytes: value.len() as u64,
                 first_page_id,
+                head: &value[..head],
             };
             encode_leaf_cell(&mut cell, key, reference);
         } else {
@@ -359,9 +363,9 @@ impl BTree {
         let removed = match outcome {
             Ok(removed) => removed,
             Err(error) => {
-                if let Some(first_page_id) = chain {
+                if let Some((first_page_id, chain_bytes)) = chain {
                     // Nothing points at the new chain; give it back (best effort).
-                    let _ = free_chain(pool, first_page_id, value.len() as u64);
+                    let _ = free_chain(pool, first_page_id, chain_bytes);
                 }
                 return Err(error);
             }

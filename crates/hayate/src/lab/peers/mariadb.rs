@@ -315,7 +315,11 @@ impl Driver for MariadbDriver {
         "in-place B+tree pages, redo log, doublewrite buffer".to_string()
     }
 
-    fn load_primitive(&self, spec: &PrimitiveSpec, progress: &(dyn Fn(u64) + Sync)) -> DriverResult<()> {
+    fn load_primitive(
+        &self,
+        spec: &PrimitiveSpec,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
         load_tables_in_parallel(spec, progress, &|table, loaded| {
             self.load_table(spec, table, loaded)
         })?;

@@ -312,7 +312,11 @@ impl Driver for PostgresDriver {
         "in-place heap pages with MVCC versions, WAL with full-page writes".to_string()
     }
 
-    fn load_primitive(&self, spec: &PrimitiveSpec, progress: &(dyn Fn(u64) + Sync)) -> DriverResult<()> {
+    fn load_primitive(
+        &self,
+        spec: &PrimitiveSpec,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
         load_tables_in_parallel(spec, progress, &|table, loaded| {
             self.load_table(spec, table, loaded)
         })?;

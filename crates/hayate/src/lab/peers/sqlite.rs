@@ -190,7 +190,11 @@ impl Driver for SqliteDriver {
         "in-place B-tree pages, WAL checkpointed into the database file".to_string()
     }
 
-    fn load_primitive(&self, spec: &PrimitiveSpec, progress: &(dyn Fn(u64) + Sync)) -> DriverResult<()> {
+    fn load_primitive(
+        &self,
+        spec: &PrimitiveSpec,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
         let mut connection = self.open_connection().map_err(sqlite_error)?;
         let mut loaded = 0;
         for table in 0..spec.tables {
