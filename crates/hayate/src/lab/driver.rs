@@ -76,6 +76,7 @@ impl DriverError {
         }
     }
 
+    #[cfg_attr(not(feature = "peers"), allow(dead_code))] // only peers build these
     pub fn retryable(message: impl Into<String>) -> DriverError {
         DriverError {
             message: message.into(),

@@ -20,8 +20,6 @@
 //! - `report`: the HTML report (`hayate lab report`).
 //! - `peers` (feature `peers`): PostgreSQL, MariaDB/InnoDB and SQLite behind `driver`.
 
-#![allow(dead_code)] // TEMPORARY while the lab is being built; removed when every piece is wired in.
-
 pub mod device;
 pub mod driver;
 pub mod model;

@@ -219,7 +219,10 @@ impl Driver for HayateDriver {
             "io".into(),
             "io_uring + O_DIRECT (else pread/pwrite)".into(),
         );
-        settings.insert("worker_threads".into(), self.options.workers.to_string());
+        settings.insert(
+            "concurrency".into(),
+            format!("tasks on {} worker threads", self.options.workers),
+        );
         settings.insert("isolation".into(), "snapshot".into());
         settings
     }

@@ -214,10 +214,10 @@ fn cpu_seconds(driver: &dyn Driver) -> f64 {
 pub fn session_run(
     plan: &Plan,
     driver: &dyn Driver,
+    class: DeviceClassArg,
     percent: f64,
     mode: Mode,
 ) -> CliResult<PrimitiveRun> {
-    let class = DeviceClassArg::Real;
     let what = label(driver, class, percent, mode);
     warm(plan, driver, percent, mode, &what)?;
     let device = sysstat::describe_device(Path::new("."));

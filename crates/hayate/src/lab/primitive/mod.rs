@@ -149,6 +149,11 @@ pub struct PrimitiveArgs {
     #[arg(long)]
     pub no_hayate: bool,
 
+    /// Also run Hayate the way the peers run: one OS thread and blocking session per
+    /// transaction in flight (reported as engine `hayate-threads`), to compare with its tasks.
+    #[arg(long)]
+    pub hayate_threads: bool,
+
     /// Milliseconds at the start of each Hayate run recorded as a transaction timeline
     /// (0: none).
     #[arg(long, value_name = "MS", default_value_t = 20)]
@@ -200,6 +205,7 @@ pub struct Plan {
     pub timeline: Duration,
     pub replay: bool,
     pub keep_traces: bool,
+    pub hayate_threads: bool,
     pub seed: u64,
 }
 
@@ -247,6 +253,7 @@ impl Plan {
             timeline: Duration::from_millis(args.timeline_ms),
             replay: !args.no_replay,
             keep_traces: args.keep_traces,
+            hayate_threads: args.hayate_threads,
             seed: args.seed,
         })
     }
@@ -302,7 +309,7 @@ pub fn run(args: &PrimitiveArgs) -> CliResult<()> {
         };
         let driver = HayateDriver::new(&temporary.path().join("hayate"), options);
         let result = run_hayate(&plan, &driver, &args.common.results, &mut runs);
-        driver.close()?;
+        driver.shutdown()?;
         result?;
     }
     for peer in &args.peers {
@@ -357,6 +364,16 @@ fn run_hayate(
                     .map_err(engine_error)?;
                 let run = measure::hayate_run(plan, driver, class, percent, mode, results_dir)?;
                 runs.push(run);
+                if plan.hayate_threads {
+                    driver
+                        .set_buffer_bytes(plan.buffer_bytes(percent))
+                        .map_err(engine_error)?;
+                    let mut run = measure::session_run(plan, driver, class, percent, mode)?;
+                    run.engine = "hayate-threads".into();
+                    run.engine_settings
+                        .insert("concurrency".into(), "one OS thread per transaction".into());
+                    runs.push(run);
+                }
             }
         }
     }
@@ -375,7 +392,13 @@ fn run_peer(plan: &Plan, peer: &str, base: &Path, runs: &mut Vec<PrimitiveRun>) 
                 .set_buffer_bytes(plan.buffer_bytes(percent))
                 .map_err(|error| CliError::new(format!("{peer}: {error}")))?;
             for &mode in &plan.modes {
-                runs.push(measure::session_run(plan, driver.as_ref(), percent, mode)?);
+                runs.push(measure::session_run(
+                    plan,
+                    driver.as_ref(),
+                    DeviceClassArg::Real,
+                    percent,
+                    mode,
+                )?);
             }
         }
         Ok(())
