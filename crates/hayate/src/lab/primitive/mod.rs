@@ -284,6 +284,8 @@ pub fn run(args: &PrimitiveArgs) -> CliResult<()> {
              or SQLite side by side",
         ));
     }
+    #[cfg(feature = "peers")]
+    check_peers(&args.peers)?;
     if args.no_hayate && args.peers.is_empty() {
         return Err(CliError::new("--no-hayate needs at least one --peers"));
     }
@@ -411,6 +413,25 @@ fn run_peer(plan: &Plan, peer: &str, base: &Path, runs: &mut Vec<PrimitiveRun>) 
 #[cfg(not(feature = "peers"))]
 fn run_peer(_: &Plan, peer: &str, _: &Path, _: &mut Vec<PrimitiveRun>) -> CliResult<()> {
     Err(CliError::new(format!("{peer}: built without peers")))
+}
+
+/// Fails before any work when a requested peer is unknown or not installed.
+#[cfg(feature = "peers")]
+fn check_peers(peers: &[String]) -> CliResult<()> {
+    let available = super::peers::available();
+    for peer in peers {
+        match available.iter().find(|(name, _)| name == peer) {
+            None => {
+                return Err(CliError::new(format!(
+                    "unknown peer `{peer}`; peers are {}",
+                    super::peers::PEERS.join(", ")
+                )))
+            }
+            Some((_, Err(message))) => return Err(CliError::new(format!("{peer}: {message}"))),
+            Some((_, Ok(()))) => {}
+        }
+    }
+    Ok(())
 }
 
 fn engine_error(error: super::driver::DriverError) -> CliError {
