@@ -73,6 +73,11 @@ fn quick_primitive_run_writes_complete_results() {
             .iter()
             .any(|worker| !worker["spans"].as_array().unwrap().is_empty()));
     }
+    // The run ends with the HTML report of the results directory.
+    let report = std::fs::read_to_string(results.join("report.html")).expect("report.html");
+    assert!(report.contains("<svg"), "the report has no chart");
+    assert!(stdout.contains("wrote "), "{stdout}");
+
     // The lab's temporary database is gone.
     let leftovers: Vec<_> = std::fs::read_dir(temporary.path())
         .unwrap()

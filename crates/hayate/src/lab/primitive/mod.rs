@@ -325,6 +325,11 @@ pub fn run(args: &PrimitiveArgs) -> CliResult<()> {
     print_runs(&results.runs);
     let path = ResultFile::new("primitive", &base, results).write(&args.common.results)?;
     println!("\nresults: {}", path.display());
+    // The report of everything in the results directory, this run included.
+    super::report::run(&super::report::ReportArgs {
+        results: args.common.results.clone(),
+        out: None,
+    })?;
     temporary
         .close()
         .context(|| "cannot remove the lab's temporary directory".to_string())?;
