@@ -158,8 +158,9 @@ pub struct DirArgs {
     pub dir: PathBuf,
 }
 
-fn parse_percent(text: &str) -> Result<f64, String> {
+pub fn parse_percent(text: &str) -> Result<f64, String> {
     let percent: f64 = text
+        .trim()
         .parse()
         .map_err(|_| format!("`{text}` is not a number"))?;
     if percent.is_finite() && percent > 0.0 && percent <= 1000.0 {

@@ -1,22 +1,9 @@
 //! The `hayate` binary end to end: demo, check and stats on its database, a tiny B+tree
 //! benchmark, and user errors reported as `error: ...` with exit code 1.
 
-use std::process::{Command, Output};
+mod common;
 
-fn hayate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run hayate")
-}
-
-fn text(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
+use common::{hayate, text};
 
 #[test]
 fn demo_then_check_and_stats_on_its_directory() {
@@ -24,7 +11,7 @@ fn demo_then_check_and_stats_on_its_directory() {
     let dir = temporary.path().join("db");
     let dir = dir.to_str().expect("utf-8 path");
 
-    let output = hayate(&["demo", "--seconds", "1", "--rows", "2000", "--dir", dir]);
+    let output = hayate(["demo", "--seconds", "1", "--rows", "2000", "--dir", dir]);
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "demo failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("check: ok"), "no check result:\n{stdout}");
@@ -33,7 +20,7 @@ fn demo_then_check_and_stats_on_its_directory() {
         "{stdout}"
     );
 
-    let output = hayate(&["check", "--dir", dir]);
+    let output = hayate(["check", "--dir", dir]);
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "check failed:\n{stdout}\n{stderr}");
     assert!(
@@ -41,13 +28,13 @@ fn demo_then_check_and_stats_on_its_directory() {
         "{stdout}"
     );
 
-    let output = hayate(&["stats", "--dir", dir]);
+    let output = hayate(["stats", "--dir", dir]);
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "stats failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("buffer pool"), "{stdout}");
 
     // A second demo must not overwrite the database.
-    let output = hayate(&["demo", "--seconds", "1", "--dir", dir]);
+    let output = hayate(["demo", "--seconds", "1", "--dir", dir]);
     let (_, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr.starts_with("error: ") && stderr.contains("already holds a database"));
@@ -57,7 +44,7 @@ fn demo_then_check_and_stats_on_its_directory() {
 fn demo_crash_replays_the_log() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let dir = temporary.path().to_str().expect("utf-8 path");
-    let output = hayate(&[
+    let output = hayate([
         "demo",
         "--seconds",
         "1",
@@ -86,7 +73,7 @@ fn bench_btree_with_few_keys() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let json = temporary.path().join("bench.json");
     let json = json.to_str().expect("utf-8 path");
-    let output = hayate(&["bench", "btree", "--keys", "2000", "--json", json]);
+    let output = hayate(["bench", "btree", "--keys", "2000", "--json", json]);
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "bench failed:\n{stdout}\n{stderr}");
     assert!(
@@ -102,7 +89,7 @@ fn bench_tasks_runs_threads_and_tasks() {
     // On the real disk (the benchmark refuses tmpfs): under the crate's target directory.
     let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/cli-test");
     std::fs::create_dir_all(&base).expect("create test directory");
-    let output = hayate(&[
+    let output = hayate([
         "bench",
         "tasks",
         "--seconds",
@@ -127,7 +114,7 @@ fn bench_tasks_runs_threads_and_tasks() {
 
 #[test]
 fn user_errors_exit_1_with_a_message() {
-    let output = hayate(&["demo", "--threads", "zero"]);
+    let output = hayate(["demo", "--threads", "zero"]);
     let (_, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
@@ -135,14 +122,14 @@ fn user_errors_exit_1_with_a_message() {
         "{stderr}"
     );
 
-    let output = hayate(&["demo", "--page-size", "1000", "--seconds", "1"]);
+    let output = hayate(["demo", "--page-size", "1000", "--seconds", "1"]);
     let (_, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.starts_with("error: invalid --page-size"), "{stderr}");
 
     let temporary = tempfile::tempdir().expect("tempdir");
     let dir = temporary.path().to_str().expect("utf-8 path");
-    let output = hayate(&["check", "--dir", dir]);
+    let output = hayate(["check", "--dir", dir]);
     let (_, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(

@@ -1,7 +1,9 @@
 //! `hayate lab device --quick` end to end: a results file with every section measured, and no
 //! test file left behind.
 
-use std::process::Command;
+mod common;
+
+use common::{hayate, hayate_ok};
 
 #[test]
 fn quick_device_run_writes_every_section_and_cleans_up() {
@@ -10,28 +12,19 @@ fn quick_device_run_writes_every_section_and_cleans_up() {
     let temporary = tempfile::tempdir_in(scratch).expect("tempdir");
     let dir = temporary.path().join("device");
     let results = temporary.path().join("results");
-    let output = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args([
-            "lab",
-            "device",
-            "--quick",
-            "--file-mib",
-            "32",
-            "--seconds-per-point",
-            "0.05",
-        ])
-        .arg("--dir")
-        .arg(&dir)
-        .arg("--results")
-        .arg(&results)
-        .output()
-        .expect("run hayate");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "device failed:\n{stdout}\n{stderr}"
-    );
+    let stdout = hayate_ok([
+        "lab".as_ref(),
+        "device".as_ref(),
+        "--quick".as_ref(),
+        "--file-mib".as_ref(),
+        "32".as_ref(),
+        "--seconds-per-point".as_ref(),
+        "0.05".as_ref(),
+        "--dir".as_ref(),
+        dir.as_os_str(),
+        "--results".as_ref(),
+        results.as_os_str(),
+    ]);
     assert!(stdout.contains("random read"), "{stdout}");
     assert!(stdout.contains("append + fdatasync"), "{stdout}");
 
@@ -89,11 +82,15 @@ fn quick_device_run_writes_every_section_and_cleans_up() {
 #[test]
 fn impossible_options_are_clear_errors() {
     let temporary = tempfile::tempdir().expect("tempdir");
-    let output = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args(["lab", "device", "--quick", "--page-size", "1000", "--dir"])
-        .arg(temporary.path())
-        .output()
-        .expect("run hayate");
+    let output = hayate([
+        "lab".as_ref(),
+        "device".as_ref(),
+        "--quick".as_ref(),
+        "--page-size".as_ref(),
+        "1000".as_ref(),
+        "--dir".as_ref(),
+        temporary.path().as_os_str(),
+    ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("--page-size 1000"), "{stderr}");

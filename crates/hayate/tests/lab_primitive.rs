@@ -1,23 +1,23 @@
 //! `hayate lab primitive --quick` end to end: loads, runs both modes at two buffer sizes,
 //! replays each run's I/O trace and writes a complete results file and timelines.
 
-use std::process::Command;
+mod common;
+
+use common::hayate_ok;
 
 #[test]
 fn quick_primitive_run_writes_complete_results() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let results = temporary.path().join("results");
-    let output = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args(["lab", "primitive", "--quick", "--dir"])
-        .arg(temporary.path())
-        .arg("--results")
-        .arg(&results)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run hayate");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "failed:\n{stdout}\n{stderr}");
+    let stdout = hayate_ok([
+        "lab".as_ref(),
+        "primitive".as_ref(),
+        "--quick".as_ref(),
+        "--dir".as_ref(),
+        temporary.path().as_os_str(),
+        "--results".as_ref(),
+        results.as_os_str(),
+    ]);
     assert!(stdout.contains("results: "), "{stdout}");
 
     let files: Vec<_> = std::fs::read_dir(&results)

@@ -1,7 +1,9 @@
 //! `hayate lab replay --trace FILE` end to end: replays a CSV trace on its files, prints alpha,
 //! writes a results file, and leaves the files byte for byte as they were.
 
-use std::process::Command;
+mod common;
+
+use common::{hayate, hayate_ok};
 
 use hayate_engine::io::trace::{write_csv, TraceOp, TraceRecord};
 
@@ -51,21 +53,18 @@ fn replay_of_a_csv_trace_reports_alpha_and_keeps_the_files() {
     write_csv(&records, std::fs::File::create(&trace).expect("create")).expect("csv");
     let results = temporary.path().join("results");
 
-    let output = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args(["lab", "replay", "--concurrency", "4", "--trace"])
-        .arg(&trace)
-        .arg("--dir")
-        .arg(&dir)
-        .arg("--results")
-        .arg(&results)
-        .output()
-        .expect("run hayate");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "replay failed:\n{stdout}\n{stderr}"
-    );
+    let stdout = hayate_ok([
+        "lab".as_ref(),
+        "replay".as_ref(),
+        "--concurrency".as_ref(),
+        "4".as_ref(),
+        "--trace".as_ref(),
+        trace.as_os_str(),
+        "--dir".as_ref(),
+        dir.as_os_str(),
+        "--results".as_ref(),
+        results.as_os_str(),
+    ]);
     assert!(stdout.contains("replayed 102 of 102 records"), "{stdout}");
     assert!(stdout.contains("75 reads"), "{stdout}");
     assert!(stdout.contains("25 writes"), "{stdout}");
@@ -100,13 +99,14 @@ fn a_malformed_trace_is_a_clear_error() {
     let temporary = tempfile::tempdir().expect("tempdir");
     let trace = temporary.path().join("bad.csv");
     std::fs::write(&trace, "not a trace\n").expect("write");
-    let output = Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args(["lab", "replay", "--trace"])
-        .arg(&trace)
-        .arg("--dir")
-        .arg(temporary.path())
-        .output()
-        .expect("run hayate");
+    let output = hayate([
+        "lab".as_ref(),
+        "replay".as_ref(),
+        "--trace".as_ref(),
+        trace.as_os_str(),
+        "--dir".as_ref(),
+        temporary.path().as_os_str(),
+    ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("cannot read trace"), "{stderr}");

@@ -2,22 +2,9 @@
 //! a page written from a device result while a broken file is listed as skipped.
 
 use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn hayate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hayate"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run hayate")
-}
-
-fn text(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
+use common::{hayate, text};
 
 fn write_device_result(dir: &Path) {
     let point = |queue_depth: u32, ops_per_second: f64| {
@@ -64,7 +51,7 @@ fn write_device_result(dir: &Path) {
 
 #[test]
 fn help_explains_every_option() {
-    let output = hayate(&["lab", "report", "--help"]);
+    let output = hayate(["lab", "report", "--help"]);
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stderr}");
     for option in ["--results <DIR>", "--out <FILE>", "report.html", "skipped"] {
@@ -78,14 +65,14 @@ fn report_from_a_results_directory() {
     let dir = temporary.path();
     let dir_text = dir.to_str().expect("utf-8 path");
 
-    let output = hayate(&["lab", "report", "--results", dir_text]);
+    let output = hayate(["lab", "report", "--results", dir_text]);
     let (_, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr.starts_with("error: no results (*.json)"), "{stderr}");
 
     write_device_result(dir);
     std::fs::write(dir.join("notes.json"), "not json").expect("write");
-    let output = hayate(&["lab", "report", "--results", dir_text]);
+    let output = hayate(["lab", "report", "--results", dir_text]);
     let (stdout, stderr) = text(&output);
     assert!(
         output.status.success(),
@@ -101,7 +88,7 @@ fn report_from_a_results_directory() {
 
     let out = dir.join("elsewhere.html");
     let out_text = out.to_str().expect("utf-8 path");
-    let output = hayate(&["lab", "report", "--results", dir_text, "--out", out_text]);
+    let output = hayate(["lab", "report", "--results", dir_text, "--out", out_text]);
     assert!(output.status.success());
     assert!(out.exists(), "--out names the page");
 }

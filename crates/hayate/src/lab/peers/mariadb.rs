@@ -27,7 +27,7 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder, Statement};
 
 use super::server::{self, LabDirectory, ServerProcess, ServerUser};
-use super::{check_data1_length, load_tables_in_parallel, sql_integer};
+use super::{cached_statement, check_data1_length, load_tables_in_parallel, sql_integer};
 use crate::lab::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
 
 const SOCKET_NAME: &str = "mariadbd.sock";
@@ -370,30 +370,12 @@ struct MariadbSession {
     update: Vec<Option<Statement>>,
 }
 
-fn prepared(
-    conn: &mut Conn,
-    cache: &mut Vec<Option<Statement>>,
-    table: u32,
-    sql: impl Fn(&str) -> String,
-) -> DriverResult<Statement> {
-    let index = table as usize;
-    if cache.len() <= index {
-        cache.resize(index + 1, None);
-    }
-    if let Some(statement) = &cache[index] {
-        return Ok(statement.clone());
-    }
-    let statement = conn
-        .prep(sql(&PrimitiveSpec::table_name(table)))
-        .map_err(mariadb_error)?;
-    cache[index] = Some(statement.clone());
-    Ok(statement)
-}
-
 impl Session for MariadbSession {
     fn select(&mut self, table: u32, sid: i64) -> DriverResult<bool> {
-        let statement = prepared(&mut self.conn, &mut self.select, table, |name| {
-            format!("SELECT sid, c1, data1 FROM {name} WHERE sid = ?")
+        let statement = cached_statement(&mut self.select, table, |name| {
+            self.conn
+                .prep(format!("SELECT sid, c1, data1 FROM {name} WHERE sid = ?"))
+                .map_err(mariadb_error)
         })?;
         let row: Option<(i32, i32, Vec<u8>)> = self
             .conn
@@ -407,8 +389,10 @@ impl Session for MariadbSession {
     }
 
     fn update(&mut self, table: u32, sid: i64, c1: i64) -> DriverResult<bool> {
-        let statement = prepared(&mut self.conn, &mut self.update, table, |name| {
-            format!("UPDATE {name} SET c1 = ? WHERE sid = ?")
+        let statement = cached_statement(&mut self.update, table, |name| {
+            self.conn
+                .prep(format!("UPDATE {name} SET c1 = ? WHERE sid = ?"))
+                .map_err(mariadb_error)
         })?;
         self.conn
             .exec_drop(&statement, (sql_integer(c1)?, sql_integer(sid)?))

@@ -130,3 +130,22 @@ fn load_tables_in_parallel(
             .map(|_| ())
     })
 }
+
+/// The prepared statement of `table` in `cache` (one slot per table), made on first use by
+/// `prepare` from the table's name.
+pub(super) fn cached_statement<S: Clone>(
+    cache: &mut Vec<Option<S>>,
+    table: u32,
+    prepare: impl FnOnce(&str) -> DriverResult<S>,
+) -> DriverResult<S> {
+    let index = table as usize;
+    if cache.len() <= index {
+        cache.resize(index + 1, None);
+    }
+    if let Some(statement) = &cache[index] {
+        return Ok(statement.clone());
+    }
+    let statement = prepare(&crate::lab::driver::PrimitiveSpec::table_name(table))?;
+    cache[index] = Some(statement.clone());
+    Ok(statement)
+}

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use postgres::{Client, NoTls, Statement};
 
 use super::server::{self, LabDirectory, ServerProcess, ServerUser};
-use super::{check_data1_length, load_tables_in_parallel, sql_integer};
+use super::{cached_statement, check_data1_length, load_tables_in_parallel, sql_integer};
 use crate::lab::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
 
 const SOCKET_PORT: u16 = 5432;
@@ -368,31 +368,12 @@ struct PostgresSession {
     update: Vec<Option<Statement>>,
 }
 
-/// The prepared statement of `table` in `cache`, preparing `sql(table_name)` on first use.
-fn prepared(
-    client: &mut Client,
-    cache: &mut Vec<Option<Statement>>,
-    table: u32,
-    sql: impl Fn(&str) -> String,
-) -> DriverResult<Statement> {
-    let index = table as usize;
-    if cache.len() <= index {
-        cache.resize(index + 1, None);
-    }
-    if let Some(statement) = &cache[index] {
-        return Ok(statement.clone());
-    }
-    let statement = client
-        .prepare(&sql(&PrimitiveSpec::table_name(table)))
-        .map_err(postgres_error)?;
-    cache[index] = Some(statement.clone());
-    Ok(statement)
-}
-
 impl Session for PostgresSession {
     fn select(&mut self, table: u32, sid: i64) -> DriverResult<bool> {
-        let statement = prepared(&mut self.client, &mut self.select, table, |name| {
-            format!("SELECT sid, c1, data1 FROM {name} WHERE sid = $1")
+        let statement = cached_statement(&mut self.select, table, |name| {
+            self.client
+                .prepare(&format!("SELECT sid, c1, data1 FROM {name} WHERE sid = $1"))
+                .map_err(postgres_error)
         })?;
         let row = self
             .client
@@ -405,8 +386,10 @@ impl Session for PostgresSession {
     }
 
     fn update(&mut self, table: u32, sid: i64, c1: i64) -> DriverResult<bool> {
-        let statement = prepared(&mut self.client, &mut self.update, table, |name| {
-            format!("UPDATE {name} SET c1 = $1 WHERE sid = $2")
+        let statement = cached_statement(&mut self.update, table, |name| {
+            self.client
+                .prepare(&format!("UPDATE {name} SET c1 = $1 WHERE sid = $2"))
+                .map_err(postgres_error)
         })?;
         let rows = self
             .client

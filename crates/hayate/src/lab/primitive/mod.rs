@@ -26,7 +26,7 @@ use hayate_engine::WritePolicy;
 
 use super::driver::{Driver, Mode, PrimitiveSpec, RunJob};
 use super::results::{DeviceResult, PrimitiveResults, PrimitiveRun, ResultFile};
-use crate::cli::PolicyArg;
+use crate::cli::{parse_percent, PolicyArg};
 use crate::error::{CliError, CliResult, Context};
 use crate::report::{format_count, format_rate, format_us};
 
@@ -175,18 +175,6 @@ pub struct PrimitiveArgs {
     /// Seed of the random keys.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
-}
-
-fn parse_percent(text: &str) -> Result<f64, String> {
-    let percent: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number"))?;
-    if percent.is_finite() && percent > 0.0 && percent <= 1000.0 {
-        Ok(percent)
-    } else {
-        Err(format!("{percent} is not in (0, 1000]"))
-    }
 }
 
 /// The resolved plan of an invocation.
