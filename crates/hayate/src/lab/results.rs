@@ -284,10 +284,17 @@ impl<T: Serialize> ResultFile<T> {
             suffix += 1;
             path = dir.join(format!("{}-{}-{suffix}.json", self.kind, self.started_unix));
         }
+        self.rewrite(&path)?;
+        Ok(path)
+    }
+
+    /// Replaces the file at `path` (written first with `write`) with the current contents.
+    pub fn rewrite(&self, path: &Path) -> CliResult<()> {
         let text = serde_json::to_string_pretty(self)
             .context(|| "cannot encode results as JSON".to_string())?;
-        std::fs::write(&path, text).context(|| format!("cannot write {}", path.display()))?;
-        Ok(path)
+        let partial = path.with_extension("json.partial");
+        std::fs::write(&partial, text).context(|| format!("cannot write {}", partial.display()))?;
+        std::fs::rename(&partial, path).context(|| format!("cannot write {}", path.display()))
     }
 }
 

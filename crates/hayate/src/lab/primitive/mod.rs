@@ -290,38 +290,68 @@ pub fn run(args: &PrimitiveArgs) -> CliResult<()> {
         plan.seconds,
         plan.concurrency
     );
-    let mut runs = Vec::new();
-    if !args.no_hayate {
-        let options = HayateOptions {
-            page_size: plan.page_size,
-            policy: plan.policy,
-            workers: plan.workers,
-        };
-        let driver = HayateDriver::new(&temporary.path().join("hayate"), options);
-        let result = run_hayate(&plan, &driver, &args.common.results, &mut runs);
-        driver.shutdown()?;
-        result?;
-    }
-    for peer in &args.peers {
-        run_peer(&plan, peer, temporary.path(), &mut runs)?;
-    }
-    super::model::fill_sweep(&mut runs, device_reference.as_ref());
     let results = PrimitiveResults {
-        runs,
+        runs: Vec::new(),
         device_reference,
     };
-    print_runs(&results.runs);
-    let path = ResultFile::new("primitive", &base, results).write(&args.common.results)?;
-    println!("\nresults: {}", path.display());
-    // The report of everything in the results directory, this run included.
+    let mut runs = Runs::start(ResultFile::new("primitive", &base, results), &args.common)?;
+    let outcome = (|| -> CliResult<()> {
+        if !args.no_hayate {
+            let options = HayateOptions {
+                page_size: plan.page_size,
+                policy: plan.policy,
+                workers: plan.workers,
+            };
+            let driver = HayateDriver::new(&temporary.path().join("hayate"), options);
+            let result = run_hayate(&plan, &driver, &args.common.results, &mut runs);
+            driver.shutdown()?;
+            result?;
+        }
+        for peer in &args.peers {
+            run_peer(&plan, peer, temporary.path(), &mut runs)?;
+        }
+        Ok(())
+    })();
+    // What was measured is kept and reported even when a later engine failed.
+    runs.finish()?;
     super::report::run(&super::report::ReportArgs {
         results: args.common.results.clone(),
         out: None,
     })?;
+    outcome?;
     temporary
         .close()
         .context(|| "cannot remove the lab's temporary directory".to_string())?;
     Ok(())
+}
+
+/// The runs of an invocation, saved to its results file after every run, so an interrupted or
+/// failed sweep keeps what it measured.
+struct Runs {
+    file: ResultFile<PrimitiveResults>,
+    path: PathBuf,
+}
+
+impl Runs {
+    fn start(file: ResultFile<PrimitiveResults>, common: &super::CommonArgs) -> CliResult<Runs> {
+        let path = file.write(&common.results)?;
+        Ok(Runs { file, path })
+    }
+
+    fn push(&mut self, run: PrimitiveRun) -> CliResult<()> {
+        self.file.results.runs.push(run);
+        self.file.rewrite(&self.path)
+    }
+
+    /// Fits the latency model over the sweeps, saves and prints the runs.
+    fn finish(&mut self) -> CliResult<()> {
+        let results = &mut self.file.results;
+        super::model::fill_sweep(&mut results.runs, results.device_reference.as_ref());
+        self.file.rewrite(&self.path)?;
+        print_runs(&self.file.results.runs);
+        println!("\nresults: {}", self.path.display());
+        Ok(())
+    }
 }
 
 fn load(plan: &Plan, driver: &dyn Driver) -> CliResult<()> {
@@ -345,7 +375,7 @@ fn run_hayate(
     plan: &Plan,
     driver: &HayateDriver,
     results_dir: &Path,
-    runs: &mut Vec<PrimitiveRun>,
+    runs: &mut Runs,
 ) -> CliResult<()> {
     load(plan, driver)?;
     for &class in &plan.classes {
@@ -358,7 +388,7 @@ fn run_hayate(
                     .set_buffer_bytes(plan.buffer_bytes(percent))
                     .map_err(engine_error)?;
                 let run = measure::hayate_run(plan, driver, class, percent, mode, results_dir)?;
-                runs.push(run);
+                runs.push(run)?;
                 if plan.hayate_threads {
                     driver
                         .set_buffer_bytes(plan.buffer_bytes(percent))
@@ -367,7 +397,7 @@ fn run_hayate(
                     run.engine = "hayate-threads".into();
                     run.engine_settings
                         .insert("concurrency".into(), "one OS thread per transaction".into());
-                    runs.push(run);
+                    runs.push(run)?;
                 }
             }
         }
@@ -376,7 +406,7 @@ fn run_hayate(
 }
 
 #[cfg(feature = "peers")]
-fn run_peer(plan: &Plan, peer: &str, base: &Path, runs: &mut Vec<PrimitiveRun>) -> CliResult<()> {
+fn run_peer(plan: &Plan, peer: &str, base: &Path, runs: &mut Runs) -> CliResult<()> {
     let first_buffer = plan.buffer_bytes(plan.buffer_percents[0]);
     let driver = super::peers::open_peer(peer, base, first_buffer)
         .map_err(|error| CliError::new(format!("{peer}: {error}")))?;
@@ -393,7 +423,7 @@ fn run_peer(plan: &Plan, peer: &str, base: &Path, runs: &mut Vec<PrimitiveRun>) 
                     DeviceClassArg::Real,
                     percent,
                     mode,
-                )?);
+                )?)?;
             }
         }
         Ok(())
@@ -404,7 +434,7 @@ fn run_peer(plan: &Plan, peer: &str, base: &Path, runs: &mut Vec<PrimitiveRun>) 
 }
 
 #[cfg(not(feature = "peers"))]
-fn run_peer(_: &Plan, peer: &str, _: &Path, _: &mut Vec<PrimitiveRun>) -> CliResult<()> {
+fn run_peer(_: &Plan, peer: &str, _: &Path, _: &mut Runs) -> CliResult<()> {
     Err(CliError::new(format!("{peer}: built without peers")))
 }
 
