@@ -6,6 +6,7 @@
 
 pub mod btree;
 pub mod buffer;
+pub mod checksum;
 pub mod db;
 pub mod error;
 pub mod exec;

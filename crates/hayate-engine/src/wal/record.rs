@@ -325,7 +325,7 @@ pub fn frame_seal(frame: &mut [u8], lsn: Lsn, body_checksum: u32) {
     let lsn_bytes = lsn.to_le_bytes();
     frame[8..16].copy_from_slice(&lsn_bytes);
     let checksum =
-        crc32c::crc32c_combine(crc32c::crc32c(&lsn_bytes), body_checksum, frame.len() - 16);
+        crate::checksum::combine(crc32c::crc32c(&lsn_bytes), body_checksum, frame.len() - 16);
     debug_assert_eq!(checksum, crc32c::crc32c(&frame[8..]));
     frame[4..8].copy_from_slice(&checksum.to_le_bytes());
 }
