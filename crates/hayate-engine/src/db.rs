@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::btree::{BTree, TreeCheckReport};
-use crate::buffer::{BufferPool, BufferPoolConfig, BufferStats};
+use crate::buffer::{BufferPool, BufferPoolConfig, BufferStats, LatchConfig};
 use crate::error::{Error, Location, Result};
 use crate::exec;
 use crate::io::{self, Io};
@@ -50,6 +50,8 @@ pub struct DatabaseConfig {
     pub keep_inner_resident: bool,
     pub wal: WalConfig,
     pub locks: LockConfig,
+    /// How threads wait for page latches (spin, then park).
+    pub latches: LatchConfig,
     pub io_backend: IoBackend,
     pub checkpoint_interval: Duration,
     pub checkpoint_log_bytes: u64,
@@ -65,6 +67,7 @@ impl Default for DatabaseConfig {
             keep_inner_resident: true,
             wal: WalConfig::default(),
             locks: LockConfig::default(),
+            latches: LatchConfig::default(),
             io_backend: IoBackend::Auto,
             checkpoint_interval: Duration::from_secs(30),
             checkpoint_log_bytes: 256 << 20,
@@ -143,6 +146,7 @@ impl Database {
         let pool_config = BufferPoolConfig {
             frame_count,
             keep_inner_resident: config.keep_inner_resident,
+            latch: config.latches.clone(),
             ..BufferPoolConfig::default()
         };
         let pool = BufferPool::new(store.clone(), pool_config)?;

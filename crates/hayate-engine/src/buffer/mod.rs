@@ -16,12 +16,15 @@
 
 mod frame;
 mod gate;
+mod latch;
 mod pool;
+mod table;
 mod writer;
 
+pub use latch::LatchConfig;
 pub use pool::{
-    BufferPool, BufferPoolConfig, BufferStats, OperationGuard, PageReadGuard, PageWriteGuard,
-    QuiesceGuard,
+    BufferPool, BufferPoolConfig, BufferStats, OperationGuard, Optimistic, OptimisticPage,
+    PageReadGuard, PageWriteGuard, QuiesceGuard,
 };
 
 #[cfg(test)]
