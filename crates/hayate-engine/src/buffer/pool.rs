@@ -254,16 +254,7 @@ impl BufferPool {
     /// Starts loading the first cache line of a frame's bytes into the cache.
     #[inline]
     fn prefetch(&self, frame_id: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let pointer = self.frame_pointer(frame_id) as *const i8;
-            // SAFETY: a prefetch is a hint; it never faults and reads nothing observable.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(pointer)
-            };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = frame_id;
+        page::prefetch(self.frame_pointer(frame_id));
     }
 
     /// Whether a frame that the caller pinned and latched holds `page_id`, loaded. False if the
