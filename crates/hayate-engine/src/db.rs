@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::btree::{BTree, TreeCheckReport};
-use crate::buffer::{BufferPool, BufferPoolConfig, BufferStats};
+use crate::buffer::{BufferPool, BufferPoolConfig, BufferStats, LatchConfig};
 use crate::error::{Error, Location, Result};
 use crate::exec;
 use crate::io::{self, Io};
@@ -54,6 +54,8 @@ pub struct DatabaseConfig {
     pub locks: LockConfig,
     /// Rollback segment: memory budget before before-images spill to flash.
     pub undo: UndoConfig,
+    /// How threads wait for page latches (spin, then park).
+    pub latches: LatchConfig,
     pub io_backend: IoBackend,
     pub checkpoint_interval: Duration,
     pub checkpoint_log_bytes: u64,
@@ -70,6 +72,7 @@ impl Default for DatabaseConfig {
             wal: WalConfig::default(),
             locks: LockConfig::default(),
             undo: UndoConfig::default(),
+            latches: LatchConfig::default(),
             io_backend: IoBackend::Auto,
             checkpoint_interval: Duration::from_secs(30),
             checkpoint_log_bytes: 256 << 20,
@@ -150,6 +153,7 @@ impl Database {
         let pool_config = BufferPoolConfig {
             frame_count,
             keep_inner_resident: config.keep_inner_resident,
+            latch: config.latches.clone(),
             ..BufferPoolConfig::default()
         };
         let pool = BufferPool::new(store.clone(), pool_config)?;

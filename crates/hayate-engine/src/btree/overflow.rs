@@ -13,11 +13,13 @@
 //! 1. `write_chain` writes the value back to front (so each page knows its successor when it is
 //!    written) before the leaf cell pointing at it exists; nobody else can see the pages yet.
 //! 2. Readers follow the chain while holding the leaf that points at it (shared), so the chain
-//!    cannot be freed underneath them.
+//!    cannot be freed underneath them. Resident pages are copied optimistically (no pin, no
+//!    latch; kept only if the frame's latch version held, see `BufferPool::optimistic`), others
+//!    pinned and latched.
 //! 3. Whoever unlinks the cell (under the leaf's exclusive latch) frees the chain afterwards
 //!    with `free_chain`; no reader can reach it any more.
 
-use crate::buffer::BufferPool;
+use crate::buffer::{BufferPool, Optimistic};
 use crate::error::Result;
 use crate::page::{PageHeaderAccessor, PageId, PageKind, PAGE_ID_NONE};
 
@@ -81,6 +83,39 @@ fn read_page<T>(
     parse_page(&page, page_id, remaining_bytes, visit)
 }
 
+/// Appends one resident overflow page's bytes to `out` without pinning or latching it:
+/// (next page id, bytes held), or None if the page is not resident or kept changing (the
+/// caller reads it with a latch).
+fn read_page_optimistic(
+    pool: &BufferPool,
+    page_id: PageId,
+    remaining_bytes: u64,
+    out: &mut Vec<u8>,
+) -> Result<Option<(PageId, usize)>> {
+    for _ in 0..4 {
+        let page = match pool.optimistic(page_id) {
+            Optimistic::Page(page) => page,
+            Optimistic::Busy => {
+                std::hint::spin_loop();
+                continue;
+            }
+            Optimistic::NotResident => return Ok(None),
+        };
+        let mark = out.len();
+        // SAFETY: `parse_page` checks every length against the page before slicing and returns
+        // errors, never panics; the copy and the result are kept only if `validate` holds.
+        let parsed = parse_page(unsafe { page.bytes() }, page_id, remaining_bytes, |bytes| {
+            out.extend_from_slice(bytes)
+        });
+        if page.validate() {
+            let (next, used, ()) = parsed?;
+            return Ok(Some((next, used)));
+        }
+        out.truncate(mark);
+    }
+    Ok(None)
+}
+
 /// Checks an overflow page against what the chain still has to hold, and hands its bytes to
 /// `visit`; returns (next page, bytes held, visit's result).
 fn parse_page<T>(
@@ -122,12 +157,18 @@ pub fn try_read_chain(
     let mut remaining = length_bytes;
     let mut page_id = first_page_id;
     loop {
-        let Some(page) = pool.try_read(page_id)? else {
-            return Ok(Some(page_id));
+        let (next, used) = match read_page_optimistic(pool, page_id, remaining, out)? {
+            Some(read) => read,
+            None => {
+                let Some(page) = pool.try_read(page_id)? else {
+                    return Ok(Some(page_id));
+                };
+                let (next, used, ()) = parse_page(&page, page_id, remaining, |bytes| {
+                    out.extend_from_slice(bytes)
+                })?;
+                (next, used)
+            }
         };
-        let (next, used, ()) = parse_page(&page, page_id, remaining, |bytes| {
-            out.extend_from_slice(bytes)
-        })?;
         remaining -= used as u64;
         if next == PAGE_ID_NONE {
             return Ok(None);
@@ -147,9 +188,15 @@ pub fn read_chain(
     let mut remaining = length_bytes;
     let mut page_id = first_page_id;
     loop {
-        let (next, used, ()) = read_page(pool, page_id, remaining, |bytes| {
-            out.extend_from_slice(bytes)
-        })?;
+        let (next, used) = match read_page_optimistic(pool, page_id, remaining, out)? {
+            Some(read) => read,
+            None => {
+                let (next, used, ()) = read_page(pool, page_id, remaining, |bytes| {
+                    out.extend_from_slice(bytes)
+                })?;
+                (next, used)
+            }
+        };
         remaining -= used as u64;
         if next == PAGE_ID_NONE {
             return Ok(());

@@ -129,3 +129,75 @@ fn destroy_frees_every_page() {
     tree.destroy(&pool).unwrap();
     assert_eq!(live_pages_settled(&pool, live_before), live_before);
 }
+
+/// The value stored under key number `number` in the concurrent test: its own digits repeated,
+/// some long enough for overflow chains, so a reader can tell a value of the wrong key or a
+/// torn one.
+fn value_of(number: u32, generation: u32) -> Vec<u8> {
+    let length = match number % 7 {
+        0 => 2000, // overflow chain with 4 KiB pages
+        _ => 20 + (number % 50) as usize,
+    };
+    let pattern = format!("{number:08}/{generation:04};");
+    pattern.bytes().cycle().take(length).collect()
+}
+
+/// Writers insert, replace and delete keys (splitting and merging nodes, freeing and reusing
+/// pages) in a pool small enough to evict, while readers look keys up through the optimistic
+/// descent. Every value found must be one a writer stored under that key.
+#[test]
+fn lookups_race_splits_merges_and_evictions() {
+    let pool = pool(4096, 96);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    let key_count = 4000u32;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let found = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..2u32)
+            .map(|writer| {
+                let (pool, stop) = (&pool, &stop);
+                scope.spawn(move || {
+                    let mut state = 0x9e37_79b9u32 ^ (writer + 1);
+                    for round in 0..30_000u32 {
+                        state ^= state << 13;
+                        state ^= state >> 17;
+                        state ^= state << 5;
+                        // Each writer owns the keys of its parity, so values are predictable.
+                        let number = (state % (key_count / 2)) * 2 + writer;
+                        if round % 3 == 2 {
+                            tree.delete(pool, &key(number), 1).unwrap();
+                        } else {
+                            let value = value_of(number, round % 10_000);
+                            tree.put(pool, &key(number), &value, 1).unwrap();
+                        }
+                    }
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                })
+            })
+            .collect();
+        for reader in 0..2u32 {
+            let (pool, stop, found) = (&pool, &stop, &found);
+            scope.spawn(move || {
+                let mut number = reader * 7;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    number = (number + 13) % key_count;
+                    let Some(value) = tree.get(pool, &key(number)).unwrap() else {
+                        continue;
+                    };
+                    let text = String::from_utf8(value.clone()).expect("ascii value");
+                    let generation: u32 = text[9..13].parse().expect("generation digits");
+                    assert_eq!(value, value_of(number, generation), "key {number}");
+                    found.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+        for writer in writers {
+            writer.join().unwrap();
+        }
+    });
+    assert!(
+        found.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "readers found nothing"
+    );
+    tree.check(&pool).expect("tree stays well formed");
+}

@@ -2,6 +2,13 @@
 //!
 //! Latching protocol (crabbing); latches are always taken top-down, and two pages of one level
 //! only left to right while their parent is held exclusively:
+//! 0. Point lookups and the optimistic writer descent first try without latching inner nodes:
+//!    each inner node is read at a latch version (`BufferPool::optimistic`) and the child id is
+//!    used only if the node's version still holds after the child was reached (optimistic lock
+//!    coupling). The leaf is then pinned and latched (resident pages only), and the parent's
+//!    version checked once more: if it moved, the leaf may no longer cover the key, so the
+//!    descent restarts. A page not resident, a root that is a leaf, or repeated restarts fall
+//!    back to step 1 or 2. Readers of inner nodes thus write no shared memory.
 //! 1. Readers descend from the root with shared latches hand over hand: the child is latched
 //!    before the parent is released.
 //! 2. Writers first descend the same way but take the leaf exclusively (the root exclusively if
@@ -19,7 +26,7 @@
 //! 7. Page-changing operations hold `BufferPool::operation` throughout; lookups and scans do
 //!    not. Scan cursors hold no latch between batches and re-seek by key.
 
-use crate::buffer::{BufferPool, PageReadGuard, PageWriteGuard};
+use crate::buffer::{BufferPool, Optimistic, PageReadGuard, PageWriteGuard};
 use crate::error::{Error, Result};
 use crate::page::{PageId, PageKind};
 
@@ -33,6 +40,9 @@ use super::overflow::{
 
 /// The deepest tree accepted (root level + 1).
 pub const TREE_DEPTH_MAX: usize = 32;
+
+/// Restarts of an optimistic descent before it falls back to latching.
+const OPTIMISTIC_RESTARTS_MAX: usize = 32;
 
 /// Outcome of `BTree::try_get`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,6 +182,62 @@ impl BTree {
         Ok(leaf.expect("a blocking read always yields the page"))
     }
 
+    /// The leaf for `key` by an optimistic descent (step 0 of the protocol), latched by
+    /// `fetch_leaf` (which must not load pages: a child id read optimistically may name a page
+    /// freed since). None: take a latching descent instead.
+    fn descend_optimistic<G: std::ops::Deref<Target = [u8]>>(
+        &self,
+        pool: &BufferPool,
+        key: &[u8],
+        fetch_leaf: impl Fn(PageId) -> Result<Option<G>>,
+    ) -> Result<Option<G>> {
+        'restart: for attempt in 0..OPTIMISTIC_RESTARTS_MAX {
+            if attempt > OPTIMISTIC_RESTARTS_MAX / 2 {
+                std::thread::yield_now();
+            }
+            let mut page_id = self.root;
+            let mut parent: Option<crate::buffer::OptimisticPage<'_>> = None;
+            let mut expected_level = None;
+            loop {
+                let page = match pool.optimistic(page_id) {
+                    Optimistic::Page(page) => page,
+                    Optimistic::Busy => continue 'restart,
+                    Optimistic::NotResident => return Ok(None),
+                };
+                // The child id came from the parent at its version; if that still holds, the
+                // child was the right page when its own version was taken.
+                if let Some(parent) = &parent {
+                    if !parent.validate() {
+                        continue 'restart;
+                    }
+                }
+                // SAFETY: `inner_step` only parses through bounds-checked accessors that return
+                // errors, and its result is used only after `validate`.
+                let step = inner_step(unsafe { page.bytes() }, key, expected_level);
+                if !page.validate() {
+                    continue 'restart;
+                }
+                let Some((child, level)) = step? else {
+                    return Ok(None); // the root is a leaf
+                };
+                if level > 1 {
+                    (parent, page_id, expected_level) = (Some(page), child, Some(level - 1));
+                    continue;
+                }
+                let leaf = fetch_leaf(child);
+                if !page.validate() {
+                    continue 'restart;
+                }
+                let Some(leaf) = leaf? else {
+                    return Ok(None);
+                };
+                check_level(&NodeAccessor::new(&leaf)?, Some(0))?;
+                return Ok(Some(leaf));
+            }
+        }
+        Ok(None)
+    }
+
     /// The descent of `descend_shared`, with pages fetched by `fetch`: None from `fetch` ends
     /// the descent with `Err(page)` (the page is not resident; every latch is released).
     fn descend_shared_with<'p>(
@@ -213,6 +279,9 @@ impl BTree {
         pool: &'p BufferPool,
         key: &[u8],
     ) -> Result<Option<PageWriteGuard<'p>>> {
+        if let Some(leaf) = self.descend_optimistic(pool, key, |page_id| pool.try_write(page_id))? {
+            return Ok(Some(leaf));
+        }
         let mut guard = pool.read(self.root)?;
         let mut expected_level = None;
         loop {
@@ -275,7 +344,10 @@ impl BTree {
         if key.len() > NodeLimits::new(pool.page_size()).key_length_max {
             return Ok(None);
         }
-        let leaf = self.descend_shared(pool, key, None)?;
+        let leaf = match self.descend_optimistic(pool, key, |page_id| pool.try_read(page_id))? {
+            Some(leaf) => leaf,
+            None => self.descend_shared(pool, key, None)?,
+        };
         let node = NodeAccessor::new(&leaf)?;
         match node.search(key)? {
             Ok(index) => Ok(Some(copy_value(pool, &node, index)?)),
@@ -289,9 +361,13 @@ impl BTree {
         if key.len() > NodeLimits::new(pool.page_size()).key_length_max {
             return Ok(TryLookup::Found(None));
         }
-        let guard = match self.descend_shared_with(key, None, |page_id| pool.try_read(page_id))? {
-            Ok(leaf) => leaf,
-            Err(missing) => return Ok(TryLookup::Missing(missing)),
+        let fetch = |page_id| pool.try_read(page_id);
+        let guard = match self.descend_optimistic(pool, key, fetch)? {
+            Some(leaf) => leaf,
+            None => match self.descend_shared_with(key, None, fetch)? {
+                Ok(leaf) => leaf,
+                Err(missing) => return Ok(TryLookup::Missing(missing)),
+            },
         };
         let node = NodeAccessor::new(&guard)?;
         let Ok(index) = node.search(key)? else {
@@ -530,6 +606,22 @@ impl BTree {
         guard.set_lsn(lsn);
         Ok(None)
     }
+}
+
+/// One level of an optimistic descent: the child for `key` and the node's level, or None if
+/// the node is a leaf.
+fn inner_step(
+    bytes: &[u8],
+    key: &[u8],
+    expected_level: Option<u8>,
+) -> Result<Option<(PageId, u8)>> {
+    let node = NodeAccessor::new(bytes)?;
+    check_level(&node, expected_level)?;
+    if node.is_leaf() {
+        return Ok(None);
+    }
+    let index = node.child_index_for(key)?;
+    Ok(Some((node.child(index)?, node.level())))
 }
 
 /// Replaces or inserts `cell` in a leaf. Returns the removed old value and whether the new cell

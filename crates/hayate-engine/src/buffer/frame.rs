@@ -2,16 +2,18 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 
-use parking_lot::RwLock;
-
+use super::latch::Latch;
 use crate::page::PAGE_ID_NONE;
 
 pub(super) struct Frame {
-    /// Protects the frame's bytes in the arena.
-    pub latch: RwLock<()>,
-    /// Page held, or PAGE_ID_NONE. Changed only under the page table mutex.
+    /// Protects the frame's bytes in the arena; its version lets readers go without it.
+    pub latch: Latch,
+    /// Page held, or PAGE_ID_NONE. Changed only under the page table mutex and the exclusive
+    /// latch, so a reader holding the latch (or validating its version) sees a stable value.
     pub page_id: AtomicU64,
-    /// Guards alive on this frame (and the loader while a read is in flight).
+    /// Guards alive on this frame (and the loader while a read is in flight). Lock-free readers
+    /// pin before they latch and check the page id, so a frame is claimed for another page only
+    /// by moving its pin count from 0 to 1 (see `BufferPool::claim_frame`).
     pub pin_count: AtomicU32,
     /// Set when a write guard is dropped; cleared when the bytes are copied for write-back.
     pub dirty: AtomicBool,
@@ -29,7 +31,7 @@ pub(super) struct Frame {
 impl Frame {
     pub fn new() -> Frame {
         Frame {
-            latch: RwLock::new(()),
+            latch: Latch::new(),
             page_id: AtomicU64::new(PAGE_ID_NONE),
             pin_count: AtomicU32::new(0),
             dirty: AtomicBool::new(false),

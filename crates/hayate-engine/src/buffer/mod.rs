@@ -1,10 +1,12 @@
 //! The buffer pool: page frames in one arena allocated at start-up.
 //!
 //! Lifecycle of a page access:
-//! 1. `read`/`write` look the page up in the page table under a short mutex and pin its frame
-//!    (pin count > 0 means the frame cannot be evicted).
-//! 2. The caller takes the frame's latch (shared or exclusive) and gets a guard that derefs to
-//!    the page bytes.
+//! 1. `read`/`write` look the page up in the page table without a lock (`table`) and pin its
+//!    frame (pin count > 0 means the frame cannot be evicted); after a lock-free miss they ask
+//!    again under the table mutex.
+//! 2. The caller takes the frame's latch (shared or exclusive, `latch`), checks that the frame
+//!    still holds the page, and gets a guard that derefs to the page bytes. `optimistic` reads a
+//!    resident page at a latch version instead, with neither pin nor latch.
 //! 3. On a miss, the clock hand picks a clean, unpinned victim; inner B+tree pages are skipped
 //!    for two rounds so index pages stay resident. A dirty victim is written back first (the page
 //!    stays in the table meanwhile, so nobody reads a stale copy from the store).
@@ -16,12 +18,15 @@
 
 mod frame;
 mod gate;
+mod latch;
 mod pool;
+mod table;
 mod writer;
 
+pub use latch::LatchConfig;
 pub use pool::{
-    BufferPool, BufferPoolConfig, BufferStats, OperationGuard, PageReadGuard, PageWriteGuard,
-    QuiesceGuard,
+    BufferPool, BufferPoolConfig, BufferStats, OperationGuard, Optimistic, OptimisticPage,
+    PageReadGuard, PageWriteGuard, QuiesceGuard,
 };
 
 #[cfg(test)]

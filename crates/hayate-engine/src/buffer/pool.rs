@@ -1,15 +1,16 @@
 //! The buffer pool proper: page table, clock eviction, guards, write-back.
 
-use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::Mutex;
 
 use super::frame::Frame;
 use super::gate::{Gate, GateExclusive, GateShared};
+use super::latch::{ExclusiveHold, LatchConfig, SharedHold};
+use super::table::{Locked, PageTable};
 use crate::error::{Error, Result};
 use crate::io::AlignedBuf;
 use crate::page::{self, PageHeaderAccessor, PageHeaderBuilder, PageId, PageKind, PAGE_ID_NONE};
@@ -24,6 +25,8 @@ pub struct BufferPoolConfig {
     pub dirty_fraction_target: f64,
     /// Frames written per background batch.
     pub write_batch_pages: usize,
+    /// How threads wait for page latches.
+    pub latch: LatchConfig,
 }
 
 impl Default for BufferPoolConfig {
@@ -33,6 +36,7 @@ impl Default for BufferPoolConfig {
             keep_inner_resident: true,
             dirty_fraction_target: 0.1,
             write_batch_pages: 64,
+            latch: LatchConfig::default(),
         }
     }
 }
@@ -62,47 +66,47 @@ impl BufferStats {
     }
 }
 
+/// A counter bumped by every page access: one cache line per stripe, a thread's stripe chosen
+/// once, so threads do not take the line from each other.
+#[derive(Default)]
+struct StripedCounter {
+    stripes: [PaddedCounter; 16],
+}
+
+#[derive(Default)]
+#[repr(align(128))]
+struct PaddedCounter(AtomicU64);
+
+thread_local! {
+    static STRIPE: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    };
+}
+
+impl StripedCounter {
+    #[inline]
+    fn add(&self, amount: u64) {
+        let stripe = STRIPE.with(|stripe| *stripe) % self.stripes.len();
+        self.stripes[stripe].0.fetch_add(amount, Ordering::Relaxed);
+    }
+
+    fn sum(&self) -> u64 {
+        self.stripes
+            .iter()
+            .map(|stripe| stripe.0.load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
 #[derive(Default)]
 struct Counters {
-    hits: AtomicU64,
+    hits: StripedCounter,
     misses: AtomicU64,
     pages_read: AtomicU64,
     pages_written: AtomicU64,
     eviction_writes: AtomicU64,
     background_writes: AtomicU64,
-}
-
-/// Page ids are dense integers chosen by us, not by an adversary: a multiplicative hash is
-/// enough and much cheaper than SipHash on the hot path.
-#[derive(Default, Clone, Copy)]
-struct PageIdHasher(u64);
-
-impl std::hash::Hasher for PageIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ byte as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_u64(&mut self, value: u64) {
-        self.0 = (value ^ self.0)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29);
-    }
-}
-
-type PageMap = HashMap<PageId, usize, std::hash::BuildHasherDefault<PageIdHasher>>;
-
-struct PageTable {
-    map: PageMap,
-    clock_hand: usize,
-    /// Page ids freed and not allocated again. A task that read a pointer, released its
-    /// latches and asked for the page (`load_batch`) may ask for a page freed meanwhile; such a
-    /// load is skipped, so it never reads a page with no stored copy nor claims an id the
-    /// allocator is about to hand out.
-    freed: std::collections::HashSet<PageId>,
 }
 
 /// Why a frame is claimed for a page.
@@ -130,7 +134,9 @@ pub struct BufferPool {
     /// Backing memory of all frames; accessed only through `frame_pointer`.
     arena: AlignedBuf,
     pub(super) frames: Box<[Frame]>,
-    table: Mutex<PageTable>,
+    /// Page id -> frame; read without a lock, changed under `table_lock`.
+    table: PageTable,
+    table_lock: Mutex<Locked>,
     gate: Gate,
     /// Pages freed while a write-back of their frame was in flight: (frame, page id). Their
     /// ids go back to the store only when that write has landed, or the stale write could
@@ -157,6 +163,13 @@ impl BufferPool {
                 "buffer pool needs at least 8 frames".into(),
             ));
         }
+        if config.frame_count > super::table::FRAME_COUNT_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "buffer pool of {} frames; at most {} are supported",
+                config.frame_count,
+                super::table::FRAME_COUNT_MAX
+            )));
+        }
         let page_size = store.page_size();
         let frames: Vec<Frame> = (0..config.frame_count).map(|_| Frame::new()).collect();
         let pool = Arc::new(BufferPool {
@@ -164,8 +177,8 @@ impl BufferPool {
             page_size,
             store,
             frames: frames.into_boxed_slice(),
-            table: Mutex::new(PageTable {
-                map: PageMap::default(),
+            table: PageTable::new(config.frame_count),
+            table_lock: Mutex::new(Locked {
                 clock_hand: 0,
                 freed: Default::default(),
             }),
@@ -219,22 +232,78 @@ impl BufferPool {
     }
 
     pub fn read(&self, page_id: PageId) -> Result<PageReadGuard<'_>> {
-        let frame_id = self.pin_page(page_id)?;
-        let latch = self.frames[frame_id].latch.read();
-        Ok(PageReadGuard {
-            pool: self,
-            frame_id,
-            latch: ManuallyDrop::new(latch),
-        })
+        loop {
+            let frame_id = self.pin_page(page_id)?;
+            let frame = &self.frames[frame_id];
+            let latch = frame.latch.shared(&self.config.latch);
+            if self.holds(frame_id, page_id) {
+                return Ok(PageReadGuard {
+                    pool: self,
+                    frame_id,
+                    latch: ManuallyDrop::new(latch),
+                });
+            }
+            drop(latch);
+            frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     pub fn write(&self, page_id: PageId) -> Result<PageWriteGuard<'_>> {
-        let frame_id = self.pin_page(page_id)?;
-        let latch = self.frames[frame_id].latch.write();
-        Ok(PageWriteGuard {
+        loop {
+            let frame_id = self.pin_page(page_id)?;
+            let frame = &self.frames[frame_id];
+            let latch = frame.latch.exclusive(&self.config.latch);
+            if self.holds(frame_id, page_id) {
+                return Ok(PageWriteGuard {
+                    pool: self,
+                    frame_id,
+                    latch: ManuallyDrop::new(latch),
+                });
+            }
+            drop(latch);
+            frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Starts loading the first cache line of a frame's bytes into the cache.
+    #[inline]
+    fn prefetch(&self, frame_id: usize) {
+        page::prefetch(self.frame_pointer(frame_id));
+    }
+
+    /// Whether a frame that the caller pinned and latched holds `page_id`, loaded. False if the
+    /// frame went to another page before the pin (lock-free lookups can be stale) or its load
+    /// failed; the caller unpins and asks again.
+    fn holds(&self, frame_id: usize, page_id: PageId) -> bool {
+        let frame = &self.frames[frame_id];
+        frame.page_id.load(Ordering::Acquire) == page_id && frame.valid.load(Ordering::Acquire)
+    }
+
+    /// A resident page to read without pinning or latching it (see `latch` for the protocol),
+    /// or why not.
+    pub fn optimistic(&self, page_id: PageId) -> Optimistic<'_> {
+        let Some(frame_id) = self.table.lookup(page_id) else {
+            return Optimistic::NotResident;
+        };
+        self.prefetch(frame_id);
+        let frame = &self.frames[frame_id];
+        let Some(version) = frame.latch.optimistic_version() else {
+            return Optimistic::Busy;
+        };
+        if frame.page_id.load(Ordering::Acquire) != page_id {
+            return Optimistic::NotResident;
+        }
+        if !frame.valid.load(Ordering::Acquire) {
+            return Optimistic::Busy;
+        }
+        if !frame.referenced.load(Ordering::Relaxed) {
+            frame.referenced.store(true, Ordering::Relaxed);
+        }
+        self.counters.hits.add(1);
+        Optimistic::Page(OptimisticPage {
             pool: self,
             frame_id,
-            latch: ManuallyDrop::new(latch),
+            version,
         })
     }
 
@@ -265,9 +334,9 @@ impl BufferPool {
         let frame = &self.frames[frame_id];
         let page_id = frame.page_id.load(Ordering::Acquire);
         {
-            let mut table = self.table.lock();
-            table.map.remove(&page_id);
-            table.freed.insert(page_id);
+            let mut locked = self.table_lock.lock();
+            self.table.remove(&mut locked, page_id);
+            locked.freed.insert(page_id);
             frame.page_id.store(PAGE_ID_NONE, Ordering::Release);
             frame.valid.store(false, Ordering::Release);
         }
@@ -312,25 +381,49 @@ impl BufferPool {
     /// Returns the page if it is resident and loaded, without waiting for any I/O: None on a
     /// miss or while another thread loads it. The caller loads it with `load_batch` and retries.
     pub fn try_read(&self, page_id: PageId) -> Result<Option<PageReadGuard<'_>>> {
+        Ok(self
+            .latch_resident(page_id, |latch| latch.shared(&self.config.latch))
+            .map(|(frame_id, latch)| PageReadGuard {
+                pool: self,
+                frame_id,
+                latch: ManuallyDrop::new(latch),
+            }))
+    }
+
+    /// `try_read` with an exclusive latch: the page if it is resident and loaded, else None.
+    pub fn try_write(&self, page_id: PageId) -> Result<Option<PageWriteGuard<'_>>> {
+        Ok(self
+            .latch_resident(page_id, |latch| latch.exclusive(&self.config.latch))
+            .map(|(frame_id, latch)| PageWriteGuard {
+                pool: self,
+                frame_id,
+                latch: ManuallyDrop::new(latch),
+            }))
+    }
+
+    /// Pins and latches (with `take`) the frame of a resident, loaded page; None otherwise.
+    fn latch_resident<'p, H>(
+        &'p self,
+        page_id: PageId,
+        take: impl Fn(&'p super::latch::Latch) -> H,
+    ) -> Option<(usize, H)> {
         assert_ne!(page_id, PAGE_ID_NONE, "page id 0 is never a page");
-        let table = self.table.lock();
-        let Some(&frame_id) = table.map.get(&page_id) else {
-            return Ok(None);
-        };
-        let frame = &self.frames[frame_id];
-        if !frame.valid.load(Ordering::Acquire) {
-            return Ok(None);
+        for _ in 0..2 {
+            let frame_id = self.pin_resident(page_id)?;
+            let frame = &self.frames[frame_id];
+            if !frame.valid.load(Ordering::Acquire) {
+                frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+                return None;
+            }
+            let latch = take(&frame.latch);
+            if self.holds(frame_id, page_id) {
+                self.counters.hits.add(1);
+                return Some((frame_id, latch));
+            }
+            drop(latch);
+            frame.pin_count.fetch_sub(1, Ordering::AcqRel);
         }
-        frame.pin_count.fetch_add(1, Ordering::AcqRel);
-        frame.referenced.store(true, Ordering::Relaxed);
-        drop(table);
-        self.counters.hits.fetch_add(1, Ordering::Relaxed);
-        let latch = frame.latch.read();
-        Ok(Some(PageReadGuard {
-            pool: self,
-            frame_id,
-            latch: ManuallyDrop::new(latch),
-        }))
+        None
     }
 
     /// Loads the pages not yet resident with one batched store read (one io_uring submission
@@ -383,39 +476,46 @@ impl BufferPool {
     }
 
     /// Gives back frames claimed for loads that will not happen.
-    fn abandon_claims(&self, claimed: Vec<(PageId, (usize, RwLockWriteGuard<'_, ()>))>) {
+    fn abandon_claims(&self, claimed: Vec<(PageId, (usize, ExclusiveHold<'_>))>) {
         for (page_id, (frame_id, latch)) in claimed {
             self.abandon_claim(page_id, frame_id, latch);
         }
     }
 
-    /// Finds or loads a page and returns its pinned frame.
+    /// Pins the frame that the page table names for `page_id`: lock-free first, then under
+    /// the table mutex if that missed. The frame may have gone to another page since (callers
+    /// check `holds` once latched); None if the page is not in the table.
+    fn pin_resident(&self, page_id: PageId) -> Option<usize> {
+        if let Some(frame_id) = self.table.lookup(page_id) {
+            // The page's first bytes are read next; fetch them while the frame is pinned.
+            self.prefetch(frame_id);
+            let frame = &self.frames[frame_id];
+            frame.pin_count.fetch_add(1, Ordering::AcqRel);
+            if frame.page_id.load(Ordering::Acquire) == page_id {
+                if !frame.referenced.load(Ordering::Relaxed) {
+                    frame.referenced.store(true, Ordering::Relaxed);
+                }
+                return Some(frame_id);
+            }
+            frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+        }
+        let _locked = self.table_lock.lock();
+        let frame_id = self.table.lookup(page_id)?;
+        let frame = &self.frames[frame_id];
+        frame.pin_count.fetch_add(1, Ordering::AcqRel);
+        frame.referenced.store(true, Ordering::Relaxed);
+        Some(frame_id)
+    }
+
+    /// Finds or loads a page and returns its pinned frame (callers latch it and check `holds`).
     fn pin_page(&self, page_id: PageId) -> Result<usize> {
         assert_ne!(page_id, PAGE_ID_NONE, "page id 0 is never a page");
-        loop {
-            let table = self.table.lock();
-            if let Some(&frame_id) = table.map.get(&page_id) {
-                let frame = &self.frames[frame_id];
-                frame.pin_count.fetch_add(1, Ordering::AcqRel);
-                frame.referenced.store(true, Ordering::Relaxed);
-                drop(table);
-                if frame.valid.load(Ordering::Acquire) {
-                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(frame_id);
-                }
-                // Wait for a concurrent load to finish, then confirm it succeeded.
-                drop(frame.latch.read());
-                if frame.valid.load(Ordering::Acquire)
-                    && frame.page_id.load(Ordering::Acquire) == page_id
-                {
-                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(frame_id);
-                }
-                frame.pin_count.fetch_sub(1, Ordering::AcqRel);
-                continue;
+        match self.pin_resident(page_id) {
+            Some(frame_id) => {
+                self.counters.hits.add(1);
+                Ok(frame_id)
             }
-            drop(table);
-            return self.load_page(page_id);
+            None => self.load_page(page_id),
         }
     }
 
@@ -445,7 +545,7 @@ impl BufferPool {
 
     /// Marks a claimed frame whose bytes were read and verified as loaded, and releases its
     /// latch; the pin stays with the caller.
-    fn finish_load(&self, frame_id: usize, latch: RwLockWriteGuard<'_, ()>) {
+    fn finish_load(&self, frame_id: usize, latch: ExclusiveHold<'_>) {
         let frame = &self.frames[frame_id];
         // SAFETY: we hold the frame latch exclusively.
         let kind = PageHeaderAccessor::new(unsafe { self.frame_bytes(frame_id) }).kind();
@@ -457,12 +557,13 @@ impl BufferPool {
     }
 
     /// Unmaps a claimed frame whose load failed or will not happen, and unpins it.
-    fn abandon_claim(&self, page_id: PageId, frame_id: usize, latch: RwLockWriteGuard<'_, ()>) {
+    fn abandon_claim(&self, page_id: PageId, frame_id: usize, latch: ExclusiveHold<'_>) {
         let frame = &self.frames[frame_id];
-        let mut table = self.table.lock();
-        table.map.remove(&page_id);
+        let mut locked = self.table_lock.lock();
+        self.table.remove(&mut locked, page_id);
         frame.page_id.store(PAGE_ID_NONE, Ordering::Release);
-        drop(table);
+        frame.valid.store(false, Ordering::Release);
+        drop(locked);
         drop(latch);
         frame.pin_count.fetch_sub(1, Ordering::AcqRel);
     }
@@ -474,48 +575,65 @@ impl BufferPool {
         &self,
         page_id: PageId,
         claim: Claim,
-    ) -> Result<Option<(usize, RwLockWriteGuard<'_, ()>)>> {
+    ) -> Result<Option<(usize, ExclusiveHold<'_>)>> {
         loop {
-            let mut table = self.table.lock();
-            if table.map.contains_key(&page_id) {
+            let mut locked = self.table_lock.lock();
+            if self.table.lookup(page_id).is_some() {
                 return Ok(None);
             }
             match claim {
-                Claim::SpeculativeLoad if table.freed.contains(&page_id) => return Ok(None),
+                Claim::SpeculativeLoad if locked.freed.contains(&page_id) => return Ok(None),
                 Claim::Allocate => {
-                    table.freed.remove(&page_id);
+                    locked.freed.remove(&page_id);
                 }
                 _ => {}
             }
-            match self.find_victim(&mut table)? {
+            match self.find_victim(&mut locked)? {
                 Victim::Busy => {
-                    drop(table);
+                    drop(locked);
                     std::thread::yield_now();
                 }
                 Victim::Clean(frame_id) => {
                     let frame = &self.frames[frame_id];
+                    // Lock-free readers pin without the mutex: the victim is ours only if its
+                    // pin count goes from 0 to 1.
+                    if frame
+                        .pin_count
+                        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_err()
+                    {
+                        continue;
+                    }
                     // Write-back copies latch unpinned frames shared for a moment; if this
                     // victim is being copied, look for another one.
-                    let Some(latch) = frame.latch.try_write() else {
-                        drop(table);
+                    let Some(latch) = frame.latch.try_exclusive() else {
+                        frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+                        drop(locked);
                         std::thread::yield_now();
                         continue;
                     };
+                    // A writer may have pinned, changed and released it since `find_victim`
+                    // looked; the exclusive latch makes its marks visible.
+                    if frame.dirty.load(Ordering::Acquire) || frame.io_busy.load(Ordering::Acquire)
+                    {
+                        drop(latch);
+                        frame.pin_count.fetch_sub(1, Ordering::AcqRel);
+                        continue;
+                    }
                     let old_page_id = frame.page_id.load(Ordering::Acquire);
                     if old_page_id != PAGE_ID_NONE {
-                        table.map.remove(&old_page_id);
+                        self.table.remove(&mut locked, old_page_id);
                     }
-                    table.map.insert(page_id, frame_id);
+                    self.table.insert(&mut locked, page_id, frame_id);
                     frame.page_id.store(page_id, Ordering::Release);
                     frame.valid.store(false, Ordering::Release);
-                    frame.pin_count.store(1, Ordering::Release);
                     frame.referenced.store(true, Ordering::Relaxed);
                     return Ok(Some((frame_id, latch)));
                 }
                 Victim::Dirty(frame_id) => {
                     let frame = &self.frames[frame_id];
                     frame.pin_count.fetch_add(1, Ordering::AcqRel);
-                    drop(table);
+                    drop(locked);
                     self.counters
                         .eviction_writes
                         .fetch_add(1, Ordering::Relaxed);
@@ -535,7 +653,7 @@ impl BufferPool {
 
     /// Clock sweep. Skips pinned frames, frames under write-back, recently referenced frames
     /// (clearing the bit) and, for the first two rounds, inner B+tree pages.
-    fn find_victim(&self, table: &mut PageTable) -> Result<Victim> {
+    fn find_victim(&self, table: &mut Locked) -> Result<Victim> {
         let frame_count = self.frames.len();
         let mut busy = false;
         for step in 0..frame_count * 4 {
@@ -588,11 +706,11 @@ impl BufferPool {
         let mut written = 0;
         for &frame_id in frame_ids {
             let frame = &self.frames[frame_id];
-            let latch = match frame.latch.try_read() {
+            let latch = match frame.latch.try_shared() {
                 Some(latch) => latch,
                 None if wait_for_latch => {
                     written += self.write_copies(std::mem::take(&mut copies))?;
-                    frame.latch.read()
+                    frame.latch.shared(&self.config.latch)
                 }
                 None => continue,
             };
@@ -661,7 +779,7 @@ impl BufferPool {
             self.dirty_count.fetch_sub(1, Ordering::Relaxed);
             frame.io_busy.store(true, Ordering::Release);
             taken.push(frame_id);
-            let latch = frame.latch.read();
+            let latch = frame.latch.shared(&self.config.latch);
             let mut copy = AlignedBuf::new(self.page_size);
             // SAFETY: shared latch held; we only read.
             copy.copy_from_slice(unsafe { self.frame_bytes(frame_id) });
@@ -707,7 +825,7 @@ impl BufferPool {
     pub fn stats(&self) -> BufferStats {
         let counters = &self.counters;
         BufferStats {
-            hits: counters.hits.load(Ordering::Relaxed),
+            hits: counters.hits.sum(),
             misses: counters.misses.load(Ordering::Relaxed),
             pages_read: counters.pages_read.load(Ordering::Relaxed),
             pages_written: counters.pages_written.load(Ordering::Relaxed),
@@ -751,7 +869,7 @@ fn seal_for_write(copy: &mut [u8]) {
 pub struct PageReadGuard<'a> {
     pool: &'a BufferPool,
     frame_id: usize,
-    latch: ManuallyDrop<RwLockReadGuard<'a, ()>>,
+    latch: ManuallyDrop<SharedHold<'a>>,
 }
 
 impl PageReadGuard<'_> {
@@ -784,7 +902,7 @@ impl Drop for PageReadGuard<'_> {
 pub struct PageWriteGuard<'a> {
     pool: &'a BufferPool,
     frame_id: usize,
-    latch: ManuallyDrop<RwLockWriteGuard<'a, ()>>,
+    latch: ManuallyDrop<ExclusiveHold<'a>>,
 }
 
 impl PageWriteGuard<'_> {
@@ -833,5 +951,41 @@ impl Drop for PageWriteGuard<'_> {
         {
             self.pool.writer.wake();
         }
+    }
+}
+
+/// Outcome of `BufferPool::optimistic`.
+pub enum Optimistic<'a> {
+    Page(OptimisticPage<'a>),
+    /// Latched exclusively or being loaded: retry, or wait with a latch.
+    Busy,
+    /// Not in the pool: take the latching path, which loads it.
+    NotResident,
+}
+
+/// A resident page read without pin or latch, at a version (see `latch`).
+pub struct OptimisticPage<'a> {
+    pool: &'a BufferPool,
+    frame_id: usize,
+    version: u64,
+}
+
+impl<'a> OptimisticPage<'a> {
+    /// The page's bytes, which may change while the caller reads them.
+    ///
+    /// # Safety
+    /// The caller treats the bytes as untrusted (every access bounds-checked, no panic on any
+    /// content) and uses nothing it derived from them before `validate` returns true. This is
+    /// the seqlock pattern: the reads race with a writer only when validation then fails. The
+    /// frame's memory itself stays valid: the arena lives as long as the pool.
+    pub unsafe fn bytes(&self) -> &'a [u8] {
+        // SAFETY: in bounds (frame id from our table); racy content is the caller's duty above.
+        unsafe { self.pool.frame_bytes(self.frame_id) }
+    }
+
+    /// True if the page did not change since this view was taken.
+    #[inline]
+    pub fn validate(&self) -> bool {
+        self.pool.frames[self.frame_id].latch.validate(self.version)
     }
 }
