@@ -231,8 +231,18 @@ impl KeyGenerator {
     }
 }
 
-/// Runs one transaction of `job.mode` on a session, retrying retryable failures; returns the
-/// retries it took.
+/// What `run_one` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// Committed after this many retries.
+    Committed { retries: u64 },
+    /// Still failing with retryable errors (busy, serialization) when the run ended: not
+    /// counted, and not an error.
+    GaveUp { retries: u64 },
+}
+
+/// Runs one transaction of `mode` on a session, retrying retryable failures until the
+/// deadline.
 pub fn run_one(
     session: &mut dyn Session,
     mode: Mode,
@@ -240,7 +250,7 @@ pub fn run_one(
     sid: i64,
     c1: i64,
     deadline: Instant,
-) -> DriverResult<u64> {
+) -> DriverResult<Attempt> {
     let mut retries = 0;
     loop {
         let result = match mode {
@@ -248,7 +258,7 @@ pub fn run_one(
             Mode::Update => session.update(table, sid, c1),
         };
         match result {
-            Ok(true) => return Ok(retries),
+            Ok(true) => return Ok(Attempt::Committed { retries }),
             Ok(false) => {
                 return Err(DriverError::fatal(format!(
                     "row {sid} of {} is missing",
@@ -256,6 +266,7 @@ pub fn run_one(
                 )))
             }
             Err(error) if error.retryable && Instant::now() < deadline => retries += 1,
+            Err(error) if error.retryable => return Ok(Attempt::GaveUp { retries }),
             Err(error) => return Err(error),
         }
     }

@@ -16,7 +16,7 @@ use super::postgres::PostgresDriver;
 use super::sqlite::SqliteDriver;
 use super::{available, open_peer, server, PEERS};
 use crate::lab::driver::{
-    run_one, Driver, DriverResult, KeyGenerator, Mode, PrimitiveSpec, Session,
+    run_one, Attempt, Driver, DriverResult, KeyGenerator, Mode, PrimitiveSpec, Session,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -390,9 +390,12 @@ fn measure(driver: &dyn Driver, spec: &PrimitiveSpec, mode: Mode, concurrency: u
                 let mut done = 0;
                 while Instant::now() < deadline {
                     let (table, sid) = keys.next();
-                    run_one(session.as_mut(), mode, table, sid, done as i64, deadline)
-                        .expect("transaction");
-                    done += 1;
+                    let attempt =
+                        run_one(session.as_mut(), mode, table, sid, done as i64, deadline)
+                            .expect("transaction");
+                    if matches!(attempt, Attempt::Committed { .. }) {
+                        done += 1;
+                    }
                 }
                 transactions.fetch_add(done, Ordering::Relaxed);
             });

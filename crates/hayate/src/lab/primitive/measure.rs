@@ -15,7 +15,7 @@ use hayate_engine::exec::phase::{Phase, PhaseReport};
 use hayate_engine::io::trace::{TraceOp, TraceRecord};
 
 use super::super::driver::{
-    run_one, Driver, DriverResult, KeyGenerator, Mode, RunJob, WorkerOutcome,
+    run_one, Attempt, Driver, DriverResult, KeyGenerator, Mode, RunJob, WorkerOutcome,
 };
 use super::super::results::{
     IoRates, Percentiles, PrimitiveRun, Span, SpanKind, TimeSplit, Timeline, WorkerTimeline,
@@ -183,11 +183,18 @@ pub fn run_sessions(driver: &dyn Driver, job: &RunJob) -> DriverResult<WorkerOut
                         let (table, sid) = keys.next();
                         // Small values: peers store C1 as a 32-bit integer.
                         let c1 = (outcome.transactions % 1_000_000) as i64;
-                        outcome.retries +=
-                            run_one(session.as_mut(), job.mode, table, sid, c1, deadline)?;
-                        let finished = Instant::now();
-                        outcome.record(finished.duration_since(now));
-                        now = finished;
+                        match run_one(session.as_mut(), job.mode, table, sid, c1, deadline)? {
+                            Attempt::Committed { retries } => {
+                                outcome.retries += retries;
+                                let finished = Instant::now();
+                                outcome.record(finished.duration_since(now));
+                                now = finished;
+                            }
+                            Attempt::GaveUp { retries } => {
+                                outcome.retries += retries;
+                                break;
+                            }
+                        }
                     }
                     Ok(outcome)
                 })
