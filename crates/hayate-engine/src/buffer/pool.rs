@@ -633,6 +633,12 @@ impl BufferPool {
                 Victim::Dirty(frame_id) => {
                     let frame = &self.frames[frame_id];
                     frame.pin_count.fetch_add(1, Ordering::AcqRel);
+                    // Write the dirty frames just ahead of the clock hand along with the
+                    // victim, in one store write: the next claims then find clean frames
+                    // instead of each writing one page and waiting (a pool whose every frame
+                    // is dirty, as in an all-in-memory update load, otherwise pays one
+                    // synchronous write per allocation).
+                    let batch = self.dirty_ahead(&locked, frame_id);
                     drop(locked);
                     self.counters
                         .eviction_writes
@@ -642,7 +648,7 @@ impl BufferPool {
                     let operation = OperationGuard {
                         _shared: self.gate.enter_holding_latches(),
                     };
-                    let result = self.write_back(&[frame_id], false);
+                    let result = self.write_back(&batch, false);
                     drop(operation);
                     frame.pin_count.fetch_sub(1, Ordering::AcqRel);
                     result?;
@@ -653,6 +659,30 @@ impl BufferPool {
 
     /// Clock sweep. Skips pinned frames, frames under write-back, recently referenced frames
     /// (clearing the bit) and, for the first two rounds, inner B+tree pages.
+    /// The victim and up to `write_batch_pages - 1` more dirty frames that are neither pinned
+    /// nor being written, from the clock hand on (a window of four batches).
+    fn dirty_ahead(&self, table: &Locked, victim: usize) -> Vec<usize> {
+        let frame_count = self.frames.len();
+        let batch_pages = self.config.write_batch_pages.max(1);
+        let mut batch = Vec::with_capacity(batch_pages);
+        batch.push(victim);
+        for step in 0..(batch_pages * 4).min(frame_count) {
+            if batch.len() >= batch_pages {
+                break;
+            }
+            let frame_id = (table.clock_hand + step) % frame_count;
+            let frame = &self.frames[frame_id];
+            if frame_id != victim
+                && frame.dirty.load(Ordering::Acquire)
+                && frame.pin_count.load(Ordering::Acquire) == 0
+                && !frame.io_busy.load(Ordering::Acquire)
+            {
+                batch.push(frame_id);
+            }
+        }
+        batch
+    }
+
     fn find_victim(&self, table: &mut Locked) -> Result<Victim> {
         let frame_count = self.frames.len();
         let mut busy = false;

@@ -54,12 +54,14 @@ impl PageTable {
         }
     }
 
-    /// The first slot to probe. Page ids are dense integers handed out by the store, so the
-    /// low bits alone spread them without collisions up to the slot count, and pages allocated
-    /// together (a chain, a run of leaves) share cache lines of the table. Higher bits are
-    /// folded in for ids beyond the slot count.
+    /// The first slot to probe: a multiplicative (Fibonacci) hash of the page id. Page ids
+    /// are dense, and an id's home must not be its own value: with linear probing, dense ids
+    /// fill one long contiguous run, and looking up an absent id whose home falls inside it
+    /// (a freed id the allocator hands out again, a page being loaded) scans the whole run,
+    /// which made every allocation in an all-in-memory update load cost tens of thousands of
+    /// probes. Hashed homes keep runs short at the table's load of at most one half.
     fn home(&self, page_id: PageId) -> usize {
-        ((page_id ^ (page_id >> self.bits)) & self.mask() as u64) as usize
+        (page_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.bits)) as usize
     }
 
     fn mask(&self) -> usize {
