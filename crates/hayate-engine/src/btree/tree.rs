@@ -64,29 +64,22 @@ pub(super) struct PathEntry<'a> {
     pub child_index: usize,
 }
 
+/// An overflow chain: its first page and the bytes it holds.
+type Chain = (PageId, u64);
+
 /// A value unlinked from a leaf; its chain, if any, is freed once latches are released.
 pub(super) struct Removed {
     pub value: Vec<u8>,
-    pub chain: Option<(PageId, u64)>,
+    pub chain: Option<Chain>,
 }
 
 impl Removed {
     pub fn read(pool: &BufferPool, node: &NodeAccessor<'_>, index: usize) -> Result<Removed> {
-        match node.leaf_value(index)? {
-            LeafValue::Inline(bytes) => Ok(Removed {
-                value: bytes.to_vec(),
-                chain: None,
-            }),
-            overflow @ LeafValue::Overflow { head, .. } => {
-                let (first_page_id, chain_bytes) = overflow.chain().expect("overflow");
-                let mut value = head.to_vec();
-                read_chain(pool, first_page_id, chain_bytes, &mut value)?;
-                Ok(Removed {
-                    value,
-                    chain: Some((first_page_id, chain_bytes)),
-                })
-            }
+        let (mut value, chain) = leaf_part(node, index)?;
+        if let Some((first_page_id, chain_bytes)) = chain {
+            read_chain(pool, first_page_id, chain_bytes, &mut value)?;
         }
+        Ok(Removed { value, chain })
     }
 
     /// Frees the chain (call without latches) and returns the value.
@@ -98,15 +91,14 @@ impl Removed {
     }
 }
 
-/// Copies the value of leaf cell `index` out of the page (and its overflow chain).
-pub(super) fn copy_value(
-    pool: &BufferPool,
-    node: &NodeAccessor<'_>,
-    index: usize,
-) -> Result<Vec<u8>> {
-    match node.leaf_value(index)? {
-        LeafValue::Inline(bytes) => Ok(bytes.to_vec()),
-        overflow @ LeafValue::Overflow {
+/// The part of leaf cell `index`'s value kept in the leaf (the inline value, or an overflow
+/// value's head), copied out with room for the whole value, and the overflow chain holding the
+/// rest, if any. An overflow value longer than the limit is corruption.
+fn leaf_part(node: &NodeAccessor<'_>, index: usize) -> Result<(Vec<u8>, Option<Chain>)> {
+    let value = node.leaf_value(index)?;
+    match value {
+        LeafValue::Inline(bytes) => Ok((bytes.to_vec(), None)),
+        LeafValue::Overflow {
             length_bytes, head, ..
         } => {
             if length_bytes > VALUE_LENGTH_MAX as u64 {
@@ -115,12 +107,24 @@ pub(super) fn copy_value(
                     "overflow value longer than the limit",
                 ));
             }
-            let (first_page_id, chain_bytes) = overflow.chain().expect("overflow");
-            let mut value = head.to_vec();
-            read_chain(pool, first_page_id, chain_bytes, &mut value)?;
-            Ok(value)
+            let mut part = Vec::with_capacity(length_bytes as usize);
+            part.extend_from_slice(head);
+            Ok((part, value.chain()))
         }
     }
+}
+
+/// Copies the value of leaf cell `index` out of the page (and its overflow chain).
+pub(super) fn copy_value(
+    pool: &BufferPool,
+    node: &NodeAccessor<'_>,
+    index: usize,
+) -> Result<Vec<u8>> {
+    let (mut value, chain) = leaf_part(node, index)?;
+    if let Some((first_page_id, chain_bytes)) = chain {
+        read_chain(pool, first_page_id, chain_bytes, &mut value)?;
+    }
+    Ok(value)
 }
 
 /// Checks that a child has the level its parent implies.
@@ -373,28 +377,17 @@ impl BTree {
         let Ok(index) = node.search(key)? else {
             return Ok(TryLookup::Found(None));
         };
-        match node.leaf_value(index)? {
-            LeafValue::Inline(bytes) => Ok(TryLookup::Found(Some(bytes.to_vec()))),
-            overflow @ LeafValue::Overflow {
-                length_bytes, head, ..
-            } => {
-                if length_bytes > VALUE_LENGTH_MAX as u64 {
-                    return Err(corruption(
-                        node.page_id(),
-                        "overflow value longer than the limit",
-                    ));
-                }
-                let (first_page_id, chain_bytes) = overflow.chain().expect("overflow");
-                let mut value = head.to_vec();
-                // The leaf stays latched while the chain is read (see `overflow`).
-                Ok(
-                    match try_read_chain(pool, first_page_id, chain_bytes, &mut value)? {
-                        None => TryLookup::Found(Some(value)),
-                        Some(missing) => TryLookup::Missing(missing),
-                    },
-                )
-            }
-        }
+        let (mut value, chain) = leaf_part(&node, index)?;
+        let Some((first_page_id, chain_bytes)) = chain else {
+            return Ok(TryLookup::Found(Some(value)));
+        };
+        // The leaf stays latched while the chain is read (see `overflow`).
+        Ok(
+            match try_read_chain(pool, first_page_id, chain_bytes, &mut value)? {
+                None => TryLookup::Found(Some(value)),
+                Some(missing) => TryLookup::Missing(missing),
+            },
+        )
     }
 
     /// Inserts or replaces `key`; returns the previous value. Modified pages get `lsn`.
