@@ -10,10 +10,19 @@
 //!
 //! The transactions are the same for everyone: `select` reads one row by SID and commits,
 //! `update` sets C1 of one row by SID and commits durably.
+//!
+//! TPC-C goes through the same driver: `load_tpcc`, then sessions (`connect_tpcc`, the five
+//! transactions of `tpcc::txn::TpccSession`) or `run_tpcc_native`, and `tpcc_check_data` for
+//! the consistency conditions.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
+
+use crate::lab::tpcc::check::CheckData;
+use crate::lab::tpcc::metrics::{TpccJob, TpccOutcome};
+use crate::lab::tpcc::spec::Scale;
+use crate::lab::tpcc::txn::TpccSession;
 
 /// The primitive workload's schema: `tables` tables named `primitive_1..N`, each with
 /// `SID integer primary key, C1 integer, Data1 char(4096)` and SIDs 1..=rows_per_table.
@@ -186,6 +195,38 @@ pub trait Driver: Send + Sync {
     /// Runs the job with the engine's own concurrency model; `None` when the engine has none
     /// and the lab should run one session per thread.
     fn run_native(&self, _job: &RunJob) -> Option<DriverResult<WorkerOutcome>> {
+        None
+    }
+    /// TPC-C: creates the nine tables (and whatever indexes the engine's transactions use)
+    /// and loads the initial database of `scale` (`tpcc::rows`, generated from `seed`);
+    /// calls `progress` with rows loaded so far.
+    fn load_tpcc(
+        &self,
+        _scale: &Scale,
+        _seed: u64,
+        _progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        Err(DriverError::fatal(format!(
+            "{} does not run TPC-C",
+            self.engine()
+        )))
+    }
+    /// TPC-C: a new connection running the five transactions.
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn TpccSession>> {
+        Err(DriverError::fatal(format!(
+            "{} does not run TPC-C",
+            self.engine()
+        )))
+    }
+    /// TPC-C: the columns the consistency conditions read, of every row (one snapshot).
+    fn tpcc_check_data(&self) -> DriverResult<CheckData> {
+        Err(DriverError::fatal(format!(
+            "{} does not run TPC-C",
+            self.engine()
+        )))
+    }
+    /// TPC-C with the engine's own concurrency model; `None`: one session per thread.
+    fn run_tpcc_native(&self, _job: &TpccJob) -> Option<DriverResult<TpccOutcome>> {
         None
     }
     /// Processes of the engine besides the lab's own (servers), for CPU accounting.

@@ -18,6 +18,7 @@
 //! - `sysstat`: device and CPU counters from /proc, the same for every engine.
 //! - `model`: the latency model (predicted throughput relative to all-in-memory).
 //! - `report`: the HTML report (`hayate lab report`).
+//! - `tpcc`: TPC-C with its consistency conditions, crash loop and sweeps (`hayate lab tpcc`).
 //! - `peers` (feature `peers`): PostgreSQL, MariaDB/InnoDB and SQLite behind `driver`.
 
 pub mod device;
@@ -30,6 +31,7 @@ pub mod replay;
 pub mod report;
 pub mod results;
 pub mod sysstat;
+pub mod tpcc;
 
 use std::path::PathBuf;
 
