@@ -273,14 +273,6 @@ impl TxnManager {
         panic!("undo chain longer than a million versions");
     }
 
-    /// Steps 2-5 of the commit protocol. The caller holds the row locks of `ops`.
-    fn commit_writes(&self, txn_id: u64, ops: Vec<Op>) -> Result<u64> {
-        let (commit_ts, end_lsn) = self.commit_apply(txn_id, ops)?;
-        self.commit_durable(commit_ts, end_lsn)?;
-        self.publish(commit_ts);
-        Ok(commit_ts)
-    }
-
     /// Steps 2-3 of the commit protocol: log the write set and apply it. Returns the commit
     /// timestamp and the log position that must be durable before the commit is acknowledged.
     fn commit_apply(&self, txn_id: u64, ops: Vec<Op>) -> Result<(u64, Lsn)> {

@@ -58,6 +58,9 @@ pub enum LabCommand {
     Replay(replay::ReplayArgs),
     /// Write one HTML page (SVG charts) from every result in a results directory.
     Report(report::ReportArgs),
+    /// TPC-C: load, run (device classes, buffer sweeps, peers), check the consistency
+    /// conditions, and a crash loop with SIGKILL and recovery.
+    Tpcc(tpcc::TpccArgs),
 }
 
 /// Options every experiment shares.
@@ -86,6 +89,7 @@ pub fn run(args: &LabArgs) -> CliResult<()> {
         LabCommand::Primitive(args) => primitive::run(args),
         LabCommand::Replay(args) => replay::run(args),
         LabCommand::Report(args) => report::run(args),
+        LabCommand::Tpcc(args) => tpcc::run(args),
     }
 }
 

@@ -214,6 +214,100 @@ pub struct ModelPoint {
 }
 
 // ---------------------------------------------------------------------------------------------
+// hayate lab tpcc
+
+/// One `hayate lab tpcc run` invocation: every measured run, and the consistency check of
+/// each engine's database after its runs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TpccResults {
+    pub runs: Vec<TpccRun>,
+    pub checks: Vec<TpccCheck>,
+}
+
+/// One measured TPC-C run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TpccRun {
+    pub engine: String,
+    pub engine_version: String,
+    pub engine_settings: BTreeMap<String, String>,
+    pub device_class: String,
+    pub emulated: bool,
+    pub buffer_percent: f64,
+    pub buffer_bytes: u64,
+    pub page_size: u64,
+    pub write_policy: String,
+    pub warehouses: u32,
+    /// Table data of the initial database by the specification's row sizes (what buffer
+    /// percentages refer to).
+    pub data_bytes: u64,
+    /// Terminals (transactions in flight), zero think time.
+    pub terminals: u32,
+    pub worker_threads: u32,
+    pub seconds: f64,
+    /// New-Order transactions committed per minute (not an audited tpmC).
+    pub nopm: f64,
+    /// Committed transactions of every type per second.
+    pub transactions_per_second: f64,
+    pub per_type: Vec<TpccTypeRun>,
+    /// New-Orders rolled back on their unused item (the specified 1%).
+    pub rolled_back: u64,
+    /// Retries by cause.
+    pub retries: BTreeMap<String, u64>,
+    /// Transactions still failing when the run ended (not counted).
+    pub gave_up: u64,
+    pub io: IoRates,
+    pub buffer_hit_ratio: Option<f64>,
+    pub log_flushes: Option<u64>,
+    pub commits_per_flush: Option<f64>,
+    pub cpu_us_per_transaction: f64,
+    pub time_split: Option<TimeSplit>,
+    pub alpha: Option<Alpha>,
+    pub timeline_file: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TpccTypeRun {
+    /// "new-order", "payment", "order-status", "delivery" or "stock-level".
+    pub name: String,
+    pub committed: u64,
+    pub per_second: f64,
+    pub latency: Percentiles,
+}
+
+/// The consistency conditions checked on an engine's database.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TpccCheck {
+    pub engine: String,
+    /// "after load", "after runs", "after crash cycle N".
+    pub when: String,
+    pub conditions: Vec<crate::lab::tpcc::check::ConditionResult>,
+}
+
+/// `hayate lab tpcc crash`: kills and recoveries.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TpccCrashResults {
+    pub warehouses: u32,
+    pub terminals: u32,
+    pub cycles: Vec<CrashCycle>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CrashCycle {
+    pub cycle: u32,
+    /// How long the engine ran before SIGKILL.
+    pub ran_ms: u64,
+    /// New-Orders acknowledged to the terminals in the cycle.
+    pub acknowledged_new_orders: u64,
+    /// Of those, how many were missing after recovery (must be 0).
+    pub missing_new_orders: u64,
+    pub recovery_ms: u64,
+    /// Log records replayed by the recovery.
+    pub redo_records: u64,
+    pub conditions: Vec<crate::lab::tpcc::check::ConditionResult>,
+    pub passed: bool,
+}
+
+// ---------------------------------------------------------------------------------------------
 // Transaction timelines
 
 /// What each worker did over a short window of a run (written as its own JSON file).

@@ -28,6 +28,11 @@ use crate::lab::driver::{
     Driver, DriverError, DriverResult, KeyGenerator, Mode, PrimitiveSpec, RunJob, Session,
     WorkerOutcome,
 };
+use crate::lab::tpcc::check::CheckData;
+use crate::lab::tpcc::hayate as tpcc;
+use crate::lab::tpcc::metrics::{TpccJob, TpccOutcome};
+use crate::lab::tpcc::spec::Scale;
+use crate::lab::tpcc::txn::TpccSession;
 
 /// Rows per load transaction.
 const LOAD_BATCH_ROWS: u64 = 500;
@@ -46,6 +51,8 @@ struct Open {
     tracing: Arc<TracingIo>,
     device_io: Arc<dyn Io>,
     tables: Vec<TreeId>,
+    /// The TPC-C trees, when the database holds TPC-C.
+    tpcc: Option<tpcc::Trees>,
 }
 
 /// What the last `run_native` measured beyond the common outcome.
@@ -166,11 +173,13 @@ impl HayateDriver {
                     .ok_or_else(|| DriverError::fatal("the primitive tables are incomplete"))
             })
             .collect::<DriverResult<Vec<_>>>()?;
+        let tpcc = tpcc::Trees::find(&db);
         *self.open.lock() = Some(Open {
             db,
             tracing,
             device_io,
             tables,
+            tpcc,
         });
         Ok(())
     }
@@ -181,6 +190,59 @@ impl HayateDriver {
             open.db.close()?;
         }
         Ok(())
+    }
+
+    /// Reads every tree once, so that a buffer holding everything starts warm.
+    pub fn prewarm_all(&self) -> DriverResult<()> {
+        let db = self
+            .database()
+            .ok_or_else(|| DriverError::fatal("the database is not open"))?;
+        let txn = db.begin_read_only();
+        for tree in db.tables() {
+            let mut scan = txn.scan(tree.id, Bound::Unbounded, Bound::Unbounded)?;
+            while scan.next_row()?.is_some() {}
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// Bytes of the open database's live pages (its table and index data as stored).
+    pub fn stored_bytes(&self) -> Option<u64> {
+        let db = self.database()?;
+        let stats = db.stats();
+        Some(stats.store.live_pages * db.config().store.page_size as u64)
+    }
+
+    fn opened_tpcc(&self) -> DriverResult<(Database, tpcc::Trees)> {
+        let open = self.open.lock();
+        let open = open
+            .as_ref()
+            .ok_or_else(|| DriverError::fatal("the database is not open"))?;
+        let trees = open
+            .tpcc
+            .ok_or_else(|| DriverError::fatal("the database holds no TPC-C tables"))?;
+        Ok((open.db.clone(), trees))
+    }
+
+    fn run_tpcc(&self, job: &TpccJob) -> DriverResult<TpccOutcome> {
+        let (db, trees) = self.opened_tpcc()?;
+        let started = Instant::now();
+        let window = *self.timeline_window.lock();
+        let record_until = (!window.is_zero()).then(|| started + window);
+        let runs = tpcc::run_native(&db, &trees, job, self.options.workers, record_until)?;
+        let mut outcome = TpccOutcome::default();
+        let mut details = NativeDetails {
+            started: Some(started),
+            ..NativeDetails::default()
+        };
+        for run in runs {
+            outcome.merge(&run.outcome);
+            details.phases.merge(&run.phases);
+            details.worker_phases.push(run.phases);
+            details.updates_committed += run.writes_committed;
+        }
+        *self.details.lock() = details;
+        Ok(outcome)
     }
 
     fn opened(&self) -> DriverResult<(Database, Vec<TreeId>)> {
@@ -303,6 +365,35 @@ impl Driver for HayateDriver {
 
     fn run_native(&self, job: &RunJob) -> Option<DriverResult<WorkerOutcome>> {
         Some(self.run_tasks(job))
+    }
+
+    fn load_tpcc(
+        &self,
+        scale: &Scale,
+        seed: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|error| DriverError::fatal(format!("{}: {error}", self.dir.display())))?;
+        self.close()?;
+        let db = Database::open(&self.dir, self.config())?;
+        tpcc::load(&db, scale, seed, self.options.workers.max(2), progress)?;
+        db.close()?;
+        Ok(())
+    }
+
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn TpccSession>> {
+        let (db, trees) = self.opened_tpcc()?;
+        Ok(Box::new(tpcc::HayateTpccSession { db, trees }))
+    }
+
+    fn tpcc_check_data(&self) -> DriverResult<CheckData> {
+        let (db, trees) = self.opened_tpcc()?;
+        tpcc::check_data(&db, &trees)
+    }
+
+    fn run_tpcc_native(&self, job: &TpccJob) -> Option<DriverResult<TpccOutcome>> {
+        Some(self.run_tpcc(job))
     }
 
     fn shutdown(&self) -> DriverResult<()> {

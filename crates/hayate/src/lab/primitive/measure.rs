@@ -26,7 +26,7 @@ use crate::error::{CliError, CliResult, Context};
 use crate::report::Histogram;
 
 /// Runs `body` for a job's duration while a progress bar counts the seconds.
-fn with_progress<T>(what: &str, seconds: u64, body: impl FnOnce() -> T + Send) -> T
+pub(crate) fn with_progress<T>(what: &str, seconds: u64, body: impl FnOnce() -> T + Send) -> T
 where
     T: Send,
 {
@@ -48,7 +48,7 @@ where
     result
 }
 
-fn percentiles(histogram: &Histogram, total_ns: u128) -> Percentiles {
+pub(crate) fn percentiles(histogram: &Histogram, total_ns: u128) -> Percentiles {
     let us = |fraction: f64| histogram.quantile_ns(fraction) as f64 / 1000.0;
     Percentiles {
         mean_us: if histogram.count() == 0 {
@@ -65,7 +65,7 @@ fn percentiles(histogram: &Histogram, total_ns: u128) -> Percentiles {
 }
 
 /// Reads, writes and their bytes in a trace.
-fn trace_rates(records: &[TraceRecord], seconds: f64) -> IoRates {
+pub(crate) fn trace_rates(records: &[TraceRecord], seconds: f64) -> IoRates {
     let (mut reads, mut writes, mut read_bytes, mut write_bytes) = (0u64, 0u64, 0u64, 0u64);
     for record in records {
         match record.op {
@@ -213,7 +213,7 @@ pub fn run_sessions(driver: &dyn Driver, job: &RunJob) -> DriverResult<WorkerOut
 }
 
 /// CPU seconds of this process and of the engine's server processes.
-fn cpu_seconds(driver: &dyn Driver) -> f64 {
+pub(crate) fn cpu_seconds(driver: &dyn Driver) -> f64 {
     sysstat::self_cpu_seconds() + sysstat::process_tree_cpu_seconds(&driver.server_pids())
 }
 
@@ -306,7 +306,13 @@ pub fn hayate_run(
         percent
     );
     if !plan.timeline.is_zero() {
-        let timeline = timeline(&run, &details, plan.timeline);
+        let label = (
+            run.engine.as_str(),
+            run.mode.as_str(),
+            run.buffer_percent,
+            run.device_class.as_str(),
+        );
+        let timeline = timeline(label, &details, plan.timeline);
         let file = format!("timeline-{name}.json");
         write_json(results_dir, &file, &timeline)?;
         run.timeline_file = Some(file);
@@ -332,7 +338,7 @@ pub fn hayate_run(
     Ok(run)
 }
 
-fn time_split(phases: &PhaseReport) -> TimeSplit {
+pub(crate) fn time_split(phases: &PhaseReport) -> TimeSplit {
     let wall = phases.wall().as_secs_f64().max(1e-12);
     let share = |phase: Phase| phases.total(phase).as_secs_f64() / wall;
     TimeSplit {
@@ -343,11 +349,13 @@ fn time_split(phases: &PhaseReport) -> TimeSplit {
     }
 }
 
-fn timeline(
-    run: &PrimitiveRun,
+/// The timeline of a run (`engine`, `mode`, `buffer_percent` and `device_class` label it).
+pub(crate) fn timeline(
+    label: (&str, &str, f64, &str),
     details: &super::hayate::NativeDetails,
     window: Duration,
 ) -> Timeline {
+    let (engine, mode, buffer_percent, device_class) = label;
     let origin = details.started.unwrap_or_else(Instant::now);
     let micros = |instant: Instant| instant.saturating_duration_since(origin).as_secs_f64() * 1e6;
     let workers = details
@@ -374,16 +382,16 @@ fn timeline(
         })
         .collect();
     Timeline {
-        engine: run.engine.clone(),
-        mode: run.mode.clone(),
-        buffer_percent: run.buffer_percent,
-        device_class: run.device_class.clone(),
+        engine: engine.to_string(),
+        mode: mode.to_string(),
+        buffer_percent,
+        device_class: device_class.to_string(),
         window_us: window.as_micros() as u64,
         workers,
     }
 }
 
-fn write_json(dir: &Path, file: &str, value: &impl serde::Serialize) -> CliResult<()> {
+pub(crate) fn write_json(dir: &Path, file: &str, value: &impl serde::Serialize) -> CliResult<()> {
     std::fs::create_dir_all(dir).context(|| format!("cannot create {}", dir.display()))?;
     let text = serde_json::to_string(value).context(|| format!("cannot encode {file}"))?;
     std::fs::write(dir.join(file), text).context(|| format!("cannot write {file}"))

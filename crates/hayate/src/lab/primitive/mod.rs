@@ -13,9 +13,9 @@
 //! 4. The latency model is fitted over each sweep; everything goes into one results file.
 
 mod hayate;
-mod measure;
+pub(crate) mod measure;
 
-pub use hayate::{HayateDriver, HayateOptions};
+pub use hayate::{HayateDriver, HayateOptions, NativeDetails};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -440,7 +440,7 @@ fn run_peer(_: &Plan, peer: &str, _: &Path, _: &mut Runs) -> CliResult<()> {
 
 /// Fails before any work when a requested peer is unknown or not installed.
 #[cfg(feature = "peers")]
-fn check_peers(peers: &[String]) -> CliResult<()> {
+pub(crate) fn check_peers(peers: &[String]) -> CliResult<()> {
     let available = super::peers::available();
     for peer in peers {
         match available.iter().find(|(name, _)| name == peer) {
@@ -462,7 +462,7 @@ fn engine_error(error: super::driver::DriverError) -> CliError {
 }
 
 /// The most recent `hayate lab device` result in the results directory, if any.
-fn latest_device_result(dir: &Path) -> Option<DeviceResult> {
+pub(crate) fn latest_device_result(dir: &Path) -> Option<DeviceResult> {
     let paths: Vec<PathBuf> = super::results::list(dir).ok()?;
     paths
         .iter()

@@ -40,7 +40,7 @@ pub struct TpccOutcome {
     pub per_type: [TypeOutcome; 5],
     /// New-Orders rolled back on their unused item (the 1% of clause 2.4.2.3); not in NOPM.
     pub rolled_back: u64,
-    /// Retries of retryable failures, by cause ("serialization", "deadlock", ...).
+    /// Retries of retryable failures, by transaction and cause ("payment: serialization").
     pub retries: BTreeMap<String, u64>,
     /// Transactions still failing with retryable errors when the run ended (not counted).
     pub gave_up: u64,
@@ -56,11 +56,10 @@ impl TpccOutcome {
         outcome.latency_sum_ns += nanos;
     }
 
-    pub fn retry(&mut self, error: &DriverError) {
-        *self
-            .retries
-            .entry(retry_cause(error).to_string())
-            .or_default() += 1;
+    /// Counts a retry of a `kind` transaction, by the failure's cause.
+    pub fn retry(&mut self, kind: TxnType, error: &DriverError) {
+        let key = format!("{}: {}", kind.as_str(), retry_cause(error));
+        *self.retries.entry(key).or_default() += 1;
     }
 
     pub fn merge(&mut self, other: &TpccOutcome) {
@@ -132,7 +131,7 @@ pub fn run_terminal(
                         outcome.gave_up += 1;
                         break;
                     }
-                    outcome.retry(&error);
+                    outcome.retry(input.kind(), &error);
                 }
                 Err(error) => {
                     return Err(DriverError::fatal(format!(

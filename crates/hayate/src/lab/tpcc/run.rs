@@ -1,0 +1,266 @@
+//! Measured TPC-C runs: the same figures for every engine, plus what only Hayate can tell
+//! (time split by phase, timeline, I/O trace replayed for alpha).
+//!
+//! A run: size the buffer (reopening Hayate or restarting a server), prewarm when the buffer
+//! holds everything, warm up, then run for the measured seconds with a progress bar, taking
+//! CPU, device and engine counters around it; Hayate's database is then closed and the run's
+//! I/O trace replayed with no database work to give alpha.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::error::{CliError, CliResult};
+use crate::lab::driver::{Driver, DriverError, DriverResult};
+use crate::lab::primitive::measure::{
+    cpu_seconds, percentiles, time_split, timeline, trace_rates, with_progress, write_json,
+};
+use crate::lab::primitive::{DeviceClassArg, HayateDriver};
+use crate::lab::replay;
+use crate::lab::results::{TpccRun, TpccTypeRun};
+use crate::lab::sysstat;
+use crate::lab::tpcc::metrics::{run_terminal, TpccJob, TpccOutcome};
+use crate::lab::tpcc::spec::Scale;
+use crate::lab::tpcc::txn::{Terminal, TxnType};
+
+/// What every run of an invocation shares.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub scale: Scale,
+    pub terminals: u32,
+    pub seconds: u64,
+    pub warmup: u64,
+    pub seed: u64,
+    pub timeline: Duration,
+    pub replay: bool,
+}
+
+impl RunPlan {
+    pub fn job(&self, duration: Duration) -> TpccJob {
+        TpccJob {
+            scale: self.scale,
+            terminals: self.terminals,
+            duration,
+            seed: self.seed,
+            acknowledged: None,
+        }
+    }
+}
+
+/// Runs a job natively when the engine can, else on one session per terminal (thread).
+pub fn run_job(driver: &dyn Driver, job: &TpccJob) -> DriverResult<TpccOutcome> {
+    if let Some(result) = driver.run_tpcc_native(job) {
+        return result;
+    }
+    let sessions = (0..job.terminals)
+        .map(|_| driver.connect_tpcc())
+        .collect::<DriverResult<Vec<_>>>()?;
+    let deadline = Instant::now() + job.duration;
+    let results: Vec<DriverResult<TpccOutcome>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sessions
+            .into_iter()
+            .enumerate()
+            .map(|(index, mut session)| {
+                scope.spawn(move || {
+                    let mut terminal = Terminal::new(&job.scale, index as u32, job.seed);
+                    run_terminal(session.as_mut(), &mut terminal, job, deadline)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Err(DriverError::fatal("a terminal thread panicked")))
+            })
+            .collect()
+    });
+    let mut total = TpccOutcome::default();
+    for result in results {
+        total.merge(&result?);
+    }
+    Ok(total)
+}
+
+fn label(driver: &dyn Driver, class: DeviceClassArg, percent: f64) -> String {
+    format!("{} {} {}% tpcc", driver.engine(), class.name(), percent)
+}
+
+fn warm(plan: &RunPlan, driver: &dyn Driver, what: &str) -> CliResult<()> {
+    if plan.warmup == 0 {
+        return Ok(());
+    }
+    let job = plan.job(Duration::from_secs(plan.warmup));
+    with_progress(&format!("warm-up {what}"), plan.warmup, || {
+        run_job(driver, &job)
+    })
+    .map_err(|error| CliError::new(format!("{}: warm-up: {error}", driver.engine())))?;
+    Ok(())
+}
+
+/// The common fields of a run from its outcome.
+fn base_run(
+    plan: &RunPlan,
+    driver: &dyn Driver,
+    class: DeviceClassArg,
+    percent: f64,
+    buffer_bytes: u64,
+    outcome: &TpccOutcome,
+    seconds: f64,
+) -> TpccRun {
+    let seconds = seconds.max(1e-9);
+    let per_type = TxnType::ALL
+        .iter()
+        .map(|kind| {
+            let typed = &outcome.per_type[kind.index()];
+            TpccTypeRun {
+                name: kind.as_str().to_string(),
+                committed: typed.committed,
+                per_second: typed.committed as f64 / seconds,
+                latency: percentiles(&typed.latency, typed.latency_sum_ns),
+            }
+        })
+        .collect();
+    TpccRun {
+        engine: driver.engine().to_string(),
+        engine_version: driver.version(),
+        engine_settings: driver.settings(),
+        device_class: class.name().to_string(),
+        emulated: class != DeviceClassArg::Real,
+        buffer_percent: percent,
+        buffer_bytes,
+        page_size: driver.page_size(),
+        write_policy: driver.write_policy(),
+        warehouses: plan.scale.warehouses,
+        data_bytes: plan.scale.data_bytes(),
+        terminals: plan.terminals,
+        worker_threads: outcome.worker_threads,
+        seconds,
+        nopm: outcome.per_type[TxnType::NewOrder.index()].committed as f64 * 60.0 / seconds,
+        transactions_per_second: outcome.committed() as f64 / seconds,
+        per_type,
+        rolled_back: outcome.rolled_back,
+        retries: outcome.retries.clone(),
+        gave_up: outcome.gave_up,
+        ..TpccRun::default()
+    }
+}
+
+/// A measured run on a peer (or any engine without a native runner).
+pub fn session_run(
+    plan: &RunPlan,
+    driver: &dyn Driver,
+    percent: f64,
+    buffer_bytes: u64,
+) -> CliResult<TpccRun> {
+    let class = DeviceClassArg::Real;
+    let what = label(driver, class, percent);
+    warm(plan, driver, &what)?;
+    let device = sysstat::describe_device(Path::new("."));
+    let disk_before = sysstat::DiskCounters::read(&device.block_device);
+    let cpu_before = cpu_seconds(driver);
+    let job = plan.job(Duration::from_secs(plan.seconds));
+    let started = Instant::now();
+    let outcome = with_progress(&what, plan.seconds, || run_job(driver, &job))
+        .map_err(|error| CliError::new(format!("{}: {error}", driver.engine())))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds(driver) - cpu_before;
+    let mut run = base_run(
+        plan,
+        driver,
+        class,
+        percent,
+        buffer_bytes,
+        &outcome,
+        seconds,
+    );
+    run.cpu_us_per_transaction = cpu * 1e6 / outcome.committed().max(1) as f64;
+    if let (Some(before), Some(after)) = (
+        disk_before,
+        sysstat::DiskCounters::read(&device.block_device),
+    ) {
+        run.io = after.rates_since(&before, seconds);
+    }
+    Ok(run)
+}
+
+/// A measured run on Hayate (see the module docs). The database must be open.
+pub fn hayate_run(
+    plan: &RunPlan,
+    driver: &HayateDriver,
+    class: DeviceClassArg,
+    percent: f64,
+    buffer_bytes: u64,
+    results_dir: &Path,
+) -> CliResult<TpccRun> {
+    let what = label(driver, class, percent);
+    let closed = || CliError::new("hayate: the database is not open");
+    if percent >= 100.0 {
+        driver
+            .prewarm_all()
+            .map_err(|error| CliError::new(format!("hayate: prewarm: {error}")))?;
+    }
+    warm(plan, driver, &what)?;
+    let db = driver.database().ok_or_else(closed)?;
+    let tracing = driver.tracing().ok_or_else(closed)?;
+    let device_io = driver.device_io().ok_or_else(closed)?;
+    let stats_before = db.stats();
+    let cpu_before = sysstat::self_cpu_seconds();
+    driver.set_timeline_window(plan.timeline);
+    let job = plan.job(Duration::from_secs(plan.seconds));
+    tracing.take_records();
+    tracing.start();
+    let started = Instant::now();
+    let outcome = with_progress(&what, plan.seconds, || run_job(driver, &job))
+        .map_err(|error| CliError::new(format!("hayate: {error}")))?;
+    let seconds = started.elapsed().as_secs_f64();
+    tracing.stop();
+    driver.set_timeline_window(Duration::ZERO);
+    let cpu = sysstat::self_cpu_seconds() - cpu_before;
+    let stats = db.stats();
+    let records = tracing.take_records();
+    drop(db);
+
+    let mut run = base_run(
+        plan,
+        driver,
+        class,
+        percent,
+        buffer_bytes,
+        &outcome,
+        seconds,
+    );
+    run.cpu_us_per_transaction = cpu * 1e6 / outcome.committed().max(1) as f64;
+    run.io = trace_rates(&records, seconds);
+    let hits = stats.buffer.hits - stats_before.buffer.hits;
+    let misses = stats.buffer.misses - stats_before.buffer.misses;
+    run.buffer_hit_ratio = Some(hits as f64 / (hits + misses).max(1) as f64);
+    let flushes = stats.wal.flushes - stats_before.wal.flushes;
+    let details = driver.details();
+    run.log_flushes = Some(flushes);
+    run.commits_per_flush =
+        (flushes > 0).then(|| details.updates_committed as f64 / flushes as f64);
+    run.time_split = Some(time_split(&details.phases));
+    if !plan.timeline.is_zero() {
+        let stamp = crate::lab::results::unix_now();
+        let name = format!("{}-{}-tpcc-{percent}pct-{stamp}", run.engine, class.name());
+        let label = ("hayate", "tpcc", percent, class.name());
+        let file = format!("timeline-{name}.json");
+        write_json(
+            results_dir,
+            &file,
+            &timeline(label, &details, plan.timeline),
+        )?;
+        run.timeline_file = Some(file);
+    }
+    // The replay rewrites what the database wrote, so the database must be closed.
+    driver
+        .close()
+        .map_err(|error| CliError::new(format!("hayate: {error}")))?;
+    if plan.replay && !records.is_empty() {
+        let run_iops = run.io.reads_per_second + run.io.writes_per_second;
+        let report = replay::replay(&device_io, &records, plan.terminals, true)?;
+        run.alpha = Some(replay::alpha(run_iops, &report));
+    }
+    Ok(run)
+}
