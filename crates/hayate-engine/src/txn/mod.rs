@@ -359,6 +359,14 @@ impl TxnManager {
         Ok(())
     }
 
+    /// Waits until `commit_ts` (and every earlier commit) is visible.
+    fn wait_visible(&self, commit_ts: u64) {
+        let mut order = self.commit_order.lock();
+        while self.visible_ts() < commit_ts {
+            self.published.wait(&mut order);
+        }
+    }
+
     /// Marks `commit_ts` done and waits until it (and every earlier commit) is visible.
     fn publish(&self, commit_ts: u64) {
         let mut order = self.mark_published(commit_ts);

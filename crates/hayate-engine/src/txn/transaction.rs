@@ -208,6 +208,9 @@ impl Transaction {
             Err(error) => return Err(self.fail(error)),
         }
         let latest = BTree::open(info.root).get(&self.manager.pool, key)?;
+        if let Some(commit_ts) = self.unpublished_conflict(&lock_key, latest.as_deref()) {
+            self.manager.wait_visible(commit_ts);
+        }
         self.check_latest(info, &lock_key, latest.as_deref())
     }
 
@@ -235,7 +238,22 @@ impl Transaction {
                 TryLookup::Missing(page_id) => PageWait::new(page_id).await,
             }
         };
+        if let Some(commit_ts) = self.unpublished_conflict(&lock_key, latest.as_deref()) {
+            while self.manager.visible_ts() < commit_ts {
+                Yield::default().await;
+            }
+        }
         self.check_latest(info, &lock_key, latest.as_deref())
+    }
+
+    /// The commit timestamp of the row's newest version when it is newer than the snapshot
+    /// (so writing the row will fail) and not yet visible: its commit released its locks early
+    /// and is still waiting for the log. The failing writer waits until it is visible first,
+    /// so that a retry's new snapshot sees it rather than failing again at once.
+    fn unpublished_conflict(&self, lock_key: &LockKey, latest: Option<&[u8]>) -> Option<u64> {
+        let (commit_ts, _) = row::peek(latest?)?;
+        let conflict = commit_ts > self.snapshot_ts && !self.read_latest.contains(lock_key);
+        (conflict && commit_ts > self.manager.visible_ts()).then_some(commit_ts)
     }
 
     /// Checks shared by the write paths. Some(exists) if this transaction already wrote the row.

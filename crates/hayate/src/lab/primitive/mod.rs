@@ -15,7 +15,7 @@
 mod hayate;
 pub(crate) mod measure;
 
-pub use hayate::{HayateDriver, HayateOptions, NativeDetails};
+pub use hayate::{HayateDriver, HayateOptions};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

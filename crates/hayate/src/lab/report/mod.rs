@@ -19,6 +19,7 @@ mod html;
 mod primitive;
 mod svg;
 mod timelines;
+mod tpcc;
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -27,7 +28,10 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::model;
-use super::results::{self, DeviceResult, PrimitiveResults, PrimitiveRun, ResultFile, Timeline};
+use super::results::{
+    self, DeviceResult, PrimitiveResults, PrimitiveRun, ResultFile, Timeline, TpccCrashResults,
+    TpccResults,
+};
 use crate::error::{CliError, CliResult, Context};
 use html::{escape, format_unix_time};
 
@@ -86,6 +90,8 @@ pub struct Skipped {
 pub struct Collection {
     pub devices: Vec<Source<DeviceResult>>,
     pub primitives: Vec<Source<PrimitiveResults>>,
+    pub tpcc: Vec<Source<TpccResults>>,
+    pub tpcc_crashes: Vec<Source<TpccCrashResults>>,
     /// (file name, timeline).
     pub timelines: Vec<(String, Timeline)>,
     pub skipped: Vec<Skipped>,
@@ -136,6 +142,8 @@ pub fn load(dir: &Path) -> CliResult<Collection> {
     let mut collection = Collection {
         devices: Vec::new(),
         primitives: Vec::new(),
+        tpcc: Vec::new(),
+        tpcc_crashes: Vec::new(),
         timelines: Vec::new(),
         skipped: Vec::new(),
     };
@@ -152,12 +160,15 @@ pub fn load(dir: &Path) -> CliResult<Collection> {
         }
     }
     note_missing_timelines(&mut collection);
-    if collection.devices.is_empty() && collection.primitives.is_empty() {
+    if collection.devices.is_empty()
+        && collection.primitives.is_empty()
+        && !tpcc::has_results(&collection)
+    {
         let reasons: Vec<String> = (collection.skipped.iter())
             .map(|skipped| format!("{}: {}", skipped.file, skipped.reason))
             .collect();
         return Err(CliError::new(format!(
-            "no device or primitive results in {} ({} JSON files):\n  {}",
+            "no device, primitive or TPC-C results in {} ({} JSON files):\n  {}",
             dir.display(),
             paths.len(),
             reasons.join("\n  ")
@@ -192,9 +203,18 @@ fn load_one(collection: &mut Collection, path: &Path, file_name: &str) -> CliRes
             file_name: file_name.to_string(),
             file: serde_json::from_value(value).context(|| "not a primitive result".to_string())?,
         }),
+        Some("tpcc") => collection.tpcc.push(Source {
+            file_name: file_name.to_string(),
+            file: serde_json::from_value(value).context(|| "not a TPC-C result".to_string())?,
+        }),
+        Some("tpcc-crash") => collection.tpcc_crashes.push(Source {
+            file_name: file_name.to_string(),
+            file: serde_json::from_value(value)
+                .context(|| "not a TPC-C crash loop result".to_string())?,
+        }),
         Some(other) => {
             return Err(CliError::new(format!(
-                "kind {other:?} is not one the report knows (device, primitive)"
+                "kind {other:?} is not one the report knows (device, primitive, tpcc, tpcc-crash)"
             )))
         }
         None if value.get("workers").is_some() => collection.timelines.push((
@@ -250,6 +270,10 @@ pub fn render(collection: &Collection, dir: &Path) -> String {
     if !collection.primitives.is_empty() {
         toc.push(("primitive", "Primitive workload"));
         body.push_str(&primitive::section(collection));
+    }
+    if tpcc::has_results(collection) {
+        toc.push(("tpcc", "TPC-C"));
+        body.push_str(&tpcc::section(collection));
     }
     if !collection.timelines.is_empty() {
         toc.push(("timelines", "Timelines"));
@@ -310,12 +334,10 @@ fn header(collection: &Collection, dir: &Path) -> String {
             .devices
             .iter()
             .map(|source| envelope(&source.file));
-        devices.chain(
-            collection
-                .primitives
-                .iter()
-                .map(|source| envelope(&source.file)),
-        )
+        let primitives = (collection.primitives.iter()).map(|source| envelope(&source.file));
+        let tpcc = (collection.tpcc.iter()).map(|source| envelope(&source.file));
+        let crashes = (collection.tpcc_crashes.iter()).map(|source| envelope(&source.file));
+        devices.chain(primitives).chain(tpcc).chain(crashes)
     };
     let machines = distinct(envelopes().map(|(machine, _, _)| machine));
     let devices = distinct(envelopes().map(|(_, device, _)| device));
@@ -323,9 +345,13 @@ fn header(collection: &Collection, dir: &Path) -> String {
     let commands = {
         let devices = (collection.devices.iter()).map(|source| &source.file.command_line);
         let primitives = (collection.primitives.iter()).map(|source| &source.file.command_line);
+        let tpcc = (collection.tpcc.iter()).map(|source| &source.file.command_line);
+        let crashes = (collection.tpcc_crashes.iter()).map(|source| &source.file.command_line);
         distinct(
             devices
                 .chain(primitives)
+                .chain(tpcc)
+                .chain(crashes)
                 .map(|arguments| shell_words(arguments)),
         )
     };
@@ -399,6 +425,14 @@ fn files_section(collection: &Collection) -> String {
         .chain(
             (collection.primitives.iter())
                 .map(|source| (&source.file_name, "primitive", row_of(&source.file))),
+        )
+        .chain(
+            (collection.tpcc.iter())
+                .map(|source| (&source.file_name, "tpcc", row_of(&source.file))),
+        )
+        .chain(
+            (collection.tpcc_crashes.iter())
+                .map(|source| (&source.file_name, "tpcc-crash", row_of(&source.file))),
         );
     for (file_name, kind, (started, version, command)) in described {
         rows.push(vec![

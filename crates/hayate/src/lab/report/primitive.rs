@@ -113,7 +113,7 @@ pub fn engine_color(engine: &str) -> String {
     color.to_string()
 }
 
-fn class_style(class: &str) -> (String, Marker) {
+pub(super) fn class_style(class: &str) -> (String, Marker) {
     let index = CLASSES
         .iter()
         .position(|known| *known == class)
@@ -176,11 +176,11 @@ fn buffer_label(percent: f64) -> String {
     format!("{}%", format_decimal(percent, 1))
 }
 
-fn percent_tick(value: f64) -> String {
+pub(super) fn percent_tick(value: f64) -> String {
     format!("{}%", format_short(value))
 }
 
-fn relative_tick(value: f64) -> String {
+pub(super) fn relative_tick(value: f64) -> String {
     format!("{}%", format_short(value * 100.0))
 }
 

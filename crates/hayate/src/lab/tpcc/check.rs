@@ -116,6 +116,7 @@ impl CheckData {
         }
     }
 
+    #[cfg(test)]
     pub fn from_rows<'a>(rows: impl IntoIterator<Item = &'a Row>) -> CheckData {
         let mut data = CheckData::default();
         for row in rows {

@@ -80,10 +80,6 @@ impl TpccOutcome {
     pub fn committed(&self) -> u64 {
         self.per_type.iter().map(|outcome| outcome.committed).sum()
     }
-
-    pub fn retries_total(&self) -> u64 {
-        self.retries.values().sum()
-    }
 }
 
 /// The cause of a retryable failure, from the engine's message (every engine words it its own

@@ -309,6 +309,7 @@ fn generate_district(
 
 /// Every row of the initial database at `scale` (items, then each warehouse), in memory.
 /// For tests and small scales.
+#[cfg(test)]
 pub fn generate_all(scale: &Scale, seed: u64, now: i64) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut sink = |row: Row| {

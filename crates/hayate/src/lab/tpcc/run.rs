@@ -147,6 +147,7 @@ fn base_run(
 }
 
 /// A measured run on a peer (or any engine without a native runner).
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // peers run through sessions
 pub fn session_run(
     plan: &RunPlan,
     driver: &dyn Driver,

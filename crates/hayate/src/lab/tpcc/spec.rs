@@ -51,10 +51,6 @@ impl Scale {
         }
     }
 
-    pub fn is_standard(&self) -> bool {
-        *self == Scale::standard(self.warehouses)
-    }
-
     /// The first O_ID with a NEW-ORDER row after loading (2,101).
     pub fn first_new_order(&self) -> u32 {
         self.orders_per_district * 7 / 10 + 1
@@ -261,7 +257,6 @@ mod tests {
     fn the_standard_scale_matches_clause_4_3() {
         let scale = Scale::standard(1);
         assert_eq!(scale.first_new_order(), 2101);
-        assert!(scale.is_standard());
         // About 500k rows and 77 MB of table data per warehouse.
         assert!(
             (500_000..600_000).contains(&scale.rows()),
