@@ -16,9 +16,16 @@ pub mod mariadb;
 pub mod postgres;
 pub mod server;
 pub mod sqlite;
+mod tpcc_mariadb;
+mod tpcc_postgres;
+mod tpcc_sql;
+mod tpcc_sqlite;
+mod tpcc_transactions;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tpcc_tests;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
