@@ -243,15 +243,28 @@ impl SqlConnection for MariadbConnection {
         self.conn.query_drop("ROLLBACK").map_err(mariadb_error)
     }
 
-    fn query(&mut self, statement: Statement, values: &[Value]) -> DriverResult<Vec<Vec<Value>>> {
+    fn for_each_row(
+        &mut self,
+        statement: Statement,
+        values: &[Value],
+        each: &mut dyn FnMut(&[Value]) -> DriverResult<()>,
+    ) -> DriverResult<()> {
         let prepared = self.prepared(statement)?;
-        let rows: Vec<mysql::Row> = self
+        let rows = self
             .conn
-            .exec(&prepared, params(values)?)
+            .exec_iter(&prepared, params(values)?)
             .map_err(mariadb_error)?;
-        rows.into_iter()
-            .map(|row| row.unwrap().into_iter().map(decode).collect())
-            .collect()
+        // Rows left unread when `each` fails are drained when `rows` is dropped.
+        for row in rows {
+            let row = row.map_err(mariadb_error)?;
+            let values = row
+                .unwrap()
+                .into_iter()
+                .map(decode)
+                .collect::<DriverResult<Vec<Value>>>()?;
+            each(&values)?;
+        }
+        Ok(())
     }
 
     fn execute(&mut self, statement: Statement, values: &[Value]) -> DriverResult<u64> {

@@ -13,6 +13,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{ToSql, Type};
 use postgres::{Client, Row as PostgresRow, Statement as Prepared};
 
@@ -272,15 +273,22 @@ impl SqlConnection for PostgresConnection {
             .map_err(postgres_error)
     }
 
-    fn query(&mut self, statement: Statement, params: &[Value]) -> DriverResult<Vec<Vec<Value>>> {
+    fn for_each_row(
+        &mut self,
+        statement: Statement,
+        params: &[Value],
+        each: &mut dyn FnMut(&[Value]) -> DriverResult<()>,
+    ) -> DriverResult<()> {
         let prepared = self.prepared(statement)?;
         let bound = bind(&prepared, params)?;
-        let references: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|param| &**param).collect();
-        let rows = self
+        let mut rows = self
             .client
-            .query(&prepared, &references)
+            .query_raw(&prepared, bound)
             .map_err(postgres_error)?;
-        rows.iter().map(decode).collect()
+        while let Some(row) = rows.next().map_err(postgres_error)? {
+            each(&decode(&row)?)?;
+        }
+        Ok(())
     }
 
     fn execute(&mut self, statement: Statement, params: &[Value]) -> DriverResult<u64> {

@@ -151,7 +151,12 @@ impl SqlConnection for SqliteConnection {
             .map_err(sqlite_error)
     }
 
-    fn query(&mut self, statement: Statement, values: &[Value]) -> DriverResult<Vec<Vec<Value>>> {
+    fn for_each_row(
+        &mut self,
+        statement: Statement,
+        values: &[Value],
+        each: &mut dyn FnMut(&[Value]) -> DriverResult<()>,
+    ) -> DriverResult<()> {
         let text =
             self.texts[statement as usize].get_or_insert_with(|| statement.text(Dialect::Sqlite));
         let mut prepared = self.connection.prepare_cached(text).map_err(sqlite_error)?;
@@ -160,15 +165,15 @@ impl SqlConnection for SqliteConnection {
         let mut rows = prepared
             .query(rusqlite::params_from_iter(params))
             .map_err(sqlite_error)?;
-        let mut result = Vec::new();
+        let mut values = Vec::with_capacity(columns);
         while let Some(row) = rows.next().map_err(sqlite_error)? {
-            let values = (0..columns)
-                .map(|index| row.get_ref(index).map(decode))
-                .collect::<rusqlite::Result<Vec<Value>>>()
-                .map_err(sqlite_error)?;
-            result.push(values);
+            values.clear();
+            for index in 0..columns {
+                values.push(decode(row.get_ref(index).map_err(sqlite_error)?));
+            }
+            each(&values)?;
         }
-        Ok(result)
+        Ok(())
     }
 
     fn execute(&mut self, statement: Statement, values: &[Value]) -> DriverResult<u64> {

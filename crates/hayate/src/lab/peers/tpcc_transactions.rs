@@ -298,8 +298,23 @@ pub(super) trait SqlConnection: Send {
     fn begin(&mut self, kind: Begin) -> DriverResult<()>;
     fn commit(&mut self) -> DriverResult<()>;
     fn rollback(&mut self) -> DriverResult<()>;
+    /// Runs a statement returning rows, handing each to `each` as it arrives (the check reads
+    /// whole tables without holding them as values).
+    fn for_each_row(
+        &mut self,
+        statement: Statement,
+        params: &[Value],
+        each: &mut dyn FnMut(&[Value]) -> DriverResult<()>,
+    ) -> DriverResult<()>;
     /// Runs a statement returning rows.
-    fn query(&mut self, statement: Statement, params: &[Value]) -> DriverResult<Vec<Vec<Value>>>;
+    fn query(&mut self, statement: Statement, params: &[Value]) -> DriverResult<Vec<Vec<Value>>> {
+        let mut rows = Vec::new();
+        self.for_each_row(statement, params, &mut |row| {
+            rows.push(row.to_vec());
+            Ok(())
+        })?;
+        Ok(rows)
+    }
     /// Runs a statement changing rows; returns how many rows it matched.
     fn execute(&mut self, statement: Statement, params: &[Value]) -> DriverResult<u64>;
 }
@@ -728,66 +743,73 @@ pub(super) fn read_check_data<C: SqlConnection>(connection: &mut C) -> DriverRes
 
 fn read_check_tables<C: SqlConnection>(connection: &mut C) -> DriverResult<CheckData> {
     let mut data = CheckData::default();
-    for row in connection.query(Statement::CheckWarehouses, &[])? {
-        data.warehouses.push((id(&row, 0)?, int(&row, 1)?));
-    }
-    for row in connection.query(Statement::CheckDistricts, &[])? {
+    connection.for_each_row(Statement::CheckWarehouses, &[], &mut |row| {
+        data.warehouses.push((id(row, 0)?, int(row, 1)?));
+        Ok(())
+    })?;
+    connection.for_each_row(Statement::CheckDistricts, &[], &mut |row| {
         data.districts.push(DistrictCheck {
-            w_id: id(&row, 0)?,
-            d_id: id(&row, 1)?,
-            ytd: int(&row, 2)?,
-            next_o_id: id(&row, 3)?,
+            w_id: id(row, 0)?,
+            d_id: id(row, 1)?,
+            ytd: int(row, 2)?,
+            next_o_id: id(row, 3)?,
         });
-    }
-    for row in connection.query(Statement::CheckCustomers, &[])? {
+        Ok(())
+    })?;
+    connection.for_each_row(Statement::CheckCustomers, &[], &mut |row| {
         data.customers.push(CustomerCheck {
-            w_id: id(&row, 0)?,
-            d_id: id(&row, 1)?,
-            c_id: id(&row, 2)?,
-            balance: int(&row, 3)?,
-            ytd_payment: int(&row, 4)?,
+            w_id: id(row, 0)?,
+            d_id: id(row, 1)?,
+            c_id: id(row, 2)?,
+            balance: int(row, 3)?,
+            ytd_payment: int(row, 4)?,
         });
-    }
-    for row in connection.query(Statement::CheckHistory, &[])? {
+        Ok(())
+    })?;
+    connection.for_each_row(Statement::CheckHistory, &[], &mut |row| {
         data.history.push(HistoryCheck {
-            c_w_id: id(&row, 0)?,
-            c_d_id: id(&row, 1)?,
-            c_id: id(&row, 2)?,
-            w_id: id(&row, 3)?,
-            d_id: id(&row, 4)?,
-            amount: int(&row, 5)?,
+            c_w_id: id(row, 0)?,
+            c_d_id: id(row, 1)?,
+            c_id: id(row, 2)?,
+            w_id: id(row, 3)?,
+            d_id: id(row, 4)?,
+            amount: int(row, 5)?,
         });
-    }
-    for row in connection.query(Statement::CheckOrders, &[])? {
-        let carrier_id = match optional_int(&row, 4)? {
-            Some(_) => Some(id(&row, 4)?),
+        Ok(())
+    })?;
+    connection.for_each_row(Statement::CheckOrders, &[], &mut |row| {
+        let carrier_id = match optional_int(row, 4)? {
+            Some(_) => Some(id(row, 4)?),
             None => None,
         };
         data.orders.push(OrderCheck {
-            w_id: id(&row, 0)?,
-            d_id: id(&row, 1)?,
-            o_id: id(&row, 2)?,
-            c_id: id(&row, 3)?,
+            w_id: id(row, 0)?,
+            d_id: id(row, 1)?,
+            o_id: id(row, 2)?,
+            c_id: id(row, 3)?,
             carrier_id,
-            ol_cnt: id(&row, 5)?,
+            ol_cnt: id(row, 5)?,
         });
-    }
-    for row in connection.query(Statement::CheckNewOrders, &[])? {
+        Ok(())
+    })?;
+    connection.for_each_row(Statement::CheckNewOrders, &[], &mut |row| {
         data.new_orders.push(NewOrder {
-            w_id: id(&row, 0)?,
-            d_id: id(&row, 1)?,
-            o_id: id(&row, 2)?,
+            w_id: id(row, 0)?,
+            d_id: id(row, 1)?,
+            o_id: id(row, 2)?,
         });
-    }
-    for row in connection.query(Statement::CheckOrderLines, &[])? {
+        Ok(())
+    })?;
+    connection.for_each_row(Statement::CheckOrderLines, &[], &mut |row| {
         data.order_lines.push(OrderLineCheck {
-            w_id: id(&row, 0)?,
-            d_id: id(&row, 1)?,
-            o_id: id(&row, 2)?,
-            number: id(&row, 3)?,
-            delivered: int(&row, 4)? != 0,
-            amount: int(&row, 5)?,
+            w_id: id(row, 0)?,
+            d_id: id(row, 1)?,
+            o_id: id(row, 2)?,
+            number: id(row, 3)?,
+            delivered: int(row, 4)? != 0,
+            amount: int(row, 5)?,
         });
-    }
+        Ok(())
+    })?;
     Ok(data)
 }
