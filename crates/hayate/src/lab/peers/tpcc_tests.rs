@@ -25,7 +25,7 @@ use crate::lab::tpcc::rows::{generate_all, Row};
 use crate::lab::tpcc::spec::{now_micros, Scale};
 use crate::lab::tpcc::txn::{
     CustomerSelector, DeliveryInput, NewOrderInput, NewOrderOutcome, OrderItem, OrderStatusInput,
-    PaymentInput, StockLevelInput, Terminal, TpccSession, TxnInput, TxnOutput,
+    PaymentInput, StockLevelInput, Terminal, TpccSession, TxnInput, TxnOutput, TxnType,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -269,6 +269,51 @@ fn run_terminals(driver: &dyn Driver) -> BTreeSet<(u32, u32, u32)> {
     committed.into_inner().unwrap()
 }
 
+/// New-Orders and Deliveries on warehouse 1 from several sessions at once: every NEW-ORDER
+/// row is delivered at most once, so the queue shrinks by exactly what the Deliveries
+/// reported. Returns the committed New-Orders.
+fn concurrent_deliveries(driver: &dyn Driver) -> BTreeSet<(u32, u32, u32)> {
+    let queued = |data: &CheckData| data.new_orders.iter().filter(|row| row.w_id == 1).count();
+    let before = queued(&driver.tpcc_check_data().expect("check data"));
+    let committed = Mutex::new(BTreeSet::new());
+    let delivered = AtomicU64::new(0);
+    thread::scope(|scope| {
+        for index in 0..TERMINALS {
+            let (committed, delivered) = (&committed, &delivered);
+            scope.spawn(move || {
+                let mut session = driver.connect_tpcc().expect("connect");
+                // Terminals 0, 2, 4... have warehouse 1 as their home.
+                let mut terminal = Terminal::new(&SCALE, index * SCALE.warehouses, SEED + 2);
+                assert_eq!(terminal.w_id, 1);
+                for _ in 0..10 {
+                    for kind in [TxnType::NewOrder, TxnType::Delivery, TxnType::NewOrder] {
+                        let input = terminal.input(kind);
+                        match (&input, run_with_retries(&mut *session, &input)) {
+                            (
+                                TxnInput::NewOrder(order),
+                                TxnOutput::NewOrder(NewOrderOutcome::Committed { o_id }),
+                            ) => {
+                                let mut committed = committed.lock().unwrap();
+                                assert!(committed.insert((order.w_id, order.d_id, o_id)));
+                            }
+                            (_, TxnOutput::Delivery { delivered: count }) => {
+                                delivered.fetch_add(count as u64, Ordering::Relaxed);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let committed = committed.into_inner().unwrap();
+    let after = queued(&driver.tpcc_check_data().expect("check data"));
+    let delivered = delivered.load(Ordering::Relaxed) as usize;
+    assert!(delivered > 0);
+    assert_eq!(after, before + committed.len() - delivered);
+    committed
+}
+
 fn run_with_retries(session: &mut dyn TpccSession, input: &TxnInput) -> TxnOutput {
     for _ in 0..100 {
         match session.run(input) {
@@ -285,6 +330,7 @@ fn run_tpcc(driver: &dyn Driver) {
     let rows = load_and_compare(driver);
     let mut committed = explicit_transactions(driver, &rows);
     committed.extend(run_terminals(driver));
+    committed.extend(concurrent_deliveries(driver));
     let job = TpccJob {
         scale: SCALE,
         terminals: 1,
