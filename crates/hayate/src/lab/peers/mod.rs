@@ -11,6 +11,10 @@
 //! 2. `open_peer(name, base_dir, buffer_bytes)` makes an empty database (starting its server).
 //! 3. The runner drives it like Hayate; `Driver::shutdown` (or dropping it) stops the server
 //!    and removes the directory.
+//!
+//! TPC-C on the peers: `tpcc_sql` (schema, rows as SQL values, parallel loading) and
+//! `tpcc_transactions` (the five transactions and the check's snapshot read, written once over
+//! `SqlConnection`), implemented per peer by `tpcc_postgres`, `tpcc_mariadb`, `tpcc_sqlite`.
 
 pub mod mariadb;
 pub mod postgres;

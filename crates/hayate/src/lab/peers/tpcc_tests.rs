@@ -447,9 +447,17 @@ fn tpcc_sanity_numbers() {
             .into_iter()
             .filter(|result| !result.passed())
             .collect();
+        let latency_ms: Vec<String> = TxnType::ALL
+            .iter()
+            .zip(&total.per_type)
+            .map(|(kind, outcome)| {
+                let mean = outcome.latency_sum_ns as f64 / outcome.committed.max(1) as f64;
+                format!("{} {:.1}", kind.as_str(), mean / 1e6)
+            })
+            .collect();
         println!(
             "{peer}: load {load_seconds:.1} s, {:.0} transactions/s, NOPM {:.0}, retries {:?}, \
-             failed conditions {failed:?}",
+             mean latency ms {latency_ms:?}, failed conditions {failed:?}",
             total.committed() as f64 / seconds,
             total.per_type[0].committed as f64 * 60.0 / seconds,
             total.retries
