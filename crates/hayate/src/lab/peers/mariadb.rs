@@ -166,6 +166,11 @@ impl MariadbDriver {
         Conn::new(options)
     }
 
+    /// A connection to the lab's database.
+    pub(super) fn connect_lab(&self) -> mysql::Result<Conn> {
+        self.connect_conn(Some(DATABASE))
+    }
+
     fn start(&self, buffer_bytes: u64) -> DriverResult<()> {
         let buffer_pool_bytes = buffer_bytes.max(BUFFER_POOL_BYTES_MIN);
         let mut command = server::command_as(&self.binaries.server, self.user.as_ref());
@@ -232,6 +237,7 @@ impl MariadbDriver {
             "client".into(),
             "mysql crate over a unix socket, prepared statements, autocommit".into(),
         );
+        settings.insert("tpcc_isolation".into(), super::tpcc_sql::ISOLATION.into());
         Ok((version.unwrap_or_default(), settings))
     }
 
@@ -342,6 +348,26 @@ impl Driver for MariadbDriver {
         }))
     }
 
+    fn load_tpcc(
+        &self,
+        scale: &crate::lab::tpcc::spec::Scale,
+        seed: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        super::tpcc_mariadb::load(self, scale, seed, progress)?;
+        // A clean shutdown writes every dirty page, as after the primitive load.
+        let buffer_bytes = self.state().buffer_bytes;
+        self.set_buffer_bytes(buffer_bytes)
+    }
+
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::lab::tpcc::txn::TpccSession>> {
+        super::tpcc_mariadb::connect(self)
+    }
+
+    fn tpcc_check_data(&self) -> DriverResult<crate::lab::tpcc::check::CheckData> {
+        super::tpcc_mariadb::check_data(self)
+    }
+
     fn server_pids(&self) -> Vec<u32> {
         self.state()
             .server
@@ -403,7 +429,7 @@ impl Session for MariadbSession {
 
 /// Deadlocks (1213) and lock wait timeouts (1205) are retryable; everything else ends the run
 /// with the server's message.
-fn mariadb_error(error: mysql::Error) -> DriverError {
+pub(super) fn mariadb_error(error: mysql::Error) -> DriverError {
     match error {
         mysql::Error::MySqlError(server_error) => {
             let message = format!("MariaDB: {server_error}");

@@ -11,14 +11,25 @@
 //! 2. `open_peer(name, base_dir, buffer_bytes)` makes an empty database (starting its server).
 //! 3. The runner drives it like Hayate; `Driver::shutdown` (or dropping it) stops the server
 //!    and removes the directory.
+//!
+//! TPC-C on the peers: `tpcc_sql` (schema, rows as SQL values, parallel loading) and
+//! `tpcc_transactions` (the five transactions and the check's snapshot read, written once over
+//! `SqlConnection`), implemented per peer by `tpcc_postgres`, `tpcc_mariadb`, `tpcc_sqlite`.
 
 pub mod mariadb;
 pub mod postgres;
 pub mod server;
 pub mod sqlite;
+mod tpcc_mariadb;
+mod tpcc_postgres;
+mod tpcc_sql;
+mod tpcc_sqlite;
+mod tpcc_transactions;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tpcc_tests;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

@@ -148,7 +148,7 @@ impl PostgresDriver {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn connect_client(&self) -> Result<Client, postgres::Error> {
+    pub(super) fn connect_client(&self) -> Result<Client, postgres::Error> {
         postgres::Config::new()
             .host_path(&self.socket_dir)
             .port(SOCKET_PORT)
@@ -230,6 +230,7 @@ impl PostgresDriver {
             "client".into(),
             "postgres crate over a unix socket, prepared statements, autocommit".into(),
         );
+        settings.insert("tpcc_isolation".into(), super::tpcc_sql::ISOLATION.into());
         Ok((version, settings))
     }
 
@@ -340,6 +341,23 @@ impl Driver for PostgresDriver {
         }))
     }
 
+    fn load_tpcc(
+        &self,
+        scale: &crate::lab::tpcc::spec::Scale,
+        seed: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        super::tpcc_postgres::load(self, scale, seed, progress)
+    }
+
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::lab::tpcc::txn::TpccSession>> {
+        super::tpcc_postgres::connect(self)
+    }
+
+    fn tpcc_check_data(&self) -> DriverResult<crate::lab::tpcc::check::CheckData> {
+        super::tpcc_postgres::check_data(self)
+    }
+
     fn server_pids(&self) -> Vec<u32> {
         self.state()
             .server
@@ -401,7 +419,7 @@ impl Session for PostgresSession {
 
 /// Serialization failures, deadlocks (SQLSTATE class 40) and lock timeouts are retryable;
 /// everything else ends the run with the server's message.
-fn postgres_error(error: postgres::Error) -> DriverError {
+pub(super) fn postgres_error(error: postgres::Error) -> DriverError {
     let Some(database_error) = error.as_db_error() else {
         return DriverError::fatal(format!("PostgreSQL: {error}"));
     };

@@ -59,7 +59,7 @@ impl SqliteDriver {
     }
 
     /// A connection with the lab's settings; the file must exist.
-    fn open_connection(&self) -> rusqlite::Result<Connection> {
+    pub(super) fn open_connection(&self) -> rusqlite::Result<Connection> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let connection = Connection::open_with_flags(&self.path, flags)?;
         let cache_kib = self
@@ -146,6 +146,12 @@ impl SqliteDriver {
             other => other.to_string(),
         };
         settings.insert("synchronous".into(), synchronous);
+        settings.insert(
+            "tpcc_isolation".into(),
+            "serializable: BEGIN IMMEDIATE for New-Order, Payment and Delivery, a WAL snapshot \
+             (deferred BEGIN) for Order-Status, Stock-Level and the check"
+                .into(),
+        );
         let buffer_bytes = self.buffer_bytes.load(Ordering::Relaxed);
         settings.insert(
             "cache_size_bytes_per_connection".into(),
@@ -217,6 +223,23 @@ impl Driver for SqliteDriver {
         Ok(Box::new(SqliteSession { connection }))
     }
 
+    fn load_tpcc(
+        &self,
+        scale: &crate::lab::tpcc::spec::Scale,
+        seed: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        super::tpcc_sqlite::load(self, scale, seed, progress)
+    }
+
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::lab::tpcc::txn::TpccSession>> {
+        super::tpcc_sqlite::connect(self)
+    }
+
+    fn tpcc_check_data(&self) -> DriverResult<crate::lab::tpcc::check::CheckData> {
+        super::tpcc_sqlite::check_data(self)
+    }
+
     fn shutdown(&self) -> DriverResult<()> {
         let directory = self
             .directory
@@ -282,7 +305,7 @@ impl Session for SqliteSession {
 
 /// SQLITE_BUSY and SQLITE_LOCKED (another connection holds the lock past the busy timeout)
 /// are retryable; everything else ends the run with SQLite's message.
-fn sqlite_error(error: rusqlite::Error) -> DriverError {
+pub(super) fn sqlite_error(error: rusqlite::Error) -> DriverError {
     let message = format!("SQLite: {error}");
     match error.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {

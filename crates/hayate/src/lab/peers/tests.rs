@@ -27,7 +27,7 @@ const TINY: PrimitiveSpec = PrimitiveSpec {
 const THREADS: i64 = 4;
 
 /// An empty directory for one test's databases, removed at the end.
-fn test_base_dir() -> tempfile::TempDir {
+pub(super) fn test_base_dir() -> tempfile::TempDir {
     let parent = std::env::var_os("HAYATE_LAB_TEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
@@ -38,7 +38,7 @@ fn test_base_dir() -> tempfile::TempDir {
 }
 
 /// Whether `peer` is installed; prints why a test skips it when not.
-fn installed(peer: &str) -> bool {
+pub(super) fn installed(peer: &str) -> bool {
     let (_, status) = available()
         .into_iter()
         .find(|(name, _)| *name == peer)
