@@ -134,15 +134,21 @@ fn tpcc_loads_runs_checks_and_survives_kills() {
         let engine = hayate_engine::Database::open(&db, hayate_engine::DatabaseConfig::default())
             .expect("open");
         let tree = engine.table("tpcc_new_order").expect("new order table");
-        let key: Vec<u8> = [1u32, 1, 2500]
-            .iter()
-            .flat_map(|id| id.to_be_bytes())
-            .collect();
         let mut txn = engine.begin();
-        assert!(
-            txn.delete(tree, &key).expect("delete"),
-            "order 2500 is queued"
-        );
+        let start: Vec<u8> = [1u32, 1].iter().flat_map(|id| id.to_be_bytes()).collect();
+        let end: Vec<u8> = [1u32, 2].iter().flat_map(|id| id.to_be_bytes()).collect();
+        let queued: Vec<Vec<u8>> = txn
+            .scan(
+                tree,
+                std::ops::Bound::Included(&start[..]),
+                std::ops::Bound::Excluded(&end[..]),
+            )
+            .expect("scan")
+            .map(|row| row.expect("row").0)
+            .collect();
+        assert!(queued.len() > 100, "{} queued orders", queued.len());
+        let key = &queued[queued.len() / 2];
+        assert!(txn.delete(tree, key).expect("delete"));
         txn.commit().expect("commit");
         engine.close().expect("close");
     }
