@@ -75,6 +75,9 @@ pub struct ChildArgs {
     pub workers: Option<u32>,
 }
 
+/// (W_ID, D_ID, O_ID) of an order.
+type OrderId = (u32, u32, u32);
+
 /// The child: runs TPC-C until killed, printing acknowledged New-Orders.
 pub fn child(args: &ChildArgs) -> CliResult<()> {
     let meta = super::read_meta(&args.db)?;
@@ -212,7 +215,7 @@ fn run_child(
     args: &CrashArgs,
     seed: u64,
     kill_after: Duration,
-) -> CliResult<(Duration, Vec<(u32, u32, u32)>)> {
+) -> CliResult<(Duration, Vec<OrderId>)> {
     let exe = std::env::current_exe().context(|| "cannot find the hayate executable".into())?;
     let mut command = Command::new(exe);
     command

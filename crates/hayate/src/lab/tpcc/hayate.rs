@@ -622,7 +622,8 @@ impl<'a> LoadBatch<'a> {
 pub fn check_data(db: &Database, trees: &Trees) -> DriverResult<CheckData> {
     let txn = db.begin_read_only();
     let mut data = CheckData::default();
-    let tables: [(TreeId, fn(&[u8]) -> DriverResult<Row>); 7] = [
+    type Decode = fn(&[u8]) -> DriverResult<Row>;
+    let tables: [(TreeId, Decode); 7] = [
         (trees.warehouse, |bytes| {
             decode_warehouse(bytes).map(Row::Warehouse)
         }),
@@ -1144,11 +1145,11 @@ fn run_worker(
 
 /// Whether a finished transaction committed writes.
 fn writes_rows(input: &TxnInput, output: &TxnOutput) -> bool {
-    match (input, output) {
-        (_, TxnOutput::NewOrder(NewOrderOutcome::RolledBack)) => false,
-        (TxnInput::OrderStatus(_) | TxnInput::StockLevel(_), _) => false,
-        _ => true,
-    }
+    !matches!(
+        (input, output),
+        (_, TxnOutput::NewOrder(NewOrderOutcome::RolledBack))
+            | (TxnInput::OrderStatus(_) | TxnInput::StockLevel(_), _)
+    )
 }
 
 /// A blocking session: each transaction runs as a single task on the calling thread.
