@@ -693,14 +693,6 @@ async fn new_order(
     let warehouse = txn.get_async(trees.warehouse, &warehouse_key).await?;
     let warehouse =
         decode_warehouse(&warehouse.ok_or_else(|| missing(format!("warehouse {w_id}")))?)?;
-    let district_key = key(&[w_id, d_id]);
-    let district = txn.lock_latest_async(trees.district, &district_key).await?;
-    let mut district =
-        decode_district(&district.ok_or_else(|| missing(format!("district {w_id}/{d_id}")))?)?;
-    let o_id = district.next_o_id;
-    district.next_o_id += 1;
-    txn.put_async(trees.district, &district_key, &encode_district(&district))
-        .await?;
     let customer_key = key(&[w_id, d_id, input.c_id]);
     let customer = txn.get_async(trees.customer, &customer_key).await?;
     let customer = decode_customer(
@@ -745,6 +737,16 @@ async fn new_order(
             .await?;
         amounts[index] = line.quantity as i64 * items[index].price;
     }
+    // The district's next order id last: its lock (the hottest of a New-Order) is then held
+    // only from here to the commit's append (early lock release), not over the stock updates.
+    let district_key = key(&[w_id, d_id]);
+    let district = txn.lock_latest_async(trees.district, &district_key).await?;
+    let mut district =
+        decode_district(&district.ok_or_else(|| missing(format!("district {w_id}/{d_id}")))?)?;
+    let o_id = district.next_o_id;
+    district.next_o_id += 1;
+    txn.put_async(trees.district, &district_key, &encode_district(&district))
+        .await?;
     // The total the terminal would display (clause 2.4.2.2): computed as the spec says.
     let subtotal: i64 = amounts.iter().sum();
     let _total = subtotal * (10_000 - customer.discount) / 10_000
@@ -824,27 +826,8 @@ fn find_customer(
 /// Clause 2.5.2.
 async fn payment(db: &Database, trees: &Trees, input: &PaymentInput) -> DriverResult<u32> {
     let mut txn = db.begin();
-    let warehouse_key = key(&[input.w_id]);
-    let warehouse = txn
-        .lock_latest_async(trees.warehouse, &warehouse_key)
-        .await?;
-    let mut warehouse =
-        decode_warehouse(&warehouse.ok_or_else(|| missing(format!("warehouse {}", input.w_id)))?)?;
-    warehouse.ytd += input.amount;
-    txn.put_async(
-        trees.warehouse,
-        &warehouse_key,
-        &encode_warehouse(&warehouse),
-    )
-    .await?;
-    let district_key = key(&[input.w_id, input.d_id]);
-    let district = txn.lock_latest_async(trees.district, &district_key).await?;
-    let mut district = decode_district(
-        &district.ok_or_else(|| missing(format!("district {}/{}", input.w_id, input.d_id)))?,
-    )?;
-    district.ytd += input.amount;
-    txn.put_async(trees.district, &district_key, &encode_district(&district))
-        .await?;
+    // Customer first, warehouse last: the warehouse's row, which every Payment of the
+    // warehouse updates, is then locked only from its update to the commit's append.
     let c_id = find_customer(&txn, trees, input.c_w_id, input.c_d_id, &input.customer)?;
     let customer_key = key(&[input.c_w_id, input.c_d_id, c_id]);
     let customer = txn.lock_latest_async(trees.customer, &customer_key).await?;
@@ -865,6 +848,27 @@ async fn payment(db: &Database, trees: &Trees, input: &PaymentInput) -> DriverRe
     }
     txn.put_async(trees.customer, &customer_key, &encode_customer(&customer))
         .await?;
+    let district_key = key(&[input.w_id, input.d_id]);
+    let district = txn.lock_latest_async(trees.district, &district_key).await?;
+    let mut district = decode_district(
+        &district.ok_or_else(|| missing(format!("district {}/{}", input.w_id, input.d_id)))?,
+    )?;
+    district.ytd += input.amount;
+    txn.put_async(trees.district, &district_key, &encode_district(&district))
+        .await?;
+    let warehouse_key = key(&[input.w_id]);
+    let warehouse = txn
+        .lock_latest_async(trees.warehouse, &warehouse_key)
+        .await?;
+    let mut warehouse =
+        decode_warehouse(&warehouse.ok_or_else(|| missing(format!("warehouse {}", input.w_id)))?)?;
+    warehouse.ytd += input.amount;
+    txn.put_async(
+        trees.warehouse,
+        &warehouse_key,
+        &encode_warehouse(&warehouse),
+    )
+    .await?;
     let history = History {
         c_id,
         c_d_id: input.c_d_id,
