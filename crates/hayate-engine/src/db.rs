@@ -28,6 +28,10 @@ use crate::txn::{
 };
 use crate::wal::{Wal, WalConfig, WalStats};
 
+/// Longest a task thread sleeps waiting for another thread to release a row lock before it
+/// polls its tasks again (lock timeouts and other wake-ups are checked then).
+const LOCK_RELEASE_WAIT_MAX: Duration = Duration::from_millis(1);
+
 /// How much memory the buffer pool gets.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum BufferSize {
@@ -264,11 +268,13 @@ impl Database {
     ) -> Result<(Vec<T>, exec::ExecStats)> {
         // A batch claims one frame per page; leave most of the pool to everyone else.
         let batch_pages_max = (self.inner.pool.stats().frame_count as usize / 4).max(1);
+        let manager = &self.inner.manager;
         exec::run_tasks(
             &self.inner.pool,
             tasks,
             batch_pages_max,
             &self.inner.log_flusher,
+            &|epoch| manager.wait_for_lock_release(epoch, LOCK_RELEASE_WAIT_MAX),
         )
     }
 

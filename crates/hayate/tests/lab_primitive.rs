@@ -44,7 +44,7 @@ fn quick_primitive_run_writes_complete_results() {
         assert!(run["latency"]["p99_us"].as_f64().unwrap() > 0.0, "{what}");
         assert!(run["engine_settings"]["commit"].is_string(), "{what}");
         let split = &run["time_split"];
-        let total: f64 = ["cpu", "read_io", "write_io", "log_wait"]
+        let total: f64 = ["cpu", "read_io", "write_io", "log_wait", "lock_wait"]
             .iter()
             .map(|part| split[part].as_f64().unwrap())
             .sum();

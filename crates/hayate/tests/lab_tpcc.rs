@@ -74,7 +74,7 @@ fn tpcc_loads_runs_checks_and_survives_kills() {
         assert!(typed["committed"].as_u64().unwrap() > 0, "{typed}");
     }
     let split = &run["time_split"];
-    let shares: f64 = ["cpu", "read_io", "write_io", "log_wait"]
+    let shares: f64 = ["cpu", "read_io", "write_io", "log_wait", "lock_wait"]
         .iter()
         .map(|part| split[part].as_f64().unwrap())
         .sum();

@@ -12,7 +12,8 @@
 //!    the executor asks the database's log flusher (`flusher`) for the highest position asked
 //!    for and goes on loading pages while the flusher's fdatasync runs, so every commit of the
 //!    round shares one flush and the thread blocks on the log only when it has nothing else
-//!    to do. Row-lock waits poll and yield (`Yield`).
+//!    to do. A task that finds a row lock taken waits for the lock table's next release
+//!    (`LockWait`); a round whose tasks all wait for locks sleeps until one is released.
 //!
 //! So one thread keeps as many reads in flight as it has waiting tasks and blocks once per
 //! batch instead of once per read, and commits of all its tasks share flushes. Limits: applying
@@ -39,6 +40,10 @@ thread_local! {
     static WANTED_LSN: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     /// The durable log position as of the start of the round.
     static DURABLE_LSN: Cell<u64> = const { Cell::new(0) };
+    /// The lowest lock-release epoch tasks polled in this round wait to pass (`LockWait`).
+    static LOCK_EPOCH: Cell<Option<u64>> = const { Cell::new(None) };
+    /// Whether a task of this round yielded without saying what for (`Yield`).
+    static YIELDED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// A future that is ready once the log is durable up to `lsn`; until then it asks the
@@ -86,6 +91,38 @@ impl Future for Yield {
             return Poll::Ready(());
         }
         self.yielded = true;
+        YIELDED.with(|yielded| yielded.set(true));
+        Poll::Pending
+    }
+}
+
+/// A future that is pending once, telling the executor the task waits for a row lock held by
+/// another transaction: a round whose tasks wait only for locks sleeps until a lock is
+/// released after `epoch` (the lock table's release count when the task found the lock
+/// taken), instead of spinning and taking the CPU from the lock's holder.
+pub struct LockWait {
+    epoch: u64,
+    waited: bool,
+}
+
+impl LockWait {
+    pub fn new(epoch: u64) -> LockWait {
+        LockWait {
+            epoch,
+            waited: false,
+        }
+    }
+}
+
+impl Future for LockWait {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _context: &mut Context<'_>) -> Poll<()> {
+        if self.waited {
+            return Poll::Ready(());
+        }
+        self.waited = true;
+        let epoch = self.epoch;
+        LOCK_EPOCH.with(|lowest| lowest.set(Some(lowest.get().map_or(epoch, |e| e.min(epoch)))));
         Poll::Pending
     }
 }
@@ -129,17 +166,22 @@ pub struct ExecStats {
     pub log_flushes: u64,
     /// Times the thread had nothing to do but wait for the log.
     pub log_waits: u64,
+    /// Times the thread had nothing to do but wait for another thread to release a row lock.
+    pub lock_waits: u64,
 }
 
 pub type Task<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
 /// Runs the tasks to completion on this thread; returns their outputs in order. At most
 /// `batch_pages_max` pages are loaded per batch (bounded by the pool's size).
+/// `wait_for_release(epoch)` blocks until a row lock is released after `epoch` (or briefly,
+/// at most): it is called when the round's tasks wait for nothing but locks.
 pub fn run_tasks<'a, T>(
     pool: &BufferPool,
     tasks: Vec<Task<'a, T>>,
     batch_pages_max: usize,
     log: &flusher::LogFlusher,
+    wait_for_release: &dyn Fn(u64),
 ) -> Result<(Vec<T>, ExecStats)> {
     let mut stats = ExecStats {
         tasks: tasks.len() as u64,
@@ -151,6 +193,8 @@ pub fn run_tasks<'a, T>(
     let batch_pages_max = batch_pages_max.max(1);
     WANTED.with(|wanted| wanted.borrow_mut().clear());
     WANTED_LSN.with(|wanted| wanted.set((0, 0)));
+    LOCK_EPOCH.with(|epoch| epoch.set(None));
+    YIELDED.with(|yielded| yielded.set(false));
     loop {
         DURABLE_LSN.with(|durable| durable.set(log.durable_lsn()));
         let mut pending = 0;
@@ -176,14 +220,21 @@ pub fn run_tasks<'a, T>(
             stats.log_flushes += 1;
         }
         let mut wanted = WANTED.with(|wanted| std::mem::take(&mut *wanted.borrow_mut()));
+        let lock_epoch = LOCK_EPOCH.with(|epoch| epoch.replace(None));
+        let yielded = YIELDED.with(|yielded| yielded.replace(false));
         if wanted.is_empty() {
             if lowest_lsn > 0 {
                 // Nothing to read: wait until the first waiting commit is durable.
                 let _log_wait = phase::enter(phase::Phase::LogWait);
                 log.wait_durable(lowest_lsn)?;
                 stats.log_waits += 1;
+            } else if let (Some(epoch), false) = (lock_epoch, yielded) {
+                // Every waiting task waits for a lock another thread's transaction holds.
+                let _lock_wait = phase::enter(phase::Phase::LockWait);
+                wait_for_release(epoch);
+                stats.lock_waits += 1;
             } else {
-                std::thread::yield_now(); // waiting for locks or other threads; poll again
+                std::thread::yield_now(); // waiting for other threads; poll again
             }
             continue;
         }

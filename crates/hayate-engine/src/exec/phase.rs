@@ -21,10 +21,18 @@ pub enum Phase {
     ReadIo = 1,
     WriteIo = 2,
     LogWait = 3,
+    /// Waiting for a row lock another thread's transaction holds.
+    LockWait = 4,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 4] = [Phase::Cpu, Phase::ReadIo, Phase::WriteIo, Phase::LogWait];
+    pub const ALL: [Phase; 5] = [
+        Phase::Cpu,
+        Phase::ReadIo,
+        Phase::WriteIo,
+        Phase::LogWait,
+        Phase::LockWait,
+    ];
 }
 
 /// A stretch of time a thread spent in one phase.
@@ -41,7 +49,7 @@ pub struct PhaseSpan {
 #[derive(Debug, Clone, Default)]
 pub struct PhaseReport {
     /// Time per phase, indexed by `Phase as usize`.
-    pub totals: [Duration; 4],
+    pub totals: [Duration; Phase::ALL.len()],
     pub spans: Vec<PhaseSpan>,
 }
 
@@ -64,7 +72,7 @@ impl PhaseReport {
 struct State {
     current: Phase,
     since: Instant,
-    totals_ns: [u64; 4],
+    totals_ns: [u64; Phase::ALL.len()],
     spans: Vec<PhaseSpan>,
     record_until: Option<Instant>,
     in_flight: u32,
@@ -99,7 +107,7 @@ pub fn start(record_spans_until: Option<Instant>) {
         *state.borrow_mut() = Some(State {
             current: Phase::Cpu,
             since: Instant::now(),
-            totals_ns: [0; 4],
+            totals_ns: [0; Phase::ALL.len()],
             spans: Vec::new(),
             record_until: record_spans_until,
             in_flight: 0,

@@ -143,6 +143,12 @@ impl TxnManager {
         &self.wal
     }
 
+    /// Blocks until a row lock is released after `epoch` (see `LockTable::release_epoch`), or
+    /// for `limit` at most.
+    pub fn wait_for_lock_release(&self, epoch: u64, limit: std::time::Duration) {
+        self.locks.wait_for_release(epoch, limit);
+    }
+
     pub fn visible_ts(&self) -> u64 {
         self.visible_ts.load(Ordering::Acquire)
     }

@@ -9,7 +9,7 @@ use super::locks::LockKey;
 use super::{row, TreeId, TreeInfo, TxnManager};
 use crate::btree::{BTree, Cursor, NodeLimits, TryLookup, VALUE_LENGTH_MAX};
 use crate::error::{Error, Result};
-use crate::exec::{LogWait, PageWait, Yield};
+use crate::exec::{LockWait, LogWait, PageWait, Yield};
 use crate::wal::{Lsn, Op};
 
 /// Why a transaction can no longer commit.
@@ -222,12 +222,16 @@ impl Transaction {
         }
         let lock_key = (info.id, key.to_vec());
         let deadline = std::time::Instant::now() + self.manager.locks.timeout();
-        while !self.manager.locks.try_lock(self.txn_id, &lock_key) {
+        loop {
+            let epoch = self.manager.locks.release_epoch();
+            if self.manager.locks.try_lock(self.txn_id, &lock_key) {
+                break;
+            }
             if std::time::Instant::now() >= deadline {
                 let timeout_ms = self.manager.locks.timeout().as_millis() as u64;
                 return Err(self.fail(Error::LockTimeout(timeout_ms)));
             }
-            Yield::default().await;
+            LockWait::new(epoch).await;
         }
         if !self.locked.contains(&lock_key) {
             self.locked.push(lock_key.clone());

@@ -182,6 +182,9 @@ pub struct TimeSplit {
     pub read_io: f64,
     pub write_io: f64,
     pub log_wait: f64,
+    /// Waiting for row locks held by another thread's transactions (none in older files).
+    #[serde(default)]
+    pub lock_wait: f64,
 }
 
 /// alpha = device IOPS during the run / IOPS when the run's trace is replayed alone.
@@ -334,6 +337,7 @@ pub enum SpanKind {
     ReadIo,
     WriteIo,
     LogWait,
+    LockWait,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]

@@ -346,6 +346,7 @@ pub(crate) fn time_split(phases: &PhaseReport) -> TimeSplit {
         read_io: share(Phase::ReadIo),
         write_io: share(Phase::WriteIo),
         log_wait: share(Phase::LogWait),
+        lock_wait: share(Phase::LockWait),
     }
 }
 
@@ -375,6 +376,7 @@ pub(crate) fn timeline(
                         Phase::ReadIo => SpanKind::ReadIo,
                         Phase::WriteIo => SpanKind::WriteIo,
                         Phase::LogWait => SpanKind::LogWait,
+                        Phase::LockWait => SpanKind::LockWait,
                     },
                     in_flight: span.in_flight,
                 })

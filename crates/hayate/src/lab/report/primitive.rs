@@ -32,6 +32,7 @@ pub const CPU_COLOR: &str = "#0072B2";
 pub const READ_COLOR: &str = "#E69F00";
 pub const WRITE_COLOR: &str = "#CC79A7";
 pub const LOG_COLOR: &str = "#009E73";
+pub const LOCK_COLOR: &str = "#6e7781";
 
 /// A sweep's identity; the field order is the order of legends: modes (select first),
 /// engines (Hayate first), device classes (real first), write policies.
@@ -557,11 +558,18 @@ fn split_chart(mode: &str, runs: &[&PrimitiveRun]) -> String {
         ("read I/O", READ_COLOR),
         ("write I/O", WRITE_COLOR),
         ("log wait", LOG_COLOR),
+        ("lock wait", LOCK_COLOR),
     ];
     let rows = (runs.iter())
         .filter_map(|run| run.time_split.map(|split| (run, split)))
         .map(|(run, split)| {
-            let shares = [split.cpu, split.read_io, split.write_io, split.log_wait];
+            let shares = [
+                split.cpu,
+                split.read_io,
+                split.write_io,
+                split.log_wait,
+                split.lock_wait,
+            ];
             let segments = (parts.iter().zip(shares))
                 .map(|((name, color), share)| Segment {
                     value: share.max(0.0),
@@ -630,9 +638,15 @@ fn run_tables(collection: &Collection) -> String {
 
         let mut row = identity;
         let split = run.time_split.map(|split| {
-            [split.cpu, split.read_io, split.write_io, split.log_wait]
-                .map(format_percent)
-                .join(" / ")
+            [
+                split.cpu,
+                split.read_io,
+                split.write_io,
+                split.log_wait,
+                split.lock_wait,
+            ]
+            .map(format_percent)
+            .join(" / ")
         });
         let model = run.model.map(|model| {
             format!(

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::device::figure;
 use super::html::{format_decimal, format_grouped, format_percent};
-use super::primitive::{emulation_note, CPU_COLOR, LOG_COLOR, READ_COLOR, WRITE_COLOR};
+use super::primitive::{emulation_note, CPU_COLOR, LOCK_COLOR, LOG_COLOR, READ_COLOR, WRITE_COLOR};
 use super::svg::{TimelineChart, TimelineRow, PLOT_WIDTH};
 use super::Collection;
 use crate::lab::results::{SpanKind, Timeline};
@@ -13,11 +13,12 @@ use crate::lab::results::{SpanKind, Timeline};
 /// Rows drawn at most; more workers are left out (the caption says how many).
 const WORKERS_SHOWN_MAX: usize = 48;
 
-const KINDS: [(SpanKind, &str, &str); 4] = [
+const KINDS: [(SpanKind, &str, &str); 5] = [
     (SpanKind::Cpu, "CPU", CPU_COLOR),
     (SpanKind::ReadIo, "read I/O", READ_COLOR),
     (SpanKind::WriteIo, "write I/O", WRITE_COLOR),
     (SpanKind::LogWait, "log wait", LOG_COLOR),
+    (SpanKind::LockWait, "lock wait", LOCK_COLOR),
 ];
 
 fn kind_index(kind: SpanKind) -> usize {

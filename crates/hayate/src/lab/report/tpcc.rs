@@ -9,7 +9,7 @@ use super::device::figure;
 use super::html::{self, escape, format_decimal, format_grouped, format_percent, or_dash};
 use super::primitive::{
     class_cell, class_label, class_style, engine_color, percent_tick, relative_tick, CPU_COLOR,
-    LOG_COLOR, READ_COLOR, WRITE_COLOR,
+    LOCK_COLOR, LOG_COLOR, READ_COLOR, WRITE_COLOR,
 };
 use super::svg::{
     Axis, BarChart, BarRow, BarSeries, HorizontalBars, LegendEntry, LineChart, Marker, Marking,
@@ -213,11 +213,18 @@ fn split_chart(collection: &Collection) -> String {
         ("read I/O", READ_COLOR),
         ("write I/O", WRITE_COLOR),
         ("log wait", LOG_COLOR),
+        ("lock wait", LOCK_COLOR),
     ];
     let rows: Vec<BarRow> = runs(collection)
         .filter_map(|run| run.time_split.map(|split| (run, split)))
         .map(|(run, split)| {
-            let shares = [split.cpu, split.read_io, split.write_io, split.log_wait];
+            let shares = [
+                split.cpu,
+                split.read_io,
+                split.write_io,
+                split.log_wait,
+                split.lock_wait,
+            ];
             BarRow {
                 label: run_label(run),
                 segments: parts

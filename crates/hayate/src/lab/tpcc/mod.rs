@@ -516,7 +516,7 @@ fn run_hayate(
     for &class in &args.device_class {
         driver.set_device_class(class.class());
         for &percent in percents {
-            let bytes = (meta.stored_bytes as f64 * percent / 100.0) as u64;
+            let bytes = hayate_buffer_bytes(driver, meta, percent)?;
             driver
                 .set_buffer_bytes(bytes)
                 .map_err(engine_error("hayate"))?;
@@ -530,6 +530,21 @@ fn run_hayate(
         .map_err(engine_error("hayate"))?;
     let conditions = check_engine(driver, &plan.scale, Conditions::All { just_loaded: false })?;
     results.check("hayate", conditions)
+}
+
+/// Hayate's buffer for a run at `percent`: that share of the database as stored when the run
+/// starts (TPC-C grows as it runs). A buffer of 100% or more gets room for the run's inserts
+/// as well (half the database again), so that it really holds everything throughout.
+fn hayate_buffer_bytes(driver: &HayateDriver, meta: &LoadMeta, percent: f64) -> CliResult<u64> {
+    if driver.database().is_none() {
+        // Closed after the last run's replay: open it to see how large it is now.
+        driver
+            .set_buffer_bytes(64 << 20)
+            .map_err(engine_error("hayate"))?;
+    }
+    let stored = driver.stored_bytes().unwrap_or(meta.stored_bytes);
+    let headroom = if percent >= 100.0 { 1.5 } else { 1.0 };
+    Ok((stored as f64 * percent / 100.0 * headroom) as u64)
 }
 
 #[cfg(feature = "peers")]
@@ -675,7 +690,7 @@ fn print_run(run: &TpccRun) {
 fn print_summary(runs: &[TpccRun]) {
     let header = [
         "engine", "device", "buffer", "NOPM", "tx/s", "reads/s", "writes/s", "hit", "tx/flush",
-        "CPU/tx", "CPU", "read", "write", "log", "alpha",
+        "CPU/tx", "CPU", "read", "write", "log", "lock", "alpha",
     ];
     let rows: Vec<Vec<String>> = runs
         .iter()
@@ -703,6 +718,7 @@ fn print_summary(runs: &[TpccRun]) {
                 share(split.map(|split| split.read_io)),
                 share(split.map(|split| split.write_io)),
                 share(split.map(|split| split.log_wait)),
+                share(split.map(|split| split.lock_wait)),
                 run.alpha
                     .map_or("-".into(), |alpha| format!("{:.2}", alpha.alpha)),
             ]
