@@ -74,7 +74,7 @@ fn worker_us_per_transaction(run: &PrimitiveRun) -> Option<f64> {
 /// Non-CPU wait per transaction of a run, from its time split (None without one).
 fn wait_us_per_transaction(run: &PrimitiveRun) -> Option<f64> {
     let split = run.time_split?;
-    let waiting = (split.read_io + split.write_io + split.log_wait).max(0.0);
+    let waiting = (split.read_io + split.write_io + split.log_wait + split.lock_wait).max(0.0);
     Some(waiting * worker_us_per_transaction(run)?)
 }
 
@@ -234,6 +234,7 @@ mod tests {
             read_io: 0.0,
             write_io: 0.0,
             log_wait: 0.25,
+            lock_wait: 0.0,
         });
         // Worker time per transaction: 2 threads / 100,000 tx/s = 20 us; a quarter waits: 5 us.
         let at_one_percent = run(1.0, 20_000.0, 30_000.0, 25.0);

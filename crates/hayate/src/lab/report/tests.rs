@@ -6,8 +6,10 @@ use std::path::Path;
 
 use super::*;
 use crate::lab::results::{
-    Alpha, DeviceInfo, DevicePoint, IoRates, Percentiles, Span, SpanKind, TimeSplit, WorkerTimeline,
+    Alpha, CrashCycle, DeviceInfo, DevicePoint, IoRates, Percentiles, Span, SpanKind, TimeSplit,
+    TpccCheck, TpccCrashResults, TpccResults, TpccRun, TpccTypeRun, WorkerTimeline,
 };
+use crate::lab::tpcc::check::ConditionResult;
 use crate::report::Machine;
 
 fn envelope<T>(kind: &str, results: T) -> ResultFile<T> {
@@ -122,7 +124,8 @@ fn primitive_run(engine: &str, class: &str, buffer_percent: f64) -> PrimitiveRun
             cpu: 0.7,
             read_io: 0.25,
             write_io: 0.03,
-            log_wait: 0.02,
+            log_wait: 0.01,
+            lock_wait: 0.01,
         }),
         alpha: (engine == "hayate").then_some(Alpha {
             run_iops: 100_000.0,
@@ -144,6 +147,7 @@ fn timeline() -> Timeline {
         SpanKind::ReadIo,
         SpanKind::Cpu,
         SpanKind::LogWait,
+        SpanKind::LockWait,
     ];
     let workers = (0..2)
         .map(|worker| WorkerTimeline {
@@ -319,4 +323,129 @@ fn command_lines_are_quoted_as_typed() {
         shell_words(&arguments),
         "hayate --dir '/mnt/a b' 'it'\\''s' ''"
     );
+}
+
+fn tpcc_run(engine: &str, class: &str, buffer_percent: f64, tps: f64) -> TpccRun {
+    TpccRun {
+        engine: engine.to_string(),
+        device_class: class.to_string(),
+        emulated: class != "real",
+        buffer_percent,
+        warehouses: 1,
+        terminals: 30,
+        seconds: 10.0,
+        nopm: tps * 0.45 * 60.0,
+        transactions_per_second: tps,
+        per_type: [
+            "new-order",
+            "payment",
+            "order-status",
+            "delivery",
+            "stock-level",
+        ]
+        .iter()
+        .map(|name| TpccTypeRun {
+            name: name.to_string(),
+            committed: (tps * 2.0) as u64,
+            per_second: tps / 5.0,
+            latency: latency(5_000.0),
+        })
+        .collect(),
+        retries: BTreeMap::from([("delivery: serialization".to_string(), 3)]),
+        time_split: (engine == "hayate").then_some(TimeSplit {
+            cpu: 0.5,
+            read_io: 0.3,
+            write_io: 0.0,
+            log_wait: 0.15,
+            lock_wait: 0.05,
+        }),
+        alpha: (engine == "hayate").then_some(Alpha {
+            run_iops: 20_000.0,
+            replay_iops: 25_000.0,
+            alpha: 0.8,
+            trace_records: 200_000,
+            replay_concurrency: 30,
+        }),
+        ..TpccRun::default()
+    }
+}
+
+fn condition(number: u32, failures: u64) -> ConditionResult {
+    ConditionResult {
+        number,
+        title: format!("condition {number}"),
+        checked: 10,
+        failures,
+        example: None,
+    }
+}
+
+#[test]
+fn tpcc_results_get_their_section() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let dir = temporary.path();
+    let mut runs = Vec::new();
+    for (engine, class) in [
+        ("hayate", "real"),
+        ("hayate", "nand"),
+        ("postgresql", "real"),
+    ] {
+        for (buffer, tps) in [(5.0, 1_000.0), (100.0, 4_000.0)] {
+            runs.push(tpcc_run(engine, class, buffer, tps));
+        }
+    }
+    let checks = vec![
+        TpccCheck {
+            engine: "hayate".into(),
+            when: "after runs".into(),
+            conditions: (1..=10).chain([12]).map(|n| condition(n, 0)).collect(),
+        },
+        TpccCheck {
+            engine: "postgresql".into(),
+            when: "after runs".into(),
+            conditions: vec![condition(1, 0), condition(3, 2)],
+        },
+    ];
+    write_json(
+        dir,
+        "tpcc-5.json",
+        &envelope("tpcc", TpccResults { runs, checks }),
+    );
+    let crash = TpccCrashResults {
+        warehouses: 1,
+        terminals: 16,
+        cycles: (1..=3)
+            .map(|cycle| CrashCycle {
+                cycle,
+                ran_ms: 500,
+                acknowledged_new_orders: 100,
+                recovery_ms: 400 + u64::from(cycle),
+                conditions: (1..=4).map(|n| condition(n, 0)).collect(),
+                passed: true,
+                ..CrashCycle::default()
+            })
+            .collect(),
+    };
+    write_json(dir, "tpcc-crash-6.json", &envelope("tpcc-crash", crash));
+    let collection = load(dir).expect("TPC-C results alone make a report");
+    assert_eq!(collection.tpcc.len(), 1);
+    assert_eq!(collection.tpcc_crashes.len(), 1);
+    let page = render(&collection, dir);
+    for text in [
+        "TPC-C: transactions per second by buffer size",
+        "TPC-C on the real device: NOPM side by side",
+        "TPC-C: storage utilization (alpha)",
+        "TPC-C: where Hayate&#39;s workers&#39; time went",
+        "lock wait",
+        "delivery: serialization 3",
+        "FAILED: 3",
+        "all pass",
+        "Crash loop: recovery time per cycle",
+        "hayate, nand (emulated: every I/O ≥ 100 µs)",
+        "postgresql, real device",
+    ] {
+        assert!(page.contains(text), "the report lacks {text:?}");
+    }
+    // Throughput, side by side, alpha, split and the crash chart.
+    assert_eq!(page.matches("<svg").count(), 5);
 }

@@ -147,7 +147,7 @@ fn zoom_window_us(lengths: impl Iterator<Item = f64>, window_us: f64) -> Option<
 
 /// Window, workers shown, and the share of span time of each kind.
 fn caption(file_name: &str, timeline: &Timeline, shown: usize, drawn_until_us: f64) -> String {
-    let mut totals = [0.0f64; 4];
+    let mut totals = [0.0f64; KINDS.len()];
     let mut spans = 0usize;
     let mut in_flight_us = 0.0;
     for worker in &timeline.workers {
