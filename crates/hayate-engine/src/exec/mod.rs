@@ -154,6 +154,35 @@ impl Future for PageWait {
     }
 }
 
+/// A future that is pending once, after asking the executor for several pages (loaded in the
+/// same batch).
+pub struct PagesWait {
+    pages: Vec<PageId>,
+    asked: bool,
+}
+
+impl PagesWait {
+    pub fn new(pages: Vec<PageId>) -> PagesWait {
+        PagesWait {
+            pages,
+            asked: false,
+        }
+    }
+}
+
+impl Future for PagesWait {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _context: &mut Context<'_>) -> Poll<()> {
+        if self.asked {
+            return Poll::Ready(());
+        }
+        self.asked = true;
+        let pages = std::mem::take(&mut self.pages);
+        WANTED.with(|wanted| wanted.borrow_mut().extend(pages));
+        Poll::Pending
+    }
+}
+
 /// What `run_tasks` did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExecStats {

@@ -9,7 +9,7 @@ use super::locks::LockKey;
 use super::{row, TreeId, TreeInfo, TxnManager};
 use crate::btree::{BTree, Cursor, NodeLimits, TryLookup, VALUE_LENGTH_MAX};
 use crate::error::{Error, Result};
-use crate::exec::{LockWait, LogWait, PageWait, Yield};
+use crate::exec::{LockWait, LogWait, PageWait, PagesWait, Yield};
 use crate::wal::{Lsn, Op};
 
 /// Why a transaction can no longer commit.
@@ -37,6 +37,9 @@ impl Failure {
         }
     }
 }
+
+/// Batched loads `prefetch_async` waits for at most (a tree's height, plus overflow pages).
+const PREFETCH_ROUNDS_MAX: usize = 6;
 
 pub struct Transaction {
     manager: Arc<TxnManager>,
@@ -122,6 +125,29 @@ impl Transaction {
                 TryLookup::Missing(page_id) => PageWait::new(page_id).await,
             }
         }
+    }
+
+    /// Brings the pages holding `keys` (tree, key) into the buffer for tasks: every missing
+    /// page of every key is loaded in the same batch, one batch per tree level at most, so a
+    /// task about to read many rows waits about once rather than once per row. Reads nothing
+    /// for the caller; the later `get_async` calls then hit.
+    pub async fn prefetch_async(&self, keys: &[(TreeId, Vec<u8>)]) -> Result<()> {
+        for _level in 0..PREFETCH_ROUNDS_MAX {
+            let mut missing = Vec::new();
+            for (tree, key) in keys {
+                let info = self.tree(*tree)?;
+                if let TryLookup::Missing(page) =
+                    BTree::open(info.root).try_get(&self.manager.pool, key)?
+                {
+                    missing.push(page);
+                }
+            }
+            if missing.is_empty() {
+                break;
+            }
+            PagesWait::new(missing).await;
+        }
+        Ok(())
     }
 
     /// Reads a row and locks it against other writers (SELECT ... FOR UPDATE). Fails with a

@@ -503,6 +503,16 @@ fn row_entries(trees: &Trees, row: &Row, history_number: u64) -> Vec<(TreeId, Ve
     }
 }
 
+/// The number of a run-time HISTORY row: from 2^63 up (never a load's, which are customer
+/// ids), increasing (so inserts append at the right edge of each district's range, whose leaf
+/// is resident, instead of landing on a random leaf the commit would read synchronously),
+/// and unique across restarts (microseconds since the epoch, shifted, when first used).
+fn next_history_number() -> u64 {
+    static NEXT: std::sync::OnceLock<AtomicU64> = std::sync::OnceLock::new();
+    let next = NEXT.get_or_init(|| AtomicU64::new((1u64 << 63) | (now_micros() as u64) << 10));
+    next.fetch_add(1, Ordering::Relaxed)
+}
+
 fn history_key(w_id: u32, d_id: u32, number: u64) -> Vec<u8> {
     let mut bytes = key(&[w_id, d_id]);
     bytes.extend_from_slice(&number.to_be_bytes());
@@ -698,6 +708,16 @@ async fn new_order(
     let customer = decode_customer(
         &customer.ok_or_else(|| missing(format!("customer {w_id}/{d_id}/{}", input.c_id)))?,
     )?;
+    // Every item and stock page the order needs, loaded in one batch (not one per line).
+    let wanted: Vec<(TreeId, Vec<u8>)> = (input.items.iter())
+        .flat_map(|line| {
+            [
+                (trees.item, key(&[line.i_id])),
+                (trees.stock, key(&[line.supply_w_id, line.i_id])),
+            ]
+        })
+        .collect();
+    txn.prefetch_async(&wanted).await?;
     let mut items = Vec::with_capacity(input.items.len());
     for line in &input.items {
         match txn.get_async(trees.item, &key(&[line.i_id])).await? {
@@ -879,8 +899,7 @@ async fn payment(db: &Database, trees: &Trees, input: &PaymentInput) -> DriverRe
         amount: input.amount,
         data: format!("{}    {}", warehouse.name, district.name),
     };
-    // Run-time history rows are numbered from 2^63 up by a random number: never a load's.
-    let number = (1u64 << 63) | rand::random::<u64>() >> 1;
+    let number = next_history_number();
     txn.insert_async(
         trees.history,
         &history_key(input.w_id, input.d_id, number),
@@ -1023,6 +1042,10 @@ async fn stock_level(db: &Database, trees: &Trees, input: &StockLevelInput) -> D
     while let Some((_, value)) = scan.next_row()? {
         items.insert(decode_order_line(&value)?.i_id);
     }
+    let wanted: Vec<(TreeId, Vec<u8>)> = (items.iter())
+        .map(|i_id| (trees.stock, key(&[w_id, *i_id])))
+        .collect();
+    txn.prefetch_async(&wanted).await?;
     let mut low = 0;
     for i_id in items {
         let stock = txn.get_async(trees.stock, &key(&[w_id, i_id])).await?;
