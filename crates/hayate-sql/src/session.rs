@@ -48,6 +48,13 @@ pub struct Prepared {
     pub columns: Vec<OutputColumn>,
 }
 
+impl Prepared {
+    /// The plan as bound (the access path of a read shows in it).
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
 pub struct Session {
     catalog: Arc<Catalog>,
     state: State,
