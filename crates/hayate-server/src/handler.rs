@@ -83,11 +83,13 @@ impl ConnectionState {
 }
 
 pub fn error_info(error: &SqlError) -> ErrorInfo {
-    ErrorInfo::new(
+    let mut info = ErrorInfo::new(
         "ERROR".to_string(),
         error.code.to_string(),
         error.message.clone(),
-    )
+    );
+    info.detail = error.detail.clone();
+    info
 }
 
 fn user_error(error: SqlError) -> PgWireError {

@@ -43,7 +43,8 @@ UPDATE 1
 (1 row)
 
 COMMIT
-psql:<stdin>:8: ERROR:  duplicate key value violates unique constraint \"t_pkey\": Key (id)=(1) already exists.
+psql:<stdin>:8: ERROR:  duplicate key value violates unique constraint \"t_pkey\"
+DETAIL:  Key (id)=(1) already exists.
 BEGIN
 psql:<stdin>:10: ERROR:  relation \"nope\" does not exist
 psql:<stdin>:11: ERROR:  current transaction is aborted, commands ignored until end of transaction block
@@ -106,8 +107,9 @@ fn psql_script() {
     // comparing each stream with its part of the expected transcript.
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let (expected_errors, expected_results): (Vec<&str>, Vec<&str>) =
-        EXPECTED.lines().partition(|line| line.starts_with("psql:"));
+    let (expected_errors, expected_results): (Vec<&str>, Vec<&str>) = EXPECTED
+        .lines()
+        .partition(|line| line.starts_with("psql:") || line.starts_with("DETAIL:"));
     let errors: Vec<&str> = stderr.lines().collect();
     let results: Vec<&str> = stdout.lines().collect();
     assert_eq!(errors, expected_errors, "psql stderr:\n{stderr}");

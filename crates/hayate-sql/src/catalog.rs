@@ -203,7 +203,7 @@ impl Table {
                     }
                 }
                 txn.abort();
-                self.next_row_id.store(last.max(0) + 1, Ordering::SeqCst);
+                self.next_row_id.store(last + 1, Ordering::SeqCst);
                 *initialized = true;
             }
         }

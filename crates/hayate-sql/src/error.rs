@@ -45,6 +45,8 @@ pub mod sqlstate {
 pub struct SqlError {
     pub code: &'static str,
     pub message: String,
+    /// PostgreSQL's DETAIL field (e.g. which key was duplicated).
+    pub detail: Option<String>,
 }
 
 pub type SqlResult<T> = std::result::Result<T, SqlError>;
@@ -54,7 +56,13 @@ impl SqlError {
         SqlError {
             code,
             message: message.into(),
+            detail: None,
         }
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> SqlError {
+        self.detail = Some(detail.into());
+        self
     }
 
     pub fn syntax(message: impl Into<String>) -> SqlError {

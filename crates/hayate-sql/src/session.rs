@@ -146,7 +146,9 @@ impl Session {
         })
     }
 
-    /// Runs every statement of a query string; stops at the first error.
+    /// Runs every statement of a query string; stops at the first error. Several statements
+    /// outside a block run as one implicit transaction, as in PostgreSQL, unless they contain
+    /// transaction control or DDL (then each statement is its own transaction).
     pub fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
         let statements = match parse(sql) {
             Ok(statements) => statements,
@@ -155,6 +157,21 @@ impl Session {
                 return vec![Err(error)];
             }
         };
+        let implicit = statements.len() > 1
+            && matches!(self.state, State::Idle)
+            && statements.iter().all(|statement| {
+                !matches!(
+                    statement,
+                    Statement::StartTransaction { .. }
+                        | Statement::Commit { .. }
+                        | Statement::Rollback { .. }
+                        | Statement::CreateTable(_)
+                        | Statement::Drop { .. }
+                )
+            });
+        if implicit {
+            self.state = State::InBlock(self.catalog.database().begin());
+        }
         let mut outcomes = Vec::with_capacity(statements.len());
         for statement in statements {
             let outcome = self.execute_statement(statement);
@@ -162,6 +179,14 @@ impl Session {
             outcomes.push(outcome);
             if failed {
                 break;
+            }
+        }
+        if implicit {
+            // A failed statement left the state Failed (its transaction aborted).
+            if let State::InBlock(txn) = std::mem::replace(&mut self.state, State::Idle) {
+                if let Err(error) = txn.commit() {
+                    outcomes.push(Err(error.into()));
+                }
             }
         }
         outcomes

@@ -144,7 +144,7 @@ impl Value {
             (Value::Int(v), DataType::Float8) => Ok(Value::Float(v as f64)),
             (Value::Float(v), t) if t.is_integer() => {
                 let rounded = v.round_ties_even();
-                if !rounded.is_finite() || rounded < -9.2e18 || rounded > 9.2e18 {
+                if !(-9.2e18..=9.2e18).contains(&rounded) {
                     return Err(SqlError::new(
                         sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
                         format!("{} out of range", t.name()),

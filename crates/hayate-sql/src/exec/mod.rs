@@ -39,6 +39,9 @@ pub struct Executor<'a> {
 /// A row read from a table: its key and its column values.
 type KeyedRow = (Vec<u8>, Vec<Value>);
 
+/// The start and end of a scan, as owned keys.
+type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 impl Executor<'_> {
     /// Runs a query or a DML statement.
     pub fn run(&self, plan: &Plan, txn: &mut Transaction) -> SqlResult<Outcome> {
@@ -122,11 +125,7 @@ impl Executor<'_> {
     }
 
     /// The byte range of a range scan (None: empty), from bounds on the first key column.
-    fn range(
-        &self,
-        table: &Table,
-        access: &Access,
-    ) -> SqlResult<Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)>> {
+    fn range(&self, table: &Table, access: &Access) -> SqlResult<Option<KeyRange>> {
         let Access::Range { lower, upper } = access else {
             return Ok(Some((Bound::Unbounded, Bound::Unbounded)));
         };
@@ -457,13 +456,15 @@ fn duplicate_key(table: &Table, values: &[Value]) -> SqlError {
     SqlError::new(
         sqlstate::UNIQUE_VIOLATION,
         format!(
-            "duplicate key value violates unique constraint \"{}_pkey\": Key ({})=({}) already \
-             exists.",
-            table.def.name,
-            columns.join(", "),
-            key.join(", ")
+            "duplicate key value violates unique constraint \"{}_pkey\"",
+            table.def.name
         ),
     )
+    .with_detail(format!(
+        "Key ({})=({}) already exists.",
+        columns.join(", "),
+        key.join(", ")
+    ))
 }
 
 fn dml_outcome(
