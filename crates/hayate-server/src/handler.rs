@@ -73,11 +73,12 @@ impl ConnectionState {
         })
     }
 
-    fn status<C: ClientInfo>(&self, client: &C) -> Wire {
-        match self.with_session(client, |session| session.status()) {
-            TransactionStatus::Idle => Wire::Idle,
-            TransactionStatus::InBlock => Wire::Transaction,
-            TransactionStatus::Failed => Wire::Error,
+    /// The transaction status for ReadyForQuery (never blocks: no statement runs then).
+    fn status(&self) -> Wire {
+        match self.session.lock().as_ref().map(Session::status) {
+            None | Some(TransactionStatus::Idle) => Wire::Idle,
+            Some(TransactionStatus::InBlock) => Wire::Transaction,
+            Some(TransactionStatus::Failed) => Wire::Error,
         }
     }
 }
@@ -159,7 +160,7 @@ impl SimpleQueryHandler for ConnectionState {
         }
         // The session, not the responses, knows the transaction state (an error inside a
         // block leaves it failed; one outside leaves it idle).
-        let status = self.status(client);
+        let status = self.status();
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);
         send_ready_for_query(client, status).await
@@ -365,7 +366,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         client.portal_store().rm_portal(DEFAULT_NAME);
-        let status = self.state.status(client);
+        let status = self.state.status();
         client.set_transaction_status(status);
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(

@@ -186,5 +186,26 @@ fn write_conflict_is_a_serialization_failure() {
         .unwrap()
         .get(0);
     assert_eq!(n, 1);
+
+    // An autocommitted UPDATE that waits for a row lock and then finds a newer version is
+    // run again on a fresh snapshot (as READ COMMITTED would), so it neither fails nor loses
+    // the other update.
+    first.batch_execute("BEGIN").unwrap();
+    first
+        .execute("UPDATE c SET n = n + 10 WHERE id = 1", &[])
+        .unwrap();
+    let waiter = std::thread::spawn(move || {
+        second
+            .execute("UPDATE c SET n = n + 100 WHERE id = 1", &[])
+            .map_err(|error| sqlstate(&error))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    first.batch_execute("COMMIT").unwrap();
+    assert_eq!(waiter.join().unwrap(), Ok(1));
+    let n: i64 = first
+        .query_one("SELECT n FROM c WHERE id = 1", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 111);
     server.stop();
 }

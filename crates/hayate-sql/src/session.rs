@@ -24,6 +24,9 @@ use crate::plan::bind::Binder;
 use crate::plan::{EvalContext, OutputColumn, Plan, TransactionControl};
 use crate::types::{DataType, Value};
 
+/// How often an autocommitted statement is run again after a write conflict.
+const AUTOCOMMIT_ATTEMPTS_MAX: u32 = 16;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransactionStatus {
     Idle,
@@ -310,19 +313,30 @@ impl Session {
             State::InBlock(txn) => executor.run(plan, txn),
             State::Failed => unreachable!("checked by check_not_failed"),
             State::Idle => {
-                let mut txn = if plan.is_read_only() {
-                    db.begin_read_only()
-                } else {
-                    db.begin()
-                };
-                match executor.run(plan, &mut txn) {
-                    Ok(outcome) => {
+                // A single statement that lost a write conflict has shown nothing to the
+                // client yet: run it again on a fresh snapshot, as PostgreSQL's READ COMMITTED
+                // re-reads a row updated under it. Inside a block the conflict is the client's
+                // (40001).
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    let mut txn = if plan.is_read_only() {
+                        db.begin_read_only()
+                    } else {
+                        db.begin()
+                    };
+                    let result = executor.run(plan, &mut txn).and_then(|outcome| {
                         txn.commit()?;
                         Ok(outcome)
-                    }
-                    Err(error) => {
-                        txn.abort();
+                    });
+                    match result {
                         Err(error)
+                            if error.code == sqlstate::SERIALIZATION_FAILURE
+                                && attempt < AUTOCOMMIT_ATTEMPTS_MAX =>
+                        {
+                            continue
+                        }
+                        result => return result,
                     }
                 }
             }
