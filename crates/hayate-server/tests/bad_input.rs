@@ -1,5 +1,5 @@
-//! Bad input never crashes the server or loses data: garbage on the socket, a malformed
-//! message after startup, oversized values and keys, and a client that disconnects in the
+//! Bad input never crashes the server or loses data: an SSL request (answered 'N'), garbage
+//! on the socket, a malformed message after startup, oversized values and keys, and a client that disconnects in the
 //! middle of a transaction (its transaction aborts and its row locks are released).
 
 mod common;
@@ -99,5 +99,22 @@ fn server_survives_bad_input() {
         .unwrap()
         .get(0);
     assert_eq!(count, 1, "the batch's insert was rolled back with it");
+    server.stop();
+}
+
+#[test]
+fn ssl_request_is_refused_with_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut request = 8u32.to_be_bytes().to_vec();
+    request.extend_from_slice(&80877103u32.to_be_bytes());
+    stream.write_all(&request).unwrap();
+    let mut answer = [0u8; 1];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"N");
     server.stop();
 }

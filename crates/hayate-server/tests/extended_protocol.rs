@@ -209,3 +209,84 @@ fn write_conflict_is_a_serialization_failure() {
     assert_eq!(n, 111);
     server.stop();
 }
+
+#[test]
+fn deadlock_is_reported_and_the_survivor_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut a = server.connect();
+    let mut b = server.connect();
+    a.batch_execute(
+        "CREATE TABLE d (id int4 PRIMARY KEY, n int4); INSERT INTO d VALUES (1, 0), (2, 0)",
+    )
+    .unwrap();
+    a.batch_execute("BEGIN").unwrap();
+    b.batch_execute("BEGIN").unwrap();
+    a.execute("UPDATE d SET n = 1 WHERE id = 1", &[]).unwrap();
+    b.execute("UPDATE d SET n = 2 WHERE id = 2", &[]).unwrap();
+    let waiter = std::thread::spawn(move || {
+        let result = a
+            .execute("UPDATE d SET n = 1 WHERE id = 2", &[])
+            .map_err(|error| sqlstate(&error));
+        (a, result)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let b_result = b
+        .execute("UPDATE d SET n = 2 WHERE id = 1", &[])
+        .map_err(|error| sqlstate(&error));
+    let (mut a, a_result) = waiter.join().unwrap();
+    // Exactly one of the two is chosen as the victim.
+    let results = [a_result.clone(), b_result.clone()];
+    assert_eq!(
+        results
+            .iter()
+            .filter(|r| **r == Err("40P01".to_string()))
+            .count(),
+        1,
+        "{results:?}"
+    );
+    assert_eq!(
+        results.iter().filter(|r| **r == Ok(1)).count(),
+        1,
+        "{results:?}"
+    );
+    a.batch_execute("COMMIT").unwrap();
+    b.batch_execute("COMMIT").unwrap();
+    let rows = a.query("SELECT n FROM d ORDER BY id", &[]).unwrap();
+    let n: Vec<i32> = rows.iter().map(|row| row.get(0)).collect();
+    let winner = if a_result.is_ok() { 1 } else { 2 };
+    assert_eq!(
+        n,
+        vec![winner, winner],
+        "the survivor's two updates, none of the victim's"
+    );
+    server.stop();
+}
+
+#[test]
+fn named_portals_fetch_in_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut client = server.connect();
+    client
+        .batch_execute(
+            "CREATE TABLE p (id int8 PRIMARY KEY); INSERT INTO p VALUES (1), (2), (3), (4), (5)",
+        )
+        .unwrap();
+    let mut transaction = client.transaction().unwrap();
+    let portal = transaction
+        .bind("SELECT id FROM p WHERE id >= $1 ORDER BY id", &[&2i64])
+        .unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let rows = transaction.query_portal(&portal, 2).unwrap();
+        if rows.is_empty() {
+            break;
+        }
+        assert!(rows.len() <= 2);
+        seen.extend(rows.iter().map(|row| row.get::<_, i64>(0)));
+    }
+    assert_eq!(seen, vec![2, 3, 4, 5]);
+    transaction.commit().unwrap();
+    server.stop();
+}

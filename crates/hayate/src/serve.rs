@@ -24,7 +24,8 @@ pub struct ServeArgs {
     /// TCP port.
     #[arg(long, default_value_t = 5432)]
     pub port: u16,
-    /// Database directory (created on first start).
+    /// Database directory (created on first start; after a crash the log is replayed on
+    /// open, `RUST_LOG=info` shows the recovery report).
     #[arg(long, value_name = "DIR", default_value = "./hayate-data")]
     pub data_dir: PathBuf,
 }
@@ -34,8 +35,6 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
         .context(|| format!("creating data directory {}", args.data_dir.display()))?;
     let db = Database::open(&args.data_dir, DatabaseConfig::default())
         .context(|| format!("opening database in {}", args.data_dir.display()))?;
-    let recovery = db.recovery_report();
-    log::info!("{recovery}");
     let catalog = Arc::new(
         Catalog::open(db.clone()).map_err(|error| CliError::new(format!("catalog: {error}")))?,
     );
