@@ -15,7 +15,9 @@ use crate::encoding::{key, row};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::{Access, KeyBound};
 use crate::plan::expr::truth;
-use crate::plan::{EvalContext, Expr, OutputColumn, Plan, Returning, SelectPlan, TableRead};
+use crate::plan::{
+    EvalContext, Expr, OutputColumn, Plan, Returning, SelectPlan, SortKey, TableRead,
+};
 use crate::types::{DataType, Value};
 
 /// What a statement returns.
@@ -227,29 +229,7 @@ impl Executor<'_> {
             output.push((sort_keys, projected));
         }
         if !select.ordered_by_key {
-            output.sort_by(|(a, _), (b, _)| {
-                for (index, key) in select.order_by.iter().enumerate() {
-                    let ordering = match (a[index].is_null(), b[index].is_null()) {
-                        (true, true) => Ordering::Equal,
-                        (true, false) if key.nulls_first => Ordering::Less,
-                        (true, false) => Ordering::Greater,
-                        (false, true) if key.nulls_first => Ordering::Greater,
-                        (false, true) => Ordering::Less,
-                        _ => {
-                            let ordering = a[index].sort_order(&b[index]);
-                            if key.descending {
-                                ordering.reverse()
-                            } else {
-                                ordering
-                            }
-                        }
-                    };
-                    if ordering != Ordering::Equal {
-                        return ordering;
-                    }
-                }
-                Ordering::Equal
-            });
+            sort_output(&mut output, &select.order_by);
         }
         let rows: Vec<Vec<Value>> = output
             .into_iter()
@@ -408,6 +388,28 @@ impl Executor<'_> {
         }
         Ok(dml_outcome("DELETE", rows.len(), returning, returned))
     }
+}
+
+/// Sorts (sort keys, row) pairs by ORDER BY: NULLs last ascending and first descending
+/// unless NULLS FIRST/LAST says otherwise. The sort is stable.
+fn sort_output(output: &mut [(Vec<Value>, Vec<Value>)], order_by: &[SortKey]) {
+    output.sort_by(|(a, _), (b, _)| {
+        for (index, key) in order_by.iter().enumerate() {
+            let ordering = match (a[index].is_null(), b[index].is_null()) {
+                (true, true) => Ordering::Equal,
+                (true, false) if key.nulls_first => Ordering::Less,
+                (true, false) => Ordering::Greater,
+                (false, true) if key.nulls_first => Ordering::Greater,
+                (false, true) => Ordering::Less,
+                _ if key.descending => a[index].sort_order(&b[index]).reverse(),
+                _ => a[index].sort_order(&b[index]),
+            };
+            if ordering != Ordering::Equal {
+                return ordering;
+            }
+        }
+        Ordering::Equal
+    });
 }
 
 fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
