@@ -51,7 +51,8 @@ fn check_seed(seed: u64) {
                     v.map_or("NULL".into(), |v| v.to_string())
                 );
                 let result = session.execute_sql(&sql).pop().unwrap();
-                if model.contains_key(&k) {
+                let exists = model.contains_key(&k);
+                if exists {
                     assert_eq!(result.unwrap_err().code, "23505", "{context}");
                     if in_block {
                         run(&mut session, "ROLLBACK");
@@ -60,7 +61,7 @@ fn check_seed(seed: u64) {
                     }
                 } else {
                     result.unwrap();
-                    model.insert(k, v);
+                    model.entry(k).or_insert(v);
                 }
             }
             25..=39 => {
