@@ -29,6 +29,8 @@ pub enum Command {
     /// Experiments: device limits, the primitive workload with I/O trace replay (alpha), the
     /// latency model, device classes, timelines, peers, and an HTML report.
     Lab(crate::lab::LabArgs),
+    /// Serve SQL over the PostgreSQL wire protocol (psql and drivers connect unmodified).
+    Serve(crate::serve::ServeArgs),
 }
 
 /// Write policy of the page store, fixed when a database is created.

@@ -14,6 +14,7 @@ mod demo;
 mod error;
 mod lab;
 mod report;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run_check(&args),
         Command::Stats(args) => check::run_stats(&args),
         Command::Lab(args) => lab::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,182 @@
+//! Values on the wire: parameter values in (text or binary format) and result rows out.
+
+use bytes::{BufMut, BytesMut};
+use hayate_sql::{sqlstate, DataType, OutputColumn, SqlError, SqlResult, Value};
+use pgwire::api::portal::Format;
+use pgwire::api::results::{FieldFormat, FieldInfo};
+use pgwire::api::Type;
+use pgwire::messages::data::DataRow;
+
+/// The PostgreSQL type of one of our types.
+pub fn pg_type(data_type: DataType) -> Type {
+    match data_type {
+        DataType::Int2 => Type::INT2,
+        DataType::Int4 => Type::INT4,
+        DataType::Int8 => Type::INT8,
+        DataType::Float8 => Type::FLOAT8,
+        DataType::Bool => Type::BOOL,
+        DataType::Varchar(_) => Type::VARCHAR,
+        DataType::Text | DataType::Unknown => Type::TEXT,
+    }
+}
+
+/// Our type for a parameter type the client declared (Unknown: let the binder infer it).
+pub fn declared_type(pg_type: Option<&Type>) -> DataType {
+    match pg_type {
+        Some(t) if *t == Type::INT2 => DataType::Int2,
+        Some(t) if *t == Type::INT4 => DataType::Int4,
+        Some(t) if *t == Type::INT8 => DataType::Int8,
+        Some(t) if *t == Type::FLOAT8 => DataType::Float8,
+        Some(t) if *t == Type::BOOL => DataType::Bool,
+        Some(t) if *t == Type::TEXT || *t == Type::BPCHAR => DataType::Text,
+        Some(t) if *t == Type::VARCHAR => DataType::Varchar(None),
+        _ => DataType::Unknown,
+    }
+}
+
+/// The RowDescription fields of a result, in the formats the client asked for.
+pub fn fields(columns: &[OutputColumn], format: &Format) -> Vec<FieldInfo> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(index, column)| {
+            let field = FieldInfo::new(
+                column.name.clone(),
+                None,
+                None,
+                pg_type(column.data_type),
+                format.format_for(index),
+            );
+            match column.data_type {
+                DataType::Int2 => field.with_type_size(2),
+                DataType::Int4 => field.with_type_size(4),
+                DataType::Int8 | DataType::Float8 => field.with_type_size(8),
+                DataType::Bool => field.with_type_size(1),
+                _ => field.with_type_size(-1),
+            }
+        })
+        .collect()
+}
+
+/// Decodes one parameter value of type `data_type`.
+pub fn decode_parameter(
+    bytes: Option<&[u8]>,
+    binary: bool,
+    data_type: DataType,
+) -> SqlResult<Value> {
+    let Some(bytes) = bytes else {
+        return Ok(Value::Null);
+    };
+    if !binary {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
+        return Value::parse(text, data_type);
+    }
+    let wrong_size = || {
+        SqlError::new(
+            "22P03",
+            format!("incorrect binary data format in parameter of type {data_type}"),
+        )
+    };
+    Ok(match data_type {
+        DataType::Int2 => {
+            Value::Int(i16::from_be_bytes(bytes.try_into().map_err(|_| wrong_size())?) as i64)
+        }
+        DataType::Int4 => {
+            Value::Int(i32::from_be_bytes(bytes.try_into().map_err(|_| wrong_size())?) as i64)
+        }
+        DataType::Int8 => Value::Int(i64::from_be_bytes(
+            bytes.try_into().map_err(|_| wrong_size())?,
+        )),
+        DataType::Float8 => Value::Float(f64::from_be_bytes(
+            bytes.try_into().map_err(|_| wrong_size())?,
+        )),
+        DataType::Bool => match bytes {
+            [byte] => Value::Bool(*byte != 0),
+            _ => return Err(wrong_size()),
+        },
+        DataType::Text | DataType::Varchar(_) | DataType::Unknown => {
+            let text = std::str::from_utf8(bytes).map_err(|_| {
+                SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
+            })?;
+            Value::parse(text, data_type)?
+        }
+    })
+}
+
+/// Encodes a result row; `fields` give each column's type and format.
+pub fn encode_row(
+    values: &[Value],
+    columns: &[OutputColumn],
+    fields: &[FieldInfo],
+) -> SqlResult<DataRow> {
+    let mut buffer = BytesMut::with_capacity(16 * values.len());
+    for ((value, column), field) in values.iter().zip(columns).zip(fields) {
+        if value.is_null() {
+            buffer.put_i32(-1);
+            continue;
+        }
+        let length_at = buffer.len();
+        buffer.put_i32(0);
+        if field.format() == FieldFormat::Text {
+            buffer.put_slice(value.to_text().unwrap_or_default().as_bytes());
+        } else {
+            encode_binary(&mut buffer, value, column.data_type)?;
+        }
+        let length = (buffer.len() - length_at - 4) as i32;
+        buffer[length_at..length_at + 4].copy_from_slice(&length.to_be_bytes());
+    }
+    Ok(DataRow::new(buffer, values.len() as i16))
+}
+
+fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> SqlResult<()> {
+    match (value, data_type) {
+        (Value::Int(v), DataType::Int2) => buffer.put_i16(*v as i16),
+        (Value::Int(v), DataType::Int4) => buffer.put_i32(*v as i32),
+        (Value::Int(v), DataType::Int8) => buffer.put_i64(*v),
+        (Value::Float(v), DataType::Float8) => buffer.put_f64(*v),
+        (Value::Bool(v), DataType::Bool) => buffer.put_u8(*v as u8),
+        (Value::Text(v), _) => buffer.put_slice(v.as_bytes()),
+        (value, data_type) => {
+            return Err(SqlError::new(
+                sqlstate::INTERNAL_ERROR,
+                format!("cannot send {value:?} as {data_type}"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_decode_in_both_formats() {
+        let int4 = 7i32.to_be_bytes();
+        assert_eq!(
+            decode_parameter(Some(&int4), true, DataType::Int4),
+            Ok(Value::Int(7))
+        );
+        assert_eq!(
+            decode_parameter(Some(b"7"), false, DataType::Int8),
+            Ok(Value::Int(7))
+        );
+        assert_eq!(
+            decode_parameter(None, true, DataType::Int4),
+            Ok(Value::Null)
+        );
+        assert_eq!(
+            decode_parameter(Some(&[1, 2, 3]), true, DataType::Int4)
+                .unwrap_err()
+                .code,
+            "22P03"
+        );
+        assert_eq!(
+            decode_parameter(Some(b"x"), false, DataType::Int4)
+                .unwrap_err()
+                .code,
+            sqlstate::INVALID_TEXT_REPRESENTATION
+        );
+    }
+}

@@ -1,0 +1,95 @@
+//! A real server for tests: a database in a directory, the wire protocol on a free port of
+//! 127.0.0.1, run on its own thread and runtime as `hayate serve` runs it.
+
+#![allow(dead_code)] // each test file uses a part of it
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use hayate_engine::{Database, DatabaseConfig};
+use hayate_sql::Catalog;
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub dir: PathBuf,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Opens (or creates) the database in `dir` and starts serving it.
+    pub fn start(dir: &Path) -> TestServer {
+        let db = Database::open(dir, DatabaseConfig::default()).expect("open database");
+        let catalog = Arc::new(Catalog::open(db.clone()).expect("open catalog"));
+        let (addr_sender, addr_receiver) = std::sync::mpsc::channel();
+        let (shutdown, shutdown_receiver) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = hayate_server::runtime().expect("runtime");
+            runtime.block_on(async {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind");
+                addr_sender
+                    .send(listener.local_addr().expect("address"))
+                    .expect("send");
+                let shutdown = async {
+                    let _ = shutdown_receiver.await;
+                };
+                hayate_server::serve(listener, catalog, shutdown)
+                    .await
+                    .expect("serve");
+            });
+            runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+            db.close().expect("close database");
+        });
+        let addr = addr_receiver.recv().expect("server address");
+        TestServer {
+            addr,
+            dir: dir.to_path_buf(),
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn connection_string(&self) -> String {
+        format!(
+            "host={} port={} user=tester dbname=test",
+            self.addr.ip(),
+            self.addr.port()
+        )
+    }
+
+    pub fn connect(&self) -> postgres::Client {
+        postgres::Client::connect(&self.connection_string(), postgres::NoTls).expect("connect")
+    }
+
+    /// Shuts down cleanly (the database is checkpointed and closed).
+    pub fn stop(mut self) {
+        self.stop_inner();
+    }
+
+    fn stop_inner(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            thread.join().expect("server thread");
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}
+
+/// The SQLSTATE of a failed statement.
+pub fn sqlstate(error: &postgres::Error) -> String {
+    error
+        .code()
+        .map(|code| code.code().to_string())
+        .unwrap_or_else(|| format!("no SQLSTATE: {error}"))
+}

@@ -1,0 +1,118 @@
+//! psql, unmodified, against the server: a small script with DDL, inserts, a select, an
+//! explicit transaction and errors; its output is compared line by line.
+//!
+//! When psql is not installed the test says so loudly on stderr and checks nothing else; set
+//! HAYATE_REQUIRE_PSQL=1 to make its absence a failure.
+
+mod common;
+
+use std::process::Command;
+
+use common::TestServer;
+
+const SCRIPT: &str = "\
+CREATE TABLE t (id int PRIMARY KEY, name text NOT NULL, score float8);
+INSERT INTO t VALUES (1, 'one', 1.5), (2, 'two', NULL);
+SELECT * FROM t ORDER BY id;
+BEGIN;
+UPDATE t SET score = 2.5 WHERE id = 2;
+SELECT score FROM t WHERE id = 2;
+COMMIT;
+INSERT INTO t VALUES (1, 'again', 0);
+BEGIN;
+SELECT * FROM nope;
+SELECT 1;
+ROLLBACK;
+SELECT count(*), sum(score) FROM t;
+";
+
+const EXPECTED: &str = "\
+CREATE TABLE
+INSERT 0 2
+ id | name | score 
+----+------+-------
+  1 | one  |   1.5
+  2 | two  |      
+(2 rows)
+
+BEGIN
+UPDATE 1
+ score 
+-------
+   2.5
+(1 row)
+
+COMMIT
+psql:<stdin>:8: ERROR:  duplicate key value violates unique constraint \"t_pkey\"
+DETAIL:  Key (id)=(1) already exists.
+BEGIN
+psql:<stdin>:10: ERROR:  relation \"nope\" does not exist
+psql:<stdin>:11: ERROR:  current transaction is aborted, commands ignored until end of transaction block
+ROLLBACK
+ count | sum 
+-------+-----
+     2 |   4
+(1 row)
+
+";
+
+fn psql_available() -> bool {
+    Command::new("psql")
+        .arg("--version")
+        .output()
+        .map(|output| output.status.success())
+        .unwrap_or(false)
+}
+
+#[test]
+fn psql_script() {
+    if !psql_available() {
+        let message = "psql NOT FOUND: the psql client test did NOT run (install \
+                       postgresql-client to run it)";
+        eprintln!("\n!!!!!!!! {message} !!!!!!!!\n");
+        assert!(
+            std::env::var_os("HAYATE_REQUIRE_PSQL").is_none(),
+            "{message}, and HAYATE_REQUIRE_PSQL is set"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut child = Command::new("psql")
+        .args(["-X", "-h", &server.addr.ip().to_string()])
+        .args([
+            "-p",
+            &server.addr.port().to_string(),
+            "-U",
+            "tester",
+            "-d",
+            "test",
+        ])
+        .args(["-f", "-"])
+        .env("PGCONNECT_TIMEOUT", "10")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run psql");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(SCRIPT.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    // psql writes results to stdout and errors to stderr; merge them in script order by
+    // comparing each stream with its part of the expected transcript.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (expected_errors, expected_results): (Vec<&str>, Vec<&str>) = EXPECTED
+        .lines()
+        .partition(|line| line.starts_with("psql:") || line.starts_with("DETAIL:"));
+    let errors: Vec<&str> = stderr.lines().collect();
+    let results: Vec<&str> = stdout.lines().collect();
+    assert_eq!(errors, expected_errors, "psql stderr:\n{stderr}");
+    assert_eq!(results, expected_results, "psql stdout:\n{stdout}");
+    server.stop();
+}

@@ -1,0 +1,632 @@
+//! Binding expressions: names to row positions, literals and parameters typed by their
+//! context, operators and functions type-checked, aggregates collected into the grouping.
+
+use sqlparser::ast;
+
+use super::{data_type, ident_name, undefined_column, Binder};
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::plan::expr::{BinaryOp, Expr, ScalarFunction};
+use crate::plan::{AggregateCall, AggregateFunction};
+use crate::types::{DataType, Value};
+
+pub(super) fn aggregate_function(name: &str) -> Option<AggregateFunction> {
+    Some(match name {
+        "count" => AggregateFunction::Count,
+        "sum" => AggregateFunction::Sum,
+        "min" => AggregateFunction::Min,
+        "max" => AggregateFunction::Max,
+        "avg" => AggregateFunction::Avg,
+        _ => return None,
+    })
+}
+
+pub(super) fn function_name(function: &ast::Function) -> String {
+    function
+        .name
+        .0
+        .last()
+        .and_then(|part| part.as_ident())
+        .map(ident_name)
+        .unwrap_or_default()
+}
+
+/// True if the expression calls an aggregate function outside any subquery.
+pub(super) fn contains_aggregate(expr: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match expr {
+        E::Function(function) => {
+            aggregate_function(&function_name(function)).is_some()
+                || function_args(function).iter().any(|arg| match arg {
+                    FunctionArg::Expr(e) => contains_aggregate(e),
+                    FunctionArg::Star => false,
+                })
+        }
+        E::BinaryOp { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        E::UnaryOp { expr, .. }
+        | E::Nested(expr)
+        | E::IsNull(expr)
+        | E::IsNotNull(expr)
+        | E::Cast { expr, .. } => contains_aggregate(expr),
+        _ => false,
+    }
+}
+
+pub(super) enum FunctionArg<'a> {
+    Expr(&'a ast::Expr),
+    Star,
+}
+
+pub(super) fn function_args(function: &ast::Function) -> Vec<FunctionArg<'_>> {
+    let ast::FunctionArguments::List(list) = &function.args else {
+        return Vec::new();
+    };
+    list.args
+        .iter()
+        .map(|arg| match arg {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))
+            | ast::FunctionArg::Named {
+                arg: ast::FunctionArgExpr::Expr(e),
+                ..
+            } => FunctionArg::Expr(e),
+            _ => FunctionArg::Star,
+        })
+        .collect()
+}
+
+impl Binder<'_> {
+    /// Binds an expression that must have type `target` (values are cast to it).
+    pub fn bind_typed(&mut self, expr: &ast::Expr, target: DataType) -> SqlResult<Expr> {
+        let (bound, data_type) = self.bind_expr(expr, Some(target))?;
+        if data_type == target || data_type == DataType::Unknown {
+            return Ok(match bound {
+                Expr::Literal(value) => Expr::Literal(value.cast(target)?),
+                other => other,
+            });
+        }
+        let compatible = (data_type.is_numeric() && target.is_numeric())
+            || (data_type.is_text() && target.is_text())
+            || target.is_text();
+        if !compatible {
+            return Err(SqlError::mismatch(format!(
+                "expression is of type {data_type} but {target} is expected"
+            )));
+        }
+        Ok(match bound {
+            Expr::Literal(value) => Expr::Literal(value.cast(target)?),
+            other => Expr::Cast {
+                expr: Box::new(other),
+                to: target,
+            },
+        })
+    }
+
+    pub(super) fn column(&self, name: &str) -> SqlResult<(Expr, DataType)> {
+        let table = self.scope.as_ref().ok_or_else(|| undefined_column(name))?;
+        let index = table
+            .def
+            .column_index(name)
+            .ok_or_else(|| undefined_column(name))?;
+        Ok((Expr::Column(index), table.def.columns[index].data_type))
+    }
+
+    /// Binds an expression; `expected` types literals and parameters that have no type of
+    /// their own.
+    pub fn bind_expr(
+        &mut self,
+        expr: &ast::Expr,
+        expected: Option<DataType>,
+    ) -> SqlResult<(Expr, DataType)> {
+        if let Some(grouping) = &self.grouping {
+            if let Some(position) = grouping.group_by.iter().position(|g| g == expr) {
+                return Ok((Expr::Column(position), grouping.group_types[position]));
+            }
+        }
+        use ast::Expr as E;
+        match expr {
+            E::Identifier(ident) => self.bind_column(&ident_name(ident)),
+            E::CompoundIdentifier(parts) => self.bind_qualified_column(parts),
+            E::Value(value) => self.bind_value(&value.value, expected),
+            E::Nested(inner) => self.bind_expr(inner, expected),
+            E::BinaryOp { left, op, right } => self.bind_binary(left, op, right),
+            E::UnaryOp { op, expr } => self.bind_unary(op, expr, expected),
+            E::IsNull(inner) | E::IsNotNull(inner) => {
+                let (inner, _) = self.bind_expr(inner, None)?;
+                let negated = matches!(expr, E::IsNotNull(_));
+                let is_null = Expr::IsNull {
+                    expr: Box::new(inner),
+                    negated,
+                };
+                Ok((is_null, DataType::Bool))
+            }
+            E::IsTrue(inner) | E::IsFalse(inner) => {
+                self.bind_is_boolean(inner, matches!(expr, E::IsTrue(_)))
+            }
+            E::Between {
+                expr: inner,
+                negated,
+                low,
+                high,
+            } => {
+                let both = and(
+                    compare(inner, ast::BinaryOperator::GtEq, low),
+                    compare(inner, ast::BinaryOperator::LtEq, high),
+                );
+                self.bind_negatable(&both, *negated)
+            }
+            E::InList {
+                expr: inner,
+                list,
+                negated,
+            } => {
+                let any = list
+                    .iter()
+                    .map(|item| compare(inner, ast::BinaryOperator::Eq, item))
+                    .reduce(|any, equal| ast::Expr::BinaryOp {
+                        left: Box::new(any),
+                        op: ast::BinaryOperator::Or,
+                        right: Box::new(equal),
+                    })
+                    .ok_or_else(|| SqlError::syntax("empty IN list"))?;
+                self.bind_negatable(&any, *negated)
+            }
+            E::Like {
+                negated,
+                expr: inner,
+                pattern,
+                escape_char,
+                any,
+            } => {
+                if escape_char.is_some() || *any {
+                    return Err(SqlError::unsupported("LIKE with ESCAPE or ANY"));
+                }
+                let left = self.bind_typed(inner, DataType::Text)?;
+                let right = self.bind_typed(pattern, DataType::Text)?;
+                let op = if *negated {
+                    BinaryOp::NotLike
+                } else {
+                    BinaryOp::Like
+                };
+                Ok((binary(op, left, right, DataType::Bool), DataType::Bool))
+            }
+            E::Cast {
+                expr: inner,
+                data_type: target,
+                ..
+            } => self.bind_cast(inner, data_type(target)?),
+            E::TypedString(typed) => {
+                let target = data_type(&typed.data_type)?;
+                let text = typed.value.value.clone().into_string().unwrap_or_default();
+                Ok((Expr::Literal(Value::parse(&text, target)?), target))
+            }
+            E::Function(function) => self.bind_function(function),
+            other => Err(SqlError::unsupported(format!("the expression {other}"))),
+        }
+    }
+
+    /// `table.column`: the qualifier must name the table in scope.
+    fn bind_qualified_column(&self, parts: &[ast::Ident]) -> SqlResult<(Expr, DataType)> {
+        let column = parts.last().map(ident_name).unwrap_or_default();
+        if parts.len() == 2 {
+            let qualifier = ident_name(&parts[0]);
+            let matches = self.scope.as_ref().is_some_and(|t| t.def.name == qualifier);
+            if !matches {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_TABLE,
+                    format!("missing FROM-clause entry for table \"{qualifier}\""),
+                ));
+            }
+        }
+        self.bind_column(&column)
+    }
+
+    fn bind_unary(
+        &mut self,
+        op: &ast::UnaryOperator,
+        expr: &ast::Expr,
+        expected: Option<DataType>,
+    ) -> SqlResult<(Expr, DataType)> {
+        match op {
+            ast::UnaryOperator::Not => {
+                let inner = self.bind_typed(expr, DataType::Bool)?;
+                Ok((Expr::Not(Box::new(inner)), DataType::Bool))
+            }
+            ast::UnaryOperator::Minus => {
+                let (inner, data_type) = self.bind_expr(expr, expected)?;
+                if !data_type.is_numeric() && data_type != DataType::Unknown {
+                    return Err(SqlError::mismatch(format!(
+                        "operator does not exist: - {data_type}"
+                    )));
+                }
+                // Fold negative literals so that `id = -5` stays a key lookup.
+                let folded = match &inner {
+                    Expr::Literal(Value::Int(v)) => Some(Value::Int(-v)),
+                    Expr::Literal(Value::Float(v)) => Some(Value::Float(-v)),
+                    _ => None,
+                };
+                Ok(match folded {
+                    Some(value) => (Expr::Literal(value), data_type),
+                    None => (Expr::Negate(Box::new(inner)), data_type),
+                })
+            }
+            ast::UnaryOperator::Plus => self.bind_expr(expr, expected),
+            other => Err(SqlError::unsupported(format!("operator {other}"))),
+        }
+    }
+
+    /// `x IS TRUE` / `x IS FALSE`: never NULL.
+    fn bind_is_boolean(&mut self, inner: &ast::Expr, truth: bool) -> SqlResult<(Expr, DataType)> {
+        let inner = self.bind_typed(inner, DataType::Bool)?;
+        let compare = binary(
+            BinaryOp::Equal,
+            inner,
+            Expr::Literal(Value::Bool(truth)),
+            DataType::Bool,
+        );
+        let never_null = Expr::Function {
+            function: ScalarFunction::Coalesce,
+            args: vec![compare, Expr::Literal(Value::Bool(false))],
+        };
+        Ok((never_null, DataType::Bool))
+    }
+
+    /// Binds a rewritten boolean expression (BETWEEN, IN), negated for NOT BETWEEN / NOT IN.
+    fn bind_negatable(&mut self, expr: &ast::Expr, negated: bool) -> SqlResult<(Expr, DataType)> {
+        let (bound, _) = self.bind_expr(expr, None)?;
+        let bound = if negated {
+            Expr::Not(Box::new(bound))
+        } else {
+            bound
+        };
+        Ok((bound, DataType::Bool))
+    }
+
+    fn bind_cast(&mut self, inner: &ast::Expr, target: DataType) -> SqlResult<(Expr, DataType)> {
+        let (bound, _) = self.bind_expr(inner, Some(target))?;
+        Ok(match bound {
+            Expr::Literal(value) => (Expr::Literal(value.cast(target)?), target),
+            Expr::Parameter(index) if self.params[index] == DataType::Unknown => {
+                self.params[index] = target;
+                (Expr::Parameter(index), target)
+            }
+            other => (
+                Expr::Cast {
+                    expr: Box::new(other),
+                    to: target,
+                },
+                target,
+            ),
+        })
+    }
+
+    pub(super) fn bind_column(&self, name: &str) -> SqlResult<(Expr, DataType)> {
+        if self.grouping.is_some() {
+            // Reached only when the column is not a GROUP BY expression.
+            self.column(name)?;
+            return Err(SqlError::new(
+                sqlstate::GROUPING_ERROR,
+                format!(
+                    "column \"{name}\" must appear in the GROUP BY clause or be used in an \
+                     aggregate function"
+                ),
+            ));
+        }
+        self.column(name)
+    }
+
+    pub(super) fn bind_value(
+        &mut self,
+        value: &ast::Value,
+        expected: Option<DataType>,
+    ) -> SqlResult<(Expr, DataType)> {
+        match value {
+            ast::Value::Number(text, _) => {
+                if let Ok(v) = text.parse::<i64>() {
+                    let data_type = if i32::try_from(v).is_ok() {
+                        DataType::Int4
+                    } else {
+                        DataType::Int8
+                    };
+                    return Ok((Expr::Literal(Value::Int(v)), data_type));
+                }
+                let v: f64 = text.parse().map_err(|_| {
+                    SqlError::new(
+                        sqlstate::INVALID_TEXT_REPRESENTATION,
+                        format!("invalid number {text}"),
+                    )
+                })?;
+                Ok((Expr::Literal(Value::Float(v)), DataType::Float8))
+            }
+            ast::Value::SingleQuotedString(text)
+            | ast::Value::EscapedStringLiteral(text)
+            | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: text, .. }) => {
+                // A quoted literal has no type of its own: it takes the expected one.
+                match expected {
+                    Some(target) if target != DataType::Unknown => {
+                        Ok((Expr::Literal(Value::parse(text, target)?), target))
+                    }
+                    _ => Ok((Expr::Literal(Value::Text(text.clone())), DataType::Text)),
+                }
+            }
+            ast::Value::Boolean(v) => Ok((Expr::Literal(Value::Bool(*v)), DataType::Bool)),
+            ast::Value::Null => Ok((
+                Expr::Literal(Value::Null),
+                expected.unwrap_or(DataType::Unknown),
+            )),
+            ast::Value::Placeholder(name) => {
+                let index = name
+                    .strip_prefix('$')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|n| (1..=65535).contains(n))
+                    .ok_or_else(|| SqlError::syntax(format!("invalid parameter {name}")))?
+                    - 1;
+                if self.params.len() <= index {
+                    self.params.resize(index + 1, DataType::Unknown);
+                }
+                if self.params[index] == DataType::Unknown {
+                    if let Some(target) = expected {
+                        self.params[index] = target;
+                    }
+                }
+                Ok((Expr::Parameter(index), self.params[index]))
+            }
+            other => Err(SqlError::unsupported(format!("the literal {other}"))),
+        }
+    }
+
+    pub(super) fn bind_binary(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+    ) -> SqlResult<(Expr, DataType)> {
+        use ast::BinaryOperator as B;
+        let op = match op {
+            B::Plus => BinaryOp::Add,
+            B::Minus => BinaryOp::Subtract,
+            B::Multiply => BinaryOp::Multiply,
+            B::Divide => BinaryOp::Divide,
+            B::Modulo => BinaryOp::Modulo,
+            B::Eq => BinaryOp::Equal,
+            B::NotEq => BinaryOp::NotEqual,
+            B::Lt => BinaryOp::Less,
+            B::LtEq => BinaryOp::LessOrEqual,
+            B::Gt => BinaryOp::Greater,
+            B::GtEq => BinaryOp::GreaterOrEqual,
+            B::And => BinaryOp::And,
+            B::Or => BinaryOp::Or,
+            B::StringConcat => BinaryOp::Concat,
+            other => return Err(SqlError::unsupported(format!("operator {other}"))),
+        };
+        if matches!(op, BinaryOp::And | BinaryOp::Or) {
+            let left = self.bind_typed(left, DataType::Bool)?;
+            let right = self.bind_typed(right, DataType::Bool)?;
+            return Ok((binary(op, left, right, DataType::Bool), DataType::Bool));
+        }
+        // Bind the side with a type of its own first; it types the other side.
+        let (left, left_type, right, right_type) = if untyped(left) && !untyped(right) {
+            let (r, rt) = self.bind_expr(right, None)?;
+            let (l, lt) = self.bind_expr(left, Some(rt))?;
+            (l, lt, r, rt)
+        } else {
+            let (l, lt) = self.bind_expr(left, None)?;
+            let (r, rt) = self.bind_expr(right, Some(lt))?;
+            (l, lt, r, rt)
+        };
+        let result_type = result_type(op, left_type, right_type)?;
+        Ok((binary(op, left, right, result_type), result_type))
+    }
+
+    pub(super) fn bind_function(
+        &mut self,
+        function: &ast::Function,
+    ) -> SqlResult<(Expr, DataType)> {
+        let name = function_name(function);
+        let args = function_args(function);
+        if let Some(aggregate) = aggregate_function(&name) {
+            return self.bind_aggregate(aggregate, &args, function);
+        }
+        let mut bound = Vec::with_capacity(args.len());
+        let mut types = Vec::with_capacity(args.len());
+        for arg in &args {
+            let FunctionArg::Expr(arg) = arg else {
+                return Err(SqlError::syntax(format!(
+                    "{name}(*) is not a function call"
+                )));
+            };
+            let (expr, data_type) = self.bind_expr(arg, None)?;
+            bound.push(expr);
+            types.push(data_type);
+        }
+        let (scalar, data_type, arity) = match name.as_str() {
+            "lower" => (ScalarFunction::Lower, DataType::Text, Some(1)),
+            "upper" => (ScalarFunction::Upper, DataType::Text, Some(1)),
+            "length" | "char_length" => (ScalarFunction::Length, DataType::Int4, Some(1)),
+            "abs" => (
+                ScalarFunction::Abs,
+                types.first().copied().unwrap_or(DataType::Unknown),
+                Some(1),
+            ),
+            "coalesce" => (
+                ScalarFunction::Coalesce,
+                types
+                    .iter()
+                    .copied()
+                    .find(|t| *t != DataType::Unknown)
+                    .unwrap_or(DataType::Unknown),
+                None,
+            ),
+            "version" => (ScalarFunction::Version, DataType::Text, Some(0)),
+            "current_database" => (ScalarFunction::CurrentDatabase, DataType::Text, Some(0)),
+            "current_schema" => (ScalarFunction::CurrentSchema, DataType::Text, Some(0)),
+            "current_user" | "session_user" | "user" => {
+                (ScalarFunction::CurrentUser, DataType::Text, Some(0))
+            }
+            _ => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!("function {name} does not exist"),
+                ))
+            }
+        };
+        if arity.is_some_and(|arity| arity != bound.len()) {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!(
+                    "function {name} with {} arguments does not exist",
+                    bound.len()
+                ),
+            ));
+        }
+        Ok((
+            Expr::Function {
+                function: scalar,
+                args: bound,
+            },
+            data_type,
+        ))
+    }
+
+    pub(super) fn bind_aggregate(
+        &mut self,
+        aggregate: AggregateFunction,
+        args: &[FunctionArg],
+        function: &ast::Function,
+    ) -> SqlResult<(Expr, DataType)> {
+        if let ast::FunctionArguments::List(list) = &function.args {
+            if list.duplicate_treatment.is_some() {
+                return Err(SqlError::unsupported("DISTINCT in aggregates"));
+            }
+        }
+        let Some(mut grouping) = self.grouping.take() else {
+            return Err(SqlError::new(
+                sqlstate::GROUPING_ERROR,
+                "aggregate functions are not allowed here",
+            ));
+        };
+        let call = match (aggregate, args) {
+            (AggregateFunction::Count, [FunctionArg::Star]) => Ok(AggregateCall {
+                function: AggregateFunction::CountStar,
+                arg: None,
+                data_type: DataType::Int8,
+            }),
+            (aggregate, [FunctionArg::Expr(arg)]) => {
+                self.bind_expr(arg, None).and_then(|(arg, arg_type)| {
+                    let data_type = match aggregate {
+                        AggregateFunction::Count | AggregateFunction::CountStar => DataType::Int8,
+                        AggregateFunction::Sum if arg_type.is_integer() => DataType::Int8,
+                        AggregateFunction::Sum | AggregateFunction::Avg
+                            if arg_type.is_numeric() =>
+                        {
+                            DataType::Float8
+                        }
+                        AggregateFunction::Min | AggregateFunction::Max => arg_type,
+                        _ => {
+                            return Err(SqlError::new(
+                                sqlstate::UNDEFINED_FUNCTION,
+                                format!("function {}({arg_type}) does not exist", function.name),
+                            ))
+                        }
+                    };
+                    Ok(AggregateCall {
+                        function: aggregate,
+                        arg: Some(arg),
+                        data_type,
+                    })
+                })
+            }
+            _ => Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function {function} does not exist"),
+            )),
+        };
+        let call = match call {
+            Ok(call) => call,
+            Err(error) => {
+                self.grouping = Some(grouping);
+                return Err(error);
+            }
+        };
+        let data_type = call.data_type;
+        let position = grouping.group_by.len() + grouping.aggregates.len();
+        grouping.aggregates.push(call);
+        self.grouping = Some(grouping);
+        Ok((Expr::Column(position), data_type))
+    }
+}
+
+/// `left op right` as an AST node (BETWEEN and IN are bound as such comparisons).
+fn compare(left: &ast::Expr, op: ast::BinaryOperator, right: &ast::Expr) -> ast::Expr {
+    ast::Expr::BinaryOp {
+        left: Box::new(left.clone()),
+        op,
+        right: Box::new(right.clone()),
+    }
+}
+
+fn and(left: ast::Expr, right: ast::Expr) -> ast::Expr {
+    ast::Expr::BinaryOp {
+        left: Box::new(left),
+        op: ast::BinaryOperator::And,
+        right: Box::new(right),
+    }
+}
+
+pub(super) fn binary(op: BinaryOp, left: Expr, right: Expr, data_type: DataType) -> Expr {
+    Expr::Binary {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
+        data_type,
+    }
+}
+
+/// Literals and parameters that take their type from the other operand.
+pub(super) fn untyped(expr: &ast::Expr) -> bool {
+    match expr {
+        ast::Expr::Value(value) => matches!(
+            value.value,
+            ast::Value::SingleQuotedString(_) | ast::Value::Null | ast::Value::Placeholder(_)
+        ),
+        ast::Expr::Nested(inner) => untyped(inner),
+        _ => false,
+    }
+}
+
+pub(super) fn result_type(op: BinaryOp, left: DataType, right: DataType) -> SqlResult<DataType> {
+    let known = |t: DataType| {
+        if t == DataType::Unknown {
+            None
+        } else {
+            Some(t)
+        }
+    };
+    if op.is_comparison() {
+        if let (Some(l), Some(r)) = (known(left), known(right)) {
+            let comparable =
+                (l.is_numeric() && r.is_numeric()) || (l.is_text() && r.is_text()) || l == r;
+            if !comparable {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!("operator does not exist: {l} = {r}"),
+                ));
+            }
+        }
+        return Ok(DataType::Bool);
+    }
+    if op == BinaryOp::Concat {
+        return Ok(DataType::Text);
+    }
+    let (l, r) = (known(left).unwrap_or(right), known(right).unwrap_or(left));
+    if l.is_integer() && r.is_integer() {
+        Ok(l.wider_integer(r))
+    } else if l.is_numeric() && r.is_numeric() {
+        Ok(DataType::Float8)
+    } else if l == DataType::Unknown && r == DataType::Unknown {
+        Ok(DataType::Unknown)
+    } else {
+        Err(SqlError::new(
+            sqlstate::UNDEFINED_FUNCTION,
+            format!("operator does not exist: {l} {op:?} {r}"),
+        ))
+    }
+}

@@ -1,0 +1,344 @@
+//! The binder: sqlparser's AST to a `Plan`, against the catalog. Statements and DML here;
+//! SELECT in `query`, expressions in `expr`, DDL and session statements in `ddl`.
+
+mod ddl;
+mod expr;
+mod query;
+
+use ddl::{bind_set, check_transaction_modes};
+
+use std::sync::Arc;
+
+use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
+
+use crate::catalog::{Catalog, Table};
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::plan::access;
+use crate::plan::expr::Expr;
+use crate::plan::{AggregateCall, Plan, Returning, TableRead, TransactionControl};
+use crate::types::{DataType, Value};
+
+/// State of binding the parts of a SELECT that see groups instead of rows.
+struct Grouping {
+    group_by: Vec<ast::Expr>,
+    group_types: Vec<DataType>,
+    aggregates: Vec<AggregateCall>,
+}
+
+pub struct Binder<'a> {
+    catalog: &'a Catalog,
+    /// The type of each parameter: declared by the client, else inferred, else text.
+    pub params: Vec<DataType>,
+    /// The table whose row expressions read (None: no FROM).
+    scope: Option<Arc<Table>>,
+    grouping: Option<Grouping>,
+}
+
+/// An identifier as PostgreSQL folds it: unquoted names are lower case.
+pub fn ident_name(ident: &ast::Ident) -> String {
+    match ident.quote_style {
+        Some(_) => ident.value.clone(),
+        None => ident.value.to_lowercase(),
+    }
+}
+
+fn object_name(name: &ast::ObjectName) -> SqlResult<String> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|part| match part {
+            ast::ObjectNamePart::Identifier(ident) => Ok(ident_name(ident)),
+            other => Err(SqlError::unsupported(format!("object name {other}"))),
+        })
+        .collect::<SqlResult<_>>()?;
+    match parts.as_slice() {
+        [name] => Ok(name.clone()),
+        [schema, name] if schema == "public" => Ok(name.clone()),
+        _ => Err(SqlError::new(
+            sqlstate::UNDEFINED_TABLE,
+            format!("relation \"{name}\" does not exist"),
+        )),
+    }
+}
+
+/// Maps a SQL type name to our types.
+pub fn data_type(data_type: &ast::DataType) -> SqlResult<DataType> {
+    use ast::DataType as T;
+    Ok(match data_type {
+        T::Int2(_) | T::SmallInt(_) => DataType::Int2,
+        T::Int(_) | T::Int4(_) | T::Integer(_) => DataType::Int4,
+        T::Int8(_) | T::BigInt(_) => DataType::Int8,
+        T::Float8 | T::Float64 | T::DoublePrecision | T::Double(_) => DataType::Float8,
+        T::Bool | T::Boolean => DataType::Bool,
+        T::Text | T::String(_) => DataType::Text,
+        T::Varchar(length) | T::CharacterVarying(length) => DataType::Varchar(match length {
+            Some(ast::CharacterLength::IntegerLength { length, .. }) => {
+                Some(u32::try_from(*length).map_err(|_| {
+                    SqlError::new(
+                        sqlstate::INVALID_PARAMETER_VALUE,
+                        "varchar length too large",
+                    )
+                })?)
+            }
+            _ => None,
+        }),
+        other => return Err(SqlError::unsupported(format!("type {other}"))),
+    })
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(catalog: &'a Catalog, declared_params: &[DataType]) -> Binder<'a> {
+        Binder {
+            catalog,
+            params: declared_params.to_vec(),
+            scope: None,
+            grouping: None,
+        }
+    }
+
+    /// Binds one statement. Parameters still untyped afterwards are text.
+    pub fn bind(&mut self, statement: &Statement) -> SqlResult<Plan> {
+        let plan = self.bind_statement(statement)?;
+        for param in &mut self.params {
+            if *param == DataType::Unknown {
+                *param = DataType::Text;
+            }
+        }
+        Ok(plan)
+    }
+
+    fn bind_statement(&mut self, statement: &Statement) -> SqlResult<Plan> {
+        match statement {
+            Statement::Query(query) => Ok(Plan::Select(self.bind_query(query)?)),
+            Statement::Insert(insert) => self.bind_insert(insert),
+            Statement::Update(update) => self.bind_update(update),
+            Statement::Delete(delete) => self.bind_delete(delete),
+            Statement::CreateTable(create) => self.bind_create_table(create),
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } => {
+                if *object_type != ast::ObjectType::Table {
+                    return Err(SqlError::unsupported(format!("DROP {object_type}")));
+                }
+                let names = names.iter().map(object_name).collect::<SqlResult<_>>()?;
+                Ok(Plan::DropTable {
+                    names,
+                    if_exists: *if_exists,
+                })
+            }
+            Statement::StartTransaction { modes, .. } => {
+                check_transaction_modes(modes)?;
+                Ok(Plan::Transaction(TransactionControl::Begin))
+            }
+            Statement::Commit { .. } => Ok(Plan::Transaction(TransactionControl::Commit)),
+            Statement::Rollback { savepoint, .. } => {
+                if savepoint.is_some() {
+                    return Err(SqlError::unsupported("ROLLBACK TO SAVEPOINT"));
+                }
+                Ok(Plan::Transaction(TransactionControl::Rollback))
+            }
+            Statement::Set(set) => bind_set(set),
+            Statement::ShowVariable { variable } => {
+                let name = variable
+                    .iter()
+                    .map(ident_name)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let name = match name.as_str() {
+                    "transaction isolation level" => "transaction_isolation".to_string(),
+                    _ => name,
+                };
+                Ok(Plan::Show { name })
+            }
+            other => {
+                let text = other.to_string();
+                let words: Vec<&str> = text.split_whitespace().take(2).collect();
+                Err(SqlError::unsupported(format!(
+                    "the statement {}",
+                    words.join(" ").to_uppercase()
+                )))
+            }
+        }
+    }
+
+    fn table_by_name(&self, name: &ast::ObjectName) -> SqlResult<Arc<Table>> {
+        self.catalog.table(&object_name(name)?)
+    }
+
+    fn table_factor(&self, factor: &TableFactor) -> SqlResult<Arc<Table>> {
+        match factor {
+            TableFactor::Table { name, args, .. } if args.is_none() => self.table_by_name(name),
+            other => Err(SqlError::unsupported(format!("FROM {other}"))),
+        }
+    }
+
+    fn single_table(&self, from: &[ast::TableWithJoins]) -> SqlResult<Option<Arc<Table>>> {
+        match from {
+            [] => Ok(None),
+            [only] if only.joins.is_empty() => self.table_factor(&only.relation).map(Some),
+            _ => Err(SqlError::unsupported("a query over several tables (joins)")),
+        }
+    }
+
+    fn bind_insert(&mut self, insert: &ast::Insert) -> SqlResult<Plan> {
+        let ast::TableObject::TableName(name) = &insert.table else {
+            return Err(SqlError::unsupported("INSERT into a table function"));
+        };
+        if insert.on.is_some() {
+            return Err(SqlError::unsupported("INSERT ... ON CONFLICT"));
+        }
+        let table = self.table_by_name(name)?;
+        let def = &table.def;
+        let targets: Vec<usize> = if insert.columns.is_empty() {
+            (0..def.columns.len()).collect()
+        } else {
+            insert
+                .columns
+                .iter()
+                .map(|column| {
+                    let column_name = column
+                        .0
+                        .last()
+                        .and_then(|part| part.as_ident())
+                        .map(ident_name)
+                        .unwrap_or_default();
+                    def.column_index(&column_name)
+                        .ok_or_else(|| undefined_column(&column_name))
+                })
+                .collect::<SqlResult<_>>()?
+        };
+        let Some(source) = &insert.source else {
+            return Err(SqlError::unsupported("INSERT without VALUES"));
+        };
+        let SetExpr::Values(values) = source.body.as_ref() else {
+            return Err(SqlError::unsupported("INSERT ... SELECT"));
+        };
+        let mut rows = Vec::with_capacity(values.rows.len());
+        for row in &values.rows {
+            let row = &row.content;
+            if row.len() != targets.len() {
+                return Err(SqlError::syntax(format!(
+                    "INSERT has {} expressions but {} target columns",
+                    row.len(),
+                    targets.len()
+                )));
+            }
+            let mut bound: Vec<Option<Expr>> = vec![None; def.columns.len()];
+            for (expr, column) in row.iter().zip(&targets) {
+                let is_default = matches!(expr, ast::Expr::Identifier(i) if i.quote_style.is_none()
+                        && i.value.eq_ignore_ascii_case("default"));
+                if !is_default {
+                    bound[*column] = Some(self.bind_typed(expr, def.columns[*column].data_type)?);
+                }
+            }
+            let mut full = Vec::with_capacity(def.columns.len());
+            for (index, value) in bound.into_iter().enumerate() {
+                let column = &def.columns[index];
+                full.push(match (value, &column.default) {
+                    (Some(value), _) => value,
+                    (None, Some(default)) => self.bind_default(default, column.data_type)?,
+                    (None, None) => Expr::Literal(Value::Null),
+                });
+            }
+            rows.push(full);
+        }
+        self.scope = Some(table.clone());
+        let returning = self.bind_returning(insert.returning.as_deref())?;
+        Ok(Plan::Insert {
+            table,
+            rows,
+            returning,
+        })
+    }
+
+    fn bind_returning(&mut self, items: Option<&[SelectItem]>) -> SqlResult<Option<Returning>> {
+        let Some(items) = items else {
+            return Ok(None);
+        };
+        let (projection, columns) = self.bind_projection(items)?;
+        Ok(Some(Returning {
+            projection,
+            columns,
+        }))
+    }
+
+    fn bind_table_read(
+        &mut self,
+        table: Arc<Table>,
+        selection: Option<&ast::Expr>,
+    ) -> SqlResult<TableRead> {
+        self.scope = Some(table.clone());
+        let filter = selection
+            .map(|expr| self.bind_typed(expr, DataType::Bool))
+            .transpose()?;
+        let access = access::choose(&table, filter.as_ref());
+        Ok(TableRead {
+            table,
+            access,
+            filter,
+        })
+    }
+
+    fn bind_update(&mut self, update: &ast::Update) -> SqlResult<Plan> {
+        if update.from.is_some() || !update.table.joins.is_empty() {
+            return Err(SqlError::unsupported("UPDATE ... FROM"));
+        }
+        let table = self.table_factor(&update.table.relation)?;
+        let read = self.bind_table_read(table.clone(), update.selection.as_ref())?;
+        let mut assignments = Vec::with_capacity(update.assignments.len());
+        for assignment in &update.assignments {
+            let ast::AssignmentTarget::ColumnName(name) = &assignment.target else {
+                return Err(SqlError::unsupported("assigning to a tuple of columns"));
+            };
+            let column_name = name
+                .0
+                .last()
+                .and_then(|part| part.as_ident())
+                .map(ident_name)
+                .unwrap_or_default();
+            let index = table
+                .def
+                .column_index(&column_name)
+                .ok_or_else(|| undefined_column(&column_name))?;
+            let column = &table.def.columns[index];
+            let is_default = matches!(&assignment.value, ast::Expr::Identifier(i)
+                if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"));
+            let value = match (&column.default, is_default) {
+                (Some(default), true) => self.bind_default(default, column.data_type)?,
+                (None, true) => Expr::Literal(Value::Null),
+                _ => self.bind_typed(&assignment.value, column.data_type)?,
+            };
+            assignments.push((index, value));
+        }
+        let returning = self.bind_returning(update.returning.as_deref())?;
+        Ok(Plan::Update {
+            read,
+            assignments,
+            returning,
+        })
+    }
+
+    fn bind_delete(&mut self, delete: &ast::Delete) -> SqlResult<Plan> {
+        let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) =
+            &delete.from;
+        if delete.using.is_some() {
+            return Err(SqlError::unsupported("DELETE ... USING"));
+        }
+        let table = self
+            .single_table(from)?
+            .ok_or_else(|| SqlError::syntax("DELETE needs a table"))?;
+        let read = self.bind_table_read(table, delete.selection.as_ref())?;
+        let returning = self.bind_returning(delete.returning.as_deref())?;
+        Ok(Plan::Delete { read, returning })
+    }
+}
+
+fn undefined_column(name: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::UNDEFINED_COLUMN,
+        format!("column \"{name}\" does not exist"),
+    )
+}

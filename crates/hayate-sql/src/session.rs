@@ -1,0 +1,376 @@
+//! A session: one client's state (its transaction, its settings) and the entry point for
+//! statements.
+//!
+//! Transactions, as in PostgreSQL:
+//! 1. Outside a transaction block each statement runs in its own engine transaction and
+//!    commits at its end (autocommit); an error aborts it.
+//! 2. BEGIN opens a block: statements share one engine transaction (snapshot isolation:
+//!    PostgreSQL's REPEATABLE READ, where a write conflict is a serialization failure).
+//! 3. An error inside a block aborts the engine transaction; every later statement fails with
+//!    25P02 until COMMIT or ROLLBACK ends the block (COMMIT then reports ROLLBACK).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use hayate_engine::Transaction;
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::catalog::Catalog;
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::exec::{Executor, Outcome};
+use crate::plan::bind::Binder;
+use crate::plan::{EvalContext, OutputColumn, Plan, TransactionControl};
+use crate::types::{DataType, Value};
+
+/// How often an autocommitted statement is run again after a write conflict.
+const AUTOCOMMIT_ATTEMPTS_MAX: u32 = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionStatus {
+    Idle,
+    InBlock,
+    Failed,
+}
+
+enum State {
+    Idle,
+    InBlock(Transaction),
+    Failed,
+}
+
+/// A statement parsed and bound, ready to run many times with different parameters.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    statement: Statement,
+    declared: Vec<DataType>,
+    plan: Plan,
+    catalog_version: u64,
+    pub param_types: Vec<DataType>,
+    pub columns: Vec<OutputColumn>,
+}
+
+impl Prepared {
+    /// The plan as bound (the access path of a read shows in it).
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
+pub struct Session {
+    catalog: Arc<Catalog>,
+    state: State,
+    settings: BTreeMap<String, String>,
+    user: String,
+    database: String,
+}
+
+/// Parses a query string into its statements.
+pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
+    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|error| {
+        let message = error.to_string();
+        let message = message
+            .strip_prefix("sql parser error: ")
+            .unwrap_or(&message);
+        SqlError::syntax(format!("syntax error: {message}"))
+    })
+}
+
+fn default_settings(user: &str, database: &str) -> BTreeMap<String, String> {
+    let pairs = [
+        ("server_version", crate::SERVER_VERSION),
+        ("server_version_num", crate::SERVER_VERSION_NUM),
+        ("server_encoding", "UTF8"),
+        ("client_encoding", "UTF8"),
+        ("datestyle", "ISO, MDY"),
+        ("timezone", "UTC"),
+        ("intervalstyle", "postgres"),
+        ("integer_datetimes", "on"),
+        ("standard_conforming_strings", "on"),
+        ("transaction_isolation", "repeatable read"),
+        ("default_transaction_isolation", "repeatable read"),
+        ("search_path", "\"$user\", public"),
+        ("application_name", ""),
+        ("extra_float_digits", "1"),
+        ("max_identifier_length", "63"),
+        ("lc_messages", "C"),
+        ("synchronous_commit", "on"),
+    ];
+    let mut settings: BTreeMap<String, String> = pairs
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    settings.insert("session_authorization".into(), user.into());
+    settings.insert("hayate.database".into(), database.into());
+    settings
+}
+
+impl Session {
+    pub fn new(catalog: Arc<Catalog>, user: &str, database: &str) -> Session {
+        Session {
+            catalog,
+            state: State::Idle,
+            settings: default_settings(user, database),
+            user: user.into(),
+            database: database.into(),
+        }
+    }
+
+    pub fn status(&self) -> TransactionStatus {
+        match self.state {
+            State::Idle => TransactionStatus::Idle,
+            State::InBlock(_) => TransactionStatus::InBlock,
+            State::Failed => TransactionStatus::Failed,
+        }
+    }
+
+    /// Records an error that happened outside `execute` (e.g. parsing a prepared statement):
+    /// inside a transaction block it aborts the block, as every error does.
+    pub fn note_error(&mut self) {
+        if let State::InBlock(_) = self.state {
+            self.state = State::Failed; // drops (aborts) the engine transaction
+        }
+    }
+
+    /// Binds a parsed statement; `declared` holds the parameter types the client gave
+    /// (`Unknown` where it gave none).
+    pub fn prepare(&self, statement: Statement, declared: &[DataType]) -> SqlResult<Prepared> {
+        let mut binder = Binder::new(&self.catalog, declared);
+        let catalog_version = self.catalog.version();
+        let plan = binder.bind(&statement)?;
+        Ok(Prepared {
+            columns: plan.columns(),
+            param_types: binder.params,
+            declared: declared.to_vec(),
+            statement,
+            plan,
+            catalog_version,
+        })
+    }
+
+    /// Runs every statement of a query string; stops at the first error. Several statements
+    /// outside a block run as one implicit transaction, as in PostgreSQL, unless they contain
+    /// transaction control or DDL (then each statement is its own transaction).
+    pub fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
+        let statements = match parse(sql) {
+            Ok(statements) => statements,
+            Err(error) => {
+                self.note_error();
+                return vec![Err(error)];
+            }
+        };
+        let implicit = statements.len() > 1
+            && matches!(self.state, State::Idle)
+            && statements.iter().all(|statement| {
+                !matches!(
+                    statement,
+                    Statement::StartTransaction { .. }
+                        | Statement::Commit { .. }
+                        | Statement::Rollback { .. }
+                        | Statement::CreateTable(_)
+                        | Statement::Drop { .. }
+                )
+            });
+        if implicit {
+            self.state = State::InBlock(self.catalog.database().begin());
+        }
+        let mut outcomes = Vec::with_capacity(statements.len());
+        for statement in statements {
+            let outcome = self.execute_statement(statement);
+            let failed = outcome.is_err();
+            outcomes.push(outcome);
+            if failed {
+                break;
+            }
+        }
+        if implicit {
+            // A failed statement left the state Failed (its transaction aborted).
+            if let State::InBlock(txn) = std::mem::replace(&mut self.state, State::Idle) {
+                if let Err(error) = txn.commit() {
+                    outcomes.push(Err(error.into()));
+                }
+            }
+        }
+        outcomes
+    }
+
+    fn execute_statement(&mut self, statement: Statement) -> SqlResult<Outcome> {
+        self.check_not_failed(&statement)?;
+        let prepared = match self.prepare(statement, &[]) {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                self.note_error();
+                return Err(error);
+            }
+        };
+        self.execute(&prepared, Vec::new())
+    }
+
+    fn check_not_failed(&self, statement: &Statement) -> SqlResult<()> {
+        let ends_block = matches!(
+            statement,
+            Statement::Commit { .. } | Statement::Rollback { .. }
+        );
+        if matches!(self.state, State::Failed) && !ends_block {
+            return Err(SqlError::new(
+                sqlstate::IN_FAILED_SQL_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs a prepared statement with parameter values (of `prepared.param_types`).
+    pub fn execute(&mut self, prepared: &Prepared, params: Vec<Value>) -> SqlResult<Outcome> {
+        self.check_not_failed(&prepared.statement)?;
+        let rebound;
+        let prepared = if prepared.catalog_version != self.catalog.version() {
+            // A table changed since the statement was bound: bind it again.
+            rebound = self
+                .prepare(prepared.statement.clone(), &prepared.declared)
+                .inspect_err(|_| self.note_error())?;
+            &rebound
+        } else {
+            prepared
+        };
+        if params.len() != prepared.param_types.len() {
+            return Err(SqlError::new(
+                sqlstate::PROTOCOL_VIOLATION,
+                format!(
+                    "bind message supplies {} parameters, but prepared statement requires {}",
+                    params.len(),
+                    prepared.param_types.len()
+                ),
+            ));
+        }
+        let result = self.run_plan(&prepared.plan, &params);
+        if result.is_err() {
+            self.note_error();
+        }
+        result
+    }
+
+    fn run_plan(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
+        match plan {
+            Plan::Transaction(control) => self.transaction_control(control),
+            Plan::CreateTable { def, if_not_exists } => {
+                self.check_no_block("CREATE TABLE")?;
+                self.catalog.create_table(def.clone(), *if_not_exists)?;
+                Ok(command("CREATE TABLE"))
+            }
+            Plan::DropTable { names, if_exists } => {
+                self.check_no_block("DROP TABLE")?;
+                for name in names {
+                    self.catalog.drop_table(name, *if_exists)?;
+                }
+                Ok(command("DROP TABLE"))
+            }
+            Plan::Set { name, value } => {
+                self.settings.insert(name.clone(), value.clone());
+                Ok(command("SET"))
+            }
+            Plan::Show { name } => {
+                let value = self.settings.get(name).cloned().ok_or_else(|| {
+                    SqlError::new(
+                        sqlstate::UNDEFINED_OBJECT,
+                        format!("unrecognized configuration parameter \"{name}\""),
+                    )
+                })?;
+                Ok(Outcome::Rows {
+                    columns: plan.columns(),
+                    rows: vec![vec![Value::Text(value)]],
+                    command: "SHOW".into(),
+                })
+            }
+            Plan::NoOp { tag } => Ok(command(tag)),
+            data => self.run_data(data, params),
+        }
+    }
+
+    /// DDL is not transactional in the engine: refuse it inside a block rather than commit
+    /// it behind the client's back.
+    fn check_no_block(&self, what: &str) -> SqlResult<()> {
+        if let State::InBlock(_) = self.state {
+            return Err(SqlError::unsupported(format!(
+                "{what} inside a transaction block"
+            )));
+        }
+        Ok(())
+    }
+
+    fn run_data(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
+        let db = self.catalog.database().clone();
+        let executor = Executor {
+            db: &db,
+            context: EvalContext {
+                params,
+                database_name: &self.database,
+                user_name: &self.user,
+            },
+        };
+        match &mut self.state {
+            State::InBlock(txn) => executor.run(plan, txn),
+            State::Failed => unreachable!("checked by check_not_failed"),
+            State::Idle => {
+                // A single statement that lost a write conflict has shown nothing to the
+                // client yet: run it again on a fresh snapshot, as PostgreSQL's READ COMMITTED
+                // re-reads a row updated under it. Inside a block the conflict is the client's
+                // (40001).
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    let mut txn = if plan.is_read_only() {
+                        db.begin_read_only()
+                    } else {
+                        db.begin()
+                    };
+                    let result = executor.run(plan, &mut txn).and_then(|outcome| {
+                        txn.commit()?;
+                        Ok(outcome)
+                    });
+                    match result {
+                        Err(error)
+                            if error.code == sqlstate::SERIALIZATION_FAILURE
+                                && attempt < AUTOCOMMIT_ATTEMPTS_MAX =>
+                        {
+                            continue
+                        }
+                        result => return result,
+                    }
+                }
+            }
+        }
+    }
+
+    fn transaction_control(&mut self, control: &TransactionControl) -> SqlResult<Outcome> {
+        Ok(
+            match (control, std::mem::replace(&mut self.state, State::Idle)) {
+                (TransactionControl::Begin, State::Idle) => {
+                    self.state = State::InBlock(self.catalog.database().begin());
+                    command("BEGIN")
+                }
+                (TransactionControl::Begin, state) => {
+                    // PostgreSQL warns and stays in the block.
+                    self.state = state;
+                    command("BEGIN")
+                }
+                (TransactionControl::Commit, State::InBlock(txn)) => {
+                    // The block is over either way (state is Idle already).
+                    txn.commit()?;
+                    command("COMMIT")
+                }
+                (TransactionControl::Commit, State::Failed) => command("ROLLBACK"),
+                (TransactionControl::Commit, State::Idle) => command("COMMIT"),
+                (TransactionControl::Rollback, state) => {
+                    drop(state); // aborts an open engine transaction
+                    command("ROLLBACK")
+                }
+            },
+        )
+    }
+}
+
+fn command(tag: &str) -> Outcome {
+    Outcome::Command { tag: tag.into() }
+}

@@ -1,0 +1,79 @@
+//! `hayate serve` as a user runs it: it creates its data directory, survives `kill -9` with
+//! every acknowledged commit (and no uncommitted write), and stops cleanly on SIGTERM.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("free port")
+}
+
+fn start(dir: &Path, port: u16) -> (Child, postgres::Client) {
+    let child = Command::new(env!("CARGO_BIN_EXE_hayate"))
+        .args(["serve", "--port", &port.to_string(), "--data-dir"])
+        .arg(dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start hayate serve");
+    let config = format!("host=127.0.0.1 port={port} user=tester dbname=test");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match postgres::Client::connect(&config, postgres::NoTls) {
+            Ok(client) => return (child, client),
+            Err(error) if Instant::now() > deadline => panic!("server did not start: {error}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+#[test]
+fn serve_survives_kill_and_stops_on_sigterm() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let port = free_port();
+    let (mut child, mut client) = start(&dir, port);
+    assert!(dir.is_dir(), "data directory created on first start");
+    client
+        .batch_execute("CREATE TABLE acked (id int8 PRIMARY KEY, note text)")
+        .unwrap();
+    let insert = client
+        .prepare("INSERT INTO acked VALUES ($1, 'committed')")
+        .unwrap();
+    for id in 0..200i64 {
+        client.execute(&insert, &[&id]).unwrap();
+    }
+    let mut open = client.transaction().unwrap();
+    open.execute("INSERT INTO acked VALUES (100000, 'never committed')", &[])
+        .unwrap();
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    drop(open);
+    drop(client);
+
+    let (child, mut client) = start(&dir, port);
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM acked", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 200, "every acknowledged commit survives kill -9");
+    let uncommitted = client
+        .query("SELECT * FROM acked WHERE id = 100000", &[])
+        .unwrap();
+    assert!(uncommitted.is_empty(), "no uncommitted write survives");
+    drop(client);
+
+    // SAFETY: sending a signal to our own child process.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(sent, 0);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "clean exit on SIGTERM: {stderr}");
+    assert!(stderr.contains("hayate: stopped"), "{stderr}");
+}
