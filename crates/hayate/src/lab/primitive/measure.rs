@@ -217,6 +217,106 @@ pub(crate) fn cpu_seconds(driver: &dyn Driver) -> f64 {
     sysstat::self_cpu_seconds() + sysstat::process_tree_cpu_seconds(&driver.server_pids())
 }
 
+/// What a run of any engine measured around its body: the body's value, wall seconds, CPU
+/// seconds of the engine's processes (the lab's included) and the block device's I/O rates.
+pub(crate) struct Around<T> {
+    pub value: T,
+    pub seconds: f64,
+    pub cpu_seconds: f64,
+    pub io: Option<IoRates>,
+}
+
+/// Runs `body` for `seconds` under a progress bar labeled `what`, measuring around it.
+pub(crate) fn measure_around<T: Send>(
+    driver: &dyn Driver,
+    what: &str,
+    seconds: u64,
+    body: impl FnOnce() -> T + Send,
+) -> Around<T> {
+    let device = sysstat::describe_device(Path::new("."));
+    let disk_before = sysstat::DiskCounters::read(&device.block_device);
+    let cpu_before = cpu_seconds(driver);
+    let started = Instant::now();
+    let value = with_progress(what, seconds, body);
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu_seconds = cpu_seconds(driver) - cpu_before;
+    let io = match (
+        disk_before,
+        sysstat::DiskCounters::read(&device.block_device),
+    ) {
+        (Some(before), Some(after)) => Some(after.rates_since(&before, elapsed)),
+        _ => None,
+    };
+    Around {
+        value,
+        seconds: elapsed,
+        cpu_seconds,
+        io,
+    }
+}
+
+/// What a native Hayate run measured: its value, wall and CPU seconds, its I/O trace and the
+/// engine's counters before and after.
+pub(crate) struct Native<T> {
+    pub value: T,
+    pub seconds: f64,
+    pub cpu_seconds: f64,
+    pub records: Vec<TraceRecord>,
+    pub before: hayate_engine::DatabaseStats,
+    pub after: hayate_engine::DatabaseStats,
+}
+
+/// Runs `body` on Hayate with its I/O traced and its timeline recorded (`timeline` long).
+pub(crate) fn measure_native<T: Send>(
+    driver: &HayateDriver,
+    what: &str,
+    seconds: u64,
+    timeline: Duration,
+    body: impl FnOnce() -> T + Send,
+) -> CliResult<Native<T>> {
+    let closed = || CliError::new("hayate: the database is not open");
+    let db = driver.database().ok_or_else(closed)?;
+    let tracing = driver.tracing().ok_or_else(closed)?;
+    let before = db.stats();
+    let cpu_before = sysstat::self_cpu_seconds();
+    driver.set_timeline_window(timeline);
+    tracing.take_records();
+    tracing.start();
+    let started = Instant::now();
+    let value = with_progress(what, seconds, body);
+    let elapsed = started.elapsed().as_secs_f64();
+    tracing.stop();
+    driver.set_timeline_window(Duration::ZERO);
+    Ok(Native {
+        value,
+        seconds: elapsed,
+        cpu_seconds: sysstat::self_cpu_seconds() - cpu_before,
+        records: tracing.take_records(),
+        after: db.stats(),
+        before,
+    })
+}
+
+impl<T> Native<T> {
+    /// Buffer hit ratio over the run.
+    pub fn hit_ratio(&self) -> f64 {
+        let hits = self.after.buffer.hits - self.before.buffer.hits;
+        let misses = self.after.buffer.misses - self.before.buffer.misses;
+        hits as f64 / (hits + misses).max(1) as f64
+    }
+
+    /// Log flushes over the run.
+    pub fn log_flushes(&self) -> u64 {
+        self.after.wal.flushes - self.before.wal.flushes
+    }
+
+    /// Commits per log flush, given the commits that wrote.
+    pub fn commits_per_flush(&self, commits: u64) -> Option<f64> {
+        let flushes = self.log_flushes();
+        (flushes > 0).then(|| commits as f64 / flushes as f64)
+    }
+}
+
 /// A measured run on a peer (or any driver without native runs): one session per thread.
 pub fn session_run(
     plan: &Plan,
@@ -227,22 +327,15 @@ pub fn session_run(
 ) -> CliResult<PrimitiveRun> {
     let what = label(driver, class, percent, mode);
     warm(plan, driver, percent, mode, &what)?;
-    let device = sysstat::describe_device(Path::new("."));
-    let disk_before = sysstat::DiskCounters::read(&device.block_device);
-    let cpu_before = cpu_seconds(driver);
     let job = plan.job(mode, Duration::from_secs(plan.seconds));
-    let started = Instant::now();
-    let outcome = with_progress(&what, plan.seconds, || run_job(driver, &job))
+    let around = measure_around(driver, &what, plan.seconds, || run_job(driver, &job));
+    let outcome = around
+        .value
         .map_err(|error| CliError::new(format!("{}: {error}", driver.engine())))?;
-    let seconds = started.elapsed().as_secs_f64();
-    let cpu = cpu_seconds(driver) - cpu_before;
-    let mut run = base_run(plan, driver, class, percent, mode, &outcome, seconds);
-    run.cpu_us_per_transaction = cpu * 1e6 / outcome.transactions.max(1) as f64;
-    if let (Some(before), Some(after)) = (
-        disk_before,
-        sysstat::DiskCounters::read(&device.block_device),
-    ) {
-        run.io = after.rates_since(&before, seconds);
+    let mut run = base_run(plan, driver, class, percent, mode, &outcome, around.seconds);
+    run.cpu_us_per_transaction = around.cpu_seconds * 1e6 / outcome.transactions.max(1) as f64;
+    if let Some(io) = around.io {
+        run.io = io;
     }
     Ok(run)
 }
@@ -258,43 +351,27 @@ pub fn hayate_run(
 ) -> CliResult<PrimitiveRun> {
     let what = label(driver, class, percent, mode);
     warm(plan, driver, percent, mode, &what)?;
-    let db = driver
-        .database()
-        .ok_or_else(|| CliError::new("hayate: the database is not open"))?;
-    let tracing = driver
-        .tracing()
-        .ok_or_else(|| CliError::new("hayate: the database is not open"))?;
     let device_io = driver
         .device_io()
         .ok_or_else(|| CliError::new("hayate: the database is not open"))?;
-    let stats_before = db.stats();
-    let cpu_before = sysstat::self_cpu_seconds();
-    driver.set_timeline_window(plan.timeline);
     let job = plan.job(mode, Duration::from_secs(plan.seconds));
-    tracing.take_records();
-    tracing.start();
-    let started = Instant::now();
-    let outcome = with_progress(&what, plan.seconds, || driver.run_native(&job))
+    let native = measure_native(driver, &what, plan.seconds, plan.timeline, || {
+        driver.run_native(&job)
+    })?;
+    let outcome = (native.value.as_ref())
         .expect("Hayate runs natively")
-        .map_err(|error| CliError::new(format!("hayate: {error}")))?;
-    let seconds = started.elapsed().as_secs_f64();
-    tracing.stop();
-    let cpu = sysstat::self_cpu_seconds() - cpu_before;
-    let stats = db.stats();
-    let records = tracing.take_records();
-    drop(db);
+        .as_ref()
+        .map_err(|error| CliError::new(format!("hayate: {error}")))?
+        .clone();
+    let (seconds, records) = (native.seconds, &native.records);
 
     let mut run = base_run(plan, driver, class, percent, mode, &outcome, seconds);
-    run.cpu_us_per_transaction = cpu * 1e6 / outcome.transactions.max(1) as f64;
-    run.io = trace_rates(&records, seconds);
-    let hits = stats.buffer.hits - stats_before.buffer.hits;
-    let misses = stats.buffer.misses - stats_before.buffer.misses;
-    run.buffer_hit_ratio = Some(hits as f64 / (hits + misses).max(1) as f64);
-    let flushes = stats.wal.flushes - stats_before.wal.flushes;
+    run.cpu_us_per_transaction = native.cpu_seconds * 1e6 / outcome.transactions.max(1) as f64;
+    run.io = trace_rates(records, seconds);
+    run.buffer_hit_ratio = Some(native.hit_ratio());
     let details = driver.details();
-    run.log_flushes = Some(flushes);
-    run.commits_per_flush =
-        (flushes > 0).then(|| details.updates_committed as f64 / flushes as f64);
+    run.log_flushes = Some(native.log_flushes());
+    run.commits_per_flush = native.commits_per_flush(details.updates_committed);
     run.time_split = Some(time_split(&details.phases));
 
     let stamp = super::super::results::unix_now();
@@ -323,7 +400,7 @@ pub fn hayate_run(
             .context(|| format!("cannot create {}", results_dir.display()))?;
         let out = std::fs::File::create(results_dir.join(&file))
             .context(|| format!("cannot create {file}"))?;
-        hayate_engine::io::trace::write_csv(&records, std::io::BufWriter::new(out))?;
+        hayate_engine::io::trace::write_csv(records, std::io::BufWriter::new(out))?;
         run.trace_file = Some(file);
     }
     // The replay rewrites what the database wrote, so the database must be closed.

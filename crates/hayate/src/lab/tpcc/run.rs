@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use crate::error::{CliError, CliResult};
 use crate::lab::driver::{Driver, DriverError, DriverResult};
 use crate::lab::primitive::measure::{
-    cpu_seconds, percentiles, time_split, timeline, trace_rates, with_progress, write_json,
+    measure_around, measure_native, percentiles, time_split, timeline, trace_rates, with_progress,
+    write_json,
 };
 use crate::lab::primitive::{DeviceClassArg, HayateDriver};
 use crate::lab::replay;
 use crate::lab::results::{TpccRun, TpccTypeRun};
-use crate::lab::sysstat;
 use crate::lab::tpcc::metrics::{run_terminal, TpccJob, TpccOutcome};
 use crate::lab::tpcc::spec::Scale;
 use crate::lab::tpcc::txn::{Terminal, TxnType};
@@ -157,15 +157,11 @@ pub fn session_run(
     let class = DeviceClassArg::Real;
     let what = label(driver, class, percent);
     warm(plan, driver, &what)?;
-    let device = sysstat::describe_device(Path::new("."));
-    let disk_before = sysstat::DiskCounters::read(&device.block_device);
-    let cpu_before = cpu_seconds(driver);
     let job = plan.job(Duration::from_secs(plan.seconds));
-    let started = Instant::now();
-    let outcome = with_progress(&what, plan.seconds, || run_job(driver, &job))
+    let around = measure_around(driver, &what, plan.seconds, || run_job(driver, &job));
+    let outcome = around
+        .value
         .map_err(|error| CliError::new(format!("{}: {error}", driver.engine())))?;
-    let seconds = started.elapsed().as_secs_f64();
-    let cpu = cpu_seconds(driver) - cpu_before;
     let mut run = base_run(
         plan,
         driver,
@@ -173,14 +169,11 @@ pub fn session_run(
         percent,
         buffer_bytes,
         &outcome,
-        seconds,
+        around.seconds,
     );
-    run.cpu_us_per_transaction = cpu * 1e6 / outcome.committed().max(1) as f64;
-    if let (Some(before), Some(after)) = (
-        disk_before,
-        sysstat::DiskCounters::read(&device.block_device),
-    ) {
-        run.io = after.rates_since(&before, seconds);
+    run.cpu_us_per_transaction = around.cpu_seconds * 1e6 / outcome.committed().max(1) as f64;
+    if let Some(io) = around.io {
+        run.io = io;
     }
     Ok(run)
 }
@@ -202,25 +195,15 @@ pub fn hayate_run(
             .map_err(|error| CliError::new(format!("hayate: prewarm: {error}")))?;
     }
     warm(plan, driver, &what)?;
-    let db = driver.database().ok_or_else(closed)?;
-    let tracing = driver.tracing().ok_or_else(closed)?;
     let device_io = driver.device_io().ok_or_else(closed)?;
-    let stats_before = db.stats();
-    let cpu_before = sysstat::self_cpu_seconds();
-    driver.set_timeline_window(plan.timeline);
     let job = plan.job(Duration::from_secs(plan.seconds));
-    tracing.take_records();
-    tracing.start();
-    let started = Instant::now();
-    let outcome = with_progress(&what, plan.seconds, || run_job(driver, &job))
-        .map_err(|error| CliError::new(format!("hayate: {error}")))?;
-    let seconds = started.elapsed().as_secs_f64();
-    tracing.stop();
-    driver.set_timeline_window(Duration::ZERO);
-    let cpu = sysstat::self_cpu_seconds() - cpu_before;
-    let stats = db.stats();
-    let records = tracing.take_records();
-    drop(db);
+    let native = measure_native(driver, &what, plan.seconds, plan.timeline, || {
+        run_job(driver, &job)
+    })?;
+    let outcome = (native.value.as_ref())
+        .map_err(|error| CliError::new(format!("hayate: {error}")))?
+        .clone();
+    let (seconds, records) = (native.seconds, &native.records);
 
     let mut run = base_run(
         plan,
@@ -231,16 +214,12 @@ pub fn hayate_run(
         &outcome,
         seconds,
     );
-    run.cpu_us_per_transaction = cpu * 1e6 / outcome.committed().max(1) as f64;
-    run.io = trace_rates(&records, seconds);
-    let hits = stats.buffer.hits - stats_before.buffer.hits;
-    let misses = stats.buffer.misses - stats_before.buffer.misses;
-    run.buffer_hit_ratio = Some(hits as f64 / (hits + misses).max(1) as f64);
-    let flushes = stats.wal.flushes - stats_before.wal.flushes;
+    run.cpu_us_per_transaction = native.cpu_seconds * 1e6 / outcome.committed().max(1) as f64;
+    run.io = trace_rates(records, seconds);
+    run.buffer_hit_ratio = Some(native.hit_ratio());
     let details = driver.details();
-    run.log_flushes = Some(flushes);
-    run.commits_per_flush =
-        (flushes > 0).then(|| details.updates_committed as f64 / flushes as f64);
+    run.log_flushes = Some(native.log_flushes());
+    run.commits_per_flush = native.commits_per_flush(details.updates_committed);
     run.time_split = Some(time_split(&details.phases));
     if !plan.timeline.is_zero() {
         let stamp = crate::lab::results::unix_now();
@@ -260,7 +239,7 @@ pub fn hayate_run(
         .map_err(|error| CliError::new(format!("hayate: {error}")))?;
     if plan.replay && !records.is_empty() {
         let run_iops = run.io.reads_per_second + run.io.writes_per_second;
-        let report = replay::replay(&device_io, &records, plan.terminals, true)?;
+        let report = replay::replay(&device_io, records, plan.terminals, true)?;
         run.alpha = Some(replay::alpha(run_iops, &report));
     }
     Ok(run)
