@@ -409,7 +409,7 @@ pub fn hayate_run(
         .map_err(|error| CliError::new(format!("hayate: {error}")))?;
     if plan.replay && !records.is_empty() {
         let run_iops = run.io.reads_per_second + run.io.writes_per_second;
-        let report = replay::replay(&device_io, &records, plan.concurrency, true)?;
+        let report = replay::replay(&device_io, records, plan.concurrency, true)?;
         run.alpha = Some(replay::alpha(run_iops, &report));
     }
     Ok(run)
