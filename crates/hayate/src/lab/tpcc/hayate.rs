@@ -144,31 +144,51 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     vec![0xff; prefix.len() + 1]
 }
 
-/// A compact binary row: fixed-width integers little-endian, strings length-prefixed.
+/// A compact binary row: fixed-width integers little-endian, strings length-prefixed. Each
+/// method writes one field kind; `Decoder` has a method of the same name reading it back.
 #[derive(Default)]
 struct Encoder(Vec<u8>);
 
 impl Encoder {
-    fn u32(mut self, value: u32) -> Self {
+    fn u32(&mut self, value: &u32) {
         self.0.extend_from_slice(&value.to_le_bytes());
-        self
     }
-    fn i64(mut self, value: i64) -> Self {
+    fn i64(&mut self, value: &i64) {
         self.0.extend_from_slice(&value.to_le_bytes());
-        self
     }
-    fn text(mut self, value: &str) -> Self {
+    /// An `i32` (S_QUANTITY) in 8 bytes.
+    fn wide_i32(&mut self, value: &i32) {
+        self.i64(&(*value as i64));
+    }
+    fn flag(&mut self, value: &bool) {
+        self.u32(&u32::from(*value));
+    }
+    /// Null is `u32::MAX`.
+    fn opt_u32(&mut self, value: &Option<u32>) {
+        self.u32(&value.unwrap_or(u32::MAX));
+    }
+    /// Null is `i64::MIN`.
+    fn opt_i64(&mut self, value: &Option<i64>) {
+        self.i64(&value.unwrap_or(i64::MIN));
+    }
+    fn text(&mut self, value: &str) {
         self.0
             .extend_from_slice(&(value.len() as u16).to_le_bytes());
         self.0.extend_from_slice(value.as_bytes());
-        self
     }
-    fn address(self, address: &Address) -> Self {
-        self.text(&address.street_1)
-            .text(&address.street_2)
-            .text(&address.city)
-            .text(&address.state)
-            .text(&address.zip)
+    fn address(&mut self, address: &Address) {
+        for part in [
+            &address.street_1,
+            &address.street_2,
+            &address.city,
+            &address.state,
+            &address.zip,
+        ] {
+            self.text(part);
+        }
+    }
+    fn dist(&mut self, dist: &[String; 10]) {
+        dist.iter().for_each(|value| self.text(value));
     }
 }
 
@@ -202,6 +222,18 @@ impl<'a> Decoder<'a> {
             self.take(8)?.try_into().expect("8 bytes"),
         ))
     }
+    fn wide_i32(&mut self) -> DriverResult<i32> {
+        Ok(self.i64()? as i32)
+    }
+    fn flag(&mut self) -> DriverResult<bool> {
+        Ok(self.u32()? != 0)
+    }
+    fn opt_u32(&mut self) -> DriverResult<Option<u32>> {
+        Ok(Some(self.u32()?).filter(|value| *value != u32::MAX))
+    }
+    fn opt_i64(&mut self) -> DriverResult<Option<i64>> {
+        Ok(Some(self.i64()?).filter(|value| *value != i64::MIN))
+    }
     fn text(&mut self) -> DriverResult<String> {
         let length = u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")) as usize;
         let bytes = self.take(length)?;
@@ -217,238 +249,66 @@ impl<'a> Decoder<'a> {
             zip: self.text()?,
         })
     }
-}
-
-/// Optional values: `u32::MAX` / `i64::MIN` stand for null.
-fn opt_u32(value: Option<u32>) -> u32 {
-    value.unwrap_or(u32::MAX)
-}
-fn from_opt_u32(value: u32) -> Option<u32> {
-    (value != u32::MAX).then_some(value)
-}
-fn opt_i64(value: Option<i64>) -> i64 {
-    value.unwrap_or(i64::MIN)
-}
-fn from_opt_i64(value: i64) -> Option<i64> {
-    (value != i64::MIN).then_some(value)
-}
-
-fn encode_warehouse(row: &Warehouse) -> Vec<u8> {
-    let encoder = Encoder::default().u32(row.w_id).text(&row.name);
-    encoder.address(&row.address).i64(row.tax).i64(row.ytd).0
-}
-
-fn decode_warehouse(bytes: &[u8]) -> DriverResult<Warehouse> {
-    let mut decoder = Decoder::new(bytes, "warehouse");
-    Ok(Warehouse {
-        w_id: decoder.u32()?,
-        name: decoder.text()?,
-        address: decoder.address()?,
-        tax: decoder.i64()?,
-        ytd: decoder.i64()?,
-    })
-}
-
-fn encode_district(row: &District) -> Vec<u8> {
-    let encoder = Encoder::default()
-        .u32(row.w_id)
-        .u32(row.d_id)
-        .text(&row.name);
-    let encoder = encoder.address(&row.address).i64(row.tax).i64(row.ytd);
-    encoder.u32(row.next_o_id).0
-}
-
-fn decode_district(bytes: &[u8]) -> DriverResult<District> {
-    let mut decoder = Decoder::new(bytes, "district");
-    Ok(District {
-        w_id: decoder.u32()?,
-        d_id: decoder.u32()?,
-        name: decoder.text()?,
-        address: decoder.address()?,
-        tax: decoder.i64()?,
-        ytd: decoder.i64()?,
-        next_o_id: decoder.u32()?,
-    })
-}
-
-fn encode_customer(row: &Customer) -> Vec<u8> {
-    let encoder = Encoder::default().u32(row.w_id).u32(row.d_id).u32(row.c_id);
-    let encoder = encoder.text(&row.first).text(&row.middle).text(&row.last);
-    let encoder = encoder
-        .address(&row.address)
-        .text(&row.phone)
-        .i64(row.since);
-    let encoder = encoder
-        .text(&row.credit)
-        .i64(row.credit_lim)
-        .i64(row.discount);
-    let encoder = encoder.i64(row.balance).i64(row.ytd_payment);
-    let encoder = encoder.u32(row.payment_cnt).u32(row.delivery_cnt);
-    encoder.text(&row.data).0
-}
-
-fn decode_customer(bytes: &[u8]) -> DriverResult<Customer> {
-    let mut decoder = Decoder::new(bytes, "customer");
-    Ok(Customer {
-        w_id: decoder.u32()?,
-        d_id: decoder.u32()?,
-        c_id: decoder.u32()?,
-        first: decoder.text()?,
-        middle: decoder.text()?,
-        last: decoder.text()?,
-        address: decoder.address()?,
-        phone: decoder.text()?,
-        since: decoder.i64()?,
-        credit: decoder.text()?,
-        credit_lim: decoder.i64()?,
-        discount: decoder.i64()?,
-        balance: decoder.i64()?,
-        ytd_payment: decoder.i64()?,
-        payment_cnt: decoder.u32()?,
-        delivery_cnt: decoder.u32()?,
-        data: decoder.text()?,
-    })
-}
-
-fn encode_history(row: &History) -> Vec<u8> {
-    let encoder = Encoder::default()
-        .u32(row.c_id)
-        .u32(row.c_d_id)
-        .u32(row.c_w_id);
-    let encoder = encoder
-        .u32(row.d_id)
-        .u32(row.w_id)
-        .i64(row.date)
-        .i64(row.amount);
-    encoder.text(&row.data).0
-}
-
-fn decode_history(bytes: &[u8]) -> DriverResult<History> {
-    let mut decoder = Decoder::new(bytes, "history");
-    Ok(History {
-        c_id: decoder.u32()?,
-        c_d_id: decoder.u32()?,
-        c_w_id: decoder.u32()?,
-        d_id: decoder.u32()?,
-        w_id: decoder.u32()?,
-        date: decoder.i64()?,
-        amount: decoder.i64()?,
-        data: decoder.text()?,
-    })
-}
-
-fn encode_order(row: &Order) -> Vec<u8> {
-    let encoder = Encoder::default().u32(row.w_id).u32(row.d_id).u32(row.o_id);
-    let encoder = encoder
-        .u32(row.c_id)
-        .i64(row.entry_d)
-        .u32(opt_u32(row.carrier_id));
-    encoder.u32(row.ol_cnt).u32(u32::from(row.all_local)).0
-}
-
-fn decode_order(bytes: &[u8]) -> DriverResult<Order> {
-    let mut decoder = Decoder::new(bytes, "orders");
-    Ok(Order {
-        w_id: decoder.u32()?,
-        d_id: decoder.u32()?,
-        o_id: decoder.u32()?,
-        c_id: decoder.u32()?,
-        entry_d: decoder.i64()?,
-        carrier_id: from_opt_u32(decoder.u32()?),
-        ol_cnt: decoder.u32()?,
-        all_local: decoder.u32()? != 0,
-    })
-}
-
-fn encode_order_line(row: &OrderLine) -> Vec<u8> {
-    let encoder = Encoder::default().u32(row.w_id).u32(row.d_id).u32(row.o_id);
-    let encoder = encoder.u32(row.number).u32(row.i_id).u32(row.supply_w_id);
-    let encoder = encoder.i64(opt_i64(row.delivery_d)).u32(row.quantity);
-    encoder.i64(row.amount).text(&row.dist_info).0
-}
-
-fn decode_order_line(bytes: &[u8]) -> DriverResult<OrderLine> {
-    let mut decoder = Decoder::new(bytes, "order_line");
-    Ok(OrderLine {
-        w_id: decoder.u32()?,
-        d_id: decoder.u32()?,
-        o_id: decoder.u32()?,
-        number: decoder.u32()?,
-        i_id: decoder.u32()?,
-        supply_w_id: decoder.u32()?,
-        delivery_d: from_opt_i64(decoder.i64()?),
-        quantity: decoder.u32()?,
-        amount: decoder.i64()?,
-        dist_info: decoder.text()?,
-    })
-}
-
-fn encode_item(row: &Item) -> Vec<u8> {
-    let encoder = Encoder::default()
-        .u32(row.i_id)
-        .u32(row.im_id)
-        .text(&row.name);
-    encoder.i64(row.price).text(&row.data).0
-}
-
-fn decode_item(bytes: &[u8]) -> DriverResult<Item> {
-    let mut decoder = Decoder::new(bytes, "item");
-    Ok(Item {
-        i_id: decoder.u32()?,
-        im_id: decoder.u32()?,
-        name: decoder.text()?,
-        price: decoder.i64()?,
-        data: decoder.text()?,
-    })
-}
-
-fn encode_stock(row: &Stock) -> Vec<u8> {
-    let mut encoder = Encoder::default().u32(row.w_id).u32(row.i_id);
-    encoder = encoder.i64(row.quantity as i64);
-    for dist in &row.dist {
-        encoder = encoder.text(dist);
+    fn dist(&mut self) -> DriverResult<[String; 10]> {
+        let mut dist: [String; 10] = Default::default();
+        for slot in &mut dist {
+            *slot = self.text()?;
+        }
+        Ok(dist)
     }
-    let encoder = encoder.i64(row.ytd).u32(row.order_cnt).u32(row.remote_cnt);
-    encoder.text(&row.data).0
 }
 
-fn decode_stock(bytes: &[u8]) -> DriverResult<Stock> {
-    let mut decoder = Decoder::new(bytes, "stock");
-    let w_id = decoder.u32()?;
-    let i_id = decoder.u32()?;
-    let quantity = decoder.i64()? as i32;
-    let mut dist: [String; 10] = Default::default();
-    for slot in &mut dist {
-        *slot = decoder.text()?;
-    }
-    Ok(Stock {
-        w_id,
-        i_id,
-        quantity,
-        dist,
-        ytd: decoder.i64()?,
-        order_cnt: decoder.u32()?,
-        remote_cnt: decoder.u32()?,
-        data: decoder.text()?,
-    })
+/// The codec of a row type: `encode(row) -> Vec<u8>` and `decode(bytes) -> row`, from its
+/// fields in stored order, each with its kind (a method of `Encoder` and of `Decoder`).
+macro_rules! row_codec {
+    ($encode:ident, $decode:ident, $row:ident, $table:literal,
+     { $($field:ident: $kind:ident),* $(,)? }) => {
+        fn $encode(row: &$row) -> Vec<u8> {
+            let mut encoder = Encoder::default();
+            $(encoder.$kind(&row.$field);)*
+            encoder.0
+        }
+
+        fn $decode(bytes: &[u8]) -> DriverResult<$row> {
+            let mut decoder = Decoder::new(bytes, $table);
+            Ok($row { $($field: decoder.$kind()?,)* })
+        }
+    };
 }
 
-fn encode_new_order(row: &NewOrder) -> Vec<u8> {
-    Encoder::default()
-        .u32(row.w_id)
-        .u32(row.d_id)
-        .u32(row.o_id)
-        .0
-}
-
-fn decode_new_order(bytes: &[u8]) -> DriverResult<NewOrder> {
-    let mut decoder = Decoder::new(bytes, "new_order");
-    Ok(NewOrder {
-        w_id: decoder.u32()?,
-        d_id: decoder.u32()?,
-        o_id: decoder.u32()?,
-    })
-}
+row_codec!(encode_warehouse, decode_warehouse, Warehouse, "warehouse", {
+    w_id: u32, name: text, address: address, tax: i64, ytd: i64,
+});
+row_codec!(encode_district, decode_district, District, "district", {
+    w_id: u32, d_id: u32, name: text, address: address, tax: i64, ytd: i64, next_o_id: u32,
+});
+row_codec!(encode_customer, decode_customer, Customer, "customer", {
+    w_id: u32, d_id: u32, c_id: u32, first: text, middle: text, last: text, address: address,
+    phone: text, since: i64, credit: text, credit_lim: i64, discount: i64, balance: i64,
+    ytd_payment: i64, payment_cnt: u32, delivery_cnt: u32, data: text,
+});
+row_codec!(encode_history, decode_history, History, "history", {
+    c_id: u32, c_d_id: u32, c_w_id: u32, d_id: u32, w_id: u32, date: i64, amount: i64,
+    data: text,
+});
+row_codec!(encode_order, decode_order, Order, "orders", {
+    w_id: u32, d_id: u32, o_id: u32, c_id: u32, entry_d: i64, carrier_id: opt_u32,
+    ol_cnt: u32, all_local: flag,
+});
+row_codec!(encode_order_line, decode_order_line, OrderLine, "order_line", {
+    w_id: u32, d_id: u32, o_id: u32, number: u32, i_id: u32, supply_w_id: u32,
+    delivery_d: opt_i64, quantity: u32, amount: i64, dist_info: text,
+});
+row_codec!(encode_item, decode_item, Item, "item", {
+    i_id: u32, im_id: u32, name: text, price: i64, data: text,
+});
+row_codec!(encode_stock, decode_stock, Stock, "stock", {
+    w_id: u32, i_id: u32, quantity: wide_i32, dist: dist, ytd: i64, order_cnt: u32,
+    remote_cnt: u32, data: text,
+});
+row_codec!(encode_new_order, decode_new_order, NewOrder, "new_order", {
+    w_id: u32, d_id: u32, o_id: u32,
+});
 
 /// The key and value of a row, and of the index entries that go with it.
 fn row_entries(trees: &Trees, row: &Row, history_number: u64) -> Vec<(TreeId, Vec<u8>, Vec<u8>)> {
