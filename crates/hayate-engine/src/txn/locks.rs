@@ -64,6 +64,8 @@ pub struct LockTable {
     timeouts: AtomicU64,
     /// Counts releases; task executors sleep until it moves (`wait_for_release`).
     release_epoch: AtomicU64,
+    /// Threads in `wait_for_release`: releases take the mutex to wake them only when some.
+    release_sleepers: std::sync::atomic::AtomicU32,
     release_mutex: Mutex<()>,
     release_wake: Condvar,
 }
@@ -86,6 +88,7 @@ impl LockTable {
             deadlocks: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
             release_epoch: AtomicU64::new(0),
+            release_sleepers: std::sync::atomic::AtomicU32::new(0),
             release_mutex: Mutex::new(()),
             release_wake: Condvar::new(),
         }
@@ -192,9 +195,13 @@ impl LockTable {
         }
         self.waits_for.lock().remove(&txn_id);
         if released {
-            let _guard = self.release_mutex.lock();
-            self.release_epoch.fetch_add(1, Ordering::Release);
-            self.release_wake.notify_all();
+            // SeqCst with the sleeper's increment and epoch check: either it sees the new
+            // epoch and does not sleep, or we see it and wake it.
+            self.release_epoch.fetch_add(1, Ordering::SeqCst);
+            if self.release_sleepers.load(Ordering::SeqCst) > 0 {
+                let _guard = self.release_mutex.lock();
+                self.release_wake.notify_all();
+            }
         }
     }
 
@@ -207,9 +214,11 @@ impl LockTable {
     /// Blocks until a lock is released after `epoch`, or for `limit` at most.
     pub fn wait_for_release(&self, epoch: u64, limit: Duration) {
         let mut guard = self.release_mutex.lock();
-        if self.release_epoch() == epoch {
+        self.release_sleepers.fetch_add(1, Ordering::SeqCst);
+        if self.release_epoch.load(Ordering::SeqCst) == epoch {
             self.release_wake.wait_for(&mut guard, limit);
         }
+        self.release_sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// How long a lock wait may last.

@@ -132,13 +132,21 @@ impl Transaction {
     /// task about to read many rows waits about once rather than once per row. Reads nothing
     /// for the caller; the later `get_async` calls then hit.
     pub async fn prefetch_async(&self, keys: &[(TreeId, Vec<u8>)]) -> Result<()> {
+        // Each tree's catalog entry once, not once per key and level.
+        let mut trees: Vec<(TreeId, BTree)> = Vec::new();
+        for (tree, _) in keys {
+            if !trees.iter().any(|(known, _)| known == tree) {
+                trees.push((*tree, BTree::open(self.tree(*tree)?.root)));
+            }
+        }
         for _level in 0..PREFETCH_ROUNDS_MAX {
             let mut missing = Vec::new();
             for (tree, key) in keys {
-                let info = self.tree(*tree)?;
-                if let TryLookup::Missing(page) =
-                    BTree::open(info.root).try_get(&self.manager.pool, key)?
-                {
+                let (_, btree) = trees
+                    .iter()
+                    .find(|(known, _)| known == tree)
+                    .expect("every tree was opened above");
+                if let TryLookup::Missing(page) = btree.try_get(&self.manager.pool, key)? {
                     missing.push(page);
                 }
             }

@@ -76,6 +76,8 @@ pub struct HayateDriver {
     /// Spans are recorded for this long at the start of each measured run (zero: none).
     timeline_window: Mutex<Duration>,
     details: Mutex<NativeDetails>,
+    /// `stored_bytes` of the database when it was last closed.
+    closed_stored_bytes: AtomicU64,
 }
 
 pub fn encode_key(sid: i64) -> [u8; 8] {
@@ -94,6 +96,11 @@ pub fn decode_c1(value: &[u8]) -> Option<i64> {
     Some(i64::from_le_bytes(value.get(..8)?.try_into().ok()?))
 }
 
+/// Bytes of a database's live pages.
+fn stored_bytes_of(db: &Database) -> u64 {
+    db.stats().store.live_pages * db.config().store.page_size as u64
+}
+
 impl HayateDriver {
     /// A driver for a new database in `dir` (which must not hold one yet).
     pub fn new(dir: &Path, options: HayateOptions) -> HayateDriver {
@@ -102,6 +109,7 @@ impl HayateDriver {
             options,
             device_class: Mutex::new(DeviceClass::Real),
             buffer_bytes: AtomicU64::new(64 << 20),
+            closed_stored_bytes: AtomicU64::new(0),
             open: Mutex::new(None),
             timeline_window: Mutex::new(Duration::ZERO),
             details: Mutex::new(NativeDetails::default()),
@@ -187,6 +195,8 @@ impl HayateDriver {
     /// Closes the database (checkpointing it) if open.
     pub fn close(&self) -> DriverResult<()> {
         if let Some(open) = self.open.lock().take() {
+            self.closed_stored_bytes
+                .store(stored_bytes_of(&open.db), Ordering::Relaxed);
             open.db.close()?;
         }
         Ok(())
@@ -207,10 +217,14 @@ impl HayateDriver {
     }
 
     /// Bytes of the open database's live pages (its table and index data as stored).
+    /// (As of the last close when closed; None before the first open.)
     pub fn stored_bytes(&self) -> Option<u64> {
-        let db = self.database()?;
-        let stats = db.stats();
-        Some(stats.store.live_pages * db.config().store.page_size as u64)
+        match self.database() {
+            Some(db) => Some(stored_bytes_of(&db)),
+            None => {
+                Some(self.closed_stored_bytes.load(Ordering::Relaxed)).filter(|&bytes| bytes > 0)
+            }
+        }
     }
 
     fn opened_tpcc(&self) -> DriverResult<(Database, tpcc::Trees)> {

@@ -403,16 +403,36 @@ pub fn hayate_run(
         hayate_engine::io::trace::write_csv(records, std::io::BufWriter::new(out))?;
         run.trace_file = Some(file);
     }
-    // The replay rewrites what the database wrote, so the database must be closed.
+    run.alpha = close_and_replay(
+        driver,
+        &device_io,
+        records,
+        plan.concurrency,
+        &run.io,
+        plan.replay,
+    )?;
+    Ok(run)
+}
+
+/// Closes Hayate's database (the replay rewrites what it wrote), then, when asked, replays
+/// the run's I/O trace with no database work at `concurrency`: the run's alpha.
+pub(crate) fn close_and_replay(
+    driver: &HayateDriver,
+    device_io: &std::sync::Arc<dyn hayate_engine::io::Io>,
+    records: &[TraceRecord],
+    concurrency: u32,
+    run_io: &IoRates,
+    replay: bool,
+) -> CliResult<Option<super::super::results::Alpha>> {
     driver
         .close()
         .map_err(|error| CliError::new(format!("hayate: {error}")))?;
-    if plan.replay && !records.is_empty() {
-        let run_iops = run.io.reads_per_second + run.io.writes_per_second;
-        let report = replay::replay(&device_io, records, plan.concurrency, true)?;
-        run.alpha = Some(replay::alpha(run_iops, &report));
+    if !replay || records.is_empty() {
+        return Ok(None);
     }
-    Ok(run)
+    let run_iops = run_io.reads_per_second + run_io.writes_per_second;
+    let report = replay::replay(device_io, records, concurrency, true)?;
+    Ok(Some(replay::alpha(run_iops, &report)))
 }
 
 pub(crate) fn time_split(phases: &PhaseReport) -> TimeSplit {

@@ -516,7 +516,7 @@ fn run_hayate(
     for &class in &args.device_class {
         driver.set_device_class(class.class());
         for &percent in percents {
-            let bytes = hayate_buffer_bytes(driver, meta, percent)?;
+            let bytes = hayate_buffer_bytes(driver, meta, percent);
             driver
                 .set_buffer_bytes(bytes)
                 .map_err(engine_error("hayate"))?;
@@ -535,16 +535,10 @@ fn run_hayate(
 /// Hayate's buffer for a run at `percent`: that share of the database as stored when the run
 /// starts (TPC-C grows as it runs). A buffer of 100% or more gets room for the run's inserts
 /// as well (half the database again), so that it really holds everything throughout.
-fn hayate_buffer_bytes(driver: &HayateDriver, meta: &LoadMeta, percent: f64) -> CliResult<u64> {
-    if driver.database().is_none() {
-        // Closed after the last run's replay: open it to see how large it is now.
-        driver
-            .set_buffer_bytes(64 << 20)
-            .map_err(engine_error("hayate"))?;
-    }
+fn hayate_buffer_bytes(driver: &HayateDriver, meta: &LoadMeta, percent: f64) -> u64 {
     let stored = driver.stored_bytes().unwrap_or(meta.stored_bytes);
     let headroom = if percent >= 100.0 { 1.5 } else { 1.0 };
-    Ok((stored as f64 * percent / 100.0 * headroom) as u64)
+    (stored as f64 * percent / 100.0 * headroom) as u64
 }
 
 #[cfg(feature = "peers")]

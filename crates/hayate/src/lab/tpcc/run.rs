@@ -12,11 +12,10 @@ use std::time::{Duration, Instant};
 use crate::error::{CliError, CliResult};
 use crate::lab::driver::{Driver, DriverError, DriverResult};
 use crate::lab::primitive::measure::{
-    measure_around, measure_native, percentiles, time_split, timeline, trace_rates, with_progress,
-    write_json,
+    close_and_replay, measure_around, measure_native, percentiles, time_split, timeline,
+    trace_rates, with_progress, write_json,
 };
 use crate::lab::primitive::{DeviceClassArg, HayateDriver};
-use crate::lab::replay;
 use crate::lab::results::{TpccRun, TpccTypeRun};
 use crate::lab::tpcc::metrics::{run_terminal, TpccJob, TpccOutcome};
 use crate::lab::tpcc::spec::Scale;
@@ -233,14 +232,13 @@ pub fn hayate_run(
         )?;
         run.timeline_file = Some(file);
     }
-    // The replay rewrites what the database wrote, so the database must be closed.
-    driver
-        .close()
-        .map_err(|error| CliError::new(format!("hayate: {error}")))?;
-    if plan.replay && !records.is_empty() {
-        let run_iops = run.io.reads_per_second + run.io.writes_per_second;
-        let report = replay::replay(&device_io, records, plan.terminals, true)?;
-        run.alpha = Some(replay::alpha(run_iops, &report));
-    }
+    run.alpha = close_and_replay(
+        driver,
+        &device_io,
+        records,
+        plan.terminals,
+        &run.io,
+        plan.replay,
+    )?;
     Ok(run)
 }
