@@ -18,6 +18,7 @@ pub mod error;
 pub mod exec;
 pub mod plan;
 pub mod session;
+pub mod system;
 pub mod types;
 
 pub use catalog::Catalog;
