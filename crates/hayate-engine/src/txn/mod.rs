@@ -195,13 +195,17 @@ impl TxnManager {
     /// Starts a transaction reading at the newest published snapshot.
     pub fn begin(self: &Arc<Self>, read_only: bool) -> Transaction {
         let txn_id = self.next_txn_id.fetch_add(1, Ordering::Relaxed);
-        let snapshot_ts = {
-            let mut snapshots = self.snapshots.lock();
-            let snapshot_ts = self.visible_ts();
-            *snapshots.entry(snapshot_ts).or_insert(0) += 1;
-            snapshot_ts
-        };
+        let snapshot_ts = self.register_snapshot();
         Transaction::new(self.clone(), txn_id, snapshot_ts, read_only)
+    }
+
+    /// Takes a snapshot at the newest published commit and registers it (undo entries it
+    /// may need are kept until `end_snapshot`).
+    fn register_snapshot(&self) -> u64 {
+        let mut snapshots = self.snapshots.lock();
+        let snapshot_ts = self.visible_ts();
+        *snapshots.entry(snapshot_ts).or_insert(0) += 1;
+        snapshot_ts
     }
 
     fn end_snapshot(&self, snapshot_ts: u64) {

@@ -166,6 +166,31 @@ impl Transaction {
         self.get(tree, key)
     }
 
+    /// `lock_latest_async` for threads: locks the row and returns its newest committed
+    /// version (this transaction's own write if it has one), which it may then write even if
+    /// it changed after the snapshot. The SQL layer's UPDATE and DELETE at READ COMMITTED use
+    /// it, as PostgreSQL re-reads a row changed by a concurrent commit instead of failing.
+    pub fn lock_latest(&mut self, tree: TreeId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(write) = self.writes.get(&(tree, key.to_vec())) {
+            return Ok(write.clone());
+        }
+        let info = self.tree(tree)?;
+        let lock_key = (tree, key.to_vec());
+        if !self.read_latest.contains(&lock_key) {
+            self.read_latest.push(lock_key);
+        }
+        self.lock_row(&info, key)?;
+        self.manager.read_visible(&info, key, u64::MAX)
+    }
+
+    /// Moves the snapshot to the newest published commit (READ COMMITTED: each statement
+    /// reads what was committed before it started). Writes and locks are kept.
+    pub fn refresh_snapshot(&mut self) {
+        let old = self.snapshot_ts;
+        self.snapshot_ts = self.manager.register_snapshot();
+        self.manager.end_snapshot(old);
+    }
+
     /// Inserts or replaces a row.
     pub fn put(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_sizes(key, Some(value))?;

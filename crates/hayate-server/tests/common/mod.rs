@@ -11,6 +11,8 @@ use std::thread::JoinHandle;
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::Catalog;
 
+pub mod clients;
+
 pub struct TestServer {
     pub addr: SocketAddr,
     pub dir: PathBuf,

@@ -1,0 +1,68 @@
+//! Real drivers, unmodified, against the server: psycopg 3 (Python) and the PostgreSQL JDBC
+//! driver each run a script of DDL, parameterized queries and transactions that checks every
+//! answer itself (tests/drivers/). Missing drivers: see common/clients.rs.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::clients::{require, runs};
+use common::TestServer;
+
+/// Runs a driver's check script and fails with its output unless it succeeded.
+fn run_check(mut command: Command, ok_line: &str) {
+    let output = command.output().expect("run the driver check");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains(ok_line),
+        "driver check failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+}
+
+fn scripts() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/drivers"))
+}
+
+#[test]
+fn psycopg() {
+    // Debian's python3-psycopg installs for the system interpreter.
+    let python = std::env::var("HAYATE_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into());
+    let available = runs(&python, &["-c", "import psycopg"]);
+    if !require(available, "psycopg", "python3-psycopg") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut command = Command::new(&python);
+    command
+        .arg(scripts().join("psycopg_check.py"))
+        .arg(server.addr.port().to_string());
+    run_check(command, "psycopg ok");
+    server.stop();
+}
+
+#[test]
+fn jdbc() {
+    let jar = std::env::var("HAYATE_JDBC_JAR")
+        .unwrap_or_else(|_| "/usr/share/java/postgresql.jar".into());
+    let available = runs("java", &["-version"]) && Path::new(&jar).exists();
+    if !require(
+        available,
+        "JDBC",
+        "a Java runtime and libpostgresql-jdbc-java",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut command = Command::new("java");
+    command
+        .args(["-cp", &jar])
+        .arg(scripts().join("JdbcCheck.java"))
+        .arg(server.addr.port().to_string());
+    run_check(command, "jdbc ok");
+    server.stop();
+}
