@@ -77,3 +77,108 @@ fn serve_survives_kill_and_stops_on_sigterm() {
     assert!(output.status.success(), "clean exit on SIGTERM: {stderr}");
     assert!(stderr.contains("hayate: stopped"), "{stderr}");
 }
+
+/// sum(abalance), sum(tbalance), sum(bbalance), sum(delta) and the history's row count.
+fn pgbench_state(client: &mut postgres::Client) -> ([i64; 4], i64) {
+    let mut sums = [0; 4];
+    for (sum, (table, column)) in sums.iter_mut().zip([
+        ("pgbench_accounts", "abalance"),
+        ("pgbench_tellers", "tbalance"),
+        ("pgbench_branches", "bbalance"),
+        ("pgbench_history", "delta"),
+    ]) {
+        let query = format!("SELECT coalesce(sum({column}), 0)::int8 FROM {table}");
+        *sum = client.query_one(&query, &[]).unwrap().get(0);
+    }
+    let rows = client
+        .query_one("SELECT count(*) FROM pgbench_history", &[])
+        .unwrap()
+        .get(0);
+    (sums, rows)
+}
+
+/// `kill -9` of the server during a pgbench tpcb-like run with 8 clients: after the restart
+/// the balances still agree, and every transaction pgbench logged as committed (`-l`) left its
+/// history row. When pgbench is missing the test says so loudly (HAYATE_REQUIRE_CLIENTS=1
+/// makes that a failure).
+#[test]
+fn kill_during_pgbench_keeps_every_committed_transaction() {
+    let available = Command::new("pgbench")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !available {
+        let message = "pgbench NOT FOUND: the kill -9 during pgbench test did NOT run \
+                       (install postgresql-15 to run it)";
+        eprintln!("\n!!!!!!!! {message} !!!!!!!!\n");
+        assert!(
+            std::env::var_os("HAYATE_REQUIRE_CLIENTS").is_none(),
+            "{message}"
+        );
+        return;
+    }
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let port = free_port();
+    let (mut child, client) = start(&dir, port);
+    drop(client);
+    let pgbench = |args: &[&str]| {
+        let mut command = Command::new("pgbench");
+        command
+            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "tester"])
+            .args(args)
+            .arg("test")
+            .current_dir(parent.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    };
+    let init = pgbench(&["-i", "-s", "1", "-q"]).output().unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+
+    let run = pgbench(&["-c", "8", "-j", "2", "-T", "60", "-l", "--log-prefix=txn"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    child.kill().unwrap(); // SIGKILL mid-run
+    child.wait().unwrap();
+    let run = run.wait_with_output().unwrap();
+    // pgbench's log: one line per finished transaction, its latency in the third field
+    // ("failed"/"serialization"/"deadlock" there for the ones that did not commit).
+    let mut committed = 0;
+    for entry in std::fs::read_dir(parent.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if name.starts_with("txn.") {
+            let log = std::fs::read_to_string(&path).unwrap();
+            committed += log
+                .lines()
+                .filter(|line| {
+                    let latency = line.split_whitespace().nth(2).unwrap_or("");
+                    latency.parse::<u64>().is_ok()
+                })
+                .count() as i64;
+        }
+    }
+    assert!(
+        committed > 0,
+        "pgbench committed nothing before the kill:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    let (child, mut client) = start(&dir, port);
+    let ([accounts, tellers, branches, delta], history) = pgbench_state(&mut client);
+    assert_eq!((accounts, tellers, branches), (delta, delta, delta));
+    assert!(
+        history >= committed,
+        "{history} history rows after the restart, pgbench saw {committed} commits"
+    );
+    drop(client);
+    let mut child = child;
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
