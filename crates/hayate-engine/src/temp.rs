@@ -43,6 +43,9 @@ const RECORD_OVERHEAD_BYTES: usize = 64;
 /// A key and a value.
 pub type Record = (Vec<u8>, Vec<u8>);
 
+/// A run's next record in a merge: (key, run index, value), smallest key (then run) first.
+type MergeEntry = Reverse<(Vec<u8>, usize, Vec<u8>)>;
+
 /// Counters of the temporary space since the database opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TempStats {
@@ -413,8 +416,8 @@ pub enum Sorted {
     Memory(std::vec::IntoIter<Record>),
     Merge {
         readers: Vec<RunReader>,
-        /// The next record of each run not yet exhausted, smallest key (then run) first.
-        heap: BinaryHeap<Reverse<(Vec<u8>, usize, Vec<u8>)>>,
+        /// The next record of each run not yet exhausted.
+        heap: BinaryHeap<MergeEntry>,
     },
 }
 
