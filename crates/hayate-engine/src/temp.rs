@@ -14,14 +14,19 @@
 //!    written as a run; `finish` merges the runs (k-way, a heap over the runs' next keys) or,
 //!    when nothing spilled, just sorts in memory. Keys compare as bytes (the SQL layer's
 //!    memcomparable encoding), ties keep insertion order.
-//! 4. `Partitioner`: records go to one of N runs by the caller's hash, for a partitioned hash
-//!    join or aggregation whose build side does not fit the work memory.
+//! 4. `Partitioner`: records go to one of N runs by the caller's hash.
+//! 5. `HashJoin`: an equi-join on key bytes. The build side is hashed in memory; once it
+//!    exceeds the work memory the join becomes a partitioned (Grace) hash join: build records
+//!    go to partitions by key hash, probe records too, then each partition pair is joined in
+//!    memory. Partitions are sized from the build side seen so far (twice as many as it needs
+//!    work memories, at least 8).
 //!
 //! Block format: u32 little-endian payload length, u32 CRC-32C of the payload, the payload
 //! (records: u32 key length, u32 value length, key, value), zero padding to `IO_ALIGN`.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -463,6 +468,138 @@ impl Partitioner {
     }
 }
 
+/// Partitions of a hash join that spilled: at least this many.
+const JOIN_PARTITIONS_MIN: usize = 8;
+
+/// Build records by key; each key may have several values.
+type BuildTable = HashMap<Vec<u8>, Vec<Vec<u8>>>;
+
+/// An equi-join on key bytes that spills to partitions beyond its work memory.
+pub struct HashJoin {
+    space: TempSpace,
+    work_mem_bytes: usize,
+    hasher: RandomState,
+    table: BuildTable,
+    table_bytes: usize,
+    /// Set once the build side outgrew the work memory.
+    spilled: Option<SpilledJoin>,
+}
+
+struct SpilledJoin {
+    build: Partitioner,
+    probe: Partitioner,
+}
+
+impl HashJoin {
+    pub fn new(space: &TempSpace, work_mem_bytes: usize) -> HashJoin {
+        HashJoin {
+            space: space.clone(),
+            work_mem_bytes: work_mem_bytes.max(BLOCK_BYTES),
+            hasher: RandomState::new(),
+            table: HashMap::new(),
+            table_bytes: 0,
+            spilled: None,
+        }
+    }
+
+    /// True once the join spills to partitions.
+    pub fn is_spilled(&self) -> bool {
+        self.spilled.is_some()
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// Adds a record of the build side.
+    pub fn build(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<()> {
+        if let Some(spilled) = &mut self.spilled {
+            let hash = self.hasher.hash_one(&key);
+            return spilled.build.push(hash, &key, &value);
+        }
+        self.table_bytes += key.len() + value.len() + RECORD_OVERHEAD_BYTES;
+        self.table.entry(key).or_default().push(value);
+        if self.table_bytes > self.work_mem_bytes {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// Moves the build side to partitions.
+    fn spill(&mut self) -> Result<()> {
+        let needed = self.table_bytes.div_ceil(self.work_mem_bytes);
+        let partitions = (needed * 2).max(JOIN_PARTITIONS_MIN);
+        let mut build = self.space.partitioner(partitions)?;
+        let probe = self.space.partitioner(partitions)?;
+        for (key, values) in std::mem::take(&mut self.table) {
+            let hash = self.hash(&key);
+            for value in values {
+                build.push(hash, &key, &value)?;
+            }
+        }
+        self.table_bytes = 0;
+        self.spilled = Some(SpilledJoin { build, probe });
+        Ok(())
+    }
+
+    /// Joins a probe record: `emit(probe key, probe value, Some(build value))` for each match,
+    /// or `emit(.., None)` when there is none (for outer joins; ignore it for inner joins).
+    /// After a spill the matches come from `finish` instead.
+    pub fn probe(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        emit: &mut impl FnMut(&[u8], &[u8], Option<&[u8]>) -> Result<()>,
+    ) -> Result<()> {
+        if let Some(spilled) = &mut self.spilled {
+            let hash = self.hasher.hash_one(key);
+            return spilled.probe.push(hash, key, value);
+        }
+        probe_table(&self.table, key, value, emit)
+    }
+
+    /// Joins what the probe side sent to partitions, one partition pair at a time.
+    pub fn finish(
+        self,
+        emit: &mut impl FnMut(&[u8], &[u8], Option<&[u8]>) -> Result<()>,
+    ) -> Result<()> {
+        let Some(spilled) = self.spilled else {
+            return Ok(());
+        };
+        let build_runs = spilled.build.finish()?;
+        let probe_runs = spilled.probe.finish()?;
+        for (build_run, probe_run) in build_runs.into_iter().zip(probe_runs) {
+            let mut table = BuildTable::new();
+            for record in build_run.reader() {
+                let (key, value) = record?;
+                table.entry(key).or_default().push(value);
+            }
+            for record in probe_run.reader() {
+                let (key, value) = record?;
+                probe_table(&table, &key, &value, emit)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn probe_table(
+    table: &BuildTable,
+    key: &[u8],
+    value: &[u8],
+    emit: &mut impl FnMut(&[u8], &[u8], Option<&[u8]>) -> Result<()>,
+) -> Result<()> {
+    match table.get(key) {
+        Some(matches) => {
+            for build_value in matches {
+                emit(key, value, Some(build_value))?;
+            }
+            Ok(())
+        }
+        None => emit(key, value, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -598,6 +735,68 @@ mod tests {
         seen.sort_unstable();
         assert_eq!(seen, (0..10_000).collect::<Vec<_>>());
         assert_eq!(temp_files(&io), 0);
+    }
+
+    /// Joins build keys 0..n (value = key * 10) with probe keys 0..2n (two values each
+    /// for even keys): returns (matched pairs sorted, unmatched probe keys sorted).
+    fn join(work_mem: usize, n: u64) -> (Vec<(u64, u64, u64)>, Vec<u64>, bool) {
+        let (space, io) = space();
+        let mut join = HashJoin::new(&space, work_mem);
+        for key in 0..n {
+            let value = format!("{:0>60}", key * 10);
+            join.build(key.to_be_bytes().to_vec(), value.into_bytes())
+                .unwrap();
+        }
+        let spilled = join.is_spilled();
+        let mut matched = Vec::new();
+        let mut unmatched = Vec::new();
+        let mut emit = |key: &[u8], value: &[u8], build: Option<&[u8]>| -> Result<()> {
+            let key = u64::from_be_bytes(key.try_into().unwrap());
+            let probe = u64::from_be_bytes(value.try_into().unwrap());
+            match build {
+                Some(build) => matched.push((
+                    key,
+                    probe,
+                    std::str::from_utf8(build).unwrap().parse().unwrap(),
+                )),
+                None => unmatched.push(key),
+            }
+            Ok(())
+        };
+        for key in 0..2 * n {
+            join.probe(&key.to_be_bytes(), &1u64.to_be_bytes(), &mut emit)
+                .unwrap();
+            if key % 2 == 0 {
+                join.probe(&key.to_be_bytes(), &2u64.to_be_bytes(), &mut emit)
+                    .unwrap();
+            }
+        }
+        join.finish(&mut emit).unwrap();
+        matched.sort_unstable();
+        unmatched.sort_unstable();
+        assert_eq!(temp_files(&io), 0, "partitions removed");
+        (matched, unmatched, spilled)
+    }
+
+    #[test]
+    fn spilled_hash_join_equals_in_memory_hash_join() {
+        let n = 20_000;
+        let (in_memory, in_memory_unmatched, spilled) = join(1 << 30, n);
+        assert!(!spilled);
+        let (partitioned, partitioned_unmatched, spilled) = join(0, n);
+        assert!(
+            spilled,
+            "20,000 build records exceed the minimum work memory"
+        );
+        assert_eq!(partitioned, in_memory);
+        assert_eq!(partitioned_unmatched, in_memory_unmatched);
+        // Every build key matched by its probe records, with its own value.
+        let expected_matches = (0..n)
+            .map(|key| if key % 2 == 0 { 2 } else { 1 })
+            .sum::<u64>();
+        assert_eq!(in_memory.len() as u64, expected_matches);
+        assert!(in_memory.iter().all(|(key, _, build)| *build == key * 10));
+        assert_eq!(in_memory_unmatched.len() as u64, n + n / 2);
     }
 
     #[test]
