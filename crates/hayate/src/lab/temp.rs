@@ -7,6 +7,7 @@
 //!    reading the sorted output back and checking its order;
 //! 2. hash join: N/10 build records with distinct keys joined with N probe records (a tenth of
 //!    them match) through `HashJoin`, counting matches against the known answer.
+//!
 //! Each point records the elapsed time, the temporary bytes written and read, and the slowdown
 //! against the same operation with unlimited work memory on the same device class in the same
 //! run. Results go to `temp-<time>.json`; the table is printed.
