@@ -202,4 +202,67 @@ mod tests {
         assert_eq!(prefix_successor(&[1, 0xFF]), Some(vec![2]));
         assert_eq!(prefix_successor(&[0xFF]), None);
     }
+
+    mod order_preservation {
+        use super::*;
+        use crate::types::Decimal;
+        use proptest::prelude::*;
+
+        /// Encoded keys compare like the values: the property every key type must have.
+        fn assert_order(a: Value, b: Value, data_type: DataType) {
+            let (ka, kb) = (key(a.clone(), data_type), key(b.clone(), data_type));
+            let expected = a.compare(&b).unwrap().unwrap();
+            assert_eq!(ka.cmp(&kb), expected, "{a:?} vs {b:?} as {data_type}");
+        }
+
+        fn decimal() -> impl Strategy<Value = Decimal> {
+            (any::<i64>(), 0u32..=12).prop_map(|(m, s)| Decimal::from_i128_with_scale(m as i128, s))
+        }
+
+        proptest! {
+            #[test]
+            fn numeric(a in decimal(), b in decimal()) {
+                assert_order(Value::Numeric(a), Value::Numeric(b), DataType::Numeric(None));
+            }
+
+            #[test]
+            fn float4(a in any::<f32>(), b in any::<f32>()) {
+                assert_order(Value::Float4(a), Value::Float4(b), DataType::Float4);
+            }
+
+            #[test]
+            fn date(a in any::<i32>(), b in any::<i32>()) {
+                assert_order(Value::Date(a), Value::Date(b), DataType::Date);
+            }
+
+            #[test]
+            fn timestamp(a in any::<i64>(), b in any::<i64>()) {
+                assert_order(Value::Timestamp(a), Value::Timestamp(b), DataType::Timestamp);
+            }
+
+            #[test]
+            fn bytea(a in proptest::collection::vec(any::<u8>(), 0..6),
+                     b in proptest::collection::vec(any::<u8>(), 0..6)) {
+                assert_order(Value::Bytes(a), Value::Bytes(b), DataType::Bytea);
+            }
+
+            #[test]
+            fn char_ignores_trailing_spaces(a in "[ a-c]{0,5}", b in "[ a-c]{0,5}") {
+                let a = Value::parse(&a, DataType::Char(Some(5))).unwrap();
+                let b = Value::parse(&b, DataType::Char(Some(5))).unwrap();
+                assert_order(a, b, DataType::Char(Some(5)));
+            }
+
+            /// Composite keys: the first column decides, a numeric prefix never
+            /// swallows the next column.
+            #[test]
+            fn numeric_then_integer(a in decimal(), x in any::<i64>(), b in decimal(), y in any::<i64>()) {
+                let types = [DataType::Numeric(None), DataType::Int8];
+                let ka = encode(&[Value::Numeric(a), Value::Int(x)], &types).unwrap();
+                let kb = encode(&[Value::Numeric(b), Value::Int(y)], &types).unwrap();
+                let expected = a.cmp(&b).then(x.cmp(&y));
+                prop_assert_eq!(ka.cmp(&kb), expected);
+            }
+        }
+    }
 }

@@ -184,4 +184,40 @@ mod tests {
             sqlstate::DATA_CORRUPTED
         );
     }
+
+    #[test]
+    fn every_type_round_trips() {
+        use crate::types::numeric;
+        let types = [
+            DataType::Float4,
+            DataType::Numeric(Some((10, 2))),
+            DataType::Char(Some(4)),
+            DataType::Bytea,
+            DataType::Date,
+            DataType::Timestamp,
+            DataType::TimestampTz,
+            DataType::Numeric(None),
+        ];
+        let values = vec![
+            Value::Float4(0.1),
+            Value::Numeric(numeric::parse("-12.50").unwrap()),
+            Value::Text("ab".into()),
+            Value::Bytes(vec![0, 255, 7]),
+            Value::Date(-36_000),
+            Value::Timestamp(1_234_567_890_123),
+            Value::TimestampTz(-5),
+            Value::Null,
+        ];
+        let bytes = encode(&values, &types).unwrap();
+        let decoded = decode(&bytes, &types, "t").unwrap();
+        assert_eq!(decoded, values);
+        assert_eq!(decoded[1].to_text().unwrap(), "-12.50");
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut], &types, "t").is_err());
+        }
+        // A numeric scale past the limit is corruption, not a panic.
+        let mut bad = encode(&values[1..2], &types[1..2]).unwrap();
+        *bad.last_mut().unwrap() = 200;
+        assert!(decode(&bad, &types[1..2], "t").is_err());
+    }
 }

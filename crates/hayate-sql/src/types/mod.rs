@@ -703,4 +703,79 @@ mod tests {
             Ok(Some(Ordering::Less))
         );
     }
+
+    #[test]
+    fn text_round_trips_of_the_new_types() {
+        let cases = [
+            (DataType::Float4, "3.1415927"),
+            (DataType::Float4, "1e+10"),
+            (DataType::Numeric(None), "-0.000100"),
+            (DataType::Numeric(Some((5, 2))), "123.45"),
+            (DataType::Bytea, "\\x00ff10"),
+            (DataType::Date, "2024-02-29"),
+            (DataType::Timestamp, "1999-12-31 23:59:59.999999"),
+            (DataType::TimestampTz, "2020-01-02 03:04:05.5+00"),
+            (DataType::Float8, "1.2345678901234568e+17"),
+        ];
+        for (data_type, text) in cases {
+            let text = text.replace("\\\\", "\\");
+            let value = Value::parse(&text, data_type).unwrap();
+            assert_eq!(value.to_text().unwrap(), text, "{data_type}");
+        }
+        let padded = Value::parse("ab  ", DataType::Char(Some(4))).unwrap();
+        assert_eq!(padded, Value::Text("ab".into()));
+        assert_eq!(
+            padded.to_text_typed(DataType::Char(Some(4))).unwrap(),
+            "ab  "
+        );
+        assert_eq!(
+            Value::parse("abcde", DataType::Char(Some(4)))
+                .unwrap_err()
+                .code,
+            sqlstate::STRING_DATA_RIGHT_TRUNCATION
+        );
+    }
+
+    #[test]
+    fn casts_between_the_new_types() {
+        let numeric = |text: &str| Value::parse(text, DataType::Numeric(None)).unwrap();
+        assert_eq!(numeric("2.5").cast(DataType::Int4), Ok(Value::Int(3)));
+        assert_eq!(numeric("-2.5").cast(DataType::Int4), Ok(Value::Int(-3)));
+        assert_eq!(
+            Value::Int(7)
+                .cast(DataType::Numeric(Some((4, 1))))
+                .unwrap()
+                .to_text()
+                .unwrap(),
+            "7.0"
+        );
+        assert_eq!(
+            Value::Float(0.1).cast(DataType::Numeric(None)),
+            Ok(numeric("0.1"))
+        );
+        assert_eq!(
+            Value::Date(1).cast(DataType::Timestamp),
+            Ok(Value::Timestamp(86_400_000_000))
+        );
+        assert_eq!(
+            Value::Float(1e300).cast(DataType::Float4).unwrap_err().code,
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE
+        );
+        assert_eq!(
+            Value::Bool(true).cast(DataType::Date).unwrap_err().code,
+            sqlstate::CANNOT_COERCE
+        );
+        assert_eq!(
+            numeric("1.5").compare(&Value::Int(2)),
+            Ok(Some(Ordering::Less))
+        );
+        assert_eq!(
+            numeric("1.50").compare(&numeric("1.5")),
+            Ok(Some(Ordering::Equal))
+        );
+        assert_eq!(
+            Value::Date(0).compare(&Value::Timestamp(1)),
+            Ok(Some(Ordering::Less))
+        );
+    }
 }
