@@ -222,4 +222,49 @@ mod tests {
             sqlstate::INVALID_TEXT_REPRESENTATION
         );
     }
+
+    #[test]
+    fn new_types_decode_in_both_formats() {
+        let both = |text: &str, binary: &[u8], data_type: DataType| {
+            let from_text = decode_parameter(Some(text.as_bytes()), false, data_type).unwrap();
+            let from_binary = decode_parameter(Some(binary), true, data_type).unwrap();
+            assert_eq!(from_text, from_binary, "{data_type}");
+            from_text
+        };
+        both("1.5", &1.5f32.to_be_bytes(), DataType::Float4);
+        both("2020-01-02", &7306i32.to_be_bytes(), DataType::Date);
+        both(
+            "2000-01-01 00:00:01",
+            &1_000_000i64.to_be_bytes(),
+            DataType::Timestamp,
+        );
+        both("\\x00ff", &[0, 255], DataType::Bytea);
+        let numeric = both(
+            "12345.678",
+            &[0, 3, 0, 1, 0, 0, 0, 3, 0, 1, 0x09, 0x29, 0x1A, 0x7C],
+            DataType::Numeric(None),
+        );
+        assert_eq!(numeric.to_text().unwrap(), "12345.678");
+        let padded = both("ab", b"ab", DataType::Char(Some(4)));
+        assert_eq!(
+            padded.to_text_typed(DataType::Char(Some(4))).unwrap(),
+            "ab  "
+        );
+        assert_eq!(
+            decode_parameter(Some(&[1, 2]), true, DataType::Date)
+                .unwrap_err()
+                .code,
+            "22P03"
+        );
+        assert_eq!(
+            decode_parameter(
+                Some(&[0, 1, 0, 0, 0x80, 0, 0, 0, 0, 1]),
+                true,
+                DataType::Numeric(None)
+            )
+            .unwrap_err()
+            .code,
+            "22P03"
+        );
+    }
 }
