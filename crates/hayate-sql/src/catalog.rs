@@ -63,11 +63,7 @@ impl TableDef {
         for column in &self.columns {
             put_string(&mut out, &column.name);
             out.push(column.data_type.tag());
-            let length = match column.data_type {
-                DataType::Varchar(Some(length)) => length,
-                _ => 0,
-            };
-            out.extend_from_slice(&length.to_le_bytes());
+            out.extend_from_slice(&column.data_type.type_modifier().to_le_bytes());
             let flags = column.not_null as u8 | (column.default.is_some() as u8) << 1;
             out.push(flags);
             if let Some(default) = &column.default {
