@@ -92,6 +92,8 @@ pub enum Expr {
         function: ScalarFunction,
         args: Vec<Expr>,
     },
+    /// A pg_catalog function, operator or cast (`crate::system::functions`).
+    System(Box<crate::system::functions::Call>),
 }
 
 /// What evaluation needs besides the row.
@@ -111,6 +113,7 @@ impl Expr {
             Expr::Not(e) | Expr::Negate(e) | Expr::Cast { expr: e, .. } => e.is_constant(),
             Expr::IsNull { expr, .. } => expr.is_constant(),
             Expr::Function { args, .. } => args.iter().all(Expr::is_constant),
+            Expr::System(call) => call.is_constant(),
         }
     }
 
@@ -152,6 +155,7 @@ impl Expr {
             }
             Expr::Cast { expr, to } => expr.eval(row, context)?.cast(*to),
             Expr::Function { function, args } => eval_function(*function, args, row, context),
+            Expr::System(call) => call.eval(row, context),
         }
     }
 }

@@ -192,6 +192,13 @@ impl Binder<'_> {
                 expr: inner,
                 data_type: target,
                 ..
+            } if crate::system::functions::is_system_type(target) => {
+                crate::system::functions::bind_cast(self, self.catalog, inner, target)
+            }
+            E::Cast {
+                expr: inner,
+                data_type: target,
+                ..
             } => self.bind_cast(inner, data_type(target)?),
             E::TypedString(typed) => {
                 let target = data_type(&typed.data_type)?;
@@ -199,7 +206,7 @@ impl Binder<'_> {
                 Ok((Expr::Literal(Value::parse(&text, target)?), target))
             }
             E::Function(function) => self.bind_function(function),
-            other => Err(SqlError::unsupported(format!("the expression {other}"))),
+            other => crate::system::functions::bind_other(self, self.catalog, other, expected),
         }
     }
 
@@ -395,7 +402,15 @@ impl Binder<'_> {
             B::And => BinaryOp::And,
             B::Or => BinaryOp::Or,
             B::StringConcat => BinaryOp::Concat,
-            other => return Err(SqlError::unsupported(format!("operator {other}"))),
+            other => {
+                return crate::system::functions::bind_operator(
+                    self,
+                    self.catalog,
+                    left,
+                    other,
+                    right,
+                )
+            }
         };
         if matches!(op, BinaryOp::And | BinaryOp::Or) {
             let left = self.bind_typed(left, DataType::Bool)?;
@@ -462,10 +477,7 @@ impl Binder<'_> {
                 (ScalarFunction::CurrentUser, DataType::Text, Some(0))
             }
             _ => {
-                return Err(SqlError::new(
-                    sqlstate::UNDEFINED_FUNCTION,
-                    format!("function {name} does not exist"),
-                ))
+                return crate::system::functions::bind_function(self.catalog, &name, bound, &types)
             }
         };
         if arity.is_some_and(|arity| arity != bound.len()) {
