@@ -1,6 +1,7 @@
 //! The catalog queries real tools send, captured from PostgreSQL 15 (`tests/fixtures/*.sql`:
 //! psql -E for \d, \dt, \d t, \l, \dn, \di; log_statement=all for pgbench, JDBC 42.5 and
-//! psycopg 3), run against Hayate with the same table the capture used.
+//! psycopg 3), run against Hayate with the same table the capture used. (sysbench's pgsql
+//! driver sends no catalog queries: its prepare/run/cleanup logged only DDL and DML.)
 //!
 //! Every captured query is in exactly one of two lists:
 //! - `WORKING`: runs here and its result is checked;

@@ -87,9 +87,20 @@ pub struct SystemTable {
 }
 
 impl SystemTable {
-    /// The table's rows now, one value per column (user and database names unknown).
+    /// The table's rows now, one value per column (user and database names unknown: the
+    /// role and the database are listed as "hayate").
     pub fn rows(&self, catalog: &Catalog) -> SqlResult<Vec<Vec<Value>>> {
         Ok(self.rows_in(&Snapshot::of(catalog), &SessionNames::default()))
+    }
+
+    /// The table's rows as the session of `user` connected to `database` sees them (pg_roles,
+    /// pg_database and information_schema name them); prefer this to `rows`.
+    pub fn rows_for(&self, catalog: &Catalog, user: &str, database: &str) -> Vec<Vec<Value>> {
+        let names = SessionNames {
+            user: user.into(),
+            database: database.into(),
+        };
+        self.rows_in(&Snapshot::of(catalog), &names)
     }
 
     /// The table's rows as a session sees them.
