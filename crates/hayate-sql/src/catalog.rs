@@ -342,6 +342,11 @@ fn tree_name(table: &str) -> String {
     format!("{TABLE_TREE_PREFIX}{table}")
 }
 
+/// A `Table` that is not stored, to bind a system table's columns against (see `system`).
+pub(crate) fn stand_in_table(def: TableDef, tree: TreeId) -> Table {
+    new_table(def, tree)
+}
+
 fn new_table(def: TableDef, tree: TreeId) -> Table {
     Table {
         def,

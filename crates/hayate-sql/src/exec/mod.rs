@@ -89,6 +89,18 @@ impl Executor<'_> {
             Ok(())
         };
         match &read.access {
+            Access::System(source) => {
+                let names = (self.context.user_name, self.context.database_name);
+                for values in source.rows(names.0, names.1) {
+                    let passes = match &read.filter {
+                        Some(filter) => truth(&filter.eval(&values, &self.context)?)?,
+                        None => true,
+                    };
+                    if passes {
+                        rows.push((Vec::new(), values));
+                    }
+                }
+            }
             Access::Point(values) => {
                 if let Some(key) = self.point_key(table, values)? {
                     if let Some(raw) = txn.get(table.tree, &key)? {

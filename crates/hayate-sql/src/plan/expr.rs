@@ -138,6 +138,8 @@ pub enum Expr {
         branches: Vec<(Expr, Expr)>,
         otherwise: Option<Box<Expr>>,
     },
+    /// A pg_catalog function, operator or cast (`crate::system::functions`).
+    System(Box<crate::system::functions::Call>),
 }
 
 /// What evaluation needs besides the row.
@@ -176,6 +178,7 @@ impl Expr {
                         .iter()
                         .all(|(when, then)| when.is_constant() && then.is_constant())
             }
+            Expr::System(call) => call.is_constant(),
         }
     }
 
@@ -240,6 +243,7 @@ impl Expr {
                     None => Ok(Value::Null),
                 }
             }
+            Expr::System(call) => call.eval(row, context),
         }
     }
 }

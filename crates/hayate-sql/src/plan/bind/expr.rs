@@ -208,6 +208,13 @@ impl Binder<'_> {
                 expr: inner,
                 data_type: target,
                 ..
+            } if crate::system::functions::is_system_type(target) => {
+                crate::system::functions::bind_cast(self, self.catalog, inner, target)
+            }
+            E::Cast {
+                expr: inner,
+                data_type: target,
+                ..
             } => self.bind_cast(inner, data_type(target)?),
             E::TypedString(typed) => {
                 let target = data_type(&typed.data_type)?;
@@ -418,7 +425,15 @@ impl Binder<'_> {
             B::And => BinaryOp::And,
             B::Or => BinaryOp::Or,
             B::StringConcat => BinaryOp::Concat,
-            other => return Err(SqlError::unsupported(format!("operator {other}"))),
+            other => {
+                return crate::system::functions::bind_operator(
+                    self,
+                    self.catalog,
+                    left,
+                    other,
+                    right,
+                )
+            }
         };
         if matches!(op, BinaryOp::And | BinaryOp::Or) {
             let left = self.bind_typed(left, DataType::Bool)?;

@@ -293,7 +293,7 @@ impl Binder<'_> {
                 };
                 self.bind_scalar_function(name, &[FunctionArg::Expr(inner)])
             }
-            other => Err(SqlError::unsupported(format!("the expression {other}"))),
+            other => crate::system::functions::bind_other(self, self.catalog, other, expected),
         }
     }
 
@@ -507,10 +507,17 @@ impl Binder<'_> {
                     .collect::<SqlResult<_>>()?;
                 Ok((function(F::Mod, bound), target))
             }
-            _ => Err(SqlError::new(
-                sqlstate::UNDEFINED_FUNCTION,
-                format!("function {name} does not exist"),
-            )),
+            _ => {
+                // pg_catalog functions (crate::system::functions) or an undefined function.
+                let mut bound = Vec::with_capacity(exprs.len());
+                let mut types = Vec::with_capacity(exprs.len());
+                for arg in exprs {
+                    let (expr, data_type) = self.bind_expr(arg, None)?;
+                    bound.push(expr);
+                    types.push(data_type);
+                }
+                crate::system::functions::bind_function(self.catalog, name, bound, &types)
+            }
         }
     }
 }
