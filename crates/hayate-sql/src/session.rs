@@ -303,10 +303,12 @@ impl Session {
         let db = self.catalog.database().clone();
         let executor = Executor {
             db: &db,
+            catalog: &self.catalog,
             context: EvalContext {
                 params,
                 database_name: &self.database,
                 user_name: &self.user,
+                subqueries: None,
             },
         };
         match &mut self.state {
