@@ -32,14 +32,18 @@ fn ints(values: impl IntoIterator<Item = i64>) -> Vec<Vec<Value>> {
 }
 
 /// orders(id pk, customer, amount); customers(id pk, region); customer may be NULL.
-fn load(session: &mut Session) -> (Vec<(i64, Option<i64>, i64)>, Vec<(i64, i64)>) {
-    let orders: Vec<(i64, Option<i64>, i64)> = (1..=40)
+/// (id, customer, amount) and (id, region).
+type Orders = Vec<(i64, Option<i64>, i64)>;
+type Customers = Vec<(i64, i64)>;
+
+fn load(session: &mut Session) -> (Orders, Customers) {
+    let orders: Orders = (1..=40)
         .map(|id| {
             let customer = (id % 7 != 0).then_some(id * 5 % 13);
             (id, customer, id * 37 % 101)
         })
         .collect();
-    let customers: Vec<(i64, i64)> = (0..10).map(|id| (id, id % 3)).collect();
+    let customers: Customers = (0..10).map(|id| (id, id % 3)).collect();
     for outcome in session.execute_sql(
         "CREATE TABLE orders (id int4 PRIMARY KEY, customer int4, amount int8); \
          CREATE TABLE customers (id int4 PRIMARY KEY, region int4)",
