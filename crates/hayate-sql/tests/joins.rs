@@ -215,6 +215,37 @@ fn joins_match_nested_loops_computed_here() {
         .collect();
     let sql = "SELECT x.id, y.v FROM a x JOIN a y ON y.id = x.b_id ORDER BY x.id";
     assert_eq!(query(&mut s, sql), expected);
+    // Two key-ordered scans joined on their keys: a merge join (LEFT too).
+    let expected: Vec<Vec<Value>> = data
+        .a
+        .iter()
+        .map(|(id, _, v)| {
+            let label = data.b.iter().find(|(b, _)| b == id).map(|(_, l)| l.clone());
+            vec![
+                Value::Int(*id),
+                Value::Int(*v),
+                label.map_or(Value::Null, Value::Text),
+            ]
+        })
+        .collect();
+    let sql = "SELECT a.id, a.v, b.label FROM a LEFT JOIN b ON b.id = a.id ORDER BY a.id";
+    assert_eq!(query(&mut s, sql), expected);
+    assert!(
+        explain(&mut s, sql).contains("Merge Left Join"),
+        "{}",
+        explain(&mut s, sql)
+    );
+    let sql = "SELECT a.id, b.label FROM b JOIN a ON a.id = b.id AND a.v > b.id ORDER BY a.id";
+    let inner: Vec<Vec<Value>> = expected
+        .iter()
+        .filter(|row| {
+            row[2] != Value::Null
+                && row[1].compare(&row[0]).unwrap() == Some(std::cmp::Ordering::Greater)
+        })
+        .map(|row| vec![row[0].clone(), row[2].clone()])
+        .collect();
+    assert_eq!(query(&mut s, sql), inner);
+    assert!(explain(&mut s, sql).contains("Merge Inner Join"));
     let using = query(
         &mut s,
         "SELECT id, label, count(*) FROM a JOIN b USING (id) GROUP BY id, label ORDER BY id",

@@ -308,8 +308,90 @@ impl<'r, 'e> Run<'r, 'e> {
                     self.unmatched(*kind, matched, outer, width, sink)
                 })
             }
-            Relation::MergeJoin { .. } => Err(SqlError::unsupported("merge join")),
+            Relation::MergeJoin {
+                left,
+                right,
+                kind,
+                left_keys,
+                right_keys,
+                condition,
+            } => self.merge_join(
+                left,
+                right,
+                *kind,
+                left_keys,
+                right_keys,
+                condition.as_ref(),
+                sink,
+            ),
         }
+    }
+
+    /// Sort-merge join. Both sides are held and sorted on their keys (already sorted input,
+    /// the case the planner picks it for, sorts in one pass); a spilling version sorts them
+    /// externally (see the module doc). Rows with a NULL key match nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_join(
+        &self,
+        left: &Relation,
+        right: &Relation,
+        kind: JoinKind,
+        left_keys: &[Expr],
+        right_keys: &[Expr],
+        condition: Option<&Expr>,
+        sink: &mut Sink,
+    ) -> SqlResult<bool> {
+        let keyed =
+            |relation: &Relation, keys: &[Expr]| -> SqlResult<Vec<(Vec<Value>, Vec<Value>)>> {
+                let mut rows = Vec::new();
+                self.produce(relation, &mut |row| {
+                    let values = keys
+                        .iter()
+                        .map(|key| self.eval(key, &row))
+                        .collect::<SqlResult<Vec<_>>>()?;
+                    rows.push((values, row));
+                    Ok(true)
+                })?;
+                rows.sort_by(|(a, _), (b, _)| compare_keys(a, b));
+                Ok(rows)
+            };
+        let outer = keyed(left, left_keys)?;
+        let inner: Vec<_> = keyed(right, right_keys)?
+            .into_iter()
+            .filter(|(key, _)| !key.iter().any(Value::is_null))
+            .collect();
+        let width = right.width();
+        let mut first = 0;
+        for (key, row) in outer {
+            let mut matched = false;
+            if !key.iter().any(Value::is_null) {
+                while first < inner.len()
+                    && compare_keys(&inner[first].0, &key) == std::cmp::Ordering::Less
+                {
+                    first += 1;
+                }
+                for (inner_key, candidate) in &inner[first..] {
+                    if compare_keys(inner_key, &key) != std::cmp::Ordering::Equal {
+                        break;
+                    }
+                    let mut joined = row.clone();
+                    joined.extend(candidate.iter().cloned());
+                    if let Some(condition) = condition {
+                        if !self.holds(condition, &joined)? {
+                            continue;
+                        }
+                    }
+                    matched = true;
+                    if !sink(joined)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            if !self.unmatched(kind, matched, row, width, sink)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// A LEFT JOIN's left row without a match: padded with NULLs.
@@ -551,6 +633,26 @@ impl SubqueryRunner for Run<'_, '_> {
             .cloned()
             .ok_or_else(|| SqlError::new(sqlstate::INTERNAL_ERROR, "outer reference without a row"))
     }
+}
+
+/// Orders join keys (NULLs first; they never match).
+fn compare_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let ordering = match (x.is_null(), y.is_null()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Less,
+            (false, true) => std::cmp::Ordering::Greater,
+            (false, false) => x
+                .compare(y)
+                .ok()
+                .flatten()
+                .unwrap_or(std::cmp::Ordering::Equal),
+        };
+        if ordering != std::cmp::Ordering::Equal {
+            return ordering;
+        }
+    }
+    std::cmp::Ordering::Equal
 }
 
 /// A hashable form of values, equal exactly when the values are equal as SQL compares them

@@ -10,7 +10,8 @@
 //!    LEFT JOIN for WHERE). Conjuncts with correlated subqueries stay on top.
 //! 3. Each join picks its algorithm from its conditions: an index nested loop when the right
 //!    item is a user table whose whole primary key equals expressions of the left row (one
-//!    point lookup per left row, never a scan), a hash join when some equality compares a
+//!    point lookup per left row, never a scan), a merge join when both sides are key-ordered
+//!    scans equal on a prefix of both primary keys, a hash join when some equality compares a
 //!    left expression with a right one, else a nested loop.
 
 use std::sync::Arc;
@@ -602,6 +603,41 @@ fn join(
             && r.range
                 .is_some_and(|(low, high)| low >= start && high < end)
     };
+    // Merge join: two key-ordered scans joined on a prefix of both primary keys arrive
+    // sorted on the join keys, so they merge in one pass of each (sequential reads).
+    if let (Relation::Table { read: l, .. }, Relation::Table { read: r, .. }) = (&left, &right) {
+        let scans = !matches!(l.access, Access::Point(_)) && !matches!(r.access, Access::Point(_));
+        let mut pairs = Vec::new();
+        for (lc, rc) in l.table.def.primary_key.iter().zip(&r.table.def.primary_key) {
+            let (lk, rk) = (Expr::Column(*lc), Expr::Column(start + rc));
+            let paired = conditions.iter().position(|condition| {
+                equality(condition)
+                    .is_some_and(|(a, b)| (*a == lk && *b == rk) || (*a == rk && *b == lk))
+            });
+            match paired {
+                Some(index) => pairs.push((index, lk, Expr::Column(*rc))),
+                None => break,
+            }
+        }
+        if scans && !pairs.is_empty() {
+            let used: Vec<usize> = pairs.iter().map(|(index, _, _)| *index).collect();
+            let residual = conditions
+                .into_iter()
+                .enumerate()
+                .filter(|(index, _)| !used.contains(index))
+                .map(|(_, condition)| condition)
+                .collect();
+            let (left_keys, right_keys) = pairs.into_iter().map(|(_, l, r)| (l, r)).unzip();
+            return Relation::MergeJoin {
+                left: Box::new(left),
+                right: Box::new(right),
+                kind,
+                left_keys,
+                right_keys,
+                condition: and_all(residual),
+            };
+        }
+    }
     // Index nested loop: the right table's whole primary key equals left expressions.
     if let Relation::Table { read, lock } = &right {
         let key = &read.table.def.primary_key;
