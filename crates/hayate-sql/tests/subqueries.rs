@@ -229,7 +229,25 @@ fn subqueries_match_results_computed_here() {
         expected
     );
     assert_eq!(error_code(&mut s, "SELECT * FROM (SELECT 1)"), "42601");
-    // UPDATE and DELETE take subqueries too.
+    // UPDATE and DELETE take subqueries too, correlated ones as well.
+    query(&mut s, "UPDATE customers SET region = (SELECT count(*) FROM orders WHERE orders.customer = customers.id) WHERE id < 3 RETURNING id");
+    let expected = (0..3).map(|id| {
+        let n = orders.iter().filter(|(_, c, _)| *c == Some(id)).count() as i64;
+        vec![Value::Int(id), Value::Int(n)]
+    });
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT id, region FROM customers WHERE id < 3 ORDER BY id"
+        ),
+        expected.collect::<Vec<_>>()
+    );
+    for (id, region) in customers.iter().take(3) {
+        query(
+            &mut s,
+            &format!("UPDATE customers SET region = {region} WHERE id = {id} RETURNING id"),
+        );
+    }
     query(&mut s, "UPDATE orders SET amount = 0 WHERE customer IN (SELECT id FROM customers WHERE region = 2) RETURNING id");
     let region2 = in_region(2);
     let zeroed = orders

@@ -294,17 +294,26 @@ impl Executor<'_> {
         txn: &mut Transaction,
     ) -> SqlResult<Outcome> {
         let table = &read.table;
-        let rows = Run::new(self, txn).read_keyed(read)?;
+        // New values first (they may run subqueries), then the writes.
+        let rows = {
+            let run = Run::new(self, txn);
+            let context = run.context();
+            let mut rows = run.read_keyed(read)?;
+            for (_, row) in &mut rows {
+                let mut new = row.clone();
+                for (column, expr) in assignments {
+                    new[*column] = expr.eval(row, &context)?;
+                }
+                *row = new;
+            }
+            rows
+        };
         let mut returned = Vec::new();
         let key_changes = assignments
             .iter()
             .any(|(column, _)| table.def.primary_key.contains(column));
-        for (key, old) in &rows {
-            let mut new = old.clone();
-            for (column, expr) in assignments {
-                new[*column] = expr.eval(old, &self.context)?;
-            }
-            let new = self.conform(table, new)?;
+        for (key, new) in &rows {
+            let new = self.conform(table, new.clone())?;
             let encoded = row::encode(&new, &table.def.types())?;
             let new_key = if key_changes {
                 self.row_key(table, &new)?
