@@ -312,11 +312,13 @@ impl Session {
         };
         let executor = Executor {
             db: &db,
+            catalog: &self.catalog,
             context: EvalContext {
                 params,
                 database_name: &self.database,
                 user_name: &self.user,
                 transaction_timestamp,
+                subqueries: None,
             },
         };
         match &mut self.state {

@@ -26,7 +26,7 @@ fn access(session: &Session, sql: &str, declared: &[DataType]) -> Access {
     let statement = parse(sql).unwrap().pop().unwrap();
     let prepared = session.prepare(statement, declared).unwrap();
     match prepared.plan() {
-        Plan::Select(select) => select.source.as_ref().unwrap().access.clone(),
+        Plan::Select(select) => select.table_reads()[0].access.clone(),
         Plan::Update { read, .. } | Plan::Delete { read, .. } => read.access.clone(),
         other => panic!("not a read: {other:?}"),
     }

@@ -1,24 +1,26 @@
 //! The executor: runs a plan inside an engine transaction.
 //!
-//! Rows are materialized per statement (OLTP statements touch few rows); a scan in key order
-//! with a LIMIT and no sort stops as soon as it has enough rows.
+//! Queries run as a tree of operators pushing rows to their parents (`query`); a scan in key
+//! order under a LIMIT stops as soon as it has enough rows. UPDATE and DELETE read the rows
+//! they change first, then write them.
 
 mod aggregate;
+mod query;
 
 use std::cmp::Ordering;
 use std::ops::Bound;
 
 use hayate_engine::{Database, Transaction};
 
-use crate::catalog::Table;
+use crate::catalog::{Catalog, Table};
 use crate::encoding::{key, row};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::{Access, KeyBound};
-use crate::plan::expr::truth;
 use crate::plan::{
-    EvalContext, Expr, OutputColumn, Plan, Returning, SelectPlan, SortKey, TableRead,
+    EvalContext, Expr, InsertSelect, OutputColumn, Plan, QueryPlan, Returning, SortKey, TableRead,
 };
 use crate::types::{DataType, Value};
+use query::Run;
 
 /// What a statement returns.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +37,8 @@ pub enum Outcome {
 
 pub struct Executor<'a> {
     pub db: &'a Database,
+    /// What system tables are computed from.
+    pub catalog: &'a Catalog,
     pub context: EvalContext<'a>,
 }
 
@@ -49,6 +53,16 @@ impl Executor<'_> {
     pub fn run(&self, plan: &Plan, txn: &mut Transaction) -> SqlResult<Outcome> {
         match plan {
             Plan::Select(select) => self.select(select, txn),
+            Plan::InsertSelect(insert) => self.insert_select(insert, txn),
+            Plan::Explain(query) => Ok(Outcome::Rows {
+                columns: plan.columns(),
+                rows: query
+                    .explain()
+                    .into_iter()
+                    .map(|line| vec![Value::Text(line)])
+                    .collect(),
+                command: "EXPLAIN".into(),
+            }),
             Plan::Insert {
                 table,
                 rows,
@@ -64,73 +78,18 @@ impl Executor<'_> {
         }
     }
 
-    fn eval_constant(&self, expr: &Expr) -> SqlResult<Value> {
-        expr.eval(&[], &self.context)
-    }
-
-    /// Reads the rows of `read` that pass its filter, at most `limit` of them.
-    fn read(
+    /// The key of a point lookup with expressions over `row`, or None if no row can match.
+    fn point_key(
         &self,
-        read: &TableRead,
-        txn: &Transaction,
-        limit: Option<usize>,
-    ) -> SqlResult<Vec<KeyedRow>> {
-        let table = &read.table;
-        let types = table.def.types();
-        let mut rows = Vec::new();
-        let keep = |key: Vec<u8>, raw: &[u8], rows: &mut Vec<KeyedRow>| -> SqlResult<()> {
-            let values = row::decode(raw, &types, &table.def.name)?;
-            if let Some(filter) = &read.filter {
-                if !truth(&filter.eval(&values, &self.context)?)? {
-                    return Ok(());
-                }
-            }
-            rows.push((key, values));
-            Ok(())
-        };
-        match &read.access {
-            Access::System(source) => {
-                let names = (self.context.user_name, self.context.database_name);
-                for values in source.rows(names.0, names.1) {
-                    let passes = match &read.filter {
-                        Some(filter) => truth(&filter.eval(&values, &self.context)?)?,
-                        None => true,
-                    };
-                    if passes {
-                        rows.push((Vec::new(), values));
-                    }
-                }
-            }
-            Access::Point(values) => {
-                if let Some(key) = self.point_key(table, values)? {
-                    if let Some(raw) = txn.get(table.tree, &key)? {
-                        keep(key, &raw, &mut rows)?;
-                    }
-                }
-            }
-            access => {
-                let Some((lower, upper)) = self.range(table, access)? else {
-                    return Ok(rows);
-                };
-                let scan = txn.scan(table.tree, as_slice(&lower), as_slice(&upper))?;
-                for entry in scan {
-                    let (key, raw) = entry?;
-                    keep(key, &raw, &mut rows)?;
-                    if limit.is_some_and(|limit| rows.len() >= limit) {
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(rows)
-    }
-
-    /// The key of a point lookup, or None if no row can match.
-    fn point_key(&self, table: &Table, values: &[Expr]) -> SqlResult<Option<Vec<u8>>> {
+        table: &Table,
+        values: &[Expr],
+        row: &[Value],
+        context: &EvalContext,
+    ) -> SqlResult<Option<Vec<u8>>> {
         let mut out = Vec::new();
         for (expr, column) in values.iter().zip(&table.def.primary_key) {
             let data_type = table.def.columns[*column].data_type;
-            match key_value(self.eval_constant(expr)?, data_type)? {
+            match key_value(expr.eval(row, context)?, data_type)? {
                 Some(value) => key::encode_column(&mut out, &value, data_type)?,
                 None => return Ok(None),
             }
@@ -139,13 +98,18 @@ impl Executor<'_> {
     }
 
     /// The byte range of a range scan (None: empty), from bounds on the first key column.
-    fn range(&self, table: &Table, access: &Access) -> SqlResult<Option<KeyRange>> {
+    fn range(
+        &self,
+        table: &Table,
+        access: &Access,
+        context: &EvalContext,
+    ) -> SqlResult<Option<KeyRange>> {
         let Access::Range { lower, upper } = access else {
             return Ok(Some((Bound::Unbounded, Bound::Unbounded)));
         };
         let data_type = table.def.columns[table.def.primary_key[0]].data_type;
         let encode = |bound: &KeyBound| -> SqlResult<Option<(Vec<u8>, bool)>> {
-            let value = self.eval_constant(&bound.value)?;
+            let value = bound.value.eval(&[], context)?;
             if value.is_null() {
                 return Err(SqlError::new(sqlstate::INTERNAL_ERROR, "NULL bound"));
             }
@@ -187,85 +151,58 @@ impl Executor<'_> {
         Ok(Some((start, end)))
     }
 
-    fn select(&self, select: &SelectPlan, txn: &Transaction) -> SqlResult<Outcome> {
-        let limit = select
-            .limit
-            .as_ref()
-            .map(|e| self.count_value(e, "LIMIT"))
-            .transpose()?
-            .flatten();
-        let offset = select
-            .offset
-            .as_ref()
-            .map(|e| self.count_value(e, "OFFSET"))
-            .transpose()?
-            .flatten()
-            .unwrap_or(0);
-        let streaming = select.ordered_by_key && select.aggregation.is_none();
-        let read_limit = match (streaming, limit) {
-            (true, Some(limit)) => Some(limit.saturating_add(offset)),
-            _ => None,
-        };
-        let mut rows: Vec<Vec<Value>> = match &select.source {
-            Some(read) => self
-                .read(read, txn, read_limit)?
-                .into_iter()
-                .map(|(_, values)| values)
-                .collect(),
-            None => vec![Vec::new()],
-        };
-        if let Some(aggregation) = &select.aggregation {
-            rows = aggregate::run(aggregation, rows, &self.context)?;
-        }
-        if let Some(having) = &select.having {
-            let mut kept = Vec::with_capacity(rows.len());
-            for row in rows {
-                if truth(&having.eval(&row, &self.context)?)? {
-                    kept.push(row);
-                }
-            }
-            rows = kept;
-        }
-        let mut output: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let projected = self.project(&select.projection, row)?;
-            let sort_keys = if select.ordered_by_key {
-                Vec::new()
-            } else {
-                select
-                    .order_by
-                    .iter()
-                    .map(|key| key.expr.eval(row, &self.context))
-                    .collect::<SqlResult<_>>()?
-            };
-            output.push((sort_keys, projected));
-        }
-        if !select.ordered_by_key {
-            sort_output(&mut output, &select.order_by);
-        }
-        let rows: Vec<Vec<Value>> = output
-            .into_iter()
-            .skip(offset)
-            .take(limit.unwrap_or(usize::MAX))
-            .map(|(_, row)| row)
-            .collect();
+    fn select(&self, query: &QueryPlan, txn: &mut Transaction) -> SqlResult<Outcome> {
+        let run = Run::new(self, txn);
+        let rows = run.collect(&query.root, None)?;
         Ok(Outcome::Rows {
-            columns: select.columns.clone(),
+            columns: query.columns.clone(),
             rows,
             command: "SELECT".into(),
         })
     }
 
-    /// A LIMIT or OFFSET value; None for NULL (no limit).
-    fn count_value(&self, expr: &Expr, what: &str) -> SqlResult<Option<usize>> {
-        match self.eval_constant(expr)? {
-            Value::Null => Ok(None),
-            Value::Int(v) if v >= 0 => Ok(Some(v as usize)),
-            _ => Err(SqlError::new(
-                sqlstate::INVALID_PARAMETER_VALUE,
-                format!("{what} must not be negative"),
-            )),
-        }
+    /// INSERT ... SELECT: rows are inserted as the query produces them (no materialized
+    /// result), so a generate_series of a million rows streams into the table.
+    fn insert_select(&self, insert: &InsertSelect, txn: &mut Transaction) -> SqlResult<Outcome> {
+        let table = &insert.table;
+        let defaults = self.project(&insert.defaults, &[])?;
+        // The query's rows first go through a buffer so that reading and writing never hold
+        // the transaction at once (the query may read the table it inserts into).
+        const BATCH: usize = 1024;
+        let mut returned = Vec::new();
+        let mut count = 0usize;
+        let mut batch: Vec<Vec<Value>> = Vec::with_capacity(BATCH);
+        let run = Run::new(self, txn);
+        let mut flush = |batch: &mut Vec<Vec<Value>>, run: &Run| -> SqlResult<()> {
+            for values in batch.drain(..) {
+                let mut full = defaults.clone();
+                for (value, column) in values.into_iter().zip(&insert.targets) {
+                    full[*column] = value;
+                }
+                let full = self.conform(table, full)?;
+                let mut txn = run.txn.borrow_mut();
+                self.insert_row(table, &full, &mut txn)?;
+                if let Some(returning) = &insert.returning {
+                    returned.push(self.project(&returning.projection, &full)?);
+                }
+                count += 1;
+            }
+            Ok(())
+        };
+        run.produce(&insert.query.root, &mut |row| {
+            batch.push(row);
+            if batch.len() >= BATCH {
+                flush(&mut batch, &run)?;
+            }
+            Ok(true)
+        })?;
+        flush(&mut batch, &run)?;
+        Ok(dml_outcome(
+            "INSERT 0",
+            count,
+            insert.returning.as_ref(),
+            returned,
+        ))
     }
 
     fn project(&self, projection: &[Expr], row: &[Value]) -> SqlResult<Vec<Value>> {
@@ -332,7 +269,14 @@ impl Executor<'_> {
     ) -> SqlResult<Outcome> {
         let mut returned = Vec::new();
         for exprs in rows {
-            let values = self.project(exprs, &[])?;
+            let values = {
+                let run = Run::new(self, txn);
+                let context = run.context();
+                exprs
+                    .iter()
+                    .map(|expr| expr.eval(&[], &context))
+                    .collect::<SqlResult<Vec<_>>>()?
+            };
             let values = self.conform(table, values)?;
             self.insert_row(table, &values, txn)?;
             if let Some(returning) = returning {
@@ -350,17 +294,26 @@ impl Executor<'_> {
         txn: &mut Transaction,
     ) -> SqlResult<Outcome> {
         let table = &read.table;
-        let rows = self.read(read, txn, None)?;
+        // New values first (they may run subqueries), then the writes.
+        let rows = {
+            let run = Run::new(self, txn);
+            let context = run.context();
+            let mut rows = run.read_keyed(read)?;
+            for (_, row) in &mut rows {
+                let mut new = row.clone();
+                for (column, expr) in assignments {
+                    new[*column] = expr.eval(row, &context)?;
+                }
+                *row = new;
+            }
+            rows
+        };
         let mut returned = Vec::new();
         let key_changes = assignments
             .iter()
             .any(|(column, _)| table.def.primary_key.contains(column));
-        for (key, old) in &rows {
-            let mut new = old.clone();
-            for (column, expr) in assignments {
-                new[*column] = expr.eval(old, &self.context)?;
-            }
-            let new = self.conform(table, new)?;
+        for (key, new) in &rows {
+            let new = self.conform(table, new.clone())?;
             let encoded = row::encode(&new, &table.def.types())?;
             let new_key = if key_changes {
                 self.row_key(table, &new)?
@@ -390,7 +343,7 @@ impl Executor<'_> {
         returning: Option<&Returning>,
         txn: &mut Transaction,
     ) -> SqlResult<Outcome> {
-        let rows = self.read(read, txn, None)?;
+        let rows = Run::new(self, txn).read_keyed(read)?;
         let mut returned = Vec::new();
         for (key, old) in &rows {
             txn.delete(read.table.tree, key)?;

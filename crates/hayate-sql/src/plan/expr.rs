@@ -140,6 +140,54 @@ pub enum Expr {
     },
     /// A pg_catalog function, operator or cast (`crate::system::functions`).
     System(Box<crate::system::functions::Call>),
+    /// A column of an enclosing query's row (a correlated subquery's reference): `depth`
+    /// queries up, position `index` in that query's row.
+    Outer {
+        depth: usize,
+        index: usize,
+    },
+    /// A subquery in an expression (run by `EvalContext::subqueries`).
+    Subquery(SubqueryRef),
+}
+
+/// What a subquery in an expression yields.
+#[derive(Debug, Clone)]
+pub enum SubqueryKind {
+    /// `(SELECT x ...)`: the one value of its one row, NULL without rows (21000 if more).
+    Scalar,
+    /// `EXISTS (SELECT ...)`.
+    Exists,
+    /// `left IN (SELECT x ...)`, with `left` over the current row.
+    In(Box<Expr>),
+}
+
+#[derive(Debug)]
+pub struct Subquery {
+    pub kind: SubqueryKind,
+    pub plan: crate::plan::QueryPlan,
+    /// Reads columns of an enclosing query: run per row instead of once.
+    pub correlated: bool,
+}
+
+/// A shared subquery; equal only to itself.
+#[derive(Debug, Clone)]
+pub struct SubqueryRef(pub std::sync::Arc<Subquery>);
+
+impl PartialEq for SubqueryRef {
+    fn eq(&self, other: &SubqueryRef) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Runs subqueries and resolves outer references during evaluation (the executor).
+pub trait SubqueryRunner {
+    fn subquery(
+        &self,
+        subquery: &Subquery,
+        row: &[Value],
+        context: &EvalContext,
+    ) -> SqlResult<Value>;
+    fn outer(&self, depth: usize, index: usize) -> SqlResult<Value>;
 }
 
 /// What evaluation needs besides the row.
@@ -150,6 +198,15 @@ pub struct EvalContext<'a> {
     /// When the transaction started (microseconds since 2000-01-01 UTC): now() and
     /// CURRENT_TIMESTAMP give this one value for the whole transaction, as in PostgreSQL.
     pub transaction_timestamp: i64,
+    /// None outside the executor's query path (a subquery is then an error).
+    pub subqueries: Option<&'a dyn SubqueryRunner>,
+}
+
+impl<'a> EvalContext<'a> {
+    fn runner(&self) -> SqlResult<&'a dyn SubqueryRunner> {
+        self.subqueries
+            .ok_or_else(|| SqlError::unsupported("a subquery in this statement"))
+    }
 }
 
 impl Expr {
@@ -179,6 +236,74 @@ impl Expr {
                         .all(|(when, then)| when.is_constant() && then.is_constant())
             }
             Expr::System(call) => call.is_constant(),
+            // Fixed for one run of the (sub)query that reads it.
+            Expr::Outer { .. } => true,
+            Expr::Subquery(subquery) => {
+                !subquery.0.correlated
+                    && match &subquery.0.kind {
+                        SubqueryKind::In(left) => left.is_constant(),
+                        _ => true,
+                    }
+            }
+        }
+    }
+
+    /// The expressions this one evaluates on the same row (a subquery's plan is not one).
+    pub fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Column(_) | Expr::Literal(_) | Expr::Parameter(_) | Expr::Outer { .. } => {
+                Vec::new()
+            }
+            Expr::Binary { left, right, .. } => vec![left, right],
+            Expr::Not(e) | Expr::Negate(e) | Expr::Cast { expr: e, .. } => vec![e],
+            Expr::IsNull { expr, .. } => vec![expr],
+            Expr::Function { args, .. } => args.iter().collect(),
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => {
+                let mut children: Vec<&Expr> = operand.iter().map(|e| &**e).collect();
+                for (when, then) in branches {
+                    children.push(when);
+                    children.push(then);
+                }
+                children.extend(otherwise.iter().map(|e| &**e));
+                children
+            }
+            Expr::System(call) => call.args.iter().collect(),
+            Expr::Subquery(subquery) => match &subquery.0.kind {
+                SubqueryKind::In(left) => vec![left],
+                _ => Vec::new(),
+            },
+        }
+    }
+
+    /// `children`, mutable. A subquery's IN operand is shared: it is copied on write.
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Expr::Column(_) | Expr::Literal(_) | Expr::Parameter(_) | Expr::Outer { .. } => {
+                Vec::new()
+            }
+            Expr::Binary { left, right, .. } => vec![left, right],
+            Expr::Not(e) | Expr::Negate(e) | Expr::Cast { expr: e, .. } => vec![e],
+            Expr::IsNull { expr, .. } => vec![expr],
+            Expr::Function { args, .. } => args.iter_mut().collect(),
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => {
+                let mut children: Vec<&mut Expr> = operand.iter_mut().map(|e| &mut **e).collect();
+                for (when, then) in branches {
+                    children.push(when);
+                    children.push(then);
+                }
+                children.extend(otherwise.iter_mut().map(|e| &mut **e));
+                children
+            }
+            Expr::System(call) => call.args.iter_mut().collect(),
+            Expr::Subquery(_) => Vec::new(),
         }
     }
 
@@ -244,6 +369,8 @@ impl Expr {
                 }
             }
             Expr::System(call) => call.eval(row, context),
+            Expr::Outer { depth, index } => context.runner()?.outer(*depth, *index),
+            Expr::Subquery(subquery) => context.runner()?.subquery(&subquery.0, row, context),
         }
     }
 }

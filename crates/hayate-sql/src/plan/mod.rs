@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::catalog::{Table, TableDef};
 use crate::types::DataType;
 pub use access::Access;
-pub use expr::{BinaryOp, EvalContext, Expr, ScalarFunction};
+pub use expr::{BinaryOp, EvalContext, Expr, ScalarFunction, Subquery, SubqueryKind};
 
 /// A column of a result.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,19 +65,257 @@ pub struct TableRead {
     pub filter: Option<Expr>,
 }
 
+/// A query: a tree of relations whose root yields the result rows.
 #[derive(Debug, Clone)]
-pub struct SelectPlan {
-    /// None: one row without columns (SELECT without FROM).
-    pub source: Option<TableRead>,
-    pub aggregation: Option<Aggregation>,
-    pub having: Option<Expr>,
-    pub projection: Vec<Expr>,
+pub struct QueryPlan {
+    pub root: Relation,
     pub columns: Vec<OutputColumn>,
-    pub order_by: Vec<SortKey>,
-    /// The rows come from the access path already in ORDER BY order.
-    pub ordered_by_key: bool,
-    pub limit: Option<Expr>,
-    pub offset: Option<Expr>,
+    /// SELECT ... FOR UPDATE: the rows read from user tables are locked.
+    pub locks: bool,
+}
+
+impl QueryPlan {
+    /// Every user-table read of the query (not of its subqueries), leaves first to last.
+    pub fn table_reads(&self) -> Vec<&TableRead> {
+        let mut out = Vec::new();
+        self.root.table_reads(&mut out);
+        out
+    }
+
+    /// The plan as indented text, one operator a line (EXPLAIN).
+    pub fn explain(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.root.explain(0, &mut out);
+        out
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    /// INNER, CROSS and comma joins.
+    Inner,
+    /// LEFT [OUTER]: a left row without a match is kept, padded with NULLs.
+    Left,
+}
+
+/// An operator of a query plan. Rows of a join are the left row followed by the right row,
+/// so an expression bound against the whole FROM list reads any left-deep prefix of it.
+#[derive(Debug, Clone)]
+pub enum Relation {
+    /// Rows of expressions (SELECT without FROM is one row without columns).
+    Values(Vec<Vec<Expr>>),
+    /// A user table through an access path; `lock`: FOR UPDATE.
+    Table { read: TableRead, lock: bool },
+    /// A pg_catalog / information_schema table, computed from the catalog.
+    System(crate::system::SystemTable),
+    /// generate_series(start, stop, step) over integers.
+    Series {
+        start: Expr,
+        stop: Expr,
+        step: Option<Expr>,
+    },
+    Filter {
+        input: Box<Relation>,
+        predicate: Expr,
+    },
+    Project {
+        input: Box<Relation>,
+        exprs: Vec<Expr>,
+    },
+    /// For each left row, every right row (the right side is read once).
+    NestedLoopJoin {
+        left: Box<Relation>,
+        right: Box<Relation>,
+        kind: JoinKind,
+        condition: Option<Expr>,
+    },
+    /// Equi-join: the right side is built into a hash table on `right_keys` (over right rows),
+    /// each left row probes it with `left_keys`; `condition` is checked on the joined row.
+    HashJoin {
+        left: Box<Relation>,
+        right: Box<Relation>,
+        kind: JoinKind,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        condition: Option<Expr>,
+    },
+    /// For each left row, a primary key lookup in `right`, whose access is a point lookup
+    /// with expressions over the left row; `right.filter` reads the right row alone.
+    IndexJoin {
+        left: Box<Relation>,
+        right: TableRead,
+        lock: bool,
+        kind: JoinKind,
+        condition: Option<Expr>,
+    },
+    /// Both sides sorted on their keys, then merged (equi-join on sort-compatible keys).
+    MergeJoin {
+        left: Box<Relation>,
+        right: Box<Relation>,
+        kind: JoinKind,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        condition: Option<Expr>,
+    },
+    Aggregate {
+        input: Box<Relation>,
+        aggregation: Aggregation,
+    },
+    Sort {
+        input: Box<Relation>,
+        keys: Vec<SortKey>,
+    },
+    /// Drops rows equal to an earlier one: on all columns, or on `on` (DISTINCT ON).
+    Distinct {
+        input: Box<Relation>,
+        on: Option<Vec<Expr>>,
+    },
+    Limit {
+        input: Box<Relation>,
+        limit: Option<Expr>,
+        offset: Option<Expr>,
+    },
+    /// UNION [ALL]: the left rows, then the right rows (without duplicates unless `all`).
+    Union {
+        left: Box<Relation>,
+        right: Box<Relation>,
+        all: bool,
+    },
+}
+
+impl Relation {
+    /// The number of columns of its rows.
+    pub fn width(&self) -> usize {
+        match self {
+            Relation::Values(rows) => rows.first().map_or(0, Vec::len),
+            Relation::Table { read, .. } => read.table.def.columns.len(),
+            Relation::System(table) => table.columns.len(),
+            Relation::Series { .. } => 1,
+            Relation::Project { exprs, .. } => exprs.len(),
+            Relation::NestedLoopJoin { left, right, .. }
+            | Relation::HashJoin { left, right, .. }
+            | Relation::MergeJoin { left, right, .. } => left.width() + right.width(),
+            Relation::IndexJoin { left, right, .. } => left.width() + right.table.def.columns.len(),
+            Relation::Aggregate { aggregation, .. } => {
+                aggregation.group_by.len() + aggregation.aggregates.len()
+            }
+            Relation::Filter { input, .. }
+            | Relation::Sort { input, .. }
+            | Relation::Distinct { input, .. }
+            | Relation::Limit { input, .. } => input.width(),
+            Relation::Union { left, .. } => left.width(),
+        }
+    }
+
+    fn inputs(&self) -> Vec<&Relation> {
+        match self {
+            Relation::Values(_)
+            | Relation::Table { .. }
+            | Relation::System(_)
+            | Relation::Series { .. } => Vec::new(),
+            Relation::Filter { input, .. }
+            | Relation::Project { input, .. }
+            | Relation::Aggregate { input, .. }
+            | Relation::Sort { input, .. }
+            | Relation::Distinct { input, .. }
+            | Relation::Limit { input, .. } => vec![input],
+            Relation::IndexJoin { left, .. } => vec![left],
+            Relation::NestedLoopJoin { left, right, .. }
+            | Relation::HashJoin { left, right, .. }
+            | Relation::MergeJoin { left, right, .. }
+            | Relation::Union { left, right, .. } => vec![left, right],
+        }
+    }
+
+    fn table_reads<'a>(&'a self, out: &mut Vec<&'a TableRead>) {
+        match self {
+            Relation::Table { read, .. } => out.push(read),
+            Relation::IndexJoin { left, right, .. } => {
+                left.table_reads(out);
+                out.push(right);
+            }
+            other => {
+                for input in other.inputs() {
+                    input.table_reads(out);
+                }
+            }
+        }
+    }
+
+    fn explain(&self, depth: usize, out: &mut Vec<String>) {
+        let kind = |kind: &JoinKind| match kind {
+            JoinKind::Inner => "Inner",
+            JoinKind::Left => "Left",
+        };
+        let line = match self {
+            Relation::Values(rows) => format!("Values ({} rows)", rows.len()),
+            Relation::Table { read, lock } => format!(
+                "{}{}",
+                describe_read(read),
+                if *lock { " (locking rows)" } else { "" }
+            ),
+            Relation::System(table) => format!("System Table {}.{}", table.schema, table.name),
+            Relation::Series { .. } => "Function Scan on generate_series".into(),
+            Relation::Filter { .. } => "Filter".into(),
+            Relation::Project { exprs, .. } => format!("Project ({} columns)", exprs.len()),
+            Relation::NestedLoopJoin { kind: k, .. } => format!("Nested Loop {} Join", kind(k)),
+            Relation::HashJoin {
+                kind: k, left_keys, ..
+            } => format!("Hash {} Join ({} keys)", kind(k), left_keys.len()),
+            Relation::MergeJoin {
+                kind: k, left_keys, ..
+            } => format!("Merge {} Join ({} keys)", kind(k), left_keys.len()),
+            Relation::IndexJoin {
+                kind: k,
+                right,
+                lock,
+                ..
+            } => format!(
+                "Index Nested Loop {} Join: primary key lookup on {}{}",
+                kind(k),
+                right.table.def.name,
+                if *lock { " (locking rows)" } else { "" }
+            ),
+            Relation::Aggregate { aggregation, .. } => format!(
+                "Hash Aggregate ({} groups keys, {} aggregates)",
+                aggregation.group_by.len(),
+                aggregation.aggregates.len()
+            ),
+            Relation::Sort { keys, .. } => format!("Sort ({} keys)", keys.len()),
+            Relation::Distinct { on: None, .. } => "Hash Distinct".into(),
+            Relation::Distinct { on: Some(_), .. } => "Distinct On".into(),
+            Relation::Limit { .. } => "Limit".into(),
+            Relation::Union { all: true, .. } => "Union All".into(),
+            Relation::Union { all: false, .. } => "Union".into(),
+        };
+        out.push(format!("{}{line}", "  ".repeat(depth)));
+        for input in self.inputs() {
+            input.explain(depth + 1, out);
+        }
+    }
+}
+
+/// A table read as EXPLAIN shows it: the access path.
+fn describe_read(read: &TableRead) -> String {
+    let name = &read.table.def.name;
+    match &read.access {
+        Access::Point(_) => format!("Point Lookup on {name} (primary key)"),
+        Access::Range { .. } => format!("Range Scan on {name} (primary key)"),
+        Access::Full => format!("Full Scan on {name}"),
+        #[allow(unreachable_patterns)]
+        other => format!("Scan on {name} ({other:?})"),
+    }
+}
+
+/// INSERT ... SELECT: the query's columns go to `targets`; the other columns get `defaults`.
+#[derive(Debug, Clone)]
+pub struct InsertSelect {
+    pub table: Arc<Table>,
+    pub query: QueryPlan,
+    pub targets: Vec<usize>,
+    /// One expression per table column (used for columns not in `targets`).
+    pub defaults: Vec<Expr>,
+    pub returning: Option<Returning>,
 }
 
 /// RETURNING: expressions over the written row.
@@ -110,7 +348,10 @@ pub enum Plan {
         rows: Vec<Vec<Expr>>,
         returning: Option<Returning>,
     },
-    Select(SelectPlan),
+    Select(QueryPlan),
+    InsertSelect(Box<InsertSelect>),
+    /// EXPLAIN of a query: its plan as text, not run.
+    Explain(QueryPlan),
     Update {
         read: TableRead,
         /// (column index, new value over the old row).
@@ -146,6 +387,15 @@ impl Plan {
                 .as_ref()
                 .map(|returning| returning.columns.clone())
                 .unwrap_or_default(),
+            Plan::InsertSelect(insert) => insert
+                .returning
+                .as_ref()
+                .map(|returning| returning.columns.clone())
+                .unwrap_or_default(),
+            Plan::Explain(_) => vec![OutputColumn {
+                name: "QUERY PLAN".into(),
+                data_type: DataType::Text,
+            }],
             Plan::Show { name } => vec![OutputColumn {
                 name: name.clone(),
                 data_type: DataType::Text,
@@ -160,6 +410,10 @@ impl Plan {
 
     /// Statements that only read (autocommit runs them in a read-only transaction).
     pub fn is_read_only(&self) -> bool {
-        matches!(self, Plan::Select(_))
+        match self {
+            Plan::Select(query) => !query.locks,
+            Plan::Explain(_) => true,
+            _ => false,
+        }
     }
 }

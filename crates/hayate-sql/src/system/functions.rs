@@ -365,6 +365,7 @@ pub fn bind_cast(
                         database_name: "",
                         user_name: "",
                         transaction_timestamp: 0,
+                        subqueries: None,
                     },
                 )?;
                 return Ok((Expr::Literal(value), result));

@@ -5,7 +5,9 @@ use sqlparser::ast;
 
 use super::{data_type, ident_name, undefined_column, Binder};
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::plan::expr::{BinaryOp, Expr, ScalarFunction};
+use std::sync::Arc;
+
+use crate::plan::expr::{BinaryOp, Expr, ScalarFunction, Subquery, SubqueryKind, SubqueryRef};
 use crate::plan::{AggregateCall, AggregateFunction};
 use crate::types::{DataType, Value};
 
@@ -116,13 +118,127 @@ impl Binder<'_> {
         })
     }
 
-    pub(super) fn column(&self, name: &str) -> SqlResult<(Expr, DataType)> {
-        let table = self.scope.as_ref().ok_or_else(|| undefined_column(name))?;
-        let index = table
-            .def
-            .column_index(name)
-            .ok_or_else(|| undefined_column(name))?;
-        Ok((Expr::Column(index), table.def.columns[index].data_type))
+    /// Resolves a column: in this query's FROM list, else in an enclosing query's (an outer
+    /// reference, which makes every subquery level in between correlated).
+    pub(super) fn column(
+        &mut self,
+        qualifier: Option<&[String]>,
+        name: &str,
+    ) -> SqlResult<(Expr, DataType, bool)> {
+        if let Some(scope) = &self.scope {
+            if let Some((index, data_type)) = scope.resolve(qualifier, name)? {
+                return Ok((Expr::Column(index), data_type, false));
+            }
+        }
+        for depth in 1..=self.outer.len() {
+            let level = &self.outer[self.outer.len() - depth];
+            let Some(scope) = &level.scope else {
+                continue;
+            };
+            let Some((index, data_type)) = scope.resolve(qualifier, name)? else {
+                continue;
+            };
+            if level.grouped {
+                return Err(SqlError::unsupported(
+                    "a subquery reading a column of a grouped query",
+                ));
+            }
+            let levels = self.correlated.len();
+            for flag in &mut self.correlated[levels - depth..] {
+                *flag = true;
+            }
+            return Ok((Expr::Outer { depth, index }, data_type, true));
+        }
+        if let Some(qualifier) = qualifier {
+            let known = self
+                .scope
+                .iter()
+                .chain(self.outer.iter().filter_map(|level| level.scope.as_ref()))
+                .any(|scope| scope.has_qualifier(qualifier));
+            if !known {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_TABLE,
+                    format!(
+                        "missing FROM-clause entry for table \"{}\"",
+                        qualifier.join(".")
+                    ),
+                ));
+            }
+            return Err(undefined_column(&format!("{}.{name}", qualifier.join("."))));
+        }
+        Err(undefined_column(name))
+    }
+
+    /// A subquery in an expression: bound as a query one level down.
+    fn bind_subquery(
+        &mut self,
+        query: &ast::Query,
+        in_operand: Option<&ast::Expr>,
+    ) -> SqlResult<(Expr, DataType)> {
+        let scope = self.scope.take();
+        let grouping = self.grouping.take();
+        self.outer.push(super::OuterLevel {
+            scope,
+            grouped: grouping.is_some(),
+        });
+        self.correlated.push(false);
+        let plan = self.bind_query(query);
+        let correlated = self.correlated.pop().unwrap_or(false);
+        let level = self.outer.pop().expect("pushed above");
+        self.scope = level.scope;
+        self.grouping = grouping;
+        let plan = plan?;
+        let column_type = plan.columns.first().map(|c| c.data_type);
+        let (kind, data_type) = match in_operand {
+            Some(left) => {
+                if plan.columns.len() != 1 {
+                    return Err(SqlError::syntax("subquery has too many columns"));
+                }
+                let right_type = column_type.unwrap_or(DataType::Unknown);
+                let (left, left_type) = self.bind_expr(left, Some(right_type))?;
+                result_type(BinaryOp::Equal, left_type, right_type)?;
+                (SubqueryKind::In(Box::new(left)), DataType::Bool)
+            }
+            None => {
+                if plan.columns.len() != 1 {
+                    return Err(SqlError::syntax("subquery must return only one column"));
+                }
+                (
+                    SubqueryKind::Scalar,
+                    column_type.unwrap_or(DataType::Unknown),
+                )
+            }
+        };
+        let subquery = Subquery {
+            kind,
+            plan,
+            correlated,
+        };
+        Ok((Expr::Subquery(SubqueryRef(Arc::new(subquery))), data_type))
+    }
+
+    fn bind_exists(&mut self, query: &ast::Query) -> SqlResult<(Expr, DataType)> {
+        let scope = self.scope.take();
+        let grouping = self.grouping.take();
+        self.outer.push(super::OuterLevel {
+            scope,
+            grouped: grouping.is_some(),
+        });
+        self.correlated.push(false);
+        let plan = self.bind_query(query);
+        let correlated = self.correlated.pop().unwrap_or(false);
+        let level = self.outer.pop().expect("pushed above");
+        self.scope = level.scope;
+        self.grouping = grouping;
+        let subquery = Subquery {
+            kind: SubqueryKind::Exists,
+            plan: plan?,
+            correlated,
+        };
+        Ok((
+            Expr::Subquery(SubqueryRef(Arc::new(subquery))),
+            DataType::Bool,
+        ))
     }
 
     /// Binds an expression; `expected` types literals and parameters that have no type of
@@ -222,24 +338,44 @@ impl Binder<'_> {
                 Ok((Expr::Literal(Value::parse(&text, target)?), target))
             }
             E::Function(function) => self.bind_function(function),
+            E::Subquery(query) => self.bind_subquery(query, None),
+            E::InSubquery {
+                expr: left,
+                subquery,
+                negated,
+            } => {
+                let (bound, data_type) = self.bind_subquery(subquery, Some(left))?;
+                Ok(if *negated {
+                    (Expr::Not(Box::new(bound)), data_type)
+                } else {
+                    (bound, data_type)
+                })
+            }
+            E::Exists { subquery, negated } => {
+                let (bound, data_type) = self.bind_exists(subquery)?;
+                Ok(if *negated {
+                    (Expr::Not(Box::new(bound)), data_type)
+                } else {
+                    (bound, data_type)
+                })
+            }
             other => self.bind_expr_extra(other, expected),
         }
     }
 
-    /// `table.column`: the qualifier must name the table in scope.
-    fn bind_qualified_column(&self, parts: &[ast::Ident]) -> SqlResult<(Expr, DataType)> {
-        let column = parts.last().map(ident_name).unwrap_or_default();
-        if parts.len() == 2 {
-            let qualifier = ident_name(&parts[0]);
-            let matches = self.scope.as_ref().is_some_and(|t| t.def.name == qualifier);
-            if !matches {
-                return Err(SqlError::new(
-                    sqlstate::UNDEFINED_TABLE,
-                    format!("missing FROM-clause entry for table \"{qualifier}\""),
-                ));
-            }
+    /// `table.column` or `schema.table.column`.
+    fn bind_qualified_column(&mut self, parts: &[ast::Ident]) -> SqlResult<(Expr, DataType)> {
+        let names: Vec<String> = parts.iter().map(ident_name).collect();
+        let Some((column, qualifier)) = names.split_last() else {
+            return Err(SqlError::syntax("empty column name"));
+        };
+        if qualifier.len() > 2 {
+            return Err(SqlError::unsupported(format!(
+                "the column reference {}",
+                names.join(".")
+            )));
         }
-        self.bind_column(&column)
+        self.bind_column_in(Some(qualifier), column)
     }
 
     fn bind_unary(
@@ -323,10 +459,18 @@ impl Binder<'_> {
         })
     }
 
-    pub(super) fn bind_column(&self, name: &str) -> SqlResult<(Expr, DataType)> {
-        if self.grouping.is_some() {
+    pub(super) fn bind_column(&mut self, name: &str) -> SqlResult<(Expr, DataType)> {
+        self.bind_column_in(None, name)
+    }
+
+    fn bind_column_in(
+        &mut self,
+        qualifier: Option<&[String]>,
+        name: &str,
+    ) -> SqlResult<(Expr, DataType)> {
+        let (expr, data_type, outer) = self.column(qualifier, name)?;
+        if self.grouping.is_some() && !outer {
             // Reached only when the column is not a GROUP BY expression.
-            self.column(name)?;
             return Err(SqlError::new(
                 sqlstate::GROUPING_ERROR,
                 format!(
@@ -335,7 +479,7 @@ impl Binder<'_> {
                 ),
             ));
         }
-        self.column(name)
+        Ok((expr, data_type))
     }
 
     pub(super) fn bind_value(

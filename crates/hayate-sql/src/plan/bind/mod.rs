@@ -3,10 +3,13 @@
 
 mod ddl;
 mod expr;
+mod from;
 mod functions;
 mod query;
+mod scope;
 
 use ddl::{bind_set, check_transaction_modes};
+use scope::Scope;
 
 use std::sync::Arc;
 
@@ -30,9 +33,20 @@ pub struct Binder<'a> {
     catalog: &'a Catalog,
     /// The type of each parameter: declared by the client, else inferred, else text.
     pub params: Vec<DataType>,
-    /// The table whose row expressions read (None: no FROM).
-    scope: Option<Arc<Table>>,
+    /// The FROM list whose row expressions read (None: no FROM).
+    scope: Option<Scope>,
     grouping: Option<Grouping>,
+    /// Enclosing query levels of a subquery being bound, innermost last.
+    outer: Vec<OuterLevel>,
+    /// Per subquery level being bound: whether it reads an enclosing level's columns.
+    correlated: Vec<bool>,
+}
+
+/// An enclosing query level: its FROM list, and whether it is grouped (its rows are then
+/// groups, which outer references cannot read yet).
+struct OuterLevel {
+    scope: Option<Scope>,
+    grouped: bool,
 }
 
 /// An identifier as PostgreSQL folds it: unquoted names are lower case.
@@ -97,6 +111,8 @@ impl<'a> Binder<'a> {
             params: declared_params.to_vec(),
             scope: None,
             grouping: None,
+            outer: Vec::new(),
+            correlated: Vec::new(),
         }
     }
 
@@ -114,6 +130,19 @@ impl<'a> Binder<'a> {
     fn bind_statement(&mut self, statement: &Statement) -> SqlResult<Plan> {
         match statement {
             Statement::Query(query) => Ok(Plan::Select(self.bind_query(query)?)),
+            Statement::Explain {
+                statement, analyze, ..
+            } => {
+                let Statement::Query(query) = statement.as_ref() else {
+                    return Err(SqlError::unsupported(
+                        "EXPLAIN of a statement other than a query",
+                    ));
+                };
+                if *analyze {
+                    return Err(SqlError::unsupported("EXPLAIN ANALYZE"));
+                }
+                Ok(Plan::Explain(self.bind_query(query)?))
+            }
             Statement::Insert(insert) => self.bind_insert(insert),
             Statement::Update(update) => self.bind_update(update),
             Statement::Delete(delete) => self.bind_delete(delete),
@@ -183,7 +212,7 @@ impl<'a> Binder<'a> {
         match from {
             [] => Ok(None),
             [only] if only.joins.is_empty() => self.table_factor(&only.relation).map(Some),
-            _ => Err(SqlError::unsupported("a query over several tables (joins)")),
+            _ => Err(SqlError::unsupported("DELETE over several tables")),
         }
     }
 
@@ -218,7 +247,14 @@ impl<'a> Binder<'a> {
             return Err(SqlError::unsupported("INSERT without VALUES"));
         };
         let SetExpr::Values(values) = source.body.as_ref() else {
-            return Err(SqlError::unsupported("INSERT ... SELECT"));
+            let implicit = insert.columns.is_empty();
+            return self.bind_insert_select(
+                table,
+                targets,
+                implicit,
+                source,
+                insert.returning.as_deref(),
+            );
         };
         let mut rows = Vec::with_capacity(values.rows.len());
         for row in &values.rows {
@@ -249,13 +285,70 @@ impl<'a> Binder<'a> {
             }
             rows.push(full);
         }
-        self.scope = Some(table.clone());
+        self.scope = Some(Scope::table(&table));
         let returning = self.bind_returning(insert.returning.as_deref())?;
         Ok(Plan::Insert {
             table,
             rows,
             returning,
         })
+    }
+
+    /// INSERT ... SELECT: the query's columns are assigned to `targets` (cast as an
+    /// assignment casts); the other columns get their defaults.
+    fn bind_insert_select(
+        &mut self,
+        table: Arc<Table>,
+        mut targets: Vec<usize>,
+        implicit: bool,
+        source: &ast::Query,
+        returning: Option<&[SelectItem]>,
+    ) -> SqlResult<Plan> {
+        let query = self.bind_query(source)?;
+        if implicit && query.columns.len() < targets.len() {
+            // Without a column list, the query fills the first columns (as in PostgreSQL).
+            targets.truncate(query.columns.len());
+        }
+        if query.columns.len() != targets.len() {
+            let more = if query.columns.len() > targets.len() {
+                "more expressions than target columns"
+            } else {
+                "more target columns than expressions"
+            };
+            return Err(SqlError::syntax(format!("INSERT has {more}")));
+        }
+        for (column, target) in query.columns.iter().zip(&targets) {
+            let target_type = table.def.columns[*target].data_type;
+            let from = column.data_type;
+            let compatible = from == target_type
+                || (from.is_numeric() && target_type.is_numeric())
+                || (from.is_text() && target_type.is_text())
+                || target_type.is_text()
+                || from == DataType::Unknown
+                || from.is_text();
+            if !compatible {
+                return Err(SqlError::mismatch(format!(
+                    "column \"{}\" is of type {target_type} but expression is of type {from}",
+                    table.def.columns[*target].name
+                )));
+            }
+        }
+        let mut defaults = Vec::with_capacity(table.def.columns.len());
+        for column in &table.def.columns {
+            defaults.push(match &column.default {
+                Some(default) => self.bind_default(default, column.data_type)?,
+                None => Expr::Literal(Value::Null),
+            });
+        }
+        self.scope = Some(Scope::table(&table));
+        let returning = self.bind_returning(returning)?;
+        Ok(Plan::InsertSelect(Box::new(crate::plan::InsertSelect {
+            table,
+            query,
+            targets,
+            defaults,
+            returning,
+        })))
     }
 
     fn bind_returning(&mut self, items: Option<&[SelectItem]>) -> SqlResult<Option<Returning>> {
@@ -274,7 +367,7 @@ impl<'a> Binder<'a> {
         table: Arc<Table>,
         selection: Option<&ast::Expr>,
     ) -> SqlResult<TableRead> {
-        self.scope = Some(table.clone());
+        self.scope = Some(Scope::table(&table));
         let filter = selection
             .map(|expr| self.bind_typed(expr, DataType::Bool))
             .transpose()?;

@@ -1,48 +1,175 @@
-//! Binding SELECT: the source, grouping, projection, ORDER BY and LIMIT/OFFSET.
+//! Binding queries: SELECT (FROM in `from`), grouping, projection, DISTINCT, ORDER BY,
+//! LIMIT/OFFSET, VALUES and UNION, into a tree of `Relation`s:
+//! source -> Aggregate -> Filter (HAVING) -> Sort -> Distinct On -> Project -> Distinct -> Limit.
 
 use sqlparser::ast::{self, SelectItem, SetExpr};
 
 use super::expr::{contains_aggregate, function_name};
+use super::scope::Scope;
 use super::{ident_name, Binder, Grouping};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
-use crate::plan::{Aggregation, OutputColumn, SelectPlan, SortKey};
+use crate::plan::{Aggregation, OutputColumn, QueryPlan, Relation, SortKey};
 use crate::types::DataType;
 
 impl Binder<'_> {
-    pub(super) fn bind_query(&mut self, query: &ast::Query) -> SqlResult<SelectPlan> {
+    pub(super) fn bind_query(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
         if query.with.is_some() {
             return Err(SqlError::unsupported("WITH"));
         }
-        if !query.locks.is_empty() {
-            return Err(SqlError::unsupported("SELECT ... FOR UPDATE"));
+        let locks = !query.locks.is_empty();
+        if let SetExpr::Select(select) = query.body.as_ref() {
+            return self.bind_select(select, Some(query), locks);
         }
-        let SetExpr::Select(select) = query.body.as_ref() else {
-            return Err(SqlError::unsupported(format!("the query {}", query.body)));
-        };
-        if select.distinct.is_some() {
-            return Err(SqlError::unsupported("SELECT DISTINCT"));
+        if locks {
+            return Err(SqlError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "FOR UPDATE is not allowed with UNION/INTERSECT/EXCEPT",
+            ));
         }
-        let system = crate::system::from_clause(self.catalog, &select.from)?;
-        let table = match &system {
-            Some((table, _)) => Some(table.clone()),
-            None => self.single_table(&select.from)?,
-        };
-        let source = match table {
-            Some(table) => {
-                let mut read = self.bind_table_read(table, select.selection.as_ref())?;
-                if let Some((_, access)) = system {
-                    read.access = access;
-                }
-                Some(read)
+        let (root, columns) = self.bind_set_expr(&query.body)?;
+        // ORDER BY and LIMIT of a set operation see its output columns.
+        let saved_scope = self.scope.replace(Scope::output(&columns));
+        let saved_grouping = self.grouping.take();
+        let identity: Vec<Expr> = (0..columns.len()).map(Expr::Column).collect();
+        let order_by = self.bind_order_by(query, &[], &identity);
+        self.scope = saved_scope;
+        self.grouping = saved_grouping;
+        let order_by = order_by?;
+        let (limit, offset) = self.bind_limit(query)?;
+        let mut root = root;
+        if !order_by.is_empty() {
+            root = Relation::Sort {
+                input: Box::new(root),
+                keys: order_by,
+            };
+        }
+        if limit.is_some() || offset.is_some() {
+            root = Relation::Limit {
+                input: Box::new(root),
+                limit,
+                offset,
+            };
+        }
+        Ok(QueryPlan {
+            root,
+            columns,
+            locks: false,
+        })
+    }
+
+    /// A query body without its ORDER BY/LIMIT: a SELECT, a parenthesized query, VALUES or
+    /// UNION [ALL].
+    fn bind_set_expr(&mut self, body: &SetExpr) -> SqlResult<(Relation, Vec<OutputColumn>)> {
+        match body {
+            SetExpr::Select(select) => {
+                let plan = self.bind_select(select, None, false)?;
+                Ok((plan.root, plan.columns))
             }
-            None => {
-                if select.selection.is_some() {
-                    return Err(SqlError::unsupported("WHERE without FROM"));
-                }
-                None
+            SetExpr::Query(query) => {
+                let plan = self.bind_query(query)?;
+                Ok((plan.root, plan.columns))
             }
-        };
+            SetExpr::Values(values) => {
+                let saved = self.scope.take();
+                let result = self.bind_values(values);
+                self.scope = saved;
+                result
+            }
+            SetExpr::SetOperation {
+                left,
+                op: ast::SetOperator::Union,
+                set_quantifier,
+                right,
+            } => {
+                let all = match set_quantifier {
+                    ast::SetQuantifier::All => true,
+                    ast::SetQuantifier::None | ast::SetQuantifier::Distinct => false,
+                    other => return Err(SqlError::unsupported(format!("UNION {other}"))),
+                };
+                let (left, left_columns) = self.bind_set_expr(left)?;
+                let (right, right_columns) = self.bind_set_expr(right)?;
+                if left_columns.len() != right_columns.len() {
+                    return Err(SqlError::syntax(
+                        "each UNION query must have the same number of columns",
+                    ));
+                }
+                let mut columns = left_columns.clone();
+                for (column, other) in columns.iter_mut().zip(&right_columns) {
+                    column.data_type = union_type(column.data_type, other.data_type)?;
+                }
+                let left = cast_to(left, &left_columns, &columns);
+                let right = cast_to(right, &right_columns, &columns);
+                Ok((
+                    Relation::Union {
+                        left: Box::new(left),
+                        right: Box::new(right),
+                        all,
+                    },
+                    columns,
+                ))
+            }
+            other => Err(SqlError::unsupported(format!("the query {other}"))),
+        }
+    }
+
+    fn bind_values(&mut self, values: &ast::Values) -> SqlResult<(Relation, Vec<OutputColumn>)> {
+        let mut rows = Vec::with_capacity(values.rows.len());
+        let mut types: Vec<DataType> = Vec::new();
+        for row in &values.rows {
+            let row = &row.content;
+            if !rows.is_empty() && row.len() != types.len() {
+                return Err(SqlError::syntax("VALUES lists must all be the same length"));
+            }
+            let mut bound = Vec::with_capacity(row.len());
+            for (index, expr) in row.iter().enumerate() {
+                let expected = types.get(index).copied();
+                let (expr, data_type) = self.bind_expr(expr, expected)?;
+                if index >= types.len() {
+                    types.push(data_type);
+                } else if types[index] == DataType::Unknown {
+                    types[index] = data_type;
+                }
+                bound.push(expr);
+            }
+            rows.push(bound);
+        }
+        let columns = types
+            .iter()
+            .enumerate()
+            .map(|(index, data_type)| OutputColumn {
+                name: format!("column{}", index + 1),
+                data_type: output_type(*data_type),
+            })
+            .collect();
+        Ok((Relation::Values(rows), columns))
+    }
+
+    fn bind_select(
+        &mut self,
+        select: &ast::Select,
+        query: Option<&ast::Query>,
+        locks: bool,
+    ) -> SqlResult<QueryPlan> {
+        let saved_scope = self.scope.take();
+        let saved_grouping = self.grouping.take();
+        let result = self.bind_select_in_scope(select, query, locks);
+        self.scope = saved_scope;
+        self.grouping = saved_grouping;
+        result
+    }
+
+    fn bind_select_in_scope(
+        &mut self,
+        select: &ast::Select,
+        query: Option<&ast::Query>,
+        locks: bool,
+    ) -> SqlResult<QueryPlan> {
+        let mut root = self.bind_from_where(&select.from, select.selection.as_ref(), locks)?;
+        let single_table = matches!(root, Relation::Table { .. });
+        if select.from.is_empty() {
+            self.scope = None;
+        }
         let group_by = match &select.group_by {
             ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs,
             _ => return Err(SqlError::unsupported("GROUP BY ALL or with modifiers")),
@@ -55,6 +182,17 @@ impl Binder<'_> {
                 }
                 _ => false,
             });
+        let (distinct, distinct_on) = match &select.distinct {
+            None | Some(ast::Distinct::All) => (false, None),
+            Some(ast::Distinct::Distinct) => (true, None),
+            Some(ast::Distinct::On(exprs)) => (false, Some(exprs)),
+        };
+        if locks && (aggregated || distinct || distinct_on.is_some()) {
+            return Err(SqlError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                "FOR UPDATE is not allowed with GROUP BY, aggregate functions or DISTINCT",
+            ));
+        }
         let mut aggregation_groups = Vec::new();
         if aggregated {
             let mut group_types = Vec::new();
@@ -75,14 +213,30 @@ impl Binder<'_> {
             .as_ref()
             .map(|expr| self.bind_typed(expr, DataType::Bool))
             .transpose()?;
-        let order_by = self.bind_order_by(query, &select.projection, &projection)?;
+        let order_by = match query {
+            Some(query) => self.bind_order_by(query, &select.projection, &projection)?,
+            None => Vec::new(),
+        };
+        let distinct_on = distinct_on
+            .map(|exprs| {
+                exprs
+                    .iter()
+                    .map(|e| self.bind_expr(e, None).map(|(e, _)| e))
+                    .collect::<SqlResult<Vec<_>>>()
+            })
+            .transpose()?;
         let aggregation = self.grouping.take().map(|grouping| Aggregation {
             group_by: aggregation_groups,
             aggregates: grouping.aggregates,
         });
-        let (limit, offset) = self.bind_limit(query)?;
-        let ordered_by_key = match (&source, &aggregation) {
-            (Some(read), None) => {
+        let (limit, offset) = match query {
+            Some(query) => self.bind_limit(query)?,
+            None => (None, None),
+        };
+        // Rows of a single table read in key order need no sort (a LIMIT then stops the
+        // scan early).
+        let ordered_by_key = match (&root, &aggregation) {
+            (Relation::Table { read, .. }, None) if single_table => {
                 order_by
                     .iter()
                     .all(|key| !key.descending && !key.nulls_first)
@@ -94,16 +248,51 @@ impl Binder<'_> {
             }
             _ => order_by.is_empty(),
         };
-        Ok(SelectPlan {
-            source,
-            aggregation,
-            having,
-            projection,
+        if let Some(aggregation) = aggregation {
+            root = Relation::Aggregate {
+                input: Box::new(root),
+                aggregation,
+            };
+        }
+        if let Some(predicate) = having {
+            root = Relation::Filter {
+                input: Box::new(root),
+                predicate,
+            };
+        }
+        if !ordered_by_key {
+            root = Relation::Sort {
+                input: Box::new(root),
+                keys: order_by,
+            };
+        }
+        if let Some(on) = distinct_on {
+            root = Relation::Distinct {
+                input: Box::new(root),
+                on: Some(on),
+            };
+        }
+        root = Relation::Project {
+            input: Box::new(root),
+            exprs: projection,
+        };
+        if distinct {
+            root = Relation::Distinct {
+                input: Box::new(root),
+                on: None,
+            };
+        }
+        if limit.is_some() || offset.is_some() {
+            root = Relation::Limit {
+                input: Box::new(root),
+                limit,
+                offset,
+            };
+        }
+        Ok(QueryPlan {
+            root,
             columns,
-            order_by,
-            ordered_by_key,
-            limit,
-            offset,
+            locks,
         })
     }
 
@@ -116,7 +305,22 @@ impl Binder<'_> {
         for item in items {
             match item {
                 SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
-                    let table = self
+                    let qualifier: Option<Vec<String>> = match item {
+                        SelectItem::QualifiedWildcard(
+                            ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+                            _,
+                        ) => Some(
+                            name.0
+                                .iter()
+                                .filter_map(|part| part.as_ident().map(ident_name))
+                                .collect(),
+                        ),
+                        SelectItem::QualifiedWildcard(..) => {
+                            return Err(SqlError::unsupported("this wildcard"))
+                        }
+                        _ => None,
+                    };
+                    let scope = self
                         .scope
                         .clone()
                         .ok_or_else(|| SqlError::syntax("SELECT * with no tables specified"))?;
@@ -126,12 +330,20 @@ impl Binder<'_> {
                             "SELECT * is not allowed with GROUP BY or aggregates",
                         ));
                     }
-                    for (index, column) in table.def.columns.iter().enumerate() {
+                    if let Some(qualifier) = &qualifier {
+                        if !scope.has_qualifier(qualifier) {
+                            return Err(SqlError::new(
+                                sqlstate::UNDEFINED_TABLE,
+                                format!(
+                                    "missing FROM-clause entry for table \"{}\"",
+                                    qualifier.join(".")
+                                ),
+                            ));
+                        }
+                    }
+                    for (index, name, data_type) in scope.expand(qualifier.as_deref()) {
                         projection.push(Expr::Column(index));
-                        columns.push(OutputColumn {
-                            name: column.name.clone(),
-                            data_type: column.data_type,
-                        });
+                        columns.push(OutputColumn { name, data_type });
                     }
                 }
                 SelectItem::UnnamedExpr(expr) => {
@@ -265,5 +477,47 @@ pub(super) fn output_type(data_type: DataType) -> DataType {
     match data_type {
         DataType::Unknown => DataType::Text,
         other => other,
+    }
+}
+
+/// The type of a UNION column from the types of its two sides.
+fn union_type(left: DataType, right: DataType) -> SqlResult<DataType> {
+    Ok(match (left, right) {
+        (l, r) if l == r => l,
+        (DataType::Unknown, other) | (other, DataType::Unknown) => output_type(other),
+        (l, r) if l.is_integer() && r.is_integer() => l.wider_integer(r),
+        (l, r) if l.is_numeric() && r.is_numeric() => DataType::Float8,
+        (l, r) if l.is_text() && r.is_text() => DataType::Text,
+        (l, r) => {
+            return Err(SqlError::mismatch(format!(
+                "UNION types {l} and {r} cannot be matched"
+            )))
+        }
+    })
+}
+
+/// Casts a side of a UNION to the result's column types where they differ.
+fn cast_to(relation: Relation, from: &[OutputColumn], to: &[OutputColumn]) -> Relation {
+    if from.iter().zip(to).all(|(f, t)| f.data_type == t.data_type) {
+        return relation;
+    }
+    let exprs = from
+        .iter()
+        .zip(to)
+        .enumerate()
+        .map(|(index, (f, t))| {
+            if f.data_type == t.data_type {
+                Expr::Column(index)
+            } else {
+                Expr::Cast {
+                    expr: Box::new(Expr::Column(index)),
+                    to: t.data_type,
+                }
+            }
+        })
+        .collect();
+    Relation::Project {
+        input: Box::new(relation),
+        exprs,
     }
 }

@@ -1,0 +1,698 @@
+//! Running query plans: each operator pushes its rows into its parent's sink.
+//!
+//! Leaves (table reads, system tables, generate_series, VALUES) produce rows one by one;
+//! Filter, Project, Limit, Distinct and the probe side of joins pass them on without holding
+//! them, so a LIMIT stops a scan early and INSERT ... SELECT streams. Sort, aggregation, the
+//! build side of a hash join and the inner side of a nested loop hold their input in memory
+//! (`Vec<Vec<Value>>` / a hash table). These are the places that must spill to temporary
+//! files once a work-memory limit is set: the sort as sorted runs merged at the end, the hash
+//! join as partitions of both sides written out and joined pairwise; each already sees its
+//! whole input through one sink, so the change stays inside the operator.
+//!
+//! Subqueries in expressions run through `SubqueryRunner`: an uncorrelated one once per
+//! statement (its rows are kept), a correlated one per evaluation, with the current row
+//! pushed on a stack that `Expr::Outer` reads.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use hayate_engine::Transaction;
+
+use super::{aggregate, as_slice, sort_output, Executor, KeyedRow};
+use crate::encoding::row;
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::plan::access::Access;
+use crate::plan::expr::{truth, SubqueryRunner};
+use crate::plan::{EvalContext, Expr, JoinKind, Relation, Subquery, SubqueryKind, TableRead};
+use crate::types::Value;
+
+const CARDINALITY_VIOLATION: &str = "21000";
+
+/// Where an operator sends its rows; returns false to stop the producer.
+pub(super) type Sink<'s> = dyn FnMut(Vec<Value>) -> SqlResult<bool> + 's;
+
+/// One statement's run: the transaction and the state of its subqueries.
+pub(super) struct Run<'r, 'e> {
+    pub exec: &'r Executor<'e>,
+    pub txn: RefCell<&'r mut Transaction>,
+    outer: RefCell<Vec<Vec<Value>>>,
+    cache: RefCell<HashMap<usize, Rc<Vec<Vec<Value>>>>>,
+}
+
+impl<'r, 'e> Run<'r, 'e> {
+    pub fn new(exec: &'r Executor<'e>, txn: &'r mut Transaction) -> Run<'r, 'e> {
+        Run {
+            exec,
+            txn: RefCell::new(txn),
+            outer: RefCell::new(Vec::new()),
+            cache: RefCell::new(HashMap::new()),
+        }
+    }
+
+    pub fn context(&self) -> EvalContext<'_> {
+        EvalContext {
+            params: self.exec.context.params,
+            database_name: self.exec.context.database_name,
+            user_name: self.exec.context.user_name,
+            transaction_timestamp: self.exec.context.transaction_timestamp,
+            subqueries: Some(self),
+        }
+    }
+
+    fn eval(&self, expr: &Expr, row: &[Value]) -> SqlResult<Value> {
+        expr.eval(row, &self.context())
+    }
+
+    fn holds(&self, predicate: &Expr, row: &[Value]) -> SqlResult<bool> {
+        truth(&self.eval(predicate, row)?)
+    }
+
+    /// All rows of a relation.
+    pub fn collect(&self, relation: &Relation, limit: Option<usize>) -> SqlResult<Vec<Vec<Value>>> {
+        let mut rows = Vec::new();
+        if limit == Some(0) {
+            return Ok(rows);
+        }
+        self.produce(relation, &mut |row| {
+            rows.push(row);
+            Ok(limit.is_none_or(|limit| rows.len() < limit))
+        })?;
+        Ok(rows)
+    }
+
+    /// Pushes the rows of `relation` into `sink`; false if the sink stopped it.
+    pub fn produce(&self, relation: &Relation, sink: &mut Sink) -> SqlResult<bool> {
+        match relation {
+            Relation::Values(rows) => {
+                for exprs in rows {
+                    let row = exprs
+                        .iter()
+                        .map(|e| self.eval(e, &[]))
+                        .collect::<SqlResult<_>>()?;
+                    if !sink(row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Relation::Table { read, lock } => {
+                self.read_table(read, *lock, &[], &mut |_, row| sink(row))
+            }
+            Relation::System(table) => {
+                let context = &self.exec.context;
+                let rows =
+                    table.rows_for(self.exec.catalog, context.user_name, context.database_name);
+                for row in rows {
+                    if !sink(row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Relation::Series { start, stop, step } => self.series(start, stop, step.as_ref(), sink),
+            Relation::Filter { input, predicate } => self.produce(input, &mut |row| {
+                if self.holds(predicate, &row)? {
+                    sink(row)
+                } else {
+                    Ok(true)
+                }
+            }),
+            Relation::Project { input, exprs } => self.produce(input, &mut |row| {
+                let projected = exprs
+                    .iter()
+                    .map(|e| self.eval(e, &row))
+                    .collect::<SqlResult<_>>()?;
+                sink(projected)
+            }),
+            Relation::Limit {
+                input,
+                limit,
+                offset,
+            } => {
+                let limit = limit
+                    .as_ref()
+                    .map(|e| self.count_value(e, "LIMIT"))
+                    .transpose()?
+                    .flatten();
+                let mut skip = offset
+                    .as_ref()
+                    .map(|e| self.count_value(e, "OFFSET"))
+                    .transpose()?
+                    .flatten()
+                    .unwrap_or(0);
+                if limit == Some(0) {
+                    return Ok(true);
+                }
+                let mut emitted = 0usize;
+                let mut stopped = false;
+                self.produce(input, &mut |row| {
+                    if skip > 0 {
+                        skip -= 1;
+                        return Ok(true);
+                    }
+                    if !sink(row)? {
+                        stopped = true;
+                        return Ok(false);
+                    }
+                    emitted += 1;
+                    Ok(limit.is_none_or(|limit| emitted < limit))
+                })?;
+                Ok(!stopped)
+            }
+            Relation::Sort { input, keys } => {
+                // Held in memory; the place for an external merge sort (see the module doc).
+                let mut rows: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+                self.produce(input, &mut |row| {
+                    let sort_keys = keys
+                        .iter()
+                        .map(|key| self.eval(&key.expr, &row))
+                        .collect::<SqlResult<_>>()?;
+                    rows.push((sort_keys, row));
+                    Ok(true)
+                })?;
+                sort_output(&mut rows, keys);
+                for (_, row) in rows {
+                    if !sink(row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Relation::Distinct { input, on } => {
+                let mut seen = HashSet::new();
+                self.produce(input, &mut |row| {
+                    let key = match on {
+                        None => hash_key(&row),
+                        Some(exprs) => {
+                            let values: Vec<Value> = exprs
+                                .iter()
+                                .map(|e| self.eval(e, &row))
+                                .collect::<SqlResult<_>>()?;
+                            hash_key(&values)
+                        }
+                    };
+                    if seen.insert(key) {
+                        sink(row)
+                    } else {
+                        Ok(true)
+                    }
+                })
+            }
+            Relation::Aggregate { input, aggregation } => {
+                let rows = self.collect(input, None)?;
+                for row in aggregate::run(aggregation, rows, &self.context())? {
+                    if !sink(row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Relation::Union { left, right, all } => {
+                let mut seen = HashSet::new();
+                let mut pass = |row: Vec<Value>| {
+                    if *all || seen.insert(hash_key(&row)) {
+                        sink(row)
+                    } else {
+                        Ok(true)
+                    }
+                };
+                Ok(self.produce(left, &mut pass)? && self.produce(right, &mut pass)?)
+            }
+            Relation::NestedLoopJoin {
+                left,
+                right,
+                kind,
+                condition,
+            } => {
+                let inner = self.collect(right, None)?;
+                let width = right.width();
+                self.produce(left, &mut |outer| {
+                    let mut matched = false;
+                    for candidate in &inner {
+                        let mut joined = outer.clone();
+                        joined.extend(candidate.iter().cloned());
+                        if let Some(condition) = condition {
+                            if !self.holds(condition, &joined)? {
+                                continue;
+                            }
+                        }
+                        matched = true;
+                        if !sink(joined)? {
+                            return Ok(false);
+                        }
+                    }
+                    self.unmatched(*kind, matched, outer, width, sink)
+                })
+            }
+            Relation::HashJoin {
+                left,
+                right,
+                kind,
+                left_keys,
+                right_keys,
+                condition,
+            } => {
+                // The build side is held in memory; the place for a partitioned hash join.
+                let mut table: HashMap<Vec<u8>, Vec<Vec<Value>>> = HashMap::new();
+                self.produce(right, &mut |row| {
+                    if let Some(key) = self.join_key(right_keys, &row)? {
+                        table.entry(key).or_default().push(row);
+                    }
+                    Ok(true)
+                })?;
+                let width = right.width();
+                self.produce(left, &mut |outer| {
+                    let mut matched = false;
+                    let key = self.join_key(left_keys, &outer)?;
+                    if let Some(candidates) = key.and_then(|key| table.get(&key)) {
+                        for candidate in candidates {
+                            let mut joined = outer.clone();
+                            joined.extend(candidate.iter().cloned());
+                            if let Some(condition) = condition {
+                                if !self.holds(condition, &joined)? {
+                                    continue;
+                                }
+                            }
+                            matched = true;
+                            if !sink(joined)? {
+                                return Ok(false);
+                            }
+                        }
+                    }
+                    self.unmatched(*kind, matched, outer, width, sink)
+                })
+            }
+            Relation::IndexJoin {
+                left,
+                right,
+                lock,
+                kind,
+                condition,
+            } => {
+                let width = right.table.def.columns.len();
+                self.produce(left, &mut |outer| {
+                    let mut matched = false;
+                    let mut stopped = false;
+                    self.read_table(right, *lock, &outer, &mut |_, found| {
+                        let mut joined = outer.clone();
+                        joined.extend(found);
+                        if let Some(condition) = condition {
+                            if !self.holds(condition, &joined)? {
+                                return Ok(true);
+                            }
+                        }
+                        matched = true;
+                        stopped = !sink(joined)?;
+                        Ok(!stopped)
+                    })?;
+                    if stopped {
+                        return Ok(false);
+                    }
+                    self.unmatched(*kind, matched, outer, width, sink)
+                })
+            }
+            Relation::MergeJoin {
+                left,
+                right,
+                kind,
+                left_keys,
+                right_keys,
+                condition,
+            } => self.merge_join(
+                left,
+                right,
+                *kind,
+                left_keys,
+                right_keys,
+                condition.as_ref(),
+                sink,
+            ),
+        }
+    }
+
+    /// Sort-merge join. Both sides are held and sorted on their keys (already sorted input,
+    /// the case the planner picks it for, sorts in one pass); a spilling version sorts them
+    /// externally (see the module doc). Rows with a NULL key match nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_join(
+        &self,
+        left: &Relation,
+        right: &Relation,
+        kind: JoinKind,
+        left_keys: &[Expr],
+        right_keys: &[Expr],
+        condition: Option<&Expr>,
+        sink: &mut Sink,
+    ) -> SqlResult<bool> {
+        let keyed =
+            |relation: &Relation, keys: &[Expr]| -> SqlResult<Vec<(Vec<Value>, Vec<Value>)>> {
+                let mut rows = Vec::new();
+                self.produce(relation, &mut |row| {
+                    let values = keys
+                        .iter()
+                        .map(|key| self.eval(key, &row))
+                        .collect::<SqlResult<Vec<_>>>()?;
+                    rows.push((values, row));
+                    Ok(true)
+                })?;
+                rows.sort_by(|(a, _), (b, _)| compare_keys(a, b));
+                Ok(rows)
+            };
+        let outer = keyed(left, left_keys)?;
+        let inner: Vec<_> = keyed(right, right_keys)?
+            .into_iter()
+            .filter(|(key, _)| !key.iter().any(Value::is_null))
+            .collect();
+        let width = right.width();
+        let mut first = 0;
+        for (key, row) in outer {
+            let mut matched = false;
+            if !key.iter().any(Value::is_null) {
+                while first < inner.len()
+                    && compare_keys(&inner[first].0, &key) == std::cmp::Ordering::Less
+                {
+                    first += 1;
+                }
+                for (inner_key, candidate) in &inner[first..] {
+                    if compare_keys(inner_key, &key) != std::cmp::Ordering::Equal {
+                        break;
+                    }
+                    let mut joined = row.clone();
+                    joined.extend(candidate.iter().cloned());
+                    if let Some(condition) = condition {
+                        if !self.holds(condition, &joined)? {
+                            continue;
+                        }
+                    }
+                    matched = true;
+                    if !sink(joined)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            if !self.unmatched(kind, matched, row, width, sink)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A LEFT JOIN's left row without a match: padded with NULLs.
+    fn unmatched(
+        &self,
+        kind: JoinKind,
+        matched: bool,
+        outer: Vec<Value>,
+        width: usize,
+        sink: &mut Sink,
+    ) -> SqlResult<bool> {
+        if matched || kind != JoinKind::Left {
+            return Ok(true);
+        }
+        let mut padded = outer;
+        padded.resize(padded.len() + width, Value::Null);
+        sink(padded)
+    }
+
+    /// The hash key of a join row (None: a key is NULL, which matches nothing).
+    fn join_key(&self, keys: &[Expr], row: &[Value]) -> SqlResult<Option<Vec<u8>>> {
+        let mut values = Vec::with_capacity(keys.len());
+        for key in keys {
+            let value = self.eval(key, row)?;
+            if value.is_null() {
+                return Ok(None);
+            }
+            values.push(value);
+        }
+        Ok(Some(hash_key(&values)))
+    }
+
+    fn series(
+        &self,
+        start: &Expr,
+        stop: &Expr,
+        step: Option<&Expr>,
+        sink: &mut Sink,
+    ) -> SqlResult<bool> {
+        let integer = |expr: &Expr| -> SqlResult<Option<i64>> {
+            match self.eval(expr, &[])? {
+                Value::Null => Ok(None),
+                Value::Int(v) => Ok(Some(v)),
+                other => match other.cast(crate::types::DataType::Int8)? {
+                    Value::Int(v) => Ok(Some(v)),
+                    _ => Ok(None),
+                },
+            }
+        };
+        let (Some(start), Some(stop)) = (integer(start)?, integer(stop)?) else {
+            return Ok(true);
+        };
+        let step = match step {
+            Some(step) => match integer(step)? {
+                Some(step) => step,
+                None => return Ok(true),
+            },
+            None => 1,
+        };
+        if step == 0 {
+            return Err(SqlError::new(
+                sqlstate::INVALID_PARAMETER_VALUE,
+                "step size cannot equal zero",
+            ));
+        }
+        let mut current = start;
+        while (step > 0 && current <= stop) || (step < 0 && current >= stop) {
+            if !sink(vec![Value::Int(current)])? {
+                return Ok(false);
+            }
+            match current.checked_add(step) {
+                Some(next) => current = next,
+                None => break,
+            }
+        }
+        Ok(true)
+    }
+
+    /// A LIMIT or OFFSET value; None for NULL (no limit).
+    fn count_value(&self, expr: &Expr, what: &str) -> SqlResult<Option<usize>> {
+        match self.eval(expr, &[])? {
+            Value::Null => Ok(None),
+            Value::Int(v) if v >= 0 => Ok(Some(v as usize)),
+            _ => Err(SqlError::new(
+                sqlstate::INVALID_PARAMETER_VALUE,
+                format!("{what} must not be negative"),
+            )),
+        }
+    }
+
+    /// Reads the rows of `read` that pass its filter, with their keys. The access path's
+    /// expressions are evaluated on `key_row` (the left row of an index join, else empty);
+    /// `lock` locks each row read (FOR UPDATE).
+    pub fn read_table(
+        &self,
+        read: &TableRead,
+        lock: bool,
+        key_row: &[Value],
+        f: &mut dyn FnMut(Vec<u8>, Vec<Value>) -> SqlResult<bool>,
+    ) -> SqlResult<bool> {
+        let table = &read.table;
+        let types = table.def.types();
+        let context = self.context();
+        let mut keep = |key: Vec<u8>, raw: &[u8]| -> SqlResult<bool> {
+            let values = row::decode(raw, &types, &table.def.name)?;
+            if let Some(filter) = &read.filter {
+                if !truth(&filter.eval(&values, &context)?)? {
+                    return Ok(true);
+                }
+            }
+            if lock {
+                // Locks the row; a row changed since the snapshot is a serialization failure.
+                let current = self.txn.borrow_mut().get_for_update(table.tree, &key)?;
+                if current.is_none() {
+                    return Ok(true);
+                }
+            }
+            f(key, values)
+        };
+        match &read.access {
+            Access::Point(values) => {
+                let Some(key) = self.exec.point_key(table, values, key_row, &context)? else {
+                    return Ok(true);
+                };
+                let raw = self.txn.borrow().get(table.tree, &key)?;
+                match raw {
+                    Some(raw) => keep(key, &raw),
+                    None => Ok(true),
+                }
+            }
+            access => {
+                let Some((lower, upper)) = self.exec.range(table, access, &context)? else {
+                    return Ok(true);
+                };
+                let scan =
+                    self.txn
+                        .borrow()
+                        .scan(table.tree, as_slice(&lower), as_slice(&upper))?;
+                for entry in scan {
+                    let (key, raw) = entry?;
+                    if !keep(key, &raw)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// The rows of `read` (UPDATE and DELETE read them all before writing).
+    pub fn read_keyed(&self, read: &TableRead) -> SqlResult<Vec<KeyedRow>> {
+        let mut rows = Vec::new();
+        self.read_table(read, false, &[], &mut |key, values| {
+            rows.push((key, values));
+            Ok(true)
+        })?;
+        Ok(rows)
+    }
+
+    /// The rows of a subquery: kept for the statement when uncorrelated, else run with
+    /// `row` as the enclosing row.
+    fn subquery_rows(&self, subquery: &Subquery, row: &[Value]) -> SqlResult<Rc<Vec<Vec<Value>>>> {
+        let limit = match subquery.kind {
+            SubqueryKind::Exists => Some(1),
+            SubqueryKind::Scalar => Some(2),
+            SubqueryKind::In(_) => None,
+        };
+        if !subquery.correlated {
+            let id = subquery as *const Subquery as usize;
+            if let Some(rows) = self.cache.borrow().get(&id) {
+                return Ok(rows.clone());
+            }
+            let rows = Rc::new(self.collect(&subquery.plan.root, limit)?);
+            self.cache.borrow_mut().insert(id, rows.clone());
+            return Ok(rows);
+        }
+        self.outer.borrow_mut().push(row.to_vec());
+        let rows = self.collect(&subquery.plan.root, limit);
+        self.outer.borrow_mut().pop();
+        Ok(Rc::new(rows?))
+    }
+}
+
+impl SubqueryRunner for Run<'_, '_> {
+    fn subquery(
+        &self,
+        subquery: &Subquery,
+        row: &[Value],
+        context: &EvalContext,
+    ) -> SqlResult<Value> {
+        match &subquery.kind {
+            SubqueryKind::In(left) => {
+                let value = left.eval(row, context)?;
+                let rows = self.subquery_rows(subquery, row)?;
+                if rows.is_empty() {
+                    return Ok(Value::Bool(false));
+                }
+                if value.is_null() {
+                    return Ok(Value::Null);
+                }
+                let mut unknown = false;
+                for candidate in rows.iter() {
+                    match value.compare(&candidate[0])? {
+                        Some(std::cmp::Ordering::Equal) => return Ok(Value::Bool(true)),
+                        Some(_) => {}
+                        None => unknown = true,
+                    }
+                }
+                Ok(if unknown {
+                    Value::Null
+                } else {
+                    Value::Bool(false)
+                })
+            }
+            SubqueryKind::Exists => {
+                let rows = self.subquery_rows(subquery, row)?;
+                Ok(Value::Bool(!rows.is_empty()))
+            }
+            SubqueryKind::Scalar => {
+                let rows = self.subquery_rows(subquery, row)?;
+                match rows.len() {
+                    0 => Ok(Value::Null),
+                    1 => Ok(rows[0][0].clone()),
+                    _ => Err(SqlError::new(
+                        CARDINALITY_VIOLATION,
+                        "more than one row returned by a subquery used as an expression",
+                    )),
+                }
+            }
+        }
+    }
+
+    fn outer(&self, depth: usize, index: usize) -> SqlResult<Value> {
+        let stack = self.outer.borrow();
+        stack
+            .len()
+            .checked_sub(depth)
+            .and_then(|level| stack[level].get(index))
+            .cloned()
+            .ok_or_else(|| SqlError::new(sqlstate::INTERNAL_ERROR, "outer reference without a row"))
+    }
+}
+
+/// Orders join keys (NULLs first; they never match).
+fn compare_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let ordering = match (x.is_null(), y.is_null()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Less,
+            (false, true) => std::cmp::Ordering::Greater,
+            (false, false) => x
+                .compare(y)
+                .ok()
+                .flatten()
+                .unwrap_or(std::cmp::Ordering::Equal),
+        };
+        if ordering != std::cmp::Ordering::Equal {
+            return ordering;
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
+/// A hashable form of values, equal exactly when the values are equal as SQL compares them
+/// (an integral float equals the integer; NULLs are equal to each other, as DISTINCT and
+/// UNION treat them; joins drop NULL keys before).
+pub(super) fn hash_key(values: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for value in values {
+        match value {
+            Value::Null => out.push(0),
+            Value::Int(v) => {
+                out.push(1);
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            Value::Float(v) if v.fract() == 0.0 && v.abs() < 9.2e18 => {
+                out.push(1);
+                out.extend_from_slice(&(*v as i64).to_le_bytes());
+            }
+            Value::Float(v) => {
+                out.push(2);
+                out.extend_from_slice(&v.to_bits().to_le_bytes());
+            }
+            Value::Bool(v) => out.extend_from_slice(&[3, *v as u8]),
+            Value::Text(text) => {
+                out.push(4);
+                out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+                out.extend_from_slice(text.as_bytes());
+            }
+            #[allow(unreachable_patterns)]
+            other => {
+                let text = format!("{other:?}");
+                out.push(5);
+                out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+                out.extend_from_slice(text.as_bytes());
+            }
+        }
+    }
+    out
+}

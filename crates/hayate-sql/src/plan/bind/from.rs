@@ -1,0 +1,716 @@
+//! Binding FROM and planning joins.
+//!
+//! 1. Each FROM item (table, system table, derived table, generate_series) becomes a leaf
+//!    relation and a scope entry; the items are joined left-deep in the order written, so the
+//!    columns of items 0..=k are a prefix of the full row and an expression bound against the
+//!    whole FROM list can be evaluated on the row of any prefix.
+//! 2. WHERE and ON are split into conjuncts. A conjunct is placed as low as it can go: into
+//!    the leaf when it reads one item only (a user table then picks its access path from it),
+//!    else into the first join that has all its columns (never below the nullable side of a
+//!    LEFT JOIN for WHERE). Conjuncts with correlated subqueries stay on top.
+//! 3. Each join picks its algorithm from its conditions: an index nested loop when the right
+//!    item is a user table whose whole primary key equals expressions of the left row (one
+//!    point lookup per left row, never a scan), a merge join when both sides are key-ordered
+//!    scans equal on a prefix of both primary keys, a hash join when some equality compares a
+//!    left expression with a right one, else a nested loop.
+
+use std::sync::Arc;
+
+use sqlparser::ast::{self, TableFactor};
+
+use super::scope::{Scope, ScopeEntry};
+use super::{ident_name, Binder};
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::plan::access::{self, Access};
+use crate::plan::expr::{BinaryOp, Expr, SubqueryKind};
+use crate::plan::{JoinKind, Relation, TableRead};
+use crate::system::PUBLIC_SCHEMA;
+use crate::types::DataType;
+
+/// One item of the FROM list, bound.
+struct FromItem {
+    relation: Relation,
+    kind: JoinKind,
+    /// Conjuncts of its ON / USING (over the row up to and including this item).
+    on: Vec<Expr>,
+    start: usize,
+    end: usize,
+}
+
+impl Binder<'_> {
+    /// Binds FROM and WHERE into a join tree; leaves the FROM list as the scope.
+    pub(super) fn bind_from_where(
+        &mut self,
+        from: &[ast::TableWithJoins],
+        selection: Option<&ast::Expr>,
+        lock: bool,
+    ) -> SqlResult<Relation> {
+        let mut scope = Scope::default();
+        let mut items = Vec::new();
+        for table in from {
+            self.bind_from_item(
+                &table.relation,
+                JoinKind::Inner,
+                None,
+                lock,
+                &mut scope,
+                &mut items,
+            )?;
+            for join in &table.joins {
+                use ast::JoinOperator as J;
+                let (kind, constraint) = match &join.join_operator {
+                    J::Join(c) | J::Inner(c) => (JoinKind::Inner, Some(c)),
+                    J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, Some(c)),
+                    J::CrossJoin(_) => (JoinKind::Inner, None),
+                    other => {
+                        return Err(SqlError::unsupported(
+                            format!("the join {other:?}")
+                                .split('(')
+                                .next()
+                                .unwrap_or("join")
+                                .to_string(),
+                        ))
+                    }
+                };
+                self.bind_from_item(
+                    &join.relation,
+                    kind,
+                    constraint,
+                    lock,
+                    &mut scope,
+                    &mut items,
+                )?;
+            }
+        }
+        self.scope = Some(scope);
+        let mut pool = Vec::new();
+        if let Some(selection) = selection {
+            let filter = self.bind_typed(selection, DataType::Bool)?;
+            split(filter, &mut pool);
+        }
+        Ok(plan_joins(items, pool))
+    }
+
+    fn bind_from_item(
+        &mut self,
+        factor: &TableFactor,
+        kind: JoinKind,
+        constraint: Option<&ast::JoinConstraint>,
+        lock: bool,
+        scope: &mut Scope,
+        items: &mut Vec<FromItem>,
+    ) -> SqlResult<()> {
+        let (relation, entry) = self.bind_factor(factor, lock, scope)?;
+        let start = scope.width();
+        let left_width = start;
+        let mut on = Vec::new();
+        let using: Vec<String> = match constraint {
+            Some(ast::JoinConstraint::Using(names)) => names
+                .iter()
+                .map(|name| {
+                    name.0
+                        .last()
+                        .and_then(|part| part.as_ident())
+                        .map(ident_name)
+                        .unwrap_or_default()
+                })
+                .collect(),
+            Some(ast::JoinConstraint::Natural) => entry
+                .columns
+                .iter()
+                .map(|(name, _)| name.clone())
+                .filter(|name| matches!(scope.resolve(None, name), Ok(Some(_))))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut entry = entry;
+        for name in &using {
+            let left = scope.resolve(None, name)?.ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::UNDEFINED_COLUMN,
+                    format!(
+                        "column \"{name}\" specified in USING clause does not exist in left table"
+                    ),
+                )
+            })?;
+            let right = entry.columns.iter().position(|(c, _)| c == name).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::UNDEFINED_COLUMN,
+                    format!("column \"{name}\" specified in USING clause does not exist in right table"),
+                )
+            })?;
+            entry.hidden[right] = true;
+            on.push(Expr::Binary {
+                op: BinaryOp::Equal,
+                left: Box::new(Expr::Column(left.0)),
+                right: Box::new(Expr::Column(left_width + right)),
+                data_type: DataType::Bool,
+            });
+        }
+        scope.push(entry);
+        let end = scope.width();
+        if let Some(ast::JoinConstraint::On(condition)) = constraint {
+            let saved = self.scope.replace(scope.clone());
+            let bound = self.bind_typed(condition, DataType::Bool);
+            self.scope = saved;
+            split(bound?, &mut on);
+        }
+        items.push(FromItem {
+            relation,
+            kind,
+            on,
+            start,
+            end,
+        });
+        Ok(())
+    }
+
+    /// A FROM item: its relation and its scope entry (offset not yet set).
+    fn bind_factor(
+        &mut self,
+        factor: &TableFactor,
+        lock: bool,
+        scope: &Scope,
+    ) -> SqlResult<(Relation, ScopeEntry)> {
+        match factor {
+            TableFactor::Table {
+                name, alias, args, ..
+            } => {
+                if let Some(args) = args {
+                    return self.bind_table_function(name, &args.args, alias.as_ref());
+                }
+                let (relation, mut entry) = self.bind_named_relation(name, lock)?;
+                entry.alias(alias.as_ref())?;
+                if let Some(qualifier) = &entry.qualifier {
+                    let duplicate = scope.entries.iter().any(|e| {
+                        e.qualifier.as_deref() == Some(qualifier) && e.schema == entry.schema
+                    });
+                    if duplicate {
+                        return Err(SqlError::new(
+                            "42712",
+                            format!("table name \"{qualifier}\" specified more than once"),
+                        ));
+                    }
+                }
+                Ok((relation, entry))
+            }
+            TableFactor::Function {
+                lateral: false,
+                name,
+                args,
+                alias,
+                ..
+            } => self.bind_table_function(name, args, alias.as_ref()),
+            TableFactor::Derived {
+                lateral: false,
+                subquery,
+                alias,
+                ..
+            } => {
+                let Some(alias) = alias else {
+                    return Err(SqlError::syntax("subquery in FROM must have an alias"));
+                };
+                // Not a new query level: it runs inside this one's evaluation context.
+                let saved_scope = self.scope.take();
+                let saved_grouping = self.grouping.take();
+                let plan = self.bind_query(subquery);
+                self.scope = saved_scope;
+                self.grouping = saved_grouping;
+                let plan = plan?;
+                let mut entry = ScopeEntry::new(
+                    None,
+                    None,
+                    plan.columns
+                        .iter()
+                        .map(|c| (c.name.clone(), c.data_type))
+                        .collect(),
+                );
+                entry.alias(Some(alias))?;
+                Ok((plan.root, entry))
+            }
+            other => Err(SqlError::unsupported(format!("FROM {other}"))),
+        }
+    }
+
+    /// A table by name: a user table, else (or when qualified with a system schema) a system
+    /// table.
+    fn bind_named_relation(
+        &mut self,
+        name: &ast::ObjectName,
+        lock: bool,
+    ) -> SqlResult<(Relation, ScopeEntry)> {
+        let parts: Vec<String> = name
+            .0
+            .iter()
+            .map(|part| {
+                part.as_ident()
+                    .map(ident_name)
+                    .ok_or_else(|| SqlError::unsupported(format!("object name {part}")))
+            })
+            .collect::<SqlResult<_>>()?;
+        let undefined = || {
+            SqlError::new(
+                sqlstate::UNDEFINED_TABLE,
+                format!("relation \"{name}\" does not exist"),
+            )
+        };
+        let (schema, table_name) = match parts.as_slice() {
+            [table] => (None, table.as_str()),
+            [schema, table] => (Some(schema.as_str()), table.as_str()),
+            _ => return Err(undefined()),
+        };
+        if schema.is_none() || schema == Some(PUBLIC_SCHEMA) {
+            match self.catalog.table(table_name) {
+                Ok(table) => {
+                    let entry = ScopeEntry::table(&table);
+                    let read = TableRead {
+                        table,
+                        access: Access::Full,
+                        filter: None,
+                    };
+                    return Ok((Relation::Table { read, lock }, entry));
+                }
+                Err(error) if error.code == sqlstate::UNDEFINED_TABLE => {
+                    if schema.is_some() {
+                        return Err(undefined());
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        let system = crate::system::lookup(schema, table_name).ok_or_else(undefined)?;
+        let entry = ScopeEntry::new(
+            Some(system.name.to_string()),
+            Some(system.schema.to_string()),
+            system
+                .columns
+                .iter()
+                .map(|c| (c.name.clone(), c.data_type))
+                .collect(),
+        );
+        Ok((Relation::System(system), entry))
+    }
+
+    /// `generate_series(start, stop[, step])` in FROM.
+    fn bind_table_function(
+        &mut self,
+        name: &ast::ObjectName,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+    ) -> SqlResult<(Relation, ScopeEntry)> {
+        let function = name
+            .0
+            .last()
+            .and_then(|part| part.as_ident())
+            .map(ident_name)
+            .unwrap_or_default();
+        if function != "generate_series" {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function {name} does not exist"),
+            ));
+        }
+        if !(2..=3).contains(&args.len()) {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!(
+                    "function generate_series with {} arguments does not exist",
+                    args.len()
+                ),
+            ));
+        }
+        // Arguments see no FROM item (no LATERAL), but may read enclosing queries.
+        let saved = self.scope.take();
+        let mut bound = Vec::new();
+        let mut result_type = DataType::Int4;
+        for arg in args {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg)) = arg else {
+                self.scope = saved;
+                return Err(SqlError::unsupported("named arguments of generate_series"));
+            };
+            let (expr, data_type) = match self.bind_expr(arg, Some(DataType::Int8)) {
+                Ok(bound) => bound,
+                Err(error) => {
+                    self.scope = saved;
+                    return Err(error);
+                }
+            };
+            if !data_type.is_integer() && data_type != DataType::Unknown {
+                self.scope = saved;
+                return Err(SqlError::unsupported(format!(
+                    "generate_series over {data_type}"
+                )));
+            }
+            result_type = result_type.wider_integer(if data_type.is_integer() {
+                data_type
+            } else {
+                DataType::Int8
+            });
+            bound.push(expr);
+        }
+        self.scope = saved;
+        let mut bound = bound.into_iter();
+        let relation = Relation::Series {
+            start: bound.next().expect("two arguments"),
+            stop: bound.next().expect("two arguments"),
+            step: bound.next(),
+        };
+        // As PostgreSQL: a function returning one column names it after the alias.
+        let column = match alias {
+            Some(alias) if alias.columns.is_empty() => ident_name(&alias.name),
+            _ => function.clone(),
+        };
+        let mut entry = ScopeEntry::new(Some(function), None, vec![(column, result_type)]);
+        entry.alias(alias)?;
+        Ok((relation, entry))
+    }
+}
+
+/// Splits an expression into its AND-ed conjuncts.
+fn split(expr: Expr, out: &mut Vec<Expr>) {
+    match expr {
+        Expr::Binary {
+            op: BinaryOp::And,
+            left,
+            right,
+            ..
+        } => {
+            split(*left, out);
+            split(*right, out);
+        }
+        other => out.push(other),
+    }
+}
+
+fn and_all(conjuncts: Vec<Expr>) -> Option<Expr> {
+    conjuncts.into_iter().reduce(|left, right| Expr::Binary {
+        op: BinaryOp::And,
+        left: Box::new(left),
+        right: Box::new(right),
+        data_type: DataType::Bool,
+    })
+}
+
+/// The lowest and highest column an expression reads on its own row (None: none).
+fn column_range(expr: &Expr) -> Option<(usize, usize)> {
+    let mut range: Option<(usize, usize)> = None;
+    visit(expr, &mut |e| {
+        if let Expr::Column(index) = e {
+            range = Some(match range {
+                None => (*index, *index),
+                Some((low, high)) => (low.min(*index), high.max(*index)),
+            });
+        }
+    });
+    range
+}
+
+fn visit(expr: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(expr);
+    for child in expr.children() {
+        visit(child, f);
+    }
+}
+
+/// True if evaluating the expression runs a subquery that reads this row.
+fn has_correlated_subquery(expr: &Expr) -> bool {
+    let mut found = false;
+    visit(expr, &mut |e| {
+        if let Expr::Subquery(subquery) = e {
+            found |= subquery.0.correlated;
+        }
+    });
+    found
+}
+
+/// The expression with every column position moved down by `by` (onto a suffix of the row).
+fn shift(mut expr: Expr, by: usize) -> Expr {
+    fn walk(expr: &mut Expr, by: usize) {
+        if let Expr::Column(index) = expr {
+            *index -= by;
+        }
+        if let Expr::Subquery(subquery) = expr {
+            if let SubqueryKind::In(left) = &subquery.0.kind {
+                // Shared with other plans: rebuilt with the shifted operand.
+                let mut left = (**left).clone();
+                walk(&mut left, by);
+                let inner = &subquery.0;
+                *expr = Expr::Subquery(crate::plan::expr::SubqueryRef(Arc::new(
+                    crate::plan::expr::Subquery {
+                        kind: SubqueryKind::In(Box::new(left)),
+                        plan: inner.plan.clone(),
+                        correlated: inner.correlated,
+                    },
+                )));
+            }
+            return;
+        }
+        for child in expr.children_mut() {
+            walk(child, by);
+        }
+    }
+    walk(&mut expr, by);
+    expr
+}
+
+/// Where a conjunct may go, from the columns it reads.
+#[derive(Clone, Copy)]
+struct Reads {
+    /// None: no column of this row.
+    range: Option<(usize, usize)>,
+    correlated: bool,
+}
+
+fn reads(expr: &Expr) -> Reads {
+    Reads {
+        range: column_range(expr),
+        correlated: has_correlated_subquery(expr),
+    }
+}
+
+/// Adds a filter over the item's own row to a leaf: a user table also re-picks its access
+/// path with it.
+fn push_into(relation: Relation, conjuncts: Vec<Expr>) -> Relation {
+    let Some(predicate) = and_all(conjuncts) else {
+        return relation;
+    };
+    match relation {
+        Relation::Table { mut read, lock } => {
+            let filter = match read.filter.take() {
+                Some(existing) => and_all(vec![existing, predicate]),
+                None => Some(predicate),
+            };
+            read.access = access::choose(&read.table, filter.as_ref());
+            read.filter = filter;
+            Relation::Table { read, lock }
+        }
+        other => Relation::Filter {
+            input: Box::new(other),
+            predicate,
+        },
+    }
+}
+
+fn filter(relation: Relation, conjuncts: Vec<Expr>) -> Relation {
+    match and_all(conjuncts) {
+        Some(predicate) => Relation::Filter {
+            input: Box::new(relation),
+            predicate,
+        },
+        None => relation,
+    }
+}
+
+fn strip_cast(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Cast { expr, to } if to.is_numeric() => strip_cast(expr),
+        other => other,
+    }
+}
+
+/// `left = right` split into its operands.
+fn equality(expr: &Expr) -> Option<(&Expr, &Expr)> {
+    match expr {
+        Expr::Binary {
+            op: BinaryOp::Equal,
+            left,
+            right,
+            ..
+        } => Some((left, right)),
+        _ => None,
+    }
+}
+
+fn plan_joins(items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> Relation {
+    if items.is_empty() {
+        let root = Relation::Values(vec![Vec::new()]);
+        return filter(root, where_conjuncts);
+    }
+    let mut pool: Vec<(Expr, Reads)> = where_conjuncts
+        .into_iter()
+        .map(|e| {
+            let r = reads(&e);
+            (e, r)
+        })
+        .collect();
+    let mut top = Vec::new();
+    pool.retain(|(e, r)| {
+        if r.correlated {
+            top.push(e.clone());
+        }
+        !r.correlated
+    });
+    let take = |pool: &mut Vec<(Expr, Reads)>, keep: &dyn Fn(&Reads) -> bool| {
+        let mut taken = Vec::new();
+        pool.retain(|(e, r)| {
+            let take = keep(r);
+            if take {
+                taken.push(e.clone());
+            }
+            !take
+        });
+        taken
+    };
+    let mut items = items.into_iter();
+    let first = items.next().expect("not empty");
+    let end = first.end;
+    let mine = take(&mut pool, &|r| r.range.is_none_or(|(_, high)| high < end));
+    let mut root = push_into(first.relation, mine);
+    for item in items {
+        let (start, end) = (item.start, item.end);
+        let mut conditions = item.on;
+        if item.kind == JoinKind::Inner {
+            conditions.extend(take(&mut pool, &|r| {
+                r.range.is_some_and(|(_, high)| high < end)
+            }));
+        }
+        // Conditions on the right item alone filter it before the join.
+        let (right_only, conditions): (Vec<Expr>, Vec<Expr>) =
+            conditions.into_iter().partition(|e| {
+                let r = reads(e);
+                !r.correlated && r.range.is_some_and(|(low, _)| low >= start)
+            });
+        let right_only = right_only.into_iter().map(|e| shift(e, start)).collect();
+        let right = push_into(item.relation, right_only);
+        root = join(root, right, item.kind, conditions, start, end);
+        if item.kind == JoinKind::Left {
+            let after = take(&mut pool, &|r| r.range.is_some_and(|(_, high)| high < end));
+            root = filter(root, after);
+        }
+    }
+    let rest: Vec<Expr> = pool.into_iter().map(|(e, _)| e).collect();
+    top.extend(rest);
+    filter(root, top)
+}
+
+/// Joins `left` (columns 0..start) with `right` (start..end) on `conditions` over the
+/// joined row, choosing the algorithm.
+fn join(
+    left: Relation,
+    right: Relation,
+    kind: JoinKind,
+    conditions: Vec<Expr>,
+    start: usize,
+    end: usize,
+) -> Relation {
+    let left_only = |e: &Expr| {
+        let r = reads(e);
+        !r.correlated && r.range.is_none_or(|(_, high)| high < start)
+    };
+    let right_side = |e: &Expr| {
+        let r = reads(e);
+        !r.correlated
+            && r.range
+                .is_some_and(|(low, high)| low >= start && high < end)
+    };
+    // Merge join: two key-ordered scans joined on a prefix of both primary keys arrive
+    // sorted on the join keys, so they merge in one pass of each (sequential reads).
+    if let (Relation::Table { read: l, .. }, Relation::Table { read: r, .. }) = (&left, &right) {
+        let scans = !matches!(l.access, Access::Point(_)) && !matches!(r.access, Access::Point(_));
+        let mut pairs = Vec::new();
+        for (lc, rc) in l.table.def.primary_key.iter().zip(&r.table.def.primary_key) {
+            let (lk, rk) = (Expr::Column(*lc), Expr::Column(start + rc));
+            let paired = conditions.iter().position(|condition| {
+                equality(condition)
+                    .is_some_and(|(a, b)| (*a == lk && *b == rk) || (*a == rk && *b == lk))
+            });
+            match paired {
+                Some(index) => pairs.push((index, lk, Expr::Column(*rc))),
+                None => break,
+            }
+        }
+        if scans && !pairs.is_empty() {
+            let used: Vec<usize> = pairs.iter().map(|(index, _, _)| *index).collect();
+            let residual = conditions
+                .into_iter()
+                .enumerate()
+                .filter(|(index, _)| !used.contains(index))
+                .map(|(_, condition)| condition)
+                .collect();
+            let (left_keys, right_keys) = pairs.into_iter().map(|(_, l, r)| (l, r)).unzip();
+            return Relation::MergeJoin {
+                left: Box::new(left),
+                right: Box::new(right),
+                kind,
+                left_keys,
+                right_keys,
+                condition: and_all(residual),
+            };
+        }
+    }
+    // Index nested loop: the right table's whole primary key equals left expressions.
+    if let Relation::Table { read, lock } = &right {
+        let key = &read.table.def.primary_key;
+        let already_point = matches!(read.access, Access::Point(_));
+        if !key.is_empty() && !already_point {
+            let bound: Option<Vec<Expr>> = key
+                .iter()
+                .map(|column| {
+                    conditions.iter().find_map(|condition| {
+                        let (a, b) = equality(condition)?;
+                        let target = Expr::Column(start + column);
+                        if *strip_cast(a) == target && left_only(b) {
+                            Some(b.clone())
+                        } else if *strip_cast(b) == target && left_only(a) {
+                            Some(a.clone())
+                        } else {
+                            None
+                        }
+                    })
+                })
+                .collect();
+            if let Some(keys) = bound {
+                let right = TableRead {
+                    table: read.table.clone(),
+                    access: Access::Point(keys),
+                    filter: read.filter.clone(),
+                };
+                return Relation::IndexJoin {
+                    left: Box::new(left),
+                    right,
+                    lock: *lock,
+                    kind,
+                    condition: and_all(conditions),
+                };
+            }
+        }
+    }
+    // Hash join on the equalities between a left and a right expression.
+    let mut left_keys = Vec::new();
+    let mut right_keys = Vec::new();
+    let mut residual = Vec::new();
+    for condition in conditions {
+        let keys = equality(&condition).and_then(|(a, b)| {
+            if left_only(a) && right_side(b) {
+                Some((a.clone(), b.clone()))
+            } else if left_only(b) && right_side(a) {
+                Some((b.clone(), a.clone()))
+            } else {
+                None
+            }
+        });
+        match keys {
+            Some((l, r)) if column_range(&l).is_some() => {
+                left_keys.push(l);
+                right_keys.push(shift(r, start));
+            }
+            _ => residual.push(condition),
+        }
+    }
+    if !left_keys.is_empty() {
+        return Relation::HashJoin {
+            left: Box::new(left),
+            right: Box::new(right),
+            kind,
+            left_keys,
+            right_keys,
+            condition: and_all(residual),
+        };
+    }
+    Relation::NestedLoopJoin {
+        left: Box::new(left),
+        right: Box::new(right),
+        kind,
+        condition: and_all(residual),
+    }
+}

@@ -1,0 +1,507 @@
+//! Joins, FROM items and the planner's choices: results compared with joins computed in the
+//! test by nested loops over the same (seeded random) data, and EXPLAIN checked for the
+//! algorithm picked.
+
+use std::sync::Arc;
+
+use hayate_engine::{Database, DatabaseConfig};
+use hayate_sql::{Catalog, Outcome, Session, Value};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn session(dir: &std::path::Path) -> Session {
+    let db = Database::open(dir, DatabaseConfig::default()).unwrap();
+    let catalog = Arc::new(Catalog::open(db).unwrap());
+    Session::new(catalog, "tester", "test")
+}
+
+fn query(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
+    let outcome = session.execute_sql(sql).pop().unwrap();
+    match outcome.unwrap_or_else(|error| panic!("{sql}: {error}")) {
+        Outcome::Rows { rows, .. } => rows,
+        other => panic!("{sql}: expected rows, got {other:?}"),
+    }
+}
+
+fn columns(session: &mut Session, sql: &str) -> Vec<String> {
+    match session.execute_sql(sql).pop().unwrap().unwrap() {
+        Outcome::Rows { columns, .. } => columns.into_iter().map(|c| c.name).collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn error_code(session: &mut Session, sql: &str) -> &'static str {
+    match session.execute_sql(sql).pop().unwrap() {
+        Ok(outcome) => panic!("{sql}: expected an error, got {outcome:?}"),
+        Err(error) => error.code,
+    }
+}
+
+fn explain(session: &mut Session, sql: &str) -> String {
+    query(session, &format!("EXPLAIN {sql}"))
+        .into_iter()
+        .map(|row| match &row[0] {
+            Value::Text(line) => line.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn int(v: Option<i64>) -> Value {
+    v.map_or(Value::Null, Value::Int)
+}
+
+fn sorted(mut rows: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
+    rows.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    rows
+}
+
+/// a(id pk, b_id, v), b(id pk, label), c(x, y) without a key; b_id and x may be NULL.
+struct Data {
+    a: Vec<(i64, Option<i64>, i64)>,
+    b: Vec<(i64, String)>,
+    c: Vec<(Option<i64>, i64)>,
+}
+
+fn load(session: &mut Session, seed: u64) -> Data {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let statements = "CREATE TABLE a (id int4 PRIMARY KEY, b_id int4, v int8); \
+         CREATE TABLE b (id int8 PRIMARY KEY, label text); \
+         CREATE TABLE c (x int4, y int4)";
+    for outcome in session.execute_sql(statements) {
+        outcome.unwrap();
+    }
+    let a: Vec<(i64, Option<i64>, i64)> = (1..=60)
+        .map(|id| {
+            let b_id = (rng.gen_range(0..8) > 0).then(|| rng.gen_range(0..25));
+            (id, b_id, rng.gen_range(-50..50))
+        })
+        .collect();
+    let b: Vec<(i64, String)> = (0..20)
+        .map(|id| (id, format!("label{}", rng.gen_range(0..5))))
+        .collect();
+    let c: Vec<(Option<i64>, i64)> = (0..40)
+        .map(|_| {
+            (
+                (rng.gen_range(0..6) > 0).then(|| rng.gen_range(0..25)),
+                rng.gen_range(0..100),
+            )
+        })
+        .collect();
+    let sql = |v: Option<i64>| v.map_or("NULL".to_string(), |v| v.to_string());
+    for (id, b_id, v) in &a {
+        query_ok(
+            session,
+            &format!("INSERT INTO a VALUES ({id}, {}, {v})", sql(*b_id)),
+        );
+    }
+    for (id, label) in &b {
+        query_ok(session, &format!("INSERT INTO b VALUES ({id}, '{label}')"));
+    }
+    for (x, y) in &c {
+        query_ok(session, &format!("INSERT INTO c VALUES ({}, {y})", sql(*x)));
+    }
+    Data { a, b, c }
+}
+
+fn query_ok(session: &mut Session, sql: &str) {
+    session.execute_sql(sql).pop().unwrap().unwrap();
+}
+
+#[test]
+fn joins_match_nested_loops_computed_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    let data = load(&mut s, 7);
+
+    // Inner join on b's whole primary key: an index nested loop, in both spellings.
+    let expected: Vec<Vec<Value>> = data
+        .a
+        .iter()
+        .flat_map(|(id, b_id, _)| {
+            data.b
+                .iter()
+                .filter(move |(bid, _)| Some(*bid) == *b_id)
+                .map(move |(_, label)| vec![Value::Int(*id), Value::Text(label.clone())])
+        })
+        .collect();
+    let sql = "SELECT a.id, b.label FROM a JOIN b ON a.b_id = b.id ORDER BY a.id";
+    assert_eq!(query(&mut s, sql), expected);
+    assert!(explain(&mut s, sql).contains("Index Nested Loop Inner Join: primary key lookup on b"));
+    let comma = "SELECT x.id, y.label FROM a AS x, b y WHERE y.id = x.b_id ORDER BY 1";
+    assert_eq!(query(&mut s, comma), expected);
+    assert!(explain(&mut s, comma).contains("Index Nested Loop"));
+    assert!(!explain(&mut s, comma).contains("Full Scan on b"));
+
+    // Equi-join on a column without a key: a hash join; LEFT keeps unmatched rows.
+    let inner: Vec<Vec<Value>> = data
+        .a
+        .iter()
+        .flat_map(|(id, b_id, _)| {
+            data.c
+                .iter()
+                .filter(move |(x, _)| x.is_some() && *x == *b_id)
+                .map(move |(_, y)| vec![Value::Int(*id), Value::Int(*y)])
+        })
+        .collect();
+    let sql = "SELECT a.id, c.y FROM a JOIN c ON c.x = a.b_id";
+    assert_eq!(sorted(query(&mut s, sql)), sorted(inner.clone()));
+    assert!(explain(&mut s, sql).contains("Hash Inner Join"));
+    let mut left = inner.clone();
+    for (id, b_id, _) in &data.a {
+        if !data.c.iter().any(|(x, _)| x.is_some() && x == b_id) {
+            left.push(vec![Value::Int(*id), Value::Null]);
+        }
+    }
+    let sql = "SELECT a.id, c.y FROM a LEFT OUTER JOIN c ON c.x = a.b_id";
+    assert_eq!(sorted(query(&mut s, sql)), sorted(left));
+    assert!(explain(&mut s, sql).contains("Hash Left Join"));
+
+    // A non-equi condition: a nested loop.
+    let expected: Vec<Vec<Value>> = data
+        .a
+        .iter()
+        .flat_map(|(id, b_id, _)| {
+            data.c
+                .iter()
+                .filter(move |(x, _)| matches!((x, b_id), (Some(x), Some(b)) if x < b))
+                .map(move |(x, _)| vec![Value::Int(*id), int(*x)])
+        })
+        .collect();
+    let sql = "SELECT a.id, c.x FROM a INNER JOIN c ON c.x < a.b_id";
+    assert_eq!(sorted(query(&mut s, sql)), sorted(expected));
+    assert!(explain(&mut s, sql).contains("Nested Loop Inner Join"));
+
+    // LEFT JOIN ... WHERE right IS NULL: the a rows without a b row.
+    let expected: Vec<Vec<Value>> = data
+        .a
+        .iter()
+        .filter(|(_, b_id, _)| !data.b.iter().any(|(id, _)| Some(*id) == *b_id))
+        .map(|(id, _, _)| vec![Value::Int(*id)])
+        .collect();
+    let sql = "SELECT a.id FROM a LEFT JOIN b ON b.id = a.b_id WHERE b.id IS NULL ORDER BY a.id";
+    assert_eq!(query(&mut s, sql), expected);
+    assert!(explain(&mut s, sql).contains("Index Nested Loop Left Join"));
+
+    // Three tables, a filter on one of them, CROSS JOIN and counts.
+    let expected = data
+        .a
+        .iter()
+        .filter(|(_, _, v)| *v > 0)
+        .flat_map(|(_, b_id, _)| {
+            data.b
+                .iter()
+                .filter(move |(id, _)| Some(*id) == *b_id)
+                .flat_map(|(id, _)| data.c.iter().filter(move |(x, _)| *x == Some(*id)))
+        })
+        .count();
+    let sql = "SELECT count(*) FROM a JOIN b ON b.id = a.b_id JOIN c ON c.x = b.id WHERE a.v > 0";
+    assert_eq!(query(&mut s, sql), vec![vec![Value::Int(expected as i64)]]);
+    let cross = data.a.len() * data.b.len();
+    assert_eq!(
+        query(&mut s, "SELECT count(*) FROM a CROSS JOIN b"),
+        vec![vec![Value::Int(cross as i64)]]
+    );
+
+    // A self join through aliases; USING merges the column.
+    let expected: Vec<Vec<Value>> = data
+        .a
+        .iter()
+        .filter_map(|(id, b_id, _)| {
+            let other = data.a.iter().find(|(other, _, _)| Some(*other) == *b_id)?;
+            Some(vec![Value::Int(*id), Value::Int(other.2)])
+        })
+        .collect();
+    let sql = "SELECT x.id, y.v FROM a x JOIN a y ON y.id = x.b_id ORDER BY x.id";
+    assert_eq!(query(&mut s, sql), expected);
+    // Two key-ordered scans joined on their keys: a merge join (LEFT too).
+    let expected: Vec<Vec<Value>> = data
+        .a
+        .iter()
+        .map(|(id, _, v)| {
+            let label = data.b.iter().find(|(b, _)| b == id).map(|(_, l)| l.clone());
+            vec![
+                Value::Int(*id),
+                Value::Int(*v),
+                label.map_or(Value::Null, Value::Text),
+            ]
+        })
+        .collect();
+    let sql = "SELECT a.id, a.v, b.label FROM a LEFT JOIN b ON b.id = a.id ORDER BY a.id";
+    assert_eq!(query(&mut s, sql), expected);
+    assert!(
+        explain(&mut s, sql).contains("Merge Left Join"),
+        "{}",
+        explain(&mut s, sql)
+    );
+    let sql = "SELECT a.id, b.label FROM b JOIN a ON a.id = b.id AND a.v > b.id ORDER BY a.id";
+    let inner: Vec<Vec<Value>> = expected
+        .iter()
+        .filter(|row| {
+            row[2] != Value::Null
+                && row[1].compare(&row[0]).unwrap() == Some(std::cmp::Ordering::Greater)
+        })
+        .map(|row| vec![row[0].clone(), row[2].clone()])
+        .collect();
+    assert_eq!(query(&mut s, sql), inner);
+    assert!(explain(&mut s, sql).contains("Merge Inner Join"));
+    let using = query(
+        &mut s,
+        "SELECT id, label, count(*) FROM a JOIN b USING (id) GROUP BY id, label ORDER BY id",
+    );
+    assert_eq!(
+        using.len(),
+        data.b.iter().filter(|(id, _)| *id >= 1).count()
+    );
+}
+
+#[test]
+fn names_stars_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    load(&mut s, 3);
+    assert_eq!(
+        columns(&mut s, "SELECT * FROM a JOIN b ON a.b_id = b.id LIMIT 1"),
+        ["id", "b_id", "v", "id", "label"]
+    );
+    assert_eq!(
+        columns(
+            &mut s,
+            "SELECT b.*, a.id FROM a, b WHERE a.id = 1 AND b.id = 2"
+        ),
+        ["id", "label", "id"]
+    );
+    assert_eq!(
+        columns(&mut s, "SELECT * FROM a JOIN b USING (id) LIMIT 1"),
+        ["id", "b_id", "v", "label"]
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT public.a.id FROM public.a WHERE public.a.id = 5"
+        ),
+        vec![vec![Value::Int(5)]]
+    );
+    assert_eq!(error_code(&mut s, "SELECT id FROM a, b"), "42702");
+    assert_eq!(error_code(&mut s, "SELECT nothing FROM a, b"), "42703");
+    assert_eq!(error_code(&mut s, "SELECT a.nothing FROM a"), "42703");
+    assert_eq!(error_code(&mut s, "SELECT q.id FROM a"), "42P01");
+    assert_eq!(error_code(&mut s, "SELECT a.id FROM a x"), "42P01");
+    assert_eq!(error_code(&mut s, "SELECT * FROM nowhere"), "42P01");
+    assert_eq!(error_code(&mut s, "SELECT * FROM a, a"), "42712");
+}
+
+#[test]
+fn system_tables_join_like_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    query_ok(
+        &mut s,
+        "CREATE TABLE owners (nsp int8 PRIMARY KEY, who text)",
+    );
+    query_ok(
+        &mut s,
+        "INSERT INTO owners VALUES (2200, 'app'), (11, 'system'), (5, 'none')",
+    );
+    let rows = query(
+        &mut s,
+        "SELECT n.nspname FROM pg_catalog.pg_namespace n JOIN pg_namespace m ON n.oid = m.oid \
+         ORDER BY n.nspname",
+    );
+    assert_eq!(
+        rows,
+        vec![
+            vec![Value::Text("information_schema".into())],
+            vec![Value::Text("pg_catalog".into())],
+            vec![Value::Text("public".into())],
+        ]
+    );
+    let sql = "SELECT nspname, who FROM pg_namespace JOIN owners ON owners.nsp = pg_namespace.oid \
+               ORDER BY 1";
+    assert_eq!(
+        query(&mut s, sql),
+        vec![
+            vec![
+                Value::Text("pg_catalog".into()),
+                Value::Text("system".into())
+            ],
+            vec![Value::Text("public".into()), Value::Text("app".into())],
+        ]
+    );
+    let plan = explain(&mut s, sql);
+    assert!(
+        plan.contains("System Table pg_catalog.pg_namespace"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("Index Nested Loop Inner Join: primary key lookup on owners"),
+        "{plan}"
+    );
+    assert_eq!(
+        error_code(&mut s, "SELECT * FROM public.pg_namespace"),
+        "42P01"
+    );
+}
+
+#[test]
+fn generate_series_distinct_union() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    let ints = |values: &[i64]| {
+        values
+            .iter()
+            .map(|v| vec![Value::Int(*v)])
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        query(&mut s, "SELECT aid FROM generate_series(1, 5) AS aid"),
+        ints(&[1, 2, 3, 4, 5])
+    );
+    assert_eq!(
+        query(&mut s, "SELECT g.x FROM generate_series(10, 1, -4) AS g(x)"),
+        ints(&[10, 6, 2])
+    );
+    assert_eq!(
+        columns(&mut s, "SELECT * FROM generate_series(1, 2)"),
+        ["generate_series"]
+    );
+    assert_eq!(
+        query(&mut s, "SELECT * FROM generate_series(3, 1)"),
+        ints(&[])
+    );
+    assert_eq!(
+        error_code(&mut s, "SELECT * FROM generate_series(1, 3, 0)"),
+        "22023"
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT DISTINCT x % 3 FROM generate_series(1, 10) g(x) ORDER BY 1"
+        ),
+        ints(&[0, 1, 2])
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT DISTINCT ON (x % 3) x FROM generate_series(1, 10) g(x) ORDER BY x % 3, x DESC"
+        ),
+        ints(&[9, 10, 8])
+    );
+    assert_eq!(
+        query(&mut s, "SELECT 1 UNION SELECT 2 UNION SELECT 1 ORDER BY 1"),
+        ints(&[1, 2])
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT x FROM generate_series(1, 2) g(x) UNION ALL SELECT 2 ORDER BY 1 DESC LIMIT 2"
+        ),
+        ints(&[2, 2])
+    );
+    assert_eq!(
+        query(&mut s, "SELECT a.x, b.y FROM generate_series(1, 3) a(x) JOIN generate_series(2, 4) b(y) ON a.x = b.y ORDER BY 1"),
+        vec![vec![Value::Int(2), Value::Int(2)], vec![Value::Int(3), Value::Int(3)]]
+    );
+}
+
+#[test]
+fn insert_select_streams_pgbench_style_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    query_ok(
+        &mut s,
+        "CREATE TABLE accounts (aid int4 PRIMARY KEY, bid int4, abalance int4, filler text)",
+    );
+    let rows = 100_000;
+    let started = std::time::Instant::now();
+    let outcome = s
+        .execute_sql(&format!(
+            "insert into accounts(aid,bid,abalance,filler) select aid, (aid - 1) / 10000 + 1, 0, '' \
+             from generate_series(1, {rows}) as aid"
+        ))
+        .pop()
+        .unwrap()
+        .unwrap();
+    eprintln!("INSERT ... SELECT of {rows} rows: {:?}", started.elapsed());
+    assert_eq!(
+        outcome,
+        Outcome::Command {
+            tag: format!("INSERT 0 {rows}")
+        }
+    );
+    assert_eq!(
+        query(&mut s, "SELECT count(*), sum(aid), max(bid) FROM accounts"),
+        vec![vec![
+            Value::Int(rows),
+            Value::Int(rows * (rows + 1) / 2),
+            Value::Int(10)
+        ]]
+    );
+    // Columns left out get their defaults (NULL here); the query may read the target table.
+    query_ok(
+        &mut s,
+        "CREATE TABLE copy (aid int4 PRIMARY KEY, note text)",
+    );
+    query_ok(
+        &mut s,
+        "INSERT INTO copy (aid) SELECT aid FROM accounts WHERE aid <= 3",
+    );
+    assert_eq!(
+        query(&mut s, "SELECT aid, note FROM copy ORDER BY aid"),
+        (1..=3)
+            .map(|v| vec![Value::Int(v), Value::Null])
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        error_code(
+            &mut s,
+            "INSERT INTO copy SELECT aid FROM accounts WHERE aid = 1"
+        ),
+        "23505"
+    );
+    assert_eq!(
+        error_code(&mut s, "INSERT INTO copy (aid) SELECT 1, 2"),
+        "42601"
+    );
+}
+
+#[test]
+fn for_update_locks_rows_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
+    let catalog = Arc::new(Catalog::open(db).unwrap());
+    let mut s1 = Session::new(catalog.clone(), "one", "test");
+    let mut s2 = Session::new(catalog, "two", "test");
+    query_ok(&mut s1, "CREATE TABLE t (id int4 PRIMARY KEY, v int4)");
+    query_ok(&mut s1, "INSERT INTO t VALUES (1, 10), (2, 20)");
+    assert!(explain(&mut s1, "SELECT v FROM t WHERE id = 1 FOR UPDATE").contains("(locking rows)"));
+    query_ok(&mut s1, "BEGIN");
+    assert_eq!(
+        query(&mut s1, "SELECT v FROM t WHERE id = 1 FOR UPDATE"),
+        vec![vec![Value::Int(10)]]
+    );
+    assert_eq!(
+        query(&mut s1, "SELECT v FROM t WHERE v > 15 FOR UPDATE"),
+        vec![vec![Value::Int(20)]]
+    );
+    query_ok(&mut s1, "COMMIT");
+
+    // A row changed after the snapshot: a plain read sees the old version, locking it fails.
+    for locking in [
+        "SELECT v FROM t WHERE id = 1 FOR UPDATE",
+        "SELECT v FROM t WHERE v < 100 ORDER BY id FOR UPDATE",
+        "SELECT t.v FROM generate_series(1, 1) g(x) JOIN t ON t.id = g.x FOR UPDATE",
+    ] {
+        query_ok(&mut s1, "BEGIN");
+        let before = query(&mut s1, "SELECT v FROM t WHERE id = 1");
+        query_ok(&mut s2, "UPDATE t SET v = v + 1 WHERE id = 1");
+        assert_eq!(query(&mut s1, "SELECT v FROM t WHERE id = 1"), before);
+        assert_eq!(error_code(&mut s1, locking), "40001", "{locking}");
+        query_ok(&mut s1, "ROLLBACK");
+    }
+    assert_eq!(
+        error_code(&mut s1, "SELECT count(*) FROM t FOR UPDATE"),
+        "0A000"
+    );
+}
