@@ -4,6 +4,8 @@
 //! with a LIMIT and no sort stops as soon as it has enough rows.
 
 mod aggregate;
+pub(crate) mod index;
+mod write;
 
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -53,7 +55,17 @@ impl Executor<'_> {
                 table,
                 rows,
                 returning,
-            } => self.insert(table, rows, returning.as_ref(), txn),
+                sequences,
+                on_conflict,
+            } => self.insert(
+                table,
+                rows,
+                sequences,
+                on_conflict.as_ref(),
+                returning.as_ref(),
+                txn,
+            ),
+            Plan::Truncate { tables } => self.truncate(tables, txn),
             Plan::Update {
                 read,
                 assignments,
@@ -95,6 +107,9 @@ impl Executor<'_> {
                         keep(key, &raw, &mut rows)?;
                     }
                 }
+            }
+            Access::Index(index) => {
+                self.read_index(table, index, txn, &mut |key, raw| keep(key, raw, &mut rows))?;
             }
             access => {
                 let Some((lower, upper)) = self.range(table, access)? else {
@@ -286,19 +301,7 @@ impl Executor<'_> {
     }
 
     fn row_key(&self, table: &Table, values: &[Value]) -> SqlResult<Vec<u8>> {
-        if table.has_row_id() {
-            let id = table.allocate_row_id(self.db)?;
-            return key::encode(&[Value::Int(id)], &[DataType::Int8]);
-        }
-        let mut out = Vec::new();
-        for column in &table.def.primary_key {
-            key::encode_column(
-                &mut out,
-                &values[*column],
-                table.def.columns[*column].data_type,
-            )?;
-        }
-        Ok(out)
+        table.row_key(self.db, values)
     }
 
     fn insert_row(&self, table: &Table, values: &[Value], txn: &mut Transaction) -> SqlResult<()> {
@@ -308,26 +311,8 @@ impl Executor<'_> {
             .map_err(|error| match error {
                 hayate_engine::Error::DuplicateKey => duplicate_key(table, values),
                 other => other.into(),
-            })
-    }
-
-    fn insert(
-        &self,
-        table: &Table,
-        rows: &[Vec<Expr>],
-        returning: Option<&Returning>,
-        txn: &mut Transaction,
-    ) -> SqlResult<Outcome> {
-        let mut returned = Vec::new();
-        for exprs in rows {
-            let values = self.project(exprs, &[])?;
-            let values = self.conform(table, values)?;
-            self.insert_row(table, &values, txn)?;
-            if let Some(returning) = returning {
-                returned.push(self.project(&returning.projection, &values)?);
-            }
-        }
-        Ok(dml_outcome("INSERT 0", rows.len(), returning, returned))
+            })?;
+        index::add_entries(table, values, &key, None, txn)
     }
 
     fn update(
@@ -340,31 +325,13 @@ impl Executor<'_> {
         let table = &read.table;
         let rows = self.read(read, txn, None)?;
         let mut returned = Vec::new();
-        let key_changes = assignments
-            .iter()
-            .any(|(column, _)| table.def.primary_key.contains(column));
         for (key, old) in &rows {
             let mut new = old.clone();
             for (column, expr) in assignments {
                 new[*column] = expr.eval(old, &self.context)?;
             }
             let new = self.conform(table, new)?;
-            let encoded = row::encode(&new, &table.def.types())?;
-            let new_key = if key_changes {
-                self.row_key(table, &new)?
-            } else {
-                key.clone()
-            };
-            if new_key == *key {
-                txn.update(table.tree, key, &encoded)?;
-            } else {
-                txn.delete(table.tree, key)?;
-                txn.insert(table.tree, &new_key, &encoded)
-                    .map_err(|error| match error {
-                        hayate_engine::Error::DuplicateKey => duplicate_key(table, &new),
-                        other => other.into(),
-                    })?;
-            }
+            self.replace_row(table, key, old, &new, txn)?;
             if let Some(returning) = returning {
                 returned.push(self.project(&returning.projection, &new)?);
             }
@@ -382,6 +349,7 @@ impl Executor<'_> {
         let mut returned = Vec::new();
         for (key, old) in &rows {
             txn.delete(read.table.tree, key)?;
+            index::remove_entries(&read.table, old, key, None, txn)?;
             if let Some(returning) = returning {
                 returned.push(self.project(&returning.projection, old)?);
             }
