@@ -25,7 +25,8 @@ pub enum Arbiter {
 
 #[derive(Debug, Clone)]
 pub struct OnConflict {
-    /// The constraints whose conflict triggers the action (never empty).
+    /// The constraints whose conflict triggers the action (empty: the table has none, so
+    /// nothing conflicts).
     pub arbiters: Vec<Arbiter>,
     pub action: ConflictAction,
 }
