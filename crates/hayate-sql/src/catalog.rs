@@ -12,8 +12,9 @@
 //!
 //! Every DDL follows one rule, so a crash at any point leaves either the old or the new state:
 //! 1. Create the new engine trees (the engine's DDL is durable on return).
-//! 2. In one transaction fill them (index entries, copied rows) and write the catalog rows;
-//!    commit. The change exists from here on.
+//! 2. Fill them (index entries, copied rows) from one snapshot, in batches of bounded size
+//!    (`BatchWriter`: SQL cannot see trees no definition names), then write the catalog rows
+//!    in one transaction and commit. The change exists from here on.
 //! 3. Publish it in memory, then drop the engine trees nothing refers to any more.
 //!
 //! `Catalog::open` drops every `sql.table.*`/`sql.index.*` engine tree that no definition
@@ -700,8 +701,8 @@ impl Catalog {
         Ok(true)
     }
 
-    /// CREATE INDEX: creates the engine index, then in one transaction fills it from the
-    /// table's rows and writes the new definition. False if the index exists and
+    /// CREATE INDEX: creates the engine index, fills it from a snapshot of the table's rows
+    /// (in batches), then commits the new definition. False if the index exists and
     /// `if_not_exists` is set.
     pub fn create_index(
         &self,
@@ -762,21 +763,15 @@ impl Catalog {
         let mut def = table.def.clone();
         def.indexes.push(index_def.clone());
         let built = (|| -> SqlResult<()> {
+            let mut writer = BatchWriter::new(&self.db);
+            for_each_row(&self.db, &table, |pk, values| {
+                let (entry, checked) = index::entry(&table.def, &index_def, &values, &pk)?;
+                writer.write(tree, &entry, &pk, checked, || {
+                    index::duplicated(&table.def, &index_def, &values)
+                })
+            })?;
+            writer.finish()?;
             let mut txn = self.db.begin();
-            let rows = read_all(&txn, &table)?;
-            for (pk, values) in &rows {
-                let (entry, checked) = index::entry(&table.def, &index_def, values, pk)?;
-                if checked {
-                    txn.insert(tree, &entry, pk).map_err(|error| match error {
-                        hayate_engine::Error::DuplicateKey => {
-                            index::duplicated(&table.def, &index_def, values)
-                        }
-                        other => other.into(),
-                    })?;
-                } else {
-                    txn.put(tree, &entry, pk)?;
-                }
-            }
             self.write_def(&mut txn, &def)?;
             txn.commit()?;
             Ok(())
@@ -819,8 +814,9 @@ impl Catalog {
         Ok(true)
     }
 
-    /// Rebuilds tables into fresh engine trees in one transaction: TRUNCATE (outside a
-    /// transaction block) and ALTER TABLE. The old trees are dropped after the commit.
+    /// Rebuilds tables into fresh engine trees, made visible by one commit of their
+    /// definitions: TRUNCATE (outside a transaction block) and ALTER TABLE. The old trees are
+    /// dropped after that commit.
     pub fn rebuild(&self, changes: Vec<(String, Rebuild)>) -> SqlResult<()> {
         let _ddl = self.ddl.lock();
         let mut created: Vec<String> = Vec::new();
@@ -846,7 +842,6 @@ impl Catalog {
         changes: Vec<(String, Rebuild)>,
         created: &mut Vec<String>,
     ) -> SqlResult<(Vec<Table>, Vec<String>)> {
-        let mut txn = self.db.begin();
         let mut new_tables = Vec::new();
         let mut old_trees = Vec::new();
         for (name, change) in changes {
@@ -903,7 +898,8 @@ impl Catalog {
             }
             if copy {
                 let types = def.types();
-                for (old_key, mut values) in read_all(&txn, &old)? {
+                let mut writer = BatchWriter::new(&self.db);
+                for_each_row(&self.db, &old, |old_key, mut values| {
                     match &change {
                         Rebuild::AddColumn(column, value) => {
                             if value.is_null() && column.not_null {
@@ -927,41 +923,38 @@ impl Catalog {
                     } else {
                         primary_key_of(&def, &values)?
                     };
-                    txn.insert(tree, &key, &row::encode(&values, &types)?)
-                        .map_err(|error| match error {
-                            hayate_engine::Error::DuplicateKey => {
-                                let pk = IndexDef {
-                                    name: def.primary_key_name(),
-                                    columns: def.primary_key.clone(),
-                                    unique: true,
-                                    tree: String::new(),
-                                };
-                                index::duplicated(&def, &pk, &values)
-                            }
-                            other => other.into(),
-                        })?;
+                    writer.write(tree, &key, &row::encode(&values, &types)?, true, || {
+                        let pk = IndexDef {
+                            name: def.primary_key_name(),
+                            columns: def.primary_key.clone(),
+                            unique: true,
+                            tree: String::new(),
+                        };
+                        index::duplicated(&def, &pk, &values)
+                    })?;
                     for (index, index_tree) in def.indexes.iter().zip(&index_trees) {
                         let (entry, checked) = index::entry(&def, index, &values, &key)?;
-                        if checked {
-                            txn.insert(*index_tree, &entry, &key)
-                                .map_err(|error| match error {
-                                    hayate_engine::Error::DuplicateKey => {
-                                        index::duplicated(&def, index, &values)
-                                    }
-                                    other => other.into(),
-                                })?;
-                        } else {
-                            txn.put(*index_tree, &entry, &key)?;
-                        }
+                        writer.write(*index_tree, &entry, &key, checked, || {
+                            index::duplicated(&def, index, &values)
+                        })?;
                     }
-                }
+                    Ok(())
+                })?;
+                writer.finish()?;
             }
-            self.write_def(&mut txn, &def)?;
             old_trees.extend(trees_of(&old.def));
-            let table = self.load(def)?;
-            new_tables.push(table);
+            new_tables.push(def);
+        }
+        // The new trees are complete; one commit of the definitions makes them the tables.
+        let mut txn = self.db.begin();
+        for def in &new_tables {
+            self.write_def(&mut txn, def)?;
         }
         txn.commit()?;
+        let new_tables = new_tables
+            .into_iter()
+            .map(|def| self.load(def))
+            .collect::<SqlResult<_>>()?;
         Ok((new_tables, old_trees))
     }
 }
@@ -984,15 +977,78 @@ fn primary_key_of(def: &TableDef, values: &[Value]) -> SqlResult<Vec<u8>> {
     Ok(out)
 }
 
-/// Every row of a table as of the transaction's snapshot: (engine key, values).
-fn read_all(txn: &Transaction, table: &Table) -> SqlResult<Vec<(Vec<u8>, Vec<Value>)>> {
+/// Calls `f` with (engine key, values) of every row of a table, from one snapshot.
+fn for_each_row(
+    db: &Database,
+    table: &Table,
+    mut f: impl FnMut(Vec<u8>, Vec<Value>) -> SqlResult<()>,
+) -> SqlResult<()> {
     let types = table.def.types();
-    let mut rows = Vec::new();
+    let txn = db.begin_read_only();
     for entry in txn.scan(table.tree, Bound::Unbounded, Bound::Unbounded)? {
         let (key, raw) = entry?;
-        rows.push((key, row::decode(&raw, &types, &table.def.name)?));
+        f(key, row::decode(&raw, &types, &table.def.name)?)?;
     }
-    Ok(rows)
+    Ok(())
+}
+
+/// Commit-record payload after which `BatchWriter` commits: well below the log's frame limit
+/// (16 MiB with the default log buffer).
+const BATCH_BYTES: usize = 4 << 20;
+
+/// Fills engine trees that no definition names yet (so SQL cannot see them) in transactions
+/// of bounded size: one commit of a whole table would outgrow a log record. The trees become
+/// visible only with the later commit of the definition, so the DDL stays atomic.
+struct BatchWriter<'a> {
+    db: &'a Database,
+    txn: Transaction,
+    bytes: usize,
+}
+
+impl<'a> BatchWriter<'a> {
+    fn new(db: &'a Database) -> BatchWriter<'a> {
+        BatchWriter {
+            db,
+            txn: db.begin(),
+            bytes: 0,
+        }
+    }
+
+    /// Writes an entry; `checked`: it must be new (else the error of `duplicate`). A key
+    /// written by an earlier batch counts: `insert` sees committed rows.
+    fn write(
+        &mut self,
+        tree: TreeId,
+        key: &[u8],
+        value: &[u8],
+        checked: bool,
+        duplicate: impl FnOnce() -> SqlError,
+    ) -> SqlResult<()> {
+        if checked {
+            self.txn
+                .insert(tree, key, value)
+                .map_err(|error| match error {
+                    hayate_engine::Error::DuplicateKey => duplicate(),
+                    other => other.into(),
+                })?;
+        } else {
+            self.txn.put(tree, key, value)?;
+        }
+        self.bytes += key.len() + value.len() + 32;
+        if self.bytes >= BATCH_BYTES {
+            // Commit before the next batch begins, so its snapshot sees this one's keys.
+            let placeholder = self.db.begin_read_only();
+            std::mem::replace(&mut self.txn, placeholder).commit()?;
+            self.txn = self.db.begin();
+            self.bytes = 0;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> SqlResult<()> {
+        self.txn.commit()?;
+        Ok(())
+    }
 }
 
 /// The engine trees of a table: its rows and its indexes.
