@@ -131,7 +131,10 @@ fn errors_carry_sqlstates() {
         "23502"
     );
     assert_eq!(error(&mut client, "SELECT nosuch FROM t"), "42703");
-    assert_eq!(error(&mut client, "CREATE INDEX i ON t (v)"), "0A000");
+    assert_eq!(
+        error(&mut client, "CREATE INDEX i ON t USING hash (v)"),
+        "0A000"
+    );
     assert_eq!(
         error(&mut client, "CREATE TABLE t (k int8 PRIMARY KEY)"),
         "42P07"

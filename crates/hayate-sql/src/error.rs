@@ -19,6 +19,10 @@ pub mod sqlstate {
     pub const UNDEFINED_OBJECT: &str = "42704";
     pub const UNIQUE_VIOLATION: &str = "23505";
     pub const NOT_NULL_VIOLATION: &str = "23502";
+    pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
+    pub const GENERATED_ALWAYS: &str = "428C9";
+    pub const CARDINALITY_VIOLATION: &str = "21000";
+    pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: &str = "2200H";
     pub const SERIALIZATION_FAILURE: &str = "40001";
     pub const DEADLOCK_DETECTED: &str = "40P01";
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";

@@ -17,10 +17,11 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Rebuild};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::{Executor, Outcome};
 use crate::plan::bind::Binder;
+use crate::plan::write::AlterAction;
 use crate::plan::{EvalContext, OutputColumn, Plan, TransactionControl};
 use crate::types::{DataType, Value};
 
@@ -172,6 +173,8 @@ impl Session {
                         | Statement::Commit { .. }
                         | Statement::Rollback { .. }
                         | Statement::CreateTable(_)
+                        | Statement::CreateIndex(_)
+                        | Statement::AlterTable(_)
                         | Statement::Drop { .. }
                 )
             });
@@ -269,6 +272,46 @@ impl Session {
                 }
                 Ok(command("DROP TABLE"))
             }
+            Plan::CreateIndex {
+                table,
+                name,
+                columns,
+                unique,
+                if_not_exists,
+            } => {
+                self.check_no_block("CREATE INDEX")?;
+                self.catalog.create_index(
+                    table,
+                    name.as_deref(),
+                    columns,
+                    *unique,
+                    *if_not_exists,
+                )?;
+                Ok(command("CREATE INDEX"))
+            }
+            Plan::DropIndex { names, if_exists } => {
+                self.check_no_block("DROP INDEX")?;
+                for name in names {
+                    self.catalog.drop_index(name, *if_exists)?;
+                }
+                Ok(command("DROP INDEX"))
+            }
+            Plan::AlterTable { table, actions } => {
+                self.check_no_block("ALTER TABLE")?;
+                for action in actions {
+                    self.alter_table(table, action)?;
+                }
+                Ok(command("ALTER TABLE"))
+            }
+            Plan::Truncate { tables } if matches!(self.state, State::Idle) => {
+                // Outside a block: swap in empty trees (inside, `run_data` deletes the rows).
+                let changes = tables
+                    .iter()
+                    .map(|table| (table.def.name.clone(), Rebuild::Truncate))
+                    .collect();
+                self.catalog.rebuild(changes)?;
+                Ok(command("TRUNCATE TABLE"))
+            }
             Plan::Set { name, value } => {
                 self.settings.insert(name.clone(), value.clone());
                 Ok(command("SET"))
@@ -289,6 +332,59 @@ impl Session {
             Plan::NoOp { tag } => Ok(command(tag)),
             data => self.run_data(data, params),
         }
+    }
+
+    fn alter_table(&mut self, name: &str, action: &AlterAction) -> SqlResult<()> {
+        let table = self.catalog.table(name)?;
+        let def = &table.def;
+        let change = match action {
+            AlterAction::AddPrimaryKey(columns) => {
+                let columns = columns
+                    .iter()
+                    .map(|column| {
+                        def.column_index(column)
+                            .ok_or_else(|| undefined_column(column, name))
+                    })
+                    .collect::<SqlResult<Vec<usize>>>()?;
+                Rebuild::AddPrimaryKey(columns)
+            }
+            AlterAction::AddColumn {
+                column,
+                fill,
+                if_not_exists,
+            } => {
+                if def.column_index(&column.name).is_some() {
+                    if *if_not_exists {
+                        return Ok(());
+                    }
+                    return Err(SqlError::new(
+                        sqlstate::DUPLICATE_COLUMN,
+                        format!(
+                            "column \"{}\" of relation \"{name}\" already exists",
+                            column.name
+                        ),
+                    ));
+                }
+                let context = EvalContext {
+                    params: &[],
+                    database_name: &self.database,
+                    user_name: &self.user,
+                    transaction_timestamp: crate::types::datetime::now_micros(),
+                    subqueries: None,
+                };
+                let value = fill.eval(&[], &context)?.cast(column.data_type)?;
+                Rebuild::AddColumn(column.clone(), value)
+            }
+            AlterAction::DropColumn {
+                name: column,
+                if_exists,
+            } => match def.column_index(column) {
+                Some(index) => Rebuild::DropColumn(index),
+                None if *if_exists => return Ok(()),
+                None => return Err(undefined_column(column, name)),
+            },
+        };
+        self.catalog.rebuild(vec![(name.to_string(), change)])
     }
 
     /// DDL is not transactional in the engine: refuse it inside a block rather than commit
@@ -384,6 +480,13 @@ impl Session {
             },
         )
     }
+}
+
+fn undefined_column(column: &str, table: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::UNDEFINED_COLUMN,
+        format!("column \"{column}\" of relation \"{table}\" does not exist"),
+    )
 }
 
 fn command(tag: &str) -> Outcome {

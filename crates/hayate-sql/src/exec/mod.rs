@@ -5,7 +5,9 @@
 //! they change first, then write them.
 
 mod aggregate;
+pub(crate) mod index;
 mod query;
+mod write;
 
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -67,7 +69,17 @@ impl Executor<'_> {
                 table,
                 rows,
                 returning,
-            } => self.insert(table, rows, returning.as_ref(), txn),
+                sequences,
+                on_conflict,
+            } => self.insert(
+                table,
+                rows,
+                sequences,
+                on_conflict.as_ref(),
+                returning.as_ref(),
+                txn,
+            ),
+            Plan::Truncate { tables } => self.truncate(tables, txn),
             Plan::Update {
                 read,
                 assignments,
@@ -76,6 +88,11 @@ impl Executor<'_> {
             Plan::Delete { read, returning } => self.delete(read, returning.as_ref(), txn),
             other => unreachable!("not a data statement: {other:?}"),
         }
+    }
+
+    /// Evaluates an expression without a row (index lookup values).
+    fn eval_constant(&self, expr: &Expr) -> SqlResult<Value> {
+        expr.eval(&[], &self.context)
     }
 
     /// The key of a point lookup with expressions over `row`, or None if no row can match.
@@ -235,19 +252,7 @@ impl Executor<'_> {
     }
 
     fn row_key(&self, table: &Table, values: &[Value]) -> SqlResult<Vec<u8>> {
-        if table.has_row_id() {
-            let id = table.allocate_row_id(self.db)?;
-            return key::encode(&[Value::Int(id)], &[DataType::Int8]);
-        }
-        let mut out = Vec::new();
-        for column in &table.def.primary_key {
-            key::encode_column(
-                &mut out,
-                &values[*column],
-                table.def.columns[*column].data_type,
-            )?;
-        }
-        Ok(out)
+        table.row_key(self.db, values)
     }
 
     fn insert_row(&self, table: &Table, values: &[Value], txn: &mut Transaction) -> SqlResult<()> {
@@ -257,33 +262,8 @@ impl Executor<'_> {
             .map_err(|error| match error {
                 hayate_engine::Error::DuplicateKey => duplicate_key(table, values),
                 other => other.into(),
-            })
-    }
-
-    fn insert(
-        &self,
-        table: &Table,
-        rows: &[Vec<Expr>],
-        returning: Option<&Returning>,
-        txn: &mut Transaction,
-    ) -> SqlResult<Outcome> {
-        let mut returned = Vec::new();
-        for exprs in rows {
-            let values = {
-                let run = Run::new(self, txn);
-                let context = run.context();
-                exprs
-                    .iter()
-                    .map(|expr| expr.eval(&[], &context))
-                    .collect::<SqlResult<Vec<_>>>()?
-            };
-            let values = self.conform(table, values)?;
-            self.insert_row(table, &values, txn)?;
-            if let Some(returning) = returning {
-                returned.push(self.project(&returning.projection, &values)?);
-            }
-        }
-        Ok(dml_outcome("INSERT 0", rows.len(), returning, returned))
+            })?;
+        index::add_entries(table, values, &key, None, txn)
     }
 
     fn update(
@@ -298,38 +278,20 @@ impl Executor<'_> {
         let rows = {
             let run = Run::new(self, txn);
             let context = run.context();
-            let mut rows = run.read_keyed(read)?;
-            for (_, row) in &mut rows {
-                let mut new = row.clone();
+            let mut rows = Vec::new();
+            for (key, old) in run.read_keyed(read)? {
+                let mut new = old.clone();
                 for (column, expr) in assignments {
-                    new[*column] = expr.eval(row, &context)?;
+                    new[*column] = expr.eval(&old, &context)?;
                 }
-                *row = new;
+                rows.push((key, old, new));
             }
             rows
         };
         let mut returned = Vec::new();
-        let key_changes = assignments
-            .iter()
-            .any(|(column, _)| table.def.primary_key.contains(column));
-        for (key, new) in &rows {
+        for (key, old, new) in &rows {
             let new = self.conform(table, new.clone())?;
-            let encoded = row::encode(&new, &table.def.types())?;
-            let new_key = if key_changes {
-                self.row_key(table, &new)?
-            } else {
-                key.clone()
-            };
-            if new_key == *key {
-                txn.update(table.tree, key, &encoded)?;
-            } else {
-                txn.delete(table.tree, key)?;
-                txn.insert(table.tree, &new_key, &encoded)
-                    .map_err(|error| match error {
-                        hayate_engine::Error::DuplicateKey => duplicate_key(table, &new),
-                        other => other.into(),
-                    })?;
-            }
+            self.replace_row(table, key, old, &new, txn)?;
             if let Some(returning) = returning {
                 returned.push(self.project(&returning.projection, &new)?);
             }
@@ -347,6 +309,7 @@ impl Executor<'_> {
         let mut returned = Vec::new();
         for (key, old) in &rows {
             txn.delete(read.table.tree, key)?;
+            index::remove_entries(&read.table, old, key, None, txn)?;
             if let Some(returning) = returning {
                 returned.push(self.project(&returning.projection, old)?);
             }

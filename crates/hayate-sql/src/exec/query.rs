@@ -526,6 +526,21 @@ impl<'r, 'e> Run<'r, 'e> {
                     None => Ok(true),
                 }
             }
+            Access::Index(index) => {
+                // Read first, then keep: a locking read borrows the transaction mutably.
+                let mut found = Vec::new();
+                self.exec
+                    .read_index(table, index, &self.txn.borrow(), &mut |key, raw| {
+                        found.push((key, raw.to_vec()));
+                        Ok(())
+                    })?;
+                for (key, raw) in found {
+                    if !keep(key, &raw)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
             access => {
                 let Some((lower, upper)) = self.exec.range(table, access, &context)? else {
                     return Ok(true);

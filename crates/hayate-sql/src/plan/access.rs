@@ -1,4 +1,9 @@
-//! Access path selection on the primary key.
+//! Access path selection: on the primary key, else on a secondary index.
+//!
+//! In order of preference: equality on every primary key column (one lookup), equality on
+//! every column of an index (a unique index first, then the one with most columns), a bound
+//! on the first primary key column (a key range scan), a bound on the first column of an
+//! index (an index range scan), a full scan.
 
 use crate::catalog::Table;
 use crate::plan::expr::{BinaryOp, Expr};
@@ -22,6 +27,26 @@ pub enum Access {
     Full,
     /// The rows of a system table (`crate::system`), computed when read.
     System(crate::system::SystemSource),
+    /// Through a secondary index: its entries give primary keys, which give the rows.
+    Index(IndexAccess),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexAccess {
+    /// Position in `TableDef::indexes` (and `Table::index_trees`).
+    pub index: usize,
+    pub lookup: IndexLookup,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexLookup {
+    /// Every index column equals a constant.
+    Point(Vec<Expr>),
+    /// The first index column is bounded.
+    Range {
+        lower: Option<KeyBound>,
+        upper: Option<KeyBound>,
+    },
 }
 
 /// Splits a WHERE clause into its AND-ed conjuncts.
@@ -71,56 +96,88 @@ fn strip_cast(expr: &Expr) -> &Expr {
     }
 }
 
+type Bounds = (Option<KeyBound>, Option<KeyBound>);
+
 /// Picks the access path for reading `table` with `filter`.
 pub fn choose(table: &Table, filter: Option<&Expr>) -> Access {
     let Some(filter) = filter else {
         return Access::Full;
     };
-    let key = &table.def.primary_key;
-    if key.is_empty() {
-        return Access::Full;
-    }
     let mut parts = Vec::new();
     conjuncts(filter, &mut parts);
     let comparisons: Vec<_> = parts.iter().filter_map(|e| column_comparison(e)).collect();
-    let equal = |column: usize| {
+    let equal = |column: &usize| {
         comparisons
             .iter()
-            .find(|(c, op, _)| *c == column && *op == BinaryOp::Equal)
+            .find(|(c, op, _)| c == column && *op == BinaryOp::Equal)
             .map(|(_, _, constant)| (*constant).clone())
     };
-    let point: Option<Vec<Expr>> = key.iter().map(|column| equal(*column)).collect();
-    if let Some(values) = point {
-        return Access::Point(values);
-    }
-    let first = key[0];
-    let mut lower = None;
-    let mut upper = None;
-    for (column, op, constant) in &comparisons {
-        if *column != first {
-            continue;
-        }
-        let bound = |inclusive| {
-            Some(KeyBound {
-                value: (*constant).clone(),
-                inclusive,
-            })
-        };
-        match op {
-            BinaryOp::Equal => {
-                lower = bound(true);
-                upper = bound(true);
+    let bounds = |column: usize| -> Option<Bounds> {
+        let mut lower = None;
+        let mut upper = None;
+        for (c, op, constant) in &comparisons {
+            if *c != column {
+                continue;
             }
-            BinaryOp::Greater if lower.is_none() => lower = bound(false),
-            BinaryOp::GreaterOrEqual if lower.is_none() => lower = bound(true),
-            BinaryOp::Less if upper.is_none() => upper = bound(false),
-            BinaryOp::LessOrEqual if upper.is_none() => upper = bound(true),
-            _ => {}
+            let bound = |inclusive| {
+                Some(KeyBound {
+                    value: (*constant).clone(),
+                    inclusive,
+                })
+            };
+            match op {
+                BinaryOp::Equal => {
+                    lower = bound(true);
+                    upper = bound(true);
+                }
+                BinaryOp::Greater if lower.is_none() => lower = bound(false),
+                BinaryOp::GreaterOrEqual if lower.is_none() => lower = bound(true),
+                BinaryOp::Less if upper.is_none() => upper = bound(false),
+                BinaryOp::LessOrEqual if upper.is_none() => upper = bound(true),
+                _ => {}
+            }
+        }
+        (lower.is_some() || upper.is_some()).then_some((lower, upper))
+    };
+    let key = &table.def.primary_key;
+    if !key.is_empty() {
+        if let Some(values) = key.iter().map(equal).collect::<Option<Vec<Expr>>>() {
+            return Access::Point(values);
         }
     }
-    if lower.is_none() && upper.is_none() {
-        Access::Full
-    } else {
-        Access::Range { lower, upper }
+    let mut best: Option<((bool, usize), usize, Vec<Expr>)> = None;
+    for (position, index) in table.def.indexes.iter().enumerate() {
+        if let Some(values) = index
+            .columns
+            .iter()
+            .map(equal)
+            .collect::<Option<Vec<Expr>>>()
+        {
+            let rank = (index.unique, index.columns.len());
+            if best
+                .as_ref()
+                .is_none_or(|(best_rank, _, _)| rank > *best_rank)
+            {
+                best = Some((rank, position, values));
+            }
+        }
     }
+    if let Some((_, index, values)) = best {
+        return Access::Index(IndexAccess {
+            index,
+            lookup: IndexLookup::Point(values),
+        });
+    }
+    if let Some((lower, upper)) = key.first().and_then(|first| bounds(*first)) {
+        return Access::Range { lower, upper };
+    }
+    for (position, index) in table.def.indexes.iter().enumerate() {
+        if let Some((lower, upper)) = bounds(index.columns[0]) {
+            return Access::Index(IndexAccess {
+                index: position,
+                lookup: IndexLookup::Range { lower, upper },
+            });
+        }
+    }
+    Access::Full
 }

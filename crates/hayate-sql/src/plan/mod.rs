@@ -10,6 +10,7 @@
 pub mod access;
 pub mod bind;
 pub mod expr;
+pub mod write;
 
 use std::sync::Arc;
 
@@ -342,11 +343,33 @@ pub enum Plan {
         names: Vec<String>,
         if_exists: bool,
     },
+    CreateIndex {
+        table: String,
+        name: Option<String>,
+        columns: Vec<String>,
+        unique: bool,
+        if_not_exists: bool,
+    },
+    DropIndex {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    AlterTable {
+        table: String,
+        actions: Vec<write::AlterAction>,
+    },
+    /// Outside a transaction block: fresh engine trees; inside: deletes the rows.
+    Truncate {
+        tables: Vec<Arc<Table>>,
+    },
     Insert {
         table: Arc<Table>,
         /// One expression per table column, defaults filled in.
         rows: Vec<Vec<Expr>>,
         returning: Option<Returning>,
+        /// Identity columns the rows take from their sequence.
+        sequences: Vec<write::SequenceFill>,
+        on_conflict: Option<write::OnConflict>,
     },
     Select(QueryPlan),
     InsertSelect(Box<InsertSelect>),
@@ -405,7 +428,14 @@ impl Plan {
     }
 
     pub fn is_ddl(&self) -> bool {
-        matches!(self, Plan::CreateTable { .. } | Plan::DropTable { .. })
+        matches!(
+            self,
+            Plan::CreateTable { .. }
+                | Plan::DropTable { .. }
+                | Plan::CreateIndex { .. }
+                | Plan::DropIndex { .. }
+                | Plan::AlterTable { .. }
+        )
     }
 
     /// Statements that only read (autocommit runs them in a read-only transaction).

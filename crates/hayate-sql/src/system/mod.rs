@@ -377,9 +377,12 @@ pub fn from_clause(
                 data_type: column.data_type,
                 not_null: false,
                 default: None,
+                identity: None,
             })
             .collect(),
         primary_key: Vec::new(),
+        indexes: Vec::new(),
+        tree: String::new(),
     };
     let source = SystemSource {
         table,

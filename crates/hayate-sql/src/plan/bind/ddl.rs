@@ -1,19 +1,54 @@
-//! Binding DDL and session statements: CREATE TABLE, SET, transaction modes.
+//! Binding DDL and session statements: CREATE TABLE/INDEX, ALTER TABLE, TRUNCATE, SET,
+//! transaction modes.
+//!
+//! Storage options (`WITH (fillfactor=100)` and the like) are accepted and ignored: the
+//! engine's B+tree has no fill factor to set.
 
 use sqlparser::ast;
 
 use super::{data_type, ident_name, object_name, undefined_column, Binder};
-use crate::catalog::{ColumnDef, TableDef};
+use crate::catalog::{ColumnDef, Identity, IndexDef, TableDef};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
+use crate::plan::write::AlterAction;
 use crate::plan::Plan;
-use crate::types::DataType;
+use crate::types::{DataType, Value};
+
+/// SERIAL and its siblings: the integer type they stand for.
+fn serial_type(data_type: &ast::DataType) -> Option<DataType> {
+    let ast::DataType::Custom(name, modifiers) = data_type else {
+        return None;
+    };
+    if !modifiers.is_empty() {
+        return None;
+    }
+    match name.to_string().to_lowercase().as_str() {
+        "serial" | "serial4" => Some(DataType::Int4),
+        "bigserial" | "serial8" => Some(DataType::Int8),
+        "smallserial" | "serial2" => Some(DataType::Int2),
+        _ => None,
+    }
+}
+
+/// The column names of a key or index definition (plain columns only).
+fn key_columns<'a>(columns: impl Iterator<Item = &'a ast::Expr>) -> SqlResult<Vec<String>> {
+    columns
+        .map(|expr| match expr {
+            ast::Expr::Identifier(ident) => Ok(ident_name(ident)),
+            other => Err(SqlError::unsupported(format!(
+                "a key or index on the expression {other}"
+            ))),
+        })
+        .collect()
+}
 
 impl Binder<'_> {
     pub(super) fn bind_create_table(&mut self, create: &ast::CreateTable) -> SqlResult<Plan> {
         let name = object_name(&create.name)?;
         let mut columns: Vec<ColumnDef> = Vec::new();
         let mut primary_key: Vec<usize> = Vec::new();
+        // UNIQUE constraints, by column names: each becomes a unique index.
+        let mut unique: Vec<Vec<String>> = Vec::new();
         for column in &create.columns {
             let column_name = ident_name(&column.name);
             if columns.iter().any(|c| c.name == column_name) {
@@ -22,25 +57,16 @@ impl Binder<'_> {
                     format!("column \"{column_name}\" specified more than once"),
                 ));
             }
-            let mut def = ColumnDef {
-                name: column_name,
-                data_type: data_type(&column.data_type)?,
-                not_null: false,
-                default: None,
-            };
-            for option in &column.options {
-                match &option.option {
-                    ast::ColumnOption::Null => {}
-                    ast::ColumnOption::NotNull => def.not_null = true,
-                    ast::ColumnOption::Default(expr) => def.default = Some(expr.to_string()),
-                    ast::ColumnOption::PrimaryKey(_) => {
-                        if !primary_key.is_empty() {
-                            return Err(multiple_primary_keys(&name));
-                        }
-                        primary_key.push(columns.len());
+            let (def, key) = column_def(column)?;
+            match key {
+                Some(true) => {
+                    if !primary_key.is_empty() {
+                        return Err(multiple_primary_keys(&name));
                     }
-                    other => return Err(SqlError::unsupported(format!("column option {other}"))),
+                    primary_key.push(columns.len());
                 }
+                Some(false) => unique.push(vec![def.name.clone()]),
+                None => {}
             }
             columns.push(def);
         }
@@ -62,16 +88,47 @@ impl Binder<'_> {
                         primary_key.push(index);
                     }
                 }
+                ast::TableConstraint::Unique(constraint) => {
+                    unique.push(key_columns(
+                        constraint.columns.iter().map(|c| &c.column.expr),
+                    )?);
+                }
                 other => return Err(SqlError::unsupported(format!("table constraint {other}"))),
             }
         }
         for index in &primary_key {
             columns[*index].not_null = true;
         }
+        let mut indexes = Vec::new();
+        for names in unique {
+            let index_columns = names
+                .iter()
+                .map(|column| {
+                    columns
+                        .iter()
+                        .position(|c| c.name == *column)
+                        .ok_or_else(|| undefined_column(column))
+                })
+                .collect::<SqlResult<Vec<usize>>>()?;
+            // PostgreSQL names a UNIQUE constraint's index table_col1_col2_key.
+            let index_name = format!("{name}_{}_key", names.join("_"));
+            if index_columns != primary_key
+                && !indexes.iter().any(|i: &IndexDef| i.name == index_name)
+            {
+                indexes.push(IndexDef {
+                    name: index_name,
+                    columns: index_columns,
+                    unique: true,
+                    tree: String::new(),
+                });
+            }
+        }
         let def = TableDef {
             name,
             columns,
             primary_key,
+            indexes,
+            tree: String::new(),
         };
         for column in &def.columns {
             if let Some(default) = &column.default {
@@ -81,6 +138,124 @@ impl Binder<'_> {
         Ok(Plan::CreateTable {
             def,
             if_not_exists: create.if_not_exists,
+        })
+    }
+
+    pub(super) fn bind_create_index(&mut self, create: &ast::CreateIndex) -> SqlResult<Plan> {
+        if let Some(using) = &create.using {
+            if !using.to_string().eq_ignore_ascii_case("btree") {
+                return Err(SqlError::unsupported(format!("index method {using}")));
+            }
+        }
+        if create.predicate.is_some() {
+            return Err(SqlError::unsupported(
+                "a partial index (CREATE INDEX ... WHERE)",
+            ));
+        }
+        if !create.include.is_empty() {
+            return Err(SqlError::unsupported("CREATE INDEX ... INCLUDE"));
+        }
+        let table = self.catalog.table(&object_name(&create.table_name)?)?;
+        let columns = key_columns(create.columns.iter().map(|c| &c.column.expr))?;
+        for column in &columns {
+            table
+                .def
+                .column_index(column)
+                .ok_or_else(|| undefined_column(column))?;
+        }
+        // Descending columns are accepted: rows are never returned in index order.
+        Ok(Plan::CreateIndex {
+            table: table.def.name.clone(),
+            name: create.name.as_ref().map(object_name).transpose()?,
+            columns,
+            unique: create.unique,
+            if_not_exists: create.if_not_exists,
+        })
+    }
+
+    pub(super) fn bind_truncate(&mut self, truncate: &ast::Truncate) -> SqlResult<Plan> {
+        if matches!(
+            truncate.identity,
+            Some(ast::TruncateIdentityOption::Restart)
+        ) {
+            return Err(SqlError::unsupported("TRUNCATE ... RESTART IDENTITY"));
+        }
+        let mut tables = Vec::with_capacity(truncate.table_names.len());
+        for target in &truncate.table_names {
+            let table = self.catalog.table(&object_name(&target.name)?)?;
+            if !tables
+                .iter()
+                .any(|t: &std::sync::Arc<crate::catalog::Table>| t.def.name == table.def.name)
+            {
+                tables.push(table);
+            }
+        }
+        Ok(Plan::Truncate { tables })
+    }
+
+    pub(super) fn bind_alter_table(&mut self, alter: &ast::AlterTable) -> SqlResult<Plan> {
+        let name = object_name(&alter.name)?;
+        let table = match self.catalog.table(&name) {
+            Ok(table) => table,
+            Err(_) if alter.if_exists => return Ok(Plan::NoOp { tag: "ALTER TABLE" }),
+            Err(error) => return Err(error),
+        };
+        let mut actions = Vec::with_capacity(alter.operations.len());
+        for operation in &alter.operations {
+            use ast::AlterTableOperation as Op;
+            match operation {
+                Op::AddConstraint {
+                    constraint: ast::TableConstraint::PrimaryKey(key),
+                    ..
+                } => {
+                    let columns = key_columns(key.columns.iter().map(|c| &c.column.expr))?;
+                    for column in &columns {
+                        table
+                            .def
+                            .column_index(column)
+                            .ok_or_else(|| undefined_column(column))?;
+                    }
+                    actions.push(AlterAction::AddPrimaryKey(columns));
+                }
+                Op::AddColumn {
+                    if_not_exists,
+                    column_def: definition,
+                    ..
+                } => {
+                    let (column, key) = column_def(definition)?;
+                    if key.is_some() || column.identity.is_some() {
+                        return Err(SqlError::unsupported(
+                            "ADD COLUMN with a key or identity (add the key separately)",
+                        ));
+                    }
+                    let fill = match &column.default {
+                        Some(default) => self.bind_default(default, column.data_type)?,
+                        None => Expr::Literal(Value::Null),
+                    };
+                    actions.push(AlterAction::AddColumn {
+                        column,
+                        fill,
+                        if_not_exists: *if_not_exists,
+                    });
+                }
+                Op::DropColumn {
+                    column_names,
+                    if_exists,
+                    ..
+                } => {
+                    for column in column_names {
+                        actions.push(AlterAction::DropColumn {
+                            name: ident_name(column),
+                            if_exists: *if_exists,
+                        });
+                    }
+                }
+                other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
+            }
+        }
+        Ok(Plan::AlterTable {
+            table: name,
+            actions,
         })
     }
 
@@ -96,6 +271,59 @@ impl Binder<'_> {
         self.scope = saved;
         bound
     }
+}
+
+/// A column definition; the key flag says PRIMARY KEY (true) or UNIQUE (false).
+fn column_def(column: &ast::ColumnDef) -> SqlResult<(ColumnDef, Option<bool>)> {
+    let serial = serial_type(&column.data_type);
+    let mut def = ColumnDef {
+        name: ident_name(&column.name),
+        data_type: match serial {
+            Some(data_type) => data_type,
+            None => data_type(&column.data_type)?,
+        },
+        not_null: serial.is_some(),
+        default: None,
+        identity: serial.map(|_| Identity::Serial),
+    };
+    let mut key = None;
+    for option in &column.options {
+        match &option.option {
+            ast::ColumnOption::Null => {}
+            ast::ColumnOption::NotNull => def.not_null = true,
+            ast::ColumnOption::Default(expr) => def.default = Some(expr.to_string()),
+            ast::ColumnOption::PrimaryKey(_) => key = Some(true),
+            ast::ColumnOption::Unique(_) => key = key.or(Some(false)),
+            ast::ColumnOption::Generated {
+                generated_as,
+                generation_expr: None,
+                ..
+            } => {
+                if !def.data_type.is_integer() {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_PARAMETER_VALUE,
+                        format!(
+                            "identity column type must be smallint, integer, or bigint (column \"{}\")",
+                            def.name
+                        ),
+                    ));
+                }
+                def.identity = Some(match generated_as {
+                    ast::GeneratedAs::Always => Identity::Always,
+                    _ => Identity::ByDefault,
+                });
+                def.not_null = true;
+            }
+            other => return Err(SqlError::unsupported(format!("column option {other}"))),
+        }
+    }
+    if def.identity.is_some() && def.default.is_some() {
+        return Err(SqlError::syntax(format!(
+            "multiple default values specified for column \"{}\"",
+            def.name
+        )));
+    }
+    Ok((def, key))
 }
 
 pub(super) fn multiple_primary_keys(table: &str) -> SqlError {

@@ -7,6 +7,7 @@ mod from;
 mod functions;
 mod query;
 mod scope;
+mod write;
 
 use ddl::{bind_set, check_transaction_modes};
 use scope::Scope;
@@ -147,20 +148,22 @@ impl<'a> Binder<'a> {
             Statement::Update(update) => self.bind_update(update),
             Statement::Delete(delete) => self.bind_delete(delete),
             Statement::CreateTable(create) => self.bind_create_table(create),
+            Statement::CreateIndex(create) => self.bind_create_index(create),
+            Statement::AlterTable(alter) => self.bind_alter_table(alter),
+            Statement::Truncate(truncate) => self.bind_truncate(truncate),
             Statement::Drop {
                 object_type,
                 if_exists,
                 names,
                 ..
             } => {
-                if *object_type != ast::ObjectType::Table {
-                    return Err(SqlError::unsupported(format!("DROP {object_type}")));
-                }
                 let names = names.iter().map(object_name).collect::<SqlResult<_>>()?;
-                Ok(Plan::DropTable {
-                    names,
-                    if_exists: *if_exists,
-                })
+                let if_exists = *if_exists;
+                match object_type {
+                    ast::ObjectType::Table => Ok(Plan::DropTable { names, if_exists }),
+                    ast::ObjectType::Index => Ok(Plan::DropIndex { names, if_exists }),
+                    other => Err(SqlError::unsupported(format!("DROP {other}"))),
+                }
             }
             Statement::StartTransaction { modes, .. } => {
                 check_transaction_modes(modes)?;
@@ -220,9 +223,6 @@ impl<'a> Binder<'a> {
         let ast::TableObject::TableName(name) = &insert.table else {
             return Err(SqlError::unsupported("INSERT into a table function"));
         };
-        if insert.on.is_some() {
-            return Err(SqlError::unsupported("INSERT ... ON CONFLICT"));
-        }
         let table = self.table_by_name(name)?;
         let def = &table.def;
         let targets: Vec<usize> = if insert.columns.is_empty() {
@@ -257,6 +257,7 @@ impl<'a> Binder<'a> {
             );
         };
         let mut rows = Vec::with_capacity(values.rows.len());
+        let mut sequences = self.sequence_fills(&table);
         for row in &values.rows {
             let row = &row.content;
             if row.len() != targets.len() {
@@ -271,8 +272,12 @@ impl<'a> Binder<'a> {
                 let is_default = matches!(expr, ast::Expr::Identifier(i) if i.quote_style.is_none()
                         && i.value.eq_ignore_ascii_case("default"));
                 if !is_default {
+                    self.check_identity_value(def, *column)?;
                     bound[*column] = Some(self.bind_typed(expr, def.columns[*column].data_type)?);
                 }
+            }
+            for fill in &mut sequences {
+                fill.rows.push(bound[fill.column].is_none());
             }
             let mut full = Vec::with_capacity(def.columns.len());
             for (index, value) in bound.into_iter().enumerate() {
@@ -285,12 +290,15 @@ impl<'a> Binder<'a> {
             }
             rows.push(full);
         }
+        let on_conflict = self.bind_on_conflict(&table, insert.on.as_ref())?;
         self.scope = Some(Scope::table(&table));
         let returning = self.bind_returning(insert.returning.as_deref())?;
         Ok(Plan::Insert {
             table,
             rows,
             returning,
+            sequences,
+            on_conflict,
         })
     }
 

@@ -1,0 +1,177 @@
+//! Writes beyond a plain row: INSERT with identity columns and ON CONFLICT, the replacement
+//! of a row with its index entries (UPDATE, ON CONFLICT DO UPDATE), TRUNCATE inside a
+//! transaction block.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use hayate_engine::Transaction;
+
+use super::{dml_outcome, duplicate_key, index, Executor, Outcome};
+use crate::catalog::Table;
+use crate::encoding::row;
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::plan::expr::truth;
+use crate::plan::write::{Arbiter, ConflictAction, OnConflict, SequenceFill};
+use crate::plan::{Expr, Returning};
+use crate::types::Value;
+
+impl Executor<'_> {
+    pub(super) fn insert(
+        &self,
+        table: &Table,
+        rows: &[Vec<Expr>],
+        sequences: &[SequenceFill],
+        on_conflict: Option<&OnConflict>,
+        returning: Option<&Returning>,
+        txn: &mut Transaction,
+    ) -> SqlResult<Outcome> {
+        let mut returned = Vec::new();
+        let mut count = 0;
+        for (position, exprs) in rows.iter().enumerate() {
+            let mut values = self.project(exprs, &[])?;
+            for fill in sequences {
+                if fill.rows[position] {
+                    values[fill.column] = Value::Int(fill.sequence.next_value()?);
+                }
+            }
+            let values = self.conform(table, values)?;
+            let written = match on_conflict {
+                None => {
+                    self.insert_row(table, &values, txn)?;
+                    Some(values)
+                }
+                Some(on_conflict) => self.insert_on_conflict(table, values, on_conflict, txn)?,
+            };
+            if let Some(row) = written {
+                count += 1;
+                if let Some(returning) = returning {
+                    returned.push(self.project(&returning.projection, &row)?);
+                }
+            }
+        }
+        Ok(dml_outcome("INSERT 0", count, returning, returned))
+    }
+
+    /// Inserts a row unless it conflicts on an arbiter; then does the conflict action.
+    /// Returns the row written (None: nothing was).
+    fn insert_on_conflict(
+        &self,
+        table: &Table,
+        values: Vec<Value>,
+        on_conflict: &OnConflict,
+        txn: &mut Transaction,
+    ) -> SqlResult<Option<Vec<Value>>> {
+        let mut existing = None;
+        for arbiter in &on_conflict.arbiters {
+            existing = match arbiter {
+                Arbiter::PrimaryKey => {
+                    let key = self.row_key(table, &values)?;
+                    txn.get(table.tree, &key)?.map(|_| key)
+                }
+                Arbiter::Index(position) => index::find_unique(table, *position, &values, txn)?,
+            };
+            if existing.is_some() {
+                break;
+            }
+        }
+        let Some(key) = existing else {
+            self.insert_row(table, &values, txn)?;
+            return Ok(Some(values));
+        };
+        let ConflictAction::Update {
+            assignments,
+            filter,
+        } = &on_conflict.action
+        else {
+            return Ok(None);
+        };
+        let raw = txn.get_for_update(table.tree, &key)?.ok_or_else(|| {
+            SqlError::new(
+                sqlstate::SERIALIZATION_FAILURE,
+                "could not serialize access due to concurrent delete",
+            )
+        })?;
+        let old = row::decode(&raw, &table.def.types(), &table.def.name)?;
+        let mut both = old.clone();
+        both.extend(values);
+        if let Some(filter) = filter {
+            if !truth(&filter.eval(&both, &self.context)?)? {
+                return Ok(None);
+            }
+        }
+        let mut new = old.clone();
+        for (column, expr) in assignments {
+            new[*column] = expr.eval(&both, &self.context)?;
+        }
+        let new = self.conform(table, new)?;
+        self.replace_row(table, &key, &old, &new, txn)?;
+        Ok(Some(new))
+    }
+
+    /// Replaces row `old` (engine key `key`) by `new`: a new key if its primary key changed,
+    /// and new entries in the indexes whose columns (or the key) changed.
+    pub(super) fn replace_row(
+        &self,
+        table: &Table,
+        key: &[u8],
+        old: &[Value],
+        new: &[Value],
+        txn: &mut Transaction,
+    ) -> SqlResult<()> {
+        let new_key = if table.has_row_id() {
+            key.to_vec()
+        } else {
+            self.row_key(table, new)?
+        };
+        let moved = new_key != key;
+        let changed: Vec<bool> = table
+            .def
+            .indexes
+            .iter()
+            .map(|index| moved || index.columns.iter().any(|c| old[*c] != new[*c]))
+            .collect();
+        let any_changed = changed.iter().any(|c| *c);
+        if any_changed {
+            index::remove_entries(table, old, key, Some(&changed), txn)?;
+        }
+        let encoded = row::encode(new, &table.def.types())?;
+        if moved {
+            txn.delete(table.tree, key)?;
+            txn.insert(table.tree, &new_key, &encoded)
+                .map_err(|error| match error {
+                    hayate_engine::Error::DuplicateKey => duplicate_key(table, new),
+                    other => other.into(),
+                })?;
+        } else {
+            txn.update(table.tree, key, &encoded)?;
+        }
+        if any_changed {
+            index::add_entries(table, new, &new_key, Some(&changed), txn)?;
+        }
+        Ok(())
+    }
+
+    /// TRUNCATE inside a transaction block: deletes every row and index entry in the
+    /// transaction, so a rollback keeps them.
+    pub(super) fn truncate(
+        &self,
+        tables: &[Arc<Table>],
+        txn: &mut Transaction,
+    ) -> SqlResult<Outcome> {
+        for table in tables {
+            for tree in std::iter::once(table.tree).chain(table.index_trees.iter().copied()) {
+                let mut keys = Vec::new();
+                for entry in txn.scan(tree, Bound::Unbounded, Bound::Unbounded)? {
+                    keys.push(entry?.0);
+                }
+                for key in keys {
+                    txn.delete(tree, &key)?;
+                }
+            }
+        }
+        Ok(Outcome::Command {
+            tag: "TRUNCATE TABLE".into(),
+        })
+    }
+}

@@ -1,0 +1,58 @@
+//! The parts of write and DDL plans beyond plain rows: sequences feeding identity columns,
+//! INSERT ... ON CONFLICT, ALTER TABLE actions.
+
+use std::sync::Arc;
+
+use crate::catalog::{ColumnDef, Sequence};
+use crate::plan::expr::Expr;
+
+/// An identity column of an INSERT: rows without a value for it take the sequence's next.
+#[derive(Debug, Clone)]
+pub struct SequenceFill {
+    pub column: usize,
+    pub sequence: Arc<Sequence>,
+    /// Per row of the INSERT: true where the column takes the next value.
+    pub rows: Vec<bool>,
+}
+
+/// A unique constraint an ON CONFLICT clause arbitrates on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arbiter {
+    PrimaryKey,
+    /// Position in `TableDef::indexes` of a unique index.
+    Index(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct OnConflict {
+    /// The constraints whose conflict triggers the action (empty: the table has none, so
+    /// nothing conflicts).
+    pub arbiters: Vec<Arbiter>,
+    pub action: ConflictAction,
+}
+
+#[derive(Debug, Clone)]
+pub enum ConflictAction {
+    Nothing,
+    /// DO UPDATE SET ... [WHERE ...]: expressions over the existing row followed by the
+    /// proposed row (EXCLUDED), so EXCLUDED.c is column `columns + c`.
+    Update {
+        assignments: Vec<(usize, Expr)>,
+        filter: Option<Expr>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub enum AlterAction {
+    AddPrimaryKey(Vec<String>),
+    AddColumn {
+        column: ColumnDef,
+        /// The value of the new column in existing rows (the DEFAULT, or NULL).
+        fill: Expr,
+        if_not_exists: bool,
+    },
+    DropColumn {
+        name: String,
+        if_exists: bool,
+    },
+}

@@ -1,0 +1,367 @@
+//! Secondary indexes: results through an index equal those of a full scan on random data
+//! (seeded, `HAYATE_TEST_SEED=S` reproduces), the access paths picked, unique violations,
+//! and indexes that survive a restart and a crash.
+
+use std::sync::Arc;
+
+use hayate_engine::io::sim::{SimConfig, SimIo};
+use hayate_engine::{Database, DatabaseConfig};
+use hayate_sql::plan::access::{IndexAccess, IndexLookup};
+use hayate_sql::plan::{Access, Plan};
+use hayate_sql::{parse, Catalog, DataType, Outcome, Session, SqlError, Value};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn session_on(db: Database) -> Session {
+    Session::new(Arc::new(Catalog::open(db).unwrap()), "tester", "test")
+}
+
+fn try_run(session: &mut Session, sql: &str) -> Result<Outcome, SqlError> {
+    let mut outcomes = session.execute_sql(sql);
+    assert_eq!(outcomes.len(), 1, "{sql}");
+    outcomes.pop().unwrap()
+}
+
+fn run(session: &mut Session, sql: &str) -> Outcome {
+    try_run(session, sql).unwrap_or_else(|error| panic!("{sql}: {error}"))
+}
+
+fn rows(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
+    match run(session, sql) {
+        Outcome::Rows { rows, .. } => rows,
+        other => panic!("{sql}: expected rows, got {other:?}"),
+    }
+}
+
+fn access(session: &Session, sql: &str, declared: &[DataType]) -> Access {
+    let statement = parse(sql).unwrap().pop().unwrap();
+    match session.prepare(statement, declared).unwrap().plan() {
+        Plan::Select(select) => select.table_reads()[0].access.clone(),
+        Plan::Update { read, .. } | Plan::Delete { read, .. } => read.access.clone(),
+        other => panic!("not a read: {other:?}"),
+    }
+}
+
+fn index_point(access: &Access) -> Option<usize> {
+    match access {
+        Access::Index(IndexAccess {
+            index,
+            lookup: IndexLookup::Point(_),
+        }) => Some(*index),
+        _ => None,
+    }
+}
+
+fn index_range(access: &Access) -> Option<usize> {
+    match access {
+        Access::Index(IndexAccess {
+            index,
+            lookup: IndexLookup::Range { .. },
+        }) => Some(*index),
+        _ => None,
+    }
+}
+
+fn seed() -> u64 {
+    std::env::var("HAYATE_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::thread_rng().gen())
+}
+
+fn literal(value: &Option<i64>) -> String {
+    value.map_or("NULL".into(), |v| v.to_string())
+}
+
+/// The same random rows and changes go to `t` (indexed) and `plain` (no index); every query
+/// must return the same rows from both, and the indexed reads must use the index.
+#[test]
+fn index_reads_equal_full_scans_on_random_data() {
+    let seed = seed();
+    println!("HAYATE_TEST_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+    for table in ["t", "plain"] {
+        run(
+            &mut session,
+            &format!("CREATE TABLE {table} (id int4 PRIMARY KEY, k int4, s text, n int8)"),
+        );
+    }
+    run(&mut session, "CREATE INDEX t_k ON t (k)");
+    run(&mut session, "CREATE INDEX t_s_n ON t USING btree (s, n)");
+    let words = ["", "a", "ab", "b", "b\u{e9}", "zz"];
+    let mut next_id = 0;
+    for step in 0..600 {
+        let context = format!("seed {seed} step {step}");
+        let k: Option<i64> = (rng.gen_range(0..8) > 0).then(|| rng.gen_range(-10..10));
+        let s = words[rng.gen_range(0..words.len())];
+        let n: Option<i64> = (rng.gen_range(0..5) > 0).then(|| rng.gen_range(0..4));
+        let change = match rng.gen_range(0..10) {
+            0..=4 => {
+                next_id += 1;
+                format!(
+                    "INSERT INTO {{}} VALUES ({next_id}, {}, '{s}', {})",
+                    literal(&k),
+                    literal(&n)
+                )
+            }
+            5..=6 => format!(
+                "UPDATE {{}} SET k = {}, n = {} WHERE id % 7 = {}",
+                literal(&k),
+                literal(&n),
+                rng.gen_range(0..7)
+            ),
+            7 => format!("UPDATE {{}} SET id = id + 1000 WHERE k = {}", literal(&k)),
+            _ => format!("DELETE FROM {{}} WHERE s = '{s}' AND id % 3 = 0"),
+        };
+        for table in ["t", "plain"] {
+            run(&mut session, &change.replace("{}", table));
+        }
+        if step % 20 != 19 {
+            continue;
+        }
+        let a: i64 = rng.gen_range(-11..11);
+        let b = rng.gen_range(-11..11);
+        let queries = [
+            (format!("k = {a}"), Some(0), true),
+            (format!("k > {a} AND k <= {b}"), Some(0), false),
+            (format!("k >= {a}"), Some(0), false),
+            (format!("k < {b}"), Some(0), false),
+            (
+                format!("s = '{s}' AND n = {}", a.rem_euclid(4)),
+                Some(1),
+                true,
+            ),
+            (format!("s >= '{s}'"), Some(1), false),
+            (format!("s < '{s}' AND k = {a}"), Some(0), true),
+            ("k IS NULL".to_string(), None, false),
+        ];
+        for (predicate, index, point) in queries {
+            let indexed = format!("SELECT id, k, s, n FROM t WHERE {predicate} ORDER BY id");
+            let chosen = access(&session, &indexed, &[]);
+            if let Some(index) = index {
+                let used = if point {
+                    index_point(&chosen)
+                } else {
+                    index_range(&chosen)
+                };
+                assert_eq!(used, Some(index), "{context}: {indexed} chose {chosen:?}");
+            }
+            let plain = indexed.replace("FROM t ", "FROM plain ");
+            assert_eq!(
+                rows(&mut session, &indexed),
+                rows(&mut session, &plain),
+                "{context}: {predicate}"
+            );
+        }
+        // Every row is reachable through each index: counts by index equal the table's.
+        let total = rows(&mut session, "SELECT count(*) FROM plain");
+        let by_k = rows(
+            &mut session,
+            "SELECT count(*) FROM t WHERE k >= -100 OR k IS NULL",
+        );
+        assert_eq!(total, by_k, "{context}");
+    }
+}
+
+#[test]
+fn point_queries_on_an_index_never_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+    run(
+        &mut session,
+        "CREATE TABLE sbtest1(id SERIAL, k INTEGER DEFAULT '0' NOT NULL, \
+         c text DEFAULT '' NOT NULL, pad text DEFAULT '' NOT NULL, PRIMARY KEY (id))",
+    );
+    run(&mut session, "CREATE INDEX k_1 ON sbtest1(k)");
+    for sql in [
+        "SELECT c FROM sbtest1 WHERE k = $1",
+        "SELECT c FROM sbtest1 WHERE k = $1 AND c = 'x'",
+        "UPDATE sbtest1 SET c = 'y' WHERE k = $1",
+        "DELETE FROM sbtest1 WHERE k = $1",
+    ] {
+        assert_eq!(
+            index_point(&access(&session, sql, &[DataType::Int8])),
+            Some(0),
+            "{sql}"
+        );
+    }
+    // The primary key still wins where it applies.
+    assert!(matches!(
+        access(
+            &session,
+            "SELECT c FROM sbtest1 WHERE id = $1 AND k = 3",
+            &[]
+        ),
+        Access::Point(_)
+    ));
+    assert_eq!(
+        index_range(&access(
+            &session,
+            "SELECT c FROM sbtest1 WHERE k BETWEEN 1 AND 5",
+            &[]
+        ))
+        .or(index_range(&access(
+            &session,
+            "SELECT c FROM sbtest1 WHERE k >= 1 AND k <= 5",
+            &[]
+        ))),
+        Some(0)
+    );
+    run(
+        &mut session,
+        "INSERT INTO sbtest1 (k, c) VALUES (5, 'five'), (7, 'seven'), (5, 'cinq')",
+    );
+    // An int8 parameter finds int4 index keys.
+    let statement = parse("SELECT c FROM sbtest1 WHERE k = $1 ORDER BY id")
+        .unwrap()
+        .pop()
+        .unwrap();
+    let prepared = session.prepare(statement, &[DataType::Int8]).unwrap();
+    let Outcome::Rows { rows: found, .. } =
+        session.execute(&prepared, vec![Value::Int(5)]).unwrap()
+    else {
+        panic!("rows expected")
+    };
+    assert_eq!(
+        found,
+        vec![
+            vec![Value::Text("five".into())],
+            vec![Value::Text("cinq".into())]
+        ]
+    );
+    assert_eq!(
+        rows(&mut session, "SELECT c FROM sbtest1 WHERE k = 5.5"),
+        Vec::<Vec<Value>>::new()
+    );
+}
+
+#[test]
+fn unique_indexes_reject_duplicates_like_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+    run(
+        &mut session,
+        "CREATE TABLE u (id int4 PRIMARY KEY, email text, n int4)",
+    );
+    run(
+        &mut session,
+        "INSERT INTO u VALUES (1, 'a', 1), (2, 'b', 1), (3, NULL, 2), (4, NULL, 2)",
+    );
+    // Existing duplicates: the index is not created and the table is unchanged.
+    let error = try_run(&mut session, "CREATE UNIQUE INDEX u_n ON u (n)").unwrap_err();
+    assert_eq!(error.code, "23505");
+    assert_eq!(error.message, "could not create unique index \"u_n\"");
+    assert!(
+        error.detail.as_deref().unwrap().ends_with("is duplicated."),
+        "{error:?}"
+    );
+    assert_eq!(
+        try_run(&mut session, "DROP INDEX u_n").unwrap_err().code,
+        "42704"
+    );
+    run(
+        &mut session,
+        "CREATE UNIQUE INDEX IF NOT EXISTS u_email ON u (email)",
+    );
+    run(
+        &mut session,
+        "CREATE UNIQUE INDEX IF NOT EXISTS u_email ON u (email)",
+    );
+    assert_eq!(
+        try_run(&mut session, "CREATE INDEX u_email ON u (n)")
+            .unwrap_err()
+            .code,
+        "42P07"
+    );
+    let error = try_run(&mut session, "INSERT INTO u VALUES (5, 'a', 0)").unwrap_err();
+    assert_eq!(error.code, "23505");
+    assert_eq!(
+        error.message,
+        "duplicate key value violates unique constraint \"u_email\""
+    );
+    assert_eq!(
+        error.detail.as_deref(),
+        Some("Key (email)=(a) already exists.")
+    );
+    // NULLs never conflict; an update into a taken value does; freeing a value reuses it.
+    run(&mut session, "INSERT INTO u VALUES (5, NULL, 0)");
+    assert_eq!(
+        try_run(&mut session, "UPDATE u SET email = 'b' WHERE id = 1")
+            .unwrap_err()
+            .code,
+        "23505"
+    );
+    run(&mut session, "UPDATE u SET email = 'c' WHERE id = 2");
+    run(&mut session, "UPDATE u SET email = 'b' WHERE id = 1");
+    run(&mut session, "DELETE FROM u WHERE id = 2");
+    run(&mut session, "INSERT INTO u VALUES (6, 'c', 0)");
+    assert_eq!(
+        rows(&mut session, "SELECT id FROM u WHERE email = 'c'"),
+        vec![vec![Value::Int(6)]]
+    );
+    // A failed statement inside a block leaves no entry behind.
+    run(&mut session, "BEGIN");
+    run(&mut session, "INSERT INTO u VALUES (7, 'd', 0)");
+    run(&mut session, "ROLLBACK");
+    run(&mut session, "INSERT INTO u VALUES (8, 'd', 0)");
+    run(&mut session, "DROP INDEX u_email");
+    run(&mut session, "DROP INDEX IF EXISTS u_email");
+    run(&mut session, "INSERT INTO u VALUES (9, 'd', 0)");
+    // A UNIQUE constraint of CREATE TABLE is a unique index named as PostgreSQL names it.
+    run(
+        &mut session,
+        "CREATE TABLE v (a int4 UNIQUE, b text, UNIQUE (b, a))",
+    );
+    run(&mut session, "INSERT INTO v VALUES (1, 'x')");
+    let error = try_run(&mut session, "INSERT INTO v VALUES (1, 'y')").unwrap_err();
+    assert_eq!(
+        error.message,
+        "duplicate key value violates unique constraint \"v_a_key\""
+    );
+}
+
+fn indexed_rows(session: &mut Session) -> Vec<Vec<Value>> {
+    let chosen = access(session, "SELECT id FROM r WHERE k = 3", &[]);
+    assert_eq!(index_point(&chosen), Some(0), "{chosen:?}");
+    rows(session, "SELECT id FROM r WHERE k = 3 ORDER BY id")
+}
+
+#[test]
+fn indexes_survive_restart_and_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut session =
+            session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+        run(&mut session, "CREATE TABLE r (id int4 PRIMARY KEY, k int4)");
+        run(&mut session, "INSERT INTO r VALUES (1, 3), (2, 4), (3, 3)");
+        run(&mut session, "CREATE INDEX r_k ON r (k)");
+        run(&mut session, "INSERT INTO r VALUES (4, 3)");
+    }
+    let mut session = session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+    let expected: Vec<Vec<Value>> = [1, 3, 4].iter().map(|v| vec![Value::Int(*v)]).collect();
+    assert_eq!(indexed_rows(&mut session), expected);
+    drop(session);
+
+    // A power loss on a simulated disk: committed index entries and DDL come back.
+    let io = Arc::new(SimIo::new(SimConfig::with_seed(11)));
+    let db = Database::open_with_io(io.clone(), DatabaseConfig::default()).unwrap();
+    let mut session = session_on(db);
+    run(&mut session, "CREATE TABLE r (id int4 PRIMARY KEY, k int4)");
+    run(&mut session, "INSERT INTO r VALUES (1, 3), (2, 4), (3, 3)");
+    run(&mut session, "CREATE INDEX r_k ON r (k)");
+    run(&mut session, "INSERT INTO r VALUES (4, 3)");
+    run(&mut session, "CREATE INDEX r_gone ON r (k)");
+    run(&mut session, "DROP INDEX r_gone");
+    let image = Arc::new(io.crash());
+    drop(session);
+    let mut session = session_on(Database::open_with_io(image, DatabaseConfig::default()).unwrap());
+    assert_eq!(indexed_rows(&mut session), expected);
+    assert_eq!(
+        try_run(&mut session, "DROP INDEX r_gone").unwrap_err().code,
+        "42704"
+    );
+    run(&mut session, "UPDATE r SET k = 5 WHERE id = 1");
+    assert_eq!(indexed_rows(&mut session), expected[1..].to_vec());
+}
