@@ -102,6 +102,7 @@ impl Executor<'_> {
                 };
                 let scan = txn.scan(table.tree, as_slice(&lower), as_slice(&upper))?;
                 for entry in scan {
+                    crate::interrupt::check()?;
                     let (key, raw) = entry?;
                     keep(key, &raw, &mut rows)?;
                     if limit.is_some_and(|limit| rows.len() >= limit) {
