@@ -1,5 +1,13 @@
-//! The query handlers of one connection: simple query and extended query (parse, bind,
-//! describe, execute, sync), on top of a `hayate_sql::Session`.
+//! The query handlers of one connection: simple query, extended query (parse, bind,
+//! describe, execute, sync) and COPY, on top of a `hayate_sql::Session`.
+//!
+//! COPY FROM STDIN: the statement (simple or extended) starts a `hayate_sql::copy::CopyIn`
+//! on the session and answers CopyInResponse; each CopyData message is handed to the
+//! session as it arrives (rows are inserted as they come, not buffered); CopyDone commits
+//! (autocommit) and answers `COPY n`, CopyFail or an error aborts.
+//!
+//! Cancellation: every statement runs with the connection's interrupt flag current
+//! (`hayate_sql::interrupt`), cleared when a new statement starts.
 //!
 //! Engine calls block (a commit waits for fdatasync), so statements run inside
 //! `tokio::task::block_in_place`: the connection's task keeps its thread while the runtime
@@ -10,15 +18,21 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::{stream, Sink, SinkExt};
-use hayate_sql::{sqlstate, Catalog, Outcome, Prepared, Session, SqlError, TransactionStatus};
+use hayate_sql::copy::{self, CopyDirection, CopyFailure, CopyIn, CopyStatement};
+use hayate_sql::interrupt::{self, Interrupt};
+use hayate_sql::{
+    sqlstate, Catalog, Outcome, Prepared, Session, SqlError, SqlResult, TransactionStatus,
+};
 use parking_lot::Mutex;
+use pgwire::api::copy::{send_copy_in_response, CopyHandler};
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{
     send_execution_response, send_query_response, send_ready_for_query, ExtendedQueryHandler,
     SimpleQueryHandler,
 };
 use pgwire::api::results::{
-    DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse, Response, Tag,
+    CopyResponse, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse,
+    Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::{Entry, PortalStore};
@@ -27,26 +41,72 @@ use pgwire::api::{
     METADATA_USER,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::extendedquery::{Bind, BindComplete, Sync as PgSync};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
+use pgwire::messages::extendedquery::{Bind, BindComplete, Execute, Sync as PgSync};
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus as Wire};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::PgWireBackendMessage;
 
-use crate::wire;
+use crate::{wire, ServerConfig};
 
 /// The session of one connection, created when its first statement arrives (the user and
 /// database names come from the startup message).
 pub struct ConnectionState {
     catalog: Arc<Catalog>,
+    config: Arc<ServerConfig>,
     session: Mutex<Option<Session>>,
+    interrupt: Interrupt,
+    /// The COPY FROM STDIN in progress, between CopyData messages.
+    copy: Mutex<Option<CopyIn>>,
+}
+
+/// What a COPY statement starts.
+enum CopyStart {
+    In(Box<CopyIn>),
+    Out(usize, Vec<Vec<u8>>),
 }
 
 impl ConnectionState {
-    pub fn new(catalog: Arc<Catalog>) -> ConnectionState {
+    pub fn new(catalog: Arc<Catalog>, config: Arc<ServerConfig>) -> ConnectionState {
         ConnectionState {
             catalog,
+            config,
             session: Mutex::new(None),
+            interrupt: Interrupt::new(),
+            copy: Mutex::new(None),
         }
+    }
+
+    /// The flag a cancel request for this connection sets.
+    pub fn interrupt(&self) -> &Interrupt {
+        &self.interrupt
+    }
+
+    /// A new statement starts: an earlier cancel no longer applies, and a COPY the client
+    /// left (by sending a query in its middle) is aborted.
+    fn start_statement<C: ClientInfo>(&self, client: &C) {
+        self.interrupt.clear();
+        if let Some(copy) = self.copy.lock().take() {
+            self.with_session(client, |session| {
+                session.copy_fail(copy, "the client sent a new statement")
+            });
+        }
+    }
+
+    /// Starts a COPY statement on the session.
+    fn start_copy<C: ClientInfo>(
+        &self,
+        client: &C,
+        statement: &CopyStatement,
+    ) -> SqlResult<CopyStart> {
+        self.with_session(client, |session| match statement.direction {
+            CopyDirection::FromStdin => session
+                .copy_in(statement)
+                .map(|copy| CopyStart::In(Box::new(copy))),
+            CopyDirection::ToStdout => session
+                .copy_out(statement)
+                .map(|(columns, records)| CopyStart::Out(columns, records)),
+        })
     }
 
     /// Runs `work` on the session, off the async runtime's scheduling (it may block).
@@ -56,6 +116,7 @@ impl ConnectionState {
         work: impl FnOnce(&mut Session) -> T,
     ) -> T {
         tokio::task::block_in_place(|| {
+            let _interruptible = interrupt::enter(&self.interrupt);
             let mut session = self.session.lock();
             let session = session.get_or_insert_with(|| {
                 let metadata = client.metadata();
@@ -67,7 +128,9 @@ impl ConnectionState {
                     .get(METADATA_DATABASE)
                     .map(String::as_str)
                     .unwrap_or(user);
-                Session::new(self.catalog.clone(), user, database)
+                let mut session = Session::new(self.catalog.clone(), user, database);
+                session.set_setting("work_mem", &self.config.work_mem);
+                session
             });
             work(session)
         })
@@ -95,6 +158,23 @@ pub fn error_info(error: &SqlError) -> ErrorInfo {
 
 fn user_error(error: SqlError) -> PgWireError {
     PgWireError::UserError(Box::new(error_info(&error)))
+}
+
+/// A COPY error, with its CONTEXT (the line it happened on).
+fn copy_error(failure: CopyFailure) -> PgWireError {
+    let mut info = error_info(&failure.error);
+    info.where_context = failure.context;
+    PgWireError::UserError(Box::new(info))
+}
+
+fn copy_data_stream(
+    records: Vec<Vec<u8>>,
+) -> impl futures::Stream<Item = PgWireResult<CopyData>> + Send + 'static {
+    stream::iter(
+        records
+            .into_iter()
+            .map(|record| Ok(CopyData::new(bytes::Bytes::from(record)))),
+    )
 }
 
 fn rows_response(
@@ -139,6 +219,10 @@ impl SimpleQueryHandler for ConnectionState {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
+        self.start_statement(client);
+        if copy::is_copy(&query.query) {
+            return self.simple_copy(client, &query.query).await;
+        }
         let responses = self.do_query(client, &query.query).await?;
         for response in responses {
             match response {
@@ -187,6 +271,161 @@ impl SimpleQueryHandler for ConnectionState {
     }
 }
 
+impl ConnectionState {
+    /// COPY in the simple query protocol.
+    async fn simple_copy<C>(&self, client: &mut C, sql: &str) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let started = copy::parse_copy(sql)
+            .inspect_err(|_| self.with_session(client, Session::note_error))
+            .and_then(|statement| self.start_copy(client, &statement));
+        match started {
+            Ok(CopyStart::In(copy)) => {
+                let columns = copy.column_count();
+                *self.copy.lock() = Some(*copy);
+                client.set_state(PgWireConnectionState::CopyInProgress(false));
+                // No ReadyForQuery: the copy-in sub-protocol follows.
+                return send_copy_in_response(
+                    client,
+                    CopyResponse::new(0, columns, stream::empty()),
+                )
+                .await;
+            }
+            Ok(CopyStart::Out(columns, records)) => {
+                let rows = records.len();
+                client
+                    .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+                        0,
+                        columns as i16,
+                        vec![0; columns],
+                    )))
+                    .await?;
+                for record in records {
+                    client
+                        .feed(PgWireBackendMessage::CopyData(CopyData::new(
+                            bytes::Bytes::from(record),
+                        )))
+                        .await?;
+                }
+                client
+                    .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
+                    .await?;
+                let tag = Tag::new("COPY").with_rows(rows);
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                    .await?;
+            }
+            Err(error) => {
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse(
+                        error_info(&error).into(),
+                    ))
+                    .await?;
+            }
+        }
+        let status = self.status();
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        client.set_transaction_status(status);
+        send_ready_for_query(client, status).await
+    }
+}
+
+#[async_trait]
+impl CopyHandler for ConnectionState {
+    async fn on_copy_data<C>(&self, client: &mut C, data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(mut copy) = self.copy.lock().take() else {
+            return Ok(()); // the COPY failed already; the rest of its data is ignored
+        };
+        match self.with_session(client, |session| session.copy_data(&mut copy, &data.data)) {
+            Ok(()) => {
+                *self.copy.lock() = Some(copy);
+                Ok(())
+            }
+            Err(failure) => {
+                client.set_transaction_status(self.status());
+                Err(copy_error(failure))
+            }
+        }
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(copy) = self.copy.lock().take() else {
+            return Err(user_error(SqlError::new(
+                sqlstate::PROTOCOL_VIOLATION,
+                "CopyDone without a COPY in progress",
+            )));
+        };
+        let result = self.with_session(client, |session| session.copy_done(copy));
+        client.set_transaction_status(self.status());
+        let rows = result.map_err(copy_error)?;
+        let tag = Tag::new("COPY").with_rows(rows as usize);
+        client
+            .send(PgWireBackendMessage::CommandComplete(tag.into()))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let error = match self.copy.lock().take() {
+            Some(copy) => {
+                self.with_session(client, |session| session.copy_fail(copy, &fail.message))
+            }
+            None => SqlError::new(
+                sqlstate::QUERY_CANCELED,
+                format!("COPY from stdin failed: {}", fail.message),
+            ),
+        };
+        client.set_transaction_status(self.status());
+        user_error(error)
+    }
+}
+
+/// A statement of the extended protocol: SQL bound by the session, or a COPY. (Always in
+/// an `Arc`, so the size difference of the variants costs nothing.)
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum ServerStatement {
+    Sql(Prepared),
+    Copy(CopyStatement),
+}
+
+impl ServerStatement {
+    fn param_types(&self) -> &[hayate_sql::DataType] {
+        match self {
+            ServerStatement::Sql(prepared) => &prepared.param_types,
+            ServerStatement::Copy(_) => &[],
+        }
+    }
+
+    fn columns(&self) -> &[hayate_sql::OutputColumn] {
+        match self {
+            ServerStatement::Sql(prepared) => &prepared.columns,
+            ServerStatement::Copy(_) => &[],
+        }
+    }
+}
+
+/// The most rows one Execute returns before PortalSuspended (see `on_execute`).
+const FETCH_ROWS_MAX: i32 = 1 << 16;
+
 /// Parses and binds statements of the extended protocol.
 pub struct StatementParser {
     state: Arc<ConnectionState>,
@@ -194,7 +433,7 @@ pub struct StatementParser {
 
 #[async_trait]
 impl QueryParser for StatementParser {
-    type Statement = Arc<Prepared>;
+    type Statement = Arc<ServerStatement>;
 
     async fn parse_sql<C>(
         &self,
@@ -205,6 +444,22 @@ impl QueryParser for StatementParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        if copy::is_copy(sql) {
+            // Unknown tables and columns are reported here rather than at Execute, where
+            // rust-postgres would already have pipelined its CopyFail and Sync behind it.
+            let checked = copy::parse_copy(sql).and_then(|statement| {
+                self.state
+                    .with_session(client, |session| session.check_copy(&statement))
+                    .map(|()| statement)
+            });
+            return match checked {
+                Ok(statement) => Ok(Some(Arc::new(ServerStatement::Copy(statement)))),
+                Err(error) => {
+                    self.state.with_session(client, Session::note_error);
+                    Err(user_error(error))
+                }
+            };
+        }
         let declared: Vec<_> = types
             .iter()
             .map(|t| wire::declared_type(t.as_ref()))
@@ -227,13 +482,13 @@ impl QueryParser for StatementParser {
             result
         });
         prepared
-            .map(|prepared| Some(Arc::new(prepared)))
+            .map(|prepared| Some(Arc::new(ServerStatement::Sql(prepared))))
             .map_err(user_error)
     }
 
     fn get_parameter_types(&self, statement: &Self::Statement) -> PgWireResult<Vec<Type>> {
         Ok(statement
-            .param_types
+            .param_types()
             .iter()
             .map(|t| wire::pg_type(*t))
             .collect())
@@ -245,7 +500,7 @@ impl QueryParser for StatementParser {
         format: Option<&Format>,
     ) -> PgWireResult<Vec<FieldInfo>> {
         Ok(wire::fields(
-            &statement.columns,
+            statement.columns(),
             format.unwrap_or(&Format::UnifiedText),
         ))
     }
@@ -269,7 +524,7 @@ impl ExtendedHandler {
 
 #[async_trait]
 impl ExtendedQueryHandler for ExtendedHandler {
-    type Statement = Arc<Prepared>;
+    type Statement = Arc<ServerStatement>;
     type QueryParser = StatementParser;
 
     fn query_parser(&self) -> Arc<Self::QueryParser> {
@@ -288,7 +543,31 @@ impl ExtendedQueryHandler for ExtendedHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let prepared = &portal.statement.statement;
+        self.state.start_statement(client);
+        let prepared =
+            match portal.statement.statement.as_ref() {
+                ServerStatement::Sql(prepared) => prepared,
+                ServerStatement::Copy(statement) => {
+                    return match self
+                        .state
+                        .start_copy(client, statement)
+                        .map_err(user_error)?
+                    {
+                        CopyStart::In(copy) => {
+                            let columns = copy.column_count();
+                            *self.state.copy.lock() = Some(*copy);
+                            Ok(Response::CopyIn(CopyResponse::new(
+                                0,
+                                columns,
+                                stream::empty(),
+                            )))
+                        }
+                        CopyStart::Out(columns, records) => Ok(Response::CopyOut(
+                            CopyResponse::new(0, columns, copy_data_stream(records)),
+                        )),
+                    };
+                }
+            };
         let params = (0..prepared.param_types.len())
             .map(|index| {
                 let bytes = portal.parameters.get(index).ok_or_else(|| {
@@ -332,11 +611,11 @@ impl ExtendedQueryHandler for ExtendedHandler {
     {
         let prepared = &target.statement;
         let params = prepared
-            .param_types
+            .param_types()
             .iter()
             .map(|t| wire::pg_type(*t))
             .collect();
-        let fields = wire::fields(&prepared.columns, &Format::UnifiedText);
+        let fields = wire::fields(prepared.columns(), &Format::UnifiedText);
         Ok(DescribeStatementResponse::new(params, fields))
     }
 
@@ -353,9 +632,23 @@ impl ExtendedQueryHandler for ExtendedHandler {
     {
         let prepared = &portal.statement.statement;
         Ok(DescribePortalResponse::new(wire::fields(
-            &prepared.columns,
+            prepared.columns(),
             &portal.result_column_format,
         )))
+    }
+
+    /// pgwire reserves room for `max_rows` rows before fetching: a negative count (no
+    /// limit, like 0) or a huge one from a hostile client must not become an allocation that
+    /// aborts the server, so it is capped (more rows come after PortalSuspended).
+    async fn on_execute<C>(&self, client: &mut C, mut message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        message.max_rows = message.max_rows.clamp(0, FETCH_ROWS_MAX);
+        self._on_execute(client, message).await
     }
 
     /// As pgwire's default, but BindComplete is buffered (`feed`) instead of flushed: it

@@ -4,36 +4,107 @@
 //! Lifecycle:
 //! 1. `serve` accepts TCP connections until its shutdown future completes.
 //! 2. Each connection is a tokio task running pgwire's message loop: SSL requests are
-//!    answered 'N', startup uses trust authentication (`startup`), then simple and extended
-//!    queries go to the connection's `handler`, which owns a `hayate_sql::Session`.
-//! 3. On shutdown the listener closes and open connections are ended; their sessions abort
+//!    answered 'N', startup authenticates the user (`startup`: trust, cleartext password,
+//!    MD5 or SCRAM-SHA-256) and sends the connection's cancel key (BackendKeyData), then
+//!    simple and extended queries and COPY go to the connection's `handler`, which owns a
+//!    `hayate_sql::Session`.
+//! 3. A cancel request (on a connection of its own) sets the interrupt flag of the
+//!    connection its key names (`cancel`); the running statement stops with 57014.
+//! 4. On shutdown the listener closes and open connections are ended; their sessions abort
 //!    any open transaction. The caller then closes (checkpoints) the database.
 //!
 //! Layering: server -> hayate_sql -> hayate_engine.
 
+pub mod auth;
+pub mod cancel;
 pub mod handler;
 pub mod startup;
 pub mod wire;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
 
 use hayate_sql::Catalog;
 use pgwire::api::auth::StartupHandler;
+use pgwire::api::cancel::CancelHandler;
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::{PgWireServerHandlers, RandomPidSecretKeyGenerator};
+use pgwire::api::PgWireServerHandlers;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use cancel::CancelRegistry;
 use handler::{ConnectionState, ExtendedHandler};
-use startup::TrustStartup;
+use startup::Startup;
+
+/// How clients prove who they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AuthMethod {
+    /// Every user name is accepted without a password.
+    #[default]
+    Trust,
+    /// The password in clear text (only over a trusted network).
+    Password,
+    /// PostgreSQL's MD5 challenge (`md5(md5(password || user) || salt)`).
+    Md5,
+    /// SCRAM-SHA-256 (RFC 7677), PostgreSQL's default since version 14.
+    ScramSha256,
+}
+
+impl AuthMethod {
+    /// The method of a config file or flag: trust, password, md5 or scram-sha-256.
+    pub fn parse(name: &str) -> Option<AuthMethod> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "trust" => AuthMethod::Trust,
+            "password" | "cleartext" => AuthMethod::Password,
+            "md5" => AuthMethod::Md5,
+            "scram-sha-256" | "scram" => AuthMethod::ScramSha256,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthMethod::Trust => "trust",
+            AuthMethod::Password => "password",
+            AuthMethod::Md5 => "md5",
+            AuthMethod::ScramSha256 => "scram-sha-256",
+        }
+    }
+}
+
+/// What the server needs beyond its socket and catalog.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub auth: AuthMethod,
+    /// User name -> password (every password method needs the user here).
+    pub users: HashMap<String, String>,
+    /// Connections served at once; more are refused with 53300.
+    pub max_connections: usize,
+    /// Memory for one sort or hash before it spills (shown by SHOW work_mem).
+    pub work_mem: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            auth: AuthMethod::Trust,
+            users: HashMap::new(),
+            max_connections: 100,
+            work_mem: "4MB".into(),
+        }
+    }
+}
 
 /// The handlers of one connection.
 struct ConnectionHandlers {
     state: Arc<ConnectionState>,
     extended: Arc<ExtendedHandler>,
-    startup: Arc<TrustStartup>,
+    startup: Arc<Startup>,
+    cancels: Arc<CancelRegistry>,
 }
 
 impl PgWireServerHandlers for ConnectionHandlers {
@@ -48,16 +119,37 @@ impl PgWireServerHandlers for ConnectionHandlers {
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         self.startup.clone()
     }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.state.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        self.cancels.clone()
+    }
 }
 
-/// Serves connections on `listener` until `shutdown` completes. Must run on a multi-thread
-/// tokio runtime (statements use `block_in_place`).
+/// Serves connections on `listener` with the default configuration (trust
+/// authentication) until `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,
     catalog: Arc<Catalog>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let pids = Arc::new(RandomPidSecretKeyGenerator::default());
+    serve_with(listener, catalog, ServerConfig::default(), shutdown).await
+}
+
+/// Serves connections on `listener` until `shutdown` completes. Must run on a multi-thread
+/// tokio runtime (statements use `block_in_place`).
+pub async fn serve_with(
+    listener: TcpListener,
+    catalog: Arc<Catalog>,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let config = Arc::new(config);
+    let cancels = Arc::new(CancelRegistry::default());
+    let slots = Arc::new(Semaphore::new(config.max_connections));
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -73,11 +165,19 @@ pub async fn serve(
                     }
                 };
                 let _ = socket.set_nodelay(true);
-                let state = Arc::new(ConnectionState::new(catalog.clone()));
+                let state = Arc::new(ConnectionState::new(catalog.clone(), config.clone()));
+                let startup = Startup::new(
+                    config.clone(),
+                    cancels.clone(),
+                    state.interrupt().clone(),
+                    slots.clone().try_acquire_owned().ok(),
+                    peer,
+                );
                 let handlers = ConnectionHandlers {
                     extended: Arc::new(ExtendedHandler::new(state.clone())),
                     state,
-                    startup: Arc::new(TrustStartup { pids: pids.clone() }),
+                    startup: Arc::new(startup),
+                    cancels: cancels.clone(),
                 };
                 connections.spawn(async move {
                     if let Err(error) = pgwire::tokio::process_socket(socket, None, handlers).await {

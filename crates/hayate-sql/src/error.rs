@@ -43,6 +43,12 @@ pub mod sqlstate {
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
     pub const SNAPSHOT_TOO_OLD: &str = "72000";
     pub const PROTOCOL_VIOLATION: &str = "08P01";
+    pub const QUERY_CANCELED: &str = "57014";
+    pub const BAD_COPY_FILE_FORMAT: &str = "22P04";
+    pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
+    pub const INVALID_PASSWORD: &str = "28P01";
+    pub const INVALID_AUTHORIZATION_SPECIFICATION: &str = "28000";
+    pub const TOO_MANY_CONNECTIONS: &str = "53300";
     pub const IO_ERROR: &str = "58030";
     pub const DATA_CORRUPTED: &str = "XX001";
     pub const INTERNAL_ERROR: &str = "XX000";

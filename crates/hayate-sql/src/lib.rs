@@ -13,9 +13,11 @@
 //! server crate uses this one.
 
 pub mod catalog;
+pub mod copy;
 pub mod encoding;
 pub mod error;
 pub mod exec;
+pub mod interrupt;
 pub mod plan;
 pub mod session;
 pub mod system;

@@ -60,7 +60,7 @@ impl Prepared {
 }
 
 pub struct Session {
-    catalog: Arc<Catalog>,
+    pub(crate) catalog: Arc<Catalog>,
     state: State,
     settings: BTreeMap<String, String>,
     user: String,
@@ -126,6 +126,40 @@ impl Session {
             State::Idle => TransactionStatus::Idle,
             State::InBlock(_) => TransactionStatus::InBlock,
             State::Failed => TransactionStatus::Failed,
+        }
+    }
+
+    /// Sets a setting's value for this session (the server's configured defaults).
+    pub fn set_setting(&mut self, name: &str, value: &str) {
+        self.settings
+            .insert(name.to_ascii_lowercase(), value.into());
+    }
+
+    /// Opens a transaction block for a statement that runs over several calls (COPY FROM
+    /// STDIN) unless one is open; true if it opened one, which `end_implicit` then ends.
+    pub(crate) fn begin_implicit(&mut self) -> SqlResult<bool> {
+        match self.state {
+            State::Idle => {
+                self.state = State::InBlock(self.catalog.database().begin());
+                Ok(true)
+            }
+            State::InBlock(_) => Ok(false),
+            State::Failed => Err(SqlError::new(
+                sqlstate::IN_FAILED_SQL_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+            )),
+        }
+    }
+
+    /// Ends the block `begin_implicit` opened: commits it if `commit` and it did not fail,
+    /// else aborts it. The session is idle afterwards.
+    pub(crate) fn end_implicit(&mut self, commit: bool) -> SqlResult<()> {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::InBlock(txn) if commit => {
+                txn.commit()?;
+                Ok(())
+            }
+            _ => Ok(()), // a dropped transaction aborts
         }
     }
 
@@ -203,6 +237,7 @@ impl Session {
 
     fn execute_statement(&mut self, statement: Statement) -> SqlResult<Outcome> {
         self.check_not_failed(&statement)?;
+        crate::interrupt::check()?;
         let prepared = match self.prepare(statement, &[]) {
             Ok(prepared) => prepared,
             Err(error) => {

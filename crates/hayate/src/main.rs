@@ -2,7 +2,8 @@
 //! inspect a database directory.
 //!
 //! Lifecycle of a run:
-//! 1. Set up logging (RUST_LOG, default warn) and parse the command line.
+//! 1. Parse the command line and set up logging (RUST_LOG, else the server's log level,
+//!    default warn).
 //! 2. Run the subcommand; user errors come back as `CliError` values.
 //! 3. Print an error as `error: ...` on stderr and exit with code 1.
 
@@ -23,7 +24,6 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -36,6 +36,11 @@ fn main() -> ExitCode {
             };
         }
     };
+    let level = match &cli.command {
+        Command::Serve(args) => serve::log_level(args),
+        _ => "warn".into(),
+    };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(&args),

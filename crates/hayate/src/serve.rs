@@ -1,56 +1,193 @@
 //! `hayate serve`: the PostgreSQL wire protocol server on a database directory.
 //!
-//! 1. Create the data directory if needed and open the database (recovering from the log
+//! 1. Read the settings: built-in defaults, then the config file (`--config`, TOML), then
+//!    the flags given on the command line, each overriding the one before.
+//! 2. Create the data directory if needed and open the database (recovering from the log
 //!    after a crash), then load the SQL catalog.
-//! 2. Listen and serve connections until SIGTERM or SIGINT.
-//! 3. Stop accepting, end the connections (open transactions abort), and close the
+//! 3. Listen and serve connections until SIGTERM or SIGINT.
+//! 4. Stop accepting, end the connections (open transactions abort), and close the
 //!    database, which takes a checkpoint.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
 use hayate_engine::{Database, DatabaseConfig};
+use hayate_server::{AuthMethod, ServerConfig};
 use hayate_sql::Catalog;
+use serde::Deserialize;
 
 use crate::error::{CliError, CliResult, Context};
 
+const CONFIG_HELP: &str = "\
+Config file (--config FILE, TOML; every key optional, flags override it):
+  listen = \"127.0.0.1\"        # address to listen on
+  port = 5432
+  data_dir = \"./hayate-data\"  # created on first start
+  auth = \"scram-sha-256\"      # trust | password | md5 | scram-sha-256
+  max_connections = 100       # more connections are refused (SQLSTATE 53300)
+  work_mem = \"4MB\"            # memory of one sort or hash (SHOW work_mem)
+  log_level = \"info\"          # error | warn | info | debug | trace (RUST_LOG wins)
+  [users]                     # user = password, for every method but trust
+  alice = \"secret\"
+See docs/hayate.toml.example.";
+
 #[derive(Debug, Args)]
+#[command(after_help = CONFIG_HELP)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
+    /// Config file (TOML, see below); flags given here override its values.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1].
+    #[arg(long)]
+    pub listen: Option<IpAddr>,
+    /// TCP port [default: 5432].
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Database directory, created on first start; after a crash the log is replayed on
+    /// open (`--log-level info` shows the recovery report) [default: ./hayate-data].
+    #[arg(long, value_name = "DIR", alias = "data")]
+    pub data_dir: Option<PathBuf>,
+    /// Authentication: trust, password (cleartext), md5 or scram-sha-256; the users and
+    /// passwords come from the config file [default: trust].
+    #[arg(long, value_name = "METHOD")]
+    pub auth: Option<String>,
+    /// Connections served at once [default: 100].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Memory of one sort or hash before it spills, e.g. 4MB [default: 4MB].
+    #[arg(long, value_name = "SIZE")]
+    pub work_mem: Option<String>,
+    /// Log level: error, warn, info, debug or trace [default: warn].
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+}
+
+/// The config file, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    listen: Option<IpAddr>,
+    port: Option<u16>,
+    data_dir: Option<PathBuf>,
+    auth: Option<String>,
+    max_connections: Option<usize>,
+    work_mem: Option<String>,
+    log_level: Option<String>,
+    #[serde(default)]
+    users: HashMap<String, String>,
+}
+
+/// The settings a server runs with, after the file and the flags.
+#[derive(Debug)]
+pub struct Settings {
     pub listen: IpAddr,
-    /// TCP port.
-    #[arg(long, default_value_t = 5432)]
     pub port: u16,
-    /// Database directory (created on first start; after a crash the log is replayed on
-    /// open, `RUST_LOG=info` shows the recovery report).
-    #[arg(long, value_name = "DIR", default_value = "./hayate-data")]
     pub data_dir: PathBuf,
+    pub log_level: String,
+    pub server: ServerConfig,
+}
+
+fn read_config(path: &Path) -> CliResult<ConfigFile> {
+    let text = std::fs::read_to_string(path)
+        .context(|| format!("reading config file {}", path.display()))?;
+    toml::from_str(&text).context(|| format!("config file {}", path.display()))
+}
+
+/// Defaults, then the config file, then the flags.
+pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
+    let file = match &args.config {
+        Some(path) => read_config(path)?,
+        None => ConfigFile::default(),
+    };
+    let defaults = ServerConfig::default();
+    let auth_name = args.auth.clone().or(file.auth).unwrap_or("trust".into());
+    let auth = AuthMethod::parse(&auth_name).ok_or_else(|| {
+        CliError::new(format!(
+            "unknown auth method \"{auth_name}\" (trust, password, md5 or scram-sha-256)"
+        ))
+    })?;
+    if auth != AuthMethod::Trust && file.users.is_empty() {
+        return Err(CliError::new(format!(
+            "auth method {} needs users: add a [users] table (name = \"password\") to the \
+             config file",
+            auth.name()
+        )));
+    }
+    let log_level = args
+        .log_level
+        .clone()
+        .or(file.log_level)
+        .unwrap_or("warn".into());
+    if log_level.parse::<log::LevelFilter>().is_err() {
+        return Err(CliError::new(format!(
+            "unknown log level \"{log_level}\" (error, warn, info, debug or trace)"
+        )));
+    }
+    let max_connections = args
+        .max_connections
+        .or(file.max_connections)
+        .unwrap_or(defaults.max_connections);
+    if max_connections == 0 {
+        return Err(CliError::new("max_connections must be at least 1"));
+    }
+    Ok(Settings {
+        listen: args
+            .listen
+            .or(file.listen)
+            .unwrap_or(IpAddr::from([127, 0, 0, 1])),
+        port: args.port.or(file.port).unwrap_or(5432),
+        data_dir: args
+            .data_dir
+            .clone()
+            .or(file.data_dir)
+            .unwrap_or("./hayate-data".into()),
+        log_level,
+        server: ServerConfig {
+            auth,
+            users: file.users,
+            max_connections,
+            work_mem: args
+                .work_mem
+                .clone()
+                .or(file.work_mem)
+                .unwrap_or(defaults.work_mem),
+        },
+    })
+}
+
+/// The log level to start logging with (before `run`; a bad config falls back to warn and
+/// `run` reports it).
+pub fn log_level(args: &ServeArgs) -> String {
+    settings(args).map_or("warn".into(), |settings| settings.log_level)
 }
 
 pub fn run(args: &ServeArgs) -> CliResult<()> {
-    std::fs::create_dir_all(&args.data_dir)
-        .context(|| format!("creating data directory {}", args.data_dir.display()))?;
-    let db = Database::open(&args.data_dir, DatabaseConfig::default())
-        .context(|| format!("opening database in {}", args.data_dir.display()))?;
+    let settings = settings(args)?;
+    let data_dir = &settings.data_dir;
+    std::fs::create_dir_all(data_dir)
+        .context(|| format!("creating data directory {}", data_dir.display()))?;
+    let db = Database::open(data_dir, DatabaseConfig::default())
+        .context(|| format!("opening database in {}", data_dir.display()))?;
     let catalog = Arc::new(
         Catalog::open(db.clone()).map_err(|error| CliError::new(format!("catalog: {error}")))?,
     );
     let runtime = hayate_server::runtime().context(|| "starting the async runtime".into())?;
-    let address = (args.listen, args.port);
+    let address = (settings.listen, settings.port);
     let result = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(address)
             .await
-            .context(|| format!("listening on {}:{}", args.listen, args.port))?;
+            .context(|| format!("listening on {}:{}", settings.listen, settings.port))?;
         eprintln!(
-            "hayate: serving PostgreSQL protocol on {}:{} (data in {})",
-            args.listen,
-            args.port,
-            args.data_dir.display()
+            "hayate: serving PostgreSQL protocol on {}:{} (data in {}, auth {})",
+            settings.listen,
+            settings.port,
+            data_dir.display(),
+            settings.server.auth.name()
         );
-        hayate_server::serve(listener, catalog, shutdown_signal())
+        hayate_server::serve_with(listener, catalog, settings.server, shutdown_signal())
             .await
             .context(|| "serving".into())
     });
@@ -76,5 +213,76 @@ async fn shutdown_signal() {
             log::error!("cannot install signal handlers; stop the server with SIGKILL");
             std::future::pending::<()>().await
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(config: Option<PathBuf>) -> ServeArgs {
+        ServeArgs {
+            config,
+            listen: None,
+            port: None,
+            data_dir: None,
+            auth: None,
+            max_connections: None,
+            work_mem: None,
+            log_level: None,
+        }
+    }
+
+    #[test]
+    fn flags_override_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hayate.toml");
+        std::fs::write(
+            &path,
+            "port = 6000\ndata_dir = \"/srv/hayate\"\nauth = \"md5\"\nwork_mem = \"64MB\"\n\
+             max_connections = 7\n[users]\nalice = \"secret\"\n",
+        )
+        .unwrap();
+        let from_file = settings(&args(Some(path.clone()))).unwrap();
+        assert_eq!(from_file.port, 6000);
+        assert_eq!(from_file.data_dir, PathBuf::from("/srv/hayate"));
+        assert_eq!(from_file.server.auth, AuthMethod::Md5);
+        assert_eq!(from_file.server.work_mem, "64MB");
+        assert_eq!(from_file.server.max_connections, 7);
+        assert_eq!(from_file.server.users["alice"], "secret");
+        assert_eq!(from_file.listen, IpAddr::from([127, 0, 0, 1]));
+
+        let mut flags = args(Some(path));
+        flags.port = Some(6001);
+        flags.auth = Some("scram-sha-256".into());
+        flags.work_mem = Some("1MB".into());
+        let overridden = settings(&flags).unwrap();
+        assert_eq!(overridden.port, 6001);
+        assert_eq!(overridden.server.auth, AuthMethod::ScramSha256);
+        assert_eq!(overridden.server.work_mem, "1MB");
+        assert_eq!(overridden.data_dir, PathBuf::from("/srv/hayate"));
+
+        let defaults = settings(&args(None)).unwrap();
+        assert_eq!(defaults.port, 5432);
+        assert_eq!(defaults.server.auth, AuthMethod::Trust);
+    }
+
+    #[test]
+    fn bad_configs_are_clear_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.toml");
+        for (text, expected) in [
+            ("prot = 1\n", "unknown field"),
+            ("auth = \"kerberos\"\n", "unknown auth method"),
+            ("auth = \"md5\"\n", "needs users"),
+            ("port = \"x\"\n", "config file"),
+            ("log_level = \"loud\"\n", "unknown log level"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let error = settings(&args(Some(path.clone()))).unwrap_err().to_string();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+        let missing = settings(&args(Some(dir.path().join("none.toml")))).unwrap_err();
+        assert!(missing.to_string().contains("reading config file"));
     }
 }

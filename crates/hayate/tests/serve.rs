@@ -182,3 +182,71 @@ fn kill_during_pgbench_keeps_every_committed_transaction() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// `hayate serve --config FILE` with a flag overriding the file: the port and data
+/// directory from the flags, SCRAM authentication, users and work_mem from the file.
+#[test]
+fn serve_reads_its_config_file() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let config = parent.path().join("hayate.toml");
+    std::fs::write(
+        &config,
+        "port = 1\nauth = \"scram-sha-256\"\nwork_mem = \"32MB\"\nlog_level = \"info\"\n\
+         [users]\nalice = \"wonderland\"\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hayate"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .args(["--port", &port.to_string(), "--data-dir"])
+        .arg(&dir)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start hayate serve");
+    let connect = |password: &str| {
+        postgres::Config::new()
+            .host("127.0.0.1")
+            .port(port)
+            .user("alice")
+            .password(password)
+            .dbname("test")
+            .connect(postgres::NoTls)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut client = loop {
+        match connect("wonderland") {
+            Ok(client) => break client,
+            Err(error) if Instant::now() > deadline => panic!("server did not start: {error}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    let work_mem: String = client.query_one("SHOW work_mem", &[]).unwrap().get(0);
+    assert_eq!(work_mem, "32MB");
+    let error = connect("looking glass")
+        .err()
+        .expect("wrong password refused");
+    assert_eq!(error.code().map(|c| c.code()), Some("28P01"), "{error:?}");
+    drop(client);
+    // SAFETY: sending a signal to our own child process.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(sent, 0);
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("auth scram-sha-256"), "{stderr}");
+    assert!(
+        stderr.contains("password authentication failed for user \"alice\""),
+        "one log line for the failed connection: {stderr}"
+    );
+}

@@ -23,6 +23,11 @@ pub struct TestServer {
 impl TestServer {
     /// Opens (or creates) the database in `dir` and starts serving it.
     pub fn start(dir: &Path) -> TestServer {
+        TestServer::start_with(dir, hayate_server::ServerConfig::default())
+    }
+
+    /// As `start`, with a server configuration (authentication, limits).
+    pub fn start_with(dir: &Path, config: hayate_server::ServerConfig) -> TestServer {
         let db = Database::open(dir, DatabaseConfig::default()).expect("open database");
         let catalog = Arc::new(Catalog::open(db.clone()).expect("open catalog"));
         let (addr_sender, addr_receiver) = std::sync::mpsc::channel();
@@ -39,7 +44,7 @@ impl TestServer {
                 let shutdown = async {
                     let _ = shutdown_receiver.await;
                 };
-                hayate_server::serve(listener, catalog, shutdown)
+                hayate_server::serve_with(listener, catalog, config, shutdown)
                     .await
                     .expect("serve");
             });

@@ -550,6 +550,7 @@ impl<'r, 'e> Run<'r, 'e> {
                         .borrow()
                         .scan(table.tree, as_slice(&lower), as_slice(&upper))?;
                 for entry in scan {
+                    crate::interrupt::check()?;
                     let (key, raw) = entry?;
                     if !keep(key, &raw)? {
                         return Ok(false);
