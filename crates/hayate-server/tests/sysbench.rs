@@ -84,7 +84,18 @@ fn sysbench_oltp_workloads_run() {
     ] {
         let output = sysbench(&server, workload, "run", &[&threads, &events, "--time=0"]);
         assert_eq!(reported(&output, "transactions:"), EVENTS, "{workload}");
-        assert_eq!(reported(&output, "ignored errors:"), 0, "{workload}");
+        // sysbench retries a transaction that failed with 40001/40P01 ("ignored errors"):
+        // the read-only workloads have none; oltp_read_write's conflicting updates under
+        // snapshot isolation may (they are retried and counted, never lost).
+        let ignored = reported(&output, "ignored errors:");
+        if workload.contains("read_write") {
+            assert!(
+                ignored < EVENTS,
+                "{workload}: {ignored} retried transactions"
+            );
+        } else {
+            assert_eq!(ignored, 0, "{workload}");
+        }
     }
     // oltp_read_write deletes and re-inserts rows: the row count stays, and its index
     // updates moved k.

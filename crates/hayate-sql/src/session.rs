@@ -22,7 +22,7 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::{Executor, Outcome};
 use crate::plan::bind::Binder;
 use crate::plan::write::AlterAction;
-use crate::plan::{EvalContext, OutputColumn, Plan, TransactionControl};
+use crate::plan::{EvalContext, Isolation, OutputColumn, Plan, TransactionControl};
 use crate::types::{DataType, Value};
 
 /// How often an autocommitted statement is run again after a write conflict.
@@ -67,10 +67,15 @@ pub struct Session {
     database: String,
     /// The start of the open transaction block (now() within it).
     block_timestamp: Option<i64>,
+    /// The open block runs at READ COMMITTED (else REPEATABLE READ).
+    block_read_committed: bool,
 }
 
 /// Parses a query string into its statements.
 pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
+    if let Some(statement) = maintenance_statement(sql) {
+        return Ok(vec![statement]);
+    }
     Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|error| {
         let message = error.to_string();
         let message = message
@@ -78,6 +83,37 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
             .unwrap_or(&message);
         SqlError::syntax(format!("syntax error: {message}"))
     })
+}
+
+/// VACUUM and ANALYZE in PostgreSQL's forms (`vacuum analyze t`, `VACUUM (VERBOSE) t`,
+/// `analyze t`), which sqlparser does not all accept: there is nothing for them to do here
+/// (purge and statistics are the engine's own business), so they are accepted whole, as one
+/// statement. Anything after a `;` makes it an ordinary parse.
+fn maintenance_statement(sql: &str) -> Option<Statement> {
+    let text = sql.trim().trim_end_matches(';').trim();
+    if text.contains(';') {
+        return None;
+    }
+    let first = text.split_whitespace().next()?.to_ascii_lowercase();
+    let vacuum = sqlparser::ast::VacuumStatement {
+        full: false,
+        sort_only: false,
+        delete_only: false,
+        reindex: false,
+        recluster: false,
+        table_name: None,
+        threshold: None,
+        boost: false,
+    };
+    match first.as_str() {
+        "vacuum" => Some(Statement::Vacuum(vacuum)),
+        // An ANALYZE is told apart from a VACUUM by `reindex` (never set by VACUUM here).
+        "analyze" | "analyse" => Some(Statement::Vacuum(sqlparser::ast::VacuumStatement {
+            reindex: true,
+            ..vacuum
+        })),
+        _ => None,
+    }
 }
 
 fn default_settings(user: &str, database: &str) -> BTreeMap<String, String> {
@@ -91,8 +127,8 @@ fn default_settings(user: &str, database: &str) -> BTreeMap<String, String> {
         ("intervalstyle", "postgres"),
         ("integer_datetimes", "on"),
         ("standard_conforming_strings", "on"),
-        ("transaction_isolation", "repeatable read"),
-        ("default_transaction_isolation", "repeatable read"),
+        ("transaction_isolation", "read committed"),
+        ("default_transaction_isolation", "read committed"),
         ("search_path", "\"$user\", public"),
         ("application_name", ""),
         ("extra_float_digits", "1"),
@@ -118,6 +154,7 @@ impl Session {
             user: user.into(),
             database: database.into(),
             block_timestamp: None,
+            block_read_committed: true,
         }
     }
 
@@ -441,9 +478,19 @@ impl Session {
                 .get_or_insert_with(crate::types::datetime::now_micros),
             _ => crate::types::datetime::now_micros(),
         };
+        let read_committed = match &mut self.state {
+            State::InBlock(txn) if self.block_read_committed => {
+                // Each statement of a READ COMMITTED block reads what was committed before it.
+                txn.refresh_snapshot();
+                true
+            }
+            State::InBlock(_) => false,
+            _ => self.default_read_committed(),
+        };
         let executor = Executor {
             db: &db,
             catalog: &self.catalog,
+            read_committed,
             context: EvalContext {
                 params,
                 database_name: &self.database,
@@ -486,17 +533,32 @@ impl Session {
         }
     }
 
+    /// default_transaction_isolation: READ COMMITTED unless set to REPEATABLE READ (a default
+    /// of SERIALIZABLE is taken as REPEATABLE READ's snapshot isolation).
+    fn default_read_committed(&self) -> bool {
+        self.settings
+            .get("default_transaction_isolation")
+            .is_none_or(|level| {
+                let level = level.to_ascii_lowercase();
+                !(level.contains("repeatable") || level.contains("serializable"))
+            })
+    }
+
     fn transaction_control(&mut self, control: &TransactionControl) -> SqlResult<Outcome> {
-        if !matches!(control, TransactionControl::Begin) {
+        if !matches!(control, TransactionControl::Begin(_)) {
             self.block_timestamp = None;
         }
         Ok(
             match (control, std::mem::replace(&mut self.state, State::Idle)) {
-                (TransactionControl::Begin, State::Idle) => {
+                (TransactionControl::Begin(isolation), State::Idle) => {
+                    self.block_read_committed = match isolation {
+                        Some(isolation) => *isolation == Isolation::ReadCommitted,
+                        None => self.default_read_committed(),
+                    };
                     self.state = State::InBlock(self.catalog.database().begin());
                     command("BEGIN")
                 }
-                (TransactionControl::Begin, state) => {
+                (TransactionControl::Begin(_), state) => {
                     // PostgreSQL warns and stays in the block.
                     self.state = state;
                     command("BEGIN")

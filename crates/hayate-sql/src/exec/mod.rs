@@ -18,6 +18,7 @@ use crate::catalog::{Catalog, Table};
 use crate::encoding::{key, row};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::{Access, KeyBound};
+use crate::plan::expr::truth;
 use crate::plan::{
     EvalContext, Expr, InsertSelect, OutputColumn, Plan, QueryPlan, Returning, SortKey, TableRead,
 };
@@ -42,6 +43,10 @@ pub struct Executor<'a> {
     /// What system tables are computed from.
     pub catalog: &'a Catalog,
     pub context: EvalContext<'a>,
+    /// READ COMMITTED: UPDATE and DELETE lock each row they read and work on its newest
+    /// committed version (re-checking their WHERE on it), as PostgreSQL does, instead of
+    /// failing with 40001 when a concurrent transaction changed it after the snapshot.
+    pub read_committed: bool,
 }
 
 /// A row read from a table: its key and its column values.
@@ -280,6 +285,9 @@ impl Executor<'_> {
             let context = run.context();
             let mut rows = Vec::new();
             for (key, old) in run.read_keyed(read)? {
+                let Some(old) = self.latest_matching(&run, read, &key, old)? else {
+                    continue;
+                };
                 let mut new = old.clone();
                 for (column, expr) in assignments {
                     new[*column] = expr.eval(&old, &context)?;
@@ -299,13 +307,53 @@ impl Executor<'_> {
         Ok(dml_outcome("UPDATE", rows.len(), returning, returned))
     }
 
+    /// At READ COMMITTED, the version of a row an UPDATE or DELETE works on: the row is locked
+    /// and its newest committed version read; None if that version is gone or no longer
+    /// passes the statement's WHERE. At REPEATABLE READ the row as read (a later write of a
+    /// row changed since the snapshot fails with 40001).
+    fn latest_matching(
+        &self,
+        run: &Run,
+        read: &TableRead,
+        key: &[u8],
+        read_row: Vec<Value>,
+    ) -> SqlResult<Option<Vec<Value>>> {
+        if !self.read_committed {
+            return Ok(Some(read_row));
+        }
+        let table = &read.table;
+        let latest = run.txn.borrow_mut().lock_latest(table.tree, key)?;
+        let Some(raw) = latest else {
+            return Ok(None);
+        };
+        let latest = row::decode(&raw, &table.def.types(), &table.def.name)?;
+        if latest == read_row {
+            return Ok(Some(latest));
+        }
+        if let Some(filter) = &read.filter {
+            if !truth(&filter.eval(&latest, &run.context())?)? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(latest))
+    }
+
     fn delete(
         &self,
         read: &TableRead,
         returning: Option<&Returning>,
         txn: &mut Transaction,
     ) -> SqlResult<Outcome> {
-        let rows = Run::new(self, txn).read_keyed(read)?;
+        let rows = {
+            let run = Run::new(self, txn);
+            let mut rows = Vec::new();
+            for (key, old) in run.read_keyed(read)? {
+                if let Some(old) = self.latest_matching(&run, read, &key, old)? {
+                    rows.push((key, old));
+                }
+            }
+            rows
+        };
         let mut returned = Vec::new();
         for (key, old) in &rows {
             txn.delete(read.table.tree, key)?;

@@ -326,9 +326,20 @@ pub struct Returning {
     pub columns: Vec<OutputColumn>,
 }
 
+/// Isolation levels, mapped to what the engine provides: READ COMMITTED is a snapshot per
+/// statement plus locking reads of the newest version for UPDATE/DELETE (as PostgreSQL);
+/// REPEATABLE READ is snapshot isolation. SERIALIZABLE is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    ReadCommitted,
+    RepeatableRead,
+}
+
 #[derive(Debug, Clone)]
 pub enum TransactionControl {
-    Begin,
+    /// BEGIN / START TRANSACTION, with the isolation level it names (None: the session's
+    /// default_transaction_isolation).
+    Begin(Option<Isolation>),
     Commit,
     Rollback,
 }

@@ -333,18 +333,28 @@ pub(super) fn multiple_primary_keys(table: &str) -> SqlError {
     )
 }
 
-pub(super) fn check_transaction_modes(modes: &[ast::TransactionMode]) -> SqlResult<()> {
+/// The isolation level a BEGIN names (None: the default); SERIALIZABLE is refused.
+pub(super) fn check_transaction_modes(
+    modes: &[ast::TransactionMode],
+) -> SqlResult<Option<crate::plan::Isolation>> {
+    use crate::plan::Isolation;
+    let mut isolation = None;
     for mode in modes {
-        if let ast::TransactionMode::IsolationLevel(ast::TransactionIsolationLevel::Serializable) =
-            mode
-        {
-            return Err(SqlError::unsupported(
-                "SERIALIZABLE isolation (the engine provides snapshot isolation: REPEATABLE \
-                 READ)",
-            ));
+        if let ast::TransactionMode::IsolationLevel(level) = mode {
+            isolation = Some(match level {
+                ast::TransactionIsolationLevel::Serializable => {
+                    return Err(SqlError::unsupported(
+                        "SERIALIZABLE isolation (the engine provides snapshot isolation: \
+                         REPEATABLE READ)",
+                    ))
+                }
+                ast::TransactionIsolationLevel::RepeatableRead
+                | ast::TransactionIsolationLevel::Snapshot => Isolation::RepeatableRead,
+                _ => Isolation::ReadCommitted,
+            });
         }
     }
-    Ok(())
+    Ok(isolation)
 }
 
 pub(super) fn set_value(expr: &ast::Expr) -> String {

@@ -166,8 +166,8 @@ impl<'a> Binder<'a> {
                 }
             }
             Statement::StartTransaction { modes, .. } => {
-                check_transaction_modes(modes)?;
-                Ok(Plan::Transaction(TransactionControl::Begin))
+                let isolation = check_transaction_modes(modes)?;
+                Ok(Plan::Transaction(TransactionControl::Begin(isolation)))
             }
             Statement::Commit { .. } => Ok(Plan::Transaction(TransactionControl::Commit)),
             Statement::Rollback { savepoint, .. } => {
@@ -176,6 +176,10 @@ impl<'a> Binder<'a> {
                 }
                 Ok(Plan::Transaction(TransactionControl::Rollback))
             }
+            // See session::maintenance_statement.
+            Statement::Vacuum(vacuum) => Ok(Plan::NoOp {
+                tag: if vacuum.reindex { "ANALYZE" } else { "VACUUM" },
+            }),
             Statement::Set(set) => bind_set(set),
             Statement::ShowVariable { variable } => {
                 let name = variable
