@@ -167,8 +167,11 @@ fn write_conflict_is_a_serialization_failure() {
     first
         .batch_execute("CREATE TABLE c (id int4 PRIMARY KEY, n int8); INSERT INTO c VALUES (1, 0)")
         .unwrap();
+    // REPEATABLE READ (snapshot isolation): a write conflict is the client's 40001.
     first.batch_execute("BEGIN").unwrap();
-    second.batch_execute("BEGIN").unwrap();
+    second
+        .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .unwrap();
     // Both take their snapshot; the first updates and commits.
     let _: i64 = second
         .query_one("SELECT n FROM c WHERE id = 1", &[])
@@ -190,6 +193,28 @@ fn write_conflict_is_a_serialization_failure() {
         .get(0);
     assert_eq!(n, 1);
 
+    // READ COMMITTED (the default, as in PostgreSQL): the same interleaving updates the newest
+    // version, and neither update is lost.
+    first.batch_execute("BEGIN").unwrap();
+    second.batch_execute("BEGIN").unwrap();
+    let _: i64 = second
+        .query_one("SELECT n FROM c WHERE id = 1", &[])
+        .unwrap()
+        .get(0);
+    first
+        .execute("UPDATE c SET n = n + 1 WHERE id = 1", &[])
+        .unwrap();
+    first.batch_execute("COMMIT").unwrap();
+    second
+        .execute("UPDATE c SET n = n + 1 WHERE id = 1", &[])
+        .unwrap();
+    second.batch_execute("COMMIT").unwrap();
+    let n: i64 = first
+        .query_one("SELECT n FROM c WHERE id = 1", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 3, "both read-committed increments kept");
+
     // An autocommitted UPDATE that waits for a row lock and then finds a newer version is
     // run again on a fresh snapshot (as READ COMMITTED would), so it neither fails nor loses
     // the other update.
@@ -209,7 +234,7 @@ fn write_conflict_is_a_serialization_failure() {
         .query_one("SELECT n FROM c WHERE id = 1", &[])
         .unwrap()
         .get(0);
-    assert_eq!(n, 111);
+    assert_eq!(n, 3 + 10 + 100);
     server.stop();
 }
 

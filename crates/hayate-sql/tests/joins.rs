@@ -487,13 +487,14 @@ fn for_update_locks_rows_it_reads() {
     );
     query_ok(&mut s1, "COMMIT");
 
-    // A row changed after the snapshot: a plain read sees the old version, locking it fails.
+    // REPEATABLE READ, a row changed after the snapshot: a plain read sees the old version,
+    // locking it fails.
     for locking in [
         "SELECT v FROM t WHERE id = 1 FOR UPDATE",
         "SELECT v FROM t WHERE v < 100 ORDER BY id FOR UPDATE",
         "SELECT t.v FROM generate_series(1, 1) g(x) JOIN t ON t.id = g.x FOR UPDATE",
     ] {
-        query_ok(&mut s1, "BEGIN");
+        query_ok(&mut s1, "BEGIN ISOLATION LEVEL REPEATABLE READ");
         let before = query(&mut s1, "SELECT v FROM t WHERE id = 1");
         query_ok(&mut s2, "UPDATE t SET v = v + 1 WHERE id = 1");
         assert_eq!(query(&mut s1, "SELECT v FROM t WHERE id = 1"), before);
