@@ -20,6 +20,8 @@
 //! - `report`: the HTML report (`hayate lab report`).
 //! - `tpcc`: TPC-C with its consistency conditions, crash loop and sweeps (`hayate lab tpcc`).
 //! - `peers` (feature `peers`): PostgreSQL, MariaDB/InnoDB and SQLite behind `driver`.
+//! - `server` (feature `peers`): Hayate's server and the peers' through sysbench over TCP
+//!   (`hayate lab server`).
 
 pub mod device;
 pub mod driver;
@@ -30,6 +32,8 @@ pub mod primitive;
 pub mod replay;
 pub mod report;
 pub mod results;
+#[cfg(feature = "peers")]
+pub mod server;
 pub mod sysstat;
 pub mod tpcc;
 
@@ -61,6 +65,11 @@ pub enum LabCommand {
     /// TPC-C: load, run (device classes, buffer sweeps, peers), check the consistency
     /// conditions, and a crash loop with SIGKILL and recovery.
     Tpcc(tpcc::TpccArgs),
+    /// Hayate (`hayate serve`), PostgreSQL and MariaDB as servers on 127.0.0.1, driven by the
+    /// same client (sysbench over TCP): OLTP workloads, tps per engine and the ratio
+    /// Hayate/PostgreSQL. Needs the feature `peers`.
+    #[cfg(feature = "peers")]
+    Server(server::ServerArgs),
 }
 
 /// Options every experiment shares.
@@ -90,6 +99,8 @@ pub fn run(args: &LabArgs) -> CliResult<()> {
         LabCommand::Replay(args) => replay::run(args),
         LabCommand::Report(args) => report::run(args),
         LabCommand::Tpcc(args) => tpcc::run(args),
+        #[cfg(feature = "peers")]
+        LabCommand::Server(args) => server::run(args),
     }
 }
 
