@@ -90,7 +90,9 @@ pub fn prepare(target: &Target, data: DataSet, threads: u32) -> Result<f64, Stri
         .args(["oltp_common", "prepare"]);
     let start = Instant::now();
     let output = run_to_end(command, PREPARE_TIMEOUT, &mut |_| {})?;
-    if !output.success {
+    // With several threads sysbench 1.0 exits with 0 when only some of them failed.
+    let failed_thread = output.text.lines().any(|line| line.starts_with("FATAL:"));
+    if !output.success || failed_thread {
         return Err(format!(
             "sysbench prepare failed:\n{}",
             tail(&output.text, OUTPUT_TAIL_LINES)
@@ -120,7 +122,9 @@ pub fn run(
     let timeout = Duration::from_secs(seconds) + GRACE;
     let output = run_to_end(command, timeout, progress)?;
     let report = parse_report(&output.text);
-    match (output.success, report) {
+    // A thread that failed leaves a FATAL line, even when the others ran to the end.
+    let failed_thread = output.text.lines().any(|line| line.starts_with("FATAL:"));
+    match (output.success && !failed_thread, report) {
         (true, Some(report)) => Ok(report),
         _ => Err(format!(
             "sysbench {workload} run failed:\n{}",
