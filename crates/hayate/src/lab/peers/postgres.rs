@@ -406,6 +406,15 @@ impl Drop for PostgresDriver {
     }
 }
 
+/// A primitive-workload session on `client` (any server speaking PostgreSQL's protocol).
+pub(super) fn session(client: Client) -> Box<dyn Session> {
+    Box::new(PostgresSession {
+        client,
+        select: Vec::new(),
+        update: Vec::new(),
+    })
+}
+
 struct PostgresSession {
     client: Client,
     /// Prepared statements per table, made on first use.

@@ -53,7 +53,14 @@ impl Server {
     pub fn start(engine: &str, base_dir: &Path, buffer_bytes: u64) -> DriverResult<Server> {
         let port = free_port()?;
         match engine {
-            "hayate" => start_hayate(base_dir, port),
+            "hayate" => {
+                let (process, directory) = start_hayate(base_dir, port)?;
+                Ok(Server::Hayate {
+                    process,
+                    _directory: directory,
+                    port,
+                })
+            }
             "postgresql" => Ok(Server::Postgresql(Box::new(
                 PostgresDriver::open_listening(base_dir, buffer_bytes, Some(port))?,
             ))),
@@ -135,7 +142,7 @@ impl Server {
 }
 
 /// A TCP port on 127.0.0.1 that nothing listens on right now.
-fn free_port() -> DriverResult<u16> {
+pub fn free_port() -> DriverResult<u16> {
     let listener = TcpListener::bind(("127.0.0.1", 0))
         .map_err(|error| DriverError::fatal(format!("cannot find a free port: {error}")))?;
     listener
@@ -144,8 +151,9 @@ fn free_port() -> DriverResult<u16> {
         .map_err(|error| DriverError::fatal(format!("cannot find a free port: {error}")))
 }
 
-/// `hayate serve` from this executable, as a child of the lab.
-fn start_hayate(base_dir: &Path, port: u16) -> DriverResult<Server> {
+/// `hayate serve` from this executable, as a child of the lab, on 127.0.0.1:`port` with a new
+/// database in a lab directory under `base_dir` (removed when the directory is dropped).
+pub fn start_hayate(base_dir: &Path, port: u16) -> DriverResult<(ServerProcess, LabDirectory)> {
     let executable = std::env::current_exe().map_err(|error| {
         DriverError::fatal(format!("cannot find the hayate executable: {error}"))
     })?;
@@ -174,15 +182,11 @@ fn start_hayate(base_dir: &Path, port: u16) -> DriverResult<Server> {
             .map(|_| ())
             .map_err(|error| error.to_string())
     })?;
-    Ok(Server::Hayate {
-        process,
-        _directory: directory,
-        port,
-    })
+    Ok((process, directory))
 }
 
 /// Hayate's durability and caching as `hayate serve` runs it (its defaults).
-fn hayate_settings() -> BTreeMap<String, String> {
+pub fn hayate_settings() -> BTreeMap<String, String> {
     let config = hayate_engine::DatabaseConfig::default();
     let mut settings = BTreeMap::new();
     let mut set = |name: &str, value: String| {

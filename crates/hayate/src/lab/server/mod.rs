@@ -16,7 +16,7 @@
 //! Hayate / PostgreSQL per workload, the target of issue 5 being at least 1.5x on
 //! oltp_point_select and oltp_update_non_index at 16 threads.
 
-mod engines;
+pub mod engines;
 pub mod sysbench;
 
 #[cfg(test)]
