@@ -9,7 +9,9 @@
 //! 2. `load_primitive` creates each table (`sid integer PRIMARY KEY, c1 integer, data1
 //!    varchar(4096)`) and inserts its rows with multi-row INSERTs, 1,000 rows per transaction,
 //!    one connection per core.
-//! 3. Sessions are the PostgreSQL peer's (`postgres::session`).
+//! 3. Sessions are the PostgreSQL peer's (`postgres::session`), and TPC-C runs the PostgreSQL
+//!    peer's loader and transactions (`tpcc_postgres`: COPY, primary keys and indexes added
+//!    after loading, READ COMMITTED with SELECT ... FOR UPDATE).
 //! 4. `shutdown` (or drop) stops the server (SIGTERM: a clean shutdown with a checkpoint) and
 //!    removes the directory.
 //!
@@ -87,7 +89,7 @@ impl HayateWireDriver {
             .dbname(DATABASE)
             .application_name("hayate-lab")
             .connect(NoTls)
-            .map_err(postgres_error)
+            .map_err(|error| renamed(postgres_error(error)))
     }
 
     fn load_table(&self, spec: &PrimitiveSpec, table: u32, loaded: &AtomicU64) -> DriverResult<()> {
@@ -98,13 +100,15 @@ impl HayateWireDriver {
                 "CREATE TABLE {name} (sid integer PRIMARY KEY, c1 integer NOT NULL, \
                  data1 varchar({DATA1_BYTES}) NOT NULL)"
             ))
-            .map_err(postgres_error)?;
+            .map_err(|error| renamed(postgres_error(error)))?;
         let rows = spec.rows_per_table;
         let mut statement = String::with_capacity(INSERT_ROWS as usize * (DATA1_BYTES + 32));
         let mut first = 1;
         while first <= rows {
             let last = (first + COMMIT_ROWS - 1).min(rows);
-            let mut transaction = client.transaction().map_err(postgres_error)?;
+            let mut transaction = client
+                .transaction()
+                .map_err(|error| renamed(postgres_error(error)))?;
             let mut batch_first = first;
             while batch_first <= last {
                 let batch_last = (batch_first + INSERT_ROWS - 1).min(last);
@@ -119,11 +123,13 @@ impl HayateWireDriver {
                 }
                 transaction
                     .batch_execute(&statement)
-                    .map_err(postgres_error)?;
+                    .map_err(|error| renamed(postgres_error(error)))?;
                 loaded.fetch_add(batch_last - batch_first + 1, Ordering::Relaxed);
                 batch_first = batch_last + 1;
             }
-            transaction.commit().map_err(postgres_error)?;
+            transaction
+                .commit()
+                .map_err(|error| renamed(postgres_error(error)))?;
             first = last + 1;
         }
         Ok(())
@@ -196,6 +202,25 @@ impl Driver for HayateWireDriver {
         Ok(session(self.connect_client()?))
     }
 
+    fn load_tpcc(
+        &self,
+        scale: &crate::lab::tpcc::spec::Scale,
+        seed: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        // Hayate checkpoints by itself; CHECKPOINT is PostgreSQL's.
+        let connect = || self.connect_client();
+        super::tpcc_postgres::load(&connect, scale, seed, progress, "ANALYZE").map_err(renamed)
+    }
+
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::lab::tpcc::txn::TpccSession>> {
+        super::tpcc_postgres::connect(&|| self.connect_client())
+    }
+
+    fn tpcc_check_data(&self) -> DriverResult<crate::lab::tpcc::check::CheckData> {
+        super::tpcc_postgres::check_data(&|| self.connect_client()).map_err(renamed)
+    }
+
     fn server_pids(&self) -> Vec<u32> {
         self.state()
             .server
@@ -207,6 +232,14 @@ impl Driver for HayateWireDriver {
     fn shutdown(&self) -> DriverResult<()> {
         self.stop_and_remove()
     }
+}
+
+/// An error of the shared PostgreSQL client code, named after the server it came from.
+fn renamed(mut error: DriverError) -> DriverError {
+    if let Some(rest) = error.message.strip_prefix("PostgreSQL: ") {
+        error.message = format!("Hayate server: {rest}");
+    }
+    error
 }
 
 impl Drop for HayateWireDriver {

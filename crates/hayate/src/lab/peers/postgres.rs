@@ -374,15 +374,16 @@ impl Driver for PostgresDriver {
         seed: u64,
         progress: &(dyn Fn(u64) + Sync),
     ) -> DriverResult<()> {
-        super::tpcc_postgres::load(self, scale, seed, progress)
+        let connect = || self.connect_client().map_err(postgres_error);
+        super::tpcc_postgres::load(&connect, scale, seed, progress, "ANALYZE; CHECKPOINT;")
     }
 
     fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::lab::tpcc::txn::TpccSession>> {
-        super::tpcc_postgres::connect(self)
+        super::tpcc_postgres::connect(&|| self.connect_client().map_err(postgres_error))
     }
 
     fn tpcc_check_data(&self) -> DriverResult<crate::lab::tpcc::check::CheckData> {
-        super::tpcc_postgres::check_data(self)
+        super::tpcc_postgres::check_data(&|| self.connect_client().map_err(postgres_error))
     }
 
     fn server_pids(&self) -> Vec<u32> {
