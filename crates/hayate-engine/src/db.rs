@@ -22,6 +22,7 @@ use crate::error::{Error, Location, Result};
 use crate::exec;
 use crate::io::{self, Io};
 use crate::store::{self, PageStore, StoreConfig, StoreStats};
+use crate::temp::TempSpace;
 use crate::txn::recovery::RecoveryReport;
 use crate::txn::{
     row, LockConfig, Transaction, TreeId, TreeInfo, TreeKind, TxnManager, TxnStats, UndoConfig,
@@ -122,6 +123,7 @@ struct MaintenanceShared {
 
 struct Inner {
     io: Arc<dyn Io>,
+    temp: TempSpace,
     manager: Arc<TxnManager>,
     pool: Arc<BufferPool>,
     store: Arc<dyn PageStore>,
@@ -187,8 +189,10 @@ impl Database {
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
+        let temp = TempSpace::open(io.clone())?;
         let inner = Arc::new(Inner {
             io,
+            temp,
             manager,
             pool,
             store,
@@ -284,6 +288,11 @@ impl Database {
         *self.inner.maintenance.shared.last_checkpoint.lock() =
             (Instant::now(), self.inner.manager.wal().end_lsn());
         Ok(id)
+    }
+
+    /// The temporary space: sorts and hash joins beyond their work memory spill here.
+    pub fn temp(&self) -> &TempSpace {
+        &self.inner.temp
     }
 
     /// Purges old row versions no snapshot needs; returns (undo entries, rows) purged.

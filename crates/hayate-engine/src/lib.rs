@@ -13,10 +13,12 @@ pub mod exec;
 pub mod io;
 pub mod page;
 pub mod store;
+pub mod temp;
 pub mod txn;
 pub mod wal;
 
 pub use db::{BufferSize, CheckReport, Database, DatabaseConfig, DatabaseStats, IoBackend};
 pub use error::{Error, Result};
 pub use store::{StoreConfig, VictimPolicy, WritePolicy};
+pub use temp::{TempSpace, TempStats};
 pub use txn::{Scan, Transaction, TreeId};

@@ -1,6 +1,7 @@
 //! Values on the wire: parameter values in (text or binary format) and result rows out.
 
 use bytes::{BufMut, BytesMut};
+use hayate_sql::types::numeric;
 use hayate_sql::{sqlstate, DataType, OutputColumn, SqlError, SqlResult, Value};
 use pgwire::api::portal::Format;
 use pgwire::api::results::{FieldFormat, FieldInfo};
@@ -13,25 +14,45 @@ pub fn pg_type(data_type: DataType) -> Type {
         DataType::Int2 => Type::INT2,
         DataType::Int4 => Type::INT4,
         DataType::Int8 => Type::INT8,
+        DataType::Float4 => Type::FLOAT4,
         DataType::Float8 => Type::FLOAT8,
+        DataType::Numeric(_) => Type::NUMERIC,
         DataType::Bool => Type::BOOL,
         DataType::Varchar(_) => Type::VARCHAR,
+        DataType::Char(_) => Type::BPCHAR,
+        DataType::Bytea => Type::BYTEA,
+        DataType::Date => Type::DATE,
+        DataType::Timestamp => Type::TIMESTAMP,
+        DataType::TimestampTz => Type::TIMESTAMPTZ,
         DataType::Text | DataType::Unknown => Type::TEXT,
     }
 }
 
 /// Our type for a parameter type the client declared (Unknown: let the binder infer it).
 pub fn declared_type(pg_type: Option<&Type>) -> DataType {
-    match pg_type {
-        Some(t) if *t == Type::INT2 => DataType::Int2,
-        Some(t) if *t == Type::INT4 => DataType::Int4,
-        Some(t) if *t == Type::INT8 => DataType::Int8,
-        Some(t) if *t == Type::FLOAT8 => DataType::Float8,
-        Some(t) if *t == Type::BOOL => DataType::Bool,
-        Some(t) if *t == Type::TEXT || *t == Type::BPCHAR => DataType::Text,
-        Some(t) if *t == Type::VARCHAR => DataType::Varchar(None),
-        _ => DataType::Unknown,
-    }
+    let Some(t) = pg_type else {
+        return DataType::Unknown;
+    };
+    let types = [
+        (Type::INT2, DataType::Int2),
+        (Type::INT4, DataType::Int4),
+        (Type::INT8, DataType::Int8),
+        (Type::FLOAT4, DataType::Float4),
+        (Type::FLOAT8, DataType::Float8),
+        (Type::NUMERIC, DataType::Numeric(None)),
+        (Type::BOOL, DataType::Bool),
+        (Type::TEXT, DataType::Text),
+        (Type::BPCHAR, DataType::Char(None)),
+        (Type::VARCHAR, DataType::Varchar(None)),
+        (Type::BYTEA, DataType::Bytea),
+        (Type::DATE, DataType::Date),
+        (Type::TIMESTAMP, DataType::Timestamp),
+        (Type::TIMESTAMPTZ, DataType::TimestampTz),
+    ];
+    types
+        .into_iter()
+        .find(|(pg, _)| pg == t)
+        .map_or(DataType::Unknown, |(_, ours)| ours)
 }
 
 /// The RowDescription fields of a result, in the formats the client asked for.
@@ -40,20 +61,15 @@ pub fn fields(columns: &[OutputColumn], format: &Format) -> Vec<FieldInfo> {
         .iter()
         .enumerate()
         .map(|(index, column)| {
-            let field = FieldInfo::new(
+            FieldInfo::new(
                 column.name.clone(),
                 None,
                 None,
                 pg_type(column.data_type),
                 format.format_for(index),
-            );
-            match column.data_type {
-                DataType::Int2 => field.with_type_size(2),
-                DataType::Int4 => field.with_type_size(4),
-                DataType::Int8 | DataType::Float8 => field.with_type_size(8),
-                DataType::Bool => field.with_type_size(1),
-                _ => field.with_type_size(-1),
-            }
+            )
+            .with_type_size(column.data_type.size())
+            .with_type_modifier(column.data_type.pg_type_modifier())
         })
         .collect()
 }
@@ -78,30 +94,41 @@ pub fn decode_parameter(
             format!("incorrect binary data format in parameter of type {data_type}"),
         )
     };
-    Ok(match data_type {
-        DataType::Int2 => {
-            Value::Int(i16::from_be_bytes(bytes.try_into().map_err(|_| wrong_size())?) as i64)
-        }
-        DataType::Int4 => {
-            Value::Int(i32::from_be_bytes(bytes.try_into().map_err(|_| wrong_size())?) as i64)
-        }
-        DataType::Int8 => Value::Int(i64::from_be_bytes(
-            bytes.try_into().map_err(|_| wrong_size())?,
-        )),
-        DataType::Float8 => Value::Float(f64::from_be_bytes(
-            bytes.try_into().map_err(|_| wrong_size())?,
-        )),
+    fn array<const N: usize>(
+        bytes: &[u8],
+        wrong_size: impl Fn() -> SqlError,
+    ) -> SqlResult<[u8; N]> {
+        bytes.try_into().map_err(|_| wrong_size())
+    }
+    let utf8 = |bytes: &[u8]| {
+        std::str::from_utf8(bytes)
+            .map(str::to_string)
+            .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))
+    };
+    let value = match data_type {
+        DataType::Int2 => Value::Int(i16::from_be_bytes(array(bytes, wrong_size)?) as i64),
+        DataType::Int4 => Value::Int(i32::from_be_bytes(array(bytes, wrong_size)?) as i64),
+        DataType::Int8 => Value::Int(i64::from_be_bytes(array(bytes, wrong_size)?)),
+        DataType::Float4 => Value::Float4(f32::from_be_bytes(array(bytes, wrong_size)?)),
+        DataType::Float8 => Value::Float(f64::from_be_bytes(array(bytes, wrong_size)?)),
+        DataType::Numeric(_) => Value::Numeric(numeric::decode_binary(bytes)?),
         DataType::Bool => match bytes {
             [byte] => Value::Bool(*byte != 0),
             _ => return Err(wrong_size()),
         },
-        DataType::Text | DataType::Varchar(_) | DataType::Unknown => {
-            let text = std::str::from_utf8(bytes).map_err(|_| {
-                SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
-            })?;
-            Value::parse(text, data_type)?
+        DataType::Bytea => Value::Bytes(bytes.to_vec()),
+        DataType::Date => Value::Date(i32::from_be_bytes(array(bytes, wrong_size)?)),
+        DataType::Timestamp => Value::Timestamp(i64::from_be_bytes(array(bytes, wrong_size)?)),
+        DataType::TimestampTz => Value::TimestampTz(i64::from_be_bytes(array(bytes, wrong_size)?)),
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Unknown => {
+            Value::Text(utf8(bytes)?)
         }
-    })
+    };
+    // Checks lengths and typmods as the text form would.
+    match data_type {
+        DataType::Unknown => Ok(value),
+        _ => value.cast(data_type),
+    }
 }
 
 /// Encodes a result row; `fields` give each column's type and format.
@@ -119,7 +146,8 @@ pub fn encode_row(
         let length_at = buffer.len();
         buffer.put_i32(0);
         if field.format() == FieldFormat::Text {
-            buffer.put_slice(value.to_text().unwrap_or_default().as_bytes());
+            let text = value.to_text_typed(column.data_type).unwrap_or_default();
+            buffer.put_slice(text.as_bytes());
         } else {
             encode_binary(&mut buffer, value, column.data_type)?;
         }
@@ -135,8 +163,23 @@ fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> S
         (Value::Int(v), DataType::Int4) => buffer.put_i32(*v as i32),
         (Value::Int(v), DataType::Int8) => buffer.put_i64(*v),
         (Value::Float(v), DataType::Float8) => buffer.put_f64(*v),
+        (Value::Float4(v), DataType::Float4) => buffer.put_f32(*v),
+        (Value::Numeric(v), DataType::Numeric(_)) => buffer.put_slice(&numeric::encode_binary(v)),
         (Value::Bool(v), DataType::Bool) => buffer.put_u8(*v as u8),
-        (Value::Text(v), _) => buffer.put_slice(v.as_bytes()),
+        (Value::Bytes(v), DataType::Bytea) => buffer.put_slice(v),
+        (Value::Date(v), DataType::Date) => buffer.put_i32(*v),
+        (Value::Timestamp(v), DataType::Timestamp)
+        | (Value::TimestampTz(v), DataType::TimestampTz) => buffer.put_i64(*v),
+        (Value::Text(_), t) if t.is_text() || t == DataType::Unknown => {
+            let text = value.to_text_typed(t).unwrap_or_default();
+            buffer.put_slice(text.as_bytes())
+        }
+        // A value of another type than its column (e.g. a system table's): its text form
+        // converted to the column's type.
+        (value, t) if !value.is_null() && value.clone().cast(t).is_ok_and(|v| v != *value) => {
+            let converted = value.clone().cast(t)?;
+            return encode_binary(buffer, &converted, t);
+        }
         (value, data_type) => {
             return Err(SqlError::new(
                 sqlstate::INTERNAL_ERROR,
@@ -177,6 +220,51 @@ mod tests {
                 .unwrap_err()
                 .code,
             sqlstate::INVALID_TEXT_REPRESENTATION
+        );
+    }
+
+    #[test]
+    fn new_types_decode_in_both_formats() {
+        let both = |text: &str, binary: &[u8], data_type: DataType| {
+            let from_text = decode_parameter(Some(text.as_bytes()), false, data_type).unwrap();
+            let from_binary = decode_parameter(Some(binary), true, data_type).unwrap();
+            assert_eq!(from_text, from_binary, "{data_type}");
+            from_text
+        };
+        both("1.5", &1.5f32.to_be_bytes(), DataType::Float4);
+        both("2020-01-02", &7306i32.to_be_bytes(), DataType::Date);
+        both(
+            "2000-01-01 00:00:01",
+            &1_000_000i64.to_be_bytes(),
+            DataType::Timestamp,
+        );
+        both("\\x00ff", &[0, 255], DataType::Bytea);
+        let numeric = both(
+            "12345.678",
+            &[0, 3, 0, 1, 0, 0, 0, 3, 0, 1, 0x09, 0x29, 0x1A, 0x7C],
+            DataType::Numeric(None),
+        );
+        assert_eq!(numeric.to_text().unwrap(), "12345.678");
+        let padded = both("ab", b"ab", DataType::Char(Some(4)));
+        assert_eq!(
+            padded.to_text_typed(DataType::Char(Some(4))).unwrap(),
+            "ab  "
+        );
+        assert_eq!(
+            decode_parameter(Some(&[1, 2]), true, DataType::Date)
+                .unwrap_err()
+                .code,
+            "22P03"
+        );
+        assert_eq!(
+            decode_parameter(
+                Some(&[0, 1, 0, 0, 0x80, 0, 0, 0, 0, 1]),
+                true,
+                DataType::Numeric(None)
+            )
+            .unwrap_err()
+            .code,
+            "22P03"
         );
     }
 }

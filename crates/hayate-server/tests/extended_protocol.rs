@@ -62,7 +62,7 @@ fn driver_round_trip() {
     // Aggregates with GROUP BY.
     let rows = client
         .query(
-            "SELECT ok, count(*), sum(qty) FROM items GROUP BY ok ORDER BY ok",
+            "SELECT ok, count(*), sum(qty)::int8 FROM items GROUP BY ok ORDER BY ok",
             &[],
         )
         .unwrap();

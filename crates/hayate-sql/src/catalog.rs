@@ -63,11 +63,7 @@ impl TableDef {
         for column in &self.columns {
             put_string(&mut out, &column.name);
             out.push(column.data_type.tag());
-            let length = match column.data_type {
-                DataType::Varchar(Some(length)) => length,
-                _ => 0,
-            };
-            out.extend_from_slice(&length.to_le_bytes());
+            out.extend_from_slice(&column.data_type.type_modifier().to_le_bytes());
             let flags = column.not_null as u8 | (column.default.is_some() as u8) << 1;
             out.push(flags);
             if let Some(default) = &column.default {
@@ -344,6 +340,11 @@ impl Catalog {
 
 fn tree_name(table: &str) -> String {
     format!("{TABLE_TREE_PREFIX}{table}")
+}
+
+/// A `Table` that is not stored, to bind a system table's columns against (see `system`).
+pub(crate) fn stand_in_table(def: TableDef, tree: TreeId) -> Table {
+    new_table(def, tree)
 }
 
 fn new_table(def: TableDef, tree: TreeId) -> Table {

@@ -13,6 +13,7 @@ pub mod sqlstate {
     pub const DUPLICATE_COLUMN: &str = "42701";
     pub const AMBIGUOUS_COLUMN: &str = "42702";
     pub const DATATYPE_MISMATCH: &str = "42804";
+    pub const CANNOT_COERCE: &str = "42846";
     pub const GROUPING_ERROR: &str = "42803";
     pub const INVALID_TABLE_DEFINITION: &str = "42P16";
     pub const UNDEFINED_OBJECT: &str = "42704";
@@ -25,6 +26,10 @@ pub mod sqlstate {
     pub const NUMERIC_VALUE_OUT_OF_RANGE: &str = "22003";
     pub const DIVISION_BY_ZERO: &str = "22012";
     pub const STRING_DATA_RIGHT_TRUNCATION: &str = "22001";
+    pub const INVALID_DATETIME_FORMAT: &str = "22007";
+    pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
+    pub const DATETIME_VALUE_OUT_OF_RANGE: &str = "22008";
+    pub const INVALID_BINARY_REPRESENTATION: &str = "22P03";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
     pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";

@@ -64,6 +64,8 @@ pub struct Session {
     settings: BTreeMap<String, String>,
     user: String,
     database: String,
+    /// The start of the open transaction block (now() within it).
+    block_timestamp: Option<i64>,
 }
 
 /// Parses a query string into its statements.
@@ -114,6 +116,7 @@ impl Session {
             settings: default_settings(user, database),
             user: user.into(),
             database: database.into(),
+            block_timestamp: None,
         }
     }
 
@@ -301,12 +304,19 @@ impl Session {
 
     fn run_data(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
         let db = self.catalog.database().clone();
+        let transaction_timestamp = match self.state {
+            State::InBlock(_) => *self
+                .block_timestamp
+                .get_or_insert_with(crate::types::datetime::now_micros),
+            _ => crate::types::datetime::now_micros(),
+        };
         let executor = Executor {
             db: &db,
             context: EvalContext {
                 params,
                 database_name: &self.database,
                 user_name: &self.user,
+                transaction_timestamp,
             },
         };
         match &mut self.state {
@@ -344,6 +354,9 @@ impl Session {
     }
 
     fn transaction_control(&mut self, control: &TransactionControl) -> SqlResult<Outcome> {
+        if !matches!(control, TransactionControl::Begin) {
+            self.block_timestamp = None;
+        }
         Ok(
             match (control, std::mem::replace(&mut self.state, State::Idle)) {
                 (TransactionControl::Begin, State::Idle) => {

@@ -4,24 +4,52 @@ use std::collections::HashMap;
 
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::{AggregateCall, AggregateFunction, Aggregation, EvalContext};
-use crate::types::Value;
+use crate::types::{numeric, DataType, Decimal, Value};
 
+/// The running state of one aggregate of one group. Result types are PostgreSQL's: count is
+/// int8, sum(int2/int4) int8, sum(int8) and sum/avg of integers and numerics numeric,
+/// sum(float4) float4, sum(float8) and avg of floats float8 (`AggregateCall::data_type`).
 enum Accumulator {
     Count(i64),
-    IntegerSum(Option<i128>),
-    FloatSum(Option<f64>),
-    Average { sum: f64, count: u64 },
+    /// Sums of integers and numerics, exact: integers in an i128, numerics in a decimal.
+    ExactSum {
+        integers: i128,
+        decimals: Decimal,
+        count: u64,
+        average: bool,
+        data_type: DataType,
+    },
+    FloatSum {
+        sum: f64,
+        count: u64,
+        average: bool,
+        data_type: DataType,
+    },
     Min(Value),
     Max(Value),
 }
 
 impl Accumulator {
     fn new(call: &AggregateCall) -> Accumulator {
+        let average = call.function == AggregateFunction::Avg;
+        let float_input = call.data_type.is_float();
         match call.function {
             AggregateFunction::CountStar | AggregateFunction::Count => Accumulator::Count(0),
-            AggregateFunction::Sum if call.data_type.is_integer() => Accumulator::IntegerSum(None),
-            AggregateFunction::Sum => Accumulator::FloatSum(None),
-            AggregateFunction::Avg => Accumulator::Average { sum: 0.0, count: 0 },
+            AggregateFunction::Sum | AggregateFunction::Avg if float_input => {
+                Accumulator::FloatSum {
+                    sum: 0.0,
+                    count: 0,
+                    average,
+                    data_type: call.data_type,
+                }
+            }
+            AggregateFunction::Sum | AggregateFunction::Avg => Accumulator::ExactSum {
+                integers: 0,
+                decimals: Decimal::ZERO,
+                count: 0,
+                average,
+                data_type: call.data_type,
+            },
             AggregateFunction::Min => Accumulator::Min(Value::Null),
             AggregateFunction::Max => Accumulator::Max(Value::Null),
         }
@@ -40,19 +68,26 @@ impl Accumulator {
         }
         match (self, value) {
             (Accumulator::Count(count), _) => *count += 1,
-            (Accumulator::IntegerSum(sum), Value::Int(v)) => {
-                *sum = Some(sum.unwrap_or(0) + v as i128)
-            }
-            (Accumulator::FloatSum(sum), Value::Int(v)) => {
-                *sum = Some(sum.unwrap_or(0.0) + v as f64)
-            }
-            (Accumulator::FloatSum(sum), Value::Float(v)) => *sum = Some(sum.unwrap_or(0.0) + v),
-            (Accumulator::Average { sum, count }, Value::Int(v)) => {
-                *sum += v as f64;
+            (
+                Accumulator::ExactSum {
+                    integers, count, ..
+                },
+                Value::Int(v),
+            ) => {
+                *integers += v as i128;
                 *count += 1;
             }
-            (Accumulator::Average { sum, count }, Value::Float(v)) => {
-                *sum += v;
+            (
+                Accumulator::ExactSum {
+                    decimals, count, ..
+                },
+                Value::Numeric(v),
+            ) => {
+                *decimals = numeric::add(decimals, &v)?;
+                *count += 1;
+            }
+            (Accumulator::FloatSum { sum, count, .. }, value) if value.as_f64().is_some() => {
+                *sum += value.as_f64().unwrap_or(0.0);
                 *count += 1;
             }
             (Accumulator::Min(current), value) => {
@@ -78,22 +113,58 @@ impl Accumulator {
     fn finish(self) -> SqlResult<Value> {
         Ok(match self {
             Accumulator::Count(count) => Value::Int(count),
-            Accumulator::IntegerSum(None) | Accumulator::FloatSum(None) => Value::Null,
-            Accumulator::IntegerSum(Some(sum)) => Value::Int(i64::try_from(sum).map_err(|_| {
-                SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "bigint out of range")
-            })?),
-            Accumulator::FloatSum(Some(sum)) => Value::Float(sum),
-            Accumulator::Average { count: 0, .. } => Value::Null,
-            Accumulator::Average { sum, count } => Value::Float(sum / count as f64),
+            Accumulator::ExactSum { count: 0, .. } | Accumulator::FloatSum { count: 0, .. } => {
+                Value::Null
+            }
+            Accumulator::ExactSum {
+                integers,
+                decimals,
+                count,
+                average,
+                data_type,
+            } => {
+                if data_type == DataType::Int8 && !average {
+                    let sum = i64::try_from(integers).map_err(|_| {
+                        SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "bigint out of range")
+                    })?;
+                    return Ok(Value::Int(sum));
+                }
+                let integers = Decimal::try_from_i128_with_scale(integers, 0)
+                    .map_err(|_| numeric::out_of_range())?;
+                let sum = numeric::add(&integers, &decimals)?;
+                if average {
+                    Value::Numeric(numeric::divide(&sum, &Decimal::from(count))?)
+                } else {
+                    Value::Numeric(sum)
+                }
+            }
+            Accumulator::FloatSum {
+                sum,
+                count,
+                average,
+                data_type,
+            } => {
+                let result = if average { sum / count as f64 } else { sum };
+                if data_type == DataType::Float4 && !average {
+                    Value::Float4(result as f32)
+                } else {
+                    Value::Float(result)
+                }
+            }
             Accumulator::Min(value) | Accumulator::Max(value) => value,
         })
     }
 }
 
-/// A hashable form of group values (floats by their bits, NULLs equal to each other, as
-/// GROUP BY treats them).
+/// A hashable form of group values (floats by their bits, numerics normalized, NULLs equal
+/// to each other, as GROUP BY treats them).
 fn group_key(values: &[Value]) -> Vec<u8> {
     let mut out = Vec::new();
+    let put_bytes = |out: &mut Vec<u8>, tag: u8, bytes: &[u8]| {
+        out.push(tag);
+        out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        out.extend_from_slice(bytes);
+    };
     for value in values {
         match value {
             Value::Null => out.push(0),
@@ -101,16 +172,23 @@ fn group_key(values: &[Value]) -> Vec<u8> {
                 out.push(1);
                 out.extend_from_slice(&v.to_le_bytes());
             }
-            Value::Float(v) => {
+            Value::Float(_) | Value::Float4(_) => {
                 out.push(2);
-                let v = if *v == 0.0 { 0.0f64 } else { *v };
+                let v = value.as_f64().unwrap_or(0.0);
+                let v = if v == 0.0 { 0.0f64 } else { v };
                 out.extend_from_slice(&v.to_bits().to_le_bytes());
             }
             Value::Bool(v) => out.extend_from_slice(&[3, *v as u8]),
-            Value::Text(text) => {
-                out.push(4);
-                out.extend_from_slice(&(text.len() as u64).to_le_bytes());
-                out.extend_from_slice(text.as_bytes());
+            Value::Text(text) => put_bytes(&mut out, 4, text.as_bytes()),
+            Value::Bytes(bytes) => put_bytes(&mut out, 5, bytes),
+            Value::Numeric(v) => put_bytes(&mut out, 6, v.normalize().to_string().as_bytes()),
+            Value::Date(v) => {
+                out.push(7);
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            Value::Timestamp(v) | Value::TimestampTz(v) => {
+                out.push(8);
+                out.extend_from_slice(&v.to_le_bytes());
             }
         }
     }

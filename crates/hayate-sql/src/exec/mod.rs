@@ -89,6 +89,18 @@ impl Executor<'_> {
             Ok(())
         };
         match &read.access {
+            Access::System(source) => {
+                let names = (self.context.user_name, self.context.database_name);
+                for values in source.rows(names.0, names.1) {
+                    let passes = match &read.filter {
+                        Some(filter) => truth(&filter.eval(&values, &self.context)?)?,
+                        None => true,
+                    };
+                    if passes {
+                        rows.push((Vec::new(), values));
+                    }
+                }
+            }
             Access::Point(values) => {
                 if let Some(key) = self.point_key(table, values)? {
                     if let Some(raw) = txn.get(table.tree, &key)? {
@@ -420,23 +432,9 @@ fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     }
 }
 
-/// A constant converted to a key column's type for a lookup: None if no key can equal it
-/// (NULL, or a fractional number for an integer column). Integers of every width encode
-/// alike, so an int8 parameter finds an int4 key without a cast.
+/// A constant converted to a key column's type for a lookup (see `key::key_value`).
 fn key_value(value: Value, data_type: DataType) -> SqlResult<Option<Value>> {
-    Ok(match (value, data_type) {
-        (Value::Null, _) => None,
-        (Value::Int(v), t) if t.is_integer() => Some(Value::Int(v)),
-        (Value::Float(v), t) if t.is_integer() => {
-            (v.fract() == 0.0 && v.abs() < 9.2e18).then_some(Value::Int(v as i64))
-        }
-        (Value::Int(v), DataType::Float8) => Some(Value::Float(v as f64)),
-        (Value::Text(text), t) if !t.is_text() => Some(Value::parse(&text, t)?),
-        (value @ Value::Text(_), _) => Some(value),
-        (value @ Value::Float(_), DataType::Float8) => Some(value),
-        (value @ Value::Bool(_), DataType::Bool) => Some(value),
-        _ => None,
-    })
+    key::key_value(value, data_type)
 }
 
 fn duplicate_key(table: &Table, values: &[Value]) -> SqlError {

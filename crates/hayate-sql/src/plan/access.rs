@@ -20,6 +20,8 @@ pub enum Access {
         upper: Option<KeyBound>,
     },
     Full,
+    /// The rows of a system table (`crate::system`), computed when read.
+    System(crate::system::SystemSource),
 }
 
 /// Splits a WHERE clause into its AND-ed conjuncts.

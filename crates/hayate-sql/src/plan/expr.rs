@@ -4,7 +4,9 @@
 use std::cmp::Ordering;
 
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::types::{DataType, Value};
+use crate::types::{datetime, numeric, DataType, Value};
+
+mod functions;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryOp {
@@ -24,6 +26,11 @@ pub enum BinaryOp {
     Concat,
     Like,
     NotLike,
+    ILike,
+    NotILike,
+    /// Never NULL: NULL is not distinct from NULL.
+    IsDistinctFrom,
+    IsNotDistinctFrom,
 }
 
 impl BinaryOp {
@@ -62,6 +69,38 @@ pub enum ScalarFunction {
     CurrentDatabase,
     CurrentSchema,
     CurrentUser,
+    OctetLength,
+    /// substr(text, from [, count]), 1-based.
+    Substring,
+    /// position(needle in haystack) / strpos(haystack, needle): arguments (haystack, needle).
+    Position,
+    /// Trims the characters of the second argument (default space) from the first.
+    BTrim,
+    LTrim,
+    RTrim,
+    Replace,
+    /// concat(...): NULL arguments are skipped.
+    Concat,
+    NullIf,
+    Greatest,
+    Least,
+    Round,
+    Trunc,
+    Floor,
+    Ceil,
+    Mod,
+    Power,
+    Sqrt,
+    Random,
+    Md5,
+    Left,
+    Right,
+    Repeat,
+    /// now() / CURRENT_TIMESTAMP / transaction_timestamp(): the transaction's start.
+    Now,
+    CurrentDate,
+    LocalTimestamp,
+    ClockTimestamp,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -92,6 +131,15 @@ pub enum Expr {
         function: ScalarFunction,
         args: Vec<Expr>,
     },
+    /// CASE [operand] WHEN .. THEN .. [ELSE ..] END (with an operand, each WHEN is compared
+    /// to it with =).
+    Case {
+        operand: Option<Box<Expr>>,
+        branches: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
+    /// A pg_catalog function, operator or cast (`crate::system::functions`).
+    System(Box<crate::system::functions::Call>),
 }
 
 /// What evaluation needs besides the row.
@@ -99,6 +147,9 @@ pub struct EvalContext<'a> {
     pub params: &'a [Value],
     pub database_name: &'a str,
     pub user_name: &'a str,
+    /// When the transaction started (microseconds since 2000-01-01 UTC): now() and
+    /// CURRENT_TIMESTAMP give this one value for the whole transaction, as in PostgreSQL.
+    pub transaction_timestamp: i64,
 }
 
 impl Expr {
@@ -110,7 +161,24 @@ impl Expr {
             Expr::Binary { left, right, .. } => left.is_constant() && right.is_constant(),
             Expr::Not(e) | Expr::Negate(e) | Expr::Cast { expr: e, .. } => e.is_constant(),
             Expr::IsNull { expr, .. } => expr.is_constant(),
-            Expr::Function { args, .. } => args.iter().all(Expr::is_constant),
+            Expr::Function { function, args } => {
+                !matches!(
+                    function,
+                    ScalarFunction::Random | ScalarFunction::ClockTimestamp
+                ) && args.iter().all(Expr::is_constant)
+            }
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => {
+                operand.as_ref().is_none_or(|e| e.is_constant())
+                    && otherwise.as_ref().is_none_or(|e| e.is_constant())
+                    && branches
+                        .iter()
+                        .all(|(when, then)| when.is_constant() && then.is_constant())
+            }
+            Expr::System(call) => call.is_constant(),
         }
     }
 
@@ -144,6 +212,8 @@ impl Expr {
             Expr::Negate(expr) => match expr.eval(row, context)? {
                 Value::Int(v) => v.checked_neg().map(Value::Int).ok_or_else(out_of_range),
                 Value::Float(v) => Ok(Value::Float(-v)),
+                Value::Float4(v) => Ok(Value::Float4(-v)),
+                Value::Numeric(v) => Ok(Value::Numeric(-v)),
                 Value::Null => Ok(Value::Null),
                 _ => Err(SqlError::mismatch("cannot negate a non-numeric value")),
             },
@@ -151,7 +221,29 @@ impl Expr {
                 Ok(Value::Bool(expr.eval(row, context)?.is_null() != *negated))
             }
             Expr::Cast { expr, to } => expr.eval(row, context)?.cast(*to),
-            Expr::Function { function, args } => eval_function(*function, args, row, context),
+            Expr::Function { function, args } => functions::eval(*function, args, row, context),
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => {
+                let operand = operand.as_ref().map(|e| e.eval(row, context)).transpose()?;
+                for (when, then) in branches {
+                    let when = when.eval(row, context)?;
+                    let matched = match &operand {
+                        Some(operand) => operand.compare(&when)? == Some(Ordering::Equal),
+                        None => when == Value::Bool(true),
+                    };
+                    if matched {
+                        return then.eval(row, context);
+                    }
+                }
+                match otherwise {
+                    Some(otherwise) => otherwise.eval(row, context),
+                    None => Ok(Value::Null),
+                }
+            }
+            Expr::System(call) => call.eval(row, context),
         }
     }
 }
@@ -208,7 +300,20 @@ fn tri(value: &Value) -> SqlResult<Option<bool>> {
     }
 }
 
-fn eval_binary(op: BinaryOp, left: Value, right: Value, data_type: DataType) -> SqlResult<Value> {
+pub(crate) fn eval_binary(
+    op: BinaryOp,
+    left: Value,
+    right: Value,
+    data_type: DataType,
+) -> SqlResult<Value> {
+    if matches!(op, BinaryOp::IsDistinctFrom | BinaryOp::IsNotDistinctFrom) {
+        let same = match (left.is_null(), right.is_null()) {
+            (true, true) => true,
+            (false, false) => left.compare(&right)? == Some(Ordering::Equal),
+            _ => false,
+        };
+        return Ok(Value::Bool(same == (op == BinaryOp::IsNotDistinctFrom)));
+    }
     if left.is_null() || right.is_null() {
         return Ok(Value::Null);
     }
@@ -232,17 +337,20 @@ fn eval_binary(op: BinaryOp, left: Value, right: Value, data_type: DataType) -> 
             let matched = like(text.as_bytes(), pattern.as_bytes());
             Ok(Value::Bool(matched == (op == BinaryOp::Like)))
         }
-        (op, Value::Int(a), Value::Int(b)) => {
+        (BinaryOp::ILike | BinaryOp::NotILike, Value::Text(text), Value::Text(pattern)) => {
+            let (text, pattern) = (text.to_lowercase(), pattern.to_lowercase());
+            let matched = like(text.as_bytes(), pattern.as_bytes());
+            Ok(Value::Bool(matched == (op == BinaryOp::ILike)))
+        }
+        (op, left, right) if data_type.is_datetime() || left_is_date(&left, &right) => {
+            eval_datetime(op, left, right)
+        }
+        (op, Value::Int(a), Value::Int(b)) if data_type.is_integer() || !data_type.is_numeric() => {
             let result = match op {
                 BinaryOp::Add => a.checked_add(b),
                 BinaryOp::Subtract => a.checked_sub(b),
                 BinaryOp::Multiply => a.checked_mul(b),
-                BinaryOp::Divide | BinaryOp::Modulo if b == 0 => {
-                    return Err(SqlError::new(
-                        sqlstate::DIVISION_BY_ZERO,
-                        "division by zero",
-                    ))
-                }
+                BinaryOp::Divide | BinaryOp::Modulo if b == 0 => return Err(division_by_zero()),
                 BinaryOp::Divide => a.checked_div(b),
                 BinaryOp::Modulo => a.checked_rem(b),
                 _ => return Err(SqlError::mismatch("operator does not apply to integers")),
@@ -251,42 +359,115 @@ fn eval_binary(op: BinaryOp, left: Value, right: Value, data_type: DataType) -> 
             let checked = data_type.check_integer(value).map_err(|_| out_of_range())?;
             Ok(Value::Int(checked))
         }
+        (op, a, b) if !data_type.is_float() && a.as_decimal().is_some() => {
+            let (Some(a), Some(b)) = (a.as_decimal(), b.as_decimal()) else {
+                return Err(SqlError::mismatch("operator does not apply to these types"));
+            };
+            let result = match op {
+                BinaryOp::Add => numeric::add(&a, &b)?,
+                BinaryOp::Subtract => numeric::subtract(&a, &b)?,
+                BinaryOp::Multiply => numeric::multiply(&a, &b)?,
+                BinaryOp::Divide => numeric::divide(&a, &b)?,
+                BinaryOp::Modulo => numeric::modulo(&a, &b)?,
+                _ => return Err(SqlError::mismatch("operator does not apply to numeric")),
+            };
+            Ok(Value::Numeric(result))
+        }
         (op, a, b) => {
-            let (Some(a), Some(b)) = (as_float(&a), as_float(&b)) else {
+            let (Some(a), Some(b)) = (a.as_f64(), b.as_f64()) else {
                 return Err(SqlError::mismatch("operator does not apply to these types"));
             };
             let result = match op {
                 BinaryOp::Add => a + b,
                 BinaryOp::Subtract => a - b,
                 BinaryOp::Multiply => a * b,
-                BinaryOp::Divide if b == 0.0 => {
-                    return Err(SqlError::new(
-                        sqlstate::DIVISION_BY_ZERO,
-                        "division by zero",
-                    ))
-                }
+                BinaryOp::Divide if b == 0.0 => return Err(division_by_zero()),
                 BinaryOp::Divide => a / b,
                 BinaryOp::Modulo => a % b,
                 _ => return Err(SqlError::mismatch("operator does not apply to these types")),
             };
-            Ok(Value::Float(result))
+            float_result(result, a.is_infinite() || b.is_infinite(), data_type)
         }
     }
 }
 
-fn as_float(value: &Value) -> Option<f64> {
-    match value {
-        Value::Int(v) => Some(*v as f64),
-        Value::Float(v) => Some(*v),
-        _ => None,
+fn left_is_date(left: &Value, right: &Value) -> bool {
+    matches!(
+        left,
+        Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_)
+    ) || matches!(right, Value::Date(_))
+}
+
+/// A float result in its type, 22003 on an overflow to infinity (as PostgreSQL checks).
+pub(crate) fn float_result(
+    result: f64,
+    infinite_input: bool,
+    data_type: DataType,
+) -> SqlResult<Value> {
+    let value = if data_type == DataType::Float4 {
+        Value::Float4(result as f32)
+    } else {
+        Value::Float(result)
+    };
+    let overflow = value.as_f64().is_some_and(f64::is_infinite) && !infinite_input;
+    if overflow {
+        return Err(SqlError::new(
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value out of range: overflow",
+        ));
     }
+    Ok(value)
+}
+
+/// date + integer, integer + date, date - integer (days), date - date (days).
+fn eval_datetime(op: BinaryOp, left: Value, right: Value) -> SqlResult<Value> {
+    match (op, left, right) {
+        (BinaryOp::Add, Value::Date(d), Value::Int(n))
+        | (BinaryOp::Add, Value::Int(n), Value::Date(d)) => {
+            Ok(Value::Date(datetime::add_days(d, n)?))
+        }
+        (BinaryOp::Subtract, Value::Date(d), Value::Int(n)) => {
+            let n = n.checked_neg().ok_or_else(out_of_range)?;
+            Ok(Value::Date(datetime::add_days(d, n)?))
+        }
+        (BinaryOp::Subtract, Value::Date(a), Value::Date(b)) => {
+            if [a, b]
+                .iter()
+                .any(|d| *d == datetime::DATE_INFINITY || *d == datetime::DATE_NEG_INFINITY)
+            {
+                return Err(SqlError::new(
+                    sqlstate::DATETIME_VALUE_OUT_OF_RANGE,
+                    "cannot subtract infinite dates",
+                ));
+            }
+            Ok(Value::Int(a as i64 - b as i64))
+        }
+        (op, left, right) => Err(SqlError::new(
+            sqlstate::UNDEFINED_FUNCTION,
+            format!(
+                "operator does not exist: {:?} {op:?} {:?} (intervals are not supported yet)",
+                left.to_text().unwrap_or_default(),
+                right.to_text().unwrap_or_default()
+            ),
+        )),
+    }
+}
+
+fn division_by_zero() -> SqlError {
+    SqlError::new(sqlstate::DIVISION_BY_ZERO, "division by zero")
 }
 
 /// SQL LIKE with `%` and `_` (and `\` escaping the next character), on bytes.
 fn like(text: &[u8], pattern: &[u8]) -> bool {
     match pattern.first() {
         None => text.is_empty(),
-        Some(b'%') => (0..=text.len()).any(|skip| like(&text[skip..], &pattern[1..])),
+        Some(b'%') => {
+            let rest = &pattern[1..];
+            if rest.is_empty() {
+                return true;
+            }
+            (0..=text.len()).any(|skip| like(&text[skip..], rest))
+        }
         Some(b'_') => {
             // One character: skip a whole UTF-8 sequence.
             let width = text.first().map_or(0, |b| utf8_width(*b));
@@ -306,46 +487,6 @@ fn utf8_width(first: u8) -> usize {
         0xE0..=0xEF => 3,
         _ => 4,
     }
-}
-
-fn eval_function(
-    function: ScalarFunction,
-    args: &[Expr],
-    row: &[Value],
-    context: &EvalContext,
-) -> SqlResult<Value> {
-    if function == ScalarFunction::Coalesce {
-        for arg in args {
-            let value = arg.eval(row, context)?;
-            if !value.is_null() {
-                return Ok(value);
-            }
-        }
-        return Ok(Value::Null);
-    }
-    let values: Vec<Value> = args
-        .iter()
-        .map(|arg| arg.eval(row, context))
-        .collect::<SqlResult<_>>()?;
-    if values.iter().any(Value::is_null) {
-        return Ok(Value::Null);
-    }
-    let text = |index: usize| values[index].to_text().unwrap_or_default();
-    Ok(match function {
-        ScalarFunction::Lower => Value::Text(text(0).to_lowercase()),
-        ScalarFunction::Upper => Value::Text(text(0).to_uppercase()),
-        ScalarFunction::Length => Value::Int(text(0).chars().count() as i64),
-        ScalarFunction::Abs => match &values[0] {
-            Value::Int(v) => Value::Int(v.checked_abs().ok_or_else(out_of_range)?),
-            Value::Float(v) => Value::Float(v.abs()),
-            _ => return Err(SqlError::mismatch("abs needs a number")),
-        },
-        ScalarFunction::Version => Value::Text(crate::SERVER_VERSION_STRING.to_string()),
-        ScalarFunction::CurrentDatabase => Value::Text(context.database_name.to_string()),
-        ScalarFunction::CurrentSchema => Value::Text("public".into()),
-        ScalarFunction::CurrentUser => Value::Text(context.user_name.to_string()),
-        ScalarFunction::Coalesce => unreachable!("handled above"),
-    })
 }
 
 #[cfg(test)]

@@ -3,44 +3,406 @@
 //! computed from the SQL catalog at that moment, so they can never disagree with it.
 //!
 //! A query's FROM resolves a name here when it is qualified with `pg_catalog` or
-//! `information_schema`, or when it is not a user table.
+//! `information_schema`, or when it is an unqualified `pg_catalog` name (PostgreSQL searches
+//! `pg_catalog` before `public`).
+//!
+//! Object ids (OIDs) are stable across restarts because they derive from the engine's tree
+//! ids, which the engine never reuses:
+//! - a user table with tree id `k` has oid `16384 + 4k` (16384 is PostgreSQL's first user oid);
+//!   its primary key index `<table>_pkey` is `oid + 1`, its row type `oid + 2` and its
+//!   primary key constraint `oid + 3`;
+//! - a secondary index with its own tree id `k` has oid `16384 + 4k` too (and `+ 3` for the
+//!   constraint of a UNIQUE constraint);
+//! - a column DEFAULT (pg_attrdef) has oid `table oid << 16 | attnum`;
+//! - the system tables, built-in types, namespaces, the one role (oid 10) and the one
+//!   database (oid 5, PostgreSQL's `postgres`) use PostgreSQL's own oids, so drivers that
+//!   know them by number (JDBC's type cache) see the numbers they expect.
+//!
+//! OIDs are carried as `int8` values (there is no `oid` type in `types.rs`); their text form
+//! is the same.
+//!
+//! Arrays (`text[]`, `int2[]`, `oid[]` columns, `current_schemas()`) are carried in their
+//! PostgreSQL text form (`{pg_catalog,public}`) in text values: see `array`.
 
-use crate::catalog::Catalog;
+pub mod array;
+pub mod functions;
+mod pg_types;
+mod tables;
+
+use std::sync::Arc;
+
+use sqlparser::ast;
+
+use crate::catalog::{Catalog, ColumnDef, Table, TableDef};
 use crate::error::SqlResult;
-use crate::plan::OutputColumn;
+use crate::plan::bind::ident_name;
+use crate::plan::{Access, OutputColumn};
 use crate::types::{DataType, Value};
+
+pub use pg_types::{format_type, type_of};
 
 /// The schema every user table lives in.
 pub const PUBLIC_SCHEMA: &str = "public";
 pub const PUBLIC_NAMESPACE_OID: i64 = 2200;
 pub const PG_CATALOG_NAMESPACE_OID: i64 = 11;
 pub const INFORMATION_SCHEMA_NAMESPACE_OID: i64 = 13000;
+/// The one role: it owns every object; its name is the session's user.
+pub const OWNER_ROLE_OID: i64 = 10;
+/// The one database (its name is the one the session connected to).
+pub const DATABASE_OID: i64 = 5;
+/// The first oid of user objects.
+pub const FIRST_USER_OID: i64 = 16384;
+/// pg_am: the table access method and the B+tree index method.
+pub const HEAP_AM_OID: i64 = 2;
+pub const BTREE_AM_OID: i64 = 403;
+/// The default collation of text columns.
+pub const DEFAULT_COLLATION_OID: i64 = 100;
+/// The tree id of the stand-in `Table` a system table is bound as (never read).
+const SYSTEM_TREE: u32 = u32::MAX;
+
+/// The names a system table's rows depend on besides the catalog.
+#[derive(Debug, Clone)]
+pub struct SessionNames {
+    pub user: String,
+    pub database: String,
+}
+
+impl Default for SessionNames {
+    fn default() -> Self {
+        SessionNames {
+            user: "hayate".into(),
+            database: "hayate".into(),
+        }
+    }
+}
 
 /// A read-only table computed from the catalog.
 #[derive(Debug, Clone)]
 pub struct SystemTable {
     pub schema: &'static str,
     pub name: &'static str,
+    pub oid: i64,
     pub columns: Vec<OutputColumn>,
-    compute: fn(&Catalog) -> SqlResult<Vec<Vec<Value>>>,
+    compute: fn(&Snapshot, &SessionNames) -> Vec<Vec<Value>>,
 }
 
 impl SystemTable {
-    /// The table's rows now, one value per column.
+    /// The table's rows now, one value per column (user and database names unknown: the
+    /// role and the database are listed as "hayate").
     pub fn rows(&self, catalog: &Catalog) -> SqlResult<Vec<Vec<Value>>> {
-        (self.compute)(catalog)
+        Ok(self.rows_in(&Snapshot::of(catalog), &SessionNames::default()))
+    }
+
+    /// The table's rows as the session of `user` connected to `database` sees them (pg_roles,
+    /// pg_database and information_schema name them); prefer this to `rows`.
+    pub fn rows_for(&self, catalog: &Catalog, user: &str, database: &str) -> Vec<Vec<Value>> {
+        let names = SessionNames {
+            user: user.into(),
+            database: database.into(),
+        };
+        self.rows_in(&Snapshot::of(catalog), &names)
+    }
+
+    /// The table's rows as a session sees them.
+    pub fn rows_in(&self, snapshot: &Snapshot, names: &SessionNames) -> Vec<Vec<Value>> {
+        (self.compute)(snapshot, names)
     }
 }
 
 /// The system table `schema.name` (`schema` None: any system schema).
 pub fn lookup(schema: Option<&str>, name: &str) -> Option<SystemTable> {
-    let table = match name {
-        "pg_namespace" => pg_namespace(),
-        _ => return None,
-    };
+    let table = tables::definition(name)?;
     match schema {
         Some(schema) if schema != table.schema => None,
         _ => Some(table),
+    }
+}
+
+/// Every system table: (schema, name, oid).
+pub fn all_tables() -> impl Iterator<Item = SystemTable> {
+    tables::NAMES
+        .iter()
+        .filter_map(|name| tables::definition(name))
+}
+
+/// A secondary index as the system tables show it.
+#[derive(Debug, Clone)]
+pub struct IndexInfo {
+    pub oid: i64,
+    pub name: String,
+    /// Positions of the indexed columns in the table (0-based).
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    pub primary: bool,
+    /// The oid of the constraint the index implements (PRIMARY KEY / UNIQUE), if any.
+    pub constraint: Option<i64>,
+}
+
+/// A user table with its oid and indexes.
+#[derive(Debug, Clone)]
+pub struct UserTable {
+    pub oid: i64,
+    pub table: Arc<Table>,
+    /// The primary key index first, then the secondary indexes.
+    pub indexes: Vec<IndexInfo>,
+}
+
+impl UserTable {
+    pub fn name(&self) -> &str {
+        &self.table.def.name
+    }
+
+    pub fn row_type_oid(&self) -> i64 {
+        self.oid + 2
+    }
+}
+
+/// The oid of the user object with engine tree id `tree`.
+pub fn tree_oid(tree: u32) -> i64 {
+    FIRST_USER_OID + 4 * tree as i64
+}
+
+/// The catalog as the system tables and functions see it, taken when a statement is bound
+/// (DDL re-binds prepared statements, so it is never stale for a statement that runs).
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub tables: Vec<UserTable>,
+}
+
+impl Snapshot {
+    pub fn of(catalog: &Catalog) -> Snapshot {
+        let mut tables = Vec::new();
+        for name in catalog.table_names() {
+            let Ok(table) = catalog.table(&name) else {
+                continue;
+            };
+            let oid = tree_oid(table.tree);
+            let mut indexes = Vec::new();
+            if !table.def.primary_key.is_empty() {
+                indexes.push(IndexInfo {
+                    oid: oid + 1,
+                    name: format!("{name}_pkey"),
+                    columns: table.def.primary_key.clone(),
+                    unique: true,
+                    primary: true,
+                    constraint: Some(oid + 3),
+                });
+            }
+            indexes.extend(secondary_indexes(&table));
+            tables.push(UserTable {
+                oid,
+                table,
+                indexes,
+            });
+        }
+        Snapshot { tables }
+    }
+
+    pub fn table_by_oid(&self, oid: i64) -> Option<&UserTable> {
+        self.tables.iter().find(|table| table.oid == oid)
+    }
+
+    pub fn index_by_oid(&self, oid: i64) -> Option<(&UserTable, &IndexInfo)> {
+        self.tables.iter().find_map(|table| {
+            let index = table.indexes.iter().find(|index| index.oid == oid)?;
+            Some((table, index))
+        })
+    }
+
+    pub fn constraint_by_oid(&self, oid: i64) -> Option<(&UserTable, &IndexInfo)> {
+        self.tables.iter().find_map(|table| {
+            let index = table
+                .indexes
+                .iter()
+                .find(|index| index.constraint == Some(oid))?;
+            Some((table, index))
+        })
+    }
+
+    /// (schema, name) of the relation (table, index or system table) with this oid.
+    pub fn relation_name(&self, oid: i64) -> Option<(&'static str, String)> {
+        if let Some(table) = self.table_by_oid(oid) {
+            return Some((PUBLIC_SCHEMA, table.name().to_string()));
+        }
+        if let Some((_, index)) = self.index_by_oid(oid) {
+            return Some((PUBLIC_SCHEMA, index.name.clone()));
+        }
+        all_tables()
+            .find(|table| table.oid == oid)
+            .map(|table| (table.schema, table.name.to_string()))
+    }
+
+    /// The oid of a relation named as `'name'::regclass` reads it (`schema.name` or `name`,
+    /// double quotes keep case).
+    pub fn relation_oid(&self, text: &str) -> Option<i64> {
+        let parts = split_qualified(text);
+        let (schema, name) = match parts.as_slice() {
+            [name] => (None, name.as_str()),
+            [schema, name] => (Some(schema.as_str()), name.as_str()),
+            _ => return None,
+        };
+        if schema.is_none() || schema == Some(PUBLIC_SCHEMA) {
+            if schema.is_none() {
+                if let Some(table) = lookup(Some("pg_catalog"), name) {
+                    return Some(table.oid);
+                }
+            }
+            for table in &self.tables {
+                if table.name() == name {
+                    return Some(table.oid);
+                }
+                if let Some(index) = table.indexes.iter().find(|index| index.name == name) {
+                    return Some(index.oid);
+                }
+            }
+            return None;
+        }
+        lookup(schema, name).map(|table| table.oid)
+    }
+}
+
+/// Splits `a.b` / `"A".b` into its folded parts.
+pub fn split_qualified(text: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    let mut was_quoted = false;
+    let mut chars = text.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                current.push('"');
+            }
+            '"' => {
+                quoted = !quoted;
+                was_quoted = true;
+            }
+            '.' if !quoted => {
+                parts.push(fold(&current, was_quoted));
+                current.clear();
+                was_quoted = false;
+            }
+            c => current.push(c),
+        }
+    }
+    parts.push(fold(&current, was_quoted));
+    parts
+}
+
+fn fold(part: &str, quoted: bool) -> String {
+    if quoted {
+        part.to_string()
+    } else {
+        part.to_lowercase()
+    }
+}
+
+/// The secondary indexes of a table.
+///
+/// TODO(ddl merge): the catalog has no secondary indexes yet (another branch adds them to
+/// `catalog.rs`). Once `TableDef` lists them, map each to an `IndexInfo` here with
+/// `oid: tree_oid(index tree id)`, `constraint: Some(oid + 3)` for UNIQUE constraints;
+/// pg_class, pg_index, pg_attribute, pg_get_indexdef and \d pick them up from this list.
+fn secondary_indexes(_table: &Table) -> Vec<IndexInfo> {
+    Vec::new()
+}
+
+/// A system table in a query's FROM: the table and the snapshot its rows come from.
+#[derive(Clone)]
+pub struct SystemSource {
+    pub table: SystemTable,
+    pub snapshot: Arc<Snapshot>,
+}
+
+impl SystemSource {
+    pub fn rows(&self, user: &str, database: &str) -> Vec<Vec<Value>> {
+        let names = SessionNames {
+            user: user.into(),
+            database: database.into(),
+        };
+        self.table.rows_in(&self.snapshot, &names)
+    }
+}
+
+impl std::fmt::Debug for SystemSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SystemSource({}.{})", self.table.schema, self.table.name)
+    }
+}
+
+impl PartialEq for SystemSource {
+    fn eq(&self, other: &Self) -> bool {
+        self.table.name == other.table.name && Arc::ptr_eq(&self.snapshot, &other.snapshot)
+    }
+}
+
+/// The system table a FROM clause reads, if it is exactly one system table: a stand-in
+/// `Table` to bind column names against (named by the alias if there is one) and the
+/// access path that produces its rows.
+///
+/// Minimal single-table wiring; the general query planner replaces it.
+pub fn from_clause(
+    catalog: &Catalog,
+    from: &[ast::TableWithJoins],
+) -> SqlResult<Option<(Arc<Table>, Access)>> {
+    let [only] = from else {
+        return Ok(None);
+    };
+    if !only.joins.is_empty() {
+        return Ok(None);
+    }
+    let ast::TableFactor::Table {
+        name, alias, args, ..
+    } = &only.relation
+    else {
+        return Ok(None);
+    };
+    if args.is_some() {
+        return Ok(None);
+    }
+    let Some(table) = resolve(name) else {
+        return Ok(None);
+    };
+    let def = TableDef {
+        name: alias
+            .as_ref()
+            .map(|alias| ident_name(&alias.name))
+            .unwrap_or_else(|| table.name.to_string()),
+        columns: table
+            .columns
+            .iter()
+            .map(|column| ColumnDef {
+                name: column.name.clone(),
+                data_type: column.data_type,
+                not_null: false,
+                default: None,
+            })
+            .collect(),
+        primary_key: Vec::new(),
+    };
+    let source = SystemSource {
+        table,
+        snapshot: Arc::new(Snapshot::of(catalog)),
+    };
+    Ok(Some((
+        Arc::new(crate::catalog::stand_in_table(def, SYSTEM_TREE)),
+        Access::System(source),
+    )))
+}
+
+/// The system table a FROM name means: `pg_catalog.x`, `information_schema.x`, or an
+/// unqualified pg_catalog name.
+pub fn resolve(name: &ast::ObjectName) -> Option<SystemTable> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|part| part.as_ident().map(ident_name))
+        .collect::<Option<_>>()?;
+    match parts.as_slice() {
+        [name] => lookup(Some("pg_catalog"), name),
+        [schema, name] if schema != PUBLIC_SCHEMA => lookup(Some(schema), name),
+        _ => None,
     }
 }
 
@@ -54,24 +416,6 @@ fn columns(columns: &[(&str, DataType)]) -> Vec<OutputColumn> {
         .collect()
 }
 
-fn pg_namespace() -> SystemTable {
-    SystemTable {
-        schema: "pg_catalog",
-        name: "pg_namespace",
-        columns: columns(&[("oid", DataType::Int8), ("nspname", DataType::Text)]),
-        compute: |_| {
-            Ok([
-                (PG_CATALOG_NAMESPACE_OID, "pg_catalog"),
-                (PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA),
-                (INFORMATION_SCHEMA_NAMESPACE_OID, "information_schema"),
-            ]
-            .into_iter()
-            .map(|(oid, name)| vec![Value::Int(oid), Value::Text(name.into())])
-            .collect())
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +426,29 @@ mod tests {
         assert!(lookup(Some("pg_catalog"), "pg_namespace").is_some());
         assert!(lookup(Some("public"), "pg_namespace").is_none());
         assert!(lookup(None, "no_such_table").is_none());
+        assert!(lookup(Some("information_schema"), "tables").is_some());
+        assert!(lookup(Some("pg_catalog"), "tables").is_none());
+    }
+
+    #[test]
+    fn every_listed_table_is_defined_with_a_unique_oid() {
+        let tables: Vec<SystemTable> = all_tables().collect();
+        assert_eq!(tables.len(), tables::NAMES.len());
+        let mut oids: Vec<i64> = tables.iter().map(|table| table.oid).collect();
+        oids.sort();
+        oids.dedup();
+        assert_eq!(oids.len(), tables.len());
+        let empty = Snapshot::default();
+        for table in tables {
+            for row in table.rows_in(&empty, &SessionNames::default()) {
+                assert_eq!(row.len(), table.columns.len(), "{}", table.name);
+            }
+        }
+    }
+
+    #[test]
+    fn qualified_names_split_and_fold() {
+        assert_eq!(split_qualified("public.T"), vec!["public", "t"]);
+        assert_eq!(split_qualified("\"My.T\""), vec!["My.T"]);
     }
 }

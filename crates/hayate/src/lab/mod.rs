@@ -19,6 +19,7 @@
 //! - `model`: the latency model (predicted throughput relative to all-in-memory).
 //! - `report`: the HTML report (`hayate lab report`).
 //! - `tpcc`: TPC-C with its consistency conditions, crash loop and sweeps (`hayate lab tpcc`).
+//! - `temp`: the temporary space (external sort, partitioned hash join; `hayate lab temp`).
 //! - `peers` (feature `peers`): PostgreSQL, MariaDB/InnoDB and SQLite behind `driver`.
 //! - `server` (feature `peers`): Hayate's server and the peers' through sysbench over TCP
 //!   (`hayate lab server`).
@@ -35,6 +36,7 @@ pub mod results;
 #[cfg(feature = "peers")]
 pub mod server;
 pub mod sysstat;
+pub mod temp;
 pub mod tpcc;
 
 use std::path::PathBuf;
@@ -65,6 +67,9 @@ pub enum LabCommand {
     /// TPC-C: load, run (device classes, buffer sweeps, peers), check the consistency
     /// conditions, and a crash loop with SIGKILL and recovery.
     Tpcc(tpcc::TpccArgs),
+    /// Temporary space on flash: external merge sort and partitioned hash join through the
+    /// engine's spill path, per work memory and device class, against the in-memory baseline.
+    Temp(temp::TempArgs),
     /// Hayate (`hayate serve`), PostgreSQL and MariaDB as servers on 127.0.0.1, driven by the
     /// same client (sysbench over TCP): OLTP workloads, tps per engine and the ratio
     /// Hayate/PostgreSQL. Needs the feature `peers`.
@@ -99,6 +104,7 @@ pub fn run(args: &LabArgs) -> CliResult<()> {
         LabCommand::Replay(args) => replay::run(args),
         LabCommand::Report(args) => report::run(args),
         LabCommand::Tpcc(args) => tpcc::run(args),
+        LabCommand::Temp(args) => temp::run(args),
         #[cfg(feature = "peers")]
         LabCommand::Server(args) => server::run(args),
     }

@@ -47,6 +47,21 @@ pub(super) fn contains_aggregate(expr: &ast::Expr) -> bool {
         | E::IsNull(expr)
         | E::IsNotNull(expr)
         | E::Cast { expr, .. } => contains_aggregate(expr),
+        E::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            operand.as_deref().is_some_and(contains_aggregate)
+                || else_result.as_deref().is_some_and(contains_aggregate)
+                || conditions
+                    .iter()
+                    .any(|c| contains_aggregate(&c.condition) || contains_aggregate(&c.result))
+        }
+        E::IsDistinctFrom(left, right) | E::IsNotDistinctFrom(left, right) => {
+            contains_aggregate(left) || contains_aggregate(right)
+        }
         _ => false,
     }
 }
@@ -85,6 +100,7 @@ impl Binder<'_> {
         }
         let compatible = (data_type.is_numeric() && target.is_numeric())
             || (data_type.is_text() && target.is_text())
+            || (data_type.is_datetime() && target.is_datetime())
             || target.is_text();
         if !compatible {
             return Err(SqlError::mismatch(format!(
@@ -192,6 +208,13 @@ impl Binder<'_> {
                 expr: inner,
                 data_type: target,
                 ..
+            } if crate::system::functions::is_system_type(target) => {
+                crate::system::functions::bind_cast(self, self.catalog, inner, target)
+            }
+            E::Cast {
+                expr: inner,
+                data_type: target,
+                ..
             } => self.bind_cast(inner, data_type(target)?),
             E::TypedString(typed) => {
                 let target = data_type(&typed.data_type)?;
@@ -199,7 +222,7 @@ impl Binder<'_> {
                 Ok((Expr::Literal(Value::parse(&text, target)?), target))
             }
             E::Function(function) => self.bind_function(function),
-            other => Err(SqlError::unsupported(format!("the expression {other}"))),
+            other => self.bind_expr_extra(other, expected),
         }
     }
 
@@ -241,6 +264,8 @@ impl Binder<'_> {
                 let folded = match &inner {
                     Expr::Literal(Value::Int(v)) => Some(Value::Int(-v)),
                     Expr::Literal(Value::Float(v)) => Some(Value::Float(-v)),
+                    Expr::Literal(Value::Float4(v)) => Some(Value::Float4(-v)),
+                    Expr::Literal(Value::Numeric(v)) => Some(Value::Numeric(-v)),
                     _ => None,
                 };
                 Ok(match folded {
@@ -328,6 +353,11 @@ impl Binder<'_> {
                     };
                     return Ok((Expr::Literal(Value::Int(v)), data_type));
                 }
+                // A number with a point or an exponent is a numeric constant, as in
+                // PostgreSQL (float8 only past numeric's limits).
+                if let Ok(v) = crate::types::numeric::parse(text) {
+                    return Ok((Expr::Literal(Value::Numeric(v)), DataType::Numeric(None)));
+                }
                 let v: f64 = text.parse().map_err(|_| {
                     SqlError::new(
                         sqlstate::INVALID_TEXT_REPRESENTATION,
@@ -395,7 +425,15 @@ impl Binder<'_> {
             B::And => BinaryOp::And,
             B::Or => BinaryOp::Or,
             B::StringConcat => BinaryOp::Concat,
-            other => return Err(SqlError::unsupported(format!("operator {other}"))),
+            other => {
+                return crate::system::functions::bind_operator(
+                    self,
+                    self.catalog,
+                    left,
+                    other,
+                    right,
+                )
+            }
         };
         if matches!(op, BinaryOp::And | BinaryOp::Or) {
             let left = self.bind_typed(left, DataType::Bool)?;
@@ -425,65 +463,7 @@ impl Binder<'_> {
         if let Some(aggregate) = aggregate_function(&name) {
             return self.bind_aggregate(aggregate, &args, function);
         }
-        let mut bound = Vec::with_capacity(args.len());
-        let mut types = Vec::with_capacity(args.len());
-        for arg in &args {
-            let FunctionArg::Expr(arg) = arg else {
-                return Err(SqlError::syntax(format!(
-                    "{name}(*) is not a function call"
-                )));
-            };
-            let (expr, data_type) = self.bind_expr(arg, None)?;
-            bound.push(expr);
-            types.push(data_type);
-        }
-        let (scalar, data_type, arity) = match name.as_str() {
-            "lower" => (ScalarFunction::Lower, DataType::Text, Some(1)),
-            "upper" => (ScalarFunction::Upper, DataType::Text, Some(1)),
-            "length" | "char_length" => (ScalarFunction::Length, DataType::Int4, Some(1)),
-            "abs" => (
-                ScalarFunction::Abs,
-                types.first().copied().unwrap_or(DataType::Unknown),
-                Some(1),
-            ),
-            "coalesce" => (
-                ScalarFunction::Coalesce,
-                types
-                    .iter()
-                    .copied()
-                    .find(|t| *t != DataType::Unknown)
-                    .unwrap_or(DataType::Unknown),
-                None,
-            ),
-            "version" => (ScalarFunction::Version, DataType::Text, Some(0)),
-            "current_database" => (ScalarFunction::CurrentDatabase, DataType::Text, Some(0)),
-            "current_schema" => (ScalarFunction::CurrentSchema, DataType::Text, Some(0)),
-            "current_user" | "session_user" | "user" => {
-                (ScalarFunction::CurrentUser, DataType::Text, Some(0))
-            }
-            _ => {
-                return Err(SqlError::new(
-                    sqlstate::UNDEFINED_FUNCTION,
-                    format!("function {name} does not exist"),
-                ))
-            }
-        };
-        if arity.is_some_and(|arity| arity != bound.len()) {
-            return Err(SqlError::new(
-                sqlstate::UNDEFINED_FUNCTION,
-                format!(
-                    "function {name} with {} arguments does not exist",
-                    bound.len()
-                ),
-            ));
-        }
-        Ok((
-            Expr::Function {
-                function: scalar,
-                args: bound,
-            },
-            data_type,
-        ))
+        self.bind_scalar_function(&name, &args)
     }
 
     pub(super) fn bind_aggregate(
@@ -511,13 +491,20 @@ impl Binder<'_> {
             }),
             (aggregate, [FunctionArg::Expr(arg)]) => {
                 self.bind_expr(arg, None).and_then(|(arg, arg_type)| {
+                    // PostgreSQL's result types (exec::aggregate accumulates accordingly).
                     let data_type = match aggregate {
                         AggregateFunction::Count | AggregateFunction::CountStar => DataType::Int8,
-                        AggregateFunction::Sum if arg_type.is_integer() => DataType::Int8,
+                        AggregateFunction::Sum
+                            if matches!(arg_type, DataType::Int2 | DataType::Int4) =>
+                        {
+                            DataType::Int8
+                        }
+                        AggregateFunction::Sum if arg_type.is_float() => arg_type,
+                        AggregateFunction::Avg if arg_type.is_float() => DataType::Float8,
                         AggregateFunction::Sum | AggregateFunction::Avg
                             if arg_type.is_numeric() =>
                         {
-                            DataType::Float8
+                            DataType::Numeric(None)
                         }
                         AggregateFunction::Min | AggregateFunction::Max => arg_type,
                         _ => {
@@ -600,15 +587,20 @@ pub(super) fn result_type(op: BinaryOp, left: DataType, right: DataType) -> SqlR
             Some(t)
         }
     };
+    let undefined = |l: DataType, r: DataType| {
+        SqlError::new(
+            sqlstate::UNDEFINED_FUNCTION,
+            format!("operator does not exist: {l} {} {r}", operator_symbol(op)),
+        )
+    };
     if op.is_comparison() {
         if let (Some(l), Some(r)) = (known(left), known(right)) {
-            let comparable =
-                (l.is_numeric() && r.is_numeric()) || (l.is_text() && r.is_text()) || l == r;
+            let comparable = (l.is_numeric() && r.is_numeric())
+                || (l.is_text() && r.is_text())
+                || (l.is_datetime() && r.is_datetime())
+                || l == r;
             if !comparable {
-                return Err(SqlError::new(
-                    sqlstate::UNDEFINED_FUNCTION,
-                    format!("operator does not exist: {l} = {r}"),
-                ));
+                return Err(undefined(l, r));
             }
         }
         return Ok(DataType::Bool);
@@ -617,16 +609,36 @@ pub(super) fn result_type(op: BinaryOp, left: DataType, right: DataType) -> SqlR
         return Ok(DataType::Text);
     }
     let (l, r) = (known(left).unwrap_or(right), known(right).unwrap_or(left));
-    if l.is_integer() && r.is_integer() {
-        Ok(l.wider_integer(r))
-    } else if l.is_numeric() && r.is_numeric() {
-        Ok(DataType::Float8)
-    } else if l == DataType::Unknown && r == DataType::Unknown {
-        Ok(DataType::Unknown)
-    } else {
-        Err(SqlError::new(
-            sqlstate::UNDEFINED_FUNCTION,
-            format!("operator does not exist: {l} {op:?} {r}"),
-        ))
+    if let Some(common) = l.common_numeric(r) {
+        return Ok(common);
+    }
+    match (op, l, r) {
+        (BinaryOp::Add, DataType::Date, t) | (BinaryOp::Add, t, DataType::Date)
+            if t.is_integer() =>
+        {
+            Ok(DataType::Date)
+        }
+        (BinaryOp::Subtract, DataType::Date, t) if t.is_integer() => Ok(DataType::Date),
+        (BinaryOp::Subtract, DataType::Date, DataType::Date) => Ok(DataType::Int4),
+        (_, DataType::Unknown, DataType::Unknown) => Ok(DataType::Unknown),
+        _ => Err(undefined(l, r)),
+    }
+}
+
+fn operator_symbol(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Add => "+",
+        BinaryOp::Subtract => "-",
+        BinaryOp::Multiply => "*",
+        BinaryOp::Divide => "/",
+        BinaryOp::Modulo => "%",
+        BinaryOp::Concat => "||",
+        BinaryOp::Equal => "=",
+        BinaryOp::NotEqual => "<>",
+        BinaryOp::Less => "<",
+        BinaryOp::LessOrEqual => "<=",
+        BinaryOp::Greater => ">",
+        BinaryOp::GreaterOrEqual => ">=",
+        _ => "?",
     }
 }

@@ -3,6 +3,7 @@
 
 mod ddl;
 mod expr;
+mod functions;
 mod query;
 
 use ddl::{bind_set, check_transaction_modes};
@@ -82,7 +83,10 @@ pub fn data_type(data_type: &ast::DataType) -> SqlResult<DataType> {
             }
             _ => None,
         }),
-        other => return Err(SqlError::unsupported(format!("type {other}"))),
+        other => {
+            return functions::data_type(other)
+                .unwrap_or_else(|| Err(SqlError::unsupported(format!("type {other}"))))
+        }
     })
 }
 

@@ -23,9 +23,19 @@ impl Binder<'_> {
         if select.distinct.is_some() {
             return Err(SqlError::unsupported("SELECT DISTINCT"));
         }
-        let table = self.single_table(&select.from)?;
+        let system = crate::system::from_clause(self.catalog, &select.from)?;
+        let table = match &system {
+            Some((table, _)) => Some(table.clone()),
+            None => self.single_table(&select.from)?,
+        };
         let source = match table {
-            Some(table) => Some(self.bind_table_read(table, select.selection.as_ref())?),
+            Some(table) => {
+                let mut read = self.bind_table_read(table, select.selection.as_ref())?;
+                if let Some((_, access)) = system {
+                    read.access = access;
+                }
+                Some(read)
+            }
             None => {
                 if select.selection.is_some() {
                     return Err(SqlError::unsupported("WHERE without FROM"));

@@ -1,0 +1,175 @@
+//! The new SQL types through a real driver (rust-postgres: binary parameters and binary
+//! results) and through the simple protocol (text results): the bytes and texts must be
+//! PostgreSQL's (the expected binary forms are what PostgreSQL 15 sends).
+
+mod common;
+
+use std::error::Error;
+
+use bytes::BytesMut;
+use common::{sqlstate, TestServer};
+use postgres::types::{FromSql, IsNull, ToSql, Type};
+
+/// A value in its raw binary wire form, of whatever type the server says.
+#[derive(Debug, PartialEq)]
+struct Raw(Vec<u8>);
+
+impl ToSql for Raw {
+    fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+impl<'a> FromSql<'a> for Raw {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Raw, Box<dyn Error + Sync + Send>> {
+        Ok(Raw(raw.to_vec()))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// 12345.678 as numeric_send writes it: 3 base-10000 digits, weight 1, positive, scale 3.
+const NUMERIC_12345_678: [u8; 14] = [0, 3, 0, 1, 0, 0, 0, 3, 0, 1, 0x09, 0x29, 0x1A, 0x7C];
+/// 2020-01-02: days since 2000-01-01.
+const DATE_2020_01_02: i32 = 7306;
+/// 2020-01-02 03:04:05.5: microseconds since 2000-01-01.
+const TIMESTAMP: i64 = 7306 * 86_400_000_000 + ((3 * 60 + 4) * 60 + 5) * 1_000_000 + 500_000;
+
+#[test]
+fn new_types_round_trip_in_binary_and_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut client = server.connect();
+    client
+        .batch_execute(
+            "CREATE TABLE t (id int4 PRIMARY KEY, c char(8), r real, n numeric(10,3), \
+             b bytea, d date, ts timestamp, tz timestamptz)",
+        )
+        .unwrap();
+    let insert = client
+        .prepare("INSERT INTO t VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
+        .unwrap();
+    assert_eq!(
+        insert.params(),
+        &[
+            Type::INT4,
+            Type::BPCHAR,
+            Type::FLOAT4,
+            Type::NUMERIC,
+            Type::BYTEA,
+            Type::DATE,
+            Type::TIMESTAMP,
+            Type::TIMESTAMPTZ
+        ]
+    );
+    client
+        .execute(
+            &insert,
+            &[
+                &1i32,
+                &"ab",
+                &1.5f32,
+                &Raw(NUMERIC_12345_678.to_vec()),
+                &vec![0u8, 1, 255],
+                &Raw(DATE_2020_01_02.to_be_bytes().to_vec()),
+                &Raw(TIMESTAMP.to_be_bytes().to_vec()),
+                &Raw(TIMESTAMP.to_be_bytes().to_vec()),
+            ],
+        )
+        .unwrap();
+
+    // Binary results, and the types in the row description.
+    let row = client
+        .query_one(
+            "SELECT c, r, n, b, d, ts, tz FROM t WHERE id = $1",
+            &[&1i32],
+        )
+        .unwrap();
+    let types: Vec<Type> = row.columns().iter().map(|c| c.type_().clone()).collect();
+    assert_eq!(
+        types,
+        [
+            Type::BPCHAR,
+            Type::FLOAT4,
+            Type::NUMERIC,
+            Type::BYTEA,
+            Type::DATE,
+            Type::TIMESTAMP,
+            Type::TIMESTAMPTZ
+        ]
+    );
+    assert_eq!(row.get::<_, String>(0), "ab      ");
+    assert_eq!(row.get::<_, f32>(1), 1.5);
+    assert_eq!(row.get::<_, Raw>(2), Raw(NUMERIC_12345_678.to_vec()));
+    assert_eq!(row.get::<_, Vec<u8>>(3), vec![0u8, 1, 255]);
+    assert_eq!(
+        row.get::<_, Raw>(4),
+        Raw(DATE_2020_01_02.to_be_bytes().to_vec())
+    );
+    assert_eq!(row.get::<_, Raw>(5), Raw(TIMESTAMP.to_be_bytes().to_vec()));
+    assert_eq!(row.get::<_, Raw>(6), Raw(TIMESTAMP.to_be_bytes().to_vec()));
+
+    // Text results (simple protocol).
+    let messages = client
+        .simple_query("SELECT c, r, n, b, d, ts, tz FROM t WHERE id = 1")
+        .unwrap();
+    let row = messages
+        .iter()
+        .find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(row) => Some(row),
+            _ => None,
+        })
+        .expect("a row");
+    let texts: Vec<&str> = (0..7).map(|i| row.get(i).unwrap()).collect();
+    assert_eq!(
+        texts,
+        [
+            "ab      ",
+            "1.5",
+            "12345.678",
+            "\\x0001ff",
+            "2020-01-02",
+            "2020-01-02 03:04:05.5",
+            "2020-01-02 03:04:05.5+00"
+        ]
+    );
+
+    // Point lookups with binary parameters of the key types.
+    client
+        .batch_execute("CREATE TABLE k (n numeric(8,2) PRIMARY KEY, d date)")
+        .unwrap();
+    client
+        .batch_execute("INSERT INTO k VALUES (12345.67, '2020-01-02'), (-1, NULL)")
+        .unwrap();
+    let found = client
+        .query_one(
+            "SELECT d FROM k WHERE n = $1",
+            &[&Raw(vec![
+                0, 3, 0, 1, 0, 0, 0, 2, 0, 1, 0x09, 0x29, 0x1A, 0x2C,
+            ])],
+        )
+        .unwrap();
+    assert_eq!(
+        found.get::<_, Raw>(0),
+        Raw(DATE_2020_01_02.to_be_bytes().to_vec())
+    );
+
+    // Errors keep their SQLSTATE through the wire.
+    let too_long = client
+        .execute("INSERT INTO t (id, c) VALUES (2, $1)", &[&"123456789"])
+        .unwrap_err();
+    assert_eq!(sqlstate(&too_long), "22001");
+    let bad_date = client
+        .simple_query("SELECT '2020-02-30'::date")
+        .unwrap_err();
+    assert_eq!(sqlstate(&bad_date), "22008");
+}

@@ -1,0 +1,323 @@
+//! Evaluation of scalar functions. The binder has checked the arity and cast the arguments
+//! to the types each function takes, so a value of an unexpected type here is our bug,
+//! reported as an error rather than a panic.
+
+use std::cell::Cell;
+use std::cmp::Ordering;
+
+use md5::{Digest, Md5};
+
+use super::{float_result, out_of_range, EvalContext, Expr, ScalarFunction};
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::types::{datetime, numeric, DataType, Value};
+
+pub(super) fn eval(
+    function: ScalarFunction,
+    args: &[Expr],
+    row: &[Value],
+    context: &EvalContext,
+) -> SqlResult<Value> {
+    use ScalarFunction as F;
+    let mut values = Vec::with_capacity(args.len());
+    for arg in args {
+        values.push(arg.eval(row, context)?);
+    }
+    // Functions that look at NULL arguments themselves.
+    match function {
+        F::Coalesce => {
+            return Ok(values
+                .into_iter()
+                .find(|v| !v.is_null())
+                .unwrap_or(Value::Null))
+        }
+        F::Concat => {
+            let text: String = values.iter().filter_map(Value::to_text).collect();
+            return Ok(Value::Text(text));
+        }
+        F::NullIf => {
+            let equal = values[0].compare(&values[1])? == Some(Ordering::Equal);
+            return Ok(if equal {
+                Value::Null
+            } else {
+                values.swap_remove(0)
+            });
+        }
+        F::Greatest | F::Least => return extreme(function, values),
+        _ => {}
+    }
+    if values.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let text = |index: usize| values[index].to_text().unwrap_or_default();
+    let integer = |index: usize| match values[index] {
+        Value::Int(v) => Ok(v),
+        _ => Err(wrong_argument(function)),
+    };
+    Ok(match function {
+        F::Lower => Value::Text(text(0).to_lowercase()),
+        F::Upper => Value::Text(text(0).to_uppercase()),
+        F::Length => match &values[0] {
+            Value::Bytes(bytes) => Value::Int(bytes.len() as i64),
+            _ => Value::Int(text(0).chars().count() as i64),
+        },
+        F::OctetLength => match &values[0] {
+            Value::Bytes(bytes) => Value::Int(bytes.len() as i64),
+            _ => Value::Int(text(0).len() as i64),
+        },
+        F::Abs => match &values[0] {
+            Value::Int(v) => Value::Int(v.checked_abs().ok_or_else(out_of_range)?),
+            Value::Float(v) => Value::Float(v.abs()),
+            Value::Float4(v) => Value::Float4(v.abs()),
+            Value::Numeric(v) => Value::Numeric(v.abs()),
+            _ => return Err(wrong_argument(function)),
+        },
+        F::Substring => {
+            let count = values.get(2).map(|_| integer(2)).transpose()?;
+            substring(&text(0), integer(1)?, count)?
+        }
+        F::Position => {
+            let (haystack, needle) = (text(0), text(1));
+            match haystack.find(&needle) {
+                Some(at) => Value::Int(haystack[..at].chars().count() as i64 + 1),
+                None => Value::Int(0),
+            }
+        }
+        F::BTrim | F::LTrim | F::RTrim => {
+            let characters: Vec<char> = match values.get(1) {
+                Some(_) => text(1).chars().collect(),
+                None => vec![' '],
+            };
+            let source = text(0);
+            let trimmed = match function {
+                F::LTrim => source.trim_start_matches(characters.as_slice()),
+                F::RTrim => source.trim_end_matches(characters.as_slice()),
+                _ => source.trim_matches(characters.as_slice()),
+            };
+            Value::Text(trimmed.to_string())
+        }
+        F::Replace => {
+            let (source, from) = (text(0), text(1));
+            if from.is_empty() {
+                Value::Text(source)
+            } else {
+                Value::Text(source.replace(&from, &text(2)))
+            }
+        }
+        F::Left | F::Right => {
+            let source: Vec<char> = text(0).chars().collect();
+            let n = integer(1)?;
+            let length = source.len() as i64;
+            let keep = if n >= 0 {
+                n.min(length)
+            } else {
+                (length + n).max(0)
+            } as usize;
+            let slice = if function == F::Left {
+                &source[..keep]
+            } else {
+                &source[source.len() - keep..]
+            };
+            Value::Text(slice.iter().collect())
+        }
+        F::Repeat => {
+            let count = integer(1)?.max(0) as usize;
+            let source = text(0);
+            if source.len().saturating_mul(count) > 1 << 30 {
+                return Err(SqlError::new(
+                    sqlstate::PROGRAM_LIMIT_EXCEEDED,
+                    "requested length too large",
+                ));
+            }
+            Value::Text(source.repeat(count))
+        }
+        F::Md5 => {
+            let bytes = match &values[0] {
+                Value::Bytes(bytes) => bytes.clone(),
+                _ => text(0).into_bytes(),
+            };
+            let digest = Md5::digest(&bytes);
+            Value::Text(digest.iter().map(|b| format!("{b:02x}")).collect())
+        }
+        F::Round | F::Trunc | F::Floor | F::Ceil => round(function, &values)?,
+        F::Mod => match (&values[0], &values[1]) {
+            (Value::Int(_), Value::Int(0)) => {
+                return Err(SqlError::new(
+                    sqlstate::DIVISION_BY_ZERO,
+                    "division by zero",
+                ))
+            }
+            (Value::Int(a), Value::Int(b)) => Value::Int(a.checked_rem(*b).unwrap_or(0)),
+            (a, b) => match (a.as_decimal(), b.as_decimal()) {
+                (Some(a), Some(b)) => Value::Numeric(numeric::modulo(&a, &b)?),
+                _ => return Err(wrong_argument(function)),
+            },
+        },
+        F::Power => {
+            let (base, exponent) = (float(&values[0])?, float(&values[1])?);
+            if base == 0.0 && exponent < 0.0 {
+                return Err(SqlError::new(
+                    "2201F",
+                    "zero raised to a negative power is undefined",
+                ));
+            }
+            if base < 0.0 && exponent.fract() != 0.0 {
+                return Err(SqlError::new(
+                    "2201F",
+                    "a negative number raised to a non-integer power yields a complex result",
+                ));
+            }
+            let infinite = base.is_infinite() || exponent.is_infinite();
+            float_result(base.powf(exponent), infinite, DataType::Float8)?
+        }
+        F::Sqrt => {
+            let value = float(&values[0])?;
+            if value < 0.0 {
+                return Err(SqlError::new(
+                    "2201F",
+                    "cannot take square root of a negative number",
+                ));
+            }
+            Value::Float(value.sqrt())
+        }
+        F::Random => Value::Float(random()),
+        F::Now => Value::TimestampTz(context.transaction_timestamp),
+        F::LocalTimestamp => Value::Timestamp(context.transaction_timestamp),
+        F::CurrentDate => Value::Date(datetime::timestamp_to_date(context.transaction_timestamp)),
+        F::ClockTimestamp => Value::TimestampTz(datetime::now_micros()),
+        F::Version => Value::Text(crate::SERVER_VERSION_STRING.to_string()),
+        F::CurrentDatabase => Value::Text(context.database_name.to_string()),
+        F::CurrentSchema => Value::Text("public".into()),
+        F::CurrentUser => Value::Text(context.user_name.to_string()),
+        F::Coalesce | F::Concat | F::NullIf | F::Greatest | F::Least => {
+            unreachable!("handled above")
+        }
+    })
+}
+
+fn wrong_argument(function: ScalarFunction) -> SqlError {
+    SqlError::new(
+        sqlstate::DATATYPE_MISMATCH,
+        format!("wrong argument type for {function:?}"),
+    )
+}
+
+fn float(value: &Value) -> SqlResult<f64> {
+    value
+        .as_f64()
+        .ok_or_else(|| SqlError::mismatch("a number is expected"))
+}
+
+/// substring(text from start for count), PostgreSQL's rules: positions before 1 count
+/// toward the length but select nothing.
+fn substring(source: &str, start: i64, count: Option<i64>) -> SqlResult<Value> {
+    if count.is_some_and(|count| count < 0) {
+        return Err(SqlError::new(
+            "22011",
+            "negative substring length not allowed",
+        ));
+    }
+    let end = count.map(|count| start.saturating_add(count));
+    let first = start.max(1) as usize - 1;
+    let taken: String = match end {
+        Some(end) if end <= 1 => String::new(),
+        Some(end) => source
+            .chars()
+            .skip(first)
+            .take(end as usize - 1 - first.min(end as usize - 1))
+            .collect(),
+        None => source.chars().skip(first).collect(),
+    };
+    Ok(Value::Text(taken))
+}
+
+/// greatest/least: NULLs ignored, NULL only if every argument is NULL.
+fn extreme(function: ScalarFunction, values: Vec<Value>) -> SqlResult<Value> {
+    let wanted = if function == ScalarFunction::Greatest {
+        Ordering::Greater
+    } else {
+        Ordering::Less
+    };
+    let mut best = Value::Null;
+    for value in values.into_iter().filter(|v| !v.is_null()) {
+        if best.is_null() || value.compare(&best)? == Some(wanted) {
+            best = value;
+        }
+    }
+    Ok(best)
+}
+
+/// round/trunc/floor/ceil of a numeric (with an optional scale) or a float.
+fn round(function: ScalarFunction, values: &[Value]) -> SqlResult<Value> {
+    use ScalarFunction as F;
+    let scale = match values.get(1) {
+        Some(Value::Int(scale)) => (*scale).clamp(-1000, 1000) as i32,
+        Some(_) => return Err(wrong_argument(function)),
+        None => 0,
+    };
+    Ok(match &values[0] {
+        Value::Numeric(v) => Value::Numeric(match function {
+            F::Round => numeric::round(v, scale),
+            F::Trunc => numeric::trunc(v, scale),
+            F::Floor => v.floor(),
+            _ => v.ceil(),
+        }),
+        value => {
+            let v = float(value)?;
+            let result = match function {
+                // PostgreSQL's round(float8) rounds half to even (rint).
+                F::Round => v.round_ties_even(),
+                F::Trunc => v.trunc(),
+                F::Floor => v.floor(),
+                _ => v.ceil(),
+            };
+            Value::Float(result)
+        }
+    })
+}
+
+/// random(): a uniform float in [0, 1) from a per-thread xorshift generator seeded by the
+/// clock and the thread (not cryptographic, as PostgreSQL's is not).
+fn random() -> f64 {
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0x9E37_79B9_7F4A_7C15);
+            let thread = &nanos as *const u64 as u64;
+            (nanos ^ thread.rotate_left(32)) | 1
+        });
+    }
+    STATE.with(|state| {
+        let mut x = state.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        state.set(x);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substring_follows_postgres() {
+        let text = |v: Value| v.to_text().unwrap();
+        assert_eq!(text(substring("hello", 2, Some(3)).unwrap()), "ell");
+        assert_eq!(text(substring("hello", 0, Some(3)).unwrap()), "he");
+        assert_eq!(text(substring("hello", -5, Some(3)).unwrap()), "");
+        assert_eq!(text(substring("hello", 3, None).unwrap()), "llo");
+        assert_eq!(text(substring("héllo", 2, Some(1)).unwrap()), "é");
+        assert!(substring("x", 1, Some(-1)).is_err());
+    }
+
+    #[test]
+    fn random_is_in_range() {
+        for _ in 0..1000 {
+            let value = random();
+            assert!((0.0..1.0).contains(&value));
+        }
+    }
+}

@@ -1,0 +1,1214 @@
+//! The system tables' columns and rows. Column types follow PostgreSQL with the types Hayate
+//! has: `oid`/`regproc` are int8, `name`/`"char"`/`pg_node_tree` are text, arrays are text in
+//! the array text form, `float4` is float8.
+
+use super::array;
+use super::pg_types::{builtin_types, type_of};
+use super::{
+    all_tables, columns, SessionNames, Snapshot, SystemTable, BTREE_AM_OID, DATABASE_OID,
+    DEFAULT_COLLATION_OID, HEAP_AM_OID, INFORMATION_SCHEMA_NAMESPACE_OID, OWNER_ROLE_OID,
+    PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA,
+};
+use crate::types::{DataType, Value};
+
+const OID: DataType = DataType::Int8;
+const NAME: DataType = DataType::Text;
+const TEXT: DataType = DataType::Text;
+const BOOL: DataType = DataType::Bool;
+const INT2: DataType = DataType::Int2;
+const INT4: DataType = DataType::Int4;
+const FLOAT: DataType = DataType::Float8;
+
+/// Every system table's name.
+pub(super) const NAMES: &[&str] = &[
+    "pg_namespace",
+    "pg_class",
+    "pg_attribute",
+    "pg_type",
+    "pg_index",
+    "pg_constraint",
+    "pg_attrdef",
+    "pg_am",
+    "pg_database",
+    "pg_roles",
+    "pg_user",
+    "pg_authid",
+    "pg_settings",
+    "pg_inherits",
+    "pg_partitioned_table",
+    "pg_policy",
+    "pg_statistic_ext",
+    "pg_publication",
+    "pg_publication_rel",
+    "pg_publication_namespace",
+    "pg_trigger",
+    "pg_description",
+    "pg_collation",
+    "pg_tablespace",
+    "pg_proc",
+    "pg_range",
+    "pg_enum",
+    "tables",
+    "columns",
+    "schemata",
+];
+
+type Rows = Vec<Vec<Value>>;
+
+/// (schema, oid, columns, rows) of a system table.
+type Definition = (
+    &'static str,
+    i64,
+    &'static [(&'static str, DataType)],
+    fn(&Snapshot, &SessionNames) -> Rows,
+);
+
+fn oid(value: i64) -> Value {
+    Value::Int(value)
+}
+fn text(value: &str) -> Value {
+    Value::Text(value.to_string())
+}
+fn int(value: i64) -> Value {
+    Value::Int(value)
+}
+fn bool(value: bool) -> Value {
+    Value::Bool(value)
+}
+const NULL: Value = Value::Null;
+
+/// The definition of the system table `name`.
+pub(super) fn definition(name: &str) -> Option<SystemTable> {
+    let (schema, table_oid, cols, compute): Definition = match name {
+        "pg_namespace" => (
+            "pg_catalog",
+            2615,
+            &[
+                ("oid", OID),
+                ("nspname", NAME),
+                ("nspowner", OID),
+                ("nspacl", TEXT),
+            ],
+            pg_namespace,
+        ),
+        "pg_class" => ("pg_catalog", 1259, PG_CLASS_COLUMNS, pg_class),
+        "pg_attribute" => ("pg_catalog", 1249, PG_ATTRIBUTE_COLUMNS, pg_attribute),
+        "pg_type" => ("pg_catalog", 1247, PG_TYPE_COLUMNS, pg_type),
+        "pg_index" => ("pg_catalog", 2610, PG_INDEX_COLUMNS, pg_index),
+        "pg_constraint" => ("pg_catalog", 2606, PG_CONSTRAINT_COLUMNS, pg_constraint),
+        "pg_attrdef" => (
+            "pg_catalog",
+            2604,
+            &[
+                ("oid", OID),
+                ("adrelid", OID),
+                ("adnum", INT2),
+                ("adbin", TEXT),
+            ],
+            pg_attrdef,
+        ),
+        "pg_am" => (
+            "pg_catalog",
+            2601,
+            &[
+                ("oid", OID),
+                ("amname", NAME),
+                ("amhandler", OID),
+                ("amtype", TEXT),
+            ],
+            |_, _| {
+                vec![
+                    vec![oid(HEAP_AM_OID), text("heap"), oid(3), text("t")],
+                    vec![oid(BTREE_AM_OID), text("btree"), oid(330), text("i")],
+                ]
+            },
+        ),
+        "pg_database" => ("pg_catalog", 1262, PG_DATABASE_COLUMNS, pg_database),
+        "pg_roles" => ("pg_catalog", 12001, PG_ROLES_COLUMNS, pg_roles),
+        "pg_authid" => ("pg_catalog", 1260, PG_ROLES_COLUMNS, pg_roles),
+        "pg_user" => (
+            "pg_catalog",
+            12002,
+            &[
+                ("usename", NAME),
+                ("usesysid", OID),
+                ("usecreatedb", BOOL),
+                ("usesuper", BOOL),
+                ("userepl", BOOL),
+                ("usebypassrls", BOOL),
+                ("passwd", TEXT),
+                ("valuntil", TEXT),
+                ("useconfig", TEXT),
+            ],
+            |_, names| {
+                vec![vec![
+                    text(&names.user),
+                    oid(OWNER_ROLE_OID),
+                    bool(true),
+                    bool(true),
+                    bool(true),
+                    bool(true),
+                    text("********"),
+                    NULL,
+                    NULL,
+                ]]
+            },
+        ),
+        "pg_settings" => ("pg_catalog", 12003, PG_SETTINGS_COLUMNS, pg_settings),
+        "pg_inherits" => (
+            "pg_catalog",
+            2611,
+            &[
+                ("inhrelid", OID),
+                ("inhparent", OID),
+                ("inhseqno", INT4),
+                ("inhdetachpending", BOOL),
+            ],
+            no_rows,
+        ),
+        "pg_partitioned_table" => (
+            "pg_catalog",
+            3350,
+            &[
+                ("partrelid", OID),
+                ("partstrat", TEXT),
+                ("partnatts", INT2),
+                ("partdefid", OID),
+                ("partattrs", TEXT),
+                ("partclass", TEXT),
+                ("partcollation", TEXT),
+                ("partexprs", TEXT),
+            ],
+            no_rows,
+        ),
+        "pg_policy" => (
+            "pg_catalog",
+            3256,
+            &[
+                ("oid", OID),
+                ("polname", NAME),
+                ("polrelid", OID),
+                ("polcmd", TEXT),
+                ("polpermissive", BOOL),
+                ("polroles", TEXT),
+                ("polqual", TEXT),
+                ("polwithcheck", TEXT),
+            ],
+            no_rows,
+        ),
+        "pg_statistic_ext" => (
+            "pg_catalog",
+            3381,
+            &[
+                ("oid", OID),
+                ("stxrelid", OID),
+                ("stxname", NAME),
+                ("stxnamespace", OID),
+                ("stxowner", OID),
+                ("stxstattarget", INT4),
+                ("stxkeys", TEXT),
+                ("stxkind", TEXT),
+                ("stxexprs", TEXT),
+            ],
+            no_rows,
+        ),
+        "pg_publication" => (
+            "pg_catalog",
+            6104,
+            &[
+                ("oid", OID),
+                ("pubname", NAME),
+                ("pubowner", OID),
+                ("puballtables", BOOL),
+                ("pubinsert", BOOL),
+                ("pubupdate", BOOL),
+                ("pubdelete", BOOL),
+                ("pubtruncate", BOOL),
+                ("pubviaroot", BOOL),
+            ],
+            no_rows,
+        ),
+        "pg_publication_rel" => (
+            "pg_catalog",
+            6106,
+            &[
+                ("oid", OID),
+                ("prpubid", OID),
+                ("prrelid", OID),
+                ("prqual", TEXT),
+                ("prattrs", TEXT),
+            ],
+            no_rows,
+        ),
+        "pg_publication_namespace" => (
+            "pg_catalog",
+            6237,
+            &[("oid", OID), ("pnpubid", OID), ("pnnspid", OID)],
+            no_rows,
+        ),
+        "pg_trigger" => (
+            "pg_catalog",
+            2620,
+            &[
+                ("oid", OID),
+                ("tgrelid", OID),
+                ("tgparentid", OID),
+                ("tgname", NAME),
+                ("tgfoid", OID),
+                ("tgtype", INT2),
+                ("tgenabled", TEXT),
+                ("tgisinternal", BOOL),
+                ("tgconstrrelid", OID),
+                ("tgconstrindid", OID),
+                ("tgconstraint", OID),
+                ("tgdeferrable", BOOL),
+                ("tginitdeferred", BOOL),
+                ("tgnargs", INT2),
+                ("tgattr", TEXT),
+                ("tgargs", TEXT),
+                ("tgqual", TEXT),
+                ("tgoldtable", NAME),
+                ("tgnewtable", NAME),
+            ],
+            no_rows,
+        ),
+        "pg_description" => (
+            "pg_catalog",
+            2609,
+            &[
+                ("objoid", OID),
+                ("classoid", OID),
+                ("objsubid", INT4),
+                ("description", TEXT),
+            ],
+            no_rows,
+        ),
+        "pg_collation" => (
+            "pg_catalog",
+            3456,
+            &[
+                ("oid", OID),
+                ("collname", NAME),
+                ("collnamespace", OID),
+                ("collowner", OID),
+                ("collprovider", TEXT),
+                ("collisdeterministic", BOOL),
+                ("collencoding", INT4),
+                ("collcollate", TEXT),
+                ("collctype", TEXT),
+            ],
+            |_, _| {
+                [
+                    (100, "default", "d", -1, NULL),
+                    (950, "C", "c", -1, text("C")),
+                ]
+                .into_iter()
+                .map(|(collation, name, provider, encoding, locale)| {
+                    vec![
+                        oid(collation),
+                        text(name),
+                        oid(PG_CATALOG_NAMESPACE_OID),
+                        oid(OWNER_ROLE_OID),
+                        text(provider),
+                        bool(true),
+                        int(encoding),
+                        locale.clone(),
+                        locale,
+                    ]
+                })
+                .collect()
+            },
+        ),
+        "pg_tablespace" => (
+            "pg_catalog",
+            1213,
+            &[
+                ("oid", OID),
+                ("spcname", NAME),
+                ("spcowner", OID),
+                ("spcacl", TEXT),
+                ("spcoptions", TEXT),
+            ],
+            |_, _| {
+                [(1663, "pg_default"), (1664, "pg_global")]
+                    .into_iter()
+                    .map(|(space, name)| {
+                        vec![oid(space), text(name), oid(OWNER_ROLE_OID), NULL, NULL]
+                    })
+                    .collect()
+            },
+        ),
+        "pg_proc" => (
+            "pg_catalog",
+            1255,
+            &[
+                ("oid", OID),
+                ("proname", NAME),
+                ("pronamespace", OID),
+                ("proowner", OID),
+                ("prokind", TEXT),
+                ("proretset", BOOL),
+                ("prorettype", OID),
+                ("pronargs", INT2),
+                ("proargtypes", TEXT),
+            ],
+            pg_proc,
+        ),
+        "pg_range" => (
+            "pg_catalog",
+            3541,
+            &[
+                ("rngtypid", OID),
+                ("rngsubtype", OID),
+                ("rngmultitypid", OID),
+                ("rngcollation", OID),
+                ("rngsubopc", OID),
+                ("rngcanonical", OID),
+                ("rngsubdiff", OID),
+            ],
+            no_rows,
+        ),
+        "pg_enum" => (
+            "pg_catalog",
+            3501,
+            &[
+                ("oid", OID),
+                ("enumtypid", OID),
+                ("enumsortorder", FLOAT),
+                ("enumlabel", NAME),
+            ],
+            no_rows,
+        ),
+        "tables" => (
+            "information_schema",
+            13100,
+            &[
+                ("table_catalog", NAME),
+                ("table_schema", NAME),
+                ("table_name", NAME),
+                ("table_type", TEXT),
+                ("self_referencing_column_name", NAME),
+                ("reference_generation", TEXT),
+                ("user_defined_type_catalog", NAME),
+                ("user_defined_type_schema", NAME),
+                ("user_defined_type_name", NAME),
+                ("is_insertable_into", TEXT),
+                ("is_typed", TEXT),
+                ("commit_action", TEXT),
+            ],
+            information_schema_tables,
+        ),
+        "columns" => (
+            "information_schema",
+            13101,
+            INFORMATION_SCHEMA_COLUMNS_COLUMNS,
+            information_schema_columns,
+        ),
+        "schemata" => (
+            "information_schema",
+            13102,
+            &[
+                ("catalog_name", NAME),
+                ("schema_name", NAME),
+                ("schema_owner", NAME),
+                ("default_character_set_catalog", NAME),
+                ("default_character_set_schema", NAME),
+                ("default_character_set_name", NAME),
+                ("sql_path", TEXT),
+            ],
+            |_, names| {
+                ["pg_catalog", PUBLIC_SCHEMA, "information_schema"]
+                    .into_iter()
+                    .map(|schema| {
+                        vec![
+                            text(&names.database),
+                            text(schema),
+                            text(&names.user),
+                            NULL,
+                            NULL,
+                            NULL,
+                            NULL,
+                        ]
+                    })
+                    .collect()
+            },
+        ),
+        _ => return None,
+    };
+    let name = NAMES.iter().find(|known| **known == name)?;
+    Some(SystemTable {
+        schema,
+        name,
+        oid: table_oid,
+        columns: columns(cols),
+        compute,
+    })
+}
+
+fn no_rows(_: &Snapshot, _: &SessionNames) -> Rows {
+    Vec::new()
+}
+
+fn pg_namespace(_: &Snapshot, _: &SessionNames) -> Rows {
+    [
+        (PG_CATALOG_NAMESPACE_OID, "pg_catalog"),
+        (PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA),
+        (INFORMATION_SCHEMA_NAMESPACE_OID, "information_schema"),
+    ]
+    .into_iter()
+    .map(|(namespace, name)| vec![oid(namespace), text(name), oid(OWNER_ROLE_OID), NULL])
+    .collect()
+}
+
+fn namespace_oid(schema: &str) -> i64 {
+    match schema {
+        "pg_catalog" => PG_CATALOG_NAMESPACE_OID,
+        "information_schema" => INFORMATION_SCHEMA_NAMESPACE_OID,
+        _ => PUBLIC_NAMESPACE_OID,
+    }
+}
+
+const PG_CLASS_COLUMNS: &[(&str, DataType)] = &[
+    ("oid", OID),
+    ("relname", NAME),
+    ("relnamespace", OID),
+    ("reltype", OID),
+    ("reloftype", OID),
+    ("relowner", OID),
+    ("relam", OID),
+    ("relfilenode", OID),
+    ("reltablespace", OID),
+    ("relpages", INT4),
+    ("reltuples", FLOAT),
+    ("relallvisible", INT4),
+    ("reltoastrelid", OID),
+    ("relhasindex", BOOL),
+    ("relisshared", BOOL),
+    ("relpersistence", TEXT),
+    ("relkind", TEXT),
+    ("relnatts", INT2),
+    ("relchecks", INT2),
+    ("relhasrules", BOOL),
+    ("relhastriggers", BOOL),
+    ("relhassubclass", BOOL),
+    ("relrowsecurity", BOOL),
+    ("relforcerowsecurity", BOOL),
+    ("relispopulated", BOOL),
+    ("relreplident", TEXT),
+    ("relispartition", BOOL),
+    ("relrewrite", OID),
+    ("relfrozenxid", OID),
+    ("relminmxid", OID),
+    ("relacl", TEXT),
+    ("reloptions", TEXT),
+    ("relpartbound", TEXT),
+];
+
+/// One pg_class row; `kind` is r (table), i (index) or v (view).
+fn class_row(
+    relation: i64,
+    name: &str,
+    namespace: i64,
+    row_type: i64,
+    kind: &str,
+    attributes: usize,
+    has_index: bool,
+) -> Vec<Value> {
+    let am = match kind {
+        "i" => BTREE_AM_OID,
+        "r" => HEAP_AM_OID,
+        _ => 0,
+    };
+    vec![
+        oid(relation),
+        text(name),
+        oid(namespace),
+        oid(row_type),
+        oid(0),
+        oid(OWNER_ROLE_OID),
+        oid(am),
+        oid(if kind == "v" { 0 } else { relation }),
+        oid(0),
+        int(0),
+        Value::Float(-1.0),
+        int(0),
+        oid(0),
+        bool(has_index),
+        bool(false),
+        text("p"),
+        text(kind),
+        int(attributes as i64),
+        int(0),
+        bool(false),
+        bool(false),
+        bool(false),
+        bool(false),
+        bool(false),
+        bool(true),
+        text(if kind == "v" { "n" } else { "d" }),
+        bool(false),
+        oid(0),
+        oid(0),
+        oid(0),
+        NULL,
+        NULL,
+        NULL,
+    ]
+}
+
+fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    let mut rows = Vec::new();
+    for table in &snapshot.tables {
+        let def = &table.table.def;
+        rows.push(class_row(
+            table.oid,
+            table.name(),
+            PUBLIC_NAMESPACE_OID,
+            table.row_type_oid(),
+            "r",
+            def.columns.len(),
+            !table.indexes.is_empty(),
+        ));
+        for index in &table.indexes {
+            rows.push(class_row(
+                index.oid,
+                &index.name,
+                PUBLIC_NAMESPACE_OID,
+                0,
+                "i",
+                index.columns.len(),
+                false,
+            ));
+        }
+    }
+    for system in all_tables() {
+        let kind = if system.oid >= 12000 { "v" } else { "r" };
+        rows.push(class_row(
+            system.oid,
+            system.name,
+            namespace_oid(system.schema),
+            0,
+            kind,
+            system.columns.len(),
+            false,
+        ));
+    }
+    rows
+}
+
+const PG_ATTRIBUTE_COLUMNS: &[(&str, DataType)] = &[
+    ("attrelid", OID),
+    ("attname", NAME),
+    ("atttypid", OID),
+    ("attstattarget", INT4),
+    ("attlen", INT2),
+    ("attnum", INT2),
+    ("attndims", INT4),
+    ("attcacheoff", INT4),
+    ("atttypmod", INT4),
+    ("attbyval", BOOL),
+    ("attalign", TEXT),
+    ("attstorage", TEXT),
+    ("attcompression", TEXT),
+    ("attnotnull", BOOL),
+    ("atthasdef", BOOL),
+    ("atthasmissing", BOOL),
+    ("attidentity", TEXT),
+    ("attgenerated", TEXT),
+    ("attisdropped", BOOL),
+    ("attislocal", BOOL),
+    ("attinhcount", INT4),
+    ("attcollation", OID),
+    ("attacl", TEXT),
+    ("attoptions", TEXT),
+    ("attfdwoptions", TEXT),
+    ("attmissingval", TEXT),
+];
+
+fn attribute_row(
+    relation: i64,
+    name: &str,
+    data_type: DataType,
+    number: usize,
+    not_null: bool,
+    has_default: bool,
+) -> Vec<Value> {
+    let (type_oid, typmod) = type_of(data_type);
+    let builtin = builtin_types().into_iter().find(|t| t.oid == type_oid);
+    let (length, by_value, collation) = builtin
+        .map(|t| (t.length, t.by_value, t.collation))
+        .unwrap_or((-1, false, 0));
+    let collation = if collation != 0 {
+        DEFAULT_COLLATION_OID
+    } else {
+        0
+    };
+    vec![
+        oid(relation),
+        text(name),
+        oid(type_oid),
+        int(-1),
+        int(length),
+        int(number as i64),
+        int(0),
+        int(-1),
+        int(typmod),
+        bool(by_value),
+        text(if length == 8 { "d" } else { "i" }),
+        text(if length == -1 { "x" } else { "p" }),
+        text(""),
+        bool(not_null),
+        bool(has_default),
+        bool(false),
+        text(""),
+        text(""),
+        bool(false),
+        bool(true),
+        int(0),
+        oid(collation),
+        NULL,
+        NULL,
+        NULL,
+        NULL,
+    ]
+}
+
+fn pg_attribute(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    let mut rows = Vec::new();
+    for table in &snapshot.tables {
+        let columns = &table.table.def.columns;
+        for (position, column) in columns.iter().enumerate() {
+            rows.push(attribute_row(
+                table.oid,
+                &column.name,
+                column.data_type,
+                position + 1,
+                column.not_null,
+                column.default.is_some(),
+            ));
+        }
+        for index in &table.indexes {
+            for (position, column) in index.columns.iter().enumerate() {
+                let column = &columns[*column];
+                rows.push(attribute_row(
+                    index.oid,
+                    &column.name,
+                    column.data_type,
+                    position + 1,
+                    false,
+                    false,
+                ));
+            }
+        }
+    }
+    for system in all_tables() {
+        for (position, column) in system.columns.iter().enumerate() {
+            rows.push(attribute_row(
+                system.oid,
+                &column.name,
+                column.data_type,
+                position + 1,
+                false,
+                false,
+            ));
+        }
+    }
+    rows
+}
+
+const PG_TYPE_COLUMNS: &[(&str, DataType)] = &[
+    ("oid", OID),
+    ("typname", NAME),
+    ("typnamespace", OID),
+    ("typowner", OID),
+    ("typlen", INT2),
+    ("typbyval", BOOL),
+    ("typtype", TEXT),
+    ("typcategory", TEXT),
+    ("typispreferred", BOOL),
+    ("typisdefined", BOOL),
+    ("typdelim", TEXT),
+    ("typrelid", OID),
+    ("typsubscript", TEXT),
+    ("typelem", OID),
+    ("typarray", OID),
+    ("typinput", TEXT),
+    ("typoutput", TEXT),
+    ("typreceive", TEXT),
+    ("typsend", TEXT),
+    ("typalign", TEXT),
+    ("typstorage", TEXT),
+    ("typnotnull", BOOL),
+    ("typbasetype", OID),
+    ("typtypmod", INT4),
+    ("typndims", INT4),
+    ("typcollation", OID),
+    ("typdefault", TEXT),
+    ("typacl", TEXT),
+];
+
+#[allow(clippy::too_many_arguments)]
+fn type_row(
+    type_oid: i64,
+    name: &str,
+    length: i64,
+    by_value: bool,
+    kind: &str,
+    category: &str,
+    relation: i64,
+    element: i64,
+    array: i64,
+    io: &str,
+    collation: i64,
+) -> Vec<Value> {
+    vec![
+        oid(type_oid),
+        text(name),
+        oid(PG_CATALOG_NAMESPACE_OID),
+        oid(OWNER_ROLE_OID),
+        int(length),
+        bool(by_value),
+        text(kind),
+        text(category),
+        bool(false),
+        bool(true),
+        text(","),
+        oid(relation),
+        text(if element != 0 {
+            "array_subscript_handler"
+        } else {
+            "-"
+        }),
+        oid(element),
+        oid(array),
+        text(&format!("{io}in")),
+        text(&format!("{io}out")),
+        text(&format!("{io}recv")),
+        text(&format!("{io}send")),
+        text(if length == 8 { "d" } else { "i" }),
+        text(if length == -1 { "x" } else { "p" }),
+        bool(false),
+        oid(0),
+        int(-1),
+        int(0),
+        oid(collation),
+        NULL,
+        NULL,
+    ]
+}
+
+fn pg_type(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    let mut rows = Vec::new();
+    for builtin in builtin_types() {
+        let io = if builtin.category == "A" && builtin.name.starts_with('_') {
+            "array_"
+        } else {
+            builtin.name
+        };
+        rows.push(type_row(
+            builtin.oid,
+            builtin.name,
+            builtin.length,
+            builtin.by_value,
+            builtin.kind,
+            builtin.category,
+            0,
+            builtin.element,
+            builtin.array,
+            io,
+            builtin.collation,
+        ));
+    }
+    for table in &snapshot.tables {
+        let mut row = type_row(
+            table.row_type_oid(),
+            table.name(),
+            -1,
+            false,
+            "c",
+            "C",
+            table.oid,
+            0,
+            0,
+            "record_",
+            0,
+        );
+        row[2] = oid(PUBLIC_NAMESPACE_OID);
+        rows.push(row);
+    }
+    rows
+}
+
+const PG_INDEX_COLUMNS: &[(&str, DataType)] = &[
+    ("indexrelid", OID),
+    ("indrelid", OID),
+    ("indnatts", INT2),
+    ("indnkeyatts", INT2),
+    ("indisunique", BOOL),
+    ("indnullsnotdistinct", BOOL),
+    ("indisprimary", BOOL),
+    ("indisexclusion", BOOL),
+    ("indimmediate", BOOL),
+    ("indisclustered", BOOL),
+    ("indisvalid", BOOL),
+    ("indcheckxmin", BOOL),
+    ("indisready", BOOL),
+    ("indislive", BOOL),
+    ("indisreplident", BOOL),
+    ("indkey", TEXT),
+    ("indcollation", TEXT),
+    ("indclass", TEXT),
+    ("indoption", TEXT),
+    ("indexprs", TEXT),
+    ("indpred", TEXT),
+];
+
+fn pg_index(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    let mut rows = Vec::new();
+    for table in &snapshot.tables {
+        for index in &table.indexes {
+            let count = index.columns.len() as i64;
+            rows.push(vec![
+                oid(index.oid),
+                oid(table.oid),
+                int(count),
+                int(count),
+                bool(index.unique),
+                bool(false),
+                bool(index.primary),
+                bool(false),
+                bool(true),
+                bool(false),
+                bool(true),
+                bool(false),
+                bool(true),
+                bool(true),
+                bool(false),
+                text(&array::vector(index.columns.iter().map(|c| *c as i64 + 1))),
+                text(&array::vector(index.columns.iter().map(|_| 0))),
+                text(&array::vector(index.columns.iter().map(|_| 0))),
+                text(&array::vector(index.columns.iter().map(|_| 0))),
+                NULL,
+                NULL,
+            ]);
+        }
+    }
+    rows
+}
+
+const PG_CONSTRAINT_COLUMNS: &[(&str, DataType)] = &[
+    ("oid", OID),
+    ("conname", NAME),
+    ("connamespace", OID),
+    ("contype", TEXT),
+    ("condeferrable", BOOL),
+    ("condeferred", BOOL),
+    ("convalidated", BOOL),
+    ("conrelid", OID),
+    ("contypid", OID),
+    ("conindid", OID),
+    ("conparentid", OID),
+    ("confrelid", OID),
+    ("confupdtype", TEXT),
+    ("confdeltype", TEXT),
+    ("confmatchtype", TEXT),
+    ("conislocal", BOOL),
+    ("coninhcount", INT4),
+    ("connoinherit", BOOL),
+    ("conkey", TEXT),
+    ("confkey", TEXT),
+    ("conbin", TEXT),
+];
+
+fn pg_constraint(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    let mut rows = Vec::new();
+    for table in &snapshot.tables {
+        for index in &table.indexes {
+            let Some(constraint) = index.constraint else {
+                continue;
+            };
+            let key: Vec<Option<String>> = index
+                .columns
+                .iter()
+                .map(|column| Some((column + 1).to_string()))
+                .collect();
+            rows.push(vec![
+                oid(constraint),
+                text(&index.name),
+                oid(PUBLIC_NAMESPACE_OID),
+                text(if index.primary { "p" } else { "u" }),
+                bool(false),
+                bool(false),
+                bool(true),
+                oid(table.oid),
+                oid(0),
+                oid(index.oid),
+                oid(0),
+                oid(0),
+                text(" "),
+                text(" "),
+                text(" "),
+                bool(true),
+                int(0),
+                bool(true),
+                text(&array::format(&key)),
+                NULL,
+                NULL,
+            ]);
+        }
+    }
+    rows
+}
+
+fn pg_attrdef(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    let mut rows = Vec::new();
+    for table in &snapshot.tables {
+        for (position, column) in table.table.def.columns.iter().enumerate() {
+            if let Some(default) = &column.default {
+                let number = position as i64 + 1;
+                rows.push(vec![
+                    oid(table.oid << 16 | number),
+                    oid(table.oid),
+                    int(number),
+                    text(default),
+                ]);
+            }
+        }
+    }
+    rows
+}
+
+const PG_DATABASE_COLUMNS: &[(&str, DataType)] = &[
+    ("oid", OID),
+    ("datname", NAME),
+    ("datdba", OID),
+    ("encoding", INT4),
+    ("datlocprovider", TEXT),
+    ("datistemplate", BOOL),
+    ("datallowconn", BOOL),
+    ("datconnlimit", INT4),
+    ("datfrozenxid", OID),
+    ("datminmxid", OID),
+    ("dattablespace", OID),
+    ("datcollate", TEXT),
+    ("datctype", TEXT),
+    ("daticulocale", TEXT),
+    ("datcollversion", TEXT),
+    ("datacl", TEXT),
+];
+
+/// Hayate has one database; every database name a client connects with reaches it, so it is
+/// listed under the session's database name.
+fn pg_database(_: &Snapshot, names: &SessionNames) -> Rows {
+    vec![vec![
+        oid(DATABASE_OID),
+        text(&names.database),
+        oid(OWNER_ROLE_OID),
+        int(6),
+        text("c"),
+        bool(false),
+        bool(true),
+        int(-1),
+        oid(0),
+        oid(0),
+        oid(1663),
+        text("C.UTF-8"),
+        text("C.UTF-8"),
+        NULL,
+        NULL,
+        NULL,
+    ]]
+}
+
+const PG_ROLES_COLUMNS: &[(&str, DataType)] = &[
+    ("oid", OID),
+    ("rolname", NAME),
+    ("rolsuper", BOOL),
+    ("rolinherit", BOOL),
+    ("rolcreaterole", BOOL),
+    ("rolcreatedb", BOOL),
+    ("rolcanlogin", BOOL),
+    ("rolreplication", BOOL),
+    ("rolconnlimit", INT4),
+    ("rolpassword", TEXT),
+    ("rolvaliduntil", TEXT),
+    ("rolbypassrls", BOOL),
+    ("rolconfig", TEXT),
+];
+
+/// One role, the owner of everything, named as the session's user.
+fn pg_roles(_: &Snapshot, names: &SessionNames) -> Rows {
+    vec![vec![
+        oid(OWNER_ROLE_OID),
+        text(&names.user),
+        bool(true),
+        bool(true),
+        bool(true),
+        bool(true),
+        bool(true),
+        bool(true),
+        int(-1),
+        text("********"),
+        NULL,
+        bool(true),
+        NULL,
+    ]]
+}
+
+const PG_SETTINGS_COLUMNS: &[(&str, DataType)] = &[
+    ("name", TEXT),
+    ("setting", TEXT),
+    ("unit", TEXT),
+    ("category", TEXT),
+    ("short_desc", TEXT),
+    ("context", TEXT),
+    ("vartype", TEXT),
+    ("source", TEXT),
+    ("boot_val", TEXT),
+    ("reset_val", TEXT),
+];
+
+fn pg_settings(_: &Snapshot, _: &SessionNames) -> Rows {
+    [
+        ("server_version", crate::SERVER_VERSION, "string"),
+        ("server_version_num", crate::SERVER_VERSION_NUM, "integer"),
+        ("server_encoding", "UTF8", "string"),
+        ("client_encoding", "UTF8", "string"),
+        ("DateStyle", "ISO, MDY", "string"),
+        ("TimeZone", "UTC", "string"),
+        ("integer_datetimes", "on", "bool"),
+        ("standard_conforming_strings", "on", "bool"),
+        ("max_identifier_length", "63", "integer"),
+        ("max_index_keys", "32", "integer"),
+        ("default_transaction_isolation", "read committed", "enum"),
+        ("search_path", "\"$user\", public", "string"),
+    ]
+    .into_iter()
+    .map(|(name, setting, vartype)| {
+        vec![
+            text(name),
+            text(setting),
+            NULL,
+            text("Hayate"),
+            text(""),
+            text("user"),
+            text(vartype),
+            text("default"),
+            text(setting),
+            text(setting),
+        ]
+    })
+    .collect()
+}
+
+/// The functions listed in pg_proc: the ones the catalog queries call (see `functions`).
+fn pg_proc(_: &Snapshot, _: &SessionNames) -> Rows {
+    super::functions::NAMES
+        .iter()
+        .enumerate()
+        .map(|(position, name)| {
+            vec![
+                oid(8000 + position as i64),
+                text(name),
+                oid(PG_CATALOG_NAMESPACE_OID),
+                oid(OWNER_ROLE_OID),
+                text("f"),
+                bool(false),
+                oid(25),
+                int(0),
+                text(""),
+            ]
+        })
+        .collect()
+}
+
+fn information_schema_tables(snapshot: &Snapshot, names: &SessionNames) -> Rows {
+    let mut rows = Vec::new();
+    let mut push = |schema: &str, name: &str, kind: &str| {
+        rows.push(vec![
+            text(&names.database),
+            text(schema),
+            text(name),
+            text(kind),
+            NULL,
+            NULL,
+            NULL,
+            NULL,
+            NULL,
+            text(if kind == "BASE TABLE" { "YES" } else { "NO" }),
+            text("NO"),
+            NULL,
+        ]);
+    };
+    for table in &snapshot.tables {
+        push(PUBLIC_SCHEMA, table.name(), "BASE TABLE");
+    }
+    for system in all_tables() {
+        push(system.schema, system.name, "VIEW");
+    }
+    rows
+}
+
+const INFORMATION_SCHEMA_COLUMNS_COLUMNS: &[(&str, DataType)] = &[
+    ("table_catalog", NAME),
+    ("table_schema", NAME),
+    ("table_name", NAME),
+    ("column_name", NAME),
+    ("ordinal_position", INT4),
+    ("column_default", TEXT),
+    ("is_nullable", TEXT),
+    ("data_type", TEXT),
+    ("character_maximum_length", INT4),
+    ("numeric_precision", INT4),
+    ("numeric_scale", INT4),
+    ("udt_catalog", NAME),
+    ("udt_schema", NAME),
+    ("udt_name", NAME),
+    ("is_identity", TEXT),
+    ("is_generated", TEXT),
+    ("is_updatable", TEXT),
+];
+
+fn information_schema_columns(snapshot: &Snapshot, names: &SessionNames) -> Rows {
+    let mut rows = Vec::new();
+    for table in &snapshot.tables {
+        for (position, column) in table.table.def.columns.iter().enumerate() {
+            let (type_oid, _) = type_of(column.data_type);
+            let udt = builtin_types()
+                .into_iter()
+                .find(|t| t.oid == type_oid)
+                .map_or("unknown", |t| t.name);
+            let length = match column.data_type {
+                DataType::Varchar(Some(length)) => int(length as i64),
+                _ => NULL,
+            };
+            let (precision, scale) = match column.data_type {
+                DataType::Int2 => (int(16), int(0)),
+                DataType::Int4 => (int(32), int(0)),
+                DataType::Int8 => (int(64), int(0)),
+                DataType::Float8 => (int(53), NULL),
+                _ => (NULL, NULL),
+            };
+            rows.push(vec![
+                text(&names.database),
+                text(PUBLIC_SCHEMA),
+                text(table.name()),
+                text(&column.name),
+                int(position as i64 + 1),
+                column.default.as_deref().map_or(NULL, text),
+                text(if column.not_null { "NO" } else { "YES" }),
+                text(column.data_type.name()),
+                length,
+                precision,
+                scale,
+                text(&names.database),
+                text("pg_catalog"),
+                text(udt),
+                text("NO"),
+                text("NEVER"),
+                text("YES"),
+            ]);
+        }
+    }
+    rows
+}

@@ -1,0 +1,309 @@
+//! The SQL types, functions and operators at the SQL level: every expected text below is
+//! what PostgreSQL 15 prints for the same query (checked against a real server).
+
+use std::sync::Arc;
+
+use hayate_engine::{Database, DatabaseConfig};
+use hayate_sql::{Catalog, Outcome, Session};
+
+fn session(dir: &std::path::Path) -> Session {
+    let db = Database::open(dir, DatabaseConfig::default()).unwrap();
+    let catalog = Arc::new(Catalog::open(db).unwrap());
+    Session::new(catalog, "tester", "test")
+}
+
+/// The rows of the last statement as PostgreSQL's text forms joined by `|`, NULL as empty,
+/// and the result types' names.
+fn query(session: &mut Session, sql: &str) -> (Vec<String>, Vec<String>) {
+    let outcome = session
+        .execute_sql(sql)
+        .pop()
+        .unwrap()
+        .unwrap_or_else(|error| panic!("{sql}: {error}"));
+    let Outcome::Rows { columns, rows, .. } = outcome else {
+        panic!("{sql}: no rows");
+    };
+    let text = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .zip(&columns)
+                .map(|(v, c)| v.to_text_typed(c.data_type).unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect();
+    let types = columns.iter().map(|c| c.data_type.to_string()).collect();
+    (text, types)
+}
+
+fn one(session: &mut Session, sql: &str) -> String {
+    query(session, sql).0.join("\n")
+}
+
+fn error_code(session: &mut Session, sql: &str) -> &'static str {
+    match session.execute_sql(sql).pop().unwrap() {
+        Ok(_) => panic!("{sql}: no error"),
+        Err(error) => error.code,
+    }
+}
+
+#[test]
+fn values_print_as_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    let cases = [
+        ("SELECT 1.50", "1.50"),
+        ("SELECT 1.5::numeric(10,3)", "1.500"),
+        ("SELECT 10::numeric / 4", "2.5000000000000000"),
+        ("SELECT 1::numeric / 3", "0.33333333333333333333"),
+        ("SELECT 0.1::real", "0.1"),
+        ("SELECT 1234567::real", "1.234567e+06"),
+        ("SELECT 1e15::float8", "1e+15"),
+        ("SELECT 0.00001::float8", "1e-05"),
+        ("SELECT 1.1::real::float8", "1.100000023841858"),
+        ("SELECT 'ab'::bytea", "\\x6162"),
+        ("SELECT 'a\\\\b\\001'::bytea", "\\x615c6201"),
+        ("SELECT 'abc'::char(5) || '|'", "abc|"),
+        ("SELECT 'abc'::char(5)", "abc  "),
+        ("SELECT length('ab  '::char(4))", "2"),
+        ("SELECT '2020-02-29'::date + 1", "2020-03-01"),
+        ("SELECT date '2020-03-01' - date '2020-02-01'", "29"),
+        ("SELECT '0044-03-15 BC'::date", "0044-03-15 BC"),
+        (
+            "SELECT '2020-01-01 10:00:00.123456789'::timestamp",
+            "2020-01-01 10:00:00.123457",
+        ),
+        (
+            "SELECT '2020-01-01 10:00:00+05'::timestamptz",
+            "2020-01-01 05:00:00+00",
+        ),
+        ("SELECT '2020-01-01 10:30'::timestamp::date", "2020-01-01"),
+        ("SELECT CAST('7' AS numeric(4,1))", "7.0"),
+        ("SELECT 'infinity'::timestamp", "infinity"),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(one(&mut s, sql), expected, "{sql}");
+    }
+}
+
+#[test]
+fn bad_input_has_postgres_error_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    let cases = [
+        ("SELECT 'abc'::date", "22007"),
+        ("SELECT '2020-13-01'::date", "22008"),
+        ("SELECT '2021-02-29'::date", "22008"),
+        ("SELECT 'x'::timestamp", "22007"),
+        ("SELECT 'abc'::numeric", "22P02"),
+        ("SELECT '1000'::numeric(5,2)", "22003"),
+        ("SELECT '1e40'::real", "22003"),
+        ("SELECT '\\xzz'::bytea", "22P02"),
+        ("SELECT 'abcdef'::char(3)", "22001"),
+        ("SELECT 1::numeric / 0", "22012"),
+        ("SELECT sqrt(-1)", "2201F"),
+    ];
+    for (sql, code) in cases {
+        assert_eq!(error_code(&mut s, sql), code, "{sql}");
+    }
+}
+
+#[test]
+fn functions_and_operators() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    let cases = [
+        ("SELECT 'ab' || 'cd' || 1", "abcd1"),
+        ("SELECT 'Hello' LIKE 'H%o', 'Hello' ILIKE 'h%O', 'Hello' NOT LIKE 'x%'", "t|t|t"),
+        ("SELECT length('héllo'), char_length('abc'), octet_length('é')", "5|3|2"),
+        ("SELECT lower('AbC'), upper('AbC')", "abc|ABC"),
+        ("SELECT substr('hello', 2, 3), substring('hello' from 2 for 3)", "ell|ell"),
+        ("SELECT substring('hello', 0, 3), substr('hello', 3)", "he|llo"),
+        ("SELECT position('l' in 'hello'), strpos('hello', 'z')", "3|0"),
+        (
+            "SELECT trim('  x  ') || '|', ltrim('xxyxx', 'x'), rtrim('xxyxx', 'x'), btrim('xyx', 'x')",
+            "x||yxx|xxy|y",
+        ),
+        ("SELECT trim(both 'x' from 'xxaxx'), trim(leading 'x' from 'xxa')", "a|a"),
+        ("SELECT replace('abcabc', 'b', 'X'), concat('a', NULL, 1, true)", "aXcaXc|a1t"),
+        ("SELECT coalesce(NULL, 2, 3), nullif(1, 1), nullif(1, 2)", "2||1"),
+        ("SELECT greatest(1, 5, 3), least(2.5, 1, 3), greatest(NULL, 1)", "5|1|1"),
+        ("SELECT abs(-3), abs(-2.5), abs(-1.5::float8)", "3|2.5|1.5"),
+        ("SELECT round(2.5), round(2.5::float8), round(3.14159, 2)", "3|2|3.14"),
+        ("SELECT trunc(-2.7), floor(-2.5), ceil(2.1), ceiling(-2.1::float8)", "-2|-3|3|-2"),
+        ("SELECT mod(7, 3), 7 % 3, mod(7.5, 2)", "1|1|1.5"),
+        ("SELECT power(2, 10), sqrt(16)", "1024|4"),
+        ("SELECT md5('abc')", "900150983cd24fb0d6963f7d28e17f72"),
+        (
+            "SELECT CASE WHEN 1 > 2 THEN 'a' WHEN 2 > 1 THEN 'b' ELSE 'c' END, \
+             CASE 2 WHEN 1 THEN 'one' WHEN 2 THEN 'two' END, CASE WHEN false THEN 1 END",
+            "b|two|",
+        ),
+        (
+            "SELECT NULL IS DISTINCT FROM NULL, 1 IS DISTINCT FROM NULL, 1 IS NOT DISTINCT FROM 1",
+            "f|t|t",
+        ),
+        ("SELECT 5 BETWEEN 1 AND 10, 5 NOT BETWEEN 1 AND 4", "t|t"),
+        ("SELECT 1 + 1.5, 2 * 1.5::real, 1.5::real * 2::real", "2.5|3|3"),
+        ("SELECT random() < 1.0, random() >= 0", "t|t"),
+        ("SELECT NULL::int + 1, 'a' || NULL", "|"),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(one(&mut s, sql), expected, "{sql}");
+    }
+    let (_, types) = query(
+        &mut s,
+        "SELECT 1 + 1.5, 2 * 1.5::real, 1.5::real * 2::real, round(5), mod(5, 3)",
+    );
+    assert_eq!(
+        types,
+        [
+            "numeric",
+            "double precision",
+            "real",
+            "double precision",
+            "integer"
+        ]
+    );
+}
+
+#[test]
+fn now_is_one_value_per_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    s.execute_sql("BEGIN").pop().unwrap().unwrap();
+    let first = one(
+        &mut s,
+        "SELECT now(), CURRENT_TIMESTAMP, LOCALTIMESTAMP, CURRENT_DATE",
+    );
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let second = one(
+        &mut s,
+        "SELECT now(), CURRENT_TIMESTAMP, LOCALTIMESTAMP, CURRENT_DATE",
+    );
+    assert_eq!(first, second);
+    let parts: Vec<&str> = first.split('|').collect();
+    assert_eq!(parts[0], parts[1]);
+    assert!(parts[0].ends_with("+00"), "{first}");
+    assert_eq!(format!("{}+00", parts[2]), parts[0]);
+    assert!(parts[2].starts_with(parts[3]));
+    s.execute_sql("COMMIT").pop().unwrap().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let after = one(&mut s, "SELECT now()");
+    assert_ne!(after, parts[0]);
+}
+
+#[test]
+fn aggregates_have_postgres_result_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    s.execute_sql(
+        "CREATE TABLE a (k int4 PRIMARY KEY, i2 int2, i4 int4, i8 int8, r real, f float8, \
+         n numeric(10,2))",
+    );
+    s.execute_sql(
+        "INSERT INTO a VALUES (1, 1, 1, 1, 1.5, 1.5, 1.25), (2, 2, 2, 2, 2.5, 2.5, 2.50)",
+    );
+    let (rows, types) = query(
+        &mut s,
+        "SELECT count(*), sum(i2), sum(i4), sum(i8), sum(r), sum(f), sum(n), avg(i4), avg(f), \
+         avg(n), min(n), max(r) FROM a",
+    );
+    assert_eq!(
+        rows,
+        ["2|3|3|3|4|4|3.75|1.5000000000000000|2|1.8750000000000000|1.25|2.5"]
+    );
+    assert_eq!(
+        types,
+        [
+            "bigint",
+            "bigint",
+            "bigint",
+            "numeric",
+            "real",
+            "double precision",
+            "numeric",
+            "numeric",
+            "double precision",
+            "numeric",
+            "numeric(10,2)",
+            "real"
+        ]
+    );
+}
+
+#[test]
+fn new_types_as_keys_and_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    for ddl in [
+        "CREATE TABLE c (id char(10) PRIMARY KEY, pad char(20))",
+        "CREATE TABLE n (id numeric(8,2) PRIMARY KEY, v real)",
+        "CREATE TABLE d (day date PRIMARY KEY, at timestamp, b bytea)",
+        "CREATE TABLE bk (b bytea PRIMARY KEY)",
+    ] {
+        s.execute_sql(ddl).pop().unwrap().unwrap();
+    }
+    s.execute_sql("INSERT INTO c VALUES ('b', 'x'), ('a  ', NULL), ('c', 'zz')");
+    assert_eq!(one(&mut s, "SELECT id || '|' FROM c WHERE id = 'a'"), "a|");
+    assert_eq!(
+        one(&mut s, "SELECT pad FROM c WHERE id = 'b    '"),
+        "x                   "
+    );
+    assert_eq!(
+        error_code(&mut s, "INSERT INTO c VALUES ('a', 'y')"),
+        "23505"
+    );
+    assert_eq!(
+        error_code(&mut s, "INSERT INTO c VALUES ('12345678901', 'y')"),
+        "22001"
+    );
+    assert_eq!(
+        query(&mut s, "SELECT id FROM c WHERE id > 'a' ORDER BY id").0,
+        ["b         ", "c         "]
+    );
+
+    s.execute_sql("INSERT INTO n VALUES (1.5, 0.25), (-2, 1), (10.125, NULL)");
+    assert_eq!(
+        query(&mut s, "SELECT id, v FROM n ORDER BY id").0,
+        ["-2.00|1", "1.50|0.25", "10.13|"]
+    );
+    assert_eq!(one(&mut s, "SELECT v FROM n WHERE id = 1.50"), "0.25");
+    assert_eq!(one(&mut s, "SELECT v FROM n WHERE id = -2"), "1");
+    assert_eq!(
+        one(&mut s, "SELECT count(*) FROM n WHERE id BETWEEN -2 AND 1.5"),
+        "2"
+    );
+
+    s.execute_sql(
+        "INSERT INTO d VALUES ('2020-01-02', '2020-01-02 03:04:05', '\\x00ff'), \
+         ('1999-12-31', NULL, NULL)",
+    );
+    assert_eq!(
+        query(&mut s, "SELECT day, at, b FROM d ORDER BY day").0,
+        ["1999-12-31||", "2020-01-02|2020-01-02 03:04:05|\\x00ff"]
+    );
+    assert_eq!(
+        one(&mut s, "SELECT at FROM d WHERE day = '2020-01-02'"),
+        "2020-01-02 03:04:05"
+    );
+    assert_eq!(
+        one(&mut s, "SELECT count(*) FROM d WHERE day < '2000-01-01'"),
+        "1"
+    );
+    assert_eq!(
+        one(&mut s, "SELECT day FROM d WHERE at > '2020-01-01'"),
+        "2020-01-02"
+    );
+
+    s.execute_sql("INSERT INTO bk VALUES ('\\x01'), ('\\x0100'), ('\\x00')");
+    assert_eq!(
+        query(&mut s, "SELECT b FROM bk ORDER BY b").0,
+        ["\\x00", "\\x01", "\\x0100"]
+    );
+    assert_eq!(
+        one(&mut s, "SELECT b FROM bk WHERE b = '\\x0100'"),
+        "\\x0100"
+    );
+}
