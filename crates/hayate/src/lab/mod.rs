@@ -21,6 +21,8 @@
 //! - `tpcc`: TPC-C with its consistency conditions, crash loop and sweeps (`hayate lab tpcc`).
 //! - `temp`: the temporary space (external sort, partitioned hash join; `hayate lab temp`).
 //! - `peers` (feature `peers`): PostgreSQL, MariaDB/InnoDB and SQLite behind `driver`.
+//! - `server` (feature `peers`): Hayate's server and the peers' through sysbench over TCP
+//!   (`hayate lab server`).
 
 pub mod device;
 pub mod driver;
@@ -31,6 +33,8 @@ pub mod primitive;
 pub mod replay;
 pub mod report;
 pub mod results;
+#[cfg(feature = "peers")]
+pub mod server;
 pub mod sysstat;
 pub mod temp;
 pub mod tpcc;
@@ -66,6 +70,11 @@ pub enum LabCommand {
     /// Temporary space on flash: external merge sort and partitioned hash join through the
     /// engine's spill path, per work memory and device class, against the in-memory baseline.
     Temp(temp::TempArgs),
+    /// Hayate (`hayate serve`), PostgreSQL and MariaDB as servers on 127.0.0.1, driven by the
+    /// same client (sysbench over TCP): OLTP workloads, tps per engine and the ratio
+    /// Hayate/PostgreSQL. Needs the feature `peers`.
+    #[cfg(feature = "peers")]
+    Server(server::ServerArgs),
 }
 
 /// Options every experiment shares.
@@ -96,6 +105,8 @@ pub fn run(args: &LabArgs) -> CliResult<()> {
         LabCommand::Report(args) => report::run(args),
         LabCommand::Tpcc(args) => tpcc::run(args),
         LabCommand::Temp(args) => temp::run(args),
+        #[cfg(feature = "peers")]
+        LabCommand::Server(args) => server::run(args),
     }
 }
 

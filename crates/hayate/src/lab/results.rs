@@ -311,6 +311,67 @@ pub struct CrashCycle {
 }
 
 // ---------------------------------------------------------------------------------------------
+// hayate lab server
+
+/// One `hayate lab server` invocation: each engine as a server on 127.0.0.1, driven by the
+/// same client program (sysbench) over TCP.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ServerResults {
+    /// The client and its version, e.g. "sysbench 1.0.20".
+    pub client: String,
+    pub tables: u32,
+    pub table_size: u64,
+    /// Seconds of each measured run.
+    pub seconds: u64,
+    pub engines: Vec<ServerEngine>,
+    pub runs: Vec<ServerRun>,
+    /// What the reader must know to compare the engines (isolation levels, buffers...).
+    pub notes: Vec<String>,
+}
+
+/// One engine's server as it was measured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ServerEngine {
+    /// "hayate", "postgresql" or "mariadb".
+    pub engine: String,
+    pub engine_version: String,
+    /// Every durability and caching setting, as the server was configured.
+    pub engine_settings: BTreeMap<String, String>,
+    /// The isolation level the client's transactions run at.
+    pub isolation: String,
+    /// sysbench's driver for the engine ("pgsql" or "mysql").
+    pub client_driver: String,
+    /// Where the server listened, "127.0.0.1:PORT".
+    pub address: String,
+    /// Seconds `sysbench oltp_common prepare` took.
+    pub prepare_seconds: Option<f64>,
+    /// Why the engine could not be measured (start or prepare failed); its runs are missing.
+    pub error: Option<String>,
+}
+
+/// One `sysbench WORKLOAD run` on one engine.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ServerRun {
+    pub engine: String,
+    /// "oltp_point_select", "oltp_update_non_index", "oltp_read_only" or "oltp_read_write".
+    pub workload: String,
+    pub threads: u32,
+    /// Time sysbench measured.
+    pub seconds: f64,
+    pub transactions: u64,
+    pub transactions_per_second: f64,
+    pub queries_per_second: f64,
+    pub latency_avg_ms: f64,
+    pub latency_p95_ms: f64,
+    pub latency_max_ms: f64,
+    /// Errors sysbench ignored (and retried), e.g. deadlocks and serialization failures.
+    pub errors: u64,
+    pub reconnects: u64,
+    /// Why the run failed, with the end of sysbench's output; the figures are then zero.
+    pub error: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
 // Transaction timelines
 
 /// What each worker did over a short window of a run (written as its own JSON file).

@@ -5,7 +5,8 @@
 //!    `mariadb-install-db` into it (as the `mysql` user when the lab is root) and starts
 //!    `mariadbd` on a unix socket only, ignoring every system option file (`--no-defaults`):
 //!    O_DIRECT data files, a durable redo log flush at each commit, the doublewrite buffer on,
-//!    no binary log.
+//!    no binary log. `open_listening` also listens on TCP at 127.0.0.1 (for clients the lab
+//!    runs as separate programs, like sysbench in `hayate lab server`).
 //! 2. `load_primitive` loads the tables with multi-row INSERTs in large transactions, one
 //!    connection per core, runs ANALYZE TABLE on each, then restarts the server so the run
 //!    starts with every page flushed.
@@ -31,7 +32,9 @@ use super::{cached_statement, check_data1_length, load_tables_in_parallel, sql_i
 use crate::lab::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
 
 const SOCKET_NAME: &str = "mariadbd.sock";
-const DATABASE: &str = "lab";
+pub const DATABASE: &str = "lab";
+/// The user clients connect as (no password).
+pub const USER: &str = "root";
 /// InnoDB refuses a smaller buffer pool with its default 16 KiB pages.
 const BUFFER_POOL_BYTES_MIN: u64 = 6 * 1024 * 1024;
 const MAX_CONNECTIONS: u32 = 300;
@@ -93,6 +96,8 @@ pub struct MariadbDriver {
     user: Option<ServerUser>,
     data_dir: PathBuf,
     socket_path: PathBuf,
+    /// The TCP port on 127.0.0.1 the server also listens on, if any.
+    tcp_port: Option<u16>,
     log_path: PathBuf,
     state: Mutex<State>,
 }
@@ -108,6 +113,16 @@ struct State {
 
 impl MariadbDriver {
     pub fn open(base_dir: &Path, buffer_bytes: u64) -> DriverResult<MariadbDriver> {
+        Self::open_listening(base_dir, buffer_bytes, None)
+    }
+
+    /// Like `open`, and when `tcp_port` is given the server also listens on
+    /// 127.0.0.1:`tcp_port` (user `USER` without a password, database `DATABASE`).
+    pub fn open_listening(
+        base_dir: &Path,
+        buffer_bytes: u64,
+        tcp_port: Option<u16>,
+    ) -> DriverResult<MariadbDriver> {
         let binaries = find_binaries().map_err(DriverError::fatal)?;
         let user = server::server_user("mysql")?;
         let mut directory = LabDirectory::create(base_dir, "mariadb", user.as_ref())?;
@@ -133,6 +148,7 @@ impl MariadbDriver {
             user,
             data_dir,
             socket_path,
+            tcp_port,
             log_path,
             state: Mutex::new(State {
                 server: None,
@@ -146,6 +162,13 @@ impl MariadbDriver {
         let mut conn = driver.connect_conn(None).map_err(mariadb_error)?;
         conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS {DATABASE}"))
             .map_err(mariadb_error)?;
+        if tcp_port.is_some() {
+            // TCP clients come from 127.0.0.1 (names are not resolved, so not `localhost`).
+            conn.query_drop(format!("CREATE USER IF NOT EXISTS '{USER}'@'127.0.0.1'"))
+                .map_err(mariadb_error)?;
+            conn.query_drop(format!("GRANT ALL ON *.* TO '{USER}'@'127.0.0.1'"))
+                .map_err(mariadb_error)?;
+        }
         Ok(driver)
     }
 
@@ -155,11 +178,16 @@ impl MariadbDriver {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The TCP port on 127.0.0.1, when the server listens on one (`open_listening`).
+    pub fn tcp_port(&self) -> Option<u16> {
+        self.tcp_port
+    }
+
     fn connect_conn(&self, database: Option<&str>) -> mysql::Result<Conn> {
         let options = OptsBuilder::new()
             .socket(Some(self.socket_path.display().to_string()))
             .prefer_socket(false)
-            .user(Some("root"))
+            .user(Some(USER))
             .db_name(database)
             // Report matched rows, not changed rows: an update to the same C1 still finds it.
             .additional_capabilities(CapabilityFlags::CLIENT_FOUND_ROWS);
@@ -182,7 +210,14 @@ impl MariadbDriver {
                 "--pid-file={}",
                 self.data_dir.join("mariadbd.pid").display()
             ))
-            .args(["--skip-networking", "--skip-log-bin"])
+            .arg("--skip-log-bin");
+        match self.tcp_port {
+            Some(port) => command
+                .args(["--bind-address=127.0.0.1", "--skip-name-resolve"])
+                .arg(format!("--port={port}")),
+            None => command.arg("--skip-networking"),
+        };
+        command
             .arg(format!("--max-connections={MAX_CONNECTIONS}"))
             .arg(format!("--innodb-buffer-pool-size={buffer_pool_bytes}"))
             .args([

@@ -15,7 +15,11 @@
 //! TPC-C on the peers: `tpcc_sql` (schema, rows as SQL values, parallel loading) and
 //! `tpcc_transactions` (the five transactions and the check's snapshot read, written once over
 //! `SqlConnection`), implemented per peer by `tpcc_postgres`, `tpcc_mariadb`, `tpcc_sqlite`.
+//!
+//! `hayate_wire` is Hayate itself as a server (`hayate serve`) behind the PostgreSQL peer's
+//! client code: the primitive workload through the wire protocol (no TPC-C yet).
 
+pub mod hayate_wire;
 pub mod mariadb;
 pub mod postgres;
 pub mod server;
@@ -42,7 +46,7 @@ use crate::lab::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, DATA1
 const LOAD_THREADS_MAX: usize = 4;
 
 /// The peers' engine names, as `Driver::engine` reports them.
-pub const PEERS: &[&str] = &["postgresql", "mariadb", "sqlite"];
+pub const PEERS: &[&str] = &["postgresql", "mariadb", "sqlite", "hayate-wire"];
 
 /// Starts the peer `name` with an empty database in a new directory under `base_dir`, its
 /// buffer (shared_buffers, innodb_buffer_pool_size, cache_size) set to `buffer_bytes`.
@@ -57,6 +61,10 @@ pub fn open_peer(name: &str, base_dir: &Path, buffer_bytes: u64) -> DriverResult
             buffer_bytes,
         )?)),
         "sqlite" => Ok(Box::new(sqlite::SqliteDriver::open(
+            base_dir,
+            buffer_bytes,
+        )?)),
+        "hayate-wire" => Ok(Box::new(hayate_wire::HayateWireDriver::open(
             base_dir,
             buffer_bytes,
         )?)),

@@ -4,6 +4,9 @@
 //! 1. `PostgresDriver::open` finds the binaries, makes a lab directory under `--dir`, runs
 //!    `initdb` into it (as the `postgres` user when the lab is root) and starts `postgres` on a
 //!    unix socket only, with durable commits (fsync, synchronous_commit, full_page_writes on).
+//!    `open_listening` also listens on TCP at 127.0.0.1 (for clients the lab runs as separate
+//!    programs, like sysbench in `hayate lab server`); the port is then that TCP port, which
+//!    also names the unix socket.
 //! 2. `load_primitive` loads the tables with COPY, one connection per core, each table then
 //!    gets its primary key (Data1 is stored PLAIN: uncompressed, in the heap page, like the
 //!    other engines); then ANALYZE and CHECKPOINT.
@@ -23,10 +26,10 @@ use super::server::{self, LabDirectory, ServerProcess, ServerUser};
 use super::{cached_statement, check_data1_length, load_tables_in_parallel, sql_integer};
 use crate::lab::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
 
+/// The port of a server on a unix socket only (it names the socket, `.s.PGSQL.5432`).
 const SOCKET_PORT: u16 = 5432;
-const SOCKET_NAME: &str = ".s.PGSQL.5432";
-const LAB_USER: &str = "lab";
-const DATABASE: &str = "postgres";
+pub const LAB_USER: &str = "lab";
+pub const DATABASE: &str = "postgres";
 /// PostgreSQL refuses fewer than 16 buffers of 8 KiB, and with many connections a pool of a
 /// few hundred buffers runs out of unpinned ones ("no unpinned buffers available"); 8 MiB
 /// (1,024 buffers) is the floor. The effective size is recorded in the settings.
@@ -95,6 +98,10 @@ pub struct PostgresDriver {
     user: Option<ServerUser>,
     data_dir: PathBuf,
     socket_dir: PathBuf,
+    /// The server's port: `SOCKET_PORT` on a unix socket only, else the TCP port.
+    port: u16,
+    /// Whether the server also listens on TCP at 127.0.0.1:`port`.
+    tcp: bool,
     log_path: PathBuf,
     state: Mutex<State>,
 }
@@ -109,10 +116,22 @@ struct State {
 
 impl PostgresDriver {
     pub fn open(base_dir: &Path, buffer_bytes: u64) -> DriverResult<PostgresDriver> {
+        Self::open_listening(base_dir, buffer_bytes, None)
+    }
+
+    /// Like `open`, and when `tcp_port` is given the server also listens on
+    /// 127.0.0.1:`tcp_port` (trust authentication, user `LAB_USER`, database `DATABASE`).
+    pub fn open_listening(
+        base_dir: &Path,
+        buffer_bytes: u64,
+        tcp_port: Option<u16>,
+    ) -> DriverResult<PostgresDriver> {
         let bin = find_binaries().map_err(DriverError::fatal)?;
         let user = server::server_user("postgres")?;
         let mut directory = LabDirectory::create(base_dir, "postgresql", user.as_ref())?;
-        let socket_dir = directory.socket_directory(SOCKET_NAME, user.as_ref())?;
+        let port = tcp_port.unwrap_or(SOCKET_PORT);
+        let socket_name = format!(".s.PGSQL.{port}");
+        let socket_dir = directory.socket_directory(&socket_name, user.as_ref())?;
         let data_dir = directory.path().join("data");
         let log_path = directory.path().join("server.log");
         let mut initdb = server::command_as(&bin.join("initdb"), user.as_ref());
@@ -130,6 +149,8 @@ impl PostgresDriver {
             user,
             data_dir,
             socket_dir,
+            port,
+            tcp: tcp_port.is_some(),
             log_path,
             state: Mutex::new(State {
                 server: None,
@@ -148,10 +169,15 @@ impl PostgresDriver {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The TCP port on 127.0.0.1, when the server listens on one (`open_listening`).
+    pub fn tcp_port(&self) -> Option<u16> {
+        self.tcp.then_some(self.port)
+    }
+
     pub(super) fn connect_client(&self) -> Result<Client, postgres::Error> {
         postgres::Config::new()
             .host_path(&self.socket_dir)
-            .port(SOCKET_PORT)
+            .port(self.port)
             .user(LAB_USER)
             .dbname(DATABASE)
             .application_name("hayate-lab")
@@ -165,12 +191,13 @@ impl PostgresDriver {
         let mut setting = |name: &str, value: String| {
             command.arg("-c").arg(format!("{name}={value}"));
         };
-        setting("listen_addresses", String::new());
+        let listen = if self.tcp { "127.0.0.1" } else { "" };
+        setting("listen_addresses", listen.to_string());
         setting(
             "unix_socket_directories",
             self.socket_dir.display().to_string(),
         );
-        setting("port", SOCKET_PORT.to_string());
+        setting("port", self.port.to_string());
         setting("max_connections", MAX_CONNECTIONS.to_string());
         setting("shared_buffers", format!("{shared_buffers_kib}kB"));
         // Durable commits; wal_sync_method stays the platform default (fdatasync on Linux).
@@ -347,15 +374,16 @@ impl Driver for PostgresDriver {
         seed: u64,
         progress: &(dyn Fn(u64) + Sync),
     ) -> DriverResult<()> {
-        super::tpcc_postgres::load(self, scale, seed, progress)
+        let connect = || self.connect_client().map_err(postgres_error);
+        super::tpcc_postgres::load(&connect, scale, seed, progress, "ANALYZE; CHECKPOINT;")
     }
 
     fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::lab::tpcc::txn::TpccSession>> {
-        super::tpcc_postgres::connect(self)
+        super::tpcc_postgres::connect(&|| self.connect_client().map_err(postgres_error))
     }
 
     fn tpcc_check_data(&self) -> DriverResult<crate::lab::tpcc::check::CheckData> {
-        super::tpcc_postgres::check_data(self)
+        super::tpcc_postgres::check_data(&|| self.connect_client().map_err(postgres_error))
     }
 
     fn server_pids(&self) -> Vec<u32> {
@@ -377,6 +405,15 @@ impl Drop for PostgresDriver {
             log::warn!("{error}");
         }
     }
+}
+
+/// A primitive-workload session on `client` (any server speaking PostgreSQL's protocol).
+pub(super) fn session(client: Client) -> Box<dyn Session> {
+    Box::new(PostgresSession {
+        client,
+        select: Vec::new(),
+        update: Vec::new(),
+    })
 }
 
 struct PostgresSession {

@@ -17,7 +17,7 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{ToSql, Type};
 use postgres::{Client, Row as PostgresRow, Statement as Prepared};
 
-use super::postgres::{postgres_error, PostgresDriver};
+use super::postgres::postgres_error;
 use super::tpcc_sql::{
     create_table_statements, generate_job, key_statements, load_in_parallel, row_values, Dialect,
     LoadJob, TableSpec, Value, TABLES,
@@ -32,36 +32,40 @@ use crate::lab::tpcc::txn::TpccSession;
 /// Bytes of COPY text gathered per table before it is sent.
 const COPY_BYTES: usize = 1 << 20;
 
+/// Opens a connection to the server being loaded or measured (PostgreSQL, or Hayate's server
+/// for `hayate_wire`).
+pub(super) type Connect<'a> = &'a (dyn Fn() -> DriverResult<Client> + Sync);
+
+/// Loads the database; `finish` runs last (PostgreSQL: "ANALYZE; CHECKPOINT").
 pub(super) fn load(
-    driver: &PostgresDriver,
+    connect: Connect<'_>,
     scale: &Scale,
     seed: u64,
     progress: &(dyn Fn(u64) + Sync),
+    finish: &str,
 ) -> DriverResult<()> {
-    let mut client = driver.connect_client().map_err(postgres_error)?;
+    let mut client = connect()?;
     let tables = create_table_statements(Dialect::Postgres, false).join(";\n");
     client.batch_execute(&tables).map_err(postgres_error)?;
     let now = now_micros();
     load_in_parallel(scale, progress, &|job, loaded| {
-        load_job(driver, scale, seed, now, job, loaded)
+        load_job(connect, scale, seed, now, job, loaded)
     })?;
     client
         .batch_execute(&key_statements().join(";\n"))
         .map_err(postgres_error)?;
-    client
-        .batch_execute("ANALYZE; CHECKPOINT;")
-        .map_err(postgres_error)
+    client.batch_execute(finish).map_err(postgres_error)
 }
 
 fn load_job(
-    driver: &PostgresDriver,
+    connect: Connect<'_>,
     scale: &Scale,
     seed: u64,
     now: i64,
     job: LoadJob,
     loaded: &AtomicU64,
 ) -> DriverResult<()> {
-    let client = driver.connect_client().map_err(postgres_error)?;
+    let client = connect()?;
     let mut batches = CopyBatches {
         client,
         tables: TABLES.map(|table| (table, String::new(), 0)),
@@ -149,13 +153,13 @@ fn push_copy_value(text: &mut String, value: &Value) {
     }
 }
 
-pub(super) fn connect(driver: &PostgresDriver) -> DriverResult<Box<dyn TpccSession>> {
-    let connection = PostgresConnection::new(driver)?;
+pub(super) fn connect(connect: Connect<'_>) -> DriverResult<Box<dyn TpccSession>> {
+    let connection = PostgresConnection::new(connect)?;
     Ok(Box::new(SqlTpccSession::new(connection, Dialect::Postgres)))
 }
 
-pub(super) fn check_data(driver: &PostgresDriver) -> DriverResult<CheckData> {
-    read_check_data(&mut PostgresConnection::new(driver)?)
+pub(super) fn check_data(connect: Connect<'_>) -> DriverResult<CheckData> {
+    read_check_data(&mut PostgresConnection::new(connect)?)
 }
 
 struct PostgresConnection {
@@ -165,9 +169,9 @@ struct PostgresConnection {
 }
 
 impl PostgresConnection {
-    fn new(driver: &PostgresDriver) -> DriverResult<PostgresConnection> {
+    fn new(connect: Connect<'_>) -> DriverResult<PostgresConnection> {
         Ok(PostgresConnection {
-            client: driver.connect_client().map_err(postgres_error)?,
+            client: connect()?,
             prepared: vec![None; Statement::COUNT],
         })
     }

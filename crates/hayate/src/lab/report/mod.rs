@@ -17,6 +17,7 @@
 mod device;
 mod html;
 mod primitive;
+mod server;
 mod svg;
 mod timelines;
 mod tpcc;
@@ -29,8 +30,8 @@ use clap::Args;
 
 use super::model;
 use super::results::{
-    self, DeviceResult, PrimitiveResults, PrimitiveRun, ResultFile, Timeline, TpccCrashResults,
-    TpccResults,
+    self, DeviceResult, PrimitiveResults, PrimitiveRun, ResultFile, ServerResults, Timeline,
+    TpccCrashResults, TpccResults,
 };
 use crate::error::{CliError, CliResult, Context};
 use html::{escape, format_unix_time};
@@ -92,6 +93,7 @@ pub struct Collection {
     pub primitives: Vec<Source<PrimitiveResults>>,
     pub tpcc: Vec<Source<TpccResults>>,
     pub tpcc_crashes: Vec<Source<TpccCrashResults>>,
+    pub servers: Vec<Source<ServerResults>>,
     /// (file name, timeline).
     pub timelines: Vec<(String, Timeline)>,
     pub skipped: Vec<Skipped>,
@@ -144,6 +146,7 @@ pub fn load(dir: &Path) -> CliResult<Collection> {
         primitives: Vec::new(),
         tpcc: Vec::new(),
         tpcc_crashes: Vec::new(),
+        servers: Vec::new(),
         timelines: Vec::new(),
         skipped: Vec::new(),
     };
@@ -163,12 +166,13 @@ pub fn load(dir: &Path) -> CliResult<Collection> {
     if collection.devices.is_empty()
         && collection.primitives.is_empty()
         && !tpcc::has_results(&collection)
+        && !server::has_results(&collection)
     {
         let reasons: Vec<String> = (collection.skipped.iter())
             .map(|skipped| format!("{}: {}", skipped.file, skipped.reason))
             .collect();
         return Err(CliError::new(format!(
-            "no device, primitive or TPC-C results in {} ({} JSON files):\n  {}",
+            "no device, primitive, TPC-C or server results in {} ({} JSON files):\n  {}",
             dir.display(),
             paths.len(),
             reasons.join("\n  ")
@@ -212,9 +216,14 @@ fn load_one(collection: &mut Collection, path: &Path, file_name: &str) -> CliRes
             file: serde_json::from_value(value)
                 .context(|| "not a TPC-C crash loop result".to_string())?,
         }),
+        Some("server") => collection.servers.push(Source {
+            file_name: file_name.to_string(),
+            file: serde_json::from_value(value).context(|| "not a server result".to_string())?,
+        }),
         Some(other) => {
             return Err(CliError::new(format!(
-                "kind {other:?} is not one the report knows (device, primitive, tpcc, tpcc-crash)"
+                "kind {other:?} is not one the report knows (device, primitive, tpcc, \
+                 tpcc-crash, server)"
             )))
         }
         None if value.get("workers").is_some() => collection.timelines.push((
@@ -274,6 +283,10 @@ pub fn render(collection: &Collection, dir: &Path) -> String {
     if tpcc::has_results(collection) {
         toc.push(("tpcc", "TPC-C"));
         body.push_str(&tpcc::section(collection));
+    }
+    if server::has_results(collection) {
+        toc.push(("server", "Server"));
+        body.push_str(&server::section(collection));
     }
     if !collection.timelines.is_empty() {
         toc.push(("timelines", "Timelines"));
@@ -337,7 +350,12 @@ fn header(collection: &Collection, dir: &Path) -> String {
         let primitives = (collection.primitives.iter()).map(|source| envelope(&source.file));
         let tpcc = (collection.tpcc.iter()).map(|source| envelope(&source.file));
         let crashes = (collection.tpcc_crashes.iter()).map(|source| envelope(&source.file));
-        devices.chain(primitives).chain(tpcc).chain(crashes)
+        let servers = (collection.servers.iter()).map(|source| envelope(&source.file));
+        devices
+            .chain(primitives)
+            .chain(tpcc)
+            .chain(crashes)
+            .chain(servers)
     };
     let machines = distinct(envelopes().map(|(machine, _, _)| machine));
     let devices = distinct(envelopes().map(|(_, device, _)| device));
@@ -347,11 +365,13 @@ fn header(collection: &Collection, dir: &Path) -> String {
         let primitives = (collection.primitives.iter()).map(|source| &source.file.command_line);
         let tpcc = (collection.tpcc.iter()).map(|source| &source.file.command_line);
         let crashes = (collection.tpcc_crashes.iter()).map(|source| &source.file.command_line);
+        let servers = (collection.servers.iter()).map(|source| &source.file.command_line);
         distinct(
             devices
                 .chain(primitives)
                 .chain(tpcc)
                 .chain(crashes)
+                .chain(servers)
                 .map(|arguments| shell_words(arguments)),
         )
     };
@@ -433,6 +453,10 @@ fn files_section(collection: &Collection) -> String {
         .chain(
             (collection.tpcc_crashes.iter())
                 .map(|source| (&source.file_name, "tpcc-crash", row_of(&source.file))),
+        )
+        .chain(
+            (collection.servers.iter())
+                .map(|source| (&source.file_name, "server", row_of(&source.file))),
         );
     for (file_name, kind, (started, version, command)) in described {
         rows.push(vec![
