@@ -2,7 +2,7 @@
 //! explicit transaction and errors; its output is compared line by line.
 //!
 //! When psql is not installed the test says so loudly on stderr and checks nothing else; set
-//! HAYATE_REQUIRE_PSQL=1 to make its absence a failure.
+//! HAYATE_REQUIRE_CLIENTS=1 to make its absence a failure (common/clients.rs).
 
 mod common;
 
@@ -56,24 +56,10 @@ ROLLBACK
 
 ";
 
-fn psql_available() -> bool {
-    Command::new("psql")
-        .arg("--version")
-        .output()
-        .map(|output| output.status.success())
-        .unwrap_or(false)
-}
-
 #[test]
 fn psql_script() {
-    if !psql_available() {
-        let message = "psql NOT FOUND: the psql client test did NOT run (install \
-                       postgresql-client to run it)";
-        eprintln!("\n!!!!!!!! {message} !!!!!!!!\n");
-        assert!(
-            std::env::var_os("HAYATE_REQUIRE_PSQL").is_none(),
-            "{message}, and HAYATE_REQUIRE_PSQL is set"
-        );
+    let available = common::clients::runs("psql", &["--version"]);
+    if !common::clients::require(available, "psql", "postgresql-client") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
