@@ -1,4 +1,4 @@
-//! psql, unmodified, against the server: a small script with DDL, inserts, a select, an
+//! psql, unmodified, against the server: a small script with DDL, \\dt and \\d, inserts, a select, an
 //! explicit transaction and errors; its output is compared line by line.
 //!
 //! When psql is not installed the test says so loudly on stderr and checks nothing else; set
@@ -12,6 +12,8 @@ use common::TestServer;
 
 const SCRIPT: &str = "\
 CREATE TABLE t (id int PRIMARY KEY, name text NOT NULL, score float8);
+\\dt
+\\d
 INSERT INTO t VALUES (1, 'one', 1.5), (2, 'two', NULL);
 SELECT * FROM t ORDER BY id;
 BEGIN;
@@ -28,6 +30,18 @@ SELECT count(*), sum(score) FROM t;
 
 const EXPECTED: &str = "\
 CREATE TABLE
+       List of relations
+ Schema | Name | Type  | Owner  
+--------+------+-------+--------
+ public | t    | table | tester
+(1 row)
+
+       List of relations
+ Schema | Name | Type  | Owner  
+--------+------+-------+--------
+ public | t    | table | tester
+(1 row)
+
 INSERT 0 2
  id | name | score 
 ----+------+-------
@@ -43,11 +57,11 @@ UPDATE 1
 (1 row)
 
 COMMIT
-psql:<stdin>:8: ERROR:  duplicate key value violates unique constraint \"t_pkey\"
+psql:<stdin>:10: ERROR:  duplicate key value violates unique constraint \"t_pkey\"
 DETAIL:  Key (id)=(1) already exists.
 BEGIN
-psql:<stdin>:10: ERROR:  relation \"nope\" does not exist
-psql:<stdin>:11: ERROR:  current transaction is aborted, commands ignored until end of transaction block
+psql:<stdin>:12: ERROR:  relation \"nope\" does not exist
+psql:<stdin>:13: ERROR:  current transaction is aborted, commands ignored until end of transaction block
 ROLLBACK
  count | sum 
 -------+-----
