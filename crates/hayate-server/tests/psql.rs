@@ -1,5 +1,5 @@
-//! psql, unmodified, against the server: a small script with DDL, \\dt and \\d, inserts, a select, an
-//! explicit transaction and errors; its output is compared line by line.
+//! psql, unmodified, against the server: a small script with DDL, `\dt` and `\d`, inserts, a
+//! select, an explicit transaction and errors; its output is compared line by line.
 //!
 //! When psql is not installed the test says so loudly on stderr and checks nothing else; set
 //! HAYATE_REQUIRE_CLIENTS=1 to make its absence a failure (common/clients.rs).
