@@ -228,20 +228,10 @@ impl<'r, 'e> Run<'r, 'e> {
                 let inner = self.collect(right, None)?;
                 let width = right.width();
                 self.produce(left, &mut |outer| {
-                    let mut matched = false;
-                    for candidate in &inner {
-                        let mut joined = outer.clone();
-                        joined.extend(candidate.iter().cloned());
-                        if let Some(condition) = condition {
-                            if !self.holds(condition, &joined)? {
-                                continue;
-                            }
-                        }
-                        matched = true;
-                        if !sink(joined)? {
-                            return Ok(false);
-                        }
-                    }
+                    let Some(matched) = self.join_with(&outer, &inner, condition.as_ref(), sink)?
+                    else {
+                        return Ok(false);
+                    };
                     self.unmatched(*kind, matched, outer, width, sink)
                 })
             }
@@ -263,23 +253,14 @@ impl<'r, 'e> Run<'r, 'e> {
                 })?;
                 let width = right.width();
                 self.produce(left, &mut |outer| {
-                    let mut matched = false;
                     let key = self.join_key(left_keys, &outer)?;
-                    if let Some(candidates) = key.and_then(|key| table.get(&key)) {
-                        for candidate in candidates {
-                            let mut joined = outer.clone();
-                            joined.extend(candidate.iter().cloned());
-                            if let Some(condition) = condition {
-                                if !self.holds(condition, &joined)? {
-                                    continue;
-                                }
-                            }
-                            matched = true;
-                            if !sink(joined)? {
-                                return Ok(false);
-                            }
-                        }
-                    }
+                    let candidates = key.and_then(|key| table.get(&key));
+                    let candidates = candidates.map_or(&[][..], Vec::as_slice);
+                    let Some(matched) =
+                        self.join_with(&outer, candidates, condition.as_ref(), sink)?
+                    else {
+                        return Ok(false);
+                    };
                     self.unmatched(*kind, matched, outer, width, sink)
                 })
             }
@@ -399,6 +380,32 @@ impl<'r, 'e> Run<'r, 'e> {
     }
 
     /// A LEFT JOIN's left row without a match: padded with NULLs.
+    /// Sends `outer` joined with each candidate that satisfies `condition` to `sink`: Some(any
+    /// matched), or None once the sink wants no more rows.
+    fn join_with(
+        &self,
+        outer: &[Value],
+        candidates: &[Vec<Value>],
+        condition: Option<&Expr>,
+        sink: &mut Sink,
+    ) -> SqlResult<Option<bool>> {
+        let mut matched = false;
+        for candidate in candidates {
+            let mut joined = outer.to_vec();
+            joined.extend(candidate.iter().cloned());
+            if let Some(condition) = condition {
+                if !self.holds(condition, &joined)? {
+                    continue;
+                }
+            }
+            matched = true;
+            if !sink(joined)? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(matched))
+    }
+
     fn unmatched(
         &self,
         kind: JoinKind,
