@@ -9,23 +9,23 @@
 //! Cancellation: every statement runs with the connection's interrupt flag current
 //! (`hayate_sql::interrupt`), cleared when a new statement starts.
 //!
-//! Engine calls block (a commit waits for fdatasync), so statements run inside
-//! `tokio::task::block_in_place`: the connection's task keeps its thread while the runtime
-//! moves its other tasks to another worker (see docs/design.md, "The server").
+//! Engine calls block (a commit waits for fdatasync); statements call them directly, because
+//! every connection has a thread of its own (see `crate::Connection` and docs/design.md,
+//! "The server").
 
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::{stream, Sink, SinkExt};
+use futures::{stream, Sink, SinkExt, StreamExt};
 use hayate_sql::copy::{self, CopyDirection, CopyFailure, CopyIn, CopyStatement};
 use hayate_sql::interrupt::{self, Interrupt};
 use hayate_sql::{
     sqlstate, Catalog, Outcome, Prepared, Session, SqlError, SqlResult, TransactionStatus,
 };
 use parking_lot::Mutex;
-use pgwire::api::copy::{send_copy_in_response, CopyHandler};
-use pgwire::api::portal::{Format, Portal};
+use pgwire::api::copy::{send_copy_in_response, send_copy_out_response, CopyHandler};
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
 use pgwire::api::query::{
     send_execution_response, send_query_response, send_ready_for_query, ExtendedQueryHandler,
     SimpleQueryHandler,
@@ -42,7 +42,10 @@ use pgwire::api::{
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
-use pgwire::messages::extendedquery::{Bind, BindComplete, Execute, Sync as PgSync};
+use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
+use pgwire::messages::extendedquery::{
+    Bind, BindComplete, Describe, Execute, PortalSuspended, Sync as PgSync,
+};
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus as Wire};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::PgWireBackendMessage;
@@ -109,13 +112,13 @@ impl ConnectionState {
         })
     }
 
-    /// Runs `work` on the session, off the async runtime's scheduling (it may block).
+    /// Runs `work` on the session (it may block this connection's thread).
     fn with_session<C: ClientInfo, T>(
         &self,
         client: &C,
         work: impl FnOnce(&mut Session) -> T,
     ) -> T {
-        tokio::task::block_in_place(|| {
+        {
             let _interruptible = interrupt::enter(&self.interrupt);
             let mut session = self.session.lock();
             let session = session.get_or_insert_with(|| {
@@ -133,7 +136,7 @@ impl ConnectionState {
                 session
             });
             work(session)
-        })
+        }
     }
 
     /// The transaction status for ReadyForQuery (never blocks: no statement runs then).
@@ -637,18 +640,144 @@ impl ExtendedQueryHandler for ExtendedHandler {
         )))
     }
 
-    /// pgwire reserves room for `max_rows` rows before fetching: a negative count (no
-    /// limit, like 0) or a huge one from a hostile client must not become an allocation that
-    /// aborts the server, so it is capped (more rows come after PortalSuspended).
-    async fn on_execute<C>(&self, client: &mut C, mut message: Execute) -> PgWireResult<()>
+    /// As pgwire's default, but the answer is buffered (`feed`), not flushed: it leaves at
+    /// Sync or Flush, one write per query (PostgreSQL buffers the same way).
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Self::Statement>,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        message.max_rows = message.max_rows.clamp(0, FETCH_ROWS_MAX);
-        self._on_execute(client, message).await
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let (params, fields) = match message.target_type {
+            b'S' => match client.portal_store().get_statement(name) {
+                Some(Entry::Value(statement)) => {
+                    let statement = &statement.statement;
+                    let params = statement.param_types().iter().map(|t| wire::pg_type(*t));
+                    (
+                        Some(params.collect::<Vec<_>>()),
+                        wire::fields(statement.columns(), &Format::UnifiedText),
+                    )
+                }
+                Some(Entry::Empty) => (Some(Vec::new()), Vec::new()),
+                None => return Err(PgWireError::StatementNotFound(name.to_owned())),
+            },
+            b'P' => match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => (
+                    None,
+                    wire::fields(
+                        portal.statement.statement.columns(),
+                        &portal.result_column_format,
+                    ),
+                ),
+                Some(Entry::Empty) => (None, Vec::new()),
+                None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+            },
+            other => return Err(PgWireError::InvalidTargetType(other)),
+        };
+        if let Some(params) = params {
+            let oids = params.iter().map(Type::oid).collect();
+            client
+                .feed(PgWireBackendMessage::ParameterDescription(
+                    ParameterDescription::new(oids),
+                ))
+                .await?;
+        }
+        let message = if fields.is_empty() {
+            PgWireBackendMessage::NoData(NoData::new())
+        } else {
+            PgWireBackendMessage::RowDescription(RowDescription::new(
+                fields.iter().map(Into::into).collect(),
+            ))
+        };
+        Ok(client.feed(message).await?)
+    }
+
+    /// As pgwire's default (`_on_execute`), but every message is buffered (`feed`) and leaves
+    /// at Sync or Flush: one write per Bind/Execute/Sync round instead of three. pgwire
+    /// reserves room for `max_rows` rows before fetching: a negative count (no limit, like 0)
+    /// or a huge one from a hostile client must not become an allocation that aborts the
+    /// server, so it is capped (more rows come after PortalSuspended).
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let portal_name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let max_rows = message.max_rows.clamp(0, FETCH_ROWS_MAX) as usize;
+        let portal = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Ok(());
+            }
+            None => return Err(PgWireError::PortalNotFound(portal_name.to_owned())),
+        };
+        let started = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
+        let fetch = if started {
+            match self.do_query(client, portal.as_ref(), max_rows).await? {
+                Response::Query(results) => {
+                    portal.start(results).await;
+                    true
+                }
+                Response::Execution(tag) => {
+                    send_execution_response(client, tag).await?;
+                    false
+                }
+                Response::CopyIn(copy) => {
+                    client.set_state(PgWireConnectionState::CopyInProgress(true));
+                    send_copy_in_response(client, copy).await?;
+                    false
+                }
+                Response::CopyOut(copy) => {
+                    send_copy_out_response(client, copy).await?;
+                    false
+                }
+                _ => {
+                    client
+                        .feed(PgWireBackendMessage::EmptyQueryResponse(
+                            EmptyQueryResponse::new(),
+                        ))
+                        .await?;
+                    false
+                }
+            }
+        } else {
+            true // suspended earlier: the next rows
+        };
+        if fetch {
+            let fetched = portal.fetch(max_rows).await?;
+            let mut response = fetched.response;
+            let command = response.command_tag().to_owned();
+            let mut rows = 0;
+            while let Some(row) = response.data_rows().next().await {
+                client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                rows += 1;
+            }
+            let done = if fetched.suspended {
+                PgWireBackendMessage::PortalSuspended(PortalSuspended::new())
+            } else {
+                PgWireBackendMessage::CommandComplete(Tag::new(&command).with_rows(rows).into())
+            };
+            client.feed(done).await?;
+        }
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            client.set_transaction_status(self.state.status());
+        }
+        Ok(())
     }
 
     /// As pgwire's default, but BindComplete is buffered (`feed`) instead of flushed: it

@@ -3,7 +3,7 @@
 //!
 //! Lifecycle:
 //! 1. `serve` accepts TCP connections until its shutdown future completes.
-//! 2. Each connection is a tokio task running pgwire's message loop: SSL requests are
+//! 2. Each connection is a thread running pgwire's message loop: SSL requests are
 //!    answered 'N', startup authenticates the user (`startup`: trust, cleartext password,
 //!    MD5 or SCRAM-SHA-256) and sends the connection's cancel key (BackendKeyData), then
 //!    simple and extended queries and COPY go to the connection's `handler`, which owns a
@@ -33,8 +33,7 @@ use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::PgWireServerHandlers;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
+use tokio::sync::{mpsc, watch, Semaphore};
 
 use cancel::CancelRegistry;
 use handler::{ConnectionState, ExtendedHandler};
@@ -139,8 +138,9 @@ pub async fn serve(
     serve_with(listener, catalog, ServerConfig::default(), shutdown).await
 }
 
-/// Serves connections on `listener` until `shutdown` completes. Must run on a multi-thread
-/// tokio runtime (statements use `block_in_place`).
+/// Serves connections on `listener` until `shutdown` completes. Each connection runs on a
+/// thread of its own (see `connection_thread`); on shutdown the listener closes, every
+/// connection is told to end, and this returns once all their threads have ended.
 pub async fn serve_with(
     listener: TcpListener,
     catalog: Arc<Catalog>,
@@ -150,57 +150,109 @@ pub async fn serve_with(
     let config = Arc::new(config);
     let cancels = Arc::new(CancelRegistry::default());
     let slots = Arc::new(Semaphore::new(config.max_connections));
-    let mut connections = JoinSet::new();
+    let (stop, stopped) = watch::channel(false);
+    // Every connection thread holds a sender; `recv` answers None once all have ended.
+    let (alive, mut all_ended) = mpsc::channel::<()>(1);
     tokio::pin!(shutdown);
     loop {
-        tokio::select! {
+        let (socket, peer) = tokio::select! {
             _ = &mut shutdown => break,
-            accepted = listener.accept() => {
-                let (socket, peer) = match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        log::warn!("accepting a connection: {error}");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let _ = socket.set_nodelay(true);
-                let state = Arc::new(ConnectionState::new(catalog.clone(), config.clone()));
-                let startup = Startup::new(
-                    config.clone(),
-                    cancels.clone(),
-                    state.interrupt().clone(),
-                    slots.clone().try_acquire_owned().ok(),
-                    peer,
-                );
-                let handlers = ConnectionHandlers {
-                    extended: Arc::new(ExtendedHandler::new(state.clone())),
-                    state,
-                    startup: Arc::new(startup),
-                    cancels: cancels.clone(),
-                };
-                connections.spawn(async move {
-                    if let Err(error) = pgwire::tokio::process_socket(socket, None, handlers).await {
-                        log::warn!("connection from {peer}: {error}");
-                    }
-                });
-            }
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    log::warn!("accepting a connection: {error}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = socket.set_nodelay(true);
+        let state = Arc::new(ConnectionState::new(catalog.clone(), config.clone()));
+        let startup = Startup::new(
+            config.clone(),
+            cancels.clone(),
+            state.interrupt().clone(),
+            slots.clone().try_acquire_owned().ok(),
+            peer,
+        );
+        let handlers = ConnectionHandlers {
+            extended: Arc::new(ExtendedHandler::new(state.clone())),
+            state,
+            startup: Arc::new(startup),
+            cancels: cancels.clone(),
+        };
+        let connection = Connection {
+            socket: socket.into_std()?,
+            peer,
+            handlers,
+            stopped: stopped.clone(),
+            _alive: alive.clone(),
+        };
+        if let Err(error) = std::thread::Builder::new()
+            .name("hayate-conn".into())
+            .spawn(move || connection.run())
+        {
+            log::warn!("connection from {peer}: cannot start its thread: {error}");
         }
     }
     drop(listener);
-    connections.shutdown().await;
+    let _ = stop.send(true);
+    drop(alive);
+    while all_ended.recv().await.is_some() {}
     Ok(())
 }
 
-/// Builds the runtime `serve` needs.
+/// One accepted connection, moved to its own thread.
+struct Connection {
+    socket: std::net::TcpStream,
+    peer: std::net::SocketAddr,
+    handlers: ConnectionHandlers,
+    /// Becomes true when the server shuts down.
+    stopped: watch::Receiver<bool>,
+    /// Dropped when the thread ends (see `serve_with`).
+    _alive: mpsc::Sender<()>,
+}
+
+impl Connection {
+    /// Runs pgwire's message loop on a single-threaded runtime of this thread until the
+    /// client leaves or the server shuts down (dropping the loop drops the session, which
+    /// aborts an open transaction). Statements call the engine directly and may block this
+    /// thread (a commit's fdatasync, a page read, a lock wait) and no other connection: the
+    /// model of PostgreSQL's process per connection, without the hand-offs between threads
+    /// that a shared runtime needs around every blocking call.
+    fn run(mut self) {
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                log::warn!("connection from {}: {error}", self.peer);
+                return;
+            }
+        };
+        let peer = self.peer;
+        runtime.block_on(async move {
+            let socket = match tokio::net::TcpStream::from_std(self.socket) {
+                Ok(socket) => socket,
+                Err(error) => return log::warn!("connection from {peer}: {error}"),
+            };
+            tokio::select! {
+                result = pgwire::tokio::process_socket(socket, None, self.handlers) => {
+                    if let Err(error) = result {
+                        log::warn!("connection from {peer}: {error}");
+                    }
+                }
+                _ = self.stopped.wait_for(|stopped| *stopped) => {}
+            }
+        });
+    }
+}
+
+/// Builds the runtime `serve` needs: one thread, which only accepts connections (each
+/// connection has a thread and a runtime of its own).
 pub fn runtime() -> io::Result<tokio::runtime::Runtime> {
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .max(2);
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name("hayate-server")
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
 }
