@@ -5,7 +5,8 @@
 //! range scans, some aborted), with occasional checkpoints, purges, old snapshots read later,
 //! and reopening the database (after `close`, after a drop without close, after a simulated
 //! power loss). Every configuration runs over a tiny and a large buffer pool, both write
-//! policies and page sizes 4096 and 16384.
+//! policies and page sizes 4096 and 16384; the tiny-pool runs also have the smallest log
+//! buffer, so larger transactions are logged as several commit parts.
 //!
 //! Seeds: `HAYATE_TEST_SEEDS=n` runs n seeds per configuration (default 16);
 //! `HAYATE_TEST_SEED=s` reruns only seed s. A failing seed is printed.
@@ -48,6 +49,11 @@ fn config(setup: Setup) -> DatabaseConfig {
     config.buffer_size = BufferSize::Bytes((setup.frames * setup.page_size) as u64);
     config.buffer_frames_min = setup.frames;
     config.maintenance_interval = Duration::from_millis(5);
+    if setup.frames == TINY {
+        // The smallest log buffer: frames of at most 12 KiB, so the larger transactions are
+        // logged as several commit parts.
+        config.wal.buffer_size_bytes = 16 * 1024;
+    }
     config
 }
 

@@ -5,8 +5,10 @@
 //!    in the transaction's write set; a row committed by someone else after our snapshot is a
 //!    serialization failure (first updater wins; later writers wait for the lock, then fail).
 //! 2. Under the commit-order mutex: take the next commit timestamp and append one `Commit`
-//!    log record holding the whole write set, so timestamp order equals log order. Register the
-//!    record as "being applied" (checkpoints replay from the oldest such record).
+//!    log record holding the whole write set, so timestamp order equals log order (a write set
+//!    larger than a log frame goes out as contiguous parts, all appended under the mutex).
+//!    Register the record as "being applied" at its first byte (checkpoints replay from the
+//!    oldest such record).
 //! 3. Apply the write set to the B+trees: each row gets the new version, and the version it
 //!    replaces goes to the rollback segment (`undo`), linked from the row.
 //! 4. Wait until the log is durable up to the record (group commit: fdatasync shared by all
@@ -294,6 +296,7 @@ impl TxnManager {
             commit_ts,
             ops,
         };
+        // For a commit logged in parts, `lsn` is the first part's: redo must start there.
         let appended = self.wal.append(&record)?;
         order.next_commit_ts += 1;
         order.applying.insert(commit_ts, appended.lsn);

@@ -10,7 +10,8 @@
 //!    off a torn or stale tail, and returns them for replay in LSN order (`reader`).
 //! 2. Committers `append` a record (a copy into the log buffer) and `flush_to` its end LSN;
 //!    concurrent committers share one write + fdatasync, or one O_DSYNC write (leader/follower,
-//!    `writer`).
+//!    `writer`). A commit larger than one frame is appended as contiguous parts
+//!    (`commit_parts`) and read back as one record.
 //! 3. After a checkpoint, `truncate_before(redo_lsn)` deletes segments wholly below it.
 //! 4. Before dropping the `Wal`, `flush_to(end_lsn())` makes the remaining records durable;
 //!    unflushed records are lost, which is correct for records nobody waited for.
@@ -23,6 +24,7 @@
 //! therefore never damages records acknowledged before.
 
 mod bench;
+mod commit_parts;
 pub mod reader;
 pub mod record;
 pub mod segment;
@@ -78,7 +80,8 @@ impl SyncMode {
 pub struct WalConfig {
     /// Size of a segment file; a multiple of 4096.
     pub segment_size_bytes: u64,
-    /// Capacity of each of the two log buffers; bounds the largest record.
+    /// Capacity of each of the two log buffers; bounds the largest frame (a larger commit is
+    /// logged as several `CommitPart` frames).
     pub buffer_size_bytes: usize,
     pub sync_mode: SyncMode,
     /// Time a flush leader waits before writing so more commits can join (0: none).
@@ -191,6 +194,7 @@ impl Wal {
             end_lsn,
             durable_lsn: end_lsn,
             poisoned: None,
+            group_open: false,
         };
         let wal = Wal {
             io,
@@ -206,7 +210,7 @@ impl Wal {
         Ok((wal, recovery))
     }
 
-    /// Position just past the last appended record.
+    /// Position just past the last appended record (never inside a commit's part group).
     pub fn end_lsn(&self) -> Lsn {
         self.end_lsn_published.load(Ordering::Acquire)
     }

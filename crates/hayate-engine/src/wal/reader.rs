@@ -10,13 +10,19 @@
 //!    same as a torn tail and is treated as the end: telling them apart would need a second copy
 //!    of the data. A frame with a valid CRC whose payload does not decode is not a torn write
 //!    but a bug or a bad format, and gives `Error::Corruption`.
+//!    The parts of a multi-frame commit (`commit_parts`) are reassembled into one `Commit`; if
+//!    the log ends before the last part, the commit was never durable and the end moves back
+//!    to its first part, so the step below cuts the parts off too.
 //! 4. Repair the tail (`cut_tail`): zero the rest of the block holding the end, shrink the end
 //!    segment to that block boundary, delete later segments, sync. Stale bytes past the end can
 //!    then never be misread, and appends continue at the end.
 
 use std::sync::Arc;
 
-use super::record::{frame_check, frame_size, FrameDefect, LogRecord, FRAME_HEADER_SIZE};
+use super::commit_parts::CommitAssembler;
+use super::record::{
+    frame_check, frame_size, DecodeError, FrameDefect, LogRecord, RecordType, FRAME_HEADER_SIZE,
+};
 use super::segment::{list_segments, segment_name};
 use super::{align_down, align_up, Lsn};
 use crate::error::{Error, Location, Result};
@@ -34,13 +40,17 @@ pub enum LogEnd {
     ShortRead,
     /// A frame that is not valid at its position (torn or stale).
     InvalidFrame(FrameDefect),
+    /// The parts of a commit without its last part (the log ended inside them, for any of
+    /// the reasons above): the log ends before the first part.
+    IncompleteCommit,
 }
 
 /// What recovery found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoveryReport {
     pub start_lsn: Lsn,
-    /// LSN just past the last valid record: where appends continue.
+    /// LSN just past the last valid record (or the first part of an incomplete commit): where
+    /// appends continue.
     pub end_lsn: Lsn,
     pub records_read: u64,
     /// Bytes of valid records read (`end_lsn - start_lsn`).
@@ -249,54 +259,75 @@ fn new_log(start_lsn: Lsn) -> (Recovery, RecoveredTail) {
 }
 
 /// Reads valid frames from `start_lsn` and returns the end LSN and why the log ended there.
+/// Commit parts are reassembled into their `Commit`; parts whose last one is missing are the
+/// torn tail of a multi-frame commit, and the log ends before the first of them.
 fn scan(
     reader: &mut StreamReader,
     start_lsn: Lsn,
     records: &mut Vec<(Lsn, LogRecord)>,
 ) -> Result<(Lsn, LogEnd)> {
+    let mut assembler = CommitAssembler::default();
     let mut lsn = start_lsn;
-    loop {
+    let log_end = loop {
         let Some(header) = reader.read(lsn, FRAME_HEADER_SIZE)? else {
-            return Ok((lsn, LogEnd::ShortRead));
+            break LogEnd::ShortRead;
         };
         let Some(size) = frame_size(header) else {
-            let end = if header[0..4] == [0; 4] {
+            break if header[0..4] == [0; 4] {
                 LogEnd::ZeroLength
             } else {
                 LogEnd::InvalidFrame(FrameDefect::Size)
             };
-            return Ok((lsn, end));
         };
         let Some(frame) = reader.read(lsn, size as usize)? else {
-            return Ok((lsn, LogEnd::ShortRead));
+            break LogEnd::ShortRead;
         };
         if let Err(defect) = frame_check(frame, lsn) {
-            return Ok((lsn, LogEnd::InvalidFrame(defect)));
+            break LogEnd::InvalidFrame(defect);
         }
-        let record =
-            LogRecord::decode_payload(frame[16], &frame[FRAME_HEADER_SIZE..]).map_err(|error| {
-                let file = reader
-                    .segments
-                    .iter()
-                    .rev()
-                    .find(|segment| segment.first_lsn <= lsn)
-                    .map(|segment| segment_name(segment.first_lsn))
-                    .unwrap_or_default();
-                Error::corruption(
-                    Location {
-                        file,
-                        lsn: Some(lsn),
-                        ..Default::default()
-                    },
-                    format!(
-                        "log record with a valid checksum does not decode: {}",
-                        error.0
-                    ),
-                )
-            })?;
-        records.push((lsn, record));
+        let payload = &frame[FRAME_HEADER_SIZE..];
+        let decoded = if frame[16] == RecordType::CommitPart as u8 {
+            assembler.push_part(lsn, payload)
+        } else {
+            assembler
+                .check_closed()
+                .and_then(|()| LogRecord::decode_payload(frame[16], payload))
+                .map(|record| Some((lsn, record)))
+        };
+        match decoded {
+            Ok(Some(record)) => records.push(record),
+            Ok(None) => {}
+            Err(error) => return Err(undecodable(reader, lsn, error)),
+        }
         lsn += u64::from(size);
+    };
+    match assembler.open_commit_lsn() {
+        Some(first_part_lsn) => Ok((first_part_lsn, LogEnd::IncompleteCommit)),
+        None => Ok((lsn, log_end)),
     }
+}
+
+/// A frame with a valid checksum that does not decode (or a misplaced commit part): a bug or
+/// a bad format, not a torn write.
+fn undecodable(reader: &StreamReader, lsn: Lsn, error: DecodeError) -> Error {
+    let file = reader
+        .segments
+        .iter()
+        .rev()
+        .find(|segment| segment.first_lsn <= lsn)
+        .map(|segment| segment_name(segment.first_lsn))
+        .unwrap_or_default();
+    Error::corruption(
+        Location {
+            file,
+            lsn: Some(lsn),
+            ..Default::default()
+        },
+        format!(
+            "log record with a valid checksum does not decode: {}",
+            error.0
+        ),
+    )
 }
 
 /// Result of `cut_tail`.

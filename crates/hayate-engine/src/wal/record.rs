@@ -18,6 +18,12 @@
 //!   length u32, name bytes (UTF-8).
 //! - `DropTree` (type 3): tree_id u32, commit_ts u64.
 //! - `CheckpointMark` (type 4): checkpoint_id u64, redo_lsn u64.
+//! - `CommitPart` (type 5): txn_id u64, flags u8 (bit 0: first part, bit 1: last part), then
+//!   the rest of the frame is a slice of a `Commit` payload. A commit whose frame would exceed
+//!   the writer's frame limit is logged as consecutive parts (nothing else between them) whose
+//!   slices, concatenated, are exactly its `Commit` payload; the reader reassembles them
+//!   (`commit_parts::CommitAssembler`) and reports one `Commit` at the first part's LSN. A part is never
+//!   a record by itself: `decode_payload` rejects type 5.
 //!
 //! A payload must be consumed exactly; trailing bytes are corruption. Lifecycle: a record is
 //! `encode_payload`d by the appender, framed (`frame_seal`) once its LSN is known, and on
@@ -33,6 +39,14 @@ pub const FRAME_SIZE_MAX: u32 = 64 * 1024 * 1024;
 const OP_KIND_PUT: u8 = 1;
 const OP_KIND_DELETE: u8 = 2;
 
+/// Flags of a `CommitPart`.
+pub const COMMIT_PART_FIRST: u8 = 1;
+pub const COMMIT_PART_LAST: u8 = 2;
+/// Bytes of a `CommitPart` frame before its slice: header, txn_id, flags.
+pub const COMMIT_PART_OVERHEAD_BYTES: usize = FRAME_HEADER_SIZE + 9;
+/// Bytes of a `Commit` payload before its ops: txn_id, commit_ts, op count.
+const COMMIT_PAYLOAD_HEAD_BYTES: usize = 20;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum RecordType {
@@ -40,6 +54,7 @@ pub enum RecordType {
     CreateTree = 2,
     DropTree = 3,
     CheckpointMark = 4,
+    CommitPart = 5,
 }
 
 impl RecordType {
@@ -49,6 +64,7 @@ impl RecordType {
             2 => RecordType::CreateTree,
             3 => RecordType::DropTree,
             4 => RecordType::CheckpointMark,
+            5 => RecordType::CommitPart,
             _ => return None,
         })
     }
@@ -206,6 +222,11 @@ impl LogRecord {
                 checkpoint_id: cursor.u64()?,
                 redo_lsn: cursor.u64()?,
             },
+            RecordType::CommitPart => {
+                return Err(DecodeError(
+                    "a commit part is only valid as a slice of a commit".into(),
+                ))
+            }
         };
         if cursor.remaining() != 0 {
             return Err(DecodeError(format!(
@@ -214,6 +235,19 @@ impl LogRecord {
             )));
         }
         Ok(record)
+    }
+
+    /// Size of the record's frame in bytes, computed without encoding it.
+    pub fn frame_size_bytes(&self) -> u64 {
+        let payload_size_bytes = match self {
+            LogRecord::Commit { ops, .. } => {
+                COMMIT_PAYLOAD_HEAD_BYTES as u64 + ops.iter().map(op_size_bytes).sum::<u64>()
+            }
+            LogRecord::CreateTree { name, .. } => 18 + name.len() as u64,
+            LogRecord::DropTree { .. } => 12,
+            LogRecord::CheckpointMark { .. } => 16,
+        };
+        FRAME_HEADER_SIZE as u64 + payload_size_bytes
     }
 
     /// Encodes the record as a frame with the LSN and CRC fields still zero (see `frame_seal`).
@@ -227,7 +261,7 @@ impl LogRecord {
     }
 }
 
-fn encode_op(op: &Op, out: &mut Vec<u8>) {
+pub(crate) fn encode_op(op: &Op, out: &mut Vec<u8>) {
     match op {
         Op::Put {
             tree_id,
@@ -244,6 +278,14 @@ fn encode_op(op: &Op, out: &mut Vec<u8>) {
             out.extend_from_slice(&tree_id.to_le_bytes());
             put_bytes(out, key);
         }
+    }
+}
+
+/// Bytes of an op's encoding (`encode_op`).
+pub(crate) fn op_size_bytes(op: &Op) -> u64 {
+    match op {
+        Op::Put { key, value, .. } => 13 + key.len() as u64 + value.len() as u64,
+        Op::Delete { key, .. } => 9 + key.len() as u64,
     }
 }
 
@@ -442,6 +484,18 @@ mod tests {
             assert_eq!(frame_check(&frame, 4096), Err(FrameDefect::Checksum));
             assert_eq!(frame_check(&frame[..last], 4096), Err(FrameDefect::Size));
         }
+    }
+
+    #[test]
+    fn frame_size_matches_the_encoding() {
+        for record in sample_records() {
+            assert_eq!(
+                record.frame_size_bytes(),
+                record.encode_frame().len() as u64
+            );
+        }
+        // A part is not a record by itself; the reader reassembles parts.
+        assert!(LogRecord::decode_payload(RecordType::CommitPart as u8, &[0; 12]).is_err());
     }
 
     #[test]

@@ -317,18 +317,156 @@ fn truncate_before_deletes_whole_segments_only() {
     ));
 }
 
+/// A commit of `op_count` puts of `value_len` bytes each.
+fn large_commit(txn_id: u64, op_count: usize, value_len: usize) -> LogRecord {
+    LogRecord::Commit {
+        txn_id,
+        commit_ts: txn_id * 10,
+        ops: (0..op_count)
+            .map(|index| Op::Put {
+                tree_id: 1,
+                key: (index as u64).to_be_bytes().to_vec(),
+                value: vec![(txn_id as u8) ^ (index as u8); value_len],
+            })
+            .collect(),
+    }
+}
+
 #[test]
-fn too_large_record_is_rejected() {
+fn commit_larger_than_a_frame_spans_frames() {
+    let (_dir, io) = temp_io();
+    let (wal, _) = Wal::open(Arc::clone(&io), small_config(), 0).unwrap();
+    let limit = wal.frame_size_limit_bytes() as u64;
+    let mut records = vec![commit(1, 10), commit(2, 8 * 4096)];
+    records.push(large_commit(3, 200, 1000));
+    records.push(commit(4, 100));
+    // One op larger than a frame: its value is split between parts.
+    records.push(large_commit(5, 1, 3 * limit as usize));
+    records.push(commit(6, 100));
+    let written = append_all(&wal, &records);
+    assert!(records[1].frame_size_bytes() > limit);
+    assert!(records[2].frame_size_bytes() > 6 * limit);
+    // A small commit keeps its single frame, byte for byte.
+    assert_eq!(
+        written[3].0 + records[3].frame_size_bytes(),
+        written[4].0,
+        "small commit is one frame"
+    );
+    assert_eq!(wal.stats().records_appended, records.len() as u64);
+    let end_lsn = wal.end_lsn();
+    drop(wal);
+    let (_wal, recovery) = Wal::open(Arc::clone(&io), small_config(), 0).unwrap();
+    assert_records(&recovery.records, &written);
+    assert_eq!(recovery.report.end_lsn, end_lsn);
+    // Recovery may start at a large commit's first part.
+    drop(_wal);
+    let (_wal, recovery) = Wal::open(io, small_config(), written[2].0).unwrap();
+    assert_records(&recovery.records, &written[2..]);
+}
+
+#[test]
+fn other_records_too_large_are_rejected() {
     let (_dir, io) = temp_io();
     let (wal, _) = Wal::open(io, small_config(), 0).unwrap();
-    let result = wal.append(&commit(1, 8 * 4096));
-    assert!(matches!(result, Err(Error::ValueTooLarge { .. })));
-    // A record that needs the buffer flushed first still goes through.
-    let written = append_all(
-        &wal,
-        &(1..=20).map(|id| commit(id, 6 * 4096)).collect::<Vec<_>>(),
-    );
-    assert_eq!(written.len(), 20);
+    let record = LogRecord::CreateTree {
+        tree_id: 1,
+        name: "n".repeat(40_000),
+        kind: 0,
+        unique: false,
+        commit_ts: 1,
+    };
+    assert!(matches!(
+        wal.append(&record),
+        Err(Error::ValueTooLarge { .. })
+    ));
+}
+
+/// Large commits appended while other threads append and flush small ones: every group of
+/// parts stays contiguous (the reader rejects anything else) and all records come back.
+#[test]
+fn parts_stay_contiguous_under_concurrent_appends() {
+    let (_dir, io) = temp_io();
+    let (wal, _) = Wal::open(Arc::clone(&io), small_config(), 0).unwrap();
+    let wal = Arc::new(wal);
+    let threads: Vec<_> = (0..3u64)
+        .map(|thread| {
+            let wal = Arc::clone(&wal);
+            std::thread::spawn(move || {
+                let mut written = Vec::new();
+                for sequence in 0..60 {
+                    let id = thread * 1000 + sequence;
+                    let record = if thread == 0 && sequence % 6 == 0 {
+                        large_commit(id, 150, 700)
+                    } else {
+                        commit(id, 300)
+                    };
+                    let appended = wal.append(&record).unwrap();
+                    if sequence % 2 == 0 {
+                        wal.flush_to(appended.end_lsn).unwrap();
+                    }
+                    written.push((appended.lsn, record));
+                }
+                written
+            })
+        })
+        .collect();
+    let mut written: Vec<_> = threads
+        .into_iter()
+        .flat_map(|thread| thread.join().unwrap())
+        .collect();
+    written.sort_by_key(|(lsn, _)| *lsn);
+    wal.flush_to(wal.end_lsn()).unwrap();
+    drop(wal);
+    let (_wal, recovery) = Wal::open(io, small_config(), 0).unwrap();
+    assert_records(&recovery.records, &written);
+}
+
+/// Damage inside the parts of the last commit: recovery ends the log at its first part,
+/// cuts the parts off, and appends continue there.
+#[test]
+fn torn_parts_end_the_log_before_the_commit() {
+    for damage_fraction in [0.02, 0.5, 0.97] {
+        let (_dir, io) = temp_io();
+        let (wal, _) = Wal::open(Arc::clone(&io), small_config(), 0).unwrap();
+        let written = append_all(&wal, &[commit(1, 100), commit(2, 5000)]);
+        let large = wal.append(&large_commit(3, 300, 900)).unwrap();
+        wal.flush_to(large.end_lsn).unwrap();
+        drop(wal);
+        // Overwrite a few bytes inside the group (a torn write of one of its blocks).
+        let damaged_lsn = large.lsn + ((large.end_lsn - large.lsn) as f64 * damage_fraction) as u64;
+        let segments = segment::list_segments(&*io).unwrap();
+        let first_lsn = *segments
+            .iter()
+            .rev()
+            .find(|&&first| first <= damaged_lsn)
+            .unwrap();
+        let file = io
+            .open(&segment_name(first_lsn), OpenOptions::EXISTING_DIRECT)
+            .unwrap();
+        let mut block = crate::io::AlignedBuf::new(4096);
+        let block_offset = align_down(damaged_lsn - first_lsn);
+        file.read_at(&mut block, block_offset).unwrap();
+        block[(damaged_lsn - first_lsn - block_offset) as usize] ^= 0x5a;
+        file.write_at(&block, block_offset).unwrap();
+        drop(file);
+
+        let (wal, recovery) = Wal::open(Arc::clone(&io), small_config(), 0).unwrap();
+        assert_records(&recovery.records, &written);
+        // Damage in the first part ends the log there as any torn frame does.
+        if damage_fraction > 0.2 {
+            assert_eq!(recovery.report.log_end, LogEnd::IncompleteCommit);
+        }
+        assert_eq!(recovery.report.end_lsn, large.lsn);
+        assert!(recovery.report.tail_truncated);
+        let more = append_all(&wal, &[commit(4, 100), large_commit(5, 100, 900)]);
+        assert_eq!(more[0].0, large.lsn);
+        drop(wal);
+        let (_wal, recovery) = Wal::open(Arc::clone(&io), small_config(), 0).unwrap();
+        let mut expected = written.clone();
+        expected.extend(more);
+        assert_records(&recovery.records, &expected);
+        assert_eq!(recovery.report.log_end, LogEnd::ZeroLength);
+    }
 }
 
 #[test]
@@ -586,7 +724,12 @@ fn run_until_crash(
     let dyn_io: Arc<dyn Io> = io.clone();
     if let Ok((wal, _)) = Wal::open(dyn_io, config.clone(), 0) {
         for id in 1..=40 {
-            let record = commit(id, 700 * (id as usize % 5));
+            // Every eighth commit spans several frames (parts flushed while it is appended).
+            let record = if id % 8 == 4 {
+                large_commit(id, 90, 1000)
+            } else {
+                commit(id, 700 * (id as usize % 5))
+            };
             let Ok(appended) = wal.append(&record) else {
                 break;
             };
@@ -609,6 +752,7 @@ fn crash_at_every_sync(config: WalConfig) {
         "{:?}: only {total} sync points",
         config.sync_mode
     );
+    let mut incomplete_commits_cut = 0;
     for n in 0..=total {
         let (image, acknowledged, _) = run_until_crash(&config, Some(n));
         let image: Arc<dyn Io> = Arc::new(image);
@@ -622,7 +766,15 @@ fn crash_at_every_sync(config: WalConfig) {
             found.len(),
             acknowledged.len()
         );
+        if recovery.report.log_end == LogEnd::IncompleteCommit {
+            incomplete_commits_cut += 1;
+        }
     }
+    assert!(
+        incomplete_commits_cut > 0,
+        "{:?}: no crash fell between the parts of a commit",
+        config.sync_mode
+    );
 }
 
 #[test]

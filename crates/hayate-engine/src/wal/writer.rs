@@ -16,6 +16,8 @@
 //!    LSN and wakes everyone: followers whose LSN is covered return, the rest retry.
 //!
 //! An appender that finds the active buffer full leads a flush or waits for the running one.
+//! A commit too large for one frame is appended as a group of part frames (`commit_parts`);
+//! while the group is open no other record is appended, so its parts are contiguous.
 //! If a write or sync fails, the WAL is poisoned: the device's state of the unsynced bytes is
 //! unknown and retrying fsync may report success for lost data, so every later call fails.
 
@@ -25,7 +27,8 @@ use std::time::Instant;
 
 use parking_lot::MutexGuard;
 
-use super::record::{frame_seal, LogRecord};
+use super::commit_parts::CommitPartEncoder;
+use super::record::{frame_seal, LogRecord, Op};
 use super::segment::segment_name;
 use super::{align_down, align_up, Lsn, SyncMode, Wal, WalConfig};
 use crate::error::{Error, Result};
@@ -43,6 +46,38 @@ pub(crate) struct WriterState {
     pub durable_lsn: Lsn,
     /// Set after a failed write or sync; the message of the first failure.
     pub poisoned: Option<String>,
+    /// A commit's parts are being appended: other appends wait (`GroupGuard`).
+    pub group_open: bool,
+}
+
+/// Holds the log's part group open: while it lives, only its owner appends.
+struct GroupGuard<'a> {
+    wal: &'a Wal,
+}
+
+impl<'a> GroupGuard<'a> {
+    /// Waits until no other group is open, then opens one.
+    fn open(wal: &'a Wal) -> Result<GroupGuard<'a>> {
+        let mut state = wal.state.lock();
+        loop {
+            check_poisoned(&state)?;
+            if !state.group_open {
+                break;
+            }
+            wal.flushed.wait(&mut state);
+        }
+        state.group_open = true;
+        Ok(GroupGuard { wal })
+    }
+}
+
+impl Drop for GroupGuard<'_> {
+    /// Closes the group, also after a failed flush (the log is poisoned then), and wakes the
+    /// appenders waiting for it.
+    fn drop(&mut self) {
+        self.wal.state.lock().group_open = false;
+        self.wal.flushed.notify_all();
+    }
 }
 
 /// Where flushed blocks go: the current segment file, and creation of the next one. Only the
@@ -149,20 +184,76 @@ pub struct Appended {
 impl Wal {
     /// Copies a record into the log buffer and returns its position. Not durable until
     /// `flush_to(appended.end_lsn)` returns.
+    ///
+    /// A `Commit` whose frame would exceed `frame_size_limit_bytes` is appended as consecutive
+    /// `CommitPart` frames instead (`commit_parts`); `lsn` is then the first part's position
+    /// and `end_lsn` the last part's end.
     pub fn append(&self, record: &LogRecord) -> Result<Appended> {
-        let mut frame = record.encode_frame();
         let limit = self.frame_size_limit_bytes();
-        if frame.len() > limit {
-            return Err(Error::ValueTooLarge {
-                size: frame.len(),
-                limit,
-            });
+        if record.frame_size_bytes() > limit as u64 {
+            return match record {
+                LogRecord::Commit {
+                    txn_id,
+                    commit_ts,
+                    ops,
+                } => self.append_commit_parts(*txn_id, *commit_ts, ops),
+                _ => Err(Error::ValueTooLarge {
+                    size: usize::try_from(record.frame_size_bytes()).unwrap_or(usize::MAX),
+                    limit,
+                }),
+            };
         }
+        let mut frame = record.encode_frame();
+        debug_assert_eq!(frame.len() as u64, record.frame_size_bytes());
+        let appended = self.place_frame(&mut frame, false)?;
+        self.end_lsn_published
+            .fetch_max(appended.end_lsn, Ordering::AcqRel);
+        self.counters
+            .records_appended
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(appended)
+    }
+
+    /// Appends a commit as `CommitPart` frames, encoded one at a time, with no other record
+    /// between them: other appenders wait while the group is open (flushes go on, also ones
+    /// this appender leads when the buffer fills). The published end LSN moves only past the
+    /// whole group, so no caller of `end_lsn` (a checkpoint's redo LSN) sees a position inside.
+    fn append_commit_parts(&self, txn_id: u64, commit_ts: u64, ops: &[Op]) -> Result<Appended> {
+        let frame_size_bytes = self.frame_size_limit_bytes();
+        let mut encoder = CommitPartEncoder::new(txn_id, commit_ts, ops);
+        let mut frame = Vec::with_capacity(frame_size_bytes);
+        let group = GroupGuard::open(self)?;
+        let mut first_lsn = None;
+        let mut end_lsn = 0;
+        while encoder.next_part(&mut frame, frame_size_bytes) {
+            let appended = self.place_frame(&mut frame, true)?;
+            first_lsn.get_or_insert(appended.lsn);
+            end_lsn = appended.end_lsn;
+        }
+        drop(group);
+        self.end_lsn_published.fetch_max(end_lsn, Ordering::AcqRel);
+        self.counters
+            .records_appended
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(Appended {
+            lsn: first_lsn.expect("a commit has at least one part"),
+            end_lsn,
+        })
+    }
+
+    /// Seals `frame` (made by `encode_frame` or `CommitPartEncoder`) at the log end and copies
+    /// it into the active buffer, leading or waiting for flushes while the buffer is full.
+    /// `in_group`: the caller holds the open part group; otherwise an open group is waited for.
+    fn place_frame(&self, frame: &mut [u8], in_group: bool) -> Result<Appended> {
         // Most of the checksum is computed before taking the lock; only the LSN is added.
         let body_checksum = crc32c::crc32c(&frame[16..]);
         let mut state = self.state.lock();
         loop {
             check_poisoned(&state)?;
+            if state.group_open && !in_group {
+                self.flushed.wait(&mut state);
+                continue;
+            }
             let used = (state.end_lsn - state.active_base_lsn) as usize;
             if used + frame.len() <= state.active.len() {
                 break;
@@ -174,17 +265,14 @@ impl Wal {
             }
         }
         let lsn = state.end_lsn;
-        frame_seal(&mut frame, lsn, body_checksum);
+        frame_seal(frame, lsn, body_checksum);
         let start = (lsn - state.active_base_lsn) as usize;
-        state.active[start..start + frame.len()].copy_from_slice(&frame);
+        state.active[start..start + frame.len()].copy_from_slice(frame);
         state.end_lsn += frame.len() as u64;
-        let end_lsn = state.end_lsn;
-        drop(state);
-        self.end_lsn_published.store(end_lsn, Ordering::Release);
-        self.counters
-            .records_appended
-            .fetch_add(1, Ordering::Relaxed);
-        Ok(Appended { lsn, end_lsn })
+        Ok(Appended {
+            lsn,
+            end_lsn: state.end_lsn,
+        })
     }
 
     /// Returns once every byte before `lsn` is durable. Concurrent callers share flushes.
