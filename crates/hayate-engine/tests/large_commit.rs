@@ -165,6 +165,36 @@ fn large_commit_survives_restart_in_place() {
     large_commit_survives_restart(WritePolicy::InPlace);
 }
 
+/// The largest value a transaction accepts (16 MiB less the row header) needs a frame larger
+/// than the default log buffer allows: it commits, as parts, and survives a power loss.
+#[test]
+fn largest_value_commits_with_the_default_log_buffer() {
+    let io = Arc::new(SimIo::new(SimConfig::with_seed(9)));
+    let dyn_io: Arc<dyn Io> = io.clone();
+    let mut config = config(WritePolicy::OutOfPlace, SyncMode::Data);
+    config.wal = WalConfig::default();
+    let db = Database::open_with_io(dyn_io, config.clone()).unwrap();
+    let table = db.create_table(TABLE).unwrap();
+    let value: Vec<u8> = (0..(16 << 20) - 17)
+        .map(|index: u32| (index % 253) as u8)
+        .collect();
+    let mut txn = db.begin();
+    assert!(txn
+        .put(table, b"big", &[value.as_slice(), b"x"].concat())
+        .is_err());
+    txn.put(table, b"big", &value).unwrap();
+    txn.put(table, b"small", b"row").unwrap();
+    txn.commit().unwrap();
+    drop(db);
+    let image = Arc::new(io.crash());
+    let dyn_io: Arc<dyn Io> = image.clone();
+    let db = Database::open_with_io(dyn_io, config).unwrap();
+    let mut expected = Model::new();
+    expected.insert(b"big".to_vec(), value);
+    expected.insert(b"small".to_vec(), b"row".to_vec());
+    assert_same(&read_all(&db), &expected, "after the power loss");
+}
+
 /// What a workload run acknowledged before the disk froze.
 #[derive(Default)]
 struct Outcome {
