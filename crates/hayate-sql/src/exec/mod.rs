@@ -5,8 +5,10 @@
 //! they change first, then write them.
 
 mod aggregate;
+mod full_join;
 pub(crate) mod index;
 mod query;
+mod set_operation;
 mod write;
 
 use std::cmp::Ordering;

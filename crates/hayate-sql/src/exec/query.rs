@@ -219,6 +219,26 @@ impl<'r, 'e> Run<'r, 'e> {
                 };
                 Ok(self.produce(left, &mut pass)? && self.produce(right, &mut pass)?)
             }
+            Relation::SetOperation {
+                left,
+                right,
+                operator,
+                all,
+            } => super::set_operation::produce(self, left, right, *operator, *all, sink),
+            Relation::FullJoin {
+                left,
+                right,
+                left_keys,
+                right_keys,
+                condition,
+            } => super::full_join::produce(
+                self,
+                left,
+                right,
+                (left_keys, right_keys),
+                condition.as_ref(),
+                sink,
+            ),
             Relation::NestedLoopJoin {
                 left,
                 right,
@@ -584,7 +604,7 @@ impl<'r, 'e> Run<'r, 'e> {
         let limit = match subquery.kind {
             SubqueryKind::Exists => Some(1),
             SubqueryKind::Scalar => Some(2),
-            SubqueryKind::In(_) => None,
+            SubqueryKind::In(_) | SubqueryKind::Array => None,
         };
         if !subquery.correlated {
             let id = subquery as *const Subquery as usize;
@@ -632,6 +652,12 @@ impl SubqueryRunner for Run<'_, '_> {
                 } else {
                     Value::Bool(false)
                 })
+            }
+            SubqueryKind::Array => {
+                let rows = self.subquery_rows(subquery, row)?;
+                let elements: Vec<Option<String>> =
+                    rows.iter().map(|row| row[0].to_text()).collect();
+                Ok(Value::Text(crate::system::array::format(&elements)))
             }
             SubqueryKind::Exists => {
                 let rows = self.subquery_rows(subquery, row)?;

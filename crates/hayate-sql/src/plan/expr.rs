@@ -159,6 +159,8 @@ pub enum SubqueryKind {
     Exists,
     /// `left IN (SELECT x ...)`, with `left` over the current row.
     In(Box<Expr>),
+    /// `ARRAY(SELECT x ...)`: the values of its rows as an array (text array form).
+    Array,
 }
 
 #[derive(Debug)]

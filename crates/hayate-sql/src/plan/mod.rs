@@ -34,6 +34,8 @@ pub enum AggregateFunction {
     Min,
     Max,
     Avg,
+    /// string_agg(value, delimiter): its argument is the array text `{value,delimiter}`.
+    StringAgg,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -158,6 +160,15 @@ pub enum Relation {
         right_keys: Vec<Expr>,
         condition: Option<Expr>,
     },
+    /// FULL [OUTER] JOIN (`exec/full_join.rs`): the right side is held, hashed on
+    /// `right_keys` when there are equalities (else every pair is tested).
+    FullJoin {
+        left: Box<Relation>,
+        right: Box<Relation>,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        condition: Option<Expr>,
+    },
     Aggregate {
         input: Box<Relation>,
         aggregation: Aggregation,
@@ -182,6 +193,20 @@ pub enum Relation {
         right: Box<Relation>,
         all: bool,
     },
+    /// INTERSECT / EXCEPT [ALL]: left rows by how often they occur on the right
+    /// (`exec/set_operation.rs`).
+    SetOperation {
+        left: Box<Relation>,
+        right: Box<Relation>,
+        operator: SetOperator,
+        all: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOperator {
+    Intersect,
+    Except,
 }
 
 impl Relation {
@@ -195,7 +220,8 @@ impl Relation {
             Relation::Project { exprs, .. } => exprs.len(),
             Relation::NestedLoopJoin { left, right, .. }
             | Relation::HashJoin { left, right, .. }
-            | Relation::MergeJoin { left, right, .. } => left.width() + right.width(),
+            | Relation::MergeJoin { left, right, .. }
+            | Relation::FullJoin { left, right, .. } => left.width() + right.width(),
             Relation::IndexJoin { left, right, .. } => left.width() + right.table.def.columns.len(),
             Relation::Aggregate { aggregation, .. } => {
                 aggregation.group_by.len() + aggregation.aggregates.len()
@@ -204,7 +230,7 @@ impl Relation {
             | Relation::Sort { input, .. }
             | Relation::Distinct { input, .. }
             | Relation::Limit { input, .. } => input.width(),
-            Relation::Union { left, .. } => left.width(),
+            Relation::Union { left, .. } | Relation::SetOperation { left, .. } => left.width(),
         }
     }
 
@@ -224,7 +250,9 @@ impl Relation {
             Relation::NestedLoopJoin { left, right, .. }
             | Relation::HashJoin { left, right, .. }
             | Relation::MergeJoin { left, right, .. }
-            | Relation::Union { left, right, .. } => vec![left, right],
+            | Relation::FullJoin { left, right, .. }
+            | Relation::Union { left, right, .. }
+            | Relation::SetOperation { left, right, .. } => vec![left, right],
         }
     }
 
@@ -277,6 +305,12 @@ impl Relation {
                 right.table.def.name,
                 if *lock { " (locking rows)" } else { "" }
             ),
+            Relation::FullJoin { left_keys, .. } if left_keys.is_empty() => {
+                "Nested Loop Full Join".into()
+            }
+            Relation::FullJoin { left_keys, .. } => {
+                format!("Hash Full Join ({} keys)", left_keys.len())
+            }
             Relation::Aggregate { aggregation, .. } => format!(
                 "Hash Aggregate ({} groups keys, {} aggregates)",
                 aggregation.group_by.len(),
@@ -288,6 +322,9 @@ impl Relation {
             Relation::Limit { .. } => "Limit".into(),
             Relation::Union { all: true, .. } => "Union All".into(),
             Relation::Union { all: false, .. } => "Union".into(),
+            Relation::SetOperation { operator, all, .. } => {
+                format!("Hash {operator:?}{}", if *all { " All" } else { "" })
+            }
         };
         out.push(format!("{}{line}", "  ".repeat(depth)));
         for input in self.inputs() {

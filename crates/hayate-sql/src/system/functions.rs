@@ -478,10 +478,19 @@ pub fn bind_other(
             };
             let array = binder.bind_typed(root, DataType::Text)?;
             let index = binder.bind_typed(index, DataType::Int4)?;
-            Ok((
-                call(Function::Subscript, vec![array, index], catalog),
-                DataType::Text,
-            ))
+            let element = call(Function::Subscript, vec![array, index], catalog);
+            // Arrays are carried as text; an element compared with an integer is one, as
+            // the elements of int2vector / oid[] columns are in PostgreSQL.
+            match expected {
+                Some(target) if target.is_integer() => Ok((
+                    Expr::Cast {
+                        expr: Box::new(element),
+                        to: target,
+                    },
+                    target,
+                )),
+                _ => Ok((element, DataType::Text)),
+            }
         }
         other => Err(SqlError::unsupported(format!("the expression {other}"))),
     }

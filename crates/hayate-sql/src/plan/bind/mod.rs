@@ -41,6 +41,8 @@ pub struct Binder<'a> {
     outer: Vec<OuterLevel>,
     /// Per subquery level being bound: whether it reads an enclosing level's columns.
     correlated: Vec<bool>,
+    /// The WITH queries in view, outermost first (a later one hides an earlier one).
+    ctes: Vec<ast::Cte>,
 }
 
 /// An enclosing query level: its FROM list, and whether it is grouped (its rows are then
@@ -114,6 +116,7 @@ impl<'a> Binder<'a> {
             grouping: None,
             outer: Vec::new(),
             correlated: Vec::new(),
+            ctes: Vec::new(),
         }
     }
 

@@ -9,14 +9,27 @@ use super::scope::Scope;
 use super::{ident_name, Binder, Grouping};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
-use crate::plan::{Aggregation, OutputColumn, QueryPlan, Relation, SortKey};
+use crate::plan::{Aggregation, OutputColumn, QueryPlan, Relation, SetOperator, SortKey};
 use crate::types::DataType;
 
 impl Binder<'_> {
     pub(super) fn bind_query(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
-        if query.with.is_some() {
-            return Err(SqlError::unsupported("WITH"));
+        let Some(with) = &query.with else {
+            return self.bind_query_body(query);
+        };
+        if with.recursive {
+            return Err(SqlError::unsupported("WITH RECURSIVE"));
         }
+        // Each reference to a WITH query binds it in place, as a derived table (PostgreSQL
+        // inlines non-recursive WITH queries too); `ctes` holds them while the body binds.
+        let in_view = self.ctes.len();
+        self.ctes.extend(with.cte_tables.iter().cloned());
+        let plan = self.bind_query_body(query);
+        self.ctes.truncate(in_view);
+        plan
+    }
+
+    fn bind_query_body(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
         let locks = !query.locks.is_empty();
         if let SetExpr::Select(select) = query.body.as_ref() {
             return self.bind_select(select, Some(query), locks);
@@ -78,36 +91,47 @@ impl Binder<'_> {
             }
             SetExpr::SetOperation {
                 left,
-                op: ast::SetOperator::Union,
+                op,
                 set_quantifier,
                 right,
             } => {
+                let operator = match op {
+                    ast::SetOperator::Union => None,
+                    ast::SetOperator::Intersect => Some(SetOperator::Intersect),
+                    ast::SetOperator::Except => Some(SetOperator::Except),
+                    other => {
+                        return Err(SqlError::unsupported(format!("the set operation {other}")))
+                    }
+                };
                 let all = match set_quantifier {
                     ast::SetQuantifier::All => true,
                     ast::SetQuantifier::None | ast::SetQuantifier::Distinct => false,
-                    other => return Err(SqlError::unsupported(format!("UNION {other}"))),
+                    other => return Err(SqlError::unsupported(format!("{op} {other}"))),
                 };
                 let (left, left_columns) = self.bind_set_expr(left)?;
                 let (right, right_columns) = self.bind_set_expr(right)?;
                 if left_columns.len() != right_columns.len() {
-                    return Err(SqlError::syntax(
-                        "each UNION query must have the same number of columns",
-                    ));
+                    return Err(SqlError::syntax(format!(
+                        "each {op} query must have the same number of columns"
+                    )));
                 }
                 let mut columns = left_columns.clone();
                 for (column, other) in columns.iter_mut().zip(&right_columns) {
-                    column.data_type = union_type(column.data_type, other.data_type)?;
+                    column.data_type = union_type(*op, column.data_type, other.data_type)?;
                 }
                 let left = cast_to(left, &left_columns, &columns);
                 let right = cast_to(right, &right_columns, &columns);
-                Ok((
-                    Relation::Union {
-                        left: Box::new(left),
-                        right: Box::new(right),
+                let (left, right) = (Box::new(left), Box::new(right));
+                let relation = match operator {
+                    None => Relation::Union { left, right, all },
+                    Some(operator) => Relation::SetOperation {
+                        left,
+                        right,
+                        operator,
                         all,
                     },
-                    columns,
-                ))
+                };
+                Ok((relation, columns))
             }
             other => Err(SqlError::unsupported(format!("the query {other}"))),
         }
@@ -481,7 +505,7 @@ pub(super) fn output_type(data_type: DataType) -> DataType {
 }
 
 /// The type of a UNION column from the types of its two sides.
-fn union_type(left: DataType, right: DataType) -> SqlResult<DataType> {
+fn union_type(op: ast::SetOperator, left: DataType, right: DataType) -> SqlResult<DataType> {
     Ok(match (left, right) {
         (l, r) if l == r => l,
         (DataType::Unknown, other) | (other, DataType::Unknown) => output_type(other),
@@ -490,7 +514,7 @@ fn union_type(left: DataType, right: DataType) -> SqlResult<DataType> {
         (l, r) if l.is_text() && r.is_text() => DataType::Text,
         (l, r) => {
             return Err(SqlError::mismatch(format!(
-                "UNION types {l} and {r} cannot be matched"
+                "{op} types {l} and {r} cannot be matched"
             )))
         }
     })
