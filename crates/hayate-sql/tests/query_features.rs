@@ -316,3 +316,133 @@ fn right_and_full_joins() {
     let (code, message) = error(&mut s, "SELECT * FROM a FULL JOIN b USING (x)");
     assert_eq!(code, "0A000", "{message}");
 }
+
+#[test]
+fn lateral_subqueries() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    // Per row of a: the b rows of its x (LEFT keeps a's rows without any).
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT a.id, m.n FROM a CROSS JOIN LATERAL \
+             (SELECT count(*) AS n FROM b WHERE b.x = a.x) AS m ORDER BY a.id"
+        ),
+        vec![
+            vec![int(1), int(0)],
+            vec![int(2), int(2)],
+            vec![int(3), int(0)],
+            vec![int(4), int(2)],
+        ]
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT a.id, l.id FROM a LEFT JOIN LATERAL \
+             (SELECT b.id FROM b WHERE b.x = a.x ORDER BY b.id DESC LIMIT 1) AS l ON true \
+             ORDER BY a.id"
+        ),
+        vec![
+            vec![int(1), NULL],
+            vec![int(2), int(13)],
+            vec![int(3), NULL],
+            vec![int(4), int(13)],
+        ]
+    );
+    // Comma form, column aliases, a WHERE on the lateral column.
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT a.id, o.doubled FROM a, LATERAL (SELECT a.x * 2) AS o(doubled) \
+             WHERE o.doubled > 20 ORDER BY a.id"
+        ),
+        vec![vec![int(2), int(40)], vec![int(4), int(40)]]
+    );
+    // Without LATERAL the subquery cannot see a.
+    assert_eq!(
+        error(&mut s, "SELECT * FROM a, (SELECT a.x) AS o").0,
+        "42P01"
+    );
+    assert_eq!(
+        error(
+            &mut s,
+            "SELECT * FROM a RIGHT JOIN LATERAL (SELECT a.x) AS o ON true"
+        )
+        .0,
+        "42P10"
+    );
+}
+
+#[test]
+fn window_functions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    // a: (1, 10), (2, 20), (3, NULL), (4, 20); NULLs sort last and form one partition.
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT id, row_number() OVER (PARTITION BY x ORDER BY id DESC) FROM a ORDER BY id"
+        ),
+        vec![
+            vec![int(1), int(1)],
+            vec![int(2), int(2)],
+            vec![int(3), int(1)],
+            vec![int(4), int(1)],
+        ]
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT id, rank() OVER (ORDER BY x), dense_rank() OVER (ORDER BY x), \
+             row_number() OVER () AS n FROM a ORDER BY id"
+        )
+        .into_iter()
+        .map(|row| row[..3].to_vec())
+        .collect::<Vec<_>>(),
+        vec![
+            vec![int(1), int(1), int(1)],
+            vec![int(2), int(2), int(2)],
+            vec![int(3), int(4), int(3)],
+            vec![int(4), int(2), int(2)],
+        ]
+    );
+    // Over a grouped query, in a derived table, and as an ORDER BY key.
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT x, count(*), rank() OVER (ORDER BY count(*) DESC) FROM a \
+             GROUP BY x ORDER BY 3, 1"
+        ),
+        vec![
+            vec![int(20), int(2), int(1)],
+            vec![int(10), int(1), int(2)],
+            vec![NULL, int(1), int(2)],
+        ]
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id DESC) AS r FROM a) t \
+             WHERE r <= 2 ORDER BY r"
+        ),
+        vec![vec![int(4)], vec![int(3)]]
+    );
+    // GROUP BY by select-list position.
+    assert_eq!(
+        query(&mut s, "SELECT x, count(*) FROM a GROUP BY 1 ORDER BY 1"),
+        vec![
+            vec![int(10), int(1)],
+            vec![int(20), int(2)],
+            vec![NULL, int(1)],
+        ]
+    );
+    assert_eq!(error(&mut s, "SELECT x FROM a GROUP BY 2").0, "42703");
+    assert_eq!(
+        error(&mut s, "SELECT id FROM a WHERE row_number() OVER () > 1").0,
+        "42P20"
+    );
+    let (code, message) = error(&mut s, "SELECT sum(x) OVER (PARTITION BY id) FROM a");
+    assert_eq!(code, "0A000", "{message}");
+    let (code, message) = error(&mut s, "SELECT lag(x) OVER (ORDER BY id) FROM a");
+    assert_eq!(code, "0A000", "{message}");
+}

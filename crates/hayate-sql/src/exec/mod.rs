@@ -7,8 +7,10 @@
 mod aggregate;
 mod full_join;
 pub(crate) mod index;
+mod lateral;
 mod query;
 mod set_operation;
+mod window;
 mod write;
 
 use std::cmp::Ordering;

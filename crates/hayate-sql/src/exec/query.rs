@@ -36,7 +36,7 @@ pub(super) type Sink<'s> = dyn FnMut(Vec<Value>) -> SqlResult<bool> + 's;
 pub(super) struct Run<'r, 'e> {
     pub exec: &'r Executor<'e>,
     pub txn: RefCell<&'r mut Transaction>,
-    outer: RefCell<Vec<Vec<Value>>>,
+    pub(super) outer: RefCell<Vec<Vec<Value>>>,
     cache: RefCell<HashMap<usize, Rc<Vec<Vec<Value>>>>>,
 }
 
@@ -225,6 +225,21 @@ impl<'r, 'e> Run<'r, 'e> {
                 operator,
                 all,
             } => super::set_operation::produce(self, left, right, *operator, *all, sink),
+            Relation::Window { input, calls } => {
+                let rows = self.collect(input, None)?;
+                for row in super::window::run(calls, rows, &self.context())? {
+                    if !sink(row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Relation::LateralJoin {
+                left,
+                right,
+                kind,
+                condition,
+            } => super::lateral::produce(self, left, right, *kind, condition.as_ref(), sink),
             Relation::FullJoin {
                 left,
                 right,

@@ -53,6 +53,22 @@ pub struct Aggregation {
     pub aggregates: Vec<AggregateCall>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowFunction {
+    RowNumber,
+    Rank,
+    DenseRank,
+}
+
+/// A window function call: `function() OVER (PARTITION BY ... ORDER BY ...)`, over the rows
+/// below the Window operator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCall {
+    pub function: WindowFunction,
+    pub partition_by: Vec<Expr>,
+    pub order_by: Vec<SortKey>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortKey {
     pub expr: Expr,
@@ -160,6 +176,14 @@ pub enum Relation {
         right_keys: Vec<Expr>,
         condition: Option<Expr>,
     },
+    /// JOIN LATERAL (`exec/lateral.rs`): for each left row, `right` runs with that row as
+    /// its enclosing row (`Expr::Outer { depth: 1 }` reads the left columns).
+    LateralJoin {
+        left: Box<Relation>,
+        right: Box<Relation>,
+        kind: JoinKind,
+        condition: Option<Expr>,
+    },
     /// FULL [OUTER] JOIN (`exec/full_join.rs`): the right side is held, hashed on
     /// `right_keys` when there are equalities (else every pair is tested).
     FullJoin {
@@ -172,6 +196,11 @@ pub enum Relation {
     Aggregate {
         input: Box<Relation>,
         aggregation: Aggregation,
+    },
+    /// Window functions (`exec/window.rs`): each input row followed by one value per call.
+    Window {
+        input: Box<Relation>,
+        calls: Vec<WindowCall>,
     },
     Sort {
         input: Box<Relation>,
@@ -221,11 +250,13 @@ impl Relation {
             Relation::NestedLoopJoin { left, right, .. }
             | Relation::HashJoin { left, right, .. }
             | Relation::MergeJoin { left, right, .. }
-            | Relation::FullJoin { left, right, .. } => left.width() + right.width(),
+            | Relation::FullJoin { left, right, .. }
+            | Relation::LateralJoin { left, right, .. } => left.width() + right.width(),
             Relation::IndexJoin { left, right, .. } => left.width() + right.table.def.columns.len(),
             Relation::Aggregate { aggregation, .. } => {
                 aggregation.group_by.len() + aggregation.aggregates.len()
             }
+            Relation::Window { input, calls } => input.width() + calls.len(),
             Relation::Filter { input, .. }
             | Relation::Sort { input, .. }
             | Relation::Distinct { input, .. }
@@ -243,6 +274,7 @@ impl Relation {
             Relation::Filter { input, .. }
             | Relation::Project { input, .. }
             | Relation::Aggregate { input, .. }
+            | Relation::Window { input, .. }
             | Relation::Sort { input, .. }
             | Relation::Distinct { input, .. }
             | Relation::Limit { input, .. } => vec![input],
@@ -251,6 +283,7 @@ impl Relation {
             | Relation::HashJoin { left, right, .. }
             | Relation::MergeJoin { left, right, .. }
             | Relation::FullJoin { left, right, .. }
+            | Relation::LateralJoin { left, right, .. }
             | Relation::Union { left, right, .. }
             | Relation::SetOperation { left, right, .. } => vec![left, right],
         }
@@ -305,6 +338,9 @@ impl Relation {
                 right.table.def.name,
                 if *lock { " (locking rows)" } else { "" }
             ),
+            Relation::LateralJoin { kind: k, .. } => {
+                format!("Nested Loop {} Join (lateral)", kind(k))
+            }
             Relation::FullJoin { left_keys, .. } if left_keys.is_empty() => {
                 "Nested Loop Full Join".into()
             }
@@ -316,6 +352,7 @@ impl Relation {
                 aggregation.group_by.len(),
                 aggregation.aggregates.len()
             ),
+            Relation::Window { calls, .. } => format!("WindowAgg ({} functions)", calls.len()),
             Relation::Sort { keys, .. } => format!("Sort ({} keys)", keys.len()),
             Relation::Distinct { on: None, .. } => "Hash Distinct".into(),
             Relation::Distinct { on: Some(_), .. } => "Distinct On".into(),

@@ -187,7 +187,11 @@ pub fn bind_function(
         "to_regclass" => (F::ToRegClass, DataType::Int8, &[1]),
         "pg_relation_is_publishable" => (F::RelationIsPublishable, DataType::Bool, &[1]),
         "pg_is_in_recovery" => (F::IsInRecovery, DataType::Bool, &[0]),
-        "array" => return Err(SqlError::unsupported("ARRAY(subquery)")),
+        "_pg_expandarray" => {
+            return Err(SqlError::unsupported(
+                "information_schema._pg_expandarray (a set-returning function of records)",
+            ))
+        }
         _ => return Err(undefined_function(name)),
     };
     if !arity.contains(&args.len()) {

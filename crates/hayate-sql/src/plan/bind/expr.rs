@@ -610,6 +610,9 @@ impl Binder<'_> {
         &mut self,
         function: &ast::Function,
     ) -> SqlResult<(Expr, DataType)> {
+        if function.over.is_some() {
+            return self.bind_window(function);
+        }
         let name = function_name(function);
         if let ast::FunctionArguments::Subquery(query) = &function.args {
             if name == "array" {

@@ -41,6 +41,8 @@ enum ItemJoin {
 struct FromItem {
     relation: Relation,
     kind: ItemJoin,
+    /// LATERAL: `relation` reads the row of the items before it (as its outer row).
+    lateral: bool,
     /// Conjuncts of its ON / USING (over the row up to and including this item).
     on: Vec<Expr>,
     start: usize,
@@ -172,9 +174,17 @@ impl Binder<'_> {
             self.scope = saved;
             split(bound?, &mut on);
         }
+        let lateral = matches!(factor, TableFactor::Derived { lateral: true, .. });
+        if lateral && matches!(kind, ItemJoin::Right | ItemJoin::Full) {
+            return Err(SqlError::new(
+                sqlstate::INVALID_COLUMN_REFERENCE,
+                "the combining JOIN type must be INNER or LEFT for a LATERAL reference",
+            ));
+        }
         items.push(FromItem {
             relation,
             kind,
+            lateral,
             on,
             start,
             end,
@@ -222,6 +232,12 @@ impl Binder<'_> {
                 ..
             } => self.bind_table_function(name, args, alias.as_ref()),
             TableFactor::Derived {
+                lateral: true,
+                subquery,
+                alias,
+                ..
+            } => self.bind_lateral(subquery, alias.as_ref(), scope),
+            TableFactor::Derived {
                 lateral: false,
                 subquery,
                 alias,
@@ -250,6 +266,49 @@ impl Binder<'_> {
             }
             other => Err(SqlError::unsupported(format!("FROM {other}"))),
         }
+    }
+
+    /// `LATERAL (query)`: bound one query level down, with the FROM items before it as the
+    /// enclosing level, so its references to them are `Expr::Outer` reads of the left row
+    /// the lateral join pushes for each run.
+    fn bind_lateral(
+        &mut self,
+        subquery: &ast::Query,
+        alias: Option<&ast::TableAlias>,
+        scope: &Scope,
+    ) -> SqlResult<(Relation, ScopeEntry)> {
+        let Some(alias) = alias else {
+            return Err(SqlError::syntax("subquery in FROM must have an alias"));
+        };
+        let saved_scope = self.scope.take();
+        let saved_grouping = self.grouping.take();
+        // First in FROM, it has nothing to read: an ordinary derived table.
+        let level = !scope.entries.is_empty();
+        if level {
+            self.outer.push(super::OuterLevel {
+                scope: Some(scope.clone()),
+                grouped: false,
+            });
+            self.correlated.push(false);
+        }
+        let plan = self.bind_query(subquery);
+        if level {
+            self.correlated.pop();
+            self.outer.pop();
+        }
+        self.scope = saved_scope;
+        self.grouping = saved_grouping;
+        let plan = plan?;
+        let mut entry = ScopeEntry::new(
+            None,
+            None,
+            plan.columns
+                .iter()
+                .map(|c| (c.name.clone(), c.data_type))
+                .collect(),
+        );
+        entry.alias(Some(alias))?;
+        Ok((plan.root, entry))
     }
 
     /// A reference to a WITH query in view (None: the name is not one). The WITH query is
@@ -652,7 +711,16 @@ fn plan_joins(items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> SqlResult<Rel
                     ItemJoin::Inner => JoinKind::Inner,
                     _ => JoinKind::Left,
                 };
-                root = join(root, right, kind, conditions, start, end);
+                root = if item.lateral {
+                    Relation::LateralJoin {
+                        left: Box::new(root),
+                        right: Box::new(right),
+                        kind,
+                        condition: and_all(conditions),
+                    }
+                } else {
+                    join(root, right, kind, conditions, start, end)
+                };
             }
             ItemJoin::Right => root = right_join(root, item.relation, conditions, start, end)?,
             ItemJoin::Full => root = full_join(root, item.relation, conditions, start, end),

@@ -1,6 +1,7 @@
 //! Binding queries: SELECT (FROM in `from`), grouping, projection, DISTINCT, ORDER BY,
 //! LIMIT/OFFSET, VALUES and UNION, into a tree of `Relation`s:
-//! source -> Aggregate -> Filter (HAVING) -> Sort -> Distinct On -> Project -> Distinct -> Limit.
+//! source -> Aggregate -> Filter (HAVING) -> Window -> Sort -> Distinct On -> Project ->
+//! Distinct -> Limit.
 
 use sqlparser::ast::{self, SelectItem, SetExpr};
 
@@ -177,9 +178,11 @@ impl Binder<'_> {
     ) -> SqlResult<QueryPlan> {
         let saved_scope = self.scope.take();
         let saved_grouping = self.grouping.take();
+        let saved_windows = self.windows.take();
         let result = self.bind_select_in_scope(select, query, locks);
         self.scope = saved_scope;
         self.grouping = saved_grouping;
+        self.windows = saved_windows;
         result
     }
 
@@ -195,9 +198,13 @@ impl Binder<'_> {
             self.scope = None;
         }
         let group_by = match &select.group_by {
-            ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs,
+            ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs
+                .iter()
+                .map(|expr| group_by_position(expr, &select.projection))
+                .collect::<SqlResult<Vec<_>>>()?,
             _ => return Err(SqlError::unsupported("GROUP BY ALL or with modifiers")),
         };
+        let group_by = &group_by;
         let aggregated = !group_by.is_empty()
             || select.having.is_some()
             || select.projection.iter().any(|item| match item {
@@ -231,16 +238,21 @@ impl Binder<'_> {
                 aggregates: Vec::new(),
             });
         }
-        let (projection, columns) = self.bind_projection(&select.projection)?;
+        // Window calls are allowed in the SELECT list and ORDER BY only.
+        self.windows = Some(Vec::new());
+        let (mut projection, columns) = self.bind_projection(&select.projection)?;
+        let windows = self.windows.take().unwrap_or_default();
         let having = select
             .having
             .as_ref()
             .map(|expr| self.bind_typed(expr, DataType::Bool))
             .transpose()?;
-        let order_by = match query {
+        self.windows = Some(windows);
+        let mut order_by = match query {
             Some(query) => self.bind_order_by(query, &select.projection, &projection)?,
             None => Vec::new(),
         };
+        let windows = self.windows.take().unwrap_or_default();
         let distinct_on = distinct_on
             .map(|exprs| {
                 exprs
@@ -271,7 +283,7 @@ impl Binder<'_> {
                         .all(|(key, column)| key.expr == Expr::Column(*column))
             }
             _ => order_by.is_empty(),
-        };
+        } && (windows.is_empty() || order_by.is_empty());
         if let Some(aggregation) = aggregation {
             root = Relation::Aggregate {
                 input: Box::new(root),
@@ -282,6 +294,19 @@ impl Binder<'_> {
             root = Relation::Filter {
                 input: Box::new(root),
                 predicate,
+            };
+        }
+        if !windows.is_empty() {
+            let base = root.width();
+            for expr in projection
+                .iter_mut()
+                .chain(order_by.iter_mut().map(|key| &mut key.expr))
+            {
+                super::window::place_windows(expr, base);
+            }
+            root = Relation::Window {
+                input: Box::new(root),
+                calls: windows,
             };
         }
         if !ordered_by_key {
@@ -482,6 +507,26 @@ impl Binder<'_> {
         self.scope = saved;
         self.grouping = grouping;
         result
+    }
+}
+
+/// A GROUP BY item: `GROUP BY 2` stands for the second select item's expression.
+fn group_by_position(expr: &ast::Expr, items: &[SelectItem]) -> SqlResult<ast::Expr> {
+    let ast::Expr::Value(value) = expr else {
+        return Ok(expr.clone());
+    };
+    let ast::Value::Number(number, _) = &value.value else {
+        return Ok(expr.clone());
+    };
+    let position: usize = number.parse().unwrap_or(0);
+    match position.checked_sub(1).and_then(|index| items.get(index)) {
+        Some(SelectItem::UnnamedExpr(item) | SelectItem::ExprWithAlias { expr: item, .. }) => {
+            Ok(item.clone())
+        }
+        _ => Err(SqlError::new(
+            sqlstate::UNDEFINED_COLUMN,
+            format!("GROUP BY position {number} is not in select list"),
+        )),
     }
 }
 
