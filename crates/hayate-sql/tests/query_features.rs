@@ -446,3 +446,52 @@ fn window_functions() {
     let (code, message) = error(&mut s, "SELECT lag(x) OVER (ORDER BY id) FROM a");
     assert_eq!(code, "0A000", "{message}");
 }
+
+#[test]
+fn interval_arithmetic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    let holds = |s: &mut Session, sql: &str| {
+        assert_eq!(query(s, sql), vec![vec![Value::Bool(true)]], "{sql}");
+    };
+    // Months on the calendar (clamped to the month's length), then days, then time.
+    holds(
+        &mut s,
+        "SELECT timestamp '2024-01-31 10:00:00' + interval '1 month' \
+         = timestamp '2024-02-29 10:00:00'",
+    );
+    holds(
+        &mut s,
+        "SELECT timestamp '2024-01-01' - interval '1 year 2 mons 3 days 04:05:06' \
+         = timestamp '2022-10-28 19:54:54'",
+    );
+    holds(
+        &mut s,
+        "SELECT interval '2 hours' + timestamp '2024-01-01 23:00:00' \
+         = timestamp '2024-01-02 01:00:00'",
+    );
+    // date +/- interval is a timestamp.
+    holds(
+        &mut s,
+        "SELECT date '2024-03-01' - interval '1 day' = timestamp '2024-02-29 00:00:00'",
+    );
+    holds(
+        &mut s,
+        "SELECT now() - interval '1 day' < now() AND now() - interval '1 day' > now() - interval '2 days'",
+    );
+    holds(
+        &mut s,
+        "SELECT timestamp '2024-01-01' + interval '90' minute = timestamp '2024-01-01 01:30:00'",
+    );
+    assert_eq!(
+        query(&mut s, "SELECT CAST(NULL AS timestamp) + interval '1 day'"),
+        vec![vec![NULL]]
+    );
+    let (code, message) = error(&mut s, "SELECT interval '1 day'");
+    assert_eq!(code, "0A000", "{message}");
+    assert_eq!(error(&mut s, "SELECT 1 + interval '1 day'").0, "42883");
+    assert_eq!(
+        error(&mut s, "SELECT now() + interval '1 fortnight'").0,
+        "22007"
+    );
+}

@@ -101,6 +101,9 @@ pub enum ScalarFunction {
     CurrentDate,
     LocalTimestamp,
     ClockTimestamp,
+    /// date/timestamp + interval: args are the value, then the interval's months, days and
+    /// microseconds (`types::interval`).
+    AddInterval,
 }
 
 #[derive(Debug, Clone, PartialEq)]

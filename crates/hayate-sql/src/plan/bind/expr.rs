@@ -587,6 +587,11 @@ impl Binder<'_> {
                 )
             }
         };
+        if matches!(op, BinaryOp::Add | BinaryOp::Subtract) {
+            if let Some(bound) = self.bind_interval_arithmetic(left, op, right)? {
+                return Ok(bound);
+            }
+        }
         if matches!(op, BinaryOp::And | BinaryOp::Or) {
             let left = self.bind_typed(left, DataType::Bool)?;
             let right = self.bind_typed(right, DataType::Bool)?;
@@ -604,6 +609,61 @@ impl Binder<'_> {
         };
         let result_type = result_type(op, left_type, right_type)?;
         Ok((binary(op, left, right, result_type), result_type))
+    }
+
+    /// `date/timestamp ± interval '...'` and `interval '...' + date/timestamp` (None: no
+    /// interval literal in that place).
+    fn bind_interval_arithmetic(
+        &mut self,
+        left: &ast::Expr,
+        op: BinaryOp,
+        right: &ast::Expr,
+    ) -> SqlResult<Option<(Expr, DataType)>> {
+        let (value, interval) = match (left, right) {
+            (value, ast::Expr::Interval(interval)) => (value, interval),
+            (ast::Expr::Interval(interval), value) if op == BinaryOp::Add => (value, interval),
+            _ => return Ok(None),
+        };
+        let ast::Expr::Value(literal) = interval.value.as_ref() else {
+            return Err(SqlError::unsupported("an interval that is not a constant"));
+        };
+        let (ast::Value::SingleQuotedString(text) | ast::Value::Number(text, _)) = &literal.value
+        else {
+            return Err(SqlError::unsupported(format!("the interval {interval}")));
+        };
+        let unit = interval
+            .leading_field
+            .as_ref()
+            .map(|field| field.to_string().to_lowercase());
+        let mut parsed = crate::types::interval::parse(text, unit.as_deref())?;
+        if op == BinaryOp::Subtract {
+            parsed = parsed.negate();
+        }
+        let (value, value_type) = self.bind_expr(value, Some(DataType::Timestamp))?;
+        let result_type = match value_type {
+            DataType::Timestamp | DataType::TimestampTz => value_type,
+            DataType::Date => DataType::Timestamp,
+            other => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!(
+                        "operator does not exist: {other} {} interval",
+                        operator_symbol(op)
+                    ),
+                ))
+            }
+        };
+        let args = vec![
+            value,
+            Expr::Literal(Value::Int(parsed.months)),
+            Expr::Literal(Value::Int(parsed.days)),
+            Expr::Literal(Value::Int(parsed.micros)),
+        ];
+        let call = Expr::Function {
+            function: ScalarFunction::AddInterval,
+            args,
+        };
+        Ok(Some((call, result_type)))
     }
 
     pub(super) fn bind_function(
