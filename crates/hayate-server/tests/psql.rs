@@ -1,5 +1,6 @@
-//! psql, unmodified, against the server: a small script with DDL, `\dt` and `\d`, inserts, a
-//! select, an explicit transaction and errors; its output is compared line by line.
+//! psql, unmodified, against the server: a small script with DDL, `\dt`, `\d` and `\d t` (a
+//! primary key, a secondary index, a default), inserts, a select, an explicit transaction and
+//! errors; its output is compared line by line with PostgreSQL 15's psql transcript.
 //!
 //! When psql is not installed the test says so loudly on stderr and checks nothing else; set
 //! HAYATE_REQUIRE_CLIENTS=1 to make its absence a failure (common/clients.rs).
@@ -11,9 +12,11 @@ use std::process::Command;
 use common::TestServer;
 
 const SCRIPT: &str = "\
-CREATE TABLE t (id int PRIMARY KEY, name text NOT NULL, score float8);
+CREATE TABLE t (id int PRIMARY KEY, name text NOT NULL, score float8 DEFAULT 0.5);
 \\dt
 \\d
+CREATE INDEX t_name_idx ON t (name);
+\\d t
 INSERT INTO t VALUES (1, 'one', 1.5), (2, 'two', NULL);
 SELECT * FROM t ORDER BY id;
 BEGIN;
@@ -42,6 +45,17 @@ CREATE TABLE
  public | t    | table | tester
 (1 row)
 
+CREATE INDEX
+                      Table \"public.t\"
+ Column |       Type       | Collation | Nullable | Default 
+--------+------------------+-----------+----------+---------
+ id     | integer          |           | not null | 
+ name   | text             |           | not null | 
+ score  | double precision |           |          | 0.5
+Indexes:
+    \"t_pkey\" PRIMARY KEY, btree (id)
+    \"t_name_idx\" btree (name)
+
 INSERT 0 2
  id | name | score 
 ----+------+-------
@@ -57,11 +71,11 @@ UPDATE 1
 (1 row)
 
 COMMIT
-psql:<stdin>:10: ERROR:  duplicate key value violates unique constraint \"t_pkey\"
+psql:<stdin>:12: ERROR:  duplicate key value violates unique constraint \"t_pkey\"
 DETAIL:  Key (id)=(1) already exists.
 BEGIN
-psql:<stdin>:12: ERROR:  relation \"nope\" does not exist
-psql:<stdin>:13: ERROR:  current transaction is aborted, commands ignored until end of transaction block
+psql:<stdin>:14: ERROR:  relation \"nope\" does not exist
+psql:<stdin>:15: ERROR:  current transaction is aborted, commands ignored until end of transaction block
 ROLLBACK
  count | sum 
 -------+-----

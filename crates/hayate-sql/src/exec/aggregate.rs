@@ -27,6 +27,8 @@ enum Accumulator {
     },
     Min(Value),
     Max(Value),
+    /// string_agg: the text so far (None before the first non-NULL value).
+    StringAgg(Option<String>),
 }
 
 impl Accumulator {
@@ -52,6 +54,7 @@ impl Accumulator {
             },
             AggregateFunction::Min => Accumulator::Min(Value::Null),
             AggregateFunction::Max => Accumulator::Max(Value::Null),
+            AggregateFunction::StringAgg => Accumulator::StringAgg(None),
         }
     }
 
@@ -89,6 +92,19 @@ impl Accumulator {
             (Accumulator::FloatSum { sum, count, .. }, value) if value.as_f64().is_some() => {
                 *sum += value.as_f64().unwrap_or(0.0);
                 *count += 1;
+            }
+            (Accumulator::StringAgg(text), Value::Text(pair)) => {
+                let parsed = crate::system::array::parse(&pair);
+                if let Some([Some(value), delimiter]) = parsed.as_deref() {
+                    match text {
+                        // A NULL delimiter is an empty one, as in PostgreSQL.
+                        Some(text) => {
+                            text.push_str(delimiter.as_deref().unwrap_or(""));
+                            text.push_str(value);
+                        }
+                        None => *text = Some(value.clone()),
+                    }
+                }
             }
             (Accumulator::Min(current), value) => {
                 if current.is_null() || value.compare(current)? == Some(std::cmp::Ordering::Less) {
@@ -152,6 +168,7 @@ impl Accumulator {
                 }
             }
             Accumulator::Min(value) | Accumulator::Max(value) => value,
+            Accumulator::StringAgg(text) => text.map_or(Value::Null, Value::Text),
         })
     }
 }

@@ -5,8 +5,12 @@
 //! they change first, then write them.
 
 mod aggregate;
+mod full_join;
 pub(crate) mod index;
+mod lateral;
 mod query;
+mod set_operation;
+mod window;
 mod write;
 
 use std::cmp::Ordering;

@@ -36,7 +36,7 @@ pub(super) type Sink<'s> = dyn FnMut(Vec<Value>) -> SqlResult<bool> + 's;
 pub(super) struct Run<'r, 'e> {
     pub exec: &'r Executor<'e>,
     pub txn: RefCell<&'r mut Transaction>,
-    outer: RefCell<Vec<Vec<Value>>>,
+    pub(super) outer: RefCell<Vec<Vec<Value>>>,
     cache: RefCell<HashMap<usize, Rc<Vec<Vec<Value>>>>>,
 }
 
@@ -219,6 +219,41 @@ impl<'r, 'e> Run<'r, 'e> {
                 };
                 Ok(self.produce(left, &mut pass)? && self.produce(right, &mut pass)?)
             }
+            Relation::SetOperation {
+                left,
+                right,
+                operator,
+                all,
+            } => super::set_operation::produce(self, left, right, *operator, *all, sink),
+            Relation::Window { input, calls } => {
+                let rows = self.collect(input, None)?;
+                for row in super::window::run(calls, rows, &self.context())? {
+                    if !sink(row)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Relation::LateralJoin {
+                left,
+                right,
+                kind,
+                condition,
+            } => super::lateral::produce(self, left, right, *kind, condition.as_ref(), sink),
+            Relation::FullJoin {
+                left,
+                right,
+                left_keys,
+                right_keys,
+                condition,
+            } => super::full_join::produce(
+                self,
+                left,
+                right,
+                (left_keys, right_keys),
+                condition.as_ref(),
+                sink,
+            ),
             Relation::NestedLoopJoin {
                 left,
                 right,
@@ -584,7 +619,7 @@ impl<'r, 'e> Run<'r, 'e> {
         let limit = match subquery.kind {
             SubqueryKind::Exists => Some(1),
             SubqueryKind::Scalar => Some(2),
-            SubqueryKind::In(_) => None,
+            SubqueryKind::In(_) | SubqueryKind::Array => None,
         };
         if !subquery.correlated {
             let id = subquery as *const Subquery as usize;
@@ -632,6 +667,12 @@ impl SubqueryRunner for Run<'_, '_> {
                 } else {
                     Value::Bool(false)
                 })
+            }
+            SubqueryKind::Array => {
+                let rows = self.subquery_rows(subquery, row)?;
+                let elements: Vec<Option<String>> =
+                    rows.iter().map(|row| row[0].to_text()).collect();
+                Ok(Value::Text(crate::system::array::format(&elements)))
             }
             SubqueryKind::Exists => {
                 let rows = self.subquery_rows(subquery, row)?;

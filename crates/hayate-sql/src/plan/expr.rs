@@ -101,6 +101,9 @@ pub enum ScalarFunction {
     CurrentDate,
     LocalTimestamp,
     ClockTimestamp,
+    /// date/timestamp + interval: args are the value, then the interval's months, days and
+    /// microseconds (`types::interval`).
+    AddInterval,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -159,6 +162,8 @@ pub enum SubqueryKind {
     Exists,
     /// `left IN (SELECT x ...)`, with `left` over the current row.
     In(Box<Expr>),
+    /// `ARRAY(SELECT x ...)`: the values of its rows as an array (text array form).
+    Array,
 }
 
 #[derive(Debug)]

@@ -34,6 +34,8 @@ pub enum AggregateFunction {
     Min,
     Max,
     Avg,
+    /// string_agg(value, delimiter): its argument is the array text `{value,delimiter}`.
+    StringAgg,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +51,22 @@ pub struct AggregateCall {
 pub struct Aggregation {
     pub group_by: Vec<Expr>,
     pub aggregates: Vec<AggregateCall>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowFunction {
+    RowNumber,
+    Rank,
+    DenseRank,
+}
+
+/// A window function call: `function() OVER (PARTITION BY ... ORDER BY ...)`, over the rows
+/// below the Window operator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCall {
+    pub function: WindowFunction,
+    pub partition_by: Vec<Expr>,
+    pub order_by: Vec<SortKey>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -158,9 +176,31 @@ pub enum Relation {
         right_keys: Vec<Expr>,
         condition: Option<Expr>,
     },
+    /// JOIN LATERAL (`exec/lateral.rs`): for each left row, `right` runs with that row as
+    /// its enclosing row (`Expr::Outer { depth: 1 }` reads the left columns).
+    LateralJoin {
+        left: Box<Relation>,
+        right: Box<Relation>,
+        kind: JoinKind,
+        condition: Option<Expr>,
+    },
+    /// FULL [OUTER] JOIN (`exec/full_join.rs`): the right side is held, hashed on
+    /// `right_keys` when there are equalities (else every pair is tested).
+    FullJoin {
+        left: Box<Relation>,
+        right: Box<Relation>,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        condition: Option<Expr>,
+    },
     Aggregate {
         input: Box<Relation>,
         aggregation: Aggregation,
+    },
+    /// Window functions (`exec/window.rs`): each input row followed by one value per call.
+    Window {
+        input: Box<Relation>,
+        calls: Vec<WindowCall>,
     },
     Sort {
         input: Box<Relation>,
@@ -182,6 +222,20 @@ pub enum Relation {
         right: Box<Relation>,
         all: bool,
     },
+    /// INTERSECT / EXCEPT [ALL]: left rows by how often they occur on the right
+    /// (`exec/set_operation.rs`).
+    SetOperation {
+        left: Box<Relation>,
+        right: Box<Relation>,
+        operator: SetOperator,
+        all: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOperator {
+    Intersect,
+    Except,
 }
 
 impl Relation {
@@ -195,16 +249,19 @@ impl Relation {
             Relation::Project { exprs, .. } => exprs.len(),
             Relation::NestedLoopJoin { left, right, .. }
             | Relation::HashJoin { left, right, .. }
-            | Relation::MergeJoin { left, right, .. } => left.width() + right.width(),
+            | Relation::MergeJoin { left, right, .. }
+            | Relation::FullJoin { left, right, .. }
+            | Relation::LateralJoin { left, right, .. } => left.width() + right.width(),
             Relation::IndexJoin { left, right, .. } => left.width() + right.table.def.columns.len(),
             Relation::Aggregate { aggregation, .. } => {
                 aggregation.group_by.len() + aggregation.aggregates.len()
             }
+            Relation::Window { input, calls } => input.width() + calls.len(),
             Relation::Filter { input, .. }
             | Relation::Sort { input, .. }
             | Relation::Distinct { input, .. }
             | Relation::Limit { input, .. } => input.width(),
-            Relation::Union { left, .. } => left.width(),
+            Relation::Union { left, .. } | Relation::SetOperation { left, .. } => left.width(),
         }
     }
 
@@ -217,6 +274,7 @@ impl Relation {
             Relation::Filter { input, .. }
             | Relation::Project { input, .. }
             | Relation::Aggregate { input, .. }
+            | Relation::Window { input, .. }
             | Relation::Sort { input, .. }
             | Relation::Distinct { input, .. }
             | Relation::Limit { input, .. } => vec![input],
@@ -224,7 +282,10 @@ impl Relation {
             Relation::NestedLoopJoin { left, right, .. }
             | Relation::HashJoin { left, right, .. }
             | Relation::MergeJoin { left, right, .. }
-            | Relation::Union { left, right, .. } => vec![left, right],
+            | Relation::FullJoin { left, right, .. }
+            | Relation::LateralJoin { left, right, .. }
+            | Relation::Union { left, right, .. }
+            | Relation::SetOperation { left, right, .. } => vec![left, right],
         }
     }
 
@@ -277,17 +338,30 @@ impl Relation {
                 right.table.def.name,
                 if *lock { " (locking rows)" } else { "" }
             ),
+            Relation::LateralJoin { kind: k, .. } => {
+                format!("Nested Loop {} Join (lateral)", kind(k))
+            }
+            Relation::FullJoin { left_keys, .. } if left_keys.is_empty() => {
+                "Nested Loop Full Join".into()
+            }
+            Relation::FullJoin { left_keys, .. } => {
+                format!("Hash Full Join ({} keys)", left_keys.len())
+            }
             Relation::Aggregate { aggregation, .. } => format!(
                 "Hash Aggregate ({} groups keys, {} aggregates)",
                 aggregation.group_by.len(),
                 aggregation.aggregates.len()
             ),
+            Relation::Window { calls, .. } => format!("WindowAgg ({} functions)", calls.len()),
             Relation::Sort { keys, .. } => format!("Sort ({} keys)", keys.len()),
             Relation::Distinct { on: None, .. } => "Hash Distinct".into(),
             Relation::Distinct { on: Some(_), .. } => "Distinct On".into(),
             Relation::Limit { .. } => "Limit".into(),
             Relation::Union { all: true, .. } => "Union All".into(),
             Relation::Union { all: false, .. } => "Union".into(),
+            Relation::SetOperation { operator, all, .. } => {
+                format!("Hash {operator:?}{}", if *all { " All" } else { "" })
+            }
         };
         out.push(format!("{}{line}", "  ".repeat(depth)));
         for input in self.inputs() {

@@ -187,7 +187,11 @@ pub fn bind_function(
         "to_regclass" => (F::ToRegClass, DataType::Int8, &[1]),
         "pg_relation_is_publishable" => (F::RelationIsPublishable, DataType::Bool, &[1]),
         "pg_is_in_recovery" => (F::IsInRecovery, DataType::Bool, &[0]),
-        "array" => return Err(SqlError::unsupported("ARRAY(subquery)")),
+        "_pg_expandarray" => {
+            return Err(SqlError::unsupported(
+                "information_schema._pg_expandarray (a set-returning function of records)",
+            ))
+        }
         _ => return Err(undefined_function(name)),
     };
     if !arity.contains(&args.len()) {
@@ -478,10 +482,19 @@ pub fn bind_other(
             };
             let array = binder.bind_typed(root, DataType::Text)?;
             let index = binder.bind_typed(index, DataType::Int4)?;
-            Ok((
-                call(Function::Subscript, vec![array, index], catalog),
-                DataType::Text,
-            ))
+            let element = call(Function::Subscript, vec![array, index], catalog);
+            // Arrays are carried as text; an element compared with an integer is one, as
+            // the elements of int2vector / oid[] columns are in PostgreSQL.
+            match expected {
+                Some(target) if target.is_integer() => Ok((
+                    Expr::Cast {
+                        expr: Box::new(element),
+                        to: target,
+                    },
+                    target,
+                )),
+                _ => Ok((element, DataType::Text)),
+            }
         }
         other => Err(SqlError::unsupported(format!("the expression {other}"))),
     }

@@ -298,14 +298,34 @@ fn fold(part: &str, quoted: bool) -> String {
     }
 }
 
-/// The secondary indexes of a table.
-///
-/// TODO(ddl merge): the catalog has no secondary indexes yet (another branch adds them to
-/// `catalog.rs`). Once `TableDef` lists them, map each to an `IndexInfo` here with
-/// `oid: tree_oid(index tree id)`, `constraint: Some(oid + 3)` for UNIQUE constraints;
-/// pg_class, pg_index, pg_attribute, pg_get_indexdef and \d pick them up from this list.
-fn secondary_indexes(_table: &Table) -> Vec<IndexInfo> {
-    Vec::new()
+/// The secondary indexes of a table, each with the oid of its engine tree. A unique index
+/// with the name PostgreSQL gives a UNIQUE constraint's index (`table_col1_col2_key`, the
+/// name CREATE TABLE ... UNIQUE gives it here too) implements that constraint (oid + 3);
+/// the catalog keeps no other mark of the difference.
+fn secondary_indexes(table: &Table) -> Vec<IndexInfo> {
+    let def = &table.def;
+    def.indexes
+        .iter()
+        .zip(&table.index_trees)
+        .map(|(index, tree)| {
+            let oid = tree_oid(*tree);
+            let column_names: Vec<&str> = index
+                .columns
+                .iter()
+                .map(|column| def.columns[*column].name.as_str())
+                .collect();
+            let constraint_name = format!("{}_{}_key", def.name, column_names.join("_"));
+            let constraint = (index.unique && index.name == constraint_name).then_some(oid + 3);
+            IndexInfo {
+                oid,
+                name: index.name.clone(),
+                columns: index.columns.clone(),
+                unique: index.unique,
+                primary: false,
+                constraint,
+            }
+        })
+        .collect()
 }
 
 /// A system table in a query's FROM: the table and the snapshot its rows come from.

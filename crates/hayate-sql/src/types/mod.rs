@@ -9,6 +9,7 @@
 
 pub mod bytea;
 pub mod datetime;
+pub mod interval;
 pub mod numeric;
 
 use std::cmp::Ordering;

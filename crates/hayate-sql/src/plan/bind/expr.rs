@@ -18,6 +18,7 @@ pub(super) fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "min" => AggregateFunction::Min,
         "max" => AggregateFunction::Max,
         "avg" => AggregateFunction::Avg,
+        "string_agg" => AggregateFunction::StringAgg,
         _ => return None,
     })
 }
@@ -174,6 +175,7 @@ impl Binder<'_> {
         &mut self,
         query: &ast::Query,
         in_operand: Option<&ast::Expr>,
+        array: bool,
     ) -> SqlResult<(Expr, DataType)> {
         let scope = self.scope.take();
         let grouping = self.grouping.take();
@@ -198,6 +200,12 @@ impl Binder<'_> {
                 let (left, left_type) = self.bind_expr(left, Some(right_type))?;
                 result_type(BinaryOp::Equal, left_type, right_type)?;
                 (SubqueryKind::In(Box::new(left)), DataType::Bool)
+            }
+            None if array => {
+                if plan.columns.len() != 1 {
+                    return Err(SqlError::syntax("subquery must return only one column"));
+                }
+                (SubqueryKind::Array, DataType::Text)
             }
             None => {
                 if plan.columns.len() != 1 {
@@ -338,13 +346,13 @@ impl Binder<'_> {
                 Ok((Expr::Literal(Value::parse(&text, target)?), target))
             }
             E::Function(function) => self.bind_function(function),
-            E::Subquery(query) => self.bind_subquery(query, None),
+            E::Subquery(query) => self.bind_subquery(query, None, false),
             E::InSubquery {
                 expr: left,
                 subquery,
                 negated,
             } => {
-                let (bound, data_type) = self.bind_subquery(subquery, Some(left))?;
+                let (bound, data_type) = self.bind_subquery(subquery, Some(left), false)?;
                 Ok(if *negated {
                     (Expr::Not(Box::new(bound)), data_type)
                 } else {
@@ -579,6 +587,11 @@ impl Binder<'_> {
                 )
             }
         };
+        if matches!(op, BinaryOp::Add | BinaryOp::Subtract) {
+            if let Some(bound) = self.bind_interval_arithmetic(left, op, right)? {
+                return Ok(bound);
+            }
+        }
         if matches!(op, BinaryOp::And | BinaryOp::Or) {
             let left = self.bind_typed(left, DataType::Bool)?;
             let right = self.bind_typed(right, DataType::Bool)?;
@@ -598,11 +611,74 @@ impl Binder<'_> {
         Ok((binary(op, left, right, result_type), result_type))
     }
 
+    /// `date/timestamp ± interval '...'` and `interval '...' + date/timestamp` (None: no
+    /// interval literal in that place).
+    fn bind_interval_arithmetic(
+        &mut self,
+        left: &ast::Expr,
+        op: BinaryOp,
+        right: &ast::Expr,
+    ) -> SqlResult<Option<(Expr, DataType)>> {
+        let (value, interval) = match (left, right) {
+            (value, ast::Expr::Interval(interval)) => (value, interval),
+            (ast::Expr::Interval(interval), value) if op == BinaryOp::Add => (value, interval),
+            _ => return Ok(None),
+        };
+        let ast::Expr::Value(literal) = interval.value.as_ref() else {
+            return Err(SqlError::unsupported("an interval that is not a constant"));
+        };
+        let (ast::Value::SingleQuotedString(text) | ast::Value::Number(text, _)) = &literal.value
+        else {
+            return Err(SqlError::unsupported(format!("the interval {interval}")));
+        };
+        let unit = interval
+            .leading_field
+            .as_ref()
+            .map(|field| field.to_string().to_lowercase());
+        let mut parsed = crate::types::interval::parse(text, unit.as_deref())?;
+        if op == BinaryOp::Subtract {
+            parsed = parsed.negate();
+        }
+        let (value, value_type) = self.bind_expr(value, Some(DataType::Timestamp))?;
+        let result_type = match value_type {
+            DataType::Timestamp | DataType::TimestampTz => value_type,
+            DataType::Date => DataType::Timestamp,
+            other => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!(
+                        "operator does not exist: {other} {} interval",
+                        operator_symbol(op)
+                    ),
+                ))
+            }
+        };
+        let args = vec![
+            value,
+            Expr::Literal(Value::Int(parsed.months)),
+            Expr::Literal(Value::Int(parsed.days)),
+            Expr::Literal(Value::Int(parsed.micros)),
+        ];
+        let call = Expr::Function {
+            function: ScalarFunction::AddInterval,
+            args,
+        };
+        Ok(Some((call, result_type)))
+    }
+
     pub(super) fn bind_function(
         &mut self,
         function: &ast::Function,
     ) -> SqlResult<(Expr, DataType)> {
+        if function.over.is_some() {
+            return self.bind_window(function);
+        }
         let name = function_name(function);
+        if let ast::FunctionArguments::Subquery(query) = &function.args {
+            if name == "array" {
+                return self.bind_subquery(query, None, true);
+            }
+        }
         let args = function_args(function);
         if let Some(aggregate) = aggregate_function(&name) {
             return self.bind_aggregate(aggregate, &args, function);
@@ -633,7 +709,22 @@ impl Binder<'_> {
                 arg: None,
                 data_type: DataType::Int8,
             }),
-            (aggregate, [FunctionArg::Expr(arg)]) => {
+            (
+                AggregateFunction::StringAgg,
+                [FunctionArg::Expr(value), FunctionArg::Expr(delimiter)],
+            ) => {
+                // Both go to the accumulator as one array value, `{value,delimiter}`.
+                let pair = ast::Expr::Array(ast::Array {
+                    elem: vec![(*value).clone(), (*delimiter).clone()],
+                    named: true,
+                });
+                self.bind_expr(&pair, None).map(|(arg, _)| AggregateCall {
+                    function: AggregateFunction::StringAgg,
+                    arg: Some(arg),
+                    data_type: DataType::Text,
+                })
+            }
+            (aggregate, [FunctionArg::Expr(arg)]) if aggregate != AggregateFunction::StringAgg => {
                 self.bind_expr(arg, None).and_then(|(arg, arg_type)| {
                     // PostgreSQL's result types (exec::aggregate accumulates accordingly).
                     let data_type = match aggregate {

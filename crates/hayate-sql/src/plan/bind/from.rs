@@ -27,10 +27,22 @@ use crate::plan::{JoinKind, Relation, TableRead};
 use crate::system::PUBLIC_SCHEMA;
 use crate::types::DataType;
 
+/// How a FROM item joins the items before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ItemJoin {
+    Inner,
+    Left,
+    /// Planned as a LEFT join with the sides swapped, then the columns put back in order.
+    Right,
+    Full,
+}
+
 /// One item of the FROM list, bound.
 struct FromItem {
     relation: Relation,
-    kind: JoinKind,
+    kind: ItemJoin,
+    /// LATERAL: `relation` reads the row of the items before it (as its outer row).
+    lateral: bool,
     /// Conjuncts of its ON / USING (over the row up to and including this item).
     on: Vec<Expr>,
     start: usize,
@@ -50,7 +62,7 @@ impl Binder<'_> {
         for table in from {
             self.bind_from_item(
                 &table.relation,
-                JoinKind::Inner,
+                ItemJoin::Inner,
                 None,
                 lock,
                 &mut scope,
@@ -59,9 +71,11 @@ impl Binder<'_> {
             for join in &table.joins {
                 use ast::JoinOperator as J;
                 let (kind, constraint) = match &join.join_operator {
-                    J::Join(c) | J::Inner(c) => (JoinKind::Inner, Some(c)),
-                    J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, Some(c)),
-                    J::CrossJoin(_) => (JoinKind::Inner, None),
+                    J::Join(c) | J::Inner(c) => (ItemJoin::Inner, Some(c)),
+                    J::Left(c) | J::LeftOuter(c) => (ItemJoin::Left, Some(c)),
+                    J::Right(c) | J::RightOuter(c) => (ItemJoin::Right, Some(c)),
+                    J::FullOuter(c) => (ItemJoin::Full, Some(c)),
+                    J::CrossJoin(_) => (ItemJoin::Inner, None),
                     other => {
                         return Err(SqlError::unsupported(
                             format!("the join {other:?}")
@@ -88,13 +102,13 @@ impl Binder<'_> {
             let filter = self.bind_typed(selection, DataType::Bool)?;
             split(filter, &mut pool);
         }
-        Ok(plan_joins(items, pool))
+        plan_joins(items, pool)
     }
 
     fn bind_from_item(
         &mut self,
         factor: &TableFactor,
-        kind: JoinKind,
+        kind: ItemJoin,
         constraint: Option<&ast::JoinConstraint>,
         lock: bool,
         scope: &mut Scope,
@@ -123,6 +137,11 @@ impl Binder<'_> {
                 .collect(),
             _ => Vec::new(),
         };
+        if !using.is_empty() && matches!(kind, ItemJoin::Right | ItemJoin::Full) {
+            return Err(SqlError::unsupported(
+                "USING or NATURAL with RIGHT or FULL JOIN (join ON the columns instead)",
+            ));
+        }
         let mut entry = entry;
         for name in &using {
             let left = scope.resolve(None, name)?.ok_or_else(|| {
@@ -155,9 +174,17 @@ impl Binder<'_> {
             self.scope = saved;
             split(bound?, &mut on);
         }
+        let lateral = matches!(factor, TableFactor::Derived { lateral: true, .. });
+        if lateral && matches!(kind, ItemJoin::Right | ItemJoin::Full) {
+            return Err(SqlError::new(
+                sqlstate::INVALID_COLUMN_REFERENCE,
+                "the combining JOIN type must be INNER or LEFT for a LATERAL reference",
+            ));
+        }
         items.push(FromItem {
             relation,
             kind,
+            lateral,
             on,
             start,
             end,
@@ -178,6 +205,9 @@ impl Binder<'_> {
             } => {
                 if let Some(args) = args {
                     return self.bind_table_function(name, &args.args, alias.as_ref());
+                }
+                if let Some(bound) = self.bind_cte_reference(name, alias.as_ref()) {
+                    return bound;
                 }
                 let (relation, mut entry) = self.bind_named_relation(name, lock)?;
                 entry.alias(alias.as_ref())?;
@@ -201,6 +231,12 @@ impl Binder<'_> {
                 alias,
                 ..
             } => self.bind_table_function(name, args, alias.as_ref()),
+            TableFactor::Derived {
+                lateral: true,
+                subquery,
+                alias,
+                ..
+            } => self.bind_lateral(subquery, alias.as_ref(), scope),
             TableFactor::Derived {
                 lateral: false,
                 subquery,
@@ -230,6 +266,88 @@ impl Binder<'_> {
             }
             other => Err(SqlError::unsupported(format!("FROM {other}"))),
         }
+    }
+
+    /// `LATERAL (query)`: bound one query level down, with the FROM items before it as the
+    /// enclosing level, so its references to them are `Expr::Outer` reads of the left row
+    /// the lateral join pushes for each run.
+    fn bind_lateral(
+        &mut self,
+        subquery: &ast::Query,
+        alias: Option<&ast::TableAlias>,
+        scope: &Scope,
+    ) -> SqlResult<(Relation, ScopeEntry)> {
+        let Some(alias) = alias else {
+            return Err(SqlError::syntax("subquery in FROM must have an alias"));
+        };
+        let saved_scope = self.scope.take();
+        let saved_grouping = self.grouping.take();
+        // First in FROM, it has nothing to read: an ordinary derived table.
+        let level = !scope.entries.is_empty();
+        if level {
+            self.outer.push(super::OuterLevel {
+                scope: Some(scope.clone()),
+                grouped: false,
+            });
+            self.correlated.push(false);
+        }
+        let plan = self.bind_query(subquery);
+        if level {
+            self.correlated.pop();
+            self.outer.pop();
+        }
+        self.scope = saved_scope;
+        self.grouping = saved_grouping;
+        let plan = plan?;
+        let mut entry = ScopeEntry::new(
+            None,
+            None,
+            plan.columns
+                .iter()
+                .map(|c| (c.name.clone(), c.data_type))
+                .collect(),
+        );
+        entry.alias(Some(alias))?;
+        Ok((plan.root, entry))
+    }
+
+    /// A reference to a WITH query in view (None: the name is not one). The WITH query is
+    /// bound here as a derived table that sees only the WITH queries before it.
+    fn bind_cte_reference(
+        &mut self,
+        name: &ast::ObjectName,
+        alias: Option<&ast::TableAlias>,
+    ) -> Option<SqlResult<(Relation, ScopeEntry)>> {
+        let [part] = name.0.as_slice() else {
+            return None;
+        };
+        let wanted = ident_name(part.as_ident()?);
+        let position = self
+            .ctes
+            .iter()
+            .rposition(|cte| ident_name(&cte.alias.name) == wanted)?;
+        let later = self.ctes.split_off(position);
+        let cte = &later[0];
+        let saved_scope = self.scope.take();
+        let saved_grouping = self.grouping.take();
+        let plan = self.bind_query(&cte.query);
+        self.scope = saved_scope;
+        self.grouping = saved_grouping;
+        let bound = plan.and_then(|plan| {
+            let mut entry = ScopeEntry::new(
+                None,
+                None,
+                plan.columns
+                    .iter()
+                    .map(|c| (c.name.clone(), c.data_type))
+                    .collect(),
+            );
+            entry.alias(Some(&cte.alias))?;
+            entry.alias(alias)?;
+            Ok((plan.root, entry))
+        });
+        self.ctes.extend(later);
+        Some(bound)
     }
 
     /// A table by name: a user table, else (or when qualified with a system schema) a system
@@ -424,10 +542,15 @@ fn has_correlated_subquery(expr: &Expr) -> bool {
 }
 
 /// The expression with every column position moved down by `by` (onto a suffix of the row).
-fn shift(mut expr: Expr, by: usize) -> Expr {
-    fn walk(expr: &mut Expr, by: usize) {
+fn shift(expr: Expr, by: usize) -> Expr {
+    remap(expr, &|index| index - by)
+}
+
+/// The expression with every column position `i` of its row read at `to(i)` instead.
+fn remap(mut expr: Expr, to: &dyn Fn(usize) -> usize) -> Expr {
+    fn walk(expr: &mut Expr, by: &dyn Fn(usize) -> usize) {
         if let Expr::Column(index) = expr {
-            *index -= by;
+            *index = by(*index);
         }
         if let Expr::Subquery(subquery) = expr {
             if let SubqueryKind::In(left) = &subquery.0.kind {
@@ -449,7 +572,7 @@ fn shift(mut expr: Expr, by: usize) -> Expr {
             walk(child, by);
         }
     }
-    walk(&mut expr, by);
+    walk(&mut expr, to);
     expr
 }
 
@@ -521,10 +644,10 @@ fn equality(expr: &Expr) -> Option<(&Expr, &Expr)> {
     }
 }
 
-fn plan_joins(items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> Relation {
+fn plan_joins(items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> SqlResult<Relation> {
     if items.is_empty() {
         let root = Relation::Values(vec![Vec::new()]);
-        return filter(root, where_conjuncts);
+        return Ok(filter(root, where_conjuncts));
     }
     let mut pool: Vec<(Expr, Reads)> = where_conjuncts
         .into_iter()
@@ -551,36 +674,142 @@ fn plan_joins(items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> Relation {
         });
         taken
     };
-    let mut items = items.into_iter();
-    let first = items.next().expect("not empty");
+    // Items before a RIGHT or FULL join become nullable there: WHERE conjuncts on them
+    // wait until after it.
+    let last_outer = items
+        .iter()
+        .rposition(|item| matches!(item.kind, ItemJoin::Right | ItemJoin::Full));
+    let pushable = |position: usize| last_outer.is_none_or(|last| position >= last);
+    let mut items = items.into_iter().enumerate();
+    let (_, first) = items.next().expect("not empty");
     let end = first.end;
-    let mine = take(&mut pool, &|r| r.range.is_none_or(|(_, high)| high < end));
+    let mine = if pushable(0) {
+        take(&mut pool, &|r| r.range.is_none_or(|(_, high)| high < end))
+    } else {
+        Vec::new()
+    };
     let mut root = push_into(first.relation, mine);
-    for item in items {
+    for (position, item) in items {
         let (start, end) = (item.start, item.end);
         let mut conditions = item.on;
-        if item.kind == JoinKind::Inner {
+        if item.kind == ItemJoin::Inner && pushable(position) {
             conditions.extend(take(&mut pool, &|r| {
                 r.range.is_some_and(|(_, high)| high < end)
             }));
         }
-        // Conditions on the right item alone filter it before the join.
-        let (right_only, conditions): (Vec<Expr>, Vec<Expr>) =
-            conditions.into_iter().partition(|e| {
-                let r = reads(e);
-                !r.correlated && r.range.is_some_and(|(low, _)| low >= start)
-            });
-        let right_only = right_only.into_iter().map(|e| shift(e, start)).collect();
-        let right = push_into(item.relation, right_only);
-        root = join(root, right, item.kind, conditions, start, end);
-        if item.kind == JoinKind::Left {
+        match item.kind {
+            ItemJoin::Inner | ItemJoin::Left => {
+                // Conditions on the right item alone filter it before the join.
+                let (right_only, conditions): (Vec<Expr>, Vec<Expr>) =
+                    conditions.into_iter().partition(|e| {
+                        let r = reads(e);
+                        !r.correlated && r.range.is_some_and(|(low, _)| low >= start)
+                    });
+                let right_only = right_only.into_iter().map(|e| shift(e, start)).collect();
+                let right = push_into(item.relation, right_only);
+                let kind = match item.kind {
+                    ItemJoin::Inner => JoinKind::Inner,
+                    _ => JoinKind::Left,
+                };
+                root = if item.lateral {
+                    Relation::LateralJoin {
+                        left: Box::new(root),
+                        right: Box::new(right),
+                        kind,
+                        condition: and_all(conditions),
+                    }
+                } else {
+                    join(root, right, kind, conditions, start, end)
+                };
+            }
+            ItemJoin::Right => root = right_join(root, item.relation, conditions, start, end)?,
+            ItemJoin::Full => root = full_join(root, item.relation, conditions, start, end),
+        }
+        if item.kind != ItemJoin::Inner && pushable(position) {
             let after = take(&mut pool, &|r| r.range.is_some_and(|(_, high)| high < end));
             root = filter(root, after);
         }
     }
     let rest: Vec<Expr> = pool.into_iter().map(|(e, _)| e).collect();
     top.extend(rest);
-    filter(root, top)
+    Ok(filter(root, top))
+}
+
+/// `left RIGHT JOIN right`: planned as `right LEFT JOIN left`, whose rows are the right
+/// columns followed by the left ones, then projected back to left followed by right.
+fn right_join(
+    left: Relation,
+    right: Relation,
+    conditions: Vec<Expr>,
+    start: usize,
+    end: usize,
+) -> SqlResult<Relation> {
+    if conditions.iter().any(has_correlated_subquery) {
+        // Its subquery reads the joined row by position, which the swap changes.
+        return Err(SqlError::unsupported(
+            "a correlated subquery in the ON clause of a RIGHT JOIN",
+        ));
+    }
+    let right_width = end - start;
+    let swapped = |index: usize| {
+        if index < start {
+            index + right_width
+        } else {
+            index - start
+        }
+    };
+    let conditions = conditions
+        .into_iter()
+        .map(|condition| remap(condition, &swapped))
+        .collect();
+    let joined = join(right, left, JoinKind::Left, conditions, right_width, end);
+    let exprs = (0..end).map(|index| Expr::Column(swapped(index))).collect();
+    Ok(Relation::Project {
+        input: Box::new(joined),
+        exprs,
+    })
+}
+
+/// `left FULL JOIN right`: hashed on the equalities between a left and a right expression.
+fn full_join(
+    left: Relation,
+    right: Relation,
+    conditions: Vec<Expr>,
+    start: usize,
+    end: usize,
+) -> Relation {
+    let mut left_keys = Vec::new();
+    let mut right_keys = Vec::new();
+    let mut residual = Vec::new();
+    for condition in conditions {
+        let sides = |e: &Expr| {
+            let r = reads(e);
+            let left_only = !r.correlated && r.range.is_some_and(|(_, high)| high < start);
+            let right_only = !r.correlated
+                && r.range
+                    .is_some_and(|(low, high)| low >= start && high < end);
+            (left_only, right_only)
+        };
+        let keys = equality(&condition).and_then(|(a, b)| match (sides(a), sides(b)) {
+            ((true, _), (_, true)) => Some((a.clone(), b.clone())),
+            ((_, true), (true, _)) => Some((b.clone(), a.clone())),
+            _ => None,
+        });
+        match keys {
+            Some((l, r)) => {
+                left_keys.push(l);
+                right_keys.push(shift(r, start));
+            }
+            None => residual.push(condition),
+        }
+    }
+    Relation::FullJoin {
+        left: Box::new(left),
+        right: Box::new(right),
+        left_keys,
+        right_keys,
+        condition: and_all(residual),
+    }
 }
 
 /// Joins `left` (columns 0..start) with `right` (start..end) on `conditions` over the

@@ -7,6 +7,7 @@ mod from;
 mod functions;
 mod query;
 mod scope;
+mod window;
 mod write;
 
 use ddl::{bind_set, check_transaction_modes};
@@ -41,6 +42,10 @@ pub struct Binder<'a> {
     outer: Vec<OuterLevel>,
     /// Per subquery level being bound: whether it reads an enclosing level's columns.
     correlated: Vec<bool>,
+    /// The WITH queries in view, outermost first (a later one hides an earlier one).
+    ctes: Vec<ast::Cte>,
+    /// Window calls of the SELECT list / ORDER BY being bound (None: not allowed here).
+    windows: Option<Vec<crate::plan::WindowCall>>,
 }
 
 /// An enclosing query level: its FROM list, and whether it is grouped (its rows are then
@@ -114,6 +119,8 @@ impl<'a> Binder<'a> {
             grouping: None,
             outer: Vec::new(),
             correlated: Vec::new(),
+            ctes: Vec::new(),
+            windows: None,
         }
     }
 

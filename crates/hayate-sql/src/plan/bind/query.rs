@@ -1,6 +1,7 @@
 //! Binding queries: SELECT (FROM in `from`), grouping, projection, DISTINCT, ORDER BY,
 //! LIMIT/OFFSET, VALUES and UNION, into a tree of `Relation`s:
-//! source -> Aggregate -> Filter (HAVING) -> Sort -> Distinct On -> Project -> Distinct -> Limit.
+//! source -> Aggregate -> Filter (HAVING) -> Window -> Sort -> Distinct On -> Project ->
+//! Distinct -> Limit.
 
 use sqlparser::ast::{self, SelectItem, SetExpr};
 
@@ -9,14 +10,27 @@ use super::scope::Scope;
 use super::{ident_name, Binder, Grouping};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
-use crate::plan::{Aggregation, OutputColumn, QueryPlan, Relation, SortKey};
+use crate::plan::{Aggregation, OutputColumn, QueryPlan, Relation, SetOperator, SortKey};
 use crate::types::DataType;
 
 impl Binder<'_> {
     pub(super) fn bind_query(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
-        if query.with.is_some() {
-            return Err(SqlError::unsupported("WITH"));
+        let Some(with) = &query.with else {
+            return self.bind_query_body(query);
+        };
+        if with.recursive {
+            return Err(SqlError::unsupported("WITH RECURSIVE"));
         }
+        // Each reference to a WITH query binds it in place, as a derived table (PostgreSQL
+        // inlines non-recursive WITH queries too); `ctes` holds them while the body binds.
+        let in_view = self.ctes.len();
+        self.ctes.extend(with.cte_tables.iter().cloned());
+        let plan = self.bind_query_body(query);
+        self.ctes.truncate(in_view);
+        plan
+    }
+
+    fn bind_query_body(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
         let locks = !query.locks.is_empty();
         if let SetExpr::Select(select) = query.body.as_ref() {
             return self.bind_select(select, Some(query), locks);
@@ -78,36 +92,47 @@ impl Binder<'_> {
             }
             SetExpr::SetOperation {
                 left,
-                op: ast::SetOperator::Union,
+                op,
                 set_quantifier,
                 right,
             } => {
+                let operator = match op {
+                    ast::SetOperator::Union => None,
+                    ast::SetOperator::Intersect => Some(SetOperator::Intersect),
+                    ast::SetOperator::Except => Some(SetOperator::Except),
+                    other => {
+                        return Err(SqlError::unsupported(format!("the set operation {other}")))
+                    }
+                };
                 let all = match set_quantifier {
                     ast::SetQuantifier::All => true,
                     ast::SetQuantifier::None | ast::SetQuantifier::Distinct => false,
-                    other => return Err(SqlError::unsupported(format!("UNION {other}"))),
+                    other => return Err(SqlError::unsupported(format!("{op} {other}"))),
                 };
                 let (left, left_columns) = self.bind_set_expr(left)?;
                 let (right, right_columns) = self.bind_set_expr(right)?;
                 if left_columns.len() != right_columns.len() {
-                    return Err(SqlError::syntax(
-                        "each UNION query must have the same number of columns",
-                    ));
+                    return Err(SqlError::syntax(format!(
+                        "each {op} query must have the same number of columns"
+                    )));
                 }
                 let mut columns = left_columns.clone();
                 for (column, other) in columns.iter_mut().zip(&right_columns) {
-                    column.data_type = union_type(column.data_type, other.data_type)?;
+                    column.data_type = union_type(*op, column.data_type, other.data_type)?;
                 }
                 let left = cast_to(left, &left_columns, &columns);
                 let right = cast_to(right, &right_columns, &columns);
-                Ok((
-                    Relation::Union {
-                        left: Box::new(left),
-                        right: Box::new(right),
+                let (left, right) = (Box::new(left), Box::new(right));
+                let relation = match operator {
+                    None => Relation::Union { left, right, all },
+                    Some(operator) => Relation::SetOperation {
+                        left,
+                        right,
+                        operator,
                         all,
                     },
-                    columns,
-                ))
+                };
+                Ok((relation, columns))
             }
             other => Err(SqlError::unsupported(format!("the query {other}"))),
         }
@@ -153,9 +178,11 @@ impl Binder<'_> {
     ) -> SqlResult<QueryPlan> {
         let saved_scope = self.scope.take();
         let saved_grouping = self.grouping.take();
+        let saved_windows = self.windows.take();
         let result = self.bind_select_in_scope(select, query, locks);
         self.scope = saved_scope;
         self.grouping = saved_grouping;
+        self.windows = saved_windows;
         result
     }
 
@@ -171,9 +198,13 @@ impl Binder<'_> {
             self.scope = None;
         }
         let group_by = match &select.group_by {
-            ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs,
+            ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs
+                .iter()
+                .map(|expr| group_by_position(expr, &select.projection))
+                .collect::<SqlResult<Vec<_>>>()?,
             _ => return Err(SqlError::unsupported("GROUP BY ALL or with modifiers")),
         };
+        let group_by = &group_by;
         let aggregated = !group_by.is_empty()
             || select.having.is_some()
             || select.projection.iter().any(|item| match item {
@@ -207,16 +238,21 @@ impl Binder<'_> {
                 aggregates: Vec::new(),
             });
         }
-        let (projection, columns) = self.bind_projection(&select.projection)?;
+        // Window calls are allowed in the SELECT list and ORDER BY only.
+        self.windows = Some(Vec::new());
+        let (mut projection, columns) = self.bind_projection(&select.projection)?;
+        let windows = self.windows.take().unwrap_or_default();
         let having = select
             .having
             .as_ref()
             .map(|expr| self.bind_typed(expr, DataType::Bool))
             .transpose()?;
-        let order_by = match query {
+        self.windows = Some(windows);
+        let mut order_by = match query {
             Some(query) => self.bind_order_by(query, &select.projection, &projection)?,
             None => Vec::new(),
         };
+        let windows = self.windows.take().unwrap_or_default();
         let distinct_on = distinct_on
             .map(|exprs| {
                 exprs
@@ -247,7 +283,7 @@ impl Binder<'_> {
                         .all(|(key, column)| key.expr == Expr::Column(*column))
             }
             _ => order_by.is_empty(),
-        };
+        } && (windows.is_empty() || order_by.is_empty());
         if let Some(aggregation) = aggregation {
             root = Relation::Aggregate {
                 input: Box::new(root),
@@ -258,6 +294,19 @@ impl Binder<'_> {
             root = Relation::Filter {
                 input: Box::new(root),
                 predicate,
+            };
+        }
+        if !windows.is_empty() {
+            let base = root.width();
+            for expr in projection
+                .iter_mut()
+                .chain(order_by.iter_mut().map(|key| &mut key.expr))
+            {
+                super::window::place_windows(expr, base);
+            }
+            root = Relation::Window {
+                input: Box::new(root),
+                calls: windows,
             };
         }
         if !ordered_by_key {
@@ -461,6 +510,26 @@ impl Binder<'_> {
     }
 }
 
+/// A GROUP BY item: `GROUP BY 2` stands for the second select item's expression.
+fn group_by_position(expr: &ast::Expr, items: &[SelectItem]) -> SqlResult<ast::Expr> {
+    let ast::Expr::Value(value) = expr else {
+        return Ok(expr.clone());
+    };
+    let ast::Value::Number(number, _) = &value.value else {
+        return Ok(expr.clone());
+    };
+    let position: usize = number.parse().unwrap_or(0);
+    match position.checked_sub(1).and_then(|index| items.get(index)) {
+        Some(SelectItem::UnnamedExpr(item) | SelectItem::ExprWithAlias { expr: item, .. }) => {
+            Ok(item.clone())
+        }
+        _ => Err(SqlError::new(
+            sqlstate::UNDEFINED_COLUMN,
+            format!("GROUP BY position {number} is not in select list"),
+        )),
+    }
+}
+
 /// The column name PostgreSQL gives an unnamed select item.
 pub(super) fn output_name(expr: &ast::Expr) -> String {
     match expr {
@@ -481,7 +550,7 @@ pub(super) fn output_type(data_type: DataType) -> DataType {
 }
 
 /// The type of a UNION column from the types of its two sides.
-fn union_type(left: DataType, right: DataType) -> SqlResult<DataType> {
+fn union_type(op: ast::SetOperator, left: DataType, right: DataType) -> SqlResult<DataType> {
     Ok(match (left, right) {
         (l, r) if l == r => l,
         (DataType::Unknown, other) | (other, DataType::Unknown) => output_type(other),
@@ -490,7 +559,7 @@ fn union_type(left: DataType, right: DataType) -> SqlResult<DataType> {
         (l, r) if l.is_text() && r.is_text() => DataType::Text,
         (l, r) => {
             return Err(SqlError::mismatch(format!(
-                "UNION types {l} and {r} cannot be matched"
+                "{op} types {l} and {r} cannot be matched"
             )))
         }
     })

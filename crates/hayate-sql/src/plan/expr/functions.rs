@@ -180,6 +180,20 @@ pub(super) fn eval(
             Value::Float(value.sqrt())
         }
         F::Random => Value::Float(random()),
+        F::AddInterval => {
+            let interval = crate::types::interval::Interval {
+                months: integer(1)?,
+                days: integer(2)?,
+                micros: integer(3)?,
+            };
+            let add = |micros| crate::types::interval::add_to_timestamp(micros, interval);
+            match &values[0] {
+                Value::Timestamp(micros) => Value::Timestamp(add(*micros)?),
+                Value::TimestampTz(micros) => Value::TimestampTz(add(*micros)?),
+                Value::Date(days) => Value::Timestamp(add(datetime::date_to_timestamp(*days))?),
+                _ => return Err(wrong_argument(function)),
+            }
+        }
         F::Now => Value::TimestampTz(context.transaction_timestamp),
         F::LocalTimestamp => Value::Timestamp(context.transaction_timestamp),
         F::CurrentDate => Value::Date(datetime::timestamp_to_date(context.transaction_timestamp)),

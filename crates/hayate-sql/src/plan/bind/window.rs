@@ -1,0 +1,105 @@
+//! Binding window function calls (`row_number() OVER (...)`, rank, dense_rank).
+//!
+//! While a SELECT list or its ORDER BY is bound, `Binder::windows` collects the calls; each
+//! call is bound to a placeholder column `WINDOW_BASE + k`. Once the rows below the Window
+//! operator are known (after grouping), `place_windows` moves the placeholders to the
+//! columns the Window operator appends.
+
+use sqlparser::ast;
+
+use super::expr::{aggregate_function, function_args, function_name};
+use super::Binder;
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::plan::expr::Expr;
+use crate::plan::{SortKey, WindowCall, WindowFunction};
+use crate::types::DataType;
+
+const WINDOWING_ERROR: &str = "42P20";
+
+/// Placeholder columns of window calls start here (no row is that wide).
+const WINDOW_BASE: usize = 1 << 40;
+
+/// Moves the placeholder columns of window calls onto `base + k`.
+pub(super) fn place_windows(expr: &mut Expr, base: usize) {
+    if let Expr::Column(index) = expr {
+        if *index >= WINDOW_BASE {
+            *index = base + (*index - WINDOW_BASE);
+        }
+    }
+    for child in expr.children_mut() {
+        place_windows(child, base);
+    }
+}
+
+impl Binder<'_> {
+    pub(super) fn bind_window(&mut self, function: &ast::Function) -> SqlResult<(Expr, DataType)> {
+        let name = function_name(function);
+        let window_function = match name.as_str() {
+            "row_number" => WindowFunction::RowNumber,
+            "rank" => WindowFunction::Rank,
+            "dense_rank" => WindowFunction::DenseRank,
+            other if aggregate_function(other).is_some() => {
+                return Err(SqlError::unsupported(format!(
+                    "{other}() as a window function"
+                )))
+            }
+            other => {
+                return Err(SqlError::unsupported(format!(
+                    "the window function {other}()"
+                )))
+            }
+        };
+        if !function_args(function).is_empty() {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function {name} with arguments does not exist"),
+            ));
+        }
+        let Some(ast::WindowType::WindowSpec(spec)) = &function.over else {
+            return Err(SqlError::unsupported("named windows"));
+        };
+        if spec.window_frame.is_some() || spec.window_name.is_some() {
+            return Err(SqlError::unsupported("window frames and named windows"));
+        }
+        // Taken while the call's own expressions bind: a window call inside one is an error.
+        let Some(mut calls) = self.windows.take() else {
+            return Err(SqlError::new(
+                WINDOWING_ERROR,
+                "window functions are not allowed here",
+            ));
+        };
+        let bound = self.bind_window_spec(spec);
+        let (partition_by, order_by) = match bound {
+            Ok(bound) => bound,
+            Err(error) => {
+                self.windows = Some(calls);
+                return Err(error);
+            }
+        };
+        let position = WINDOW_BASE + calls.len();
+        calls.push(WindowCall {
+            function: window_function,
+            partition_by,
+            order_by,
+        });
+        self.windows = Some(calls);
+        Ok((Expr::Column(position), DataType::Int8))
+    }
+
+    fn bind_window_spec(&mut self, spec: &ast::WindowSpec) -> SqlResult<(Vec<Expr>, Vec<SortKey>)> {
+        let mut partition_by = Vec::with_capacity(spec.partition_by.len());
+        for expr in &spec.partition_by {
+            partition_by.push(self.bind_expr(expr, None)?.0);
+        }
+        let mut order_by = Vec::with_capacity(spec.order_by.len());
+        for order in &spec.order_by {
+            let descending = matches!(order.options.sort, Some(ast::OrderBySort::Desc));
+            order_by.push(SortKey {
+                expr: self.bind_expr(&order.expr, None)?.0,
+                descending,
+                nulls_first: order.options.nulls_first.unwrap_or(descending),
+            });
+        }
+        Ok((partition_by, order_by))
+    }
+}
