@@ -28,7 +28,8 @@ fn fixture() -> Fixture {
         "CREATE TABLE t (id int PRIMARY KEY, g int, k int, s text, f float8)",
         "INSERT INTO t SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE i % 100 END, \
          CASE WHEN i % 11 = 0 THEN NULL ELSE (i * 7919) % 5000 END, \
-         'row number ' || CAST((i * 104729) % 20000 AS text), i * 0.5 FROM generate_series(1, 20000) i",
+         'row number ' || CAST((i * 104729) % 20000 AS text), i * 0.5 \
+         FROM generate_series(1, 20000) i",
         "CREATE TABLE u (id int PRIMARY KEY, k int, label text)",
         "INSERT INTO u SELECT i, CASE WHEN i % 13 = 0 THEN NULL ELSE i % 4000 END, \
          'label ' || CAST(i AS text) FROM generate_series(1, 8000) i",

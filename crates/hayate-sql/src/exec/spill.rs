@@ -7,15 +7,16 @@
 //!    slots, the heap bytes of its text and bytea values and a fixed overhead), a hash table
 //!    entry its key bytes plus `ENTRY_OVERHEAD_BYTES` on top. The temporary space's own block
 //!    buffers (64 KiB per open run or partition, `READ_AHEAD` blocks per run being read) are
-//!    not counted against `work_mem`; they are bounded by `MERGE_FAN_IN` and `FAN_OUT`.
+//!    not counted against `work_mem`; they are bounded by `MERGE_FAN_IN` and `FAN_OUT_MAX`.
 //! 2. Sort (`SortBuffer`): rows are buffered with their sort keys; past `work_mem` the buffer
 //!    is sorted (stably) and written as a run. `finish` merges the runs, at most
 //!    `MERGE_FAN_IN` at once (in passes when there are more), a tie going to the earlier run,
 //!    so the order is exactly the in-memory stable sort's.
 //! 3. Hash join (`JoinBuild`): the build side is a hash table; past `work_mem` it and the probe
 //!    side go to `FAN_OUT` partitions by key hash (a Grace hash join) and each partition pair
-//!    is joined in turn, partitioned again (with another hash) while its build side is still
-//!    too large, down to `LEVEL_MAX`. Rows come out partition by partition.
+//!    is joined in turn, partitioned again (with another hash, into as many partitions as its
+//!    size asks for, `fan_out`) while its build side is still too large, down to `LEVEL_MAX`.
+//!    Rows come out partition by partition.
 //! 4. Aggregate (`Aggregate`) and Distinct (`Distinct`): groups and seen keys stay in memory up
 //!    to `work_mem`; past it, rows whose key is already in memory are still handled there and
 //!    rows with a new key go to partitions by key hash, each handled the same way afterwards.
@@ -49,8 +50,11 @@ const ROW_OVERHEAD_BYTES: usize = 48;
 const ENTRY_OVERHEAD_BYTES: usize = 48;
 /// Runs merged at once.
 const MERGE_FAN_IN: usize = 16;
-/// Partitions per level of a spilled hash join, aggregation or distinct.
+/// Partitions of the first spill of a hash join, aggregation or distinct (its input's size is
+/// not known yet).
 const FAN_OUT: usize = 8;
+/// Partitions of a partition that spills again, at most.
+const FAN_OUT_MAX: usize = 64;
 /// Levels of partitioning before a partition is kept in memory however large it is (many
 /// rows of one key cannot be split by hashing).
 const LEVEL_MAX: u32 = 4;
@@ -219,8 +223,15 @@ fn partition_hash(level: u32, key: &[u8]) -> u64 {
     hasher.finish()
 }
 
-fn partitions(space: &TempSpace) -> SqlResult<Partitioner> {
-    Ok(space.partitioner(FAN_OUT)?)
+fn partitions(space: &TempSpace, fan_out: usize) -> SqlResult<Partitioner> {
+    Ok(space.partitioner(fan_out)?)
+}
+
+/// Partitions for a partition of `run_bytes` that spills again: enough for each to fit in
+/// `work_mem` (a row takes about four times its encoded size in memory), 8 to `FAN_OUT_MAX`.
+fn fan_out(run_bytes: u64, work_mem_bytes: usize) -> usize {
+    let needed = run_bytes.saturating_mul(4) / work_mem_bytes.max(1) as u64;
+    (needed as usize).clamp(FAN_OUT, FAN_OUT_MAX)
 }
 
 /// Orders sort keys.
@@ -499,6 +510,7 @@ pub struct JoinBuild {
     space: TempSpace,
     work_mem_bytes: usize,
     level: u32,
+    fan_out: usize,
     /// False keeps everything in memory (join kinds that track unmatched build rows).
     may_spill: bool,
     table: JoinTable,
@@ -514,14 +526,21 @@ pub enum Built {
 
 impl JoinBuild {
     pub fn new(space: &TempSpace, work_mem_bytes: usize, may_spill: bool) -> JoinBuild {
-        JoinBuild::at_level(space, work_mem_bytes, may_spill, 0)
+        JoinBuild::at_level(space, work_mem_bytes, may_spill, 0, FAN_OUT)
     }
 
-    fn at_level(space: &TempSpace, work_mem_bytes: usize, may_spill: bool, level: u32) -> Self {
+    fn at_level(
+        space: &TempSpace,
+        work_mem_bytes: usize,
+        may_spill: bool,
+        level: u32,
+        fan_out: usize,
+    ) -> Self {
         JoinBuild {
             space: space.clone(),
             work_mem_bytes,
             level,
+            fan_out,
             may_spill: may_spill && level < LEVEL_MAX,
             table: JoinTable::new(),
             table_bytes: 0,
@@ -536,7 +555,7 @@ impl JoinBuild {
         self.table_bytes += key.len() + ENTRY_OVERHEAD_BYTES + row_bytes(&row);
         self.table.entry(key).or_default().push(row);
         if self.may_spill && self.table_bytes > self.work_mem_bytes {
-            let mut partitions = partitions(&self.space)?;
+            let mut partitions = partitions(&self.space, self.fan_out)?;
             for (key, rows) in self.table.drain() {
                 for row in rows {
                     push_partitioned(&mut partitions, self.level, &key, &row)?;
@@ -553,7 +572,7 @@ impl JoinBuild {
             return Ok(Built::Memory(self.table));
         };
         Ok(Built::Spilled(SpilledJoin {
-            probe: self::partitions(&self.space)?,
+            probe: self::partitions(&self.space, partitions.partitions())?,
             build: partitions.finish()?,
             space: self.space,
             work_mem_bytes: self.work_mem_bytes,
@@ -596,8 +615,10 @@ impl SpilledJoin {
     pub fn finish(self, probe: &mut Probe) -> SqlResult<bool> {
         let probe_runs = self.probe.finish()?;
         for (build_run, probe_run) in self.build.into_iter().zip(probe_runs) {
+            let fan_out = fan_out(build_run.bytes(), self.work_mem_bytes);
+            let level = self.level + 1;
             let mut build =
-                JoinBuild::at_level(&self.space, self.work_mem_bytes, true, self.level + 1);
+                JoinBuild::at_level(&self.space, self.work_mem_bytes, true, level, fan_out);
             for record in build_run.reader() {
                 let (key, value) = record?;
                 build.push(key, decode_row(&value)?)?;
@@ -631,6 +652,7 @@ pub struct Aggregate<'a> {
     space: TempSpace,
     work_mem_bytes: usize,
     level: u32,
+    fan_out: usize,
     aggregation: &'a Aggregation,
     groups: Groups<'a>,
     partitions: Option<Partitioner>,
@@ -638,7 +660,7 @@ pub struct Aggregate<'a> {
 
 impl<'a> Aggregate<'a> {
     pub fn new(space: &TempSpace, work_mem_bytes: usize, aggregation: &'a Aggregation) -> Self {
-        Aggregate::at_level(space, work_mem_bytes, aggregation, 0)
+        Aggregate::at_level(space, work_mem_bytes, aggregation, 0, FAN_OUT)
     }
 
     fn at_level(
@@ -646,11 +668,13 @@ impl<'a> Aggregate<'a> {
         work_mem_bytes: usize,
         aggregation: &'a Aggregation,
         level: u32,
+        fan_out: usize,
     ) -> Self {
         Aggregate {
             space: space.clone(),
             work_mem_bytes,
             level,
+            fan_out,
             aggregation,
             groups: Groups::new(aggregation),
             partitions: None,
@@ -664,7 +688,9 @@ impl<'a> Aggregate<'a> {
         };
         let partitions = match &mut self.partitions {
             Some(partitions) => partitions,
-            None => self.partitions.insert(partitions(&self.space)?),
+            None => self
+                .partitions
+                .insert(partitions(&self.space, self.fan_out)?),
         };
         push_partitioned(partitions, self.level, &key, &row)
     }
@@ -685,6 +711,7 @@ impl<'a> Aggregate<'a> {
                 self.work_mem_bytes,
                 self.aggregation,
                 self.level + 1,
+                fan_out(run.bytes(), self.work_mem_bytes),
             );
             for record in run.reader() {
                 aggregate.push(decode_row(&record?.1)?, context)?;
@@ -735,7 +762,7 @@ impl Distinct {
         }
         let partitions = match &mut self.partitions {
             Some(partitions) => partitions,
-            None => self.partitions.insert(partitions(&self.space)?),
+            None => self.partitions.insert(partitions(&self.space, FAN_OUT)?),
         };
         let mut value = position.to_le_bytes().to_vec();
         encode_row(&mut value, &row);
@@ -774,6 +801,7 @@ fn distinct_partition(
     run: TempRun,
     survivors: &mut SortBuffer,
 ) -> SqlResult<()> {
+    let fan_out = fan_out(run.bytes(), work_mem_bytes);
     let mut seen = HashSet::new();
     let mut seen_bytes = 0usize;
     let mut partitions: Option<Partitioner> = None;
@@ -797,7 +825,7 @@ fn distinct_partition(
         }
         let partitions = match &mut partitions {
             Some(partitions) => partitions,
-            None => partitions.insert(self::partitions(space)?),
+            None => partitions.insert(self::partitions(space, fan_out)?),
         };
         partitions.push(partition_hash(level, &key), &key, &value)?;
     }
