@@ -342,6 +342,8 @@ fn write_keyed(
 }
 
 fn read_keyed(reader: &mut RunReader) -> SqlResult<Option<Keyed>> {
+    // Merges are long: a cancel request is honoured between rows.
+    crate::interrupt::check()?;
     match reader.next_record()? {
         None => Ok(None),
         Some((key, value)) => Ok(Some((decode_row(&key)?, decode_row(&value)?))),
@@ -615,6 +617,7 @@ impl SpilledJoin {
     pub fn finish(self, probe: &mut Probe) -> SqlResult<bool> {
         let probe_runs = self.probe.finish()?;
         for (build_run, probe_run) in self.build.into_iter().zip(probe_runs) {
+            crate::interrupt::check()?;
             let fan_out = fan_out(build_run.bytes(), self.work_mem_bytes);
             let level = self.level + 1;
             let mut build =
@@ -706,6 +709,7 @@ impl<'a> Aggregate<'a> {
             return Ok(true);
         };
         for run in partitions.finish()? {
+            crate::interrupt::check()?;
             let mut aggregate = Aggregate::at_level(
                 &self.space,
                 self.work_mem_bytes,
@@ -801,6 +805,7 @@ fn distinct_partition(
     run: TempRun,
     survivors: &mut SortBuffer,
 ) -> SqlResult<()> {
+    crate::interrupt::check()?;
     let fan_out = fan_out(run.bytes(), work_mem_bytes);
     let mut seen = HashSet::new();
     let mut seen_bytes = 0usize;
