@@ -135,6 +135,7 @@ fn default_settings(user: &str, database: &str) -> BTreeMap<String, String> {
         ("max_identifier_length", "63"),
         ("lc_messages", "C"),
         ("synchronous_commit", "on"),
+        ("work_mem", crate::exec::WORK_MEM_DEFAULT),
     ];
     let mut settings: BTreeMap<String, String> = pairs
         .iter()
@@ -385,6 +386,9 @@ impl Session {
                 Ok(command("TRUNCATE TABLE"))
             }
             Plan::Set { name, value } => {
+                if name == "work_mem" {
+                    crate::exec::parse_work_mem(value)?;
+                }
                 self.settings.insert(name.clone(), value.clone());
                 Ok(command("SET"))
             }
@@ -491,6 +495,7 @@ impl Session {
             db: &db,
             catalog: &self.catalog,
             read_committed,
+            work_mem_bytes: self.work_mem_bytes(),
             context: EvalContext {
                 params,
                 database_name: &self.database,
@@ -531,6 +536,14 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// work_mem in bytes (checked when set; the default if unset or unreadable).
+    fn work_mem_bytes(&self) -> usize {
+        let setting = self.settings.get("work_mem").map(String::as_str);
+        crate::exec::parse_work_mem(setting.unwrap_or(crate::exec::WORK_MEM_DEFAULT))
+            .or_else(|_| crate::exec::parse_work_mem(crate::exec::WORK_MEM_DEFAULT))
+            .expect("the default work_mem is valid")
     }
 
     /// default_transaction_isolation: READ COMMITTED unless set to REPEATABLE READ (a default

@@ -212,42 +212,67 @@ fn group_key(values: &[Value]) -> Vec<u8> {
     out
 }
 
-/// Groups `rows`; each output row is the group values followed by the aggregate values.
-pub fn run(
-    aggregation: &Aggregation,
-    rows: Vec<Vec<Value>>,
-    context: &EvalContext,
-) -> SqlResult<Vec<Vec<Value>>> {
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut groups: Vec<(Vec<Value>, Vec<Accumulator>)> = Vec::new();
-    let new_accumulators = || {
-        aggregation
-            .aggregates
-            .iter()
-            .map(Accumulator::new)
-            .collect()
-    };
-    if aggregation.group_by.is_empty() {
-        groups.push((Vec::new(), new_accumulators()));
-        index.insert(Vec::new(), 0);
+/// Groups being aggregated in memory, in the order they first appeared.
+pub struct Groups<'a> {
+    aggregation: &'a Aggregation,
+    index: HashMap<Vec<u8>, usize>,
+    groups: Vec<(Vec<Value>, Vec<Accumulator>)>,
+    /// Estimated memory of the groups (see `spill::row_bytes`).
+    bytes: usize,
+}
+
+impl<'a> Groups<'a> {
+    pub fn new(aggregation: &'a Aggregation) -> Groups<'a> {
+        let mut groups = Groups {
+            aggregation,
+            index: HashMap::new(),
+            groups: Vec::new(),
+            bytes: 0,
+        };
+        if aggregation.group_by.is_empty() {
+            // Without GROUP BY there is one group, even over no rows.
+            groups.new_group(Vec::new(), Vec::new());
+        }
+        groups
     }
-    for row in rows {
-        let values: Vec<Value> = aggregation
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn new_group(&mut self, key: Vec<u8>, values: Vec<Value>) -> usize {
+        let accumulators = self.aggregation.aggregates.iter().map(Accumulator::new);
+        self.bytes += key.len()
+            + super::spill::row_bytes(&values)
+            + self.aggregation.aggregates.len() * std::mem::size_of::<Accumulator>()
+            + 64;
+        self.groups.push((values, accumulators.collect()));
+        self.index.insert(key, self.groups.len() - 1);
+        self.groups.len() - 1
+    }
+
+    /// Adds `row` to its group. A row of a new group when `may_add` is false is given back
+    /// with its group key instead (for the caller to spill).
+    pub fn add(
+        &mut self,
+        row: Vec<Value>,
+        may_add: bool,
+        context: &EvalContext,
+    ) -> SqlResult<Option<(Vec<u8>, Vec<Value>)>> {
+        let values: Vec<Value> = self
+            .aggregation
             .group_by
             .iter()
             .map(|expr| expr.eval(&row, context))
             .collect::<SqlResult<_>>()?;
         let key = group_key(&values);
-        let position = match index.get(&key) {
+        let position = match self.index.get(&key) {
             Some(position) => *position,
-            None => {
-                groups.push((values, new_accumulators()));
-                index.insert(key, groups.len() - 1);
-                groups.len() - 1
-            }
+            None if may_add => self.new_group(key, values),
+            None => return Ok(Some((key, row))),
         };
-        let accumulators = &mut groups[position].1;
-        for (call, accumulator) in aggregation.aggregates.iter().zip(accumulators.iter_mut()) {
+        let accumulators = &mut self.groups[position].1;
+        for (call, accumulator) in self.aggregation.aggregates.iter().zip(accumulators) {
             let input = call
                 .arg
                 .as_ref()
@@ -255,14 +280,34 @@ pub fn run(
                 .transpose()?;
             accumulator.add(input)?;
         }
+        Ok(None)
     }
-    groups
-        .into_iter()
-        .map(|(mut values, accumulators)| {
-            for accumulator in accumulators {
-                values.push(accumulator.finish()?);
-            }
-            Ok(values)
-        })
-        .collect()
+
+    /// Each group's values followed by its aggregates' values.
+    pub fn finish(self) -> SqlResult<Vec<Vec<Value>>> {
+        self.groups
+            .into_iter()
+            .map(|(mut values, accumulators)| {
+                for accumulator in accumulators {
+                    values.push(accumulator.finish()?);
+                }
+                Ok(values)
+            })
+            .collect()
+    }
+}
+
+/// Groups `rows` in memory; each output row is the group values followed by the aggregate
+/// values. (Queries go through `spill::Aggregate`, which spills past `work_mem`.)
+#[allow(dead_code)]
+pub fn run(
+    aggregation: &Aggregation,
+    rows: Vec<Vec<Value>>,
+    context: &EvalContext,
+) -> SqlResult<Vec<Vec<Value>>> {
+    let mut groups = Groups::new(aggregation);
+    for row in rows {
+        groups.add(row, true, context)?;
+    }
+    groups.finish()
 }

@@ -10,6 +10,7 @@ pub(crate) mod index;
 mod lateral;
 mod query;
 mod set_operation;
+mod spill;
 mod window;
 mod write;
 
@@ -28,6 +29,7 @@ use crate::plan::{
 };
 use crate::types::{DataType, Value};
 use query::Run;
+pub use spill::{parse_work_mem, WORK_MEM_DEFAULT};
 
 /// What a statement returns.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +53,8 @@ pub struct Executor<'a> {
     /// committed version (re-checking their WHERE on it), as PostgreSQL does, instead of
     /// failing with 40001 when a concurrent transaction changed it after the snapshot.
     pub read_committed: bool,
+    /// Memory of one sort, hash table or aggregation before it spills to temporary files.
+    pub work_mem_bytes: usize,
 }
 
 /// A row read from a table: its key and its column values.
@@ -370,26 +374,30 @@ impl Executor<'_> {
     }
 }
 
-/// Sorts (sort keys, row) pairs by ORDER BY: NULLs last ascending and first descending
-/// unless NULLS FIRST/LAST says otherwise. The sort is stable.
+/// Sorts (sort keys, row) pairs by ORDER BY (`compare_sort_keys`). The sort is stable.
+#[allow(dead_code)]
 fn sort_output(output: &mut [(Vec<Value>, Vec<Value>)], order_by: &[SortKey]) {
-    output.sort_by(|(a, _), (b, _)| {
-        for (index, key) in order_by.iter().enumerate() {
-            let ordering = match (a[index].is_null(), b[index].is_null()) {
-                (true, true) => Ordering::Equal,
-                (true, false) if key.nulls_first => Ordering::Less,
-                (true, false) => Ordering::Greater,
-                (false, true) if key.nulls_first => Ordering::Greater,
-                (false, true) => Ordering::Less,
-                _ if key.descending => a[index].sort_order(&b[index]).reverse(),
-                _ => a[index].sort_order(&b[index]),
-            };
-            if ordering != Ordering::Equal {
-                return ordering;
-            }
+    output.sort_by(|(a, _), (b, _)| compare_sort_keys(a, b, order_by));
+}
+
+/// The order of two rows' ORDER BY values: NULLs last ascending and first descending unless
+/// NULLS FIRST/LAST says otherwise.
+fn compare_sort_keys(a: &[Value], b: &[Value], order_by: &[SortKey]) -> Ordering {
+    for (index, key) in order_by.iter().enumerate() {
+        let ordering = match (a[index].is_null(), b[index].is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) if key.nulls_first => Ordering::Less,
+            (true, false) => Ordering::Greater,
+            (false, true) if key.nulls_first => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ if key.descending => a[index].sort_order(&b[index]).reverse(),
+            _ => a[index].sort_order(&b[index]),
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
         }
-        Ordering::Equal
-    });
+    }
+    Ordering::Equal
 }
 
 fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {

@@ -2,12 +2,10 @@
 //!
 //! Leaves (table reads, system tables, generate_series, VALUES) produce rows one by one;
 //! Filter, Project, Limit, Distinct and the probe side of joins pass them on without holding
-//! them, so a LIMIT stops a scan early and INSERT ... SELECT streams. Sort, aggregation, the
-//! build side of a hash join and the inner side of a nested loop hold their input in memory
-//! (`Vec<Vec<Value>>` / a hash table). These are the places that must spill to temporary
-//! files once a work-memory limit is set: the sort as sorted runs merged at the end, the hash
-//! join as partitions of both sides written out and joined pairwise; each already sees its
-//! whole input through one sink, so the change stays inside the operator.
+//! them, so a LIMIT stops a scan early and INSERT ... SELECT streams. Sort, aggregation,
+//! Distinct, the build side of a hash join and both sides of a merge join hold their input up
+//! to the session's `work_mem` and spill to temporary files beyond it (`spill`); the inner side
+//! of a nested loop is held in memory.
 //!
 //! Subqueries in expressions run through `SubqueryRunner`: an uncorrelated one once per
 //! statement (its rows are kept), a correlated one per evaluation, with the current row
@@ -19,7 +17,8 @@ use std::rc::Rc;
 
 use hayate_engine::Transaction;
 
-use super::{aggregate, as_slice, sort_output, Executor, KeyedRow};
+use super::spill::{self, Built, JoinBuild, MatchingGroups, SortBuffer, SortedRows};
+use super::{as_slice, compare_sort_keys, Executor, KeyedRow};
 use crate::encoding::row;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::Access;
@@ -161,18 +160,18 @@ impl<'r, 'e> Run<'r, 'e> {
                 Ok(!stopped)
             }
             Relation::Sort { input, keys } => {
-                // Held in memory; the place for an external merge sort (see the module doc).
-                let mut rows: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+                let compare = Box::new(|a: &[Value], b: &[Value]| compare_sort_keys(a, b, keys));
+                let mut sorter = SortBuffer::new(self.space(), self.work_mem(), compare);
                 self.produce(input, &mut |row| {
                     let sort_keys = keys
                         .iter()
                         .map(|key| self.eval(&key.expr, &row))
                         .collect::<SqlResult<_>>()?;
-                    rows.push((sort_keys, row));
+                    sorter.push(sort_keys, row)?;
                     Ok(true)
                 })?;
-                sort_output(&mut rows, keys);
-                for (_, row) in rows {
+                let mut sorted = sorter.finish()?;
+                while let Some((_, row)) = sorted.next_row()? {
                     if !sink(row)? {
                         return Ok(false);
                     }
@@ -180,8 +179,8 @@ impl<'r, 'e> Run<'r, 'e> {
                 Ok(true)
             }
             Relation::Distinct { input, on } => {
-                let mut seen = HashSet::new();
-                self.produce(input, &mut |row| {
+                let mut distinct = spill::Distinct::new(self.space(), self.work_mem());
+                let streamed = self.produce(input, &mut |row| {
                     let key = match on {
                         None => hash_key(&row),
                         Some(exprs) => {
@@ -192,21 +191,22 @@ impl<'r, 'e> Run<'r, 'e> {
                             hash_key(&values)
                         }
                     };
-                    if seen.insert(key) {
-                        sink(row)
-                    } else {
-                        Ok(true)
+                    match distinct.push(key, row)? {
+                        Some(row) => sink(row),
+                        None => Ok(true),
                     }
-                })
+                })?;
+                Ok(streamed && distinct.finish(sink)?)
             }
             Relation::Aggregate { input, aggregation } => {
-                let rows = self.collect(input, None)?;
-                for row in aggregate::run(aggregation, rows, &self.context())? {
-                    if !sink(row)? {
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
+                let context = self.context();
+                let mut aggregate =
+                    spill::Aggregate::new(self.space(), self.work_mem(), aggregation);
+                self.produce(input, &mut |row| {
+                    aggregate.push(row, &context)?;
+                    Ok(true)
+                })?;
+                aggregate.finish(&context, sink)
             }
             Relation::Union { left, right, all } => {
                 let mut seen = HashSet::new();
@@ -278,26 +278,40 @@ impl<'r, 'e> Run<'r, 'e> {
                 right_keys,
                 condition,
             } => {
-                // The build side is held in memory; the place for a partitioned hash join.
-                let mut table: HashMap<Vec<u8>, Vec<Vec<Value>>> = HashMap::new();
+                let may_spill = matches!(kind, JoinKind::Inner | JoinKind::Left);
+                let mut build = JoinBuild::new(self.space(), self.work_mem(), may_spill);
                 self.produce(right, &mut |row| {
                     if let Some(key) = self.join_key(right_keys, &row)? {
-                        table.entry(key).or_default().push(row);
+                        build.push(key, row)?;
                     }
                     Ok(true)
                 })?;
                 let width = right.width();
-                self.produce(left, &mut |outer| {
-                    let key = self.join_key(left_keys, &outer)?;
-                    let candidates = key.and_then(|key| table.get(&key));
-                    let candidates = candidates.map_or(&[][..], Vec::as_slice);
+                let mut probe = |outer: Vec<Value>, candidates: &[Vec<Value>]| {
                     let Some(matched) =
                         self.join_with(&outer, candidates, condition.as_ref(), sink)?
                     else {
                         return Ok(false);
                     };
                     self.unmatched(*kind, matched, outer, width, sink)
-                })
+                };
+                match build.finish()? {
+                    Built::Memory(table) => self.produce(left, &mut |outer| {
+                        let key = self.join_key(left_keys, &outer)?;
+                        let candidates = key.and_then(|key| table.get(&key));
+                        probe(outer, candidates.map_or(&[][..], Vec::as_slice))
+                    }),
+                    Built::Spilled(mut spilled) => {
+                        // Probe rows go to their partitions; a NULL key matches nothing.
+                        let streamed = self.produce(left, &mut |outer| match self
+                            .join_key(left_keys, &outer)?
+                        {
+                            Some(key) => spilled.probe(&key, &outer).map(|()| true),
+                            None => probe(outer, &[]),
+                        })?;
+                        Ok(streamed && spilled.finish(&mut probe)?)
+                    }
+                }
             }
             Relation::IndexJoin {
                 left,
@@ -347,9 +361,9 @@ impl<'r, 'e> Run<'r, 'e> {
         }
     }
 
-    /// Sort-merge join. Both sides are held and sorted on their keys (already sorted input,
-    /// the case the planner picks it for, sorts in one pass); a spilling version sorts them
-    /// externally (see the module doc). Rows with a NULL key match nothing.
+    /// Sort-merge join. Both sides are sorted on their keys (already sorted input, the case
+    /// the planner picks it for, sorts in one pass), externally past `work_mem`; the inner
+    /// side is read one group of equal keys at a time. Rows with a NULL key match nothing.
     #[allow(clippy::too_many_arguments)]
     fn merge_join(
         &self,
@@ -361,39 +375,25 @@ impl<'r, 'e> Run<'r, 'e> {
         condition: Option<&Expr>,
         sink: &mut Sink,
     ) -> SqlResult<bool> {
-        let keyed =
-            |relation: &Relation, keys: &[Expr]| -> SqlResult<Vec<(Vec<Value>, Vec<Value>)>> {
-                let mut rows = Vec::new();
-                self.produce(relation, &mut |row| {
-                    let values = keys
-                        .iter()
-                        .map(|key| self.eval(key, &row))
-                        .collect::<SqlResult<Vec<_>>>()?;
-                    rows.push((values, row));
-                    Ok(true)
-                })?;
-                rows.sort_by(|(a, _), (b, _)| compare_keys(a, b));
-                Ok(rows)
-            };
-        let outer = keyed(left, left_keys)?;
-        let inner: Vec<_> = keyed(right, right_keys)?
-            .into_iter()
-            .filter(|(key, _)| !key.iter().any(Value::is_null))
-            .collect();
+        let sorted = |relation: &Relation, keys: &[Expr]| -> SqlResult<SortedRows> {
+            let mut sorter = SortBuffer::new(self.space(), self.work_mem(), Box::new(compare_keys));
+            self.produce(relation, &mut |row| {
+                let values = keys
+                    .iter()
+                    .map(|key| self.eval(key, &row))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                sorter.push(values, row)?;
+                Ok(true)
+            })?;
+            sorter.finish()
+        };
+        let mut outer = sorted(left, left_keys)?;
+        let mut inner = MatchingGroups::new(sorted(right, right_keys)?, compare_keys)?;
         let width = right.width();
-        let mut first = 0;
-        for (key, row) in outer {
+        while let Some((key, row)) = outer.next_row()? {
             let mut matched = false;
             if !key.iter().any(Value::is_null) {
-                while first < inner.len()
-                    && compare_keys(&inner[first].0, &key) == std::cmp::Ordering::Less
-                {
-                    first += 1;
-                }
-                for (inner_key, candidate) in &inner[first..] {
-                    if compare_keys(inner_key, &key) != std::cmp::Ordering::Equal {
-                        break;
-                    }
+                for (_, candidate) in inner.matching(&key)? {
                     let mut joined = row.clone();
                     joined.extend(candidate.iter().cloned());
                     if let Some(condition) = condition {

@@ -19,7 +19,8 @@
 //! - `model`: the latency model (predicted throughput relative to all-in-memory).
 //! - `report`: the HTML report (`hayate lab report`).
 //! - `tpcc`: TPC-C with its consistency conditions, crash loop and sweeps (`hayate lab tpcc`).
-//! - `temp`: the temporary space (external sort, partitioned hash join; `hayate lab temp`).
+//! - `temp`: the temporary space (external sort, partitioned hash join; `hayate lab temp`),
+//!   and `temp_sql`, the same seen from SQL queries with a small and a large work_mem.
 //! - `peers` (feature `peers`): PostgreSQL, MariaDB/InnoDB and SQLite behind `driver`.
 //! - `server` (feature `peers`): Hayate's server and the peers' through sysbench over TCP
 //!   (`hayate lab server`).
@@ -37,6 +38,7 @@ pub mod results;
 pub mod server;
 pub mod sysstat;
 pub mod temp;
+pub mod temp_sql;
 pub mod tpcc;
 
 use std::path::PathBuf;

@@ -10,7 +10,9 @@
 //!
 //! Each point records the elapsed time, the temporary bytes written and read, and the slowdown
 //! against the same operation with unlimited work memory on the same device class in the same
-//! run. Results go to `temp-<time>.json`; the table is printed.
+//! run. Then the same through SQL (`temp_sql`, unless --sql-rows is 0): ORDER BY, joins,
+//! GROUP BY and DISTINCT with a small work_mem against one that holds everything. Results go
+//! to `temp-<time>.json`; the tables are printed.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -52,6 +54,15 @@ pub struct TempArgs {
     /// Device classes: real, low-latency, nand, external (emulated latency on the real device).
     #[arg(long, value_delimiter = ',', default_value = "real,nand")]
     pub device_classes: Vec<String>,
+
+    /// Rows of the SQL part's table (0: skip the SQL part). It runs on the real device.
+    #[arg(long, default_value_t = 500_000)]
+    pub sql_rows: u64,
+
+    /// work_mem values of the SQL part, as SET work_mem takes them (the baseline, 2GB, is
+    /// always measured first).
+    #[arg(long, value_delimiter = ',', default_value = "64kB,4MB")]
+    pub sql_work_mem: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -59,6 +70,11 @@ pub struct TempResults {
     pub records: u64,
     pub record_bytes: usize,
     pub points: Vec<TempPoint>,
+    /// The SQL part (empty when skipped).
+    #[serde(default)]
+    pub sql_rows: u64,
+    #[serde(default)]
+    pub sql_points: Vec<super::temp_sql::SqlPoint>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -148,10 +164,17 @@ pub fn run(args: &TempArgs) -> CliResult<()> {
     }
     bar.finish_and_clear();
     print_table(&points);
+    let mut sql_points = Vec::new();
+    if args.sql_rows > 0 {
+        sql_points = super::temp_sql::run(args, &base)?;
+        super::temp_sql::print_table(&sql_points);
+    }
     let results = TempResults {
         records: args.records,
         record_bytes: args.record_bytes,
         points,
+        sql_rows: args.sql_rows,
+        sql_points,
     };
     let file = ResultFile::new("temp", &base, results);
     let path = file.write(&args.common.results)?;
