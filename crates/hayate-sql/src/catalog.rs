@@ -444,6 +444,8 @@ pub struct Catalog {
     state: RwLock<CatalogState>,
     /// Serializes DDL statements.
     ddl: Mutex<()>,
+    /// Writers' and DDLs' table locks (`table_lock`), taken by the sessions.
+    pub table_locks: crate::table_lock::TableLocks,
 }
 
 fn open_or_create(db: &Database, name: &str) -> SqlResult<TreeId> {
@@ -481,6 +483,7 @@ impl Catalog {
                 version: 1,
             }),
             ddl: Mutex::new(()),
+            table_locks: Default::default(),
         };
         let mut tables = HashMap::new();
         for def in defs {

@@ -98,7 +98,13 @@ pub struct Session {
     protocol_statements: HashSet<String>,
     /// Protocol-level statements DEALLOCATE dropped, for the server to forget.
     deallocated: Vec<String>,
+    /// This session as the owner of table locks (`table_lock`).
+    lock_owner: u64,
+    /// The tables it holds locks on, until its transaction ends.
+    locked_tables: Vec<String>,
 }
+
+static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Drop for Session {
     /// A client gone in the middle of a block: its DDLs roll back with it.
@@ -197,7 +203,48 @@ impl Session {
             prepared: HashMap::new(),
             protocol_statements: HashSet::new(),
             deallocated: Vec::new(),
+            lock_owner: NEXT_LOCK_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            locked_tables: Vec::new(),
         }
+    }
+
+    /// Takes the table locks a plan needs (`table_lock`): the write lock on the tables it
+    /// writes, the exclusive lock on those a DDL changes.
+    fn lock_tables(&mut self, plan: &Plan) -> SqlResult<()> {
+        let in_block = !matches!(self.state, State::Idle);
+        let (tables, exclusive): (Vec<&str>, bool) = match plan {
+            Plan::Insert { table, .. } => (vec![&table.def.name], false),
+            Plan::InsertSelect(insert) => (vec![&insert.table.def.name], false),
+            Plan::Update { read, .. } | Plan::Delete { read, .. } => {
+                (vec![&read.table.def.name], false)
+            }
+            Plan::Truncate { tables } => (
+                tables.iter().map(|table| table.def.name.as_str()).collect(),
+                !in_block,
+            ),
+            Plan::CreateTable { def, .. } => (vec![&def.name], true),
+            Plan::DropTable { names, .. } => (names.iter().map(String::as_str).collect(), true),
+            Plan::CreateIndex { table, .. } | Plan::AlterTable { table, .. } => (vec![table], true),
+            _ => return Ok(()),
+        };
+        for table in tables {
+            let locks = &self.catalog.table_locks;
+            if exclusive {
+                locks.lock_exclusive(self.lock_owner, table)?;
+            } else if !self.locked_tables.iter().any(|held| held == table) {
+                locks.lock_write(self.lock_owner, table)?;
+            } else {
+                continue;
+            }
+            self.locked_tables.push(table.to_string());
+        }
+        Ok(())
+    }
+
+    /// Releases the table locks once the transaction that took them ended.
+    fn release_tables(&mut self) {
+        let tables = std::mem::take(&mut self.locked_tables);
+        self.catalog.table_locks.release(self.lock_owner, &tables);
     }
 
     /// The server parsed a named protocol-level statement: DEALLOCATE knows its name.
@@ -224,6 +271,7 @@ impl Session {
         self.savepoints.clear();
         let undo = std::mem::take(&mut self.ddl_undo);
         self.catalog.finish_ddl(undo, committed);
+        self.release_tables();
     }
 
     pub fn status(&self) -> TransactionStatus {
@@ -259,13 +307,12 @@ impl Session {
     /// Ends the block `begin_implicit` opened: commits it if `commit` and it did not fail,
     /// else aborts it. The session is idle afterwards.
     pub(crate) fn end_implicit(&mut self, commit: bool) -> SqlResult<()> {
-        match std::mem::replace(&mut self.state, State::Idle) {
-            State::InBlock(txn) if commit => {
-                txn.commit()?;
-                Ok(())
-            }
+        let result = match std::mem::replace(&mut self.state, State::Idle) {
+            State::InBlock(txn) if commit => txn.commit().map(|_| ()),
             _ => Ok(()), // a dropped transaction aborts
-        }
+        };
+        self.end_block(commit && result.is_ok());
+        Ok(result?)
     }
 
     /// Records an error that happened outside `execute` (e.g. parsing a prepared statement):
@@ -341,11 +388,14 @@ impl Session {
         }
         if implicit {
             // A failed statement left the state Failed (its transaction aborted).
+            let mut committed = false;
             if let State::InBlock(txn) = std::mem::replace(&mut self.state, State::Idle) {
-                if let Err(error) = txn.commit() {
-                    outcomes.push(Err(error.into()));
+                match txn.commit() {
+                    Ok(_) => committed = true,
+                    Err(error) => outcomes.push(Err(error.into())),
                 }
             }
+            self.end_block(committed);
         }
         outcomes
     }
@@ -380,6 +430,18 @@ impl Session {
     /// Runs a prepared statement with parameter values (of `prepared.param_types`).
     pub fn execute(&mut self, prepared: &Prepared, params: Vec<Value>) -> SqlResult<Outcome> {
         self.check_not_failed(&prepared.statement)?;
+        let result = self.execute_locked(prepared, params);
+        if !self.locked_tables.is_empty() && matches!(self.state, State::Idle) {
+            self.release_tables(); // the statement's own transaction ended
+        }
+        result
+    }
+
+    /// `execute` with the plan's table locks taken first, so a DDL that changed a table
+    /// while the statement waited for it is seen (the statement is bound again).
+    fn execute_locked(&mut self, prepared: &Prepared, params: Vec<Value>) -> SqlResult<Outcome> {
+        self.lock_tables(&prepared.plan)
+            .inspect_err(|_| self.note_error())?;
         let rebound;
         let prepared = if prepared.catalog_version != self.catalog.version() {
             // A table changed since the statement was bound: bind it again.
