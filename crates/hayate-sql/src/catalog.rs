@@ -28,7 +28,8 @@
 //! by one mutex, so inside it an unreferenced tree is always such a leftover.
 //!
 //! Writes of other transactions to a table while a DDL rebuilds it (TRUNCATE, ALTER TABLE,
-//! CREATE INDEX) are not seen by the rebuild: PostgreSQL locks the table, we do not (yet).
+//! CREATE INDEX) would not be seen by the rebuild: the sessions' table locks (`table_lock`)
+//! make the DDL wait for the writers and hold new ones off.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
