@@ -59,7 +59,7 @@ fn start_writers(
                 let mut round = 0u64;
                 while !stop.load(Ordering::Relaxed) || round < 20 {
                     round += 1;
-                    if round % 2 == 0 {
+                    if round.is_multiple_of(2) {
                         id += 1;
                         run(
                             &mut session,
