@@ -44,7 +44,8 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{
-    Bind, BindComplete, Describe, Execute, PortalSuspended, Sync as PgSync,
+    Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete,
+    PortalSuspended, Sync as PgSync, TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus as Wire};
 use pgwire::messages::simplequery::Query;
@@ -137,6 +138,34 @@ impl ConnectionState {
             });
             work(session)
         }
+    }
+
+    /// Removes the protocol-level statements a DEALLOCATE dropped from the statement store
+    /// (they share PostgreSQL's namespace with PREPARE's).
+    fn forget_deallocated<C: ClientPortalStore>(&self, client: &C)
+    where
+        C::PortalStore: PortalStore,
+    {
+        let names = self
+            .session
+            .lock()
+            .as_mut()
+            .map(Session::take_deallocated)
+            .unwrap_or_default();
+        for name in names {
+            client.portal_store().rm_statement(&name);
+        }
+    }
+
+    /// Tells the session a named protocol-level statement exists (Parse) or is gone (Close).
+    fn note_statement_name<C: ClientInfo>(&self, client: &C, name: &str, parsed: bool) {
+        self.with_session(client, |session| {
+            if parsed {
+                session.protocol_statement_parsed(name)
+            } else {
+                session.protocol_statement_closed(name)
+            }
+        });
     }
 
     /// The transaction status for ReadyForQuery (never blocks: no statement runs then).
@@ -264,6 +293,7 @@ impl SimpleQueryHandler for ConnectionState {
             return Ok(vec![Response::EmptyQuery]);
         }
         let outcomes = self.with_session(client, |session| session.execute_sql(query));
+        self.forget_deallocated(client);
         outcomes
             .into_iter()
             .map(|outcome| match outcome {
@@ -598,7 +628,53 @@ impl ExtendedQueryHandler for ExtendedHandler {
                 Err(error)
             }
         });
+        self.state.forget_deallocated(client);
         outcome_response(outcome.map_err(user_error)?, &portal.result_column_format)
+    }
+
+    /// As pgwire's default, and the session learns the statement's name (DEALLOCATE).
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        match StoredStatement::parse(client, &message, self.query_parser()).await? {
+            Some(statement) => client.portal_store().put_statement(Arc::new(statement)),
+            None => client.portal_store().put_empty_statement(name),
+        }
+        if name != DEFAULT_NAME {
+            self.state.note_statement_name(client, name, true);
+        }
+        client
+            .send(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+            .await?;
+        Ok(())
+    }
+
+    /// As pgwire's default, and the session forgets a closed statement's name.
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        if message.target_type == TARGET_TYPE_BYTE_STATEMENT {
+            client.portal_store().rm_statement(name);
+            if name != DEFAULT_NAME {
+                self.state.note_statement_name(client, name, false);
+            }
+        } else {
+            client.portal_store().rm_portal(name);
+        }
+        client
+            .send(PgWireBackendMessage::CloseComplete(CloseComplete::new()))
+            .await?;
+        Ok(())
     }
 
     async fn do_describe_statement<C>(

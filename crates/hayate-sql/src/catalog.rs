@@ -17,12 +17,19 @@
 //!    in one transaction and commit. The change exists from here on.
 //! 3. Publish it in memory, then drop the engine trees nothing refers to any more.
 //!
+//! Inside a transaction block (`block` is the block's engine transaction) step 2 writes the
+//! catalog rows into the block's transaction instead, and the change is published in memory
+//! at once for the session's later statements; the returned `DdlUndo` says what to do when
+//! the block ends (`Catalog::finish_ddl`): at commit drop the replaced trees, at rollback
+//! (or ROLLBACK TO an earlier savepoint) put the old tables back and drop the new trees.
+//!
 //! `Catalog::open` drops every `sql.table.*`/`sql.index.*` engine tree that no definition
 //! names: those a crash left between steps 1 and 2 or 2 and 3. DDL statements are serialized
 //! by one mutex, so inside it an unreferenced tree is always such a leftover.
 //!
 //! Writes of other transactions to a table while a DDL rebuilds it (TRUNCATE, ALTER TABLE,
-//! CREATE INDEX) are not seen by the rebuild: PostgreSQL locks the table, we do not (yet).
+//! CREATE INDEX) would not be seen by the rebuild: the sessions' table locks (`table_lock`)
+//! make the DDL wait for the writers and hold new ones off.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
@@ -419,6 +426,17 @@ pub enum Rebuild {
     DropColumn(usize),
 }
 
+/// What a DDL changed, to finish when its transaction ends (`Catalog::finish_ddl`).
+#[derive(Debug, Default)]
+pub struct DdlUndo {
+    /// The tables as they were before (None: there was none), restored by a rollback.
+    previous: Vec<(String, Option<Arc<Table>>)>,
+    /// Engine trees no definition names once the change commits.
+    on_commit: Vec<String>,
+    /// Engine trees the change created, dropped if it rolls back.
+    on_rollback: Vec<String>,
+}
+
 /// The tables of the database, loaded at open and changed by DDL.
 pub struct Catalog {
     db: Database,
@@ -427,6 +445,8 @@ pub struct Catalog {
     state: RwLock<CatalogState>,
     /// Serializes DDL statements.
     ddl: Mutex<()>,
+    /// Writers' and DDLs' table locks (`table_lock`), taken by the sessions.
+    pub table_locks: crate::table_lock::TableLocks,
 }
 
 fn open_or_create(db: &Database, name: &str) -> SqlResult<TreeId> {
@@ -464,6 +484,7 @@ impl Catalog {
                 version: 1,
             }),
             ddl: Mutex::new(()),
+            table_locks: Default::default(),
         };
         let mut tables = HashMap::new();
         for def in defs {
@@ -609,12 +630,82 @@ impl Catalog {
         Ok(txn.put(self.tree, def.name.as_bytes(), &def.encode())?)
     }
 
-    /// Creates a table; false if it exists and `if_not_exists` is set.
-    pub fn create_table(&self, mut def: TableDef, if_not_exists: bool) -> SqlResult<bool> {
+    /// Step 2's catalog writes: in the transaction block's engine transaction if there is
+    /// one (the change then commits or rolls back with the block), else in their own
+    /// transaction, committed here.
+    fn write_defs(
+        &self,
+        block: Option<&mut Transaction>,
+        write: impl FnOnce(&mut Transaction) -> SqlResult<()>,
+    ) -> SqlResult<()> {
+        match block {
+            Some(txn) => write(txn),
+            None => {
+                let mut txn = self.db.begin();
+                write(&mut txn)?;
+                txn.commit()?;
+                Ok(())
+            }
+        }
+    }
+
+    /// A DDL's end: outside a block it is committed already (drop what it replaced); inside
+    /// one, the undo goes to the session, which calls `finish_ddl` when the block ends.
+    fn finish_or_defer(&self, in_block: bool, undo: DdlUndo) -> DdlUndo {
+        if in_block {
+            undo
+        } else {
+            self.finish_ddl_locked(vec![undo], true);
+            DdlUndo::default()
+        }
+    }
+
+    /// Ends the DDLs of a transaction block (or of the part after a savepoint), newest last:
+    /// `committed` drops the trees they replaced; otherwise their tables are put back as they
+    /// were, newest first, and the trees they created are dropped. Call it after the engine
+    /// transaction committed or rolled back its catalog rows.
+    pub fn finish_ddl(&self, undos: Vec<DdlUndo>, committed: bool) {
+        if undos.is_empty() {
+            return;
+        }
+        let _ddl = self.ddl.lock();
+        self.finish_ddl_locked(undos, committed);
+    }
+
+    fn finish_ddl_locked(&self, undos: Vec<DdlUndo>, committed: bool) {
+        if committed {
+            for undo in undos {
+                self.drop_trees(&undo.on_commit);
+            }
+            return;
+        }
+        for undo in undos.into_iter().rev() {
+            {
+                let mut state = self.state.write();
+                for (name, table) in undo.previous.into_iter().rev() {
+                    match table {
+                        Some(table) => state.tables.insert(name, table),
+                        None => state.tables.remove(&name),
+                    };
+                }
+                state.version += 1;
+            }
+            self.drop_trees(&undo.on_rollback);
+        }
+    }
+
+    /// Creates a table; None if it exists and `if_not_exists` is set. `block`: the open
+    /// transaction block's engine transaction (see the module comment).
+    pub fn create_table(
+        &self,
+        mut def: TableDef,
+        if_not_exists: bool,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
         let _ddl = self.ddl.lock();
         if self.relation_exists(&def.name) {
             if if_not_exists {
-                return Ok(false);
+                return Ok(DdlUndo::default());
             }
             return Err(duplicate_relation(&def.name));
         }
@@ -651,50 +742,73 @@ impl Catalog {
             self.drop_trees(&created);
             return Err(error);
         }
-        let mut txn = self.db.begin();
-        let written = self.write_def(&mut txn, &def).and_then(|()| {
+        // Inside a block the sequence rows are not written: a missing row starts at 1, and
+        // the block holding the row's lock would make its own nextval wait for itself.
+        let in_block = block.is_some();
+        let written = self.write_defs(block, |txn| {
+            self.write_def(txn, &def)?;
             for column in 0..def.columns.len() {
-                if def.columns[column].identity.is_some() {
+                if def.columns[column].identity.is_some() && !in_block {
                     let name = def.sequence_name(column);
                     txn.put(self.sequence_tree, name.as_bytes(), &1i64.to_le_bytes())?;
                 }
             }
             Ok(())
         });
-        if let Err(error) = written.and_then(|()| Ok(txn.commit().map(|_| ())?)) {
-            self.drop_trees(&created);
-            return Err(error);
-        }
-        self.publish(self.load(def)?);
-        Ok(true)
+        let loaded = written.and_then(|()| self.load(def));
+        let table = match loaded {
+            Ok(table) => table,
+            Err(error) => {
+                self.drop_trees(&created);
+                return Err(error);
+            }
+        };
+        let undo = DdlUndo {
+            previous: vec![(table.def.name.clone(), None)],
+            on_commit: Vec::new(),
+            on_rollback: created,
+        };
+        self.publish(table);
+        Ok(self.finish_or_defer(in_block, undo))
     }
 
     /// Drops a table with its indexes and sequences; false if it does not exist and
     /// `if_exists` is set.
-    pub fn drop_table(&self, name: &str, if_exists: bool) -> SqlResult<bool> {
+    pub fn drop_table(
+        &self,
+        name: &str,
+        if_exists: bool,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
         let _ddl = self.ddl.lock();
         let Some(table) = self.state.read().tables.get(name).cloned() else {
             if if_exists {
-                return Ok(false);
+                return Ok(DdlUndo::default());
             }
             return Err(SqlError::new(
                 sqlstate::UNDEFINED_TABLE,
                 format!("table \"{name}\" does not exist"),
             ));
         };
-        let mut txn = self.db.begin();
-        txn.delete(self.tree, name.as_bytes())?;
-        for sequence in table.sequences.iter().flatten() {
-            txn.delete(self.sequence_tree, sequence.name.as_bytes())?;
-        }
-        txn.commit()?;
+        let in_block = block.is_some();
+        self.write_defs(block, |txn| {
+            txn.delete(self.tree, name.as_bytes())?;
+            for sequence in table.sequences.iter().flatten() {
+                txn.delete(self.sequence_tree, sequence.name.as_bytes())?;
+            }
+            Ok(())
+        })?;
         {
             let mut state = self.state.write();
             state.tables.remove(name);
             state.version += 1;
         }
-        self.drop_trees(&trees_of(&table.def));
-        Ok(true)
+        let undo = DdlUndo {
+            on_commit: trees_of(&table.def),
+            previous: vec![(name.to_string(), Some(table))],
+            on_rollback: Vec::new(),
+        };
+        Ok(self.finish_or_defer(in_block, undo))
     }
 
     /// CREATE INDEX: creates the engine index, fills it from a snapshot of the table's rows
@@ -707,7 +821,8 @@ impl Catalog {
         columns: &[String],
         unique: bool,
         if_not_exists: bool,
-    ) -> SqlResult<bool> {
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
         let _ddl = self.ddl.lock();
         let table = self.table(table_name)?;
         let columns = columns
@@ -725,7 +840,7 @@ impl Catalog {
             Some(name) => {
                 if self.relation_exists(name) {
                     if if_not_exists {
-                        return Ok(false);
+                        return Ok(DdlUndo::default());
                     }
                     return Err(duplicate_relation(name));
                 }
@@ -758,30 +873,42 @@ impl Catalog {
         };
         let mut def = table.def.clone();
         def.indexes.push(index_def.clone());
-        let built = (|| -> SqlResult<()> {
+        let in_block = block.is_some();
+        let built = (|| -> SqlResult<Table> {
             let mut writer = BatchWriter::new(&self.db);
-            for_each_row(&self.db, &table, |pk, values| {
+            for_each_row(&self.db, block.as_deref(), &table, |pk, values| {
                 let (entry, checked) = index::entry(&table.def, &index_def, &values, &pk)?;
                 writer.write(tree, &entry, &pk, checked, || {
                     index::duplicated(&table.def, &index_def, &values)
                 })
             })?;
             writer.finish()?;
-            let mut txn = self.db.begin();
-            self.write_def(&mut txn, &def)?;
-            txn.commit()?;
-            Ok(())
+            self.write_defs(block, |txn| self.write_def(txn, &def))?;
+            self.load(def)
         })();
-        if let Err(error) = built {
-            self.drop_trees(&[tree_name]);
-            return Err(error);
-        }
-        self.publish(self.load(def)?);
-        Ok(true)
+        let new_table = match built {
+            Ok(new_table) => new_table,
+            Err(error) => {
+                self.drop_trees(&[tree_name]);
+                return Err(error);
+            }
+        };
+        let undo = DdlUndo {
+            previous: vec![(table.def.name.clone(), Some(table))],
+            on_commit: Vec::new(),
+            on_rollback: vec![tree_name],
+        };
+        self.publish(new_table);
+        Ok(self.finish_or_defer(in_block, undo))
     }
 
     /// DROP INDEX; false if it does not exist and `if_exists` is set.
-    pub fn drop_index(&self, name: &str, if_exists: bool) -> SqlResult<bool> {
+    pub fn drop_index(
+        &self,
+        name: &str,
+        if_exists: bool,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
         let _ddl = self.ddl.lock();
         let found = self.state.read().tables.values().find_map(|table| {
             table
@@ -793,7 +920,7 @@ impl Catalog {
         });
         let Some((table, position)) = found else {
             if if_exists {
-                return Ok(false);
+                return Ok(DdlUndo::default());
             }
             return Err(SqlError::new(
                 sqlstate::UNDEFINED_OBJECT,
@@ -802,28 +929,43 @@ impl Catalog {
         };
         let mut def = table.def.clone();
         let removed = def.indexes.remove(position);
-        let mut txn = self.db.begin();
-        self.write_def(&mut txn, &def)?;
-        txn.commit()?;
-        self.publish(self.load(def)?);
-        self.drop_trees(&[removed.tree]);
-        Ok(true)
+        let in_block = block.is_some();
+        self.write_defs(block, |txn| self.write_def(txn, &def))?;
+        let new_table = self.load(def)?;
+        let undo = DdlUndo {
+            previous: vec![(table.def.name.clone(), Some(table))],
+            on_commit: vec![removed.tree],
+            on_rollback: Vec::new(),
+        };
+        self.publish(new_table);
+        Ok(self.finish_or_defer(in_block, undo))
     }
 
     /// Rebuilds tables into fresh engine trees, made visible by one commit of their
     /// definitions: TRUNCATE (outside a transaction block) and ALTER TABLE. The old trees are
     /// dropped after that commit.
-    pub fn rebuild(&self, changes: Vec<(String, Rebuild)>) -> SqlResult<()> {
+    pub fn rebuild(
+        &self,
+        changes: Vec<(String, Rebuild)>,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
         let _ddl = self.ddl.lock();
         let mut created: Vec<String> = Vec::new();
-        let result = self.rebuild_locked(changes, &mut created);
+        let in_block = block.is_some();
+        let result = self.rebuild_locked(changes, &mut created, block);
         match result {
             Ok((new_tables, old_trees)) => {
+                let mut undo = DdlUndo {
+                    previous: Vec::new(),
+                    on_commit: old_trees,
+                    on_rollback: created,
+                };
                 for table in new_tables {
+                    let name = table.def.name.clone();
+                    undo.previous.push((name.clone(), self.table(&name).ok()));
                     self.publish(table);
                 }
-                self.drop_trees(&old_trees);
-                Ok(())
+                Ok(self.finish_or_defer(in_block, undo))
             }
             Err(error) => {
                 self.drop_trees(&created);
@@ -837,6 +979,7 @@ impl Catalog {
         &self,
         changes: Vec<(String, Rebuild)>,
         created: &mut Vec<String>,
+        block: Option<&mut Transaction>,
     ) -> SqlResult<(Vec<Table>, Vec<String>)> {
         let mut new_tables = Vec::new();
         let mut old_trees = Vec::new();
@@ -895,7 +1038,7 @@ impl Catalog {
             if copy {
                 let types = def.types();
                 let mut writer = BatchWriter::new(&self.db);
-                for_each_row(&self.db, &old, |old_key, mut values| {
+                for_each_row(&self.db, block.as_deref(), &old, |old_key, mut values| {
                     match &change {
                         Rebuild::AddColumn(column, value) => {
                             if value.is_null() && column.not_null {
@@ -942,11 +1085,12 @@ impl Catalog {
             new_tables.push(def);
         }
         // The new trees are complete; one commit of the definitions makes them the tables.
-        let mut txn = self.db.begin();
-        for def in &new_tables {
-            self.write_def(&mut txn, def)?;
-        }
-        txn.commit()?;
+        self.write_defs(block, |txn| {
+            for def in &new_tables {
+                self.write_def(txn, def)?;
+            }
+            Ok(())
+        })?;
         let new_tables = new_tables
             .into_iter()
             .map(|def| self.load(def))
@@ -973,14 +1117,23 @@ fn primary_key_of(def: &TableDef, values: &[Value]) -> SqlResult<Vec<u8>> {
     Ok(out)
 }
 
-/// Calls `f` with (engine key, values) of every row of a table, from one snapshot.
+/// Calls `f` with (engine key, values) of every row of a table, from one snapshot: the
+/// transaction block's (with its own writes) if there is one.
 fn for_each_row(
     db: &Database,
+    block: Option<&Transaction>,
     table: &Table,
     mut f: impl FnMut(Vec<u8>, Vec<Value>) -> SqlResult<()>,
 ) -> SqlResult<()> {
     let types = table.def.types();
-    let txn = db.begin_read_only();
+    let own;
+    let txn = match block {
+        Some(txn) => txn,
+        None => {
+            own = db.begin_read_only();
+            &own
+        }
+    };
     for entry in txn.scan(table.tree, Bound::Unbounded, Bound::Unbounded)? {
         let (key, raw) = entry?;
         f(key, row::decode(&raw, &types, &table.def.name)?)?;

@@ -51,6 +51,10 @@ pub mod sqlstate {
     pub const TOO_MANY_CONNECTIONS: &str = "53300";
     pub const IO_ERROR: &str = "58030";
     pub const DATA_CORRUPTED: &str = "XX001";
+    pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
+    pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
+    pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
+    pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
     pub const INTERNAL_ERROR: &str = "XX000";
 }
 

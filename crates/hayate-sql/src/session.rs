@@ -6,10 +6,19 @@
 //!    commits at its end (autocommit); an error aborts it.
 //! 2. BEGIN opens a block: statements share one engine transaction (snapshot isolation:
 //!    PostgreSQL's REPEATABLE READ, where a write conflict is a serialization failure).
-//! 3. An error inside a block aborts the engine transaction; every later statement fails with
-//!    25P02 until COMMIT or ROLLBACK ends the block (COMMIT then reports ROLLBACK).
+//! 3. An error inside a block aborts it: every later statement fails with 25P02 until COMMIT
+//!    or ROLLBACK ends the block (COMMIT then reports ROLLBACK), or ROLLBACK TO a savepoint
+//!    taken before the error undoes the writes after it (`Transaction::rollback_to`) and
+//!    the block goes on.
+//! 4. DDL inside a block writes its catalog rows in the block's transaction
+//!    (`catalog` module comment): it commits or rolls back with the block, or with the part
+//!    after a savepoint.
+//!
+//! Prepared statements: SQL-level PREPARE/EXECUTE/DEALLOCATE keep `Prepared`s by name; the
+//! server tells the session the names of protocol-level (Parse) statements, which share the
+//! namespace, so DEALLOCATE (ALL) drops them too (`take_deallocated`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use hayate_engine::Transaction;
@@ -17,7 +26,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use crate::catalog::{Catalog, Rebuild};
+use crate::catalog::{Catalog, DdlUndo, Rebuild};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::{Executor, Outcome};
 use crate::plan::bind::Binder;
@@ -38,7 +47,17 @@ pub enum TransactionStatus {
 enum State {
     Idle,
     InBlock(Transaction),
-    Failed,
+    /// An error aborted the block; the transaction is kept while a savepoint could take the
+    /// block back to before the error.
+    Failed(Option<Transaction>),
+}
+
+/// A SAVEPOINT of the open block.
+struct SavepointEntry {
+    name: String,
+    mark: hayate_engine::Savepoint,
+    /// The block's DDLs (`Session::ddl_undo`) before it.
+    ddl: usize,
 }
 
 /// A statement parsed and bound, ready to run many times with different parameters.
@@ -69,6 +88,30 @@ pub struct Session {
     block_timestamp: Option<i64>,
     /// The open block runs at READ COMMITTED (else REPEATABLE READ).
     block_read_committed: bool,
+    /// The open block's savepoints, oldest first.
+    savepoints: Vec<SavepointEntry>,
+    /// The open block's DDLs, to finish when it ends (`Catalog::finish_ddl`).
+    ddl_undo: Vec<DdlUndo>,
+    /// SQL-level prepared statements (PREPARE).
+    prepared: HashMap<String, Prepared>,
+    /// Names of the protocol-level statements the client parsed (`protocol_statement_parsed`).
+    protocol_statements: HashSet<String>,
+    /// Protocol-level statements DEALLOCATE dropped, for the server to forget.
+    deallocated: Vec<String>,
+    /// This session as the owner of table locks (`table_lock`).
+    lock_owner: u64,
+    /// The tables it holds locks on, until its transaction ends.
+    locked_tables: Vec<String>,
+}
+
+static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl Drop for Session {
+    /// A client gone in the middle of a block: its DDLs roll back with it.
+    fn drop(&mut self) {
+        self.state = State::Idle;
+        self.end_block(false);
+    }
 }
 
 /// Parses a query string into its statements.
@@ -156,14 +199,87 @@ impl Session {
             database: database.into(),
             block_timestamp: None,
             block_read_committed: true,
+            savepoints: Vec::new(),
+            ddl_undo: Vec::new(),
+            prepared: HashMap::new(),
+            protocol_statements: HashSet::new(),
+            deallocated: Vec::new(),
+            lock_owner: NEXT_LOCK_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            locked_tables: Vec::new(),
         }
+    }
+
+    /// Takes the table locks a plan needs (`table_lock`): the write lock on the tables it
+    /// writes, the exclusive lock on those a DDL changes.
+    fn lock_tables(&mut self, plan: &Plan) -> SqlResult<()> {
+        let in_block = !matches!(self.state, State::Idle);
+        let (tables, exclusive): (Vec<&str>, bool) = match plan {
+            Plan::Insert { table, .. } => (vec![&table.def.name], false),
+            Plan::InsertSelect(insert) => (vec![&insert.table.def.name], false),
+            Plan::Update { read, .. } | Plan::Delete { read, .. } => {
+                (vec![&read.table.def.name], false)
+            }
+            Plan::Truncate { tables } => (
+                tables.iter().map(|table| table.def.name.as_str()).collect(),
+                !in_block,
+            ),
+            Plan::CreateTable { def, .. } => (vec![&def.name], true),
+            Plan::DropTable { names, .. } => (names.iter().map(String::as_str).collect(), true),
+            Plan::CreateIndex { table, .. } | Plan::AlterTable { table, .. } => (vec![table], true),
+            _ => return Ok(()),
+        };
+        for table in tables {
+            let locks = &self.catalog.table_locks;
+            if exclusive {
+                locks.lock_exclusive(self.lock_owner, table)?;
+            } else if !self.locked_tables.iter().any(|held| held == table) {
+                locks.lock_write(self.lock_owner, table)?;
+            } else {
+                continue;
+            }
+            self.locked_tables.push(table.to_string());
+        }
+        Ok(())
+    }
+
+    /// Releases the table locks once the transaction that took them ended.
+    fn release_tables(&mut self) {
+        let tables = std::mem::take(&mut self.locked_tables);
+        self.catalog.table_locks.release(self.lock_owner, &tables);
+    }
+
+    /// The server parsed a named protocol-level statement: DEALLOCATE knows its name.
+    pub fn protocol_statement_parsed(&mut self, name: &str) {
+        if !name.is_empty() {
+            self.protocol_statements.insert(name.to_string());
+        }
+    }
+
+    /// The server closed a named protocol-level statement.
+    pub fn protocol_statement_closed(&mut self, name: &str) {
+        self.protocol_statements.remove(name);
+    }
+
+    /// The protocol-level statements DEALLOCATE dropped since the last call: the server
+    /// removes them from its statement store.
+    pub fn take_deallocated(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.deallocated)
+    }
+
+    /// Ends the block's savepoints and DDLs after its engine transaction committed
+    /// (`committed`) or was dropped.
+    fn end_block(&mut self, committed: bool) {
+        self.savepoints.clear();
+        let undo = std::mem::take(&mut self.ddl_undo);
+        self.catalog.finish_ddl(undo, committed);
+        self.release_tables();
     }
 
     pub fn status(&self) -> TransactionStatus {
         match self.state {
             State::Idle => TransactionStatus::Idle,
             State::InBlock(_) => TransactionStatus::InBlock,
-            State::Failed => TransactionStatus::Failed,
+            State::Failed(_) => TransactionStatus::Failed,
         }
     }
 
@@ -182,7 +298,7 @@ impl Session {
                 Ok(true)
             }
             State::InBlock(_) => Ok(false),
-            State::Failed => Err(SqlError::new(
+            State::Failed(_) => Err(SqlError::new(
                 sqlstate::IN_FAILED_SQL_TRANSACTION,
                 "current transaction is aborted, commands ignored until end of transaction block",
             )),
@@ -192,20 +308,29 @@ impl Session {
     /// Ends the block `begin_implicit` opened: commits it if `commit` and it did not fail,
     /// else aborts it. The session is idle afterwards.
     pub(crate) fn end_implicit(&mut self, commit: bool) -> SqlResult<()> {
-        match std::mem::replace(&mut self.state, State::Idle) {
-            State::InBlock(txn) if commit => {
-                txn.commit()?;
-                Ok(())
-            }
+        let result = match std::mem::replace(&mut self.state, State::Idle) {
+            State::InBlock(txn) if commit => txn.commit().map(|_| ()),
             _ => Ok(()), // a dropped transaction aborts
-        }
+        };
+        self.end_block(commit && result.is_ok());
+        Ok(result?)
     }
 
     /// Records an error that happened outside `execute` (e.g. parsing a prepared statement):
     /// inside a transaction block it aborts the block, as every error does.
     pub fn note_error(&mut self) {
         if let State::InBlock(_) = self.state {
-            self.state = State::Failed; // drops (aborts) the engine transaction
+            let State::InBlock(txn) = std::mem::replace(&mut self.state, State::Idle) else {
+                unreachable!("matched above");
+            };
+            if self.savepoints.is_empty() {
+                // Nothing can take the block back: abort the engine transaction now.
+                drop(txn);
+                self.end_block(false);
+                self.state = State::Failed(None);
+            } else {
+                self.state = State::Failed(Some(txn));
+            }
         }
     }
 
@@ -264,11 +389,14 @@ impl Session {
         }
         if implicit {
             // A failed statement left the state Failed (its transaction aborted).
+            let mut committed = false;
             if let State::InBlock(txn) = std::mem::replace(&mut self.state, State::Idle) {
-                if let Err(error) = txn.commit() {
-                    outcomes.push(Err(error.into()));
+                match txn.commit() {
+                    Ok(_) => committed = true,
+                    Err(error) => outcomes.push(Err(error.into())),
                 }
             }
+            self.end_block(committed);
         }
         outcomes
     }
@@ -291,7 +419,7 @@ impl Session {
             statement,
             Statement::Commit { .. } | Statement::Rollback { .. }
         );
-        if matches!(self.state, State::Failed) && !ends_block {
+        if matches!(self.state, State::Failed(_)) && !ends_block {
             return Err(SqlError::new(
                 sqlstate::IN_FAILED_SQL_TRANSACTION,
                 "current transaction is aborted, commands ignored until end of transaction block",
@@ -303,6 +431,18 @@ impl Session {
     /// Runs a prepared statement with parameter values (of `prepared.param_types`).
     pub fn execute(&mut self, prepared: &Prepared, params: Vec<Value>) -> SqlResult<Outcome> {
         self.check_not_failed(&prepared.statement)?;
+        let result = self.execute_locked(prepared, params);
+        if !self.locked_tables.is_empty() && matches!(self.state, State::Idle) {
+            self.release_tables(); // the statement's own transaction ended
+        }
+        result
+    }
+
+    /// `execute` with the plan's table locks taken first, so a DDL that changed a table
+    /// while the statement waited for it is seen (the statement is bound again).
+    fn execute_locked(&mut self, prepared: &Prepared, params: Vec<Value>) -> SqlResult<Outcome> {
+        self.lock_tables(&prepared.plan)
+            .inspect_err(|_| self.note_error())?;
         let rebound;
         let prepared = if prepared.catalog_version != self.catalog.version() {
             // A table changed since the statement was bound: bind it again.
@@ -333,15 +473,24 @@ impl Session {
     fn run_plan(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
         match plan {
             Plan::Transaction(control) => self.transaction_control(control),
+            Plan::Prepare {
+                name,
+                declared,
+                statement,
+            } => self.prepare_named(name, declared, statement),
+            Plan::Execute { name, arguments } => self.execute_named(name, arguments),
+            Plan::Deallocate { name } => self.deallocate(name.as_deref()),
             Plan::CreateTable { def, if_not_exists } => {
-                self.check_no_block("CREATE TABLE")?;
-                self.catalog.create_table(def.clone(), *if_not_exists)?;
+                let catalog = self.catalog.clone();
+                let undo = catalog.create_table(def.clone(), *if_not_exists, self.ddl_block())?;
+                self.note_ddl(undo);
                 Ok(command("CREATE TABLE"))
             }
             Plan::DropTable { names, if_exists } => {
-                self.check_no_block("DROP TABLE")?;
                 for name in names {
-                    self.catalog.drop_table(name, *if_exists)?;
+                    let catalog = self.catalog.clone();
+                    let undo = catalog.drop_table(name, *if_exists, self.ddl_block())?;
+                    self.note_ddl(undo);
                 }
                 Ok(command("DROP TABLE"))
             }
@@ -352,25 +501,27 @@ impl Session {
                 unique,
                 if_not_exists,
             } => {
-                self.check_no_block("CREATE INDEX")?;
-                self.catalog.create_index(
+                let catalog = self.catalog.clone();
+                let undo = catalog.create_index(
                     table,
                     name.as_deref(),
                     columns,
                     *unique,
                     *if_not_exists,
+                    self.ddl_block(),
                 )?;
+                self.note_ddl(undo);
                 Ok(command("CREATE INDEX"))
             }
             Plan::DropIndex { names, if_exists } => {
-                self.check_no_block("DROP INDEX")?;
                 for name in names {
-                    self.catalog.drop_index(name, *if_exists)?;
+                    let catalog = self.catalog.clone();
+                    let undo = catalog.drop_index(name, *if_exists, self.ddl_block())?;
+                    self.note_ddl(undo);
                 }
                 Ok(command("DROP INDEX"))
             }
             Plan::AlterTable { table, actions } => {
-                self.check_no_block("ALTER TABLE")?;
                 for action in actions {
                     self.alter_table(table, action)?;
                 }
@@ -382,7 +533,7 @@ impl Session {
                     .iter()
                     .map(|table| (table.def.name.clone(), Rebuild::Truncate))
                     .collect();
-                self.catalog.rebuild(changes)?;
+                self.catalog.rebuild(changes, None)?;
                 Ok(command("TRUNCATE TABLE"))
             }
             Plan::Set { name, value } => {
@@ -460,18 +611,31 @@ impl Session {
                 None => return Err(undefined_column(column, name)),
             },
         };
-        self.catalog.rebuild(vec![(name.to_string(), change)])
+        let catalog = self.catalog.clone();
+        let undo = catalog.rebuild(vec![(name.to_string(), change)], self.ddl_block())?;
+        self.note_ddl(undo);
+        Ok(())
     }
 
-    /// DDL is not transactional in the engine: refuse it inside a block rather than commit
-    /// it behind the client's back.
-    fn check_no_block(&self, what: &str) -> SqlResult<()> {
-        if let State::InBlock(_) = self.state {
-            return Err(SqlError::unsupported(format!(
-                "{what} inside a transaction block"
-            )));
+    /// The open block's engine transaction for a DDL, its snapshot refreshed at READ
+    /// COMMITTED (a rebuild reads the rows through it); None outside a block.
+    fn ddl_block(&mut self) -> Option<&mut Transaction> {
+        match &mut self.state {
+            State::InBlock(txn) => {
+                if self.block_read_committed {
+                    txn.refresh_snapshot();
+                }
+                Some(txn)
+            }
+            _ => None,
         }
-        Ok(())
+    }
+
+    /// Keeps a DDL's undo until the block ends (outside a block it is empty: done).
+    fn note_ddl(&mut self, undo: DdlUndo) {
+        if let State::InBlock(_) = self.state {
+            self.ddl_undo.push(undo);
+        }
     }
 
     fn run_data(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
@@ -506,7 +670,7 @@ impl Session {
         };
         match &mut self.state {
             State::InBlock(txn) => executor.run(plan, txn),
-            State::Failed => unreachable!("checked by check_not_failed"),
+            State::Failed(_) => unreachable!("checked by check_not_failed"),
             State::Idle => {
                 // A single statement that lost a write conflict has shown nothing to the
                 // client yet: run it again on a fresh snapshot, as PostgreSQL's READ COMMITTED
@@ -558,6 +722,12 @@ impl Session {
     }
 
     fn transaction_control(&mut self, control: &TransactionControl) -> SqlResult<Outcome> {
+        match control {
+            TransactionControl::Savepoint(name) => return self.savepoint(name),
+            TransactionControl::Release(name) => return self.release_savepoint(name),
+            TransactionControl::RollbackTo(name) => return self.rollback_to_savepoint(name),
+            _ => {}
+        }
         if !matches!(control, TransactionControl::Begin(_)) {
             self.block_timestamp = None;
         }
@@ -578,18 +748,169 @@ impl Session {
                 }
                 (TransactionControl::Commit, State::InBlock(txn)) => {
                     // The block is over either way (state is Idle already).
-                    txn.commit()?;
+                    let committed = txn.commit();
+                    self.end_block(committed.is_ok());
+                    committed?;
                     command("COMMIT")
                 }
-                (TransactionControl::Commit, State::Failed) => command("ROLLBACK"),
+                (TransactionControl::Commit, State::Failed(txn)) => {
+                    drop(txn);
+                    self.end_block(false);
+                    command("ROLLBACK")
+                }
                 (TransactionControl::Commit, State::Idle) => command("COMMIT"),
-                (TransactionControl::Rollback, state) => {
+                (_, state) => {
                     drop(state); // aborts an open engine transaction
+                    self.end_block(false);
                     command("ROLLBACK")
                 }
             },
         )
     }
+
+    /// SAVEPOINT name: marks the block's transaction (a name used before is shadowed).
+    fn savepoint(&mut self, name: &str) -> SqlResult<Outcome> {
+        let State::InBlock(txn) = &mut self.state else {
+            return Err(outside_block("SAVEPOINT"));
+        };
+        let mark = txn.savepoint();
+        self.savepoints.push(SavepointEntry {
+            name: name.to_string(),
+            mark,
+            ddl: self.ddl_undo.len(),
+        });
+        Ok(command("SAVEPOINT"))
+    }
+
+    /// The newest savepoint of the name.
+    fn find_savepoint(&self, name: &str) -> SqlResult<usize> {
+        self.savepoints
+            .iter()
+            .rposition(|savepoint| savepoint.name == name)
+            .ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::INVALID_SAVEPOINT_SPECIFICATION,
+                    format!("savepoint \"{name}\" does not exist"),
+                )
+            })
+    }
+
+    /// RELEASE SAVEPOINT name: forgets it and every later one; the writes stay.
+    fn release_savepoint(&mut self, name: &str) -> SqlResult<Outcome> {
+        if !matches!(self.state, State::InBlock(_)) {
+            return Err(outside_block("RELEASE SAVEPOINT"));
+        }
+        let index = self.find_savepoint(name)?;
+        self.savepoints.truncate(index);
+        Ok(command("RELEASE"))
+    }
+
+    /// ROLLBACK TO SAVEPOINT name: undoes the writes and DDLs after it, forgets the later
+    /// savepoints and keeps it; a block an error aborted goes on.
+    fn rollback_to_savepoint(&mut self, name: &str) -> SqlResult<Outcome> {
+        let index = match self.state {
+            State::Idle => return Err(outside_block("ROLLBACK TO SAVEPOINT")),
+            // Without a kept transaction no savepoint exists: 3B001, the block stays failed.
+            _ => self.find_savepoint(name)?,
+        };
+        let mut txn = match std::mem::replace(&mut self.state, State::Idle) {
+            State::InBlock(txn) | State::Failed(Some(txn)) => txn,
+            State::Failed(None) | State::Idle => unreachable!("savepoints exist only with one"),
+        };
+        self.savepoints.truncate(index + 1);
+        let savepoint = &self.savepoints[index];
+        let undone = txn.rollback_to(savepoint.mark);
+        let ddl = self.ddl_undo.split_off(savepoint.ddl);
+        self.catalog.finish_ddl(ddl, false);
+        self.state = State::InBlock(txn);
+        undone?;
+        Ok(command("ROLLBACK"))
+    }
+
+    /// PREPARE name AS statement.
+    fn prepare_named(
+        &mut self,
+        name: &str,
+        declared: &[DataType],
+        statement: &Statement,
+    ) -> SqlResult<Outcome> {
+        if self.prepared.contains_key(name) || self.protocol_statements.contains(name) {
+            return Err(SqlError::new(
+                sqlstate::DUPLICATE_PREPARED_STATEMENT,
+                format!("prepared statement \"{name}\" already exists"),
+            ));
+        }
+        let prepared = self.prepare(statement.clone(), declared)?;
+        self.prepared.insert(name.to_string(), prepared);
+        Ok(command("PREPARE"))
+    }
+
+    /// EXECUTE name (arguments): the arguments are constant expressions of the parameters'
+    /// types.
+    fn execute_named(
+        &mut self,
+        name: &str,
+        arguments: &[sqlparser::ast::Expr],
+    ) -> SqlResult<Outcome> {
+        let prepared = self.prepared.get(name).cloned().ok_or_else(|| {
+            SqlError::new(
+                sqlstate::INVALID_SQL_STATEMENT_NAME,
+                format!("prepared statement \"{name}\" does not exist"),
+            )
+        })?;
+        if arguments.len() != prepared.param_types.len() {
+            return Err(SqlError::new(
+                sqlstate::SYNTAX_ERROR,
+                format!(
+                    "wrong number of parameters for prepared statement \"{name}\": expected {}, got {}",
+                    prepared.param_types.len(),
+                    arguments.len()
+                ),
+            ));
+        }
+        let context = EvalContext {
+            params: &[],
+            database_name: &self.database,
+            user_name: &self.user,
+            transaction_timestamp: crate::types::datetime::now_micros(),
+            subqueries: None,
+        };
+        let params = arguments
+            .iter()
+            .zip(&prepared.param_types)
+            .map(|(argument, data_type)| {
+                let expr = Binder::new(&self.catalog, &[]).bind_typed(argument, *data_type)?;
+                expr.eval(&[], &context)?.cast(*data_type)
+            })
+            .collect::<SqlResult<Vec<Value>>>()?;
+        self.execute(&prepared, params)
+    }
+
+    /// DEALLOCATE name, or ALL (None): SQL-level and protocol-level statements alike.
+    fn deallocate(&mut self, name: Option<&str>) -> SqlResult<Outcome> {
+        let Some(name) = name else {
+            self.prepared.clear();
+            self.deallocated.extend(self.protocol_statements.drain());
+            return Ok(command("DEALLOCATE ALL"));
+        };
+        if self.prepared.remove(name).is_none() {
+            if !self.protocol_statements.remove(name) {
+                return Err(SqlError::new(
+                    sqlstate::INVALID_SQL_STATEMENT_NAME,
+                    format!("prepared statement \"{name}\" does not exist"),
+                ));
+            }
+            self.deallocated.push(name.to_string());
+        }
+        Ok(command("DEALLOCATE"))
+    }
+}
+
+fn outside_block(what: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::NO_ACTIVE_SQL_TRANSACTION,
+        format!("{what} can only be used in transaction blocks"),
+    )
 }
 
 fn undefined_column(column: &str, table: &str) -> SqlError {

@@ -34,7 +34,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use catalog::{Catalog, TreeId, TreeInfo, TreeKind};
 pub use locks::{LockConfig, LockStats};
-pub use transaction::{Scan, Transaction};
+pub use transaction::{Savepoint, Scan, Transaction};
 
 use crate::btree::{BTree, TryLookup};
 use crate::buffer::BufferPool;

@@ -13,7 +13,7 @@ use crate::exec::{LockWait, LogWait, PageWait, PagesWait, Yield};
 use crate::wal::{Lsn, Op};
 
 /// Why a transaction can no longer commit.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Failure {
     Serialization,
     Deadlock,
@@ -58,6 +58,20 @@ pub struct Transaction {
     /// dropped in between (its executor failed), `finish` completes the commit, so that later
     /// commits never wait for a timestamp nobody will publish.
     applied: Option<(u64, Lsn)>,
+    /// Once a savepoint was taken: each write's key and the entry of `writes` it replaced
+    /// (None: the key had none), oldest first, so `rollback_to` can undo writes in reverse.
+    write_undo: Option<Vec<WriteUndo>>,
+}
+
+type WriteUndo = ((TreeId, Vec<u8>), Option<Option<Vec<u8>>>);
+
+/// A point in a transaction to roll back to (`Transaction::savepoint`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Savepoint {
+    writes: usize,
+    locked: usize,
+    read_latest: usize,
+    failure: Option<Failure>,
 }
 
 impl Transaction {
@@ -78,6 +92,60 @@ impl Transaction {
             failure: None,
             finished: false,
             applied: None,
+            write_undo: None,
+        }
+    }
+
+    /// Marks the current state of the transaction: `rollback_to` with the mark undoes every
+    /// later write (SQL's SAVEPOINT). Writes are recorded for undo from the first mark on.
+    pub fn savepoint(&mut self) -> Savepoint {
+        let undo = self.write_undo.get_or_insert_with(Vec::new);
+        Savepoint {
+            writes: undo.len(),
+            locked: self.locked.len(),
+            read_latest: self.read_latest.len(),
+            failure: self.failure,
+        }
+    }
+
+    /// Undoes every write made after `mark`, newest first, and releases the row locks taken
+    /// after it (their rows now hold what they held at the mark, which this transaction had
+    /// not locked). A write conflict, deadlock or lock timeout that happened after the mark
+    /// is forgotten: the write that met it did not happen. The mark stays valid, as SQL's
+    /// ROLLBACK TO keeps its savepoint; marks taken after it are invalid afterwards.
+    pub fn rollback_to(&mut self, mark: Savepoint) -> Result<()> {
+        if self.finished {
+            return Err(Error::TransactionClosed);
+        }
+        let undo = self.write_undo.as_mut().ok_or_else(|| {
+            Error::InvalidArgument("rollback_to a mark this transaction never made".into())
+        })?;
+        if mark.writes > undo.len()
+            || mark.locked > self.locked.len()
+            || mark.read_latest > self.read_latest.len()
+        {
+            return Err(Error::InvalidArgument(
+                "rollback_to a mark already rolled back past".into(),
+            ));
+        }
+        for (key, previous) in undo.drain(mark.writes..).rev() {
+            match previous {
+                Some(value) => self.writes.insert(key, value),
+                None => self.writes.remove(&key),
+            };
+        }
+        let released = self.locked.split_off(mark.locked);
+        self.manager.locks.release_all(self.txn_id, &released);
+        self.read_latest.truncate(mark.read_latest);
+        self.failure = mark.failure;
+        Ok(())
+    }
+
+    /// Records a write in the write set (and, after a savepoint, what it replaced).
+    fn write(&mut self, tree: TreeId, key: &[u8], value: Option<Vec<u8>>) {
+        let previous = self.writes.insert((tree, key.to_vec()), value);
+        if let Some(undo) = &mut self.write_undo {
+            undo.push(((tree, key.to_vec()), previous));
         }
     }
 
@@ -196,8 +264,7 @@ impl Transaction {
         self.check_sizes(key, Some(value))?;
         let info = self.tree(tree)?;
         self.lock_row(&info, key)?;
-        self.writes
-            .insert((tree, key.to_vec()), Some(value.to_vec()));
+        self.write(tree, key, Some(value.to_vec()));
         Ok(())
     }
 
@@ -208,8 +275,7 @@ impl Transaction {
         if self.lock_row(&info, key)? {
             return Err(Error::DuplicateKey);
         }
-        self.writes
-            .insert((tree, key.to_vec()), Some(value.to_vec()));
+        self.write(tree, key, Some(value.to_vec()));
         Ok(())
     }
 
@@ -220,8 +286,7 @@ impl Transaction {
         if !self.lock_row(&info, key)? {
             return Ok(false);
         }
-        self.writes
-            .insert((tree, key.to_vec()), Some(value.to_vec()));
+        self.write(tree, key, Some(value.to_vec()));
         Ok(true)
     }
 
@@ -231,7 +296,7 @@ impl Transaction {
         if !self.lock_row(&info, key)? {
             return Ok(false);
         }
-        self.writes.insert((tree, key.to_vec()), None);
+        self.write(tree, key, None);
         Ok(true)
     }
 
@@ -362,8 +427,7 @@ impl Transaction {
         self.check_sizes(key, Some(value))?;
         let info = self.tree(tree)?;
         self.lock_row_async(&info, key).await?;
-        self.writes
-            .insert((tree, key.to_vec()), Some(value.to_vec()));
+        self.write(tree, key, Some(value.to_vec()));
         Ok(())
     }
 
@@ -398,8 +462,7 @@ impl Transaction {
         if self.lock_row_async(&info, key).await? {
             return Err(Error::DuplicateKey);
         }
-        self.writes
-            .insert((tree, key.to_vec()), Some(value.to_vec()));
+        self.write(tree, key, Some(value.to_vec()));
         Ok(())
     }
 
@@ -409,7 +472,7 @@ impl Transaction {
         if !self.lock_row_async(&info, key).await? {
             return Ok(false);
         }
-        self.writes.insert((tree, key.to_vec()), None);
+        self.write(tree, key, None);
         Ok(true)
     }
 
@@ -420,8 +483,7 @@ impl Transaction {
         if !self.lock_row_async(&info, key).await? {
             return Ok(false);
         }
-        self.writes
-            .insert((tree, key.to_vec()), Some(value.to_vec()));
+        self.write(tree, key, Some(value.to_vec()));
         Ok(true)
     }
 

@@ -416,6 +416,11 @@ pub enum TransactionControl {
     Begin(Option<Isolation>),
     Commit,
     Rollback,
+    Savepoint(String),
+    /// RELEASE [SAVEPOINT] name.
+    Release(String),
+    /// ROLLBACK TO [SAVEPOINT] name.
+    RollbackTo(String),
 }
 
 #[derive(Debug, Clone)]
@@ -471,6 +476,22 @@ pub enum Plan {
         returning: Option<Returning>,
     },
     Transaction(TransactionControl),
+    /// SQL-level PREPARE name [(types)] AS statement: bound when it runs, kept by the session.
+    Prepare {
+        name: String,
+        declared: Vec<DataType>,
+        statement: Box<sqlparser::ast::Statement>,
+    },
+    /// EXECUTE name [(arguments)]: the arguments are bound against the prepared statement's
+    /// parameter types when it runs.
+    Execute {
+        name: String,
+        arguments: Vec<sqlparser::ast::Expr>,
+    },
+    /// DEALLOCATE [PREPARE] name (None: ALL).
+    Deallocate {
+        name: Option<String>,
+    },
     Set {
         name: String,
         value: String,

@@ -177,12 +177,42 @@ impl<'a> Binder<'a> {
                 Ok(Plan::Transaction(TransactionControl::Begin(isolation)))
             }
             Statement::Commit { .. } => Ok(Plan::Transaction(TransactionControl::Commit)),
-            Statement::Rollback { savepoint, .. } => {
-                if savepoint.is_some() {
-                    return Err(SqlError::unsupported("ROLLBACK TO SAVEPOINT"));
-                }
-                Ok(Plan::Transaction(TransactionControl::Rollback))
-            }
+            Statement::Rollback { savepoint, .. } => Ok(Plan::Transaction(match savepoint {
+                Some(name) => TransactionControl::RollbackTo(ident_name(name)),
+                None => TransactionControl::Rollback,
+            })),
+            Statement::Savepoint { name } => Ok(Plan::Transaction(TransactionControl::Savepoint(
+                ident_name(name),
+            ))),
+            Statement::ReleaseSavepoint { name } => Ok(Plan::Transaction(
+                TransactionControl::Release(ident_name(name)),
+            )),
+            Statement::Prepare {
+                name,
+                data_types,
+                statement,
+            } => Ok(Plan::Prepare {
+                name: ident_name(name),
+                declared: data_types.iter().map(data_type).collect::<SqlResult<_>>()?,
+                statement: statement.clone(),
+            }),
+            Statement::Execute {
+                name: Some(name),
+                parameters,
+                immediate: false,
+                into,
+                using,
+                output: false,
+                default: false,
+                ..
+            } if into.is_empty() && using.is_empty() => Ok(Plan::Execute {
+                name: object_name(name)?,
+                arguments: parameters.clone(),
+            }),
+            Statement::Deallocate { name, .. } => Ok(Plan::Deallocate {
+                name: (!(name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all")))
+                    .then(|| ident_name(name)),
+            }),
             // See session::maintenance_statement.
             Statement::Vacuum(vacuum) => Ok(Plan::NoOp {
                 tag: if vacuum.reindex { "ANALYZE" } else { "VACUUM" },
