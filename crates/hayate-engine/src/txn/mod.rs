@@ -54,6 +54,10 @@ struct CommitOrder {
     applying: BTreeMap<u64, Lsn>,
     /// Commits done but not yet published because an earlier one is still running.
     finished: BTreeSet<u64>,
+    /// commit ts -> end LSN of commits applied to the trees and waiting for the log: once the
+    /// log is durable past that end they count as finished, whether or not their committer
+    /// has woken from its flush wait yet (`advance_visible`).
+    awaiting_flush: BTreeMap<u64, Lsn>,
     next_checkpoint_id: u64,
 }
 
@@ -121,6 +125,7 @@ impl TxnManager {
                 next_commit_ts: catalog.next_commit_ts,
                 applying: BTreeMap::new(),
                 finished: BTreeSet::new(),
+                awaiting_flush: BTreeMap::new(),
                 next_checkpoint_id,
             }),
             catalog: RwLock::new(catalog),
@@ -305,7 +310,13 @@ impl TxnManager {
         };
         drop(order);
         let applied = self.apply_ops(commit_ts, appended.lsn, &ops);
-        self.commit_order.lock().applying.remove(&commit_ts);
+        {
+            let mut order = self.commit_order.lock();
+            order.applying.remove(&commit_ts);
+            if applied.is_ok() {
+                order.awaiting_flush.insert(commit_ts, appended.end_lsn);
+            }
+        }
         if let Err(error) = applied {
             self.poison(&error);
             self.finish_failed(commit_ts);
@@ -392,15 +403,7 @@ impl TxnManager {
     /// done commit. Does not wait for earlier commits (tasks wait by polling `visible_ts`).
     fn mark_published(&self, commit_ts: u64) -> parking_lot::MutexGuard<'_, CommitOrder> {
         let mut order = self.commit_order.lock();
-        order.finished.insert(commit_ts);
-        let mut visible = self.visible_ts();
-        while order.finished.remove(&(visible + 1)) {
-            visible += 1;
-        }
-        if visible != self.visible_ts() {
-            self.visible_ts.store(visible, Ordering::Release);
-            self.published.notify_all();
-        }
+        self.finish_in_order(&mut order, commit_ts);
         order
     }
 
@@ -408,13 +411,39 @@ impl TxnManager {
     /// are not stuck behind it. The engine is poisoned by then.
     fn finish_failed(&self, commit_ts: u64) {
         let mut order = self.commit_order.lock();
-        order.finished.insert(commit_ts);
-        let mut visible = self.visible_ts();
-        while order.finished.remove(&(visible + 1)) {
-            visible += 1;
+        self.finish_in_order(&mut order, commit_ts);
+    }
+
+    /// Counts `commit_ts` as done and advances the visible timestamp over every contiguous
+    /// done commit: finished ones, and applied ones the log has made durable meanwhile (a
+    /// group flush makes a batch durable at once; the first of its committers to wake
+    /// publishes the batch, instead of each waiting for the one before it to wake up).
+    fn finish_in_order(&self, order: &mut CommitOrder, commit_ts: u64) {
+        order.awaiting_flush.remove(&commit_ts);
+        let start = self.visible_ts();
+        if commit_ts > start {
+            order.finished.insert(commit_ts);
         }
-        self.visible_ts.store(visible, Ordering::Release);
-        self.published.notify_all();
+        let durable_lsn = self.wal.durable_lsn();
+        let mut visible = start;
+        loop {
+            let next = visible + 1;
+            if order.finished.remove(&next) {
+                visible = next;
+                continue;
+            }
+            match order.awaiting_flush.get(&next) {
+                Some(&end_lsn) if end_lsn <= durable_lsn => {
+                    order.awaiting_flush.remove(&next);
+                    visible = next;
+                }
+                _ => break,
+            }
+        }
+        if visible != start {
+            self.visible_ts.store(visible, Ordering::Release);
+            self.published.notify_all();
+        }
     }
 
     /// Creates a table or index. DDL is autocommitted and logged like a commit.

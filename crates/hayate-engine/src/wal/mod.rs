@@ -150,6 +150,10 @@ pub struct Wal {
     state: Mutex<WriterState>,
     /// Signalled after every flush, successful or not.
     flushed: Condvar,
+    /// Committers waiting in `flush_to`, by the parity of the flush that will cover them
+    /// (`WriterState::flush_parity`): a finished flush wakes only the committers it made
+    /// durable, plus one of the rest to lead the next flush.
+    committers: [Condvar; 2],
     segments: Mutex<SegmentWriter>,
     counters: Counters,
     /// Copies of `state` fields readable without the lock.
@@ -195,12 +199,15 @@ impl Wal {
             durable_lsn: end_lsn,
             poisoned: None,
             group_open: false,
+            flush_parity: 0,
+            flushing_end_lsn: end_lsn,
         };
         let wal = Wal {
             io,
             config,
             state: Mutex::new(state),
             flushed: Condvar::new(),
+            committers: [Condvar::new(), Condvar::new()],
             segments: Mutex::new(segments),
             counters: Counters::default(),
             end_lsn_published: AtomicU64::new(end_lsn),
