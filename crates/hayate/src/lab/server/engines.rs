@@ -105,8 +105,8 @@ impl Server {
             Server::Hayate { .. } => Description {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 settings: hayate_settings(),
-                isolation: "snapshot isolation (reported as REPEATABLE READ; a conflicting \
-                            write in BEGIN ... COMMIT is 40001, which sysbench retries)"
+                isolation: "READ COMMITTED (Hayate's default: a snapshot per statement; \
+                            UPDATE/DELETE lock and recheck the latest version)"
                     .to_string(),
             },
             Server::Postgresql(driver) => Description {
@@ -213,6 +213,9 @@ pub fn hayate_settings() -> BTreeMap<String, String> {
         "checkpoint_interval_s",
         config.checkpoint_interval.as_secs().to_string(),
     );
-    set("server", "hayate serve (pgwire over tokio)".into());
+    set(
+        "server",
+        "hayate serve (pgwire; a thread per connection)".into(),
+    );
     settings
 }

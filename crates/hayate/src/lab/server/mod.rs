@@ -179,8 +179,8 @@ fn notes(client: &str, data_bytes: u64, peer_buffer_bytes: u64) -> Vec<String> {
              driver), MariaDB its own (sysbench's mysql driver)."
         ),
         "Isolation: each engine runs at its default, as sysbench sets none. PostgreSQL runs at \
-         its default READ COMMITTED, MariaDB/InnoDB at REPEATABLE READ, Hayate at snapshot \
-         isolation."
+         its default READ COMMITTED, MariaDB/InnoDB at REPEATABLE READ, Hayate at its default \
+         READ COMMITTED (a fresh snapshot per statement, updates of the latest version)."
             .to_string(),
         "Durable commits for every engine: Hayate syncs its log at commit, PostgreSQL runs \
          with fsync and synchronous_commit on, MariaDB with innodb_flush_log_at_trx_commit=1 \
