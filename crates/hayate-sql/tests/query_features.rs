@@ -495,3 +495,62 @@ fn interval_arithmetic() {
         "22007"
     );
 }
+
+#[test]
+fn distinct_aggregates() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    // a.x: 10, 20, NULL, 20 -> distinct non-NULL inputs 10 and 20.
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT count(DISTINCT x), sum(DISTINCT x), count(x), count(*) FROM a"
+        ),
+        vec![vec![int(2), int(30), int(3), int(4)]]
+    );
+    // Per group: b's x joined to a's rows of the same x.
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT b.x, count(DISTINCT a.id), count(*) FROM b JOIN a ON a.x = b.x \
+             GROUP BY b.x ORDER BY b.x"
+        ),
+        vec![vec![int(20), int(2), int(4)]]
+    );
+    // No rows: count(DISTINCT) is 0, sum(DISTINCT) NULL.
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT count(DISTINCT x), sum(DISTINCT x) FROM a WHERE id > 99"
+        ),
+        vec![vec![int(0), NULL]]
+    );
+    // TPC-C's stock-level shape: distinct items among many rows, also with the smallest work_mem.
+    command(
+        &mut s,
+        "CREATE TABLE s (w int4, i int4, PRIMARY KEY (w, i))",
+    );
+    command(
+        &mut s,
+        "INSERT INTO s SELECT g % 7, g FROM generate_series(1, 3000) AS g",
+    );
+    command(&mut s, "CREATE TABLE ol (id int4 PRIMARY KEY, i int4)");
+    command(
+        &mut s,
+        "INSERT INTO ol SELECT g, g % 500 + 1 FROM generate_series(1, 6000) AS g",
+    );
+    let sql = "SELECT s.w, count(DISTINCT s.i) FROM ol JOIN s ON s.i = ol.i \
+               GROUP BY s.w ORDER BY s.w";
+    let in_memory = query(&mut s, sql);
+    let expected: Vec<Vec<Value>> = (0..7)
+        .map(|w| vec![int(w), int((1..=500).filter(|i| i % 7 == w).count() as i64)])
+        .collect();
+    assert_eq!(in_memory, expected);
+    command(&mut s, "SET work_mem = '64kB'");
+    assert_eq!(query(&mut s, sql), expected);
+}
+
+fn command(session: &mut Session, sql: &str) {
+    let outcome = session.execute_sql(sql).pop().unwrap();
+    outcome.unwrap_or_else(|error| panic!("{sql}: {error}"));
+}

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use hayate_engine::{Database, DatabaseConfig};
+use hayate_engine::{BufferSize, Database, DatabaseConfig};
 use hayate_server::{AuthMethod, ServerConfig};
 use hayate_sql::Catalog;
 use serde::Deserialize;
@@ -29,6 +29,7 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   auth = \"scram-sha-256\"      # trust | password | md5 | scram-sha-256
   max_connections = 100       # more connections are refused (SQLSTATE 53300)
   work_mem = \"4MB\"            # memory of one sort or hash (SHOW work_mem)
+  buffer_size = \"128MB\"       # the engine's page cache
   log_level = \"info\"          # error | warn | info | debug | trace (RUST_LOG wins)
   [users]                     # user = password, for every method but trust
   alice = \"secret\"
@@ -60,10 +61,19 @@ pub struct ServeArgs {
     /// Memory of one sort or hash before it spills, e.g. 4MB [default: 4MB].
     #[arg(long, value_name = "SIZE")]
     pub work_mem: Option<String>,
+    /// Memory of the buffer pool (the engine's page cache), e.g. 128MB, 4GB; a bare number
+    /// is kB [default: 128MB].
+    #[arg(long, value_name = "SIZE")]
+    pub buffer_size: Option<String>,
     /// Log level: error, warn, info, debug or trace [default: warn].
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
 }
+
+/// The buffer pool's size unless configured (`DatabaseConfig::default`'s).
+const BUFFER_SIZE_DEFAULT: &str = "128MB";
+/// The smallest buffer accepted.
+const BUFFER_BYTES_MIN: u64 = 1 << 20;
 
 /// The config file, as written.
 #[derive(Debug, Default, Deserialize)]
@@ -75,6 +85,7 @@ struct ConfigFile {
     auth: Option<String>,
     max_connections: Option<usize>,
     work_mem: Option<String>,
+    buffer_size: Option<String>,
     log_level: Option<String>,
     #[serde(default)]
     users: HashMap<String, String>,
@@ -87,6 +98,8 @@ pub struct Settings {
     pub port: u16,
     pub data_dir: PathBuf,
     pub log_level: String,
+    /// Bytes of the buffer pool.
+    pub buffer_bytes: u64,
     pub server: ServerConfig,
 }
 
@@ -133,6 +146,26 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
     if max_connections == 0 {
         return Err(CliError::new("max_connections must be at least 1"));
     }
+    let work_mem = args
+        .work_mem
+        .clone()
+        .or(file.work_mem)
+        .unwrap_or(defaults.work_mem);
+    hayate_sql::exec::parse_work_mem(&work_mem)
+        .map_err(|error| CliError::new(format!("work_mem: {}", error.message)))?;
+    let buffer_size = args
+        .buffer_size
+        .clone()
+        .or(file.buffer_size)
+        .unwrap_or(BUFFER_SIZE_DEFAULT.into());
+    let buffer_bytes = hayate_sql::exec::memory_size_bytes(&buffer_size)
+        .filter(|bytes| *bytes >= BUFFER_BYTES_MIN)
+        .ok_or_else(|| {
+            CliError::new(format!(
+                "invalid buffer_size \"{buffer_size}\": a size of at least 1MB such as 128MB \
+                 or 4GB (units B, kB, MB, GB, TB; a bare number is kB)"
+            ))
+        })?;
     Ok(Settings {
         listen: args
             .listen
@@ -145,15 +178,12 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
             .or(file.data_dir)
             .unwrap_or("./hayate-data".into()),
         log_level,
+        buffer_bytes,
         server: ServerConfig {
             auth,
             users: file.users,
             max_connections,
-            work_mem: args
-                .work_mem
-                .clone()
-                .or(file.work_mem)
-                .unwrap_or(defaults.work_mem),
+            work_mem,
         },
     })
 }
@@ -169,7 +199,11 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
     let data_dir = &settings.data_dir;
     std::fs::create_dir_all(data_dir)
         .context(|| format!("creating data directory {}", data_dir.display()))?;
-    let db = Database::open(data_dir, DatabaseConfig::default())
+    let config = DatabaseConfig {
+        buffer_size: BufferSize::Bytes(settings.buffer_bytes),
+        ..DatabaseConfig::default()
+    };
+    let db = Database::open(data_dir, config)
         .context(|| format!("opening database in {}", data_dir.display()))?;
     let catalog = Arc::new(
         Catalog::open(db.clone()).map_err(|error| CliError::new(format!("catalog: {error}")))?,
@@ -229,6 +263,7 @@ mod tests {
             auth: None,
             max_connections: None,
             work_mem: None,
+            buffer_size: None,
             log_level: None,
         }
     }
@@ -240,7 +275,7 @@ mod tests {
         std::fs::write(
             &path,
             "port = 6000\ndata_dir = \"/srv/hayate\"\nauth = \"md5\"\nwork_mem = \"64MB\"\n\
-             max_connections = 7\n[users]\nalice = \"secret\"\n",
+             max_connections = 7\nbuffer_size = \"1GB\"\n[users]\nalice = \"secret\"\n",
         )
         .unwrap();
         let from_file = settings(&args(Some(path.clone()))).unwrap();
@@ -249,6 +284,7 @@ mod tests {
         assert_eq!(from_file.server.auth, AuthMethod::Md5);
         assert_eq!(from_file.server.work_mem, "64MB");
         assert_eq!(from_file.server.max_connections, 7);
+        assert_eq!(from_file.buffer_bytes, 1 << 30);
         assert_eq!(from_file.server.users["alice"], "secret");
         assert_eq!(from_file.listen, IpAddr::from([127, 0, 0, 1]));
 
@@ -256,15 +292,18 @@ mod tests {
         flags.port = Some(6001);
         flags.auth = Some("scram-sha-256".into());
         flags.work_mem = Some("1MB".into());
+        flags.buffer_size = Some("64MB".into());
         let overridden = settings(&flags).unwrap();
         assert_eq!(overridden.port, 6001);
         assert_eq!(overridden.server.auth, AuthMethod::ScramSha256);
         assert_eq!(overridden.server.work_mem, "1MB");
+        assert_eq!(overridden.buffer_bytes, 64 << 20);
         assert_eq!(overridden.data_dir, PathBuf::from("/srv/hayate"));
 
         let defaults = settings(&args(None)).unwrap();
         assert_eq!(defaults.port, 5432);
         assert_eq!(defaults.server.auth, AuthMethod::Trust);
+        assert_eq!(defaults.buffer_bytes, 128 << 20);
     }
 
     #[test]
@@ -277,6 +316,10 @@ mod tests {
             ("auth = \"md5\"\n", "needs users"),
             ("port = \"x\"\n", "config file"),
             ("log_level = \"loud\"\n", "unknown log level"),
+            ("buffer_size = \"lots\"\n", "invalid buffer_size"),
+            ("buffer_size = \"16kB\"\n", "invalid buffer_size"),
+            ("work_mem = \"4 parsecs\"\n", "work_mem: invalid value"),
+            ("work_mem = \"1kB\"\n", "outside the valid range"),
         ] {
             std::fs::write(&path, text).unwrap();
             let error = settings(&args(Some(path.clone()))).unwrap_err().to_string();

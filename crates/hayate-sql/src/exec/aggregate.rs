@@ -1,6 +1,6 @@
 //! Hash aggregation: rows grouped by the GROUP BY values, aggregates accumulated per group.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::{AggregateCall, AggregateFunction, Aggregation, EvalContext};
@@ -217,6 +217,8 @@ pub struct Groups<'a> {
     aggregation: &'a Aggregation,
     index: HashMap<Vec<u8>, usize>,
     groups: Vec<(Vec<Value>, Vec<Accumulator>)>,
+    /// Per group, per DISTINCT aggregate (None for the others): the inputs seen so far.
+    seen: Vec<Vec<Option<HashSet<Vec<u8>>>>>,
     /// Estimated memory of the groups (see `spill::row_bytes`).
     bytes: usize,
 }
@@ -227,6 +229,7 @@ impl<'a> Groups<'a> {
             aggregation,
             index: HashMap::new(),
             groups: Vec::new(),
+            seen: Vec::new(),
             bytes: 0,
         };
         if aggregation.group_by.is_empty() {
@@ -247,6 +250,9 @@ impl<'a> Groups<'a> {
             + self.aggregation.aggregates.len() * std::mem::size_of::<Accumulator>()
             + 64;
         self.groups.push((values, accumulators.collect()));
+        let seen = self.aggregation.aggregates.iter();
+        self.seen
+            .push(seen.map(|call| call.distinct.then(HashSet::new)).collect());
         self.index.insert(key, self.groups.len() - 1);
         self.groups.len() - 1
     }
@@ -272,12 +278,29 @@ impl<'a> Groups<'a> {
             None => return Ok(Some((key, row))),
         };
         let accumulators = &mut self.groups[position].1;
-        for (call, accumulator) in self.aggregation.aggregates.iter().zip(accumulators) {
+        let seen = &mut self.seen[position];
+        for ((call, accumulator), seen) in self
+            .aggregation
+            .aggregates
+            .iter()
+            .zip(accumulators)
+            .zip(seen)
+        {
             let input = call
                 .arg
                 .as_ref()
                 .map(|arg| arg.eval(&row, context))
                 .transpose()?;
+            if let (Some(seen), Some(value)) = (seen.as_mut(), input.as_ref()) {
+                if !value.is_null() {
+                    let key = group_key(std::slice::from_ref(value));
+                    let size = key.len() + 48;
+                    if !seen.insert(key) {
+                        continue; // DISTINCT: this input was counted already
+                    }
+                    self.bytes += size;
+                }
+            }
             accumulator.add(input)?;
         }
         Ok(None)

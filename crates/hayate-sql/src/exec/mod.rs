@@ -29,7 +29,7 @@ use crate::plan::{
 };
 use crate::types::{DataType, Value};
 use query::Run;
-pub use spill::{parse_work_mem, WORK_MEM_DEFAULT};
+pub use spill::{memory_size_bytes, parse_work_mem, WORK_MEM_DEFAULT};
 
 /// What a statement returns.
 #[derive(Debug, Clone, PartialEq)]

@@ -59,9 +59,29 @@ const FAN_OUT_MAX: usize = 64;
 /// rows of one key cannot be split by hashing).
 const LEVEL_MAX: u32 = 4;
 
+/// Bytes of a memory setting as PostgreSQL writes them ("64kB", "4MB", "1GB", "512B"; a
+/// bare number is kB), or None if it is not one.
+pub fn memory_size_bytes(text: &str) -> Option<u64> {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let unit_bytes: u64 = match unit.trim() {
+        "B" => 1,
+        "" | "kB" => 1 << 10,
+        "MB" => 1 << 20,
+        "GB" => 1 << 30,
+        "TB" => 1 << 40,
+        _ => return None,
+    };
+    number.checked_mul(unit_bytes)
+}
+
 /// Bytes of `work_mem` ("64kB", "4MB", "1GB"; a bare number is kB), as PostgreSQL reads it.
 pub fn parse_work_mem(text: &str) -> SqlResult<usize> {
-    let invalid = || {
+    let bytes = memory_size_bytes(text).ok_or_else(|| {
         SqlError::new(
             sqlstate::INVALID_PARAMETER_VALUE,
             format!("invalid value for parameter \"work_mem\": \"{text}\""),
@@ -69,22 +89,7 @@ pub fn parse_work_mem(text: &str) -> SqlResult<usize> {
         .with_detail(
             "Valid units for this parameter are \"B\", \"kB\", \"MB\", \"GB\", and \"TB\".",
         )
-    };
-    let trimmed = text.trim();
-    let split = trimmed
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(trimmed.len());
-    let (number, unit) = trimmed.split_at(split);
-    let number: u64 = number.parse().map_err(|_| invalid())?;
-    let unit_bytes: u64 = match unit.trim() {
-        "B" => 1,
-        "" | "kB" => 1 << 10,
-        "MB" => 1 << 20,
-        "GB" => 1 << 30,
-        "TB" => 1 << 40,
-        _ => return Err(invalid()),
-    };
-    let bytes = number.checked_mul(unit_bytes).ok_or_else(invalid)?;
+    })?;
     let kb = bytes / 1024;
     if !(WORK_MEM_KB_MIN..=WORK_MEM_KB_MAX).contains(&kb) {
         return Err(SqlError::new(

@@ -43,6 +43,8 @@ pub struct AggregateCall {
     pub function: AggregateFunction,
     pub arg: Option<Expr>,
     pub data_type: DataType,
+    /// `count(DISTINCT x)`: each distinct non-NULL input counts once.
+    pub distinct: bool,
 }
 
 /// GROUP BY and aggregates. After it, a row is the group's key values followed by the

@@ -692,11 +692,15 @@ impl Binder<'_> {
         args: &[FunctionArg],
         function: &ast::Function,
     ) -> SqlResult<(Expr, DataType)> {
-        if let ast::FunctionArguments::List(list) = &function.args {
-            if list.duplicate_treatment.is_some() {
-                return Err(SqlError::unsupported("DISTINCT in aggregates"));
+        let distinct = match &function.args {
+            ast::FunctionArguments::List(list) => {
+                matches!(
+                    list.duplicate_treatment,
+                    Some(ast::DuplicateTreatment::Distinct)
+                )
             }
-        }
+            _ => false,
+        };
         let Some(mut grouping) = self.grouping.take() else {
             return Err(SqlError::new(
                 sqlstate::GROUPING_ERROR,
@@ -708,6 +712,7 @@ impl Binder<'_> {
                 function: AggregateFunction::CountStar,
                 arg: None,
                 data_type: DataType::Int8,
+                distinct: false,
             }),
             (
                 AggregateFunction::StringAgg,
@@ -722,6 +727,7 @@ impl Binder<'_> {
                     function: AggregateFunction::StringAgg,
                     arg: Some(arg),
                     data_type: DataType::Text,
+                    distinct,
                 })
             }
             (aggregate, [FunctionArg::Expr(arg)]) if aggregate != AggregateFunction::StringAgg => {
@@ -753,6 +759,7 @@ impl Binder<'_> {
                         function: aggregate,
                         arg: Some(arg),
                         data_type,
+                        distinct,
                     })
                 })
             }

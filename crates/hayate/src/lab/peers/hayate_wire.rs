@@ -15,10 +15,8 @@
 //! 4. `shutdown` (or drop) stops the server (SIGTERM: a clean shutdown with a checkpoint) and
 //!    removes the directory.
 //!
-//! `hayate serve` has no buffer option yet: it runs with its default 128 MiB buffer, so
-//! `set_buffer_bytes` refuses a smaller buffer unless it holds all the loaded data anyway
-//! (otherwise Hayate would cache more than the other engines), and records the requested
-//! size next to the effective one.
+//! `set_buffer_bytes` restarts `hayate serve` on the same database with `--buffer-size`, so
+//! Hayate caches exactly as much as the other engines are given.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -34,8 +32,6 @@ use super::{load_tables_in_parallel, sql_integer};
 use crate::lab::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
 use crate::lab::server::engines;
 
-/// The buffer `hayate serve` runs with (`DatabaseConfig::default`).
-const SERVE_BUFFER_BYTES: u64 = 128 << 20;
 /// Rows per INSERT statement and per transaction while loading.
 const INSERT_ROWS: u64 = 50;
 const COMMIT_ROWS: u64 = 1000;
@@ -49,8 +45,8 @@ struct State {
     server: Option<ServerProcess>,
     directory: Option<LabDirectory>,
     settings: BTreeMap<String, String>,
-    /// Bytes of row data loaded (`load_primitive`).
-    data_bytes: Option<u64>,
+    /// The buffer the server runs with (`set_buffer_bytes`; None: `hayate serve`'s default).
+    buffer_bytes: Option<u64>,
 }
 
 impl HayateWireDriver {
@@ -68,7 +64,7 @@ impl HayateWireDriver {
                 server: Some(process),
                 directory: Some(directory),
                 settings,
-                data_bytes: None,
+                buffer_bytes: None,
             }),
         };
         (driver.state().settings).insert("buffer_bytes_requested".into(), buffer_bytes.to_string());
@@ -176,25 +172,29 @@ impl Driver for HayateWireDriver {
         load_tables_in_parallel(spec, progress, &|table, loaded| {
             self.load_table(spec, table, loaded)
         })?;
-        self.state().data_bytes = Some(spec.data_bytes());
         Ok(())
     }
 
+    /// Restarts `hayate serve` on the same database with a buffer of `bytes` (`--buffer-size`).
     fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()> {
-        let holds_the_data = self.state().data_bytes.is_some_and(|data| bytes >= data);
-        if bytes < SERVE_BUFFER_BYTES && !holds_the_data {
-            return Err(DriverError::fatal(format!(
-                "hayate-wire: `hayate serve` has no buffer option yet and runs with {} MiB, \
-                 more than the {} KiB asked for (Hayate would cache more than the other \
-                 engines); use a buffer of at least {} MiB or one that holds all the data",
-                SERVE_BUFFER_BYTES >> 20,
-                bytes >> 10,
-                SERVE_BUFFER_BYTES >> 20
-            )));
+        let mut state = self.state();
+        if state.buffer_bytes == Some(bytes) {
+            return Ok(());
         }
-        self.state()
+        if let Some(mut server) = state.server.take() {
+            server.stop(server::SHUTDOWN_TIMEOUT)?;
+        }
+        let directory = state
+            .directory
+            .as_ref()
+            .ok_or_else(|| DriverError::fatal("hayate-wire: the server's directory is gone"))?
+            .path()
+            .to_path_buf();
+        state.server = Some(engines::spawn_hayate(&directory, self.port, Some(bytes))?);
+        state.buffer_bytes = Some(bytes);
+        state
             .settings
-            .insert("buffer_bytes_requested".into(), bytes.to_string());
+            .insert("buffer_bytes".into(), bytes.to_string());
         Ok(())
     }
 

@@ -154,12 +154,23 @@ pub fn free_port() -> DriverResult<u16> {
 /// `hayate serve` from this executable, as a child of the lab, on 127.0.0.1:`port` with a new
 /// database in a lab directory under `base_dir` (removed when the directory is dropped).
 pub fn start_hayate(base_dir: &Path, port: u16) -> DriverResult<(ServerProcess, LabDirectory)> {
+    let directory = LabDirectory::create(base_dir, "hayate", None)?;
+    let process = spawn_hayate(directory.path(), port, None)?;
+    Ok((process, directory))
+}
+
+/// `hayate serve` on the database in `directory` (created on first start), with a buffer of
+/// `buffer_bytes` (`hayate serve`'s default if None); returns once it answers a query.
+pub fn spawn_hayate(
+    directory: &Path,
+    port: u16,
+    buffer_bytes: Option<u64>,
+) -> DriverResult<ServerProcess> {
     let executable = std::env::current_exe().map_err(|error| {
         DriverError::fatal(format!("cannot find the hayate executable: {error}"))
     })?;
-    let directory = LabDirectory::create(base_dir, "hayate", None)?;
-    let data_dir = directory.path().join("data");
-    let log_path = directory.path().join("server.log");
+    let data_dir = directory.join("data");
+    let log_path = directory.join("server.log");
     let mut command = server::command_as(&executable, None);
     command
         .arg("serve")
@@ -168,6 +179,9 @@ pub fn start_hayate(base_dir: &Path, port: u16) -> DriverResult<(ServerProcess, 
         .arg(port.to_string())
         .arg("--data-dir")
         .arg(&data_dir);
+    if let Some(bytes) = buffer_bytes {
+        command.arg("--buffer-size").arg(format!("{bytes}B"));
+    }
     let mut process = ServerProcess::spawn("Hayate", command, &log_path, libc::SIGTERM)?;
     process.wait_ready(HAYATE_STARTUP_TIMEOUT, || {
         let mut client = ::postgres::Config::new()
@@ -182,7 +196,7 @@ pub fn start_hayate(base_dir: &Path, port: u16) -> DriverResult<(ServerProcess, 
             .map(|_| ())
             .map_err(|error| error.to_string())
     })?;
-    Ok((process, directory))
+    Ok(process)
 }
 
 /// Hayate's durability and caching as `hayate serve` runs it (its defaults).
