@@ -127,54 +127,90 @@ impl Executor<'_> {
         Ok(Some(out))
     }
 
-    /// The byte range of a range scan (None: empty), from bounds on the first key column.
+    /// The byte range of a range scan (None: empty): the encoded equal prefix of the key, then
+    /// the bounds on the key column after it.
     fn range(
         &self,
         table: &Table,
         access: &Access,
         context: &EvalContext,
     ) -> SqlResult<Option<KeyRange>> {
-        let Access::Range { lower, upper } = access else {
+        let Access::Range {
+            prefix,
+            lower,
+            upper,
+        } = access
+        else {
             return Ok(Some((Bound::Unbounded, Bound::Unbounded)));
         };
-        let data_type = table.def.columns[table.def.primary_key[0]].data_type;
+        let key_columns = &table.def.primary_key;
+        let mut base = Vec::new();
+        for (expr, column) in prefix.iter().zip(key_columns) {
+            let data_type = table.def.columns[*column].data_type;
+            let value = expr.eval(&[], context)?;
+            if value.is_null() {
+                return Ok(None); // `= NULL` matches nothing
+            }
+            match key_value(value, data_type)? {
+                Some(value) => key::encode_column(&mut base, &value, data_type)?,
+                None => return Ok(None), // outside the column type's range
+            }
+        }
+        // The whole prefix: [base, successor of base).
+        let prefix_start = || {
+            if base.is_empty() {
+                Bound::Unbounded
+            } else {
+                Bound::Included(base.clone())
+            }
+        };
+        let prefix_end = || match key::prefix_successor(&base) {
+            Some(successor) if !base.is_empty() => Bound::Excluded(successor),
+            _ => Bound::Unbounded,
+        };
+        let bounded = key_columns
+            .get(prefix.len())
+            .map(|column| table.def.columns[*column].data_type);
         let encode = |bound: &KeyBound| -> SqlResult<Option<(Vec<u8>, bool)>> {
+            let Some(data_type) = bounded else {
+                return Ok(None);
+            };
             let value = bound.value.eval(&[], context)?;
             if value.is_null() {
                 return Err(SqlError::new(sqlstate::INTERNAL_ERROR, "NULL bound"));
             }
             Ok(match key_value(value, data_type)? {
                 Some(value) => {
-                    let mut prefix = Vec::new();
-                    key::encode_column(&mut prefix, &value, data_type)?;
-                    Some((prefix, bound.inclusive))
+                    let mut key = base.clone();
+                    key::encode_column(&mut key, &value, data_type)?;
+                    Some((key, bound.inclusive))
                 }
                 None => None,
             })
         };
         let start = match lower {
-            None => Bound::Unbounded,
+            None => prefix_start(),
             Some(bound) => match encode(bound) {
                 Err(error) if error.code == sqlstate::INTERNAL_ERROR => return Ok(None),
                 Err(error) => return Err(error),
-                Ok(None) => Bound::Unbounded,
-                Ok(Some((prefix, true))) => Bound::Included(prefix),
-                Ok(Some((prefix, false))) => match key::prefix_successor(&prefix) {
+                Ok(None) => prefix_start(),
+                Ok(Some((key, true))) => Bound::Included(key),
+                Ok(Some((key, false))) => match key::prefix_successor(&key) {
                     Some(successor) => Bound::Included(successor),
                     None => return Ok(None),
                 },
             },
         };
         let end = match upper {
-            None => Bound::Unbounded,
+            None => prefix_end(),
             Some(bound) => match encode(bound) {
                 Err(error) if error.code == sqlstate::INTERNAL_ERROR => return Ok(None),
                 Err(error) => return Err(error),
-                Ok(None) => Bound::Unbounded,
-                Ok(Some((prefix, false))) => Bound::Excluded(prefix),
-                Ok(Some((prefix, true))) => match key::prefix_successor(&prefix) {
+                Ok(None) => prefix_end(),
+                Ok(Some((key, false))) => Bound::Excluded(key),
+                Ok(Some((key, true))) => match key::prefix_successor(&key) {
                     Some(successor) => Bound::Excluded(successor),
-                    None => Bound::Unbounded,
+                    None => prefix_end(),
                 },
             },
         };

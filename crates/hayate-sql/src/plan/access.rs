@@ -1,9 +1,10 @@
 //! Access path selection: on the primary key, else on a secondary index.
 //!
 //! In order of preference: equality on every primary key column (one lookup), equality on
-//! every column of an index (a unique index first, then the one with most columns), a bound
-//! on the first primary key column (a key range scan), a bound on the first column of an
-//! index (an index range scan), a full scan.
+//! every column of an index (a unique index first, then the one with most columns), equality
+//! on the first primary key columns and/or a bound on the next one (a key range scan: TPC-C's
+//! order lines of one order are `ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ?`), a bound on
+//! the first column of an index (an index range scan), a full scan.
 
 use crate::catalog::Table;
 use crate::plan::expr::{BinaryOp, Expr};
@@ -19,8 +20,10 @@ pub struct KeyBound {
 pub enum Access {
     /// Every primary key column equals a constant: one B+tree lookup.
     Point(Vec<Expr>),
-    /// The first primary key column is bounded: a B+tree range scan.
+    /// The first primary key columns equal constants (`prefix`, maybe none) and/or the next
+    /// one is bounded: a B+tree range scan.
     Range {
+        prefix: Vec<Expr>,
         lower: Option<KeyBound>,
         upper: Option<KeyBound>,
     },
@@ -168,8 +171,17 @@ pub fn choose(table: &Table, filter: Option<&Expr>) -> Access {
             lookup: IndexLookup::Point(values),
         });
     }
-    if let Some((lower, upper)) = key.first().and_then(|first| bounds(*first)) {
-        return Access::Range { lower, upper };
+    let prefix: Vec<Expr> = key.iter().map_while(equal).collect();
+    let (lower, upper) = key
+        .get(prefix.len())
+        .and_then(|next| bounds(*next))
+        .unwrap_or((None, None));
+    if !prefix.is_empty() || lower.is_some() || upper.is_some() {
+        return Access::Range {
+            prefix,
+            lower,
+            upper,
+        };
     }
     for (position, index) in table.def.indexes.iter().enumerate() {
         if let Some((lower, upper)) = bounds(index.columns[0]) {
