@@ -53,7 +53,7 @@ pub enum IndexLookup {
 }
 
 /// Splits a WHERE clause into its AND-ed conjuncts.
-fn conjuncts<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
+pub(crate) fn conjuncts<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
     match expr {
         Expr::Binary {
             op: BinaryOp::And,

@@ -867,15 +867,25 @@ fn join(
             };
         }
     }
-    // Index nested loop: the right table's whole primary key equals left expressions.
+    // Index nested loop: the right table's whole primary key equals left expressions or
+    // constants of the right table's own filter (TPC-C's stock-level: s_w_id = ? AND
+    // s_i_id = ol_i_id).
     if let Relation::Table { read, lock } = &right {
         let key = &read.table.def.primary_key;
         let already_point = matches!(read.access, Access::Point(_));
+        let mut own = Vec::new();
+        if let Some(filter) = &read.filter {
+            crate::plan::access::conjuncts(filter, &mut own);
+        }
+        let constant = |e: &Expr| {
+            let r = reads(e);
+            !r.correlated && r.range.is_none()
+        };
         if !key.is_empty() && !already_point {
             let bound: Option<Vec<Expr>> = key
                 .iter()
                 .map(|column| {
-                    conditions.iter().find_map(|condition| {
+                    let joined = conditions.iter().find_map(|condition| {
                         let (a, b) = equality(condition)?;
                         let target = Expr::Column(start + column);
                         if *strip_cast(a) == target && left_only(b) {
@@ -885,6 +895,19 @@ fn join(
                         } else {
                             None
                         }
+                    });
+                    joined.or_else(|| {
+                        own.iter().find_map(|condition| {
+                            let (a, b) = equality(condition)?;
+                            let target = Expr::Column(*column);
+                            if *strip_cast(a) == target && constant(b) {
+                                Some(b.clone())
+                            } else if *strip_cast(b) == target && constant(a) {
+                                Some(a.clone())
+                            } else {
+                                None
+                            }
+                        })
                     })
                 })
                 .collect();
