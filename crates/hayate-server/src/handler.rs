@@ -632,7 +632,8 @@ impl ExtendedQueryHandler for ExtendedHandler {
         outcome_response(outcome.map_err(user_error)?, &portal.result_column_format)
     }
 
-    /// As pgwire's default, and the session learns the statement's name (DEALLOCATE).
+    /// As pgwire's default, and the session learns the statement's name (DEALLOCATE);
+    /// ParseComplete is buffered (`feed`) and leaves with the rest at Sync or Flush.
     async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -649,7 +650,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
             self.state.note_statement_name(client, name, true);
         }
         client
-            .send(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+            .feed(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
             .await?;
         Ok(())
     }
