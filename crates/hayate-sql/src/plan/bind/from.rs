@@ -236,55 +236,36 @@ impl Binder<'_> {
                 subquery,
                 alias,
                 ..
-            } => self.bind_lateral(subquery, alias.as_ref(), scope),
+            } => self.bind_derived(subquery, alias.as_ref(), Some(scope)),
             TableFactor::Derived {
                 lateral: false,
                 subquery,
                 alias,
                 ..
-            } => {
-                let Some(alias) = alias else {
-                    return Err(SqlError::syntax("subquery in FROM must have an alias"));
-                };
-                // Not a new query level: it runs inside this one's evaluation context.
-                let saved_scope = self.scope.take();
-                let saved_grouping = self.grouping.take();
-                let plan = self.bind_query(subquery);
-                self.scope = saved_scope;
-                self.grouping = saved_grouping;
-                let plan = plan?;
-                let mut entry = ScopeEntry::new(
-                    None,
-                    None,
-                    plan.columns
-                        .iter()
-                        .map(|c| (c.name.clone(), c.data_type))
-                        .collect(),
-                );
-                entry.alias(Some(alias))?;
-                Ok((plan.root, entry))
-            }
+            } => self.bind_derived(subquery, alias.as_ref(), None),
             other => Err(SqlError::unsupported(format!("FROM {other}"))),
         }
     }
 
-    /// `LATERAL (query)`: bound one query level down, with the FROM items before it as the
-    /// enclosing level, so its references to them are `Expr::Outer` reads of the left row
-    /// the lateral join pushes for each run.
-    fn bind_lateral(
+    /// `(query) AS alias` in FROM. A derived table is not a new query level: it runs inside
+    /// this one's evaluation context. `LATERAL (query)` (`lateral` holds the FROM items before
+    /// it) is bound one query level down, with those items as the enclosing level, so its
+    /// references to them are `Expr::Outer` reads of the left row the lateral join pushes for
+    /// each run.
+    fn bind_derived(
         &mut self,
         subquery: &ast::Query,
         alias: Option<&ast::TableAlias>,
-        scope: &Scope,
+        lateral: Option<&Scope>,
     ) -> SqlResult<(Relation, ScopeEntry)> {
         let Some(alias) = alias else {
             return Err(SqlError::syntax("subquery in FROM must have an alias"));
         };
         let saved_scope = self.scope.take();
         let saved_grouping = self.grouping.take();
-        // First in FROM, it has nothing to read: an ordinary derived table.
-        let level = !scope.entries.is_empty();
-        if level {
+        // LATERAL first in FROM has nothing to read: an ordinary derived table.
+        let level = lateral.filter(|scope| !scope.entries.is_empty());
+        if let Some(scope) = level {
             self.outer.push(super::OuterLevel {
                 scope: Some(scope.clone()),
                 grouped: false,
@@ -292,7 +273,7 @@ impl Binder<'_> {
             self.correlated.push(false);
         }
         let plan = self.bind_query(subquery);
-        if level {
+        if level.is_some() {
             self.correlated.pop();
             self.outer.pop();
         }

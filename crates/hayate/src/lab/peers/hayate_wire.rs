@@ -171,8 +171,7 @@ impl Driver for HayateWireDriver {
     ) -> DriverResult<()> {
         load_tables_in_parallel(spec, progress, &|table, loaded| {
             self.load_table(spec, table, loaded)
-        })?;
-        Ok(())
+        })
     }
 
     /// Restarts `hayate serve` on the same database with a buffer of `bytes` (`--buffer-size`).
