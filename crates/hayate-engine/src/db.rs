@@ -27,7 +27,7 @@ use crate::txn::recovery::RecoveryReport;
 use crate::txn::{
     row, LockConfig, Transaction, TreeId, TreeInfo, TreeKind, TxnManager, TxnStats, UndoConfig,
 };
-use crate::wal::{Wal, WalConfig, WalStats};
+use crate::wal::{Lsn, Wal, WalConfig, WalStats};
 
 /// Longest a task thread sleeps waiting for another thread to release a row lock before it
 /// polls its tasks again (lock timeouts and other wake-ups are checked then).
@@ -190,6 +190,12 @@ impl Database {
             wake: Condvar::new(),
         });
         let temp = TempSpace::open(io.clone())?;
+        let publisher = Arc::downgrade(&manager);
+        let flushed: exec::flusher::FlushedHook = Box::new(move || {
+            if let Some(manager) = publisher.upgrade() {
+                manager.publish_durable();
+            }
+        });
         let inner = Arc::new(Inner {
             io,
             temp,
@@ -198,7 +204,7 @@ impl Database {
             store,
             config,
             recovery: report,
-            log_flusher: exec::flusher::LogFlusher::start(wal.clone()),
+            log_flusher: exec::flusher::LogFlusher::start(wal.clone(), flushed),
             maintenance: Maintenance {
                 shared: maintenance,
                 thread: Mutex::new(None),
@@ -262,6 +268,13 @@ impl Database {
 
     pub fn begin_read_only(&self) -> Transaction {
         self.inner.manager.begin(true)
+    }
+
+    /// A future ready once the log is durable up to `lsn` (a `PendingCommit::lsn`): the
+    /// database's log flusher thread flushes and wakes the waiter, so an event loop serving
+    /// many connections never blocks on an fdatasync.
+    pub fn log_durable(&self, lsn: Lsn) -> exec::flusher::Durable {
+        self.inner.log_flusher.durable(lsn)
     }
 
     /// Runs tasks (futures that read with `Transaction::get_async`) on this thread with many

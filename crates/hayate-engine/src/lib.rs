@@ -21,4 +21,4 @@ pub use db::{BufferSize, CheckReport, Database, DatabaseConfig, DatabaseStats, I
 pub use error::{Error, Result};
 pub use store::{StoreConfig, VictimPolicy, WritePolicy};
 pub use temp::{TempSpace, TempStats};
-pub use txn::{Savepoint, Scan, Transaction, TreeId};
+pub use txn::{PendingCommit, Savepoint, Scan, Transaction, TreeId};

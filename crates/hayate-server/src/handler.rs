@@ -9,12 +9,25 @@
 //! Cancellation: every statement runs with the connection's interrupt flag current
 //! (`hayate_sql::interrupt`), cleared when a new statement starts.
 //!
-//! Engine calls block (a commit waits for fdatasync); statements call them directly, because
-//! every connection has a thread of its own (see `crate::Connection` and docs/design.md,
-//! "The server").
+//! Waits: the connection is a task on an event loop shared with other connections, so a
+//! statement must not block the loop's thread. Its session defers waits
+//! (`Session::set_defer_waits`):
+//! 1. The statement runs on the loop thread (`run_statement`); most finish there (reads,
+//!    writes of unlocked rows).
+//! 2. One that would wait for a row or table lock, or a row whose newer version is not
+//!    published yet, was undone by the session; it runs again on a blocking thread of the
+//!    runtime with waits allowed (so deadlock detection and lock timeouts work as before).
+//!    DDL and query strings of several statements go there directly.
+//! 3. A commit it started (`Session::take_pending_commit`) is awaited on the engine's log
+//!    flusher (`Database::log_durable`, a future) and finished before the statement is
+//!    answered: the commit is acknowledged only once durable, and the loop serves other
+//!    connections during the fdatasync.
+//!
+//! COPY runs on the loop thread with waits allowed (rare lock waits there block the loop).
+//! See docs/design.md, "The server".
 
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use futures::{stream, Sink, SinkExt, StreamExt};
@@ -56,6 +69,8 @@ use crate::{wire, ServerConfig};
 /// The session of one connection, created when its first statement arrives (the user and
 /// database names come from the startup message).
 pub struct ConnectionState {
+    /// This state itself, for statements moved to a blocking thread.
+    me: Weak<ConnectionState>,
     catalog: Arc<Catalog>,
     config: Arc<ServerConfig>,
     session: Mutex<Option<Session>>,
@@ -71,14 +86,15 @@ enum CopyStart {
 }
 
 impl ConnectionState {
-    pub fn new(catalog: Arc<Catalog>, config: Arc<ServerConfig>) -> ConnectionState {
-        ConnectionState {
+    pub fn new(catalog: Arc<Catalog>, config: Arc<ServerConfig>) -> Arc<ConnectionState> {
+        Arc::new_cyclic(|me| ConnectionState {
+            me: me.clone(),
             catalog,
             config,
             session: Mutex::new(None),
             interrupt: Interrupt::new(),
             copy: Mutex::new(None),
-        }
+        })
     }
 
     /// The flag a cancel request for this connection sets.
@@ -91,7 +107,7 @@ impl ConnectionState {
     fn start_statement<C: ClientInfo>(&self, client: &C) {
         self.interrupt.clear();
         if let Some(copy) = self.copy.lock().take() {
-            self.with_session(client, |session| {
+            self.with_session_waiting(client, |session| {
                 session.copy_fail(copy, "the client sent a new statement")
             });
         }
@@ -103,7 +119,7 @@ impl ConnectionState {
         client: &C,
         statement: &CopyStatement,
     ) -> SqlResult<CopyStart> {
-        self.with_session(client, |session| match statement.direction {
+        self.with_session_waiting(client, |session| match statement.direction {
             CopyDirection::FromStdin => session
                 .copy_in(statement)
                 .map(|copy| CopyStart::In(Box::new(copy))),
@@ -113,7 +129,85 @@ impl ConnectionState {
         })
     }
 
-    /// Runs `work` on the session (it may block this connection's thread).
+    /// Runs a statement's `work` on the session, waits deferred (see the module doc): on
+    /// this loop thread first; again on a blocking thread if it would have waited; then the
+    /// commit it started is awaited and finished (a failure there becomes the result).
+    async fn run_statement<C, T, W>(&self, client: &C, work: W) -> T
+    where
+        C: ClientInfo,
+        T: StatementResult + Send + 'static,
+        W: Fn(&mut Session) -> T + Send + 'static,
+    {
+        let mut result = self.with_session(client, &work);
+        if result.would_block() {
+            result = self.run_waiting(work).await;
+        }
+        let pending = self
+            .session
+            .lock()
+            .as_mut()
+            .and_then(Session::take_pending_commit);
+        if let Some(pending) = pending {
+            let durable = self.catalog.database().log_durable(pending.lsn()).await;
+            let finished = durable.and_then(|()| pending.finish());
+            if let Err(error) = finished {
+                result.fail(error.into());
+            }
+        }
+        result
+    }
+
+    /// Runs `work` on a blocking thread with waits allowed (the session exists: the first
+    /// attempt created it).
+    async fn run_waiting<T, W>(&self, work: W) -> T
+    where
+        T: StatementResult + Send + 'static,
+        W: FnOnce(&mut Session) -> T + Send + 'static,
+    {
+        let Some(state) = self.me.upgrade() else {
+            return T::from_error(SqlError::new(
+                sqlstate::INTERNAL_ERROR,
+                "the connection is closing",
+            ));
+        };
+        let joined = tokio::task::spawn_blocking(move || {
+            let _interruptible = interrupt::enter(&state.interrupt);
+            let mut session = state.session.lock();
+            let Some(session) = session.as_mut() else {
+                return T::from_error(SqlError::new(
+                    sqlstate::INTERNAL_ERROR,
+                    "the connection has no session",
+                ));
+            };
+            session.set_defer_waits(false);
+            let result = work(session);
+            session.set_defer_waits(true);
+            result
+        })
+        .await;
+        joined.unwrap_or_else(|error| {
+            T::from_error(SqlError::new(
+                sqlstate::INTERNAL_ERROR,
+                format!("the statement's thread failed: {error}"),
+            ))
+        })
+    }
+
+    /// Runs `work` on the session on this thread with waits allowed (COPY).
+    fn with_session_waiting<C: ClientInfo, T>(
+        &self,
+        client: &C,
+        work: impl FnOnce(&mut Session) -> T,
+    ) -> T {
+        self.with_session(client, |session| {
+            session.set_defer_waits(false);
+            let result = work(session);
+            session.set_defer_waits(true);
+            result
+        })
+    }
+
+    /// Runs `work` on the session (on this thread; the session defers waits).
     fn with_session<C: ClientInfo, T>(
         &self,
         client: &C,
@@ -134,6 +228,7 @@ impl ConnectionState {
                     .unwrap_or(user);
                 let mut session = Session::new(self.catalog.clone(), user, database);
                 session.set_setting("work_mem", &self.config.work_mem);
+                session.set_defer_waits(true);
                 session
             });
             work(session)
@@ -175,6 +270,48 @@ impl ConnectionState {
             Some(TransactionStatus::InBlock) => Wire::Transaction,
             Some(TransactionStatus::Failed) => Wire::Error,
         }
+    }
+}
+
+/// What `run_statement` needs of a statement's result.
+trait StatementResult {
+    /// The statement would have waited (`sqlstate::WOULD_BLOCK`).
+    fn would_block(&self) -> bool;
+    /// Its commit failed: the statement fails.
+    fn fail(&mut self, error: SqlError);
+    fn from_error(error: SqlError) -> Self;
+}
+
+impl<T> StatementResult for SqlResult<T> {
+    fn would_block(&self) -> bool {
+        self.as_ref().is_err_and(SqlError::is_would_block)
+    }
+
+    fn fail(&mut self, error: SqlError) {
+        *self = Err(error);
+    }
+
+    fn from_error(error: SqlError) -> Self {
+        Err(error)
+    }
+}
+
+/// The outcomes of a query string (`Session::execute_sql`): a string that would wait
+/// answers one WOULD_BLOCK outcome, and only a single statement leaves a pending commit.
+impl StatementResult for Vec<SqlResult<Outcome>> {
+    fn would_block(&self) -> bool {
+        matches!(self.as_slice(), [Err(error)] if error.is_would_block())
+    }
+
+    fn fail(&mut self, error: SqlError) {
+        match self.last_mut() {
+            Some(last) => *last = Err(error),
+            None => self.push(Err(error)),
+        }
+    }
+
+    fn from_error(error: SqlError) -> Self {
+        vec![Err(error)]
     }
 }
 
@@ -292,7 +429,10 @@ impl SimpleQueryHandler for ConnectionState {
         if query.chars().all(|c| c == ';' || c.is_whitespace()) {
             return Ok(vec![Response::EmptyQuery]);
         }
-        let outcomes = self.with_session(client, |session| session.execute_sql(query));
+        let query = query.to_owned();
+        let outcomes = self
+            .run_statement(client, move |session| session.execute_sql(&query))
+            .await;
         self.forget_deallocated(client);
         outcomes
             .into_iter()
@@ -377,7 +517,8 @@ impl CopyHandler for ConnectionState {
         let Some(mut copy) = self.copy.lock().take() else {
             return Ok(()); // the COPY failed already; the rest of its data is ignored
         };
-        match self.with_session(client, |session| session.copy_data(&mut copy, &data.data)) {
+        match self.with_session_waiting(client, |session| session.copy_data(&mut copy, &data.data))
+        {
             Ok(()) => {
                 *self.copy.lock() = Some(copy);
                 Ok(())
@@ -401,7 +542,7 @@ impl CopyHandler for ConnectionState {
                 "CopyDone without a COPY in progress",
             )));
         };
-        let result = self.with_session(client, |session| session.copy_done(copy));
+        let result = self.with_session_waiting(client, |session| session.copy_done(copy));
         client.set_transaction_status(self.status());
         let rows = result.map_err(copy_error)?;
         let tag = Tag::new("COPY").with_rows(rows as usize);
@@ -419,7 +560,7 @@ impl CopyHandler for ConnectionState {
     {
         let error = match self.copy.lock().take() {
             Some(copy) => {
-                self.with_session(client, |session| session.copy_fail(copy, &fail.message))
+                self.with_session_waiting(client, |session| session.copy_fail(copy, &fail.message))
             }
             None => SqlError::new(
                 sqlstate::QUERY_CANCELED,
@@ -621,13 +762,23 @@ impl ExtendedQueryHandler for ExtendedHandler {
                 )
             })
             .collect::<Result<Vec<_>, SqlError>>();
-        let outcome = self.state.with_session(client, |session| match params {
-            Ok(params) => session.execute(prepared, params),
+        let outcome = match params {
+            Ok(params) => {
+                let statement = portal.statement.statement.clone();
+                self.state
+                    .run_statement(client, move |session| match statement.as_ref() {
+                        ServerStatement::Sql(prepared) => session.execute_params(prepared, &params),
+                        ServerStatement::Copy(_) => {
+                            Err(SqlError::new(sqlstate::INTERNAL_ERROR, "COPY runs as COPY"))
+                        }
+                    })
+                    .await
+            }
             Err(error) => {
-                session.note_error();
+                self.state.with_session(client, Session::note_error);
                 Err(error)
             }
-        });
+        };
         self.state.forget_deallocated(client);
         outcome_response(outcome.map_err(user_error)?, &portal.result_column_format)
     }

@@ -3,11 +3,17 @@
 //!
 //! Lifecycle:
 //! 1. `serve` accepts TCP connections until its shutdown future completes.
-//! 2. Each connection is a thread running pgwire's message loop: SSL requests are
+//! 2. Each connection is a task on one of a few event loops (one thread each, as many as
+//!    cores) running pgwire's message loop: SSL requests are
 //!    answered 'N', startup authenticates the user (`startup`: trust, cleartext password,
 //!    MD5 or SCRAM-SHA-256) and sends the connection's cancel key (BackendKeyData), then
 //!    simple and extended queries and COPY go to the connection's `handler`, which owns a
 //!    `hayate_sql::Session`.
+//!    Statements run on the loop's thread and never wait there: the session defers waits
+//!    (`hayate_sql::Session::set_defer_waits`): a commit is awaited asynchronously on the
+//!    engine's log flusher, and a statement that would wait for a lock (or is DDL) runs
+//!    again on a blocking thread (`handler`). Under load one loop thread serves a batch of
+//!    ready connections per wakeup instead of one context switch per query.
 //! 3. A cancel request (on a connection of its own) sets the interrupt flag of the
 //!    connection its key names (`cancel`); the running statement stops with 57014.
 //! 4. On shutdown the listener closes and open connections are ended; their sessions abort
@@ -85,6 +91,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Memory for one sort or hash before it spills (shown by SHOW work_mem).
     pub work_mem: String,
+    /// Event loop threads serving the connections (0: one per core).
+    pub event_loops: usize,
 }
 
 impl Default for ServerConfig {
@@ -94,6 +102,7 @@ impl Default for ServerConfig {
             users: HashMap::new(),
             max_connections: 100,
             work_mem: "4MB".into(),
+            event_loops: 0,
         }
     }
 }
@@ -153,6 +162,7 @@ pub async fn serve_with(
     let (stop, stopped) = watch::channel(false);
     // Every connection thread holds a sender; `recv` answers None once all have ended.
     let (alive, mut all_ended) = mpsc::channel::<()>(1);
+    let loops = EventLoops::start(config.event_loops, &stopped)?;
     tokio::pin!(shutdown);
     loop {
         let (socket, peer) = tokio::select! {
@@ -167,7 +177,7 @@ pub async fn serve_with(
             },
         };
         let _ = socket.set_nodelay(true);
-        let state = Arc::new(ConnectionState::new(catalog.clone(), config.clone()));
+        let state = ConnectionState::new(catalog.clone(), config.clone());
         let startup = Startup::new(
             config.clone(),
             cancels.clone(),
@@ -188,21 +198,77 @@ pub async fn serve_with(
             stopped: stopped.clone(),
             _alive: alive.clone(),
         };
-        if let Err(error) = std::thread::Builder::new()
-            .name("hayate-conn".into())
-            .spawn(move || connection.run())
-        {
-            log::warn!("connection from {peer}: cannot start its thread: {error}");
-        }
+        loops.next().spawn(connection.run());
     }
     drop(listener);
     let _ = stop.send(true);
     drop(alive);
     while all_ended.recv().await.is_some() {}
+    loops.join().await;
     Ok(())
 }
 
-/// One accepted connection, moved to its own thread.
+/// The threads that serve connections, each running a single-threaded tokio runtime until
+/// the server stops. Connections go to them in turn.
+struct EventLoops {
+    handles: Vec<tokio::runtime::Handle>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    next: std::cell::Cell<usize>,
+}
+
+impl EventLoops {
+    /// Starts `count` loops (0: one per core).
+    fn start(count: usize, stopped: &watch::Receiver<bool>) -> io::Result<EventLoops> {
+        let count = match count {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            count => count,
+        };
+        let mut handles = Vec::with_capacity(count);
+        let mut threads = Vec::with_capacity(count);
+        for index in 0..count {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .thread_name("hayate-stmt")
+                .build()?;
+            handles.push(runtime.handle().clone());
+            let mut stopped = stopped.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("hayate-loop-{index}"))
+                    .spawn(move || {
+                        runtime.block_on(async move {
+                            let _ = stopped.wait_for(|stopped| *stopped).await;
+                        });
+                    })?,
+            );
+        }
+        Ok(EventLoops {
+            handles,
+            threads,
+            next: std::cell::Cell::new(0),
+        })
+    }
+
+    /// The loop for the next connection.
+    fn next(&self) -> &tokio::runtime::Handle {
+        let index = self.next.get();
+        self.next.set((index + 1) % self.handles.len());
+        &self.handles[index]
+    }
+
+    /// Waits until every loop thread has ended (after the stop signal).
+    async fn join(self) {
+        let threads = self.threads;
+        let _ = tokio::task::spawn_blocking(move || {
+            for thread in threads {
+                let _ = thread.join();
+            }
+        })
+        .await;
+    }
+}
+
+/// One accepted connection, a task on an event loop.
 struct Connection {
     socket: std::net::TcpStream,
     peer: std::net::SocketAddr,
@@ -214,43 +280,27 @@ struct Connection {
 }
 
 impl Connection {
-    /// Runs pgwire's message loop on a single-threaded runtime of this thread until the
-    /// client leaves or the server shuts down (dropping the loop drops the session, which
-    /// aborts an open transaction). Statements call the engine directly and may block this
-    /// thread (a commit's fdatasync, a page read, a lock wait) and no other connection: the
-    /// model of PostgreSQL's process per connection, without the hand-offs between threads
-    /// that a shared runtime needs around every blocking call.
-    fn run(mut self) {
-        let runtime = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(runtime) => runtime,
-            Err(error) => {
-                log::warn!("connection from {}: {error}", self.peer);
-                return;
-            }
-        };
+    /// Runs pgwire's message loop until the client leaves or the server shuts down
+    /// (dropping the loop drops the session, which aborts an open transaction).
+    async fn run(mut self) {
         let peer = self.peer;
-        runtime.block_on(async move {
-            let socket = match tokio::net::TcpStream::from_std(self.socket) {
-                Ok(socket) => socket,
-                Err(error) => return log::warn!("connection from {peer}: {error}"),
-            };
-            tokio::select! {
-                result = pgwire::tokio::process_socket(socket, None, self.handlers) => {
-                    if let Err(error) = result {
-                        log::warn!("connection from {peer}: {error}");
-                    }
+        let socket = match tokio::net::TcpStream::from_std(self.socket) {
+            Ok(socket) => socket,
+            Err(error) => return log::warn!("connection from {peer}: {error}"),
+        };
+        tokio::select! {
+            result = pgwire::tokio::process_socket(socket, None, self.handlers) => {
+                if let Err(error) = result {
+                    log::warn!("connection from {peer}: {error}");
                 }
-                _ = self.stopped.wait_for(|stopped| *stopped) => {}
             }
-        });
+            _ = self.stopped.wait_for(|stopped| *stopped) => {}
+        }
     }
 }
 
-/// Builds the runtime `serve` needs: one thread, which only accepts connections (each
-/// connection has a thread and a runtime of its own).
+/// Builds the runtime `serve` needs: one thread, which only accepts connections (they are
+/// served by the event loops `serve_with` starts).
 pub fn runtime() -> io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

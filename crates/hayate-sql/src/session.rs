@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use hayate_engine::Transaction;
+use hayate_engine::{PendingCommit, Transaction};
 use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -102,6 +102,10 @@ pub struct Session {
     lock_owner: u64,
     /// The tables it holds locks on, until its transaction ends.
     locked_tables: Vec<String>,
+    /// Deferred-wait mode (`set_defer_waits`).
+    defer_waits: bool,
+    /// The commit a statement started in deferred-wait mode, for the caller to finish.
+    pending_commit: Option<PendingCommit>,
 }
 
 static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -206,7 +210,56 @@ impl Session {
             deallocated: Vec::new(),
             lock_owner: NEXT_LOCK_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             locked_tables: Vec::new(),
+            defer_waits: false,
+            pending_commit: None,
         }
+    }
+
+    /// Deferred-wait mode, for a server that runs many sessions on one thread (an event
+    /// loop): a statement never waits for another transaction or for the log there.
+    /// - A write that meets a row or table lock held by someone else, or a row whose newer
+    ///   version is not published yet, is undone (the statement's writes and locks; the block
+    ///   goes on) and fails with `sqlstate::WOULD_BLOCK`; so does, before doing anything, a
+    ///   statement that may wait by its nature (DDL, a query string of several statements,
+    ///   COMMIT of a block with DDL). The caller runs it again with the mode off, on a thread
+    ///   that may wait.
+    /// - A commit is logged and applied but not awaited: `take_pending_commit` hands it to
+    ///   the caller, which awaits the log (`Database::log_durable`) and finishes it before
+    ///   answering the statement.
+    pub fn set_defer_waits(&mut self, defer: bool) {
+        self.defer_waits = defer;
+        if let State::InBlock(txn) | State::Failed(Some(txn)) = &mut self.state {
+            txn.set_nowait(defer);
+        }
+    }
+
+    /// The commit the last statement started in deferred-wait mode, if any: the statement
+    /// is acknowledged once this is durable and finished (`PendingCommit::finish`).
+    pub fn take_pending_commit(&mut self) -> Option<PendingCommit> {
+        self.pending_commit.take()
+    }
+
+    /// A new engine transaction, in no-wait mode when waits are deferred.
+    fn begin_transaction(&self, read_only: bool) -> Transaction {
+        let db = self.catalog.database();
+        let mut txn = if read_only {
+            db.begin_read_only()
+        } else {
+            db.begin()
+        };
+        txn.set_nowait(self.defer_waits);
+        txn
+    }
+
+    /// Commits `txn`: at once (waiting for the log), or in deferred-wait mode by starting
+    /// the commit and leaving it in `pending_commit`.
+    fn commit_transaction(&mut self, txn: Transaction) -> SqlResult<()> {
+        if self.defer_waits {
+            self.pending_commit = txn.commit_start()?;
+        } else {
+            txn.commit()?;
+        }
+        Ok(())
     }
 
     /// Takes the table locks a plan needs (`table_lock`): the write lock on the tables it
@@ -233,7 +286,11 @@ impl Session {
             if exclusive {
                 locks.lock_exclusive(self.lock_owner, table)?;
             } else if !self.locked_tables.iter().any(|held| held == table) {
-                locks.lock_write(self.lock_owner, table)?;
+                if !self.defer_waits {
+                    locks.lock_write(self.lock_owner, table)?;
+                } else if !locks.try_lock_write(self.lock_owner, table) {
+                    return Err(SqlError::would_block());
+                }
             } else {
                 continue;
             }
@@ -294,7 +351,7 @@ impl Session {
     pub(crate) fn begin_implicit(&mut self) -> SqlResult<bool> {
         match self.state {
             State::Idle => {
-                self.state = State::InBlock(self.catalog.database().begin());
+                self.state = State::InBlock(self.begin_transaction(false));
                 Ok(true)
             }
             State::InBlock(_) => Ok(false),
@@ -361,6 +418,10 @@ impl Session {
                 return vec![Err(error)];
             }
         };
+        if self.defer_waits && statements.len() > 1 {
+            // Statements before one that would wait could not be taken back.
+            return vec![Err(SqlError::would_block())];
+        }
         let implicit = statements.len() > 1
             && matches!(self.state, State::Idle)
             && statements.iter().all(|statement| {
@@ -376,7 +437,7 @@ impl Session {
                 )
             });
         if implicit {
-            self.state = State::InBlock(self.catalog.database().begin());
+            self.state = State::InBlock(self.begin_transaction(false));
         }
         let mut outcomes = Vec::with_capacity(statements.len());
         for statement in statements {
@@ -430,6 +491,11 @@ impl Session {
 
     /// Runs a prepared statement with parameter values (of `prepared.param_types`).
     pub fn execute(&mut self, prepared: &Prepared, params: Vec<Value>) -> SqlResult<Outcome> {
+        self.execute_params(prepared, &params)
+    }
+
+    /// `execute` with borrowed parameter values.
+    pub fn execute_params(&mut self, prepared: &Prepared, params: &[Value]) -> SqlResult<Outcome> {
         self.check_not_failed(&prepared.statement)?;
         let result = self.execute_locked(prepared, params);
         if !self.locked_tables.is_empty() && matches!(self.state, State::Idle) {
@@ -440,9 +506,15 @@ impl Session {
 
     /// `execute` with the plan's table locks taken first, so a DDL that changed a table
     /// while the statement waited for it is seen (the statement is bound again).
-    fn execute_locked(&mut self, prepared: &Prepared, params: Vec<Value>) -> SqlResult<Outcome> {
-        self.lock_tables(&prepared.plan)
-            .inspect_err(|_| self.note_error())?;
+    fn execute_locked(&mut self, prepared: &Prepared, params: &[Value]) -> SqlResult<Outcome> {
+        if self.defer_waits && self.may_wait(&prepared.plan) {
+            return Err(SqlError::would_block());
+        }
+        self.lock_tables(&prepared.plan).inspect_err(|error| {
+            if !error.is_would_block() {
+                self.note_error()
+            }
+        })?;
         let rebound;
         let prepared = if prepared.catalog_version != self.catalog.version() {
             // A table changed since the statement was bound: bind it again.
@@ -463,11 +535,27 @@ impl Session {
                 ),
             ));
         }
-        let result = self.run_plan(&prepared.plan, &params);
-        if result.is_err() {
+        let result = self.run_plan(&prepared.plan, params);
+        if result.as_ref().is_err_and(|error| !error.is_would_block()) {
             self.note_error();
         }
         result
+    }
+
+    /// Statements that may wait by their nature (deferred-wait mode runs them elsewhere):
+    /// DDL (table locks, rebuilds, a log flush of its own) and the COMMIT of a block that
+    /// ran DDL (its catalog changes finish with the commit).
+    fn may_wait(&self, plan: &Plan) -> bool {
+        match plan {
+            Plan::CreateTable { .. }
+            | Plan::DropTable { .. }
+            | Plan::CreateIndex { .. }
+            | Plan::DropIndex { .. }
+            | Plan::AlterTable { .. }
+            | Plan::Truncate { .. } => true,
+            Plan::Transaction(TransactionControl::Commit) => !self.ddl_undo.is_empty(),
+            _ => false,
+        }
     }
 
     fn run_plan(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
@@ -669,6 +757,15 @@ impl Session {
             },
         };
         match &mut self.state {
+            State::InBlock(txn) if self.defer_waits && !plan.is_read_only() => {
+                // A statement that would wait is undone, and runs again where it may wait.
+                let mark = txn.savepoint();
+                let result = executor.run(plan, txn);
+                if result.as_ref().is_err_and(SqlError::is_would_block) {
+                    txn.rollback_to(mark)?;
+                }
+                result
+            }
             State::InBlock(txn) => executor.run(plan, txn),
             State::Failed(_) => unreachable!("checked by check_not_failed"),
             State::Idle => {
@@ -679,13 +776,13 @@ impl Session {
                 let mut attempt = 0;
                 loop {
                     attempt += 1;
-                    let mut txn = if plan.is_read_only() {
-                        db.begin_read_only()
-                    } else {
-                        db.begin()
-                    };
+                    let mut txn = self.begin_transaction(plan.is_read_only());
                     let result = executor.run(plan, &mut txn).and_then(|outcome| {
-                        txn.commit()?;
+                        if self.defer_waits {
+                            self.pending_commit = txn.commit_start()?;
+                        } else {
+                            txn.commit()?;
+                        }
                         Ok(outcome)
                     });
                     match result {
@@ -738,7 +835,7 @@ impl Session {
                         Some(isolation) => *isolation == Isolation::ReadCommitted,
                         None => self.default_read_committed(),
                     };
-                    self.state = State::InBlock(self.catalog.database().begin());
+                    self.state = State::InBlock(self.begin_transaction(false));
                     command("BEGIN")
                 }
                 (TransactionControl::Begin(_), state) => {
@@ -748,7 +845,7 @@ impl Session {
                 }
                 (TransactionControl::Commit, State::InBlock(txn)) => {
                     // The block is over either way (state is Idle already).
-                    let committed = txn.commit();
+                    let committed = self.commit_transaction(txn);
                     self.end_block(committed.is_ok());
                     committed?;
                     command("COMMIT")

@@ -30,6 +30,7 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   max_connections = 100       # more connections are refused (SQLSTATE 53300)
   work_mem = \"4MB\"            # memory of one sort or hash (SHOW work_mem)
   buffer_size = \"128MB\"       # the engine's page cache
+  event_loops = 0             # threads serving connections (0: one per core)
   log_level = \"info\"          # error | warn | info | debug | trace (RUST_LOG wins)
   [users]                     # user = password, for every method but trust
   alice = \"secret\"
@@ -65,6 +66,10 @@ pub struct ServeArgs {
     /// is kB [default: 128MB].
     #[arg(long, value_name = "SIZE")]
     pub buffer_size: Option<String>,
+    /// Threads serving the connections, each an event loop running many of them; 0 is one
+    /// per core [default: 0].
+    #[arg(long, value_name = "N")]
+    pub event_loops: Option<usize>,
     /// Log level: error, warn, info, debug or trace [default: warn].
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
@@ -86,6 +91,7 @@ struct ConfigFile {
     max_connections: Option<usize>,
     work_mem: Option<String>,
     buffer_size: Option<String>,
+    event_loops: Option<usize>,
     log_level: Option<String>,
     #[serde(default)]
     users: HashMap<String, String>,
@@ -184,6 +190,10 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
             users: file.users,
             max_connections,
             work_mem,
+            event_loops: args
+                .event_loops
+                .or(file.event_loops)
+                .unwrap_or(defaults.event_loops),
         },
     })
 }
@@ -264,6 +274,7 @@ mod tests {
             max_connections: None,
             work_mem: None,
             buffer_size: None,
+            event_loops: None,
             log_level: None,
         }
     }

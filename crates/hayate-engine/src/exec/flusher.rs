@@ -8,10 +8,18 @@
 //!    goes on while requests are ahead of the durable position.
 //! 3. Executors poll `durable_lsn()`; an executor with nothing else to do waits in
 //!    `wait_durable` until the position it needs is durable.
+//! 4. Async waiters (`Durable`, a future; a server's event loop awaits it for a
+//!    `PendingCommit`) leave a waker with their position; after each flush the thread first
+//!    runs the `flushed` hook (the transaction manager publishes every commit the flush made
+//!    durable, so readers see them without waiting for their committers to be polled), then
+//!    wakes the waiters it covered.
 //!
 //! A failed flush poisons the log (the WAL refuses further writes); waiters get the error.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
@@ -23,13 +31,19 @@ struct State {
     requested: Lsn,
     stop: bool,
     failure: Option<String>,
+    /// Async waiters: the position each waits for.
+    wakers: Vec<(Lsn, Waker)>,
 }
+
+/// Called on the flusher thread after each successful flush.
+pub type FlushedHook = Box<dyn Fn() + Send + Sync>;
 
 struct Shared {
     wal: Arc<Wal>,
     state: Mutex<State>,
     work: Condvar,
     done: Condvar,
+    flushed: FlushedHook,
 }
 
 pub struct LogFlusher {
@@ -38,16 +52,18 @@ pub struct LogFlusher {
 }
 
 impl LogFlusher {
-    pub fn start(wal: Arc<Wal>) -> LogFlusher {
+    pub fn start(wal: Arc<Wal>, flushed: FlushedHook) -> LogFlusher {
         let shared = Arc::new(Shared {
             wal,
             state: Mutex::new(State {
                 requested: 0,
                 stop: false,
                 failure: None,
+                wakers: Vec::new(),
             }),
             work: Condvar::new(),
             done: Condvar::new(),
+            flushed,
         });
         let thread_shared = shared.clone();
         let thread = std::thread::Builder::new()
@@ -91,6 +107,15 @@ impl LogFlusher {
         }
     }
 
+    /// A future that is ready once the log is durable up to `lsn` (requesting it), or with
+    /// the error of a failed flush.
+    pub fn durable(&self, lsn: Lsn) -> Durable {
+        Durable {
+            shared: self.shared.clone(),
+            lsn,
+        }
+    }
+
     /// Stops the thread (pending requests are flushed first).
     pub fn stop(&self) {
         self.shared.state.lock().stop = true;
@@ -99,12 +124,64 @@ impl LogFlusher {
             let _ = thread.join();
         }
         self.shared.done.notify_all();
+        let wakers = std::mem::take(&mut self.shared.state.lock().wakers);
+        wakers.into_iter().for_each(|(_, waker)| waker.wake());
     }
 }
 
 impl Drop for LogFlusher {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Waits for the log to be durable up to a position (`LogFlusher::durable`).
+pub struct Durable {
+    shared: Arc<Shared>,
+    lsn: Lsn,
+}
+
+impl Future for Durable {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Result<()>> {
+        let shared = &self.shared;
+        if shared.wal.durable_lsn() >= self.lsn {
+            return Poll::Ready(Ok(()));
+        }
+        let mut state = shared.state.lock();
+        // Checked again under the mutex: the thread wakes waiters under it after a flush.
+        if shared.wal.durable_lsn() >= self.lsn {
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(failure) = &state.failure {
+            return Poll::Ready(Err(Error::Poisoned(failure.clone())));
+        }
+        if state.stop {
+            return Poll::Ready(Err(Error::Poisoned("the database is closing".into())));
+        }
+        match state.wakers.iter_mut().find(|(lsn, _)| *lsn == self.lsn) {
+            Some((_, waker)) if waker.will_wake(context.waker()) => {}
+            _ => state.wakers.push((self.lsn, context.waker().clone())),
+        }
+        if self.lsn > state.requested {
+            state.requested = self.lsn;
+            shared.work.notify_one();
+        }
+        Poll::Pending
+    }
+}
+
+/// Wakes the async waiters whose position is durable (all of them after a failure).
+fn wake_covered(shared: &Shared, state: &mut State, all: bool) {
+    let durable = shared.wal.durable_lsn();
+    let mut index = 0;
+    while index < state.wakers.len() {
+        if all || state.wakers[index].0 <= durable {
+            state.wakers.swap_remove(index).1.wake();
+        } else {
+            index += 1;
+        }
     }
 }
 
@@ -121,11 +198,15 @@ fn run(shared: &Shared) {
             state.requested
         };
         let result = shared.wal.flush_to(target);
+        if result.is_ok() {
+            (shared.flushed)();
+        }
         let mut state = shared.state.lock();
         if let Err(error) = result {
             log::error!("log flush failed: {error}");
             state.failure = Some(error.to_string());
             state.requested = 0;
+            wake_covered(shared, &mut state, true);
             shared.done.notify_all();
             drop(state);
             // The log is poisoned; serve no more requests but let waiters see the failure.
@@ -135,6 +216,7 @@ fn run(shared: &Shared) {
             }
             return;
         }
+        wake_covered(shared, &mut state, false);
         shared.done.notify_all();
     }
 }

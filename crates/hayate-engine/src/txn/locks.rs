@@ -100,13 +100,19 @@ impl LockTable {
 
     /// Takes the lock without waiting. Returns true if `txn_id` now owns it (or already did).
     pub fn try_lock(&self, txn_id: u64, key: &LockKey) -> bool {
+        self.try_take(txn_id, key).is_some()
+    }
+
+    /// Takes the lock without waiting: None if another transaction owns it, else whether this
+    /// call took it (false: `txn_id` already owned it), as `lock` answers.
+    pub fn try_take(&self, txn_id: u64, key: &LockKey) -> Option<bool> {
         let mut owners = self.shard(key).owners.lock();
         match owners.get(key) {
-            Some(&owner) => owner == txn_id,
+            Some(&owner) => (owner == txn_id).then_some(false),
             None => {
                 owners.insert(key.clone(), txn_id);
                 self.acquired.fetch_add(1, Ordering::Relaxed);
-                true
+                Some(true)
             }
         }
     }

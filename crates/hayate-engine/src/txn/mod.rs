@@ -34,7 +34,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use catalog::{Catalog, TreeId, TreeInfo, TreeKind};
 pub use locks::{LockConfig, LockStats};
-pub use transaction::{Savepoint, Scan, Transaction};
+pub use transaction::{PendingCommit, Savepoint, Scan, Transaction};
 
 use crate::btree::{BTree, TryLookup};
 use crate::buffer::BufferPool;
@@ -420,10 +420,23 @@ impl TxnManager {
     /// publishes the batch, instead of each waiting for the one before it to wake up).
     fn finish_in_order(&self, order: &mut CommitOrder, commit_ts: u64) {
         order.awaiting_flush.remove(&commit_ts);
-        let start = self.visible_ts();
-        if commit_ts > start {
+        if commit_ts > self.visible_ts() {
             order.finished.insert(commit_ts);
         }
+        self.advance_visible(order);
+    }
+
+    /// Publishes every commit the log has made durable whose earlier commits are all done
+    /// (the log flusher calls it after each flush, so readers see a flushed batch at once).
+    pub(crate) fn publish_durable(&self) {
+        let mut order = self.commit_order.lock();
+        self.advance_visible(&mut order);
+    }
+
+    /// Advances the visible timestamp over every contiguous done commit (see
+    /// `finish_in_order`).
+    fn advance_visible(&self, order: &mut CommitOrder) {
+        let start = self.visible_ts();
         let durable_lsn = self.wal.durable_lsn();
         let mut visible = start;
         loop {

@@ -61,6 +61,9 @@ pub struct Transaction {
     /// Once a savepoint was taken: each write's key and the entry of `writes` it replaced
     /// (None: the key had none), oldest first, so `rollback_to` can undo writes in reverse.
     write_undo: Option<Vec<WriteUndo>>,
+    /// No-wait mode: a write that would wait for another transaction fails with
+    /// `Error::WouldBlock` instead (an event loop must not block on a lock).
+    nowait: bool,
 }
 
 type WriteUndo = ((TreeId, Vec<u8>), Option<Option<Vec<u8>>>);
@@ -93,7 +96,16 @@ impl Transaction {
             finished: false,
             applied: None,
             write_undo: None,
+            nowait: false,
         }
+    }
+
+    /// In no-wait mode a write that needs a row lock another transaction holds, or a row
+    /// whose newer version is committed but not yet published, fails with
+    /// `Error::WouldBlock` and leaves the transaction as it was (no failure recorded, no lock
+    /// taken): a server's event loop then runs the statement again where it may wait.
+    pub fn set_nowait(&mut self, nowait: bool) {
+        self.nowait = nowait;
     }
 
     /// Marks the current state of the transaction: `rollback_to` with the mark undoes every
@@ -326,6 +338,25 @@ impl Transaction {
             return Ok(exists);
         }
         let lock_key = (info.id, key.to_vec());
+        if self.nowait {
+            let Some(taken) = self.manager.locks.try_take(self.txn_id, &lock_key) else {
+                return Err(Error::WouldBlock);
+            };
+            let latest = BTree::open(info.root).get(&self.manager.pool, key)?;
+            if self
+                .unpublished_conflict(&lock_key, latest.as_deref())
+                .is_some()
+            {
+                if taken {
+                    self.manager.locks.release_all(self.txn_id, &[lock_key]);
+                }
+                return Err(Error::WouldBlock);
+            }
+            if taken {
+                self.locked.push(lock_key.clone());
+            }
+            return self.check_latest(info, &lock_key, latest.as_deref());
+        }
         match self.manager.locks.lock(self.txn_id, &lock_key) {
             Ok(true) => self.locked.push(lock_key.clone()),
             Ok(false) => {}
@@ -614,6 +645,32 @@ impl Transaction {
         result.map(|()| Some(commit_ts))
     }
 
+    /// Steps 1-3 of the commit protocol without waiting for the log: the write set is logged
+    /// and applied and the row locks are released. Returns the commit still to be made
+    /// durable and published (`PendingCommit`), or None for a transaction that wrote nothing
+    /// (finished already). A server's event loop awaits `Database::log_durable` for
+    /// `PendingCommit::lsn` and then calls `PendingCommit::finish`, instead of blocking in
+    /// `commit` while other connections of the loop wait.
+    pub fn commit_start(mut self) -> Result<Option<PendingCommit>> {
+        let Some(ops) = self.start_commit()? else {
+            return Ok(None);
+        };
+        let (commit_ts, end_lsn) = match self.manager.commit_apply(self.txn_id, ops) {
+            Ok(applied) => applied,
+            Err(error) => {
+                self.finish(false);
+                return Err(error);
+            }
+        };
+        self.applied = Some((commit_ts, end_lsn));
+        self.release_locks_early();
+        Ok(Some(PendingCommit {
+            txn: self,
+            commit_ts,
+            end_lsn,
+        }))
+    }
+
     /// Early lock release (step 3 of the commit protocol): once the commit's record is in the
     /// log and its writes applied, its row locks go, before the log is durable. A transaction
     /// that takes one of these locks next appends its own commit record after ours, so it
@@ -660,6 +717,38 @@ fn range_is_empty(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
         | (Bound::Excluded(start), Bound::Included(end))
         | (Bound::Excluded(start), Bound::Excluded(end)) => start >= end,
         _ => false,
+    }
+}
+
+/// A commit whose write set is logged and applied (`Transaction::commit_start`), waiting for
+/// the log to be durable up to `lsn` before it is acknowledged and published. Dropped
+/// unfinished, it finishes like `commit` (blocking), so later commits never wait for a
+/// timestamp nobody publishes.
+pub struct PendingCommit {
+    txn: Transaction,
+    commit_ts: u64,
+    end_lsn: Lsn,
+}
+
+impl PendingCommit {
+    /// The log position that must be durable before the commit is acknowledged.
+    pub fn lsn(&self) -> Lsn {
+        self.end_lsn
+    }
+
+    /// Steps 4-5 of the commit protocol: returns at once once the log is durable up to
+    /// `lsn` (else waits for it), publishes the commit and returns its timestamp.
+    pub fn finish(mut self) -> Result<u64> {
+        self.txn.applied = None;
+        let result = self
+            .txn
+            .manager
+            .commit_durable(self.commit_ts, self.end_lsn);
+        if result.is_ok() {
+            self.txn.manager.publish(self.commit_ts);
+        }
+        self.txn.finish(result.is_ok());
+        result.map(|()| self.commit_ts)
     }
 }
 
