@@ -270,6 +270,16 @@ impl Database {
         self.inner.manager.begin(true)
     }
 
+    /// How far the log is durable.
+    pub fn log_durable_lsn(&self) -> Lsn {
+        self.inner.log_flusher.durable_lsn()
+    }
+
+    /// Asks the log flusher to make the log durable up to `lsn`; returns at once.
+    pub fn request_log_flush(&self, lsn: Lsn) {
+        self.inner.log_flusher.request(lsn);
+    }
+
     /// A future ready once the log is durable up to `lsn` (a `PendingCommit::lsn`): the
     /// database's log flusher thread flushes and wakes the waiter, so an event loop serving
     /// many connections never blocks on an fdatasync.

@@ -19,7 +19,7 @@
 //!    runtime with waits allowed (so deadlock detection and lock timeouts work as before).
 //!    DDL and query strings of several statements go there directly.
 //! 3. A commit it started (`Session::take_pending_commit`) is awaited on the engine's log
-//!    flusher (`Database::log_durable`, a future) and finished before the statement is
+//!    flusher (`crate::commit_wait`, one waiter per loop) and finished before the statement is
 //!    answered: the commit is acknowledged only once durable, and the loop serves other
 //!    connections during the fdatasync.
 //!
@@ -148,7 +148,7 @@ impl ConnectionState {
             .as_mut()
             .and_then(Session::take_pending_commit);
         if let Some(pending) = pending {
-            let durable = self.catalog.database().log_durable(pending.lsn()).await;
+            let durable = crate::commit_wait::durable(self.catalog.database(), pending.lsn()).await;
             let finished = durable.and_then(|()| pending.finish());
             if let Err(error) = finished {
                 result.fail(error.into());

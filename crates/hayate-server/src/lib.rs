@@ -23,6 +23,7 @@
 
 pub mod auth;
 pub mod cancel;
+mod commit_wait;
 pub mod handler;
 pub mod startup;
 pub mod wire;
