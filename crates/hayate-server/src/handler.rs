@@ -138,15 +138,14 @@ impl ConnectionState {
         T: StatementResult + Send + 'static,
         W: Fn(&mut Session) -> T + Send + 'static,
     {
-        let mut result = self.with_session(client, &work);
+        let (mut result, mut pending) = self.with_session(client, |session| {
+            let result = work(session);
+            (result, session.take_pending_commit())
+        });
         if result.would_block() {
             result = self.run_waiting(work).await;
+            pending = None; // waits allowed: the statement committed already
         }
-        let pending = self
-            .session
-            .lock()
-            .as_mut()
-            .and_then(Session::take_pending_commit);
         if let Some(pending) = pending {
             let durable = crate::commit_wait::durable(self.catalog.database(), pending.lsn()).await;
             let finished = durable.and_then(|()| pending.finish());

@@ -104,6 +104,10 @@ pub struct Session {
     locked_tables: Vec<String>,
     /// Deferred-wait mode (`set_defer_waits`).
     defer_waits: bool,
+    /// What every statement reads of `settings`, worked out when a setting changes
+    /// (`settings_changed`).
+    read_committed_default: bool,
+    work_mem_bytes: usize,
     /// The commit a statement started in deferred-wait mode, for the caller to finish.
     pending_commit: Option<PendingCommit>,
 }
@@ -212,7 +216,21 @@ impl Session {
             locked_tables: Vec::new(),
             defer_waits: false,
             pending_commit: None,
+            read_committed_default: true,
+            work_mem_bytes: 0,
         }
+        .with_settings_read()
+    }
+
+    fn with_settings_read(mut self) -> Session {
+        self.settings_changed();
+        self
+    }
+
+    /// Works out what statements read of the settings (see the fields).
+    fn settings_changed(&mut self) {
+        self.read_committed_default = self.read_default_read_committed();
+        self.work_mem_bytes = self.read_work_mem_bytes();
     }
 
     /// Deferred-wait mode, for a server that runs many sessions on one thread (an event
@@ -344,6 +362,7 @@ impl Session {
     pub fn set_setting(&mut self, name: &str, value: &str) {
         self.settings
             .insert(name.to_ascii_lowercase(), value.into());
+        self.settings_changed();
     }
 
     /// Opens a transaction block for a statement that runs over several calls (COPY FROM
@@ -629,6 +648,7 @@ impl Session {
                     crate::exec::parse_work_mem(value)?;
                 }
                 self.settings.insert(name.clone(), value.clone());
+                self.settings_changed();
                 Ok(command("SET"))
             }
             Plan::Show { name } => {
@@ -741,13 +761,13 @@ impl Session {
                 true
             }
             State::InBlock(_) => false,
-            _ => self.default_read_committed(),
+            _ => self.read_committed_default,
         };
         let executor = Executor {
             db: &db,
             catalog: &self.catalog,
             read_committed,
-            work_mem_bytes: self.work_mem_bytes(),
+            work_mem_bytes: self.work_mem_bytes,
             context: EvalContext {
                 params,
                 database_name: &self.database,
@@ -800,7 +820,7 @@ impl Session {
     }
 
     /// work_mem in bytes (checked when set; the default if unset or unreadable).
-    fn work_mem_bytes(&self) -> usize {
+    fn read_work_mem_bytes(&self) -> usize {
         let setting = self.settings.get("work_mem").map(String::as_str);
         crate::exec::parse_work_mem(setting.unwrap_or(crate::exec::WORK_MEM_DEFAULT))
             .or_else(|_| crate::exec::parse_work_mem(crate::exec::WORK_MEM_DEFAULT))
@@ -809,7 +829,7 @@ impl Session {
 
     /// default_transaction_isolation: READ COMMITTED unless set to REPEATABLE READ (a default
     /// of SERIALIZABLE is taken as REPEATABLE READ's snapshot isolation).
-    fn default_read_committed(&self) -> bool {
+    fn read_default_read_committed(&self) -> bool {
         self.settings
             .get("default_transaction_isolation")
             .is_none_or(|level| {
@@ -833,7 +853,7 @@ impl Session {
                 (TransactionControl::Begin(isolation), State::Idle) => {
                     self.block_read_committed = match isolation {
                         Some(isolation) => *isolation == Isolation::ReadCommitted,
-                        None => self.default_read_committed(),
+                        None => self.read_committed_default,
                     };
                     self.state = State::InBlock(self.begin_transaction(false));
                     command("BEGIN")
