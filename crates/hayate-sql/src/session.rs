@@ -102,6 +102,8 @@ pub struct Session {
     lock_owner: u64,
     /// The tables it holds locks on, until its transaction ends.
     locked_tables: Vec<String>,
+    /// currval/lastval of this session.
+    sequences: crate::sequence::SessionSequences,
 }
 
 static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -206,6 +208,7 @@ impl Session {
             deallocated: Vec::new(),
             lock_owner: NEXT_LOCK_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             locked_tables: Vec::new(),
+            sequences: Default::default(),
         }
     }
 
@@ -598,6 +601,7 @@ impl Session {
                     user_name: &self.user,
                     transaction_timestamp: crate::types::datetime::now_micros(),
                     subqueries: None,
+                    sequences: Some(&self.sequences),
                 };
                 let value = fill.eval(&[], &context)?.cast(column.data_type)?;
                 Rebuild::AddColumn(column.clone(), value)
@@ -666,6 +670,7 @@ impl Session {
                 user_name: &self.user,
                 transaction_timestamp,
                 subqueries: None,
+                sequences: Some(&self.sequences),
             },
         };
         match &mut self.state {
@@ -874,6 +879,7 @@ impl Session {
             user_name: &self.user,
             transaction_timestamp: crate::types::datetime::now_micros(),
             subqueries: None,
+            sequences: Some(&self.sequences),
         };
         let params = arguments
             .iter()

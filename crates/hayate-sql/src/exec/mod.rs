@@ -99,6 +99,26 @@ impl Executor<'_> {
                 returning,
             } => self.update(read, assignments, returning.as_ref(), txn),
             Plan::Delete { read, returning } => self.delete(read, returning.as_ref(), txn),
+            // Sequences are not transactional: these commit on their own (`catalog`).
+            Plan::CreateSequence {
+                name,
+                options,
+                if_not_exists,
+            } => {
+                self.catalog
+                    .create_sequence(name, *options, *if_not_exists)?;
+                Ok(Outcome::Command {
+                    tag: "CREATE SEQUENCE".into(),
+                })
+            }
+            Plan::DropSequence { names, if_exists } => {
+                for name in names {
+                    self.catalog.drop_sequence(name, *if_exists)?;
+                }
+                Ok(Outcome::Command {
+                    tag: "DROP SEQUENCE".into(),
+                })
+            }
             other => unreachable!("not a data statement: {other:?}"),
         }
     }
@@ -231,7 +251,18 @@ impl Executor<'_> {
     /// result), so a generate_series of a million rows streams into the table.
     fn insert_select(&self, insert: &InsertSelect, txn: &mut Transaction) -> SqlResult<Outcome> {
         let table = &insert.table;
-        let defaults = self.project(&insert.defaults, &[])?;
+        // Defaults such as nextval() take a new value per row; the others are computed once.
+        let per_row: Vec<usize> = (0..insert.defaults.len())
+            .filter(|column| {
+                !insert.targets.contains(column) && !insert.defaults[*column].is_constant()
+            })
+            .collect();
+        let defaults = (0..insert.defaults.len())
+            .map(|column| match per_row.contains(&column) {
+                true => Ok(Value::Null),
+                false => insert.defaults[column].eval(&[], &self.context),
+            })
+            .collect::<SqlResult<Vec<Value>>>()?;
         // The query's rows first go through a buffer so that reading and writing never hold
         // the transaction at once (the query may read the table it inserts into).
         const BATCH: usize = 1024;
@@ -242,6 +273,9 @@ impl Executor<'_> {
         let mut flush = |batch: &mut Vec<Vec<Value>>, run: &Run| -> SqlResult<()> {
             for values in batch.drain(..) {
                 let mut full = defaults.clone();
+                for column in &per_row {
+                    full[*column] = insert.defaults[*column].eval(&[], &self.context)?;
+                }
                 for (value, column) in values.into_iter().zip(&insert.targets) {
                     full[*column] = value;
                 }

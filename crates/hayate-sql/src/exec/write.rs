@@ -32,7 +32,8 @@ impl Executor<'_> {
             let mut values = self.project(exprs, &[])?;
             for fill in sequences {
                 if fill.rows[position] {
-                    values[fill.column] = Value::Int(fill.sequence.next_value()?);
+                    values[fill.column] =
+                        Value::Int(fill.sequence.next_value(self.context.sequences)?);
                 }
             }
             let values = self.conform(table, values)?;

@@ -205,6 +205,8 @@ pub struct EvalContext<'a> {
     pub transaction_timestamp: i64,
     /// None outside the executor's query path (a subquery is then an error).
     pub subqueries: Option<&'a dyn SubqueryRunner>,
+    /// The session's currval/lastval (None: nextval notes nothing, currval fails).
+    pub sequences: Option<&'a crate::sequence::SessionSequences>,
 }
 
 impl<'a> EvalContext<'a> {

@@ -446,6 +446,17 @@ pub enum Plan {
         names: Vec<String>,
         if_exists: bool,
     },
+    /// CREATE SEQUENCE: committed on its own, also inside a transaction block.
+    CreateSequence {
+        name: String,
+        options: crate::sequence::SequenceOptions,
+        if_not_exists: bool,
+    },
+    /// DROP SEQUENCE: committed on its own, also inside a transaction block.
+    DropSequence {
+        names: Vec<String>,
+        if_exists: bool,
+    },
     AlterTable {
         table: String,
         actions: Vec<write::AlterAction>,
