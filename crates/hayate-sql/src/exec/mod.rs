@@ -269,6 +269,7 @@ impl Executor<'_> {
         let mut returned = Vec::new();
         let mut count = 0usize;
         let mut batch: Vec<Vec<Value>> = Vec::with_capacity(BATCH);
+        let mut touched = std::collections::HashSet::new();
         let run = Run::new(self, txn);
         let mut flush = |batch: &mut Vec<Vec<Value>>, run: &Run| -> SqlResult<()> {
             for values in batch.drain(..) {
@@ -281,9 +282,27 @@ impl Executor<'_> {
                 }
                 let full = self.conform(table, full)?;
                 let mut txn = run.txn.borrow_mut();
-                self.insert_row(table, &full, &mut txn)?;
+                let written = match &insert.on_conflict {
+                    None => {
+                        self.insert_row(table, &full, &mut txn)?;
+                        full
+                    }
+                    Some(on_conflict) => {
+                        let outcome = self.insert_on_conflict(
+                            table,
+                            full,
+                            on_conflict,
+                            &mut touched,
+                            &mut txn,
+                        );
+                        match outcome? {
+                            Some(row) => row,
+                            None => continue,
+                        }
+                    }
+                };
                 if let Some(returning) = &insert.returning {
-                    returned.push(self.project(&returning.projection, &full)?);
+                    returned.push(self.project(&returning.projection, &written)?);
                 }
                 count += 1;
             }
@@ -338,7 +357,13 @@ impl Executor<'_> {
         table.row_key(self.db, values)
     }
 
-    fn insert_row(&self, table: &Table, values: &[Value], txn: &mut Transaction) -> SqlResult<()> {
+    /// Inserts a row with its index entries; returns its engine key.
+    fn insert_row(
+        &self,
+        table: &Table,
+        values: &[Value],
+        txn: &mut Transaction,
+    ) -> SqlResult<Vec<u8>> {
         let key = self.row_key(table, values)?;
         let encoded = row::encode(values, &table.def.types())?;
         txn.insert(table.tree, &key, &encoded)
@@ -346,7 +371,8 @@ impl Executor<'_> {
                 hayate_engine::Error::DuplicateKey => duplicate_key(table, values),
                 other => other.into(),
             })?;
-        index::add_entries(table, values, &key, None, txn)
+        index::add_entries(table, values, &key, None, txn)?;
+        Ok(key)
     }
 
     fn update(

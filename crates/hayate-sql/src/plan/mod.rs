@@ -393,6 +393,7 @@ pub struct InsertSelect {
     /// One expression per table column (used for columns not in `targets`).
     pub defaults: Vec<Expr>,
     pub returning: Option<Returning>,
+    pub on_conflict: Option<write::OnConflict>,
 }
 
 /// RETURNING: expressions over the written row.

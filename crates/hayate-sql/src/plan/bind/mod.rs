@@ -311,6 +311,7 @@ impl<'a> Binder<'a> {
                 implicit,
                 source,
                 insert.returning.as_deref(),
+                insert.on.as_ref(),
             );
         };
         let mut rows = Vec::with_capacity(values.rows.len());
@@ -368,6 +369,7 @@ impl<'a> Binder<'a> {
         implicit: bool,
         source: &ast::Query,
         returning: Option<&[SelectItem]>,
+        on: Option<&ast::OnInsert>,
     ) -> SqlResult<Plan> {
         let query = self.bind_query(source)?;
         if implicit && query.columns.len() < targets.len() {
@@ -414,6 +416,7 @@ impl<'a> Binder<'a> {
                 None => Expr::Literal(Value::Null),
             });
         }
+        let on_conflict = self.bind_on_conflict(&table, on)?;
         self.scope = Some(Scope::table(&table));
         let returning = self.bind_returning(returning)?;
         Ok(Plan::InsertSelect(Box::new(crate::plan::InsertSelect {
@@ -422,6 +425,7 @@ impl<'a> Binder<'a> {
             targets,
             defaults,
             returning,
+            on_conflict,
         })))
     }
 
