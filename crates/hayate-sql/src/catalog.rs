@@ -8,7 +8,11 @@
 //!   `sql.table.t.N` after TRUNCATE or a rebuild), each index in the engine index its
 //!   `IndexDef` names (`sql.index.i[.N]`);
 //! - `sql.sequence` maps a sequence's name (`t_col_seq`) to the next value not yet handed out
-//!   by any open of the database (i64, little-endian).
+//!   by any open of the database, and for a CREATE SEQUENCE sequence its options and the
+//!   name of the empty engine tree `sql.sequence.s[.N]` its oid derives from (`sequence`).
+//!
+//! CREATE/DROP SEQUENCE are not transactional: they commit on their own, also inside a
+//! transaction block (their row and tree follow steps 1-3 below without a block).
 //!
 //! Every DDL follows one rule, so a crash at any point leaves either the old or the new state:
 //! 1. Create the new engine trees (the engine's DDL is durable on return).
@@ -44,13 +48,16 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::index;
 use crate::types::{DataType, Value};
 
+pub use crate::sequence::Sequence;
+use crate::sequence::{self as sequence, SequenceOptions};
+
 const CATALOG_TREE: &str = "sql.catalog";
 const SEQUENCE_TREE: &str = "sql.sequence";
 const TABLE_TREE_PREFIX: &str = "sql.table.";
 const INDEX_TREE_PREFIX: &str = "sql.index.";
 const FORMAT_VERSION: u8 = 2;
-/// Sequence values reserved per durable write: at most this many are skipped by a crash.
-const SEQUENCE_BATCH: i64 = 1024;
+/// Engine trees that give CREATE SEQUENCE sequences their oids (`sequence` module).
+const SEQUENCE_TREE_PREFIX: &str = "sql.sequence.";
 
 /// How a column generates its values from a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +115,22 @@ impl TableDef {
     /// The name of the sequence of an identity column, as PostgreSQL names it.
     pub fn sequence_name(&self, column: usize) -> String {
         format!("{}_{}_seq", self.name, self.columns[column].name)
+    }
+
+    /// A column's default as PostgreSQL shows it: the DEFAULT text, or for a SERIAL column
+    /// `nextval('<table>_<column>_seq'::regclass)`.
+    pub fn default_text(&self, column: usize) -> Option<String> {
+        match (&self.columns[column].default, self.columns[column].identity) {
+            (Some(default), _) => Some(default.clone()),
+            (None, Some(Identity::Serial)) => Some(self.nextval_text(column)),
+            (None, _) => None,
+        }
+    }
+
+    /// `nextval('<sequence>'::regclass)` of an identity column.
+    pub fn nextval_text(&self, column: usize) -> String {
+        let name = self.sequence_name(column).replace('\'', "''");
+        format!("nextval('{name}'::regclass)")
     }
 
     /// The name of the primary key constraint.
@@ -281,61 +304,6 @@ impl Reader<'_> {
     }
 }
 
-/// A sequence: values handed out from a batch reserved by a durable write, so no value is
-/// handed out twice, even across a crash (the rest of a batch is skipped, as in PostgreSQL).
-pub struct Sequence {
-    pub name: String,
-    db: Database,
-    tree: TreeId,
-    /// (next value, end of the reserved batch); empty until first used after open.
-    range: Mutex<(i64, i64)>,
-}
-
-impl Sequence {
-    pub fn next_value(&self) -> SqlResult<i64> {
-        let mut range = self.range.lock();
-        if range.0 >= range.1 {
-            let mut txn = self.db.begin();
-            let stored = match txn.get_for_update(self.tree, self.name.as_bytes())? {
-                Some(bytes) => decode_i64(&bytes).ok_or_else(|| {
-                    SqlError::new(
-                        sqlstate::DATA_CORRUPTED,
-                        format!("corrupt sequence \"{}\"", self.name),
-                    )
-                })?,
-                None => 1,
-            };
-            let end = stored.checked_add(SEQUENCE_BATCH).ok_or_else(|| {
-                SqlError::new(
-                    sqlstate::SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-                    format!(
-                        "nextval: reached maximum value of sequence \"{}\"",
-                        self.name
-                    ),
-                )
-            })?;
-            txn.put(self.tree, self.name.as_bytes(), &end.to_le_bytes())?;
-            txn.commit()?;
-            *range = (stored, end);
-        }
-        let value = range.0;
-        range.0 += 1;
-        Ok(value)
-    }
-}
-
-impl std::fmt::Debug for Sequence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sequence")
-            .field("name", &self.name)
-            .finish()
-    }
-}
-
-fn decode_i64(bytes: &[u8]) -> Option<i64> {
-    Some(i64::from_le_bytes(bytes.try_into().ok()?))
-}
-
 /// A table as statements use it: its definition, its engine trees and its sequences.
 #[derive(Debug)]
 pub struct Table {
@@ -410,6 +378,8 @@ impl Table {
 
 struct CatalogState {
     tables: HashMap<String, Arc<Table>>,
+    /// CREATE SEQUENCE sequences (a column's sequence belongs to its `Table`).
+    sequences: HashMap<String, Arc<Sequence>>,
     /// Bumped by every DDL: prepared statements bound at an older version are bound again.
     version: u64,
 }
@@ -469,10 +439,29 @@ impl Catalog {
         let tree = open_or_create(&db, CATALOG_TREE)?;
         let sequence_tree = open_or_create(&db, SEQUENCE_TREE)?;
         let mut defs = Vec::new();
+        let mut sequences = HashMap::new();
         let txn = db.begin_read_only();
         for row in txn.scan(tree, Bound::Unbounded, Bound::Unbounded)? {
             let (_, value) = row?;
             defs.push(TableDef::decode(&value)?);
+        }
+        for row in txn.scan(sequence_tree, Bound::Unbounded, Bound::Unbounded)? {
+            let (name, value) = row?;
+            let Some(definition) = sequence::decode_definition(&value) else {
+                continue; // a column's sequence
+            };
+            let (options, tree_name) = definition?;
+            let name = String::from_utf8(name)
+                .map_err(|_| SqlError::new(sqlstate::DATA_CORRUPTED, "corrupt sequence name"))?;
+            let tree = db.table(&tree_name)?;
+            let sequence = Sequence::new(
+                name.clone(),
+                options,
+                Some((tree_name, tree)),
+                db.clone(),
+                sequence_tree,
+            );
+            sequences.insert(name, Arc::new(sequence));
         }
         txn.abort();
         let mut catalog = Catalog {
@@ -481,6 +470,7 @@ impl Catalog {
             sequence_tree,
             state: RwLock::new(CatalogState {
                 tables: HashMap::new(),
+                sequences,
                 version: 1,
             }),
             ddl: Mutex::new(()),
@@ -504,15 +494,25 @@ impl Catalog {
             .iter()
             .map(|index| self.db.table(&index.tree))
             .collect::<Result<_, _>>()?;
+        // A reloaded table keeps its sequences: their reserved values stay in one place.
+        let current = self.state.read().tables.get(&def.name).cloned();
         let sequences = (0..def.columns.len())
             .map(|column| {
                 def.columns[column].identity.map(|_| {
-                    Arc::new(Sequence {
-                        name: def.sequence_name(column),
-                        db: self.db.clone(),
-                        tree: self.sequence_tree,
-                        range: Mutex::new((0, 0)),
-                    })
+                    let name = def.sequence_name(column);
+                    let kept = current.as_ref().and_then(|table| {
+                        table.sequences.iter().flatten().find(|s| s.name == name)
+                    });
+                    match kept {
+                        Some(sequence) => sequence.clone(),
+                        None => Arc::new(Sequence::new(
+                            name,
+                            SequenceOptions::for_column(def.columns[column].data_type),
+                            None,
+                            self.db.clone(),
+                            self.sequence_tree,
+                        )),
+                    }
                 })
             })
             .collect();
@@ -538,11 +538,18 @@ impl Catalog {
                     std::iter::once(table.def.tree.clone())
                         .chain(table.def.indexes.iter().map(|index| index.tree.clone()))
                 })
+                .chain(
+                    state
+                        .sequences
+                        .values()
+                        .filter_map(|sequence| Some(sequence.tree.as_ref()?.0.clone())),
+                )
                 .collect()
         };
         for info in self.db.tables() {
             let ours = info.name.starts_with(TABLE_TREE_PREFIX)
-                || info.name.starts_with(INDEX_TREE_PREFIX);
+                || info.name.starts_with(INDEX_TREE_PREFIX)
+                || info.name.starts_with(SEQUENCE_TREE_PREFIX);
             if ours && !referenced.contains(&info.name) {
                 log::warn!(
                     "dropping engine tree {} that no definition names",
@@ -582,6 +589,7 @@ impl Catalog {
     fn relation_exists(&self, name: &str) -> bool {
         let state = self.state.read();
         state.tables.contains_key(name)
+            || state.sequences.contains_key(name)
             || state.tables.values().any(|table| {
                 table.def.indexes.iter().any(|index| index.name == name)
                     || (0..table.def.columns.len()).any(|column| {
@@ -1097,6 +1105,123 @@ impl Catalog {
             .collect::<SqlResult<_>>()?;
         Ok((new_tables, old_trees))
     }
+}
+
+/// Sequences: CREATE SEQUENCE ones live in the catalog state, a column's in its table.
+impl Catalog {
+    /// The sequence of this name (CREATE SEQUENCE or a column's `<table>_<column>_seq`).
+    pub fn sequence(&self, name: &str) -> SqlResult<Arc<Sequence>> {
+        self.sequences()
+            .into_iter()
+            .find(|sequence| sequence.name == name)
+            .ok_or_else(|| undefined_sequence(name))
+    }
+
+    /// Every sequence, CREATE SEQUENCE ones first, each group by name.
+    pub fn sequences(&self) -> Vec<Arc<Sequence>> {
+        let state = self.state.read();
+        let mut own: Vec<Arc<Sequence>> = state.sequences.values().cloned().collect();
+        own.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut columns: Vec<Arc<Sequence>> = state
+            .tables
+            .values()
+            .flat_map(|table| table.sequences.iter().flatten().cloned())
+            .collect();
+        columns.sort_by(|a, b| a.name.cmp(&b.name));
+        own.extend(columns);
+        own
+    }
+
+    /// CREATE SEQUENCE (committed on its own, see the module comment): its engine tree
+    /// first, then its row, then it is published.
+    pub fn create_sequence(
+        &self,
+        name: &str,
+        options: SequenceOptions,
+        if_not_exists: bool,
+    ) -> SqlResult<()> {
+        let _ddl = self.ddl.lock();
+        if self.relation_exists(name) {
+            if if_not_exists {
+                return Ok(());
+            }
+            return Err(duplicate_relation(name));
+        }
+        let (tree_name, tree) = self.fresh_tree(&format!("{SEQUENCE_TREE_PREFIX}{name}"), None)?;
+        let sequence = Sequence::new(
+            name.to_string(),
+            options,
+            Some((tree_name.clone(), tree)),
+            self.db.clone(),
+            self.sequence_tree,
+        );
+        let written = self.write_defs(None, |txn| {
+            let row = sequence.encode(options.start);
+            Ok(txn.put(self.sequence_tree, name.as_bytes(), &row)?)
+        });
+        if let Err(error) = written {
+            self.drop_trees(&[tree_name]);
+            return Err(error);
+        }
+        let mut state = self.state.write();
+        state.sequences.insert(name.to_string(), Arc::new(sequence));
+        state.version += 1;
+        Ok(())
+    }
+
+    /// DROP SEQUENCE (committed on its own). A column's sequence goes with its table only.
+    pub fn drop_sequence(&self, name: &str, if_exists: bool) -> SqlResult<()> {
+        let _ddl = self.ddl.lock();
+        let Some(sequence) = self.state.read().sequences.get(name).cloned() else {
+            if let Ok(sequence) = self.sequence(name) {
+                let owner = self.state.read().tables.values().find_map(|table| {
+                    let column = table
+                        .sequences
+                        .iter()
+                        .position(|s| s.as_ref().is_some_and(|s| Arc::ptr_eq(s, &sequence)))?;
+                    Some((
+                        table.def.name.clone(),
+                        table.def.columns[column].name.clone(),
+                    ))
+                });
+                let (table, column) = owner.unwrap_or_default();
+                return Err(SqlError::new(
+                    sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+                    format!(
+                        "cannot drop sequence {name} because column {column} of table {table} \
+                         requires it"
+                    ),
+                ));
+            }
+            if if_exists {
+                return Ok(());
+            }
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_TABLE,
+                format!("sequence \"{name}\" does not exist"),
+            ));
+        };
+        self.write_defs(None, |txn| {
+            txn.delete(self.sequence_tree, name.as_bytes())?;
+            Ok(())
+        })?;
+        {
+            let mut state = self.state.write();
+            state.sequences.remove(name);
+            state.version += 1;
+        }
+        if let Some((tree_name, _)) = &sequence.tree {
+            self.drop_trees(std::slice::from_ref(tree_name));
+        }
+        Ok(())
+    }
+}
+
+fn undefined_sequence(name: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::UNDEFINED_TABLE,
+        format!("relation \"{name}\" does not exist"),
+    )
 }
 
 /// The primary key of a row of `def` (which has one), checking its columns are not NULL.

@@ -55,6 +55,7 @@ pub mod sqlstate {
     pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
     pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
+    pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
     pub const INTERNAL_ERROR: &str = "XX000";
     /// Not PostgreSQL's: a statement of a session in deferred-wait mode
     /// (`Session::set_defer_waits`) that would have waited; it was undone and the server

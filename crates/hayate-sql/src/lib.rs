@@ -19,6 +19,7 @@ pub mod error;
 pub mod exec;
 pub mod interrupt;
 pub mod plan;
+pub mod sequence;
 pub mod session;
 pub mod system;
 pub mod table_lock;

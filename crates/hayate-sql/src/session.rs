@@ -110,6 +110,8 @@ pub struct Session {
     work_mem_bytes: usize,
     /// The commit a statement started in deferred-wait mode, for the caller to finish.
     pending_commit: Option<PendingCommit>,
+    /// currval/lastval of this session.
+    sequences: crate::sequence::SessionSequences,
 }
 
 static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -218,6 +220,7 @@ impl Session {
             pending_commit: None,
             read_committed_default: true,
             work_mem_bytes: 0,
+            sequences: Default::default(),
         }
         .with_settings_read()
     }
@@ -706,6 +709,7 @@ impl Session {
                     user_name: &self.user,
                     transaction_timestamp: crate::types::datetime::now_micros(),
                     subqueries: None,
+                    sequences: Some(&self.sequences),
                 };
                 let value = fill.eval(&[], &context)?.cast(column.data_type)?;
                 Rebuild::AddColumn(column.clone(), value)
@@ -774,6 +778,7 @@ impl Session {
                 user_name: &self.user,
                 transaction_timestamp,
                 subqueries: None,
+                sequences: Some(&self.sequences),
             },
         };
         match &mut self.state {
@@ -991,6 +996,7 @@ impl Session {
             user_name: &self.user,
             transaction_timestamp: crate::types::datetime::now_micros(),
             subqueries: None,
+            sequences: Some(&self.sequences),
         };
         let params = arguments
             .iter()

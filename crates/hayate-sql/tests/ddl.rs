@@ -535,3 +535,60 @@ fn large_tables_rebuild_in_batches() {
         vec![99]
     );
 }
+
+/// INSERT ... SELECT ... ON CONFLICT, as PostgreSQL: DO NOTHING keeps the first of several
+/// proposed rows with one key, DO UPDATE fails (21000) when it would change a row twice.
+#[test]
+fn insert_select_on_conflict_with_duplicates_in_the_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = open(dir.path());
+    run(&mut session, "CREATE TABLE k (id int4 PRIMARY KEY, v text)");
+    run(&mut session, "INSERT INTO k VALUES (1, 'old')");
+    let inserted = run(
+        &mut session,
+        "INSERT INTO k SELECT g % 3, 'x' || g FROM generate_series(1, 6) g ON CONFLICT DO NOTHING",
+    );
+    assert_eq!(tag(inserted), "INSERT 0 2");
+    let table = |session: &mut Session| {
+        rows(session, "SELECT id, v FROM k ORDER BY id")
+            .into_iter()
+            .map(|row| format!("{:?}", row))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        table(&mut session),
+        "[Int(0), Text(\"x3\")] [Int(1), Text(\"old\")] [Int(2), Text(\"x2\")]"
+    );
+    // DO UPDATE of a row twice in one statement, from a query or from VALUES: 21000, and
+    // the statement changes nothing.
+    let error = try_run(
+        &mut session,
+        "INSERT INTO k SELECT g % 2, 'y' FROM generate_series(1, 3) g \
+         ON CONFLICT (id) DO UPDATE SET v = excluded.v",
+    )
+    .unwrap_err();
+    assert_eq!(error.code, "21000", "{error}");
+    let error = try_run(
+        &mut session,
+        "INSERT INTO k VALUES (5, 'a'), (5, 'b') ON CONFLICT (id) DO UPDATE SET v = excluded.v",
+    )
+    .unwrap_err();
+    assert_eq!(error.code, "21000", "{error}");
+    assert_eq!(
+        table(&mut session),
+        "[Int(0), Text(\"x3\")] [Int(1), Text(\"old\")] [Int(2), Text(\"x2\")]"
+    );
+    // Each row once: updates and inserts, RETURNING what was written.
+    let returned = ints(
+        &mut session,
+        "INSERT INTO k SELECT g, 'u' || g FROM generate_series(0, 3) g \
+         ON CONFLICT (id) DO UPDATE SET v = excluded.v || k.v RETURNING id",
+    );
+    assert_eq!(returned, vec![0, 1, 2, 3]);
+    assert_eq!(
+        table(&mut session),
+        "[Int(0), Text(\"u0x3\")] [Int(1), Text(\"u1old\")] [Int(2), Text(\"u2x2\")] \
+         [Int(3), Text(\"u3\")]"
+    );
+}

@@ -554,3 +554,46 @@ fn command(session: &mut Session, sql: &str) {
     let outcome = session.execute_sql(sql).pop().unwrap();
     outcome.unwrap_or_else(|error| panic!("{sql}: {error}"));
 }
+
+/// `||` with one text operand and one of another type is PostgreSQL's text || anynonarray:
+/// the other operand as text, NULL if either is NULL.
+#[test]
+fn concatenation_with_non_text_operands() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session(dir.path());
+    assert_eq!(
+        query(
+            &mut session,
+            "SELECT 'a' || 1, 1 || 'a', 'a' || NULL::int4, 'a' || 1.5, 'x' || true, \
+             'd' || DATE '2020-01-01'"
+        ),
+        vec![vec![
+            text("a1"),
+            text("1a"),
+            NULL,
+            text("a1.5"),
+            text("xtrue"),
+            text("d2020-01-01")
+        ]]
+    );
+    assert_eq!(
+        query(&mut session, "SELECT name || x FROM a ORDER BY id"),
+        vec![
+            vec![text("one10")],
+            vec![text("two20")],
+            vec![NULL],
+            vec![text("four20")]
+        ]
+    );
+    assert_eq!(
+        query(
+            &mut session,
+            "SELECT 'id=' || id || ', x=' || x FROM a WHERE id = 1"
+        ),
+        vec![vec![text("id=1, x=10")]]
+    );
+    assert_eq!(
+        query(&mut session, "SELECT x || '-' || name FROM a WHERE id = 2"),
+        vec![vec![text("20-two")]]
+    );
+}

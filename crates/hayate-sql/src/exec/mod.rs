@@ -99,6 +99,26 @@ impl Executor<'_> {
                 returning,
             } => self.update(read, assignments, returning.as_ref(), txn),
             Plan::Delete { read, returning } => self.delete(read, returning.as_ref(), txn),
+            // Sequences are not transactional: these commit on their own (`catalog`).
+            Plan::CreateSequence {
+                name,
+                options,
+                if_not_exists,
+            } => {
+                self.catalog
+                    .create_sequence(name, *options, *if_not_exists)?;
+                Ok(Outcome::Command {
+                    tag: "CREATE SEQUENCE".into(),
+                })
+            }
+            Plan::DropSequence { names, if_exists } => {
+                for name in names {
+                    self.catalog.drop_sequence(name, *if_exists)?;
+                }
+                Ok(Outcome::Command {
+                    tag: "DROP SEQUENCE".into(),
+                })
+            }
             other => unreachable!("not a data statement: {other:?}"),
         }
     }
@@ -231,25 +251,58 @@ impl Executor<'_> {
     /// result), so a generate_series of a million rows streams into the table.
     fn insert_select(&self, insert: &InsertSelect, txn: &mut Transaction) -> SqlResult<Outcome> {
         let table = &insert.table;
-        let defaults = self.project(&insert.defaults, &[])?;
+        // Defaults such as nextval() take a new value per row; the others are computed once.
+        let per_row: Vec<usize> = (0..insert.defaults.len())
+            .filter(|column| {
+                !insert.targets.contains(column) && !insert.defaults[*column].is_constant()
+            })
+            .collect();
+        let defaults = (0..insert.defaults.len())
+            .map(|column| match per_row.contains(&column) {
+                true => Ok(Value::Null),
+                false => insert.defaults[column].eval(&[], &self.context),
+            })
+            .collect::<SqlResult<Vec<Value>>>()?;
         // The query's rows first go through a buffer so that reading and writing never hold
         // the transaction at once (the query may read the table it inserts into).
         const BATCH: usize = 1024;
         let mut returned = Vec::new();
         let mut count = 0usize;
         let mut batch: Vec<Vec<Value>> = Vec::with_capacity(BATCH);
+        let mut touched = std::collections::HashSet::new();
         let run = Run::new(self, txn);
         let mut flush = |batch: &mut Vec<Vec<Value>>, run: &Run| -> SqlResult<()> {
             for values in batch.drain(..) {
                 let mut full = defaults.clone();
+                for column in &per_row {
+                    full[*column] = insert.defaults[*column].eval(&[], &self.context)?;
+                }
                 for (value, column) in values.into_iter().zip(&insert.targets) {
                     full[*column] = value;
                 }
                 let full = self.conform(table, full)?;
                 let mut txn = run.txn.borrow_mut();
-                self.insert_row(table, &full, &mut txn)?;
+                let written = match &insert.on_conflict {
+                    None => {
+                        self.insert_row(table, &full, &mut txn)?;
+                        full
+                    }
+                    Some(on_conflict) => {
+                        let outcome = self.insert_on_conflict(
+                            table,
+                            full,
+                            on_conflict,
+                            &mut touched,
+                            &mut txn,
+                        );
+                        match outcome? {
+                            Some(row) => row,
+                            None => continue,
+                        }
+                    }
+                };
                 if let Some(returning) = &insert.returning {
-                    returned.push(self.project(&returning.projection, &full)?);
+                    returned.push(self.project(&returning.projection, &written)?);
                 }
                 count += 1;
             }
@@ -304,7 +357,13 @@ impl Executor<'_> {
         table.row_key(self.db, values)
     }
 
-    fn insert_row(&self, table: &Table, values: &[Value], txn: &mut Transaction) -> SqlResult<()> {
+    /// Inserts a row with its index entries; returns its engine key.
+    fn insert_row(
+        &self,
+        table: &Table,
+        values: &[Value],
+        txn: &mut Transaction,
+    ) -> SqlResult<Vec<u8>> {
         let key = self.row_key(table, values)?;
         let encoded = row::encode(values, &table.def.types())?;
         txn.insert(table.tree, &key, &encoded)
@@ -312,7 +371,8 @@ impl Executor<'_> {
                 hayate_engine::Error::DuplicateKey => duplicate_key(table, values),
                 other => other.into(),
             })?;
-        index::add_entries(table, values, &key, None, txn)
+        index::add_entries(table, values, &key, None, txn)?;
+        Ok(key)
     }
 
     fn update(

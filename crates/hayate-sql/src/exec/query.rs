@@ -56,6 +56,7 @@ impl<'r, 'e> Run<'r, 'e> {
             user_name: self.exec.context.user_name,
             transaction_timestamp: self.exec.context.transaction_timestamp,
             subqueries: Some(self),
+            sequences: self.exec.context.sequences,
         }
     }
 

@@ -2,6 +2,7 @@
 //! of a row with its index entries (UPDATE, ON CONFLICT DO UPDATE), TRUNCATE inside a
 //! transaction block.
 
+use std::collections::HashSet;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -28,11 +29,13 @@ impl Executor<'_> {
     ) -> SqlResult<Outcome> {
         let mut returned = Vec::new();
         let mut count = 0;
+        let mut touched = HashSet::new();
         for (position, exprs) in rows.iter().enumerate() {
             let mut values = self.project(exprs, &[])?;
             for fill in sequences {
                 if fill.rows[position] {
-                    values[fill.column] = Value::Int(fill.sequence.next_value()?);
+                    values[fill.column] =
+                        Value::Int(fill.sequence.next_value(self.context.sequences)?);
                 }
             }
             let values = self.conform(table, values)?;
@@ -41,7 +44,9 @@ impl Executor<'_> {
                     self.insert_row(table, &values, txn)?;
                     Some(values)
                 }
-                Some(on_conflict) => self.insert_on_conflict(table, values, on_conflict, txn)?,
+                Some(on_conflict) => {
+                    self.insert_on_conflict(table, values, on_conflict, &mut touched, txn)?
+                }
             };
             if let Some(row) = written {
                 count += 1;
@@ -54,14 +59,19 @@ impl Executor<'_> {
     }
 
     /// Inserts a row unless it conflicts on an arbiter; then does the conflict action.
-    /// Returns the row written (None: nothing was).
-    fn insert_on_conflict(
+    /// Returns the row written (None: nothing was). A conflict with a row the statement
+    /// wrote before is one too: DO NOTHING skips the row (the first one proposed wins), DO
+    /// UPDATE fails with 21000, as in PostgreSQL. `touched`: the engine keys of the rows
+    /// the statement inserted or updated (kept only for DO UPDATE).
+    pub(super) fn insert_on_conflict(
         &self,
         table: &Table,
         values: Vec<Value>,
         on_conflict: &OnConflict,
+        touched: &mut HashSet<Vec<u8>>,
         txn: &mut Transaction,
     ) -> SqlResult<Option<Vec<Value>>> {
+        let updating = matches!(on_conflict.action, ConflictAction::Update { .. });
         let mut existing = None;
         for arbiter in &on_conflict.arbiters {
             existing = match arbiter {
@@ -76,7 +86,10 @@ impl Executor<'_> {
             }
         }
         let Some(key) = existing else {
-            self.insert_row(table, &values, txn)?;
+            let key = self.insert_row(table, &values, txn)?;
+            if updating {
+                touched.insert(key);
+            }
             return Ok(Some(values));
         };
         let ConflictAction::Update {
@@ -86,6 +99,16 @@ impl Executor<'_> {
         else {
             return Ok(None);
         };
+        if touched.contains(&key) {
+            return Err(SqlError::new(
+                sqlstate::CARDINALITY_VIOLATION,
+                "ON CONFLICT DO UPDATE command cannot affect row a second time",
+            )
+            .with_detail(
+                "Ensure that no rows proposed for insertion within the same command have \
+                 duplicate constrained values.",
+            ));
+        }
         let raw = txn.get_for_update(table.tree, &key)?.ok_or_else(|| {
             SqlError::new(
                 sqlstate::SERIALIZATION_FAILURE,
@@ -106,6 +129,11 @@ impl Executor<'_> {
         }
         let new = self.conform(table, new)?;
         self.replace_row(table, &key, &old, &new, txn)?;
+        let new_key = match table.has_row_id() {
+            true => key,
+            false => self.row_key(table, &new)?,
+        };
+        touched.insert(new_key);
         Ok(Some(new))
     }
 

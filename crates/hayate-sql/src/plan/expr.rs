@@ -205,6 +205,8 @@ pub struct EvalContext<'a> {
     pub transaction_timestamp: i64,
     /// None outside the executor's query path (a subquery is then an error).
     pub subqueries: Option<&'a dyn SubqueryRunner>,
+    /// The session's currval/lastval (None: nextval notes nothing, currval fails).
+    pub sequences: Option<&'a crate::sequence::SessionSequences>,
 }
 
 impl<'a> EvalContext<'a> {
@@ -462,9 +464,9 @@ pub(crate) fn eval_binary(
         return Ok(Value::Bool(result));
     }
     match (op, left, right) {
-        (BinaryOp::Concat, left, right) => Ok(Value::Text(
-            left.to_text().unwrap_or_default() + &right.to_text().unwrap_or_default(),
-        )),
+        (BinaryOp::Concat, left, right) => {
+            Ok(Value::Text(concat_text(&left) + &concat_text(&right)))
+        }
         (BinaryOp::Like | BinaryOp::NotLike, Value::Text(text), Value::Text(pattern)) => {
             let matched = like(text.as_bytes(), pattern.as_bytes());
             Ok(Value::Bool(matched == (op == BinaryOp::Like)))
@@ -590,6 +592,14 @@ fn division_by_zero() -> SqlError {
 }
 
 /// SQL LIKE with `%` and `_` (and `\` escaping the next character), on bytes.
+/// An operand of `||` as its cast to text shows it (a bool is `true`, not `t`).
+fn concat_text(value: &Value) -> String {
+    match value {
+        Value::Bool(v) => v.to_string(),
+        other => other.to_text().unwrap_or_default(),
+    }
+}
+
 fn like(text: &[u8], pattern: &[u8]) -> bool {
     match pattern.first() {
         None => text.is_empty(),

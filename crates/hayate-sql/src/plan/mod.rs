@@ -393,6 +393,7 @@ pub struct InsertSelect {
     /// One expression per table column (used for columns not in `targets`).
     pub defaults: Vec<Expr>,
     pub returning: Option<Returning>,
+    pub on_conflict: Option<write::OnConflict>,
 }
 
 /// RETURNING: expressions over the written row.
@@ -443,6 +444,17 @@ pub enum Plan {
         if_not_exists: bool,
     },
     DropIndex {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    /// CREATE SEQUENCE: committed on its own, also inside a transaction block.
+    CreateSequence {
+        name: String,
+        options: crate::sequence::SequenceOptions,
+        if_not_exists: bool,
+    },
+    /// DROP SEQUENCE: committed on its own, also inside a transaction block.
+    DropSequence {
         names: Vec<String>,
         if_exists: bool,
     },

@@ -13,7 +13,7 @@ use sqlparser::ast;
 
 use super::pg_types::{format_type, type_oid_by_name};
 use super::{array, Snapshot, OWNER_ROLE_OID, PUBLIC_SCHEMA};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Sequence};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::bind::{ident_name, Binder};
 use crate::plan::expr::{truth, BinaryOp, EvalContext, Expr};
@@ -57,6 +57,10 @@ pub const NAMES: &[&str] = &[
     "pg_get_triggerdef",
     "pg_get_serial_sequence",
     "pg_is_in_recovery",
+    "nextval",
+    "currval",
+    "setval",
+    "lastval",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +109,12 @@ pub enum Function {
     RegTypeOid,
     /// 'pg_catalog.f'::regproc: the function's name.
     RegProcName,
+    /// nextval(sequence), currval(sequence), setval(sequence, value [, is_called]),
+    /// lastval() (`crate::sequence`).
+    NextVal,
+    CurrVal,
+    SetVal,
+    LastVal,
 }
 
 /// A bound call of a system function.
@@ -115,6 +125,8 @@ pub struct Call {
     snapshot: Arc<Snapshot>,
     /// The compiled pattern of a regex match whose pattern is a constant.
     regex: Option<Arc<Regex>>,
+    /// The sequence of a sequence function whose argument is a constant.
+    sequence: Option<Arc<Sequence>>,
 }
 
 impl std::fmt::Debug for Call {
@@ -138,6 +150,7 @@ fn call(function: Function, args: Vec<Expr>, catalog: &Catalog) -> Expr {
         args,
         snapshot: Arc::new(Snapshot::of(catalog)),
         regex: None,
+        sequence: None,
     }))
 }
 
@@ -187,6 +200,10 @@ pub fn bind_function(
         "to_regclass" => (F::ToRegClass, DataType::Int8, &[1]),
         "pg_relation_is_publishable" => (F::RelationIsPublishable, DataType::Bool, &[1]),
         "pg_is_in_recovery" => (F::IsInRecovery, DataType::Bool, &[0]),
+        "nextval" => (F::NextVal, DataType::Int8, &[1]),
+        "currval" => (F::CurrVal, DataType::Int8, &[1]),
+        "setval" => (F::SetVal, DataType::Int8, &[2, 3]),
+        "lastval" => (F::LastVal, DataType::Int8, &[0]),
         "_pg_expandarray" => {
             return Err(SqlError::unsupported(
                 "information_schema._pg_expandarray (a set-returning function of records)",
@@ -203,7 +220,66 @@ pub fn bind_function(
             ),
         ));
     }
+    if matches!(function, F::NextVal | F::CurrVal | F::SetVal) {
+        return Ok((
+            bind_sequence_call(function, args, types, catalog)?,
+            data_type,
+        ));
+    }
     Ok((call(function, args, catalog), data_type))
+}
+
+/// A sequence function: a constant sequence argument (a name, or the oid 's'::regclass
+/// gives) is looked up now, as PostgreSQL does when it parses the call; the other
+/// arguments are cast to bigint and bool.
+fn bind_sequence_call(
+    function: Function,
+    mut args: Vec<Expr>,
+    types: &[DataType],
+    catalog: &Catalog,
+) -> SqlResult<Expr> {
+    let snapshot = Arc::new(Snapshot::of(catalog));
+    let sequence = match &args[0] {
+        Expr::Literal(Value::Null) => None,
+        Expr::Literal(argument) => Some(
+            snapshot
+                .sequence(argument)
+                .map(|info| info.sequence.clone())
+                .ok_or_else(|| undefined_relation(argument))?,
+        ),
+        _ => None,
+    };
+    for (position, target) in [(1, DataType::Int8), (2, DataType::Bool)] {
+        if let (Some(arg), Some(from)) = (args.get_mut(position), types.get(position)) {
+            if *from != target {
+                let inner = std::mem::replace(arg, Expr::Literal(Value::Null));
+                *arg = match inner {
+                    Expr::Literal(value) => Expr::Literal(value.cast(target)?),
+                    other => Expr::Cast {
+                        expr: Box::new(other),
+                        to: target,
+                    },
+                };
+            }
+        }
+    }
+    Ok(Expr::System(Box::new(Call {
+        function,
+        args,
+        snapshot,
+        regex: None,
+        sequence,
+    })))
+}
+
+fn undefined_relation(argument: &Value) -> SqlError {
+    SqlError::new(
+        sqlstate::UNDEFINED_TABLE,
+        format!(
+            "relation \"{}\" does not exist",
+            argument.to_text().unwrap_or_default()
+        ),
+    )
 }
 
 /// Binds the operators the binder does not know: the regex matches (`~`, `!~`, `~*`, `!~*`,
@@ -271,6 +347,7 @@ pub fn bind_operator(
         args: vec![text, pattern],
         snapshot: Arc::new(Snapshot::of(catalog)),
         regex,
+        sequence: None,
     }));
     Ok((expr, DataType::Bool))
 }
@@ -370,6 +447,7 @@ pub fn bind_cast(
                         user_name: "",
                         transaction_timestamp: 0,
                         subqueries: None,
+                        sequences: None,
                     },
                 )?;
                 return Ok((Expr::Literal(value), result));
@@ -527,7 +605,48 @@ fn array_of(value: &Value) -> SqlResult<Vec<Option<String>>> {
 
 impl Call {
     pub fn is_constant(&self) -> bool {
-        self.args.iter().all(Expr::is_constant)
+        let volatile = matches!(
+            self.function,
+            Function::NextVal | Function::CurrVal | Function::SetVal | Function::LastVal
+        );
+        !volatile && self.args.iter().all(Expr::is_constant)
+    }
+
+    /// nextval, currval, setval and lastval (NULL arguments give NULL, as the functions are
+    /// strict in PostgreSQL).
+    fn eval_sequence(&self, values: &[Value], context: &EvalContext) -> SqlResult<Value> {
+        let no_session = || SqlError::unsupported("sequence functions outside a session");
+        if self.function == Function::LastVal {
+            return Ok(Value::Int(
+                context.sequences.ok_or_else(no_session)?.last()?,
+            ));
+        }
+        if values.iter().any(Value::is_null) {
+            return Ok(Value::Null);
+        }
+        let sequence = match &self.sequence {
+            Some(sequence) => sequence.clone(),
+            None => self
+                .snapshot
+                .sequence(&values[0])
+                .map(|info| info.sequence.clone())
+                .ok_or_else(|| undefined_relation(&values[0]))?,
+        };
+        let value = match self.function {
+            Function::NextVal => sequence.next_value(context.sequences)?,
+            Function::CurrVal => context
+                .sequences
+                .ok_or_else(no_session)?
+                .current(&sequence.name)?,
+            _ => {
+                let Value::Int(value) = values[1] else {
+                    return Err(SqlError::mismatch("setval takes a bigint value"));
+                };
+                let is_called = values.get(2).map(truth).transpose()?.unwrap_or(true);
+                sequence.set_value(value, is_called, context.sequences)?
+            }
+        };
+        Ok(Value::Int(value))
     }
 
     pub fn eval(&self, row: &[Value], context: &EvalContext) -> SqlResult<Value> {
@@ -541,11 +660,18 @@ impl Call {
             }
             return else_value[0].eval(row, context);
         }
+        let sequence_function = matches!(
+            self.function,
+            F::NextVal | F::CurrVal | F::SetVal | F::LastVal
+        );
         let values: Vec<Value> = self
             .args
             .iter()
             .map(|arg| arg.eval(row, context))
             .collect::<SqlResult<_>>()?;
+        if sequence_function {
+            return self.eval_sequence(&values, context);
+        }
         let snapshot = &self.snapshot;
         let text = |value: &str| Ok(Value::Text(value.to_string()));
         match self.function {
@@ -783,7 +909,16 @@ impl Call {
                         .to_string(),
                 ))
             }
-            F::True | F::Null | F::IsInRecovery | F::ArrayLiteral | F::CurrentSchemas | F::Case => {
+            F::True
+            | F::Null
+            | F::IsInRecovery
+            | F::ArrayLiteral
+            | F::CurrentSchemas
+            | F::Case
+            | F::NextVal
+            | F::CurrVal
+            | F::SetVal
+            | F::LastVal => {
                 unreachable!("handled above")
             }
         }

@@ -13,7 +13,9 @@
 //!   primary key constraint `oid + 3`;
 //! - a secondary index with its own tree id `k` has oid `16384 + 4k` too (and `+ 3` for the
 //!   constraint of a UNIQUE constraint);
-//! - a column DEFAULT (pg_attrdef) has oid `table oid << 16 | attnum`;
+//! - a column DEFAULT (pg_attrdef) has oid `table oid << 16 | attnum`, the sequence of a
+//!   SERIAL/identity column `table oid << 16 | 0x8000 | attnum`;
+//! - a CREATE SEQUENCE sequence has the oid of its (empty) engine tree, `16384 + 4k`;
 //! - the system tables, built-in types, namespaces, the one role (oid 10) and the one
 //!   database (oid 5, PostgreSQL's `postgres`) use PostgreSQL's own oids, so drivers that
 //!   know them by number (JDBC's type cache) see the numbers they expect.
@@ -33,7 +35,7 @@ use std::sync::Arc;
 
 use sqlparser::ast;
 
-use crate::catalog::{Catalog, ColumnDef, Table, TableDef};
+use crate::catalog::{Catalog, ColumnDef, Sequence, Table, TableDef};
 use crate::error::SqlResult;
 use crate::plan::bind::ident_name;
 use crate::plan::{Access, OutputColumn};
@@ -162,11 +164,20 @@ pub fn tree_oid(tree: u32) -> i64 {
     FIRST_USER_OID + 4 * tree as i64
 }
 
+/// A sequence with its oid; `owner`: the (table oid, attnum) of a SERIAL/identity column's.
+#[derive(Debug, Clone)]
+pub struct SequenceInfo {
+    pub oid: i64,
+    pub sequence: Arc<Sequence>,
+    pub owner: Option<(i64, i64)>,
+}
+
 /// The catalog as the system tables and functions see it, taken when a statement is bound
 /// (DDL re-binds prepared statements, so it is never stale for a statement that runs).
 #[derive(Debug, Default)]
 pub struct Snapshot {
     pub tables: Vec<UserTable>,
+    pub sequences: Vec<SequenceInfo>,
 }
 
 impl Snapshot {
@@ -195,7 +206,47 @@ impl Snapshot {
                 indexes,
             });
         }
-        Snapshot { tables }
+        let mut sequences = Vec::new();
+        for sequence in catalog.sequences() {
+            let owner = tables.iter().find_map(|table| {
+                let column = table.table.sequences.iter().position(|column| {
+                    column
+                        .as_ref()
+                        .is_some_and(|column| Arc::ptr_eq(column, &sequence))
+                })?;
+                Some((table.oid, column as i64 + 1))
+            });
+            let oid = match (&sequence.tree, owner) {
+                (Some((_, tree)), _) => tree_oid(*tree),
+                (None, Some((table, attnum))) => table << 16 | 0x8000 | attnum,
+                (None, None) => continue, // its table is being replaced right now
+            };
+            sequences.push(SequenceInfo {
+                oid,
+                sequence,
+                owner,
+            });
+        }
+        Snapshot { tables, sequences }
+    }
+
+    /// The sequence a nextval/currval/setval argument names: its oid ('s'::regclass) or
+    /// its name, maybe schema-qualified.
+    pub fn sequence(&self, argument: &Value) -> Option<&SequenceInfo> {
+        match argument {
+            Value::Int(oid) => self.sequences.iter().find(|info| info.oid == *oid),
+            other => {
+                let text = other.to_text()?;
+                let name = match split_qualified(&text).as_slice() {
+                    [name] => name.clone(),
+                    [schema, name] if schema == PUBLIC_SCHEMA => name.clone(),
+                    _ => return None,
+                };
+                self.sequences
+                    .iter()
+                    .find(|info| info.sequence.name == name)
+            }
+        }
     }
 
     pub fn table_by_oid(&self, oid: i64) -> Option<&UserTable> {
@@ -227,6 +278,9 @@ impl Snapshot {
         if let Some((_, index)) = self.index_by_oid(oid) {
             return Some((PUBLIC_SCHEMA, index.name.clone()));
         }
+        if let Some(info) = self.sequences.iter().find(|info| info.oid == oid) {
+            return Some((PUBLIC_SCHEMA, info.sequence.name.clone()));
+        }
         all_tables()
             .find(|table| table.oid == oid)
             .map(|table| (table.schema, table.name.to_string()))
@@ -255,7 +309,11 @@ impl Snapshot {
                     return Some(index.oid);
                 }
             }
-            return None;
+            return self
+                .sequences
+                .iter()
+                .find(|info| info.sequence.name == name)
+                .map(|info| info.oid);
         }
         lookup(schema, name).map(|table| table.oid)
     }

@@ -9,6 +9,7 @@ use super::{
     DEFAULT_COLLATION_OID, HEAP_AM_OID, INFORMATION_SCHEMA_NAMESPACE_OID, OWNER_ROLE_OID,
     PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA,
 };
+use crate::catalog::Identity;
 use crate::types::{DataType, Value};
 
 const OID: DataType = DataType::Int8;
@@ -581,6 +582,17 @@ fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
             ));
         }
     }
+    for info in &snapshot.sequences {
+        rows.push(class_row(
+            info.oid,
+            &info.sequence.name,
+            PUBLIC_NAMESPACE_OID,
+            0,
+            "S",
+            3,
+            false,
+        ));
+    }
     for system in all_tables() {
         let kind = if system.oid >= 12000 { "v" } else { "r" };
         rows.push(class_row(
@@ -632,6 +644,7 @@ fn attribute_row(
     number: usize,
     not_null: bool,
     has_default: bool,
+    identity: &str,
 ) -> Vec<Value> {
     let (type_oid, typmod) = type_of(data_type);
     let builtin = builtin_types().into_iter().find(|t| t.oid == type_oid);
@@ -660,7 +673,7 @@ fn attribute_row(
         bool(not_null),
         bool(has_default),
         bool(false),
-        text(""),
+        text(identity),
         text(""),
         bool(false),
         bool(true),
@@ -676,15 +689,22 @@ fn attribute_row(
 fn pg_attribute(snapshot: &Snapshot, _: &SessionNames) -> Rows {
     let mut rows = Vec::new();
     for table in &snapshot.tables {
-        let columns = &table.table.def.columns;
+        let def = &table.table.def;
+        let columns = &def.columns;
         for (position, column) in columns.iter().enumerate() {
+            let identity = match column.identity {
+                Some(Identity::Always) => "a",
+                Some(Identity::ByDefault) => "d",
+                _ => "",
+            };
             rows.push(attribute_row(
                 table.oid,
                 &column.name,
                 column.data_type,
                 position + 1,
                 column.not_null,
-                column.default.is_some(),
+                def.default_text(position).is_some(),
+                identity,
             ));
         }
         for index in &table.indexes {
@@ -697,6 +717,7 @@ fn pg_attribute(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                     position + 1,
                     false,
                     false,
+                    "",
                 ));
             }
         }
@@ -710,6 +731,7 @@ fn pg_attribute(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 position + 1,
                 false,
                 false,
+                "",
             ));
         }
     }
@@ -963,8 +985,8 @@ fn pg_constraint(snapshot: &Snapshot, _: &SessionNames) -> Rows {
 fn pg_attrdef(snapshot: &Snapshot, _: &SessionNames) -> Rows {
     let mut rows = Vec::new();
     for table in &snapshot.tables {
-        for (position, column) in table.table.def.columns.iter().enumerate() {
-            if let Some(default) = &column.default {
+        for position in 0..table.table.def.columns.len() {
+            if let Some(default) = &table.table.def.default_text(position) {
                 let number = position as i64 + 1;
                 rows.push(vec![
                     oid(table.oid << 16 | number),
@@ -1195,7 +1217,11 @@ fn information_schema_columns(snapshot: &Snapshot, names: &SessionNames) -> Rows
                 text(table.name()),
                 text(&column.name),
                 int(position as i64 + 1),
-                column.default.as_deref().map_or(NULL, text),
+                table
+                    .table
+                    .def
+                    .default_text(position)
+                    .map_or(NULL, |d| text(&d)),
                 text(if column.not_null { "NO" } else { "YES" }),
                 text(column.data_type.name()),
                 length,

@@ -597,14 +597,20 @@ impl Binder<'_> {
             let right = self.bind_typed(right, DataType::Bool)?;
             return Ok((binary(op, left, right, DataType::Bool), DataType::Bool));
         }
-        // Bind the side with a type of its own first; it types the other side.
+        // Bind the side with a type of its own first; it types the other side. `||` with a
+        // non-text operand is PostgreSQL's text || anynonarray: the untyped side is text
+        // (bytea || bytea stays bytea's).
+        let hint = |typed: DataType| match op {
+            BinaryOp::Concat if typed != DataType::Bytea => DataType::Text,
+            _ => typed,
+        };
         let (left, left_type, right, right_type) = if untyped(left) && !untyped(right) {
             let (r, rt) = self.bind_expr(right, None)?;
-            let (l, lt) = self.bind_expr(left, Some(rt))?;
+            let (l, lt) = self.bind_expr(left, Some(hint(rt)))?;
             (l, lt, r, rt)
         } else {
             let (l, lt) = self.bind_expr(left, None)?;
-            let (r, rt) = self.bind_expr(right, Some(lt))?;
+            let (r, rt) = self.bind_expr(right, Some(hint(lt)))?;
             (l, lt, r, rt)
         };
         let result_type = result_type(op, left_type, right_type)?;

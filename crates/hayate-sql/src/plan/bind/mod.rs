@@ -7,6 +7,7 @@ mod from;
 mod functions;
 mod query;
 mod scope;
+mod sequence;
 mod window;
 mod write;
 
@@ -156,6 +157,20 @@ impl<'a> Binder<'a> {
             Statement::Delete(delete) => self.bind_delete(delete),
             Statement::CreateTable(create) => self.bind_create_table(create),
             Statement::CreateIndex(create) => self.bind_create_index(create),
+            Statement::CreateSequence {
+                temporary: false,
+                if_not_exists,
+                name,
+                data_type,
+                sequence_options,
+                owned_by,
+            } => self.bind_create_sequence(
+                *if_not_exists,
+                name,
+                data_type.as_ref(),
+                sequence_options,
+                owned_by.as_ref(),
+            ),
             Statement::AlterTable(alter) => self.bind_alter_table(alter),
             Statement::Truncate(truncate) => self.bind_truncate(truncate),
             Statement::Drop {
@@ -169,6 +184,7 @@ impl<'a> Binder<'a> {
                 match object_type {
                     ast::ObjectType::Table => Ok(Plan::DropTable { names, if_exists }),
                     ast::ObjectType::Index => Ok(Plan::DropIndex { names, if_exists }),
+                    ast::ObjectType::Sequence => Ok(Plan::DropSequence { names, if_exists }),
                     other => Err(SqlError::unsupported(format!("DROP {other}"))),
                 }
             }
@@ -295,6 +311,7 @@ impl<'a> Binder<'a> {
                 implicit,
                 source,
                 insert.returning.as_deref(),
+                insert.on.as_ref(),
             );
         };
         let mut rows = Vec::with_capacity(values.rows.len());
@@ -352,6 +369,7 @@ impl<'a> Binder<'a> {
         implicit: bool,
         source: &ast::Query,
         returning: Option<&[SelectItem]>,
+        on: Option<&ast::OnInsert>,
     ) -> SqlResult<Plan> {
         let query = self.bind_query(source)?;
         if implicit && query.columns.len() < targets.len() {
@@ -382,13 +400,23 @@ impl<'a> Binder<'a> {
                 )));
             }
         }
+        for target in &targets {
+            self.check_identity_value(&table.def, *target)?;
+        }
         let mut defaults = Vec::with_capacity(table.def.columns.len());
-        for column in &table.def.columns {
-            defaults.push(match &column.default {
-                Some(default) => self.bind_default(default, column.data_type)?,
+        for (position, column) in table.def.columns.iter().enumerate() {
+            // An identity column not given takes its sequence's next value per row.
+            let default = match (&column.default, column.identity) {
+                (Some(default), _) => Some(default.clone()),
+                (None, Some(_)) => Some(table.def.nextval_text(position)),
+                (None, None) => None,
+            };
+            defaults.push(match default {
+                Some(default) => self.bind_default(&default, column.data_type)?,
                 None => Expr::Literal(Value::Null),
             });
         }
+        let on_conflict = self.bind_on_conflict(&table, on)?;
         self.scope = Some(Scope::table(&table));
         let returning = self.bind_returning(returning)?;
         Ok(Plan::InsertSelect(Box::new(crate::plan::InsertSelect {
@@ -397,6 +425,7 @@ impl<'a> Binder<'a> {
             targets,
             defaults,
             returning,
+            on_conflict,
         })))
     }
 

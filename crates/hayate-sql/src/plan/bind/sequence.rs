@@ -1,0 +1,79 @@
+//! Binding CREATE SEQUENCE and DROP SEQUENCE.
+
+use sqlparser::ast;
+
+use super::{data_type, object_name, Binder};
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::plan::expr::EvalContext;
+use crate::plan::Plan;
+use crate::sequence::SequenceOptions;
+use crate::types::{DataType, Value};
+
+impl Binder<'_> {
+    pub(super) fn bind_create_sequence(
+        &mut self,
+        if_not_exists: bool,
+        name: &ast::ObjectName,
+        as_type: Option<&ast::DataType>,
+        options: &[ast::SequenceOptions],
+        owned_by: Option<&ast::ObjectName>,
+    ) -> SqlResult<Plan> {
+        if owned_by.is_some() {
+            return Err(SqlError::unsupported("CREATE SEQUENCE ... OWNED BY"));
+        }
+        let sequence_type = match as_type.map(data_type).transpose()? {
+            None => DataType::Int8,
+            Some(integer) if integer.is_integer() => integer,
+            Some(other) => {
+                return Err(SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    "sequence type must be smallint, integer, or bigint",
+                )
+                .with_detail(format!("The type was {other}.")))
+            }
+        };
+        let (mut increment, mut min, mut max, mut start, mut cache) =
+            (None, None, None, None, None);
+        for option in options {
+            use ast::SequenceOptions as O;
+            match option {
+                O::IncrementBy(value, _) => increment = Some(self.constant_int(value)?),
+                O::MinValue(value) => {
+                    min = value.as_ref().map(|v| self.constant_int(v)).transpose()?
+                }
+                O::MaxValue(value) => {
+                    max = value.as_ref().map(|v| self.constant_int(v)).transpose()?
+                }
+                O::StartWith(value, _) => start = Some(self.constant_int(value)?),
+                O::Cache(value) => cache = Some(self.constant_int(value)?),
+                // sqlparser's Cycle(true) is NO CYCLE.
+                O::Cycle(true) => {}
+                O::Cycle(false) => return Err(SqlError::unsupported("CREATE SEQUENCE ... CYCLE")),
+            }
+        }
+        Ok(Plan::CreateSequence {
+            name: object_name(name)?,
+            options: SequenceOptions::new(sequence_type, increment, min, max, start, cache)?,
+            if_not_exists,
+        })
+    }
+
+    /// A constant integer of a sequence option.
+    fn constant_int(&mut self, expr: &ast::Expr) -> SqlResult<i64> {
+        let bound = self.bind_typed(expr, DataType::Int8)?;
+        let context = EvalContext {
+            params: &[],
+            database_name: "",
+            user_name: "",
+            transaction_timestamp: 0,
+            subqueries: None,
+            sequences: None,
+        };
+        match bound.eval(&[], &context)? {
+            Value::Int(value) => Ok(value),
+            other => Err(SqlError::syntax(format!(
+                "a sequence option must be an integer constant, not {other:?}"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! Sequences as PostgreSQL users see them: the implicit sequence of a SERIAL or identity
+//! column (`<table>_<column>_seq`) and those of CREATE SEQUENCE, read through nextval,
+//! currval, setval and lastval.
+//!
+//! A sequence's durable state is one row of the engine table `sql.sequence`, keyed by its
+//! name: the next value no open of the database has handed out yet. nextval:
+//! 1. When the values reserved in memory are used up (or after open), reserve up to
+//!    `SEQUENCE_BATCH` more: move the row past them in a transaction of its own and commit
+//!    it before handing out the first one.
+//! 2. Hand out the reserved values from memory, one per call.
+//! 3. A crash loses what was left of the batch: values are skipped, never handed out twice.
+//!
+//! The row is never written by a user's transaction, so a rollback gives no value back, as
+//! in PostgreSQL. setval writes the row the same way and drops the reserved values.
+//!
+//! Row format (little-endian), by length:
+//! - 8 bytes: i64 next value. A column's sequence; its options follow from the column type.
+//! - format 2: u8 2, i64 next value, i64 increment, i64 minimum, i64 maximum, i64 start,
+//!   i64 cache, u8 data type tag (`DataType::tag`), then the name of its engine tree (u32
+//!   length + UTF-8). A CREATE SEQUENCE sequence; the (empty) engine tree gives it a stable
+//!   oid (`system` module comment) and is dropped with it.
+//!
+//! currval and lastval are per session (`SessionSequences`), kept by the session that calls.
+
+use std::collections::HashMap;
+
+use hayate_engine::{Database, TreeId};
+use parking_lot::Mutex;
+
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::types::DataType;
+
+/// Sequence values reserved per durable write: at most this many are skipped by a crash.
+const SEQUENCE_BATCH: i64 = 1024;
+const FORMAT_VERSION: u8 = 2;
+
+/// What CREATE SEQUENCE sets (PostgreSQL's defaults for a column sequence otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SequenceOptions {
+    pub increment: i64,
+    pub min: i64,
+    pub max: i64,
+    pub start: i64,
+    /// Accepted and shown; values are reserved in batches of `SEQUENCE_BATCH` anyway.
+    pub cache: i64,
+    /// smallint, integer or bigint: bounds the default MINVALUE/MAXVALUE.
+    pub data_type: DataType,
+}
+
+impl SequenceOptions {
+    /// The sequence of a SERIAL/identity column of this integer type: 1, 2, ... up to the
+    /// type's largest value.
+    pub fn for_column(data_type: DataType) -> SequenceOptions {
+        SequenceOptions {
+            increment: 1,
+            min: 1,
+            max: type_max(data_type),
+            start: 1,
+            cache: 1,
+            data_type,
+        }
+    }
+
+    /// CREATE SEQUENCE's options, defaults filled in and checked as PostgreSQL does.
+    pub fn new(
+        data_type: DataType,
+        increment: Option<i64>,
+        min: Option<i64>,
+        max: Option<i64>,
+        start: Option<i64>,
+        cache: Option<i64>,
+    ) -> SqlResult<SequenceOptions> {
+        let invalid = |message: String| SqlError::new(sqlstate::INVALID_PARAMETER_VALUE, message);
+        let increment = increment.unwrap_or(1);
+        if increment == 0 {
+            return Err(invalid("INCREMENT must not be zero".into()));
+        }
+        let (type_min, type_max) = (-type_max(data_type) - 1, type_max(data_type));
+        let min = min.unwrap_or(if increment > 0 { 1 } else { type_min });
+        let max = max.unwrap_or(if increment > 0 { type_max } else { -1 });
+        for (name, value) in [("MINVALUE", min), ("MAXVALUE", max)] {
+            if value < type_min || value > type_max {
+                return Err(invalid(format!(
+                    "{name} ({value}) is out of range for sequence data type {data_type}"
+                )));
+            }
+        }
+        if min >= max {
+            return Err(invalid(format!(
+                "MINVALUE ({min}) must be less than MAXVALUE ({max})"
+            )));
+        }
+        let start = start.unwrap_or(if increment > 0 { min } else { max });
+        if start < min {
+            return Err(invalid(format!(
+                "START value ({start}) cannot be less than MINVALUE ({min})"
+            )));
+        }
+        if start > max {
+            return Err(invalid(format!(
+                "START value ({start}) cannot be greater than MAXVALUE ({max})"
+            )));
+        }
+        let cache = cache.unwrap_or(1);
+        if cache < 1 {
+            return Err(invalid(format!(
+                "CACHE ({cache}) must be greater than zero"
+            )));
+        }
+        Ok(SequenceOptions {
+            increment,
+            min,
+            max,
+            start,
+            cache,
+            data_type,
+        })
+    }
+}
+
+fn type_max(data_type: DataType) -> i64 {
+    match data_type {
+        DataType::Int2 => i16::MAX as i64,
+        DataType::Int4 => i32::MAX as i64,
+        _ => i64::MAX,
+    }
+}
+
+/// The values reserved in memory: `left` of them, the first being `next`.
+#[derive(Debug, Clone, Copy)]
+struct Reserved {
+    next: i64,
+    left: i64,
+}
+
+/// A sequence (see the module comment).
+pub struct Sequence {
+    pub name: String,
+    pub options: SequenceOptions,
+    /// A CREATE SEQUENCE sequence's engine tree (name, id); None for a column's sequence.
+    pub tree: Option<(String, TreeId)>,
+    db: Database,
+    /// The engine table holding every sequence's row (`sql.sequence`).
+    state_tree: TreeId,
+    reserved: Mutex<Reserved>,
+}
+
+impl std::fmt::Debug for Sequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sequence")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl Sequence {
+    pub(crate) fn new(
+        name: String,
+        options: SequenceOptions,
+        tree: Option<(String, TreeId)>,
+        db: Database,
+        state_tree: TreeId,
+    ) -> Sequence {
+        Sequence {
+            name,
+            options,
+            tree,
+            db,
+            state_tree,
+            reserved: Mutex::new(Reserved { next: 0, left: 0 }),
+        }
+    }
+
+    /// The row that stores the sequence with `next` as its next value.
+    pub(crate) fn encode(&self, next: i64) -> Vec<u8> {
+        let Some((tree, _)) = &self.tree else {
+            return next.to_le_bytes().to_vec();
+        };
+        let options = &self.options;
+        let mut out = vec![FORMAT_VERSION];
+        for value in [
+            next,
+            options.increment,
+            options.min,
+            options.max,
+            options.start,
+            options.cache,
+        ] {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        out.push(options.data_type.tag());
+        out.extend_from_slice(&(tree.len() as u32).to_le_bytes());
+        out.extend_from_slice(tree.as_bytes());
+        out
+    }
+
+    /// nextval: the next value, noted in the session's currval/lastval if there is one.
+    pub fn next_value(&self, session: Option<&SessionSequences>) -> SqlResult<i64> {
+        let value = {
+            let mut reserved = self.reserved.lock();
+            if reserved.left == 0 {
+                *reserved = self.reserve()?;
+            }
+            let value = reserved.next;
+            reserved.left -= 1;
+            if reserved.left > 0 {
+                // Inside the reserved range, so it cannot overflow.
+                reserved.next += self.options.increment;
+            }
+            value
+        };
+        if let Some(session) = session {
+            session.note(&self.name, value, true);
+        }
+        Ok(value)
+    }
+
+    /// Reserves the next batch by a durable write of the row past it.
+    fn reserve(&self) -> SqlResult<Reserved> {
+        let options = &self.options;
+        let mut txn = self.db.begin();
+        let stored = match txn.get_for_update(self.state_tree, self.name.as_bytes())? {
+            Some(bytes) => decode_next(&bytes).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::DATA_CORRUPTED,
+                    format!("corrupt sequence \"{}\"", self.name),
+                )
+            })?,
+            None => options.start,
+        };
+        let (stored_wide, increment) = (stored as i128, options.increment as i128);
+        let available = if increment > 0 {
+            (options.max as i128 - stored_wide).div_euclid(increment) + 1
+        } else {
+            (stored_wide - options.min as i128).div_euclid(-increment) + 1
+        };
+        // The row must hold the value after the batch, so the batch stops where it would
+        // leave i64 (only a sequence that runs to i64's end loses its last value).
+        let mut count = available.clamp(0, SEQUENCE_BATCH as i128);
+        while count > 0 && i64::try_from(stored_wide + count * increment).is_err() {
+            count -= 1;
+        }
+        if count == 0 {
+            let (which, bound) = if increment > 0 {
+                ("maximum", options.max)
+            } else {
+                ("minimum", options.min)
+            };
+            return Err(SqlError::new(
+                sqlstate::SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+                format!(
+                    "nextval: reached {which} value of sequence \"{}\" ({bound})",
+                    self.name
+                ),
+            ));
+        }
+        let end = (stored_wide + count * increment) as i64;
+        txn.put(self.state_tree, self.name.as_bytes(), &self.encode(end))?;
+        txn.commit()?;
+        Ok(Reserved {
+            next: stored,
+            left: count as i64,
+        })
+    }
+
+    /// setval(value, is_called): the next nextval returns `value` (is_called false) or the
+    /// one after it. Written durably at once; with is_called it is the session's currval.
+    pub fn set_value(
+        &self,
+        value: i64,
+        is_called: bool,
+        session: Option<&SessionSequences>,
+    ) -> SqlResult<i64> {
+        let options = &self.options;
+        if value < options.min || value > options.max {
+            return Err(SqlError::new(
+                sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                format!(
+                    "setval: value {value} is out of bounds for sequence \"{}\" ({}..{})",
+                    self.name, options.min, options.max
+                ),
+            ));
+        }
+        let next = if is_called {
+            value.checked_add(options.increment).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                    format!(
+                        "setval: value {value} is the last of sequence \"{}\"",
+                        self.name
+                    ),
+                )
+            })?
+        } else {
+            value
+        };
+        let mut reserved = self.reserved.lock();
+        let mut txn = self.db.begin();
+        txn.get_for_update(self.state_tree, self.name.as_bytes())?;
+        txn.put(self.state_tree, self.name.as_bytes(), &self.encode(next))?;
+        txn.commit()?;
+        *reserved = Reserved { next, left: 0 };
+        drop(reserved);
+        if let (true, Some(session)) = (is_called, session) {
+            session.note(&self.name, value, false);
+        }
+        Ok(value)
+    }
+}
+
+/// The next value of a stored row (either format).
+fn decode_next(bytes: &[u8]) -> Option<i64> {
+    let next = match bytes.len() {
+        8 => bytes,
+        _ if bytes.first() == Some(&FORMAT_VERSION) => bytes.get(1..9)?,
+        _ => return None,
+    };
+    Some(i64::from_le_bytes(next.try_into().ok()?))
+}
+
+/// A CREATE SEQUENCE sequence as its row stores it: (options, engine tree name); None for a
+/// column's sequence (8-byte row).
+pub(crate) fn decode_definition(bytes: &[u8]) -> Option<SqlResult<(SequenceOptions, String)>> {
+    if bytes.len() == 8 {
+        return None;
+    }
+    let corrupt = || SqlError::new(sqlstate::DATA_CORRUPTED, "corrupt sequence definition");
+    let parse = || -> Option<(SequenceOptions, String)> {
+        if bytes.first() != Some(&FORMAT_VERSION) {
+            return None;
+        }
+        let int = |index: usize| -> Option<i64> {
+            let start = 1 + 8 * index;
+            Some(i64::from_le_bytes(
+                bytes.get(start..start + 8)?.try_into().ok()?,
+            ))
+        };
+        let data_type = DataType::from_tag(*bytes.get(49)?, 0)?;
+        let length = u32::from_le_bytes(bytes.get(50..54)?.try_into().ok()?) as usize;
+        let tree = bytes.get(54..54usize.checked_add(length)?)?;
+        if bytes.len() != 54 + length {
+            return None;
+        }
+        let options = SequenceOptions {
+            increment: int(1)?,
+            min: int(2)?,
+            max: int(3)?,
+            start: int(4)?,
+            cache: int(5)?,
+            data_type,
+        };
+        Some((options, String::from_utf8(tree.to_vec()).ok()?))
+    };
+    Some(parse().ok_or_else(corrupt))
+}
+
+/// One session's currval (per sequence name) and lastval.
+#[derive(Debug, Default)]
+pub struct SessionSequences {
+    state: Mutex<SessionState>,
+}
+
+#[derive(Debug, Default)]
+struct SessionState {
+    current: HashMap<String, i64>,
+    /// The sequence nextval last drew from.
+    last: Option<String>,
+}
+
+impl SessionSequences {
+    fn note(&self, name: &str, value: i64, by_nextval: bool) {
+        let mut state = self.state.lock();
+        state.current.insert(name.to_string(), value);
+        if by_nextval {
+            state.last = Some(name.to_string());
+        }
+    }
+
+    /// currval: the value nextval last returned for the sequence in this session.
+    pub fn current(&self, name: &str) -> SqlResult<i64> {
+        self.state.lock().current.get(name).copied().ok_or_else(|| {
+            SqlError::new(
+                sqlstate::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("currval of sequence \"{name}\" is not yet defined in this session"),
+            )
+        })
+    }
+
+    /// lastval: the value of this session's latest nextval, whatever the sequence.
+    pub fn last(&self) -> SqlResult<i64> {
+        let state = self.state.lock();
+        state
+            .last
+            .as_ref()
+            .and_then(|name| state.current.get(name).copied())
+            .ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    "lastval is not yet defined in this session",
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_follow_postgresql_defaults_and_checks() {
+        let up = SequenceOptions::new(DataType::Int8, None, None, None, None, None).unwrap();
+        assert_eq!((up.min, up.max, up.start), (1, i64::MAX, 1));
+        let down = SequenceOptions::new(DataType::Int4, Some(-2), None, None, None, None).unwrap();
+        assert_eq!((down.min, down.max, down.start), (i32::MIN as i64, -1, -1));
+        let bad = [
+            SequenceOptions::new(DataType::Int8, Some(0), None, None, None, None),
+            SequenceOptions::new(DataType::Int8, None, Some(5), Some(5), None, None),
+            SequenceOptions::new(DataType::Int8, None, Some(5), None, Some(4), None),
+            SequenceOptions::new(DataType::Int2, None, None, Some(40000), None, None),
+            SequenceOptions::new(DataType::Int8, None, None, None, None, Some(0)),
+        ];
+        for result in bad {
+            assert_eq!(result.unwrap_err().code, sqlstate::INVALID_PARAMETER_VALUE);
+        }
+    }
+
+    #[test]
+    fn definitions_round_trip_and_reject_damage() {
+        let bytes = {
+            let mut out = vec![FORMAT_VERSION];
+            for value in [7i64, 5, 1, 20, 10, 1] {
+                out.extend_from_slice(&value.to_le_bytes());
+            }
+            out.push(DataType::Int8.tag());
+            out.extend_from_slice(&3u32.to_le_bytes());
+            out.extend_from_slice(b"abc");
+            out
+        };
+        let (options, tree) = decode_definition(&bytes).unwrap().unwrap();
+        assert_eq!(
+            (options.increment, options.max, tree.as_str()),
+            (5, 20, "abc")
+        );
+        assert_eq!(decode_next(&bytes), Some(7));
+        assert!(decode_definition(&7i64.to_le_bytes()).is_none());
+        for cut in 1..bytes.len() {
+            if cut != 8 {
+                assert!(decode_definition(&bytes[..cut]).unwrap().is_err(), "{cut}");
+            }
+        }
+    }
+}

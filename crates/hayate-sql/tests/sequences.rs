@@ -1,0 +1,318 @@
+//! Sequences as PostgreSQL users see them: nextval/currval/setval/lastval on a SERIAL
+//! column's sequence and on CREATE SEQUENCE ones, with PostgreSQL's SQLSTATEs, values that
+//! never repeat across rollbacks, restarts and crashes, and the catalog rows psql reads.
+
+use std::sync::Arc;
+
+use hayate_engine::io::sim::{SimConfig, SimIo};
+use hayate_engine::{Database, DatabaseConfig};
+use hayate_sql::{Catalog, Outcome, Session, SqlError, Value};
+
+fn session_on(catalog: &Arc<Catalog>) -> Session {
+    Session::new(catalog.clone(), "tester", "test")
+}
+
+fn open(dir: &std::path::Path) -> Arc<Catalog> {
+    let db = Database::open(dir, DatabaseConfig::default()).unwrap();
+    Arc::new(Catalog::open(db).unwrap())
+}
+
+fn try_run(session: &mut Session, sql: &str) -> Result<Outcome, SqlError> {
+    let mut last = None;
+    for outcome in session.execute_sql(sql) {
+        last = Some(outcome?);
+    }
+    Ok(last.expect("a statement"))
+}
+
+fn run(session: &mut Session, sql: &str) -> Outcome {
+    try_run(session, sql).unwrap_or_else(|error| panic!("{sql}: {error}"))
+}
+
+fn rows(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
+    match run(session, sql) {
+        Outcome::Rows { rows, .. } => rows,
+        other => panic!("{sql}: expected rows, got {other:?}"),
+    }
+}
+
+fn ints(session: &mut Session, sql: &str) -> Vec<i64> {
+    rows(session, sql)
+        .into_iter()
+        .flatten()
+        .map(|value| match value {
+            Value::Int(v) => v,
+            other => panic!("{sql}: {other:?}"),
+        })
+        .collect()
+}
+
+fn code(session: &mut Session, sql: &str) -> &'static str {
+    try_run(session, sql)
+        .map(|outcome| panic!("{sql}: expected an error, got {outcome:?}"))
+        .unwrap_err()
+        .code
+}
+
+#[test]
+fn a_serial_columns_sequence_is_reachable_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = open(dir.path());
+    let mut session = session_on(&catalog);
+    run(
+        &mut session,
+        "CREATE TABLE t (id serial PRIMARY KEY, v text)",
+    );
+    assert_eq!(code(&mut session, "SELECT currval('t_id_seq')"), "55000");
+    assert_eq!(code(&mut session, "SELECT lastval()"), "55000");
+    run(&mut session, "INSERT INTO t (v) VALUES ('a')");
+    // The column default counts as a nextval of the session.
+    assert_eq!(ints(&mut session, "SELECT currval('t_id_seq')"), vec![1]);
+    assert_eq!(ints(&mut session, "SELECT lastval()"), vec![1]);
+    assert_eq!(
+        ints(
+            &mut session,
+            "SELECT nextval('t_id_seq'), nextval('public.t_id_seq'::regclass)"
+        ),
+        vec![2, 3]
+    );
+    assert_eq!(
+        ints(&mut session, "INSERT INTO t (v) VALUES ('b') RETURNING id"),
+        vec![4]
+    );
+    assert_eq!(
+        ints(&mut session, "SELECT currval('t_id_seq'), lastval()"),
+        vec![4, 4]
+    );
+    // A value of one row per call, also as a parameter.
+    assert_eq!(
+        ints(
+            &mut session,
+            "SELECT nextval('t_id_seq') FROM generate_series(1, 3)"
+        ),
+        vec![5, 6, 7]
+    );
+    let prepared = session
+        .prepare(
+            hayate_sql::parse("SELECT nextval($1)").unwrap().remove(0),
+            &[],
+        )
+        .unwrap();
+    let outcome = session
+        .execute(&prepared, vec![Value::Text("t_id_seq".into())])
+        .unwrap();
+    let Outcome::Rows { rows, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(rows, vec![vec![Value::Int(8)]]);
+    // setval moves the column's default too.
+    assert_eq!(
+        ints(&mut session, "SELECT setval('t_id_seq', 100)"),
+        vec![100]
+    );
+    assert_eq!(
+        ints(&mut session, "INSERT INTO t (v) VALUES ('c') RETURNING id"),
+        vec![101]
+    );
+    // currval and lastval belong to the session.
+    let mut other = session_on(&catalog);
+    assert_eq!(code(&mut other, "SELECT currval('t_id_seq')"), "55000");
+    assert_eq!(code(&mut other, "SELECT lastval()"), "55000");
+    // The sequence goes with its table only.
+    assert_eq!(code(&mut session, "DROP SEQUENCE t_id_seq"), "2BP01");
+    run(&mut session, "DROP TABLE t");
+    assert_eq!(code(&mut session, "SELECT nextval('t_id_seq')"), "42P01");
+}
+
+#[test]
+fn create_sequence_options_limits_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = open(dir.path());
+    let mut session = session_on(&catalog);
+    let tag = run(
+        &mut session,
+        "CREATE SEQUENCE s INCREMENT BY 5 MAXVALUE 20 START WITH 10 CACHE 10 NO CYCLE",
+    );
+    assert_eq!(
+        tag,
+        Outcome::Command {
+            tag: "CREATE SEQUENCE".into()
+        }
+    );
+    assert_eq!(code(&mut session, "CREATE SEQUENCE s"), "42P07");
+    run(&mut session, "CREATE SEQUENCE IF NOT EXISTS s");
+    assert_eq!(
+        ints(
+            &mut session,
+            "SELECT nextval('s'), nextval('s'), nextval('s')"
+        ),
+        vec![10, 15, 20]
+    );
+    assert_eq!(code(&mut session, "SELECT nextval('s')"), "2200H");
+    assert_eq!(ints(&mut session, "SELECT lastval()"), vec![20]);
+    // setval(v) makes the next value v + increment; setval(v, false) makes it v.
+    assert_eq!(
+        ints(&mut session, "SELECT setval('s', 12), currval('s')"),
+        vec![12, 12]
+    );
+    assert_eq!(ints(&mut session, "SELECT nextval('s')"), vec![17]);
+    assert_eq!(
+        ints(&mut session, "SELECT setval('s', 11, false), nextval('s')"),
+        vec![11, 11]
+    );
+    assert_eq!(code(&mut session, "SELECT setval('s', 100)"), "22003");
+    // Descending sequences count down from their MAXVALUE.
+    run(
+        &mut session,
+        "CREATE SEQUENCE down INCREMENT -1 MINVALUE -2",
+    );
+    assert_eq!(
+        ints(&mut session, "SELECT nextval('down'), nextval('down')"),
+        vec![-1, -2]
+    );
+    assert_eq!(code(&mut session, "SELECT nextval('down')"), "2200H");
+    // Bad definitions and unknown names.
+    assert_eq!(
+        code(&mut session, "CREATE SEQUENCE bad MINVALUE 5 MAXVALUE 5"),
+        "22023"
+    );
+    assert_eq!(
+        code(&mut session, "CREATE SEQUENCE bad INCREMENT 0"),
+        "22023"
+    );
+    assert_eq!(code(&mut session, "SELECT nextval('nope')"), "42P01");
+    assert_eq!(code(&mut session, "SELECT currval('nope')"), "42P01");
+    // A sequence shares the relations' namespace.
+    assert_eq!(code(&mut session, "CREATE TABLE s (a int)"), "42P07");
+    run(&mut session, "DROP SEQUENCE s, down");
+    assert_eq!(code(&mut session, "DROP SEQUENCE s"), "42P01");
+    run(&mut session, "DROP SEQUENCE IF EXISTS s");
+    assert_eq!(code(&mut session, "SELECT nextval('s')"), "42P01");
+    run(&mut session, "CREATE SEQUENCE s");
+    assert_eq!(ints(&mut session, "SELECT nextval('s')"), vec![1]);
+}
+
+#[test]
+fn nextval_is_not_transactional_and_survives_restarts_and_crashes() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let catalog = open(dir.path());
+        let mut session = session_on(&catalog);
+        run(&mut session, "CREATE SEQUENCE s INCREMENT BY 10");
+        run(&mut session, "BEGIN");
+        assert_eq!(ints(&mut session, "SELECT nextval('s')"), vec![1]);
+        run(&mut session, "ROLLBACK");
+        // The rolled back transaction did not give its value back.
+        assert_eq!(ints(&mut session, "SELECT nextval('s')"), vec![11]);
+        // CREATE SEQUENCE commits on its own: it outlives a rolled back block.
+        run(&mut session, "BEGIN");
+        run(&mut session, "CREATE SEQUENCE in_block");
+        run(&mut session, "ROLLBACK");
+    }
+    let catalog = open(dir.path());
+    let mut session = session_on(&catalog);
+    // The options survive and no value is handed out again.
+    let after = ints(&mut session, "SELECT nextval('s'), nextval('s')");
+    assert!(after[0] > 11 && after[1] == after[0] + 10, "{after:?}");
+    assert_eq!(ints(&mut session, "SELECT nextval('in_block')"), vec![1]);
+    drop(session);
+    drop(catalog);
+
+    let io = Arc::new(SimIo::new(SimConfig::with_seed(7)));
+    let db = Database::open_with_io(io.clone(), DatabaseConfig::default()).unwrap();
+    let catalog = Arc::new(Catalog::open(db).unwrap());
+    let mut session = session_on(&catalog);
+    run(&mut session, "CREATE SEQUENCE c START 100");
+    let before = ints(&mut session, "SELECT nextval('c'), nextval('c')");
+    assert_eq!(before, vec![100, 101]);
+    run(&mut session, "SELECT setval('c', 500)");
+    let image = Arc::new(io.crash());
+    drop(session);
+    drop(catalog);
+    let db = Database::open_with_io(image, DatabaseConfig::default()).unwrap();
+    let catalog = Arc::new(Catalog::open(db).unwrap());
+    let mut session = session_on(&catalog);
+    assert_eq!(ints(&mut session, "SELECT nextval('c')"), vec![501]);
+}
+
+#[test]
+fn psql_sees_sequences_and_serial_defaults_as_postgresql_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = open(dir.path());
+    let mut session = session_on(&catalog);
+    run(
+        &mut session,
+        "CREATE TABLE t (id serial PRIMARY KEY, v text)",
+    );
+    run(&mut session, "CREATE SEQUENCE s");
+    // psql's \ds.
+    let listed = rows(
+        &mut session,
+        "SELECT c.relname FROM pg_catalog.pg_class c \
+         LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         WHERE c.relkind IN ('S','') AND n.nspname <> 'pg_catalog' \
+         AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 1",
+    );
+    assert_eq!(
+        listed,
+        vec![
+            vec![Value::Text("s".into())],
+            vec![Value::Text("t_id_seq".into())]
+        ]
+    );
+    // \d t's Default column (psql 15's query).
+    let defaults = rows(
+        &mut session,
+        "SELECT a.attname, \
+         (SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid, true) \
+          FROM pg_catalog.pg_attrdef d \
+          WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum AND a.atthasdef), \
+         a.attidentity \
+         FROM pg_catalog.pg_attribute a \
+         WHERE a.attrelid = 't'::regclass AND a.attnum > 0 AND NOT a.attisdropped \
+         ORDER BY a.attnum",
+    );
+    let text = |s: &str| Value::Text(s.into());
+    assert_eq!(
+        defaults,
+        vec![
+            vec![text("id"), text("nextval('t_id_seq'::regclass)"), text("")],
+            vec![text("v"), Value::Null, text("")]
+        ]
+    );
+    run(
+        &mut session,
+        "CREATE TABLE i (id int8 GENERATED ALWAYS AS IDENTITY, v text)",
+    );
+    let identity = rows(
+        &mut session,
+        "SELECT a.attidentity, a.atthasdef FROM pg_catalog.pg_attribute a \
+         WHERE a.attrelid = 'i'::regclass AND a.attnum = 1",
+    );
+    assert_eq!(identity, vec![vec![text("a"), Value::Bool(false)]]);
+    // The default as text works as an expression too.
+    assert_eq!(
+        ints(&mut session, "SELECT nextval('t_id_seq'::regclass)"),
+        vec![1]
+    );
+}
+
+#[test]
+fn insert_select_fills_serial_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = open(dir.path());
+    let mut session = session_on(&catalog);
+    run(
+        &mut session,
+        "CREATE TABLE t (id bigserial PRIMARY KEY, v int4)",
+    );
+    run(
+        &mut session,
+        "INSERT INTO t (v) SELECT g FROM generate_series(1, 3) g",
+    );
+    assert_eq!(
+        ints(&mut session, "SELECT id, v FROM t ORDER BY id"),
+        vec![1, 1, 2, 2, 3, 3]
+    );
+    assert_eq!(ints(&mut session, "SELECT currval('t_id_seq')"), vec![3]);
+}
