@@ -7,7 +7,10 @@ use std::sync::Arc;
 use hayate_engine::io::sim::{SimConfig, SimIo};
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::plan::{Access, Plan};
-use hayate_sql::{parse, Catalog, Outcome, Session, SqlError, Value};
+use hayate_sql::{parse, Catalog, Outcome, Session, Value};
+
+mod common;
+use common::{rows, run, try_run};
 
 fn session_on(db: Database) -> Session {
     Session::new(Arc::new(Catalog::open(db).unwrap()), "tester", "test")
@@ -15,28 +18,6 @@ fn session_on(db: Database) -> Session {
 
 fn open(dir: &std::path::Path) -> Session {
     session_on(Database::open(dir, DatabaseConfig::default()).unwrap())
-}
-
-/// Runs one statement, or several (the last one's outcome).
-fn try_run(session: &mut Session, sql: &str) -> Result<Outcome, SqlError> {
-    let outcomes = session.execute_sql(sql);
-    assert!(!outcomes.is_empty(), "{sql}");
-    let mut last = None;
-    for outcome in outcomes {
-        last = Some(outcome?);
-    }
-    Ok(last.unwrap())
-}
-
-fn run(session: &mut Session, sql: &str) -> Outcome {
-    try_run(session, sql).unwrap_or_else(|error| panic!("{sql}: {error}"))
-}
-
-fn rows(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
-    match run(session, sql) {
-        Outcome::Rows { rows, .. } => rows,
-        other => panic!("{sql}: expected rows, got {other:?}"),
-    }
 }
 
 fn ints(session: &mut Session, sql: &str) -> Vec<i64> {

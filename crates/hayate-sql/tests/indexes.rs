@@ -8,29 +8,15 @@ use hayate_engine::io::sim::{SimConfig, SimIo};
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::plan::access::{IndexAccess, IndexLookup};
 use hayate_sql::plan::{Access, Plan};
-use hayate_sql::{parse, Catalog, DataType, Outcome, Session, SqlError, Value};
+use hayate_sql::{parse, Catalog, DataType, Outcome, Session, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+mod common;
+use common::{rows, run, try_run};
+
 fn session_on(db: Database) -> Session {
     Session::new(Arc::new(Catalog::open(db).unwrap()), "tester", "test")
-}
-
-fn try_run(session: &mut Session, sql: &str) -> Result<Outcome, SqlError> {
-    let mut outcomes = session.execute_sql(sql);
-    assert_eq!(outcomes.len(), 1, "{sql}");
-    outcomes.pop().unwrap()
-}
-
-fn run(session: &mut Session, sql: &str) -> Outcome {
-    try_run(session, sql).unwrap_or_else(|error| panic!("{sql}: {error}"))
-}
-
-fn rows(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
-    match run(session, sql) {
-        Outcome::Rows { rows, .. } => rows,
-        other => panic!("{sql}: expected rows, got {other:?}"),
-    }
 }
 
 fn access(session: &Session, sql: &str, declared: &[DataType]) -> Access {

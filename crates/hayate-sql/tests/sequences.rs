@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use hayate_engine::io::sim::{SimConfig, SimIo};
 use hayate_engine::{Database, DatabaseConfig};
-use hayate_sql::{Catalog, Outcome, Session, SqlError, Value};
+use hayate_sql::{Catalog, Outcome, Session, Value};
+
+mod common;
+use common::{rows, run, try_run};
 
 fn session_on(catalog: &Arc<Catalog>) -> Session {
     Session::new(catalog.clone(), "tester", "test")
@@ -15,25 +18,6 @@ fn session_on(catalog: &Arc<Catalog>) -> Session {
 fn open(dir: &std::path::Path) -> Arc<Catalog> {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
     Arc::new(Catalog::open(db).unwrap())
-}
-
-fn try_run(session: &mut Session, sql: &str) -> Result<Outcome, SqlError> {
-    let mut last = None;
-    for outcome in session.execute_sql(sql) {
-        last = Some(outcome?);
-    }
-    Ok(last.expect("a statement"))
-}
-
-fn run(session: &mut Session, sql: &str) -> Outcome {
-    try_run(session, sql).unwrap_or_else(|error| panic!("{sql}: {error}"))
-}
-
-fn rows(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
-    match run(session, sql) {
-        Outcome::Rows { rows, .. } => rows,
-        other => panic!("{sql}: expected rows, got {other:?}"),
-    }
 }
 
 fn ints(session: &mut Session, sql: &str) -> Vec<i64> {

@@ -522,18 +522,9 @@ impl Transaction {
     /// other commit of the thread's round, and waiting for earlier commits to become visible
     /// yields instead of blocking.
     pub async fn commit_async(mut self) -> Result<Option<u64>> {
-        let Some(ops) = self.start_commit()? else {
+        let Some((commit_ts, end_lsn)) = self.log_and_apply()? else {
             return Ok(None);
         };
-        let (commit_ts, end_lsn) = match self.manager.commit_apply(self.txn_id, ops) {
-            Ok(applied) => applied,
-            Err(error) => {
-                self.finish(false);
-                return Err(error);
-            }
-        };
-        self.applied = Some((commit_ts, end_lsn));
-        self.release_locks_early();
         LogWait::new(end_lsn).await;
         self.applied = None;
         if let Err(error) = self.manager.commit_durable(commit_ts, end_lsn) {
@@ -547,6 +538,26 @@ impl Transaction {
         }
         self.finish(true);
         Ok(Some(commit_ts))
+    }
+
+    /// Steps 1-3 of the commit protocol: logs and applies the write set, releases the row
+    /// locks and marks the commit applied (a drop from here on finishes it). Returns its
+    /// timestamp and the log position to wait for; None for a transaction that wrote nothing
+    /// (finished already).
+    fn log_and_apply(&mut self) -> Result<Option<(u64, Lsn)>> {
+        let Some(ops) = self.start_commit()? else {
+            return Ok(None);
+        };
+        let (commit_ts, end_lsn) = match self.manager.commit_apply(self.txn_id, ops) {
+            Ok(applied) => applied,
+            Err(error) => {
+                self.finish(false);
+                return Err(error);
+            }
+        };
+        self.applied = Some((commit_ts, end_lsn));
+        self.release_locks_early();
+        Ok(Some((commit_ts, end_lsn)))
     }
 
     /// The checks every commit starts with. Returns the write set as log operations, or None
@@ -625,24 +636,11 @@ impl Transaction {
 
     /// Makes the writes durable and visible (see the commit protocol in `txn`). Returns the
     /// commit timestamp, or None for a transaction that wrote nothing.
-    pub fn commit(mut self) -> Result<Option<u64>> {
-        let Some(ops) = self.start_commit()? else {
-            return Ok(None);
-        };
-        let (commit_ts, end_lsn) = match self.manager.commit_apply(self.txn_id, ops) {
-            Ok(applied) => applied,
-            Err(error) => {
-                self.finish(false);
-                return Err(error);
-            }
-        };
-        self.release_locks_early();
-        let result = self.manager.commit_durable(commit_ts, end_lsn);
-        if result.is_ok() {
-            self.manager.publish(commit_ts);
+    pub fn commit(self) -> Result<Option<u64>> {
+        match self.commit_start()? {
+            Some(pending) => pending.finish().map(Some),
+            None => Ok(None),
         }
-        self.finish(result.is_ok());
-        result.map(|()| Some(commit_ts))
     }
 
     /// Steps 1-3 of the commit protocol without waiting for the log: the write set is logged
@@ -652,18 +650,9 @@ impl Transaction {
     /// `PendingCommit::lsn` and then calls `PendingCommit::finish`, instead of blocking in
     /// `commit` while other connections of the loop wait.
     pub fn commit_start(mut self) -> Result<Option<PendingCommit>> {
-        let Some(ops) = self.start_commit()? else {
+        let Some((commit_ts, end_lsn)) = self.log_and_apply()? else {
             return Ok(None);
         };
-        let (commit_ts, end_lsn) = match self.manager.commit_apply(self.txn_id, ops) {
-            Ok(applied) => applied,
-            Err(error) => {
-                self.finish(false);
-                return Err(error);
-            }
-        };
-        self.applied = Some((commit_ts, end_lsn));
-        self.release_locks_early();
         Ok(Some(PendingCommit {
             txn: self,
             commit_ts,

@@ -1,0 +1,30 @@
+//! Helpers the SQL test files share: run a query string on a session and take its last
+//! outcome or rows.
+
+#![allow(dead_code)] // each test file uses a part of it
+
+use hayate_sql::{Outcome, Session, SqlError, Value};
+
+/// Runs every statement of `sql`; the last one's outcome, or the first error.
+pub fn try_run(session: &mut Session, sql: &str) -> Result<Outcome, SqlError> {
+    let outcomes = session.execute_sql(sql);
+    assert!(!outcomes.is_empty(), "{sql}");
+    let mut last = None;
+    for outcome in outcomes {
+        last = Some(outcome?);
+    }
+    Ok(last.expect("checked above"))
+}
+
+/// `try_run`, panicking with the statement on an error.
+pub fn run(session: &mut Session, sql: &str) -> Outcome {
+    try_run(session, sql).unwrap_or_else(|error| panic!("{sql}: {error}"))
+}
+
+/// The rows of the last statement of `sql` (a query).
+pub fn rows(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
+    match run(session, sql) {
+        Outcome::Rows { rows, .. } => rows,
+        other => panic!("{sql}: expected rows, got {other:?}"),
+    }
+}
