@@ -573,3 +573,39 @@ fn insert_select_on_conflict_with_duplicates_in_the_query() {
          [Int(3), Text(\"u3\")]"
     );
 }
+
+#[test]
+fn insert_values_fill_the_first_columns_as_in_postgresql() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = open(dir.path());
+    run(
+        &mut session,
+        "CREATE TABLE x (a int4 PRIMARY KEY, b text, c int4 DEFAULT 5)",
+    );
+    run(&mut session, "INSERT INTO x VALUES (1)");
+    run(&mut session, "INSERT INTO x VALUES (2, 'two')");
+    assert_eq!(
+        rows(&mut session, "SELECT a, b, c FROM x ORDER BY a"),
+        vec![
+            vec![Value::Int(1), Value::Null, Value::Int(5)],
+            vec![Value::Int(2), Value::Text("two".into()), Value::Int(5)],
+        ]
+    );
+    for (sql, message) in [
+        (
+            "INSERT INTO x VALUES (3, 'x', 1, 9)",
+            "INSERT has more expressions than target columns",
+        ),
+        (
+            "INSERT INTO x (a, b) VALUES (3)",
+            "INSERT has more target columns than expressions",
+        ),
+    ] {
+        let error = try_run(&mut session, sql).unwrap_err();
+        assert_eq!(
+            (error.code, error.message.as_str()),
+            ("42601", message),
+            "{sql}"
+        );
+    }
+}

@@ -318,12 +318,17 @@ impl<'a> Binder<'a> {
         let mut sequences = self.sequence_fills(&table);
         for row in &values.rows {
             let row = &row.content;
-            if row.len() != targets.len() {
-                return Err(SqlError::syntax(format!(
-                    "INSERT has {} expressions but {} target columns",
-                    row.len(),
-                    targets.len()
-                )));
+            // As PostgreSQL: without a column list, the values fill the first columns and
+            // the rest take their defaults.
+            if row.len() > targets.len() {
+                return Err(SqlError::syntax(
+                    "INSERT has more expressions than target columns",
+                ));
+            }
+            if row.len() < targets.len() && !insert.columns.is_empty() {
+                return Err(SqlError::syntax(
+                    "INSERT has more target columns than expressions",
+                ));
             }
             let mut bound: Vec<Option<Expr>> = vec![None; def.columns.len()];
             for (expr, column) in row.iter().zip(&targets) {
