@@ -148,9 +148,10 @@ pub async fn serve(
     serve_with(listener, catalog, ServerConfig::default(), shutdown).await
 }
 
-/// Serves connections on `listener` until `shutdown` completes. Each connection runs on a
-/// thread of its own (see `connection_thread`); on shutdown the listener closes, every
-/// connection is told to end, and this returns once all their threads have ended.
+/// Serves connections on `listener` until `shutdown` completes. Each connection is a task
+/// on one of the event loops (`EventLoops`); on shutdown the listener closes, every
+/// connection is told to end, and this returns once all have ended and the loops' threads
+/// have exited.
 pub async fn serve_with(
     listener: TcpListener,
     catalog: Arc<Catalog>,
@@ -161,7 +162,7 @@ pub async fn serve_with(
     let cancels = Arc::new(CancelRegistry::default());
     let slots = Arc::new(Semaphore::new(config.max_connections));
     let (stop, stopped) = watch::channel(false);
-    // Every connection thread holds a sender; `recv` answers None once all have ended.
+    // Every connection task holds a sender; `recv` answers None once all have ended.
     let (alive, mut all_ended) = mpsc::channel::<()>(1);
     let loops = EventLoops::start(config.event_loops, &stopped)?;
     tokio::pin!(shutdown);

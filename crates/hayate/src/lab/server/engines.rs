@@ -229,7 +229,7 @@ pub fn hayate_settings() -> BTreeMap<String, String> {
     );
     set(
         "server",
-        "hayate serve (pgwire; a thread per connection)".into(),
+        "hayate serve (pgwire; event loops, one per core)".into(),
     );
     settings
 }
