@@ -338,32 +338,30 @@ impl Transaction {
             return Ok(exists);
         }
         let lock_key = (info.id, key.to_vec());
-        if self.nowait {
-            let Some(taken) = self.manager.locks.try_take(self.txn_id, &lock_key) else {
-                return Err(Error::WouldBlock);
-            };
-            let latest = BTree::open(info.root).get(&self.manager.pool, key)?;
-            if self
-                .unpublished_conflict(&lock_key, latest.as_deref())
-                .is_some()
-            {
+        let taken = if self.nowait {
+            self.manager
+                .locks
+                .try_take(self.txn_id, &lock_key)
+                .ok_or(Error::WouldBlock)?
+        } else {
+            self.manager
+                .locks
+                .lock(self.txn_id, &lock_key)
+                .map_err(|error| self.fail(error))?
+        };
+        if taken {
+            self.locked.push(lock_key.clone());
+        }
+        let latest = BTree::open(info.root).get(&self.manager.pool, key)?;
+        if let Some(commit_ts) = self.unpublished_conflict(&lock_key, latest.as_deref()) {
+            if self.nowait {
+                // Leave the transaction as it was: the lock goes back if this call took it.
                 if taken {
+                    self.locked.pop();
                     self.manager.locks.release_all(self.txn_id, &[lock_key]);
                 }
                 return Err(Error::WouldBlock);
             }
-            if taken {
-                self.locked.push(lock_key.clone());
-            }
-            return self.check_latest(info, &lock_key, latest.as_deref());
-        }
-        match self.manager.locks.lock(self.txn_id, &lock_key) {
-            Ok(true) => self.locked.push(lock_key.clone()),
-            Ok(false) => {}
-            Err(error) => return Err(self.fail(error)),
-        }
-        let latest = BTree::open(info.root).get(&self.manager.pool, key)?;
-        if let Some(commit_ts) = self.unpublished_conflict(&lock_key, latest.as_deref()) {
             self.manager.wait_visible(commit_ts);
         }
         self.check_latest(info, &lock_key, latest.as_deref())

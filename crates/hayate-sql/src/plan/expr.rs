@@ -210,6 +210,19 @@ pub struct EvalContext<'a> {
 }
 
 impl<'a> EvalContext<'a> {
+    /// The context for folding a constant while binding: no parameters, session or
+    /// transaction (an expression needing them is not constant there).
+    pub fn constant() -> EvalContext<'static> {
+        EvalContext {
+            params: &[],
+            database_name: "",
+            user_name: "",
+            transaction_timestamp: 0,
+            subqueries: None,
+            sequences: None,
+        }
+    }
+
     fn runner(&self) -> SqlResult<&'a dyn SubqueryRunner> {
         self.subqueries
             .ok_or_else(|| SqlError::unsupported("a subquery in this statement"))

@@ -439,17 +439,7 @@ pub fn bind_cast(
             // A literal name is looked up now, as PostgreSQL does ('nope'::regclass fails
             // when the statement is bound).
             if expr.is_constant() {
-                let value = expr.eval(
-                    &[],
-                    &EvalContext {
-                        params: &[],
-                        database_name: "",
-                        user_name: "",
-                        transaction_timestamp: 0,
-                        subqueries: None,
-                        sequences: None,
-                    },
-                )?;
+                let value = expr.eval(&[], &EvalContext::constant())?;
                 return Ok((Expr::Literal(value), result));
             }
             Ok((expr, result))

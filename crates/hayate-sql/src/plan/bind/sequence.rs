@@ -61,15 +61,7 @@ impl Binder<'_> {
     /// A constant integer of a sequence option.
     fn constant_int(&mut self, expr: &ast::Expr) -> SqlResult<i64> {
         let bound = self.bind_typed(expr, DataType::Int8)?;
-        let context = EvalContext {
-            params: &[],
-            database_name: "",
-            user_name: "",
-            transaction_timestamp: 0,
-            subqueries: None,
-            sequences: None,
-        };
-        match bound.eval(&[], &context)? {
+        match bound.eval(&[], &EvalContext::constant())? {
             Value::Int(value) => Ok(value),
             other => Err(SqlError::syntax(format!(
                 "a sequence option must be an integer constant, not {other:?}"
