@@ -2,7 +2,8 @@
 //! benchmark tools talk to Hayate unmodified.
 //!
 //! Lifecycle:
-//! 1. `serve` accepts TCP connections until its shutdown future completes.
+//! 1. `serve` accepts connections on TCP and, as PostgreSQL does, on a Unix-domain socket
+//!    (`unix_socket`) until its shutdown future completes.
 //! 2. Each connection is a task on one of a few event loops (one thread each, as many as
 //!    cores) running pgwire's message loop: SSL requests are
 //!    answered 'N', startup authenticates the user (`startup`: trust, cleartext password,
@@ -26,9 +27,11 @@ pub mod cancel;
 mod commit_wait;
 pub mod handler;
 pub mod startup;
+pub mod unix_socket;
 pub mod wire;
 
 use std::collections::HashMap;
+use std::fmt;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
@@ -45,6 +48,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use cancel::CancelRegistry;
 use handler::{ConnectionState, ExtendedHandler};
 use startup::Startup;
+use unix_socket::UnixSocket;
 
 /// How clients prove who they are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -138,26 +142,95 @@ impl PgWireServerHandlers for ConnectionHandlers {
     }
 }
 
-/// Serves connections on `listener` with the default configuration (trust
+/// Where the server accepts connections: TCP, and a Unix-domain socket for local clients
+/// unless there is none.
+pub struct Listeners {
+    pub tcp: TcpListener,
+    pub unix: Option<UnixSocket>,
+}
+
+impl From<TcpListener> for Listeners {
+    fn from(tcp: TcpListener) -> Listeners {
+        Listeners { tcp, unix: None }
+    }
+}
+
+impl Listeners {
+    /// The next connection on either listener. A failed accept is logged and retried after
+    /// a pause (it is usually a process out of file descriptors).
+    async fn accept(&self) -> (Socket, Peer) {
+        loop {
+            let accepted = tokio::select! {
+                accepted = self.tcp.accept() => accepted.and_then(|(socket, peer)| {
+                    let _ = socket.set_nodelay(true);
+                    Ok((Socket::Tcp(socket.into_std()?), Peer::Tcp(peer)))
+                }),
+                accepted = accept_local(&self.unix) => accepted
+                    .and_then(|socket| Ok((Socket::Unix(socket.into_std()?), Peer::Local))),
+            };
+            match accepted {
+                Ok(accepted) => return accepted,
+                Err(error) => {
+                    log::warn!("accepting a connection: {error}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+}
+
+async fn accept_local(unix: &Option<UnixSocket>) -> io::Result<tokio::net::UnixStream> {
+    match unix {
+        Some(unix) => unix.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// An accepted connection's socket, detached from the accepting runtime so that an event
+/// loop can adopt it.
+enum Socket {
+    Tcp(std::net::TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+/// Who is on the other end, for the log.
+#[derive(Debug, Clone, Copy)]
+pub enum Peer {
+    Tcp(std::net::SocketAddr),
+    /// A client on the Unix-domain socket (PostgreSQL logs it as `[local]`).
+    Local,
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Tcp(address) => address.fmt(f),
+            Peer::Local => f.write_str("[local]"),
+        }
+    }
+}
+
+/// Serves connections on `listeners` with the default configuration (trust
 /// authentication) until `shutdown` completes.
 pub async fn serve(
-    listener: TcpListener,
+    listeners: impl Into<Listeners>,
     catalog: Arc<Catalog>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    serve_with(listener, catalog, ServerConfig::default(), shutdown).await
+    serve_with(listeners, catalog, ServerConfig::default(), shutdown).await
 }
 
-/// Serves connections on `listener` until `shutdown` completes. Each connection is a task
+/// Serves connections on `listeners` until `shutdown` completes. Each connection is a task
 /// on one of the event loops (`EventLoops`); on shutdown the listener closes, every
 /// connection is told to end, and this returns once all have ended and the loops' threads
 /// have exited.
 pub async fn serve_with(
-    listener: TcpListener,
+    listeners: impl Into<Listeners>,
     catalog: Arc<Catalog>,
     config: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    let listeners = listeners.into();
     let config = Arc::new(config);
     let cancels = Arc::new(CancelRegistry::default());
     let slots = Arc::new(Semaphore::new(config.max_connections));
@@ -169,16 +242,8 @@ pub async fn serve_with(
     loop {
         let (socket, peer) = tokio::select! {
             _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    log::warn!("accepting a connection: {error}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
+            accepted = listeners.accept() => accepted,
         };
-        let _ = socket.set_nodelay(true);
         let state = ConnectionState::new(catalog.clone(), config.clone());
         let startup = Startup::new(
             config.clone(),
@@ -194,7 +259,7 @@ pub async fn serve_with(
             cancels: cancels.clone(),
         };
         let connection = Connection {
-            socket: socket.into_std()?,
+            socket,
             peer,
             handlers,
             stopped: stopped.clone(),
@@ -202,7 +267,7 @@ pub async fn serve_with(
         };
         loops.next().spawn(connection.run());
     }
-    drop(listener);
+    drop(listeners);
     let _ = stop.send(true);
     drop(alive);
     while all_ended.recv().await.is_some() {}
@@ -272,8 +337,8 @@ impl EventLoops {
 
 /// One accepted connection, a task on an event loop.
 struct Connection {
-    socket: std::net::TcpStream,
-    peer: std::net::SocketAddr,
+    socket: Socket,
+    peer: Peer,
     handlers: ConnectionHandlers,
     /// Becomes true when the server shuts down.
     stopped: watch::Receiver<bool>,
@@ -286,12 +351,21 @@ impl Connection {
     /// (dropping the loop drops the session, which aborts an open transaction).
     async fn run(mut self) {
         let peer = self.peer;
-        let socket = match tokio::net::TcpStream::from_std(self.socket) {
-            Ok(socket) => socket,
-            Err(error) => return log::warn!("connection from {peer}: {error}"),
+        let handlers = self.handlers;
+        let served = async {
+            match self.socket {
+                Socket::Tcp(socket) => {
+                    let socket = tokio::net::TcpStream::from_std(socket)?;
+                    pgwire::tokio::process_socket(socket, None, handlers).await
+                }
+                Socket::Unix(socket) => {
+                    let socket = tokio::net::UnixStream::from_std(socket)?;
+                    pgwire::tokio::process_socket_unix(socket, handlers).await
+                }
+            }
         };
         tokio::select! {
-            result = pgwire::tokio::process_socket(socket, None, self.handlers) => {
+            result = served => {
                 if let Err(error) = result {
                     log::warn!("connection from {peer}: {error}");
                 }

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::fmt::Debug;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -30,7 +29,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::auth::{self, Scram, ScramError};
 use crate::cancel::CancelRegistry;
-use crate::{AuthMethod, ServerConfig};
+use crate::{AuthMethod, Peer, ServerConfig};
 
 pub struct ServerParameters;
 
@@ -101,7 +100,7 @@ pub struct Startup {
     interrupt: Interrupt,
     /// The connection's slot under max_connections (None: over the limit).
     slot: Option<OwnedSemaphorePermit>,
-    peer: SocketAddr,
+    peer: Peer,
     pids: RandomPidSecretKeyGenerator,
     step: Mutex<Step>,
     pid: Mutex<Option<i32>>,
@@ -113,7 +112,7 @@ impl Startup {
         cancels: Arc<CancelRegistry>,
         interrupt: Interrupt,
         slot: Option<OwnedSemaphorePermit>,
-        peer: SocketAddr,
+        peer: Peer,
     ) -> Startup {
         Startup {
             config,

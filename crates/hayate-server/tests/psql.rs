@@ -130,3 +130,53 @@ fn psql_script() {
     assert_eq!(results, expected_results, "psql stdout:\n{stdout}");
     server.stop();
 }
+
+/// psql and the Rust driver reach the server through its Unix-domain socket (`-h DIR`, as
+/// with PostgreSQL), and the socket file goes away with the server.
+#[test]
+fn psql_over_the_unix_socket() {
+    let available = common::clients::runs("psql", &["--version"]);
+    if !common::clients::require(available, "psql", "postgresql-client") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = tempfile::tempdir().unwrap();
+    let server = TestServer::start_local(dir.path(), sockets.path());
+    let port = server.addr.port().to_string();
+    let socket = sockets.path().join(format!(".s.PGSQL.{port}"));
+    assert!(socket.exists(), "{} exists", socket.display());
+
+    let socket_dir = sockets.path().to_str().unwrap();
+    let output = Command::new("psql")
+        .args(["-X", "-A", "-t", "-h", socket_dir, "-p", &port])
+        .args(["-U", "tester", "-d", "test"])
+        .args(["-c", "CREATE TABLE local_t (id int PRIMARY KEY, v text)"])
+        .args(["-c", "INSERT INTO local_t VALUES (1, 'over the socket')"])
+        .args(["-c", "SELECT v FROM local_t WHERE id = 1"])
+        .env("PGCONNECT_TIMEOUT", "10")
+        .output()
+        .expect("run psql");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "psql failed: {stderr}");
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["CREATE TABLE", "INSERT 0 1", "over the socket"],
+        "stderr: {stderr}"
+    );
+
+    let mut client = postgres::Client::connect(
+        &format!("host={socket_dir} port={port} user=tester dbname=test"),
+        postgres::NoTls,
+    )
+    .expect("connect over the unix socket");
+    let id = 1i32;
+    let row = client
+        .query_one("SELECT v FROM local_t WHERE id = $1", &[&id])
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "over the socket");
+    drop(client);
+
+    server.stop();
+    assert!(!socket.exists(), "the socket file is removed on shutdown");
+}

@@ -4,7 +4,8 @@
 //!    the flags given on the command line, each overriding the one before.
 //! 2. Create the data directory if needed and open the database (recovering from the log
 //!    after a crash), then load the SQL catalog.
-//! 3. Listen and serve connections until SIGTERM or SIGINT.
+//! 3. Listen (TCP, and the Unix-domain socket unless turned off) and serve connections
+//!    until SIGTERM or SIGINT.
 //! 4. Stop accepting, end the connections (open transactions abort), and close the
 //!    database, which takes a checkpoint.
 
@@ -15,7 +16,8 @@ use std::sync::Arc;
 
 use clap::Args;
 use hayate_engine::{BufferSize, Database, DatabaseConfig};
-use hayate_server::{AuthMethod, ServerConfig};
+use hayate_server::unix_socket::UnixSocket;
+use hayate_server::{AuthMethod, Listeners, ServerConfig};
 use hayate_sql::Catalog;
 use serde::Deserialize;
 
@@ -25,6 +27,7 @@ const CONFIG_HELP: &str = "\
 Config file (--config FILE, TOML; every key optional, flags override it):
   listen = \"127.0.0.1\"        # address to listen on
   port = 5432
+  unix_socket_dir = \"/tmp\"    # local socket .s.PGSQL.<port> (psql -h /tmp); \"\" for none
   data_dir = \"./hayate-data\"  # created on first start
   auth = \"scram-sha-256\"      # trust | password | md5 | scram-sha-256
   max_connections = 100       # more connections are refused (SQLSTATE 53300)
@@ -45,9 +48,13 @@ pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1].
     #[arg(long)]
     pub listen: Option<IpAddr>,
-    /// TCP port [default: 5432].
+    /// TCP port [default: 5432]; it also names the Unix-domain socket.
     #[arg(long)]
     pub port: Option<u16>,
+    /// Directory of the Unix-domain socket `.s.PGSQL.<port>` for local clients (`psql -h
+    /// /tmp`); an empty value listens on TCP only [default: /tmp].
+    #[arg(long, value_name = "DIR")]
+    pub unix_socket_dir: Option<PathBuf>,
     /// Database directory, created on first start; after a crash the log is replayed on
     /// open (`--log-level info` shows the recovery report) [default: ./hayate-data].
     #[arg(long, value_name = "DIR", alias = "data")]
@@ -77,6 +84,8 @@ pub struct ServeArgs {
 
 /// The buffer pool's size unless configured (`DatabaseConfig::default`'s).
 const BUFFER_SIZE_DEFAULT: &str = "128MB";
+/// Where PostgreSQL itself puts its socket unless built otherwise.
+const UNIX_SOCKET_DIR_DEFAULT: &str = "/tmp";
 /// The smallest buffer accepted.
 const BUFFER_BYTES_MIN: u64 = 1 << 20;
 
@@ -86,6 +95,7 @@ const BUFFER_BYTES_MIN: u64 = 1 << 20;
 struct ConfigFile {
     listen: Option<IpAddr>,
     port: Option<u16>,
+    unix_socket_dir: Option<PathBuf>,
     data_dir: Option<PathBuf>,
     auth: Option<String>,
     max_connections: Option<usize>,
@@ -102,6 +112,8 @@ struct ConfigFile {
 pub struct Settings {
     pub listen: IpAddr,
     pub port: u16,
+    /// The directory of the Unix-domain socket (None: TCP only).
+    pub unix_socket_dir: Option<PathBuf>,
     pub data_dir: PathBuf,
     pub log_level: String,
     /// Bytes of the buffer pool.
@@ -178,6 +190,13 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
             .or(file.listen)
             .unwrap_or(IpAddr::from([127, 0, 0, 1])),
         port: args.port.or(file.port).unwrap_or(5432),
+        unix_socket_dir: Some(
+            args.unix_socket_dir
+                .clone()
+                .or(file.unix_socket_dir)
+                .unwrap_or(UNIX_SOCKET_DIR_DEFAULT.into()),
+        )
+        .filter(|dir| !dir.as_os_str().is_empty()),
         data_dir: args
             .data_dir
             .clone()
@@ -221,17 +240,28 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
     let runtime = hayate_server::runtime().context(|| "starting the async runtime".into())?;
     let address = (settings.listen, settings.port);
     let result = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(address)
+        let tcp = tokio::net::TcpListener::bind(address)
             .await
             .context(|| format!("listening on {}:{}", settings.listen, settings.port))?;
+        let unix =
+            match &settings.unix_socket_dir {
+                Some(dir) => Some(UnixSocket::bind(dir, settings.port).context(|| {
+                    format!("listening on a Unix-domain socket in {}", dir.display())
+                })?),
+                None => None,
+            };
+        let local = unix.as_ref().map_or(String::new(), |unix| {
+            format!(" and {}", unix.path().display())
+        });
         eprintln!(
-            "hayate: serving PostgreSQL protocol on {}:{} (data in {}, auth {})",
+            "hayate: serving PostgreSQL protocol on {}:{}{local} (data in {}, auth {})",
             settings.listen,
             settings.port,
             data_dir.display(),
             settings.server.auth.name()
         );
-        hayate_server::serve_with(listener, catalog, settings.server, shutdown_signal())
+        let listeners = Listeners { tcp, unix };
+        hayate_server::serve_with(listeners, catalog, settings.server, shutdown_signal())
             .await
             .context(|| "serving".into())
     });
@@ -269,6 +299,7 @@ mod tests {
             config,
             listen: None,
             port: None,
+            unix_socket_dir: None,
             data_dir: None,
             auth: None,
             max_connections: None,
@@ -285,12 +316,16 @@ mod tests {
         let path = dir.path().join("hayate.toml");
         std::fs::write(
             &path,
-            "port = 6000\ndata_dir = \"/srv/hayate\"\nauth = \"md5\"\nwork_mem = \"64MB\"\n\
+            "port = 6000\nunix_socket_dir = \"\"\ndata_dir = \"/srv/hayate\"\nauth = \"md5\"\nwork_mem = \"64MB\"\n\
              max_connections = 7\nbuffer_size = \"1GB\"\n[users]\nalice = \"secret\"\n",
         )
         .unwrap();
         let from_file = settings(&args(Some(path.clone()))).unwrap();
         assert_eq!(from_file.port, 6000);
+        assert_eq!(
+            from_file.unix_socket_dir, None,
+            "an empty directory turns it off"
+        );
         assert_eq!(from_file.data_dir, PathBuf::from("/srv/hayate"));
         assert_eq!(from_file.server.auth, AuthMethod::Md5);
         assert_eq!(from_file.server.work_mem, "64MB");
@@ -301,11 +336,16 @@ mod tests {
 
         let mut flags = args(Some(path));
         flags.port = Some(6001);
+        flags.unix_socket_dir = Some("/run/hayate".into());
         flags.auth = Some("scram-sha-256".into());
         flags.work_mem = Some("1MB".into());
         flags.buffer_size = Some("64MB".into());
         let overridden = settings(&flags).unwrap();
         assert_eq!(overridden.port, 6001);
+        assert_eq!(
+            overridden.unix_socket_dir,
+            Some(PathBuf::from("/run/hayate"))
+        );
         assert_eq!(overridden.server.auth, AuthMethod::ScramSha256);
         assert_eq!(overridden.server.work_mem, "1MB");
         assert_eq!(overridden.buffer_bytes, 64 << 20);
@@ -313,6 +353,7 @@ mod tests {
 
         let defaults = settings(&args(None)).unwrap();
         assert_eq!(defaults.port, 5432);
+        assert_eq!(defaults.unix_socket_dir, Some(PathBuf::from("/tmp")));
         assert_eq!(defaults.server.auth, AuthMethod::Trust);
         assert_eq!(defaults.buffer_bytes, 128 << 20);
     }

@@ -13,10 +13,13 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// `hayate serve` on `dir`, its Unix-domain socket in `dir`'s parent.
 fn start(dir: &Path, port: u16) -> (Child, postgres::Client) {
     let child = Command::new(env!("CARGO_BIN_EXE_hayate"))
         .args(["serve", "--port", &port.to_string(), "--data-dir"])
         .arg(dir)
+        .arg("--unix-socket-dir")
+        .arg(dir.parent().unwrap())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -56,13 +59,22 @@ fn serve_survives_kill_and_stops_on_sigterm() {
     child.wait().unwrap();
     drop(open);
     drop(client);
+    let socket = parent.path().join(format!(".s.PGSQL.{port}"));
+    assert!(socket.exists(), "kill -9 leaves the socket file behind");
 
     let (child, mut client) = start(&dir, port);
-    let count: i64 = client
+    // The stale socket file was replaced by a live one.
+    let local = format!(
+        "host={} port={port} user=tester dbname=test",
+        parent.path().display()
+    );
+    let mut local = postgres::Client::connect(&local, postgres::NoTls).expect("unix socket");
+    let count: i64 = local
         .query_one("SELECT count(*) FROM acked", &[])
         .unwrap()
         .get(0);
     assert_eq!(count, 200, "every acknowledged commit survives kill -9");
+    drop(local);
     let uncommitted = client
         .query("SELECT * FROM acked WHERE id = 100000", &[])
         .unwrap();
@@ -76,6 +88,7 @@ fn serve_survives_kill_and_stops_on_sigterm() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "clean exit on SIGTERM: {stderr}");
     assert!(stderr.contains("hayate: stopped"), "{stderr}");
+    assert!(!socket.exists(), "a clean stop removes the socket file");
 }
 
 /// sum(abalance), sum(tbalance), sum(bbalance), sum(delta) and the history's row count.

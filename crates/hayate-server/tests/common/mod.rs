@@ -16,6 +16,8 @@ pub mod clients;
 pub struct TestServer {
     pub addr: SocketAddr,
     pub dir: PathBuf,
+    /// The directory of the Unix-domain socket, when the server listens on one.
+    pub socket_dir: Option<PathBuf>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -28,23 +30,42 @@ impl TestServer {
 
     /// As `start`, with a server configuration (authentication, limits).
     pub fn start_with(dir: &Path, config: hayate_server::ServerConfig) -> TestServer {
+        TestServer::start_on(dir, config, None)
+    }
+
+    /// As `start`, listening also on a Unix-domain socket in `socket_dir`.
+    pub fn start_local(dir: &Path, socket_dir: &Path) -> TestServer {
+        let config = hayate_server::ServerConfig::default();
+        TestServer::start_on(dir, config, Some(socket_dir.to_path_buf()))
+    }
+
+    fn start_on(
+        dir: &Path,
+        config: hayate_server::ServerConfig,
+        socket_dir: Option<PathBuf>,
+    ) -> TestServer {
         let db = Database::open(dir, DatabaseConfig::default()).expect("open database");
         let catalog = Arc::new(Catalog::open(db.clone()).expect("open catalog"));
         let (addr_sender, addr_receiver) = std::sync::mpsc::channel();
         let (shutdown, shutdown_receiver) = tokio::sync::oneshot::channel::<()>();
+        let local_dir = socket_dir.clone();
         let thread = std::thread::spawn(move || {
             let runtime = hayate_server::runtime().expect("runtime");
             runtime.block_on(async {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
                     .expect("bind");
-                addr_sender
-                    .send(listener.local_addr().expect("address"))
-                    .expect("send");
+                let addr = tcp.local_addr().expect("address");
+                let unix = local_dir.map(|dir| {
+                    hayate_server::unix_socket::UnixSocket::bind(&dir, addr.port())
+                        .expect("bind the unix socket")
+                });
+                addr_sender.send(addr).expect("send");
                 let shutdown = async {
                     let _ = shutdown_receiver.await;
                 };
-                hayate_server::serve_with(listener, catalog, config, shutdown)
+                let listeners = hayate_server::Listeners { tcp, unix };
+                hayate_server::serve_with(listeners, catalog, config, shutdown)
                     .await
                     .expect("serve");
             });
@@ -55,6 +76,7 @@ impl TestServer {
         TestServer {
             addr,
             dir: dir.to_path_buf(),
+            socket_dir,
             shutdown: Some(shutdown),
             thread: Some(thread),
         }
