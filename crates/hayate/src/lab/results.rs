@@ -313,12 +313,19 @@ pub struct CrashCycle {
 // ---------------------------------------------------------------------------------------------
 // hayate lab server
 
-/// One `hayate lab server` invocation: each engine as a server on 127.0.0.1, driven by the
-/// same client program (sysbench) over TCP.
+/// One `hayate lab server` invocation: each engine as a server on this machine, driven by
+/// the same client program (sysbench) over the same transport.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ServerResults {
     /// The client and its version, e.g. "sysbench 1.0.20".
     pub client: String,
+    /// How the client reaches every server: "unix" (Unix-domain sockets) or "tcp" (TCP on
+    /// 127.0.0.1; files written before the choice existed are TCP).
+    #[serde(default = "transport_tcp")]
+    pub transport: String,
+    /// Rounds: every run was repeated this often, the engines taking turns.
+    #[serde(default = "one")]
+    pub rounds: u32,
     pub tables: u32,
     pub table_size: u64,
     /// Seconds of each measured run.
@@ -341,7 +348,7 @@ pub struct ServerEngine {
     pub isolation: String,
     /// sysbench's driver for the engine ("pgsql" or "mysql").
     pub client_driver: String,
-    /// Where the server listened, "127.0.0.1:PORT".
+    /// Where the server listened: "127.0.0.1:PORT" or its socket's path.
     pub address: String,
     /// Seconds `sysbench oltp_common prepare` took.
     pub prepare_seconds: Option<f64>,
@@ -356,6 +363,9 @@ pub struct ServerRun {
     /// "oltp_point_select", "oltp_update_non_index", "oltp_read_only" or "oltp_read_write".
     pub workload: String,
     pub threads: u32,
+    /// Which round of the invocation, from 1.
+    #[serde(default = "one")]
+    pub round: u32,
     /// Time sysbench measured.
     pub seconds: f64,
     pub transactions: u64,
@@ -369,6 +379,14 @@ pub struct ServerRun {
     pub reconnects: u64,
     /// Why the run failed, with the end of sysbench's output; the figures are then zero.
     pub error: Option<String>,
+}
+
+fn transport_tcp() -> String {
+    "tcp".to_string()
+}
+
+fn one() -> u32 {
+    1
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ struct State {
 impl HayateWireDriver {
     pub fn open(base_dir: &Path, buffer_bytes: u64) -> DriverResult<HayateWireDriver> {
         let port = engines::free_port()?;
-        let (process, directory) = engines::start_hayate(base_dir, port)?;
+        let (process, directory, _) = engines::start_hayate(base_dir, port)?;
         let mut settings = engines::hayate_settings();
         settings.insert(
             "client".into(),
@@ -189,7 +189,12 @@ impl Driver for HayateWireDriver {
             .ok_or_else(|| DriverError::fatal("hayate-wire: the server's directory is gone"))?
             .path()
             .to_path_buf();
-        state.server = Some(engines::spawn_hayate(&directory, self.port, Some(bytes))?);
+        state.server = Some(engines::spawn_hayate(
+            &directory,
+            self.port,
+            Some(bytes),
+            None,
+        )?);
         state.buffer_bytes = Some(bytes);
         state
             .settings

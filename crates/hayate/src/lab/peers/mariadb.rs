@@ -183,6 +183,11 @@ impl MariadbDriver {
         self.tcp_port
     }
 
+    /// The server's Unix-domain socket.
+    pub fn socket_path(&self) -> &Path {
+        &self.socket_path
+    }
+
     fn connect_conn(&self, database: Option<&str>) -> mysql::Result<Conn> {
         let options = OptsBuilder::new()
             .socket(Some(self.socket_path.display().to_string()))

@@ -174,6 +174,11 @@ impl PostgresDriver {
         self.tcp.then_some(self.port)
     }
 
+    /// The Unix-domain socket's directory and port (the socket is `.s.PGSQL.<port>` in it).
+    pub fn socket(&self) -> (&Path, u16) {
+        (&self.socket_dir, self.port)
+    }
+
     pub(super) fn connect_client(&self) -> Result<Client, postgres::Error> {
         postgres::Config::new()
             .host_path(&self.socket_dir)

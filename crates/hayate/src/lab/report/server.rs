@@ -11,6 +11,7 @@ use super::primitive::engine_color;
 use super::svg::{Axis, BarChart, BarSeries, ScaleKind};
 use super::Collection;
 use crate::lab::results::{ServerEngine, ServerRun};
+use crate::lab::server::{median_runs, Transport};
 
 /// sysbench's workloads in the order they are shown.
 const WORKLOADS: &[&str] = &[
@@ -28,20 +29,30 @@ pub fn has_results(collection: &Collection) -> bool {
     !collection.servers.is_empty()
 }
 
-/// (workload order, workload, threads).
-type Key = (usize, String, u32);
+/// (transport, workload order, workload, threads).
+type Key = (String, usize, String, u32);
 
-/// The newest successful run of each (workload, threads) per engine, engines Hayate first.
+/// The median run (over its rounds) of each transport, workload and thread count per engine,
+/// engines Hayate first, from the newest results file that has it.
 fn newest(collection: &Collection) -> BTreeMap<Key, BTreeMap<(bool, String), &ServerRun>> {
     let mut table: BTreeMap<Key, BTreeMap<(bool, String), &ServerRun>> = BTreeMap::new();
-    let runs = (collection.servers.iter()).flat_map(|source| source.file.results.runs.iter());
-    for run in runs.filter(|run| run.error.is_none()) {
-        let order = (WORKLOADS.iter())
-            .position(|workload| *workload == run.workload)
-            .unwrap_or(WORKLOADS.len());
-        let key = (order, run.workload.clone(), run.threads);
-        let engine = (run.engine != "hayate", run.engine.clone());
-        table.entry(key).or_default().insert(engine, run);
+    for source in &collection.servers {
+        let results = &source.file.results;
+        let mut engines: Vec<&str> = (results.runs.iter())
+            .map(|run| run.engine.as_str())
+            .collect();
+        engines.sort_unstable();
+        engines.dedup();
+        for engine in engines {
+            for ((workload, threads), run) in median_runs(&results.runs, engine) {
+                let order = (WORKLOADS.iter())
+                    .position(|known| *known == workload)
+                    .unwrap_or(WORKLOADS.len());
+                let key = (results.transport.clone(), order, workload, threads);
+                let engine = (engine != "hayate", engine.to_string());
+                table.entry(key).or_default().insert(engine, run);
+            }
+        }
     }
     table
 }
@@ -55,9 +66,10 @@ fn ratio(runs: &BTreeMap<(bool, String), &ServerRun>) -> Option<f64> {
 
 pub fn section(collection: &Collection) -> String {
     let mut out = String::from(
-        "<h2 id=\"server\">Server: sysbench over TCP</h2><p>Each engine as a server on \
-         127.0.0.1, driven by the same client program (sysbench) over TCP, with the data in \
-         memory and durable commits. Hayate runs as <code>hayate serve</code>; PostgreSQL and \
+        "<h2 id=\"server\">Server: sysbench</h2><p>Each engine as a server on this machine, \
+         driven by the same client program (sysbench) over the same transport (each server's \
+         Unix-domain socket, or TCP on 127.0.0.1), with the data in memory and durable \
+         commits; with several rounds, each figure is the engine's median run. Hayate runs as <code>hayate serve</code>; PostgreSQL and \
          MariaDB are the lab's private servers. Issue 5's target: Hayate at least 1.5x \
          PostgreSQL's transactions per second on oltp_point_select and oltp_update_non_index \
          at 16 threads.</p>",
@@ -88,20 +100,19 @@ fn tps_chart(table: &BTreeMap<Key, BTreeMap<(bool, String), &ServerRun>>) -> Str
         .collect();
     engines.sort();
     engines.dedup();
-    let threads_vary = table
-        .keys()
-        .map(|(_, _, threads)| threads)
-        .collect::<Vec<_>>()
-        .windows(2)
-        .any(|pair| pair[0] != pair[1]);
+    let varies = |values: Vec<String>| values.windows(2).any(|pair| pair[0] != pair[1]);
+    let threads_vary = varies(table.keys().map(|key| key.3.to_string()).collect());
+    let transports_vary = varies(table.keys().map(|key| key.0.clone()).collect());
     let groups = (table.keys())
-        .map(|(_, workload, threads)| {
-            let short = workload.trim_start_matches("oltp_");
+        .map(|(transport, _, workload, threads)| {
+            let mut group = workload.trim_start_matches("oltp_").to_string();
             if threads_vary {
-                format!("{short} x{threads}")
-            } else {
-                short.to_string()
+                group.push_str(&format!(" x{threads}"));
             }
+            if transports_vary {
+                group.push_str(&format!(" {transport}"));
+            }
+            group
         })
         .collect();
     let series = (engines.iter())
@@ -122,14 +133,15 @@ fn tps_chart(table: &BTreeMap<Key, BTreeMap<(bool, String), &ServerRun>>) -> Str
     };
     figure(
         &chart.render(),
-        "The newest run of each engine, workload and thread count. Same client, same options, \
-         TCP on 127.0.0.1 for every engine.",
+        "The newest results of each engine, workload and thread count (the median run when \
+         there were rounds). Same client, same options and the same transport for every \
+         engine.",
     )
 }
 
 fn ratio_table(table: &BTreeMap<Key, BTreeMap<(bool, String), &ServerRun>>) -> String {
     let mut rows = Vec::new();
-    for ((_, workload, threads), runs) in table {
+    for ((transport, _, workload, threads), runs) in table {
         let tps = |engine: &str| {
             (runs.iter())
                 .find(|((_, name), _)| name == engine)
@@ -151,6 +163,7 @@ fn ratio_table(table: &BTreeMap<Key, BTreeMap<(bool, String), &ServerRun>>) -> S
         rows.push(vec![
             escape(workload),
             threads.to_string(),
+            Transport::describe(transport).to_string(),
             tps("hayate"),
             tps("postgresql"),
             tps("mariadb"),
@@ -167,6 +180,7 @@ fn ratio_table(table: &BTreeMap<Key, BTreeMap<(bool, String), &ServerRun>>) -> S
         &[
             "workload",
             "threads",
+            "transport",
             "hayate tps",
             "postgresql tps",
             "mariadb tps",
@@ -238,12 +252,17 @@ fn engine_table(collection: &Collection) -> String {
 
 fn run_table(collection: &Collection) -> String {
     let mut rows = Vec::new();
-    let runs = (collection.servers.iter()).flat_map(|source| source.file.results.runs.iter());
-    for run in runs {
+    let runs = (collection.servers.iter()).flat_map(|source| {
+        let transport = Transport::describe(&source.file.results.transport);
+        (source.file.results.runs.iter()).map(move |run| (transport, run))
+    });
+    for (transport, run) in runs {
         rows.push(vec![
             escape(&run.engine),
             escape(&run.workload),
             run.threads.to_string(),
+            transport.to_string(),
+            run.round.to_string(),
             format_decimal(run.seconds, 1),
             format_grouped(run.transactions_per_second),
             format_grouped(run.queries_per_second),
@@ -263,6 +282,8 @@ fn run_table(collection: &Collection) -> String {
             "engine",
             "workload",
             "threads",
+            "transport",
+            "round",
             "seconds",
             "tps",
             "qps",

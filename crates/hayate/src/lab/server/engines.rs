@@ -1,16 +1,17 @@
 //! The servers `hayate lab server` measures, each listening on TCP at 127.0.0.1 on a free
-//! port, each with its data in memory and durable commits.
+//! port and on a Unix-domain socket in its lab directory, each with its data in memory and
+//! durable commits.
 //!
 //! - Hayate: `hayate serve` started from the lab's own executable (`std::env::current_exe`) as
-//!   a child process, its data directory in a private lab directory under `--dir`.
+//!   a child process, its data directory and socket in a private lab directory under `--dir`.
 //! - PostgreSQL and MariaDB: the lab's private servers (`lab::peers`), started with a TCP
-//!   listener (`open_listening`).
+//!   listener (`open_listening`) beside their socket.
 //!
 //! `Server::start` starts one; `Server::stop` (or drop) stops it and removes its directory.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::lab::driver::{Driver, DriverError, DriverResult};
@@ -18,7 +19,8 @@ use crate::lab::peers::mariadb::{self, MariadbDriver};
 use crate::lab::peers::postgres::{self, PostgresDriver};
 use crate::lab::peers::server::{self, LabDirectory, ServerProcess};
 
-use super::sysbench::Target;
+use super::sysbench::{Endpoint, Target};
+use super::Transport;
 
 /// The engines, in the order they run.
 pub const ENGINES: &[&str] = &["hayate", "postgresql", "mariadb"];
@@ -35,6 +37,8 @@ pub enum Server {
         /// Dropped after the process (field order), removing the data.
         _directory: LabDirectory,
         port: u16,
+        /// The directory of its Unix-domain socket.
+        socket_dir: PathBuf,
     },
     Postgresql(Box<PostgresDriver>),
     Mariadb(Box<MariadbDriver>),
@@ -54,11 +58,12 @@ impl Server {
         let port = free_port()?;
         match engine {
             "hayate" => {
-                let (process, directory) = start_hayate(base_dir, port)?;
+                let (process, directory, socket_dir) = start_hayate(base_dir, port)?;
                 Ok(Server::Hayate {
                     process,
                     _directory: directory,
                     port,
+                    socket_dir,
                 })
             }
             "postgresql" => Ok(Server::Postgresql(Box::new(
@@ -76,27 +81,56 @@ impl Server {
         }
     }
 
-    /// How sysbench reaches the server.
-    pub fn target(&self) -> Target {
-        match self {
-            Server::Hayate { port, .. } => Target {
-                driver: "pgsql",
-                port: *port,
-                user: postgres::LAB_USER.to_string(),
-                database: postgres::DATABASE.to_string(),
-            },
-            Server::Postgresql(driver) => Target {
-                driver: "pgsql",
-                port: driver.tcp_port().unwrap_or_default(),
-                user: postgres::LAB_USER.to_string(),
-                database: postgres::DATABASE.to_string(),
-            },
-            Server::Mariadb(driver) => Target {
-                driver: "mysql",
-                port: driver.tcp_port().unwrap_or_default(),
-                user: mariadb::USER.to_string(),
-                database: mariadb::DATABASE.to_string(),
-            },
+    /// How sysbench reaches the server over `transport`.
+    pub fn target(&self, transport: Transport) -> Target {
+        let unix = transport == Transport::Unix;
+        let (driver, endpoint) = match self {
+            Server::Hayate {
+                port, socket_dir, ..
+            } => {
+                let endpoint = match unix {
+                    true => Endpoint::PostgresSocket {
+                        dir: socket_dir.clone(),
+                        port: *port,
+                    },
+                    false => Endpoint::Tcp { port: *port },
+                };
+                ("pgsql", endpoint)
+            }
+            Server::Postgresql(driver) => {
+                let (dir, port) = driver.socket();
+                let endpoint = match unix {
+                    true => Endpoint::PostgresSocket {
+                        dir: dir.to_path_buf(),
+                        port,
+                    },
+                    false => Endpoint::Tcp {
+                        port: driver.tcp_port().unwrap_or_default(),
+                    },
+                };
+                ("pgsql", endpoint)
+            }
+            Server::Mariadb(driver) => {
+                let endpoint = match unix {
+                    true => Endpoint::MysqlSocket {
+                        path: driver.socket_path().to_path_buf(),
+                    },
+                    false => Endpoint::Tcp {
+                        port: driver.tcp_port().unwrap_or_default(),
+                    },
+                };
+                ("mysql", endpoint)
+            }
+        };
+        let (user, database) = match driver {
+            "mysql" => (mariadb::USER, mariadb::DATABASE),
+            _ => (postgres::LAB_USER, postgres::DATABASE),
+        };
+        Target {
+            driver,
+            endpoint,
+            user: user.to_string(),
+            database: database.to_string(),
         }
     }
 
@@ -151,20 +185,27 @@ pub fn free_port() -> DriverResult<u16> {
         .map_err(|error| DriverError::fatal(format!("cannot find a free port: {error}")))
 }
 
-/// `hayate serve` from this executable, as a child of the lab, on 127.0.0.1:`port` with a new
-/// database in a lab directory under `base_dir` (removed when the directory is dropped).
-pub fn start_hayate(base_dir: &Path, port: u16) -> DriverResult<(ServerProcess, LabDirectory)> {
-    let directory = LabDirectory::create(base_dir, "hayate", None)?;
-    let process = spawn_hayate(directory.path(), port, None)?;
-    Ok((process, directory))
+/// `hayate serve` from this executable, as a child of the lab, on 127.0.0.1:`port` and a
+/// Unix-domain socket with a new database in a lab directory under `base_dir` (removed when
+/// the directory is dropped). Returns the socket's directory too.
+pub fn start_hayate(
+    base_dir: &Path,
+    port: u16,
+) -> DriverResult<(ServerProcess, LabDirectory, PathBuf)> {
+    let mut directory = LabDirectory::create(base_dir, "hayate", None)?;
+    let socket_dir = directory.socket_directory(&format!(".s.PGSQL.{port}"), None)?;
+    let process = spawn_hayate(directory.path(), port, None, Some(&socket_dir))?;
+    Ok((process, directory, socket_dir))
 }
 
 /// `hayate serve` on the database in `directory` (created on first start), with a buffer of
-/// `buffer_bytes` (`hayate serve`'s default if None); returns once it answers a query.
+/// `buffer_bytes` (`hayate serve`'s default if None), on TCP and, when `socket_dir` is given,
+/// a Unix-domain socket in it; returns once it answers a query.
 pub fn spawn_hayate(
     directory: &Path,
     port: u16,
     buffer_bytes: Option<u64>,
+    socket_dir: Option<&Path>,
 ) -> DriverResult<ServerProcess> {
     let executable = std::env::current_exe().map_err(|error| {
         DriverError::fatal(format!("cannot find the hayate executable: {error}"))
@@ -178,7 +219,9 @@ pub fn spawn_hayate(
         .arg("--port")
         .arg(port.to_string())
         .arg("--data-dir")
-        .arg(&data_dir);
+        .arg(&data_dir)
+        .arg("--unix-socket-dir")
+        .arg(socket_dir.unwrap_or(Path::new("")));
     if let Some(bytes) = buffer_bytes {
         command.arg("--buffer-size").arg(format!("{bytes}B"));
     }

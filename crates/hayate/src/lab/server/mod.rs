@@ -1,20 +1,24 @@
 //! `hayate lab server`: Hayate and PostgreSQL / MariaDB as servers, compared through the same
-//! client path: the same client program (sysbench) over TCP on 127.0.0.1, the data in memory
-//! and durable commits for every engine.
+//! client path: the same client program (sysbench) over the same transport (`--transport`:
+//! each server's Unix-domain socket, as psql and pgbench connect by default, or TCP on
+//! 127.0.0.1), the data in memory and durable commits for every engine.
 //!
-//! For each engine (`engines`):
-//! 1. start its server on a free port with a new database under `--dir` (Hayate: `hayate
-//!    serve` from this executable; the peers: the lab's private servers with a TCP listener);
-//! 2. `sysbench oltp_common prepare` (the tables, their rows and the secondary index);
-//! 3. a warm-up run (not recorded), then `sysbench WORKLOAD run` for every workload and thread
-//!    count, a progress bar moving with sysbench's report every second;
-//! 4. stop the server and remove its directory.
+//! 1. For each engine (`engines`): start its server with a new database under `--dir`
+//!    (Hayate: `hayate serve` from this executable; the peers: the lab's private servers),
+//!    `sysbench oltp_common prepare` (the tables, their rows and the secondary index) and a
+//!    warm-up run (not recorded).
+//! 2. `--rounds` times: `sysbench WORKLOAD run` for every workload and thread count, the
+//!    engines taking turns, a progress bar moving with sysbench's report every second. On a
+//!    shared machine whose speed drifts between minutes, turns within a round put every
+//!    engine under the same conditions; the summary takes each engine's median over the
+//!    rounds and shows the spread of the per-round ratios.
+//! 3. Stop the servers and remove their directories.
 //!
 //! An engine that cannot start or prepare (e.g. Hayate's SQL lacking a feature sysbench uses)
-//! is recorded with its error and the run goes on with the next engine. The JSON results
-//! (kind "server") are rewritten after each engine; stdout gets a summary with the ratio
-//! Hayate / PostgreSQL per workload, the target of issue 5 being at least 1.5x on
-//! oltp_point_select and oltp_update_non_index at 16 threads.
+//! is recorded with its error and the others go on. The JSON results (kind "server") are
+//! rewritten after each step; stdout gets a summary with the ratio Hayate / PostgreSQL per
+//! workload, the target of issue 5 being at least 1.5x on oltp_point_select and
+//! oltp_update_non_index at 16 threads.
 
 pub mod engines;
 pub mod sysbench;
@@ -50,6 +54,32 @@ pub const TARGET_RATIO: f64 = 1.5;
 const ROW_BYTES_ESTIMATE: u64 = 300;
 /// The peers' buffer is at least this, and at least four times the estimated data.
 const PEER_BUFFER_BYTES_MIN: u64 = 256 << 20;
+
+/// How sysbench reaches the servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    /// Each server's Unix-domain socket (how psql and pgbench connect by default).
+    Unix,
+    /// TCP on 127.0.0.1.
+    Tcp,
+}
+
+impl Transport {
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Unix => "unix",
+            Transport::Tcp => "tcp",
+        }
+    }
+
+    /// "Unix-domain sockets" or "TCP on 127.0.0.1", for sentences.
+    pub fn describe(name: &str) -> &'static str {
+        match name {
+            "unix" => "Unix-domain sockets",
+            _ => "TCP on 127.0.0.1",
+        }
+    }
+}
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {
@@ -99,6 +129,14 @@ pub struct ServerArgs {
     /// Rows per table.
     #[arg(long, default_value_t = 50_000)]
     pub table_size: u64,
+
+    /// How sysbench connects to every server.
+    #[arg(long, value_enum, default_value_t = Transport::Unix)]
+    pub transport: Transport,
+
+    /// Times every run is repeated, the engines taking turns; the summary takes medians.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: u32,
 }
 
 pub fn run(args: &ServerArgs) -> CliResult<()> {
@@ -111,30 +149,56 @@ pub fn run(args: &ServerArgs) -> CliResult<()> {
     };
     let data_bytes = u64::from(args.tables) * args.table_size * ROW_BYTES_ESTIMATE;
     let peer_buffer_bytes = (4 * data_bytes).max(PEER_BUFFER_BYTES_MIN);
+    let transport = args.transport.name().to_string();
     let results = ServerResults {
         client: client.clone(),
+        transport: transport.clone(),
+        rounds: args.rounds,
         tables: args.tables,
         table_size: args.table_size,
         seconds: args.seconds,
         engines: Vec::new(),
         runs: Vec::new(),
-        notes: notes(&client, data_bytes, peer_buffer_bytes),
+        notes: notes(&client, &transport, data_bytes, peer_buffer_bytes),
     };
     let mut file = ResultFile::new("server", &base_dir, results);
     let path = file.write(&args.common.results)?;
+    let mut servers = Vec::new();
     for engine in &args.engines {
-        let outcome = measure_engine(engine, args, data, peer_buffer_bytes, &mut file.results);
-        if let Err(error) = outcome {
-            eprintln!("{engine}: {error}");
-            if let Some(entry) = (file.results.engines.iter_mut()).find(|e| &e.engine == engine) {
-                entry.error = Some(error);
+        match start_engine(engine, args, data, peer_buffer_bytes, &mut file.results) {
+            Ok(server) => servers.push(server),
+            Err(error) => record_engine_error(&mut file.results, engine, error),
+        }
+        file.rewrite(&path)?;
+    }
+    for round in 1..=args.rounds {
+        for workload in &args.workloads {
+            for &threads in &args.threads {
+                for server in &servers {
+                    let run = measured_run(server, args, data, workload, threads, round);
+                    file.results.runs.push(run);
+                }
             }
         }
         file.rewrite(&path)?;
     }
+    for server in servers {
+        let engine = server.engine.clone();
+        if let Err(error) = server.server.stop() {
+            record_engine_error(&mut file.results, &engine, format!("stopping: {error}"));
+        }
+    }
+    file.rewrite(&path)?;
     print!("{}", summary(&file.results));
     println!("results: {}", path.display());
     Ok(())
+}
+
+fn record_engine_error(results: &mut ServerResults, engine: &str, error: String) {
+    eprintln!("{engine}: {error}");
+    if let Some(entry) = (results.engines.iter_mut()).find(|entry| entry.engine == engine) {
+        entry.error = Some(error);
+    }
 }
 
 fn check_args(args: &ServerArgs) -> CliResult<()> {
@@ -162,21 +226,22 @@ fn check_args(args: &ServerArgs) -> CliResult<()> {
             "--engines and --workloads need at least one name",
         ));
     }
-    if args.tables == 0 || args.table_size == 0 || args.seconds == 0 {
+    if args.tables == 0 || args.table_size == 0 || args.seconds == 0 || args.rounds == 0 {
         return Err(CliError::new(
-            "--tables, --table-size and --seconds must be at least 1",
+            "--tables, --table-size, --seconds and --rounds must be at least 1",
         ));
     }
     Ok(())
 }
 
-fn notes(client: &str, data_bytes: u64, peer_buffer_bytes: u64) -> Vec<String> {
+fn notes(client: &str, transport: &str, data_bytes: u64, peer_buffer_bytes: u64) -> Vec<String> {
     vec![
         format!(
-            "Every engine is driven by the same client program ({client}) over TCP on \
-             127.0.0.1, with its default options (prepared statements where the driver has \
-             them). Hayate and PostgreSQL speak the PostgreSQL protocol (sysbench's pgsql \
-             driver), MariaDB its own (sysbench's mysql driver)."
+            "Every engine is driven by the same client program ({client}) over {}, with its \
+             default options (prepared statements where the driver has them). Hayate and \
+             PostgreSQL speak the PostgreSQL protocol (sysbench's pgsql driver), MariaDB its \
+             own (sysbench's mysql driver).",
+            Transport::describe(transport)
         ),
         "Isolation: each engine runs at its default, as sysbench sets none. PostgreSQL runs at \
          its default READ COMMITTED, MariaDB/InnoDB at REPEATABLE READ, Hayate at its default \
@@ -196,15 +261,22 @@ fn notes(client: &str, data_bytes: u64, peer_buffer_bytes: u64) -> Vec<String> {
     ]
 }
 
-/// Starts `engine`, prepares, runs every workload and thread count, stops it. An error that
-/// ends the engine's measurement is returned (the caller records it).
-fn measure_engine(
+/// A server the rounds run against.
+struct Measured {
+    engine: String,
+    server: Server,
+    target: Target,
+}
+
+/// Starts `engine`, records how it runs, prepares its data and warms it up. An error that
+/// ends the engine's measurement is returned (the caller records it; the server is stopped).
+fn start_engine(
     engine: &str,
     args: &ServerArgs,
     data: DataSet,
     peer_buffer_bytes: u64,
     results: &mut ServerResults,
-) -> Result<(), String> {
+) -> Result<Measured, String> {
     results.engines.push(ServerEngine {
         engine: engine.to_string(),
         ..ServerEngine::default()
@@ -213,23 +285,32 @@ fn measure_engine(
     let started = Server::start(engine, &args.common.base_dir(), peer_buffer_bytes);
     spinner.finish_and_clear();
     let server = started.map_err(|error| format!("cannot start the server: {error}"))?;
-    let target = server.target();
+    let target = server.target(args.transport);
     let description = server.describe();
     if let Some(entry) = results.engines.last_mut() {
         entry.engine_version = description.version;
         entry.engine_settings = description.settings;
         entry.isolation = description.isolation;
         entry.client_driver = target.driver.to_string();
-        entry.address = format!("127.0.0.1:{}", target.port);
+        entry.address = target.endpoint.address();
     }
-    let measured = measure_server(engine, args, data, &target, results);
-    let stopped = server
-        .stop()
-        .map_err(|error| format!("stopping the server: {error}"));
-    measured.and(stopped)
+    match prepare_and_warm_up(engine, args, data, &target, results) {
+        Ok(()) => Ok(Measured {
+            engine: engine.to_string(),
+            server,
+            target,
+        }),
+        Err(error) => {
+            let stopped = server.stop();
+            Err(match stopped {
+                Ok(()) => error,
+                Err(stop) => format!("{error}; stopping the server: {stop}"),
+            })
+        }
+    }
 }
 
-fn measure_server(
+fn prepare_and_warm_up(
     engine: &str,
     args: &ServerArgs,
     data: DataSet,
@@ -258,29 +339,49 @@ fn measure_server(
         )
         .map_err(|error| format!("warm-up: {error}"))?;
     }
-    for workload in &args.workloads {
-        for &threads in &args.threads {
-            let run = match timed_run(engine, target, data, workload, threads, args.seconds) {
-                Ok(report) => report.to_run(engine, workload, threads),
-                Err(error) => {
-                    eprintln!("{engine} {workload} {threads} threads: {error}");
-                    ServerRun {
-                        engine: engine.to_string(),
-                        workload: workload.clone(),
-                        threads,
-                        error: Some(error),
-                        ..ServerRun::default()
-                    }
-                }
-            };
-            eprintln!(
-                "{engine:<10} {workload:<22} {threads:>3} threads: {} tps",
-                format_rate(run.transactions_per_second)
-            );
-            results.runs.push(run);
-        }
-    }
     Ok(())
+}
+
+/// One recorded run; a failed run is recorded with its error.
+fn measured_run(
+    server: &Measured,
+    args: &ServerArgs,
+    data: DataSet,
+    workload: &str,
+    threads: u32,
+    round: u32,
+) -> ServerRun {
+    let engine = server.engine.as_str();
+    let run = match timed_run(
+        engine,
+        &server.target,
+        data,
+        workload,
+        threads,
+        args.seconds,
+    ) {
+        Ok(report) => report.to_run(engine, workload, threads, round),
+        Err(error) => {
+            eprintln!("{engine} {workload} {threads} threads: {error}");
+            ServerRun {
+                engine: engine.to_string(),
+                workload: workload.to_string(),
+                threads,
+                round,
+                error: Some(error),
+                ..ServerRun::default()
+            }
+        }
+    };
+    let of_rounds = match args.rounds {
+        1 => String::new(),
+        rounds => format!(" (round {round}/{rounds})"),
+    };
+    eprintln!(
+        "{engine:<10} {workload:<22} {threads:>3} threads: {} tps{of_rounds}",
+        format_rate(run.transactions_per_second)
+    );
+    run
 }
 
 /// One sysbench run with a progress bar over its seconds.
@@ -322,25 +423,66 @@ fn format_rate(value: f64) -> String {
     }
 }
 
-/// The runs of one engine by (workload, threads), the newest when repeated.
-fn runs_by_key<'a>(
-    results: &'a ServerResults,
+/// The median run of one engine per (workload, threads) over the rounds: the middle one by
+/// throughput, the lower of the two middle ones when the count is even. Failed runs are left
+/// out.
+pub fn median_runs<'a>(
+    runs: impl IntoIterator<Item = &'a ServerRun>,
     engine: &str,
 ) -> BTreeMap<(String, u32), &'a ServerRun> {
-    (results.runs.iter())
-        .filter(|run| run.engine == engine && run.error.is_none())
-        .map(|run| ((run.workload.clone(), run.threads), run))
+    let mut by_key: BTreeMap<(String, u32), Vec<&ServerRun>> = BTreeMap::new();
+    for run in runs {
+        if run.engine == engine && run.error.is_none() {
+            let key = (run.workload.clone(), run.threads);
+            by_key.entry(key).or_default().push(run);
+        }
+    }
+    (by_key.into_iter())
+        .map(|(key, mut runs)| {
+            runs.sort_by(|a, b| {
+                a.transactions_per_second
+                    .total_cmp(&b.transactions_per_second)
+            });
+            (key, runs[(runs.len() - 1) / 2])
+        })
         .collect()
 }
 
-/// Hayate's throughput over PostgreSQL's for a workload and thread count, when both ran.
+/// Hayate's median throughput over PostgreSQL's for a workload and thread count, when both
+/// ran.
 pub fn ratio(results: &ServerResults, workload: &str, threads: u32) -> Option<f64> {
     let key = (workload.to_string(), threads);
-    let hayate = runs_by_key(results, "hayate")
-        .get(&key)?
-        .transactions_per_second;
-    let postgresql = (runs_by_key(results, "postgresql").get(&key))?.transactions_per_second;
+    let tps = |engine: &str| {
+        let medians = median_runs(&results.runs, engine);
+        medians.get(&key).map(|run| run.transactions_per_second)
+    };
+    let (hayate, postgresql) = (tps("hayate")?, tps("postgresql")?);
     (postgresql > 0.0).then(|| hayate / postgresql)
+}
+
+/// The lowest and highest ratio Hayate / PostgreSQL of a single round, over the rounds both
+/// ran.
+pub fn ratio_spread(results: &ServerResults, workload: &str, threads: u32) -> Option<(f64, f64)> {
+    let tps = |engine: &str, round: u32| {
+        (results.runs.iter())
+            .find(|run| {
+                run.engine == engine
+                    && run.workload == workload
+                    && run.threads == threads
+                    && run.round == round
+                    && run.error.is_none()
+            })
+            .map(|run| run.transactions_per_second)
+    };
+    let ratios: Vec<f64> = (1..=results.rounds)
+        .filter_map(|round| {
+            let postgresql = tps("postgresql", round).filter(|tps| *tps > 0.0)?;
+            Some(tps("hayate", round)? / postgresql)
+        })
+        .collect();
+    let low = ratios.iter().copied().reduce(f64::min)?;
+    let high = ratios.iter().copied().reduce(f64::max)?;
+    Some((low, high))
 }
 
 /// The one-screen summary: tps per workload, thread count and engine, the ratio Hayate /
@@ -351,13 +493,22 @@ pub fn summary(results: &ServerResults) -> String {
         .map(|engine| engine.engine.as_str())
         .collect();
     let by_engine: Vec<_> = (engines.iter())
-        .map(|engine| runs_by_key(results, engine))
+        .map(|engine| median_runs(&results.runs, engine))
         .collect();
     let mut out = String::new();
+    let rounds = match results.rounds {
+        0 | 1 => String::new(),
+        rounds => format!(", median of {rounds} rounds"),
+    };
     let _ = writeln!(
         out,
-        "\nsysbench over TCP ({}), {} tables x {} rows, {} s per run; transactions per second:",
-        results.client, results.tables, results.table_size, results.seconds
+        "\nsysbench over {} ({}), {} tables x {} rows, {} s per run{rounds}; transactions per \
+         second:",
+        Transport::describe(&results.transport),
+        results.client,
+        results.tables,
+        results.table_size,
+        results.seconds
     );
     let _ = write!(out, "{:<22} {:>7}", "workload", "threads");
     for engine in &engines {
@@ -383,7 +534,13 @@ pub fn summary(results: &ServerResults) -> String {
         }
         let cell =
             ratio(results, workload, *threads).map_or_else(|| "-".into(), |r| format!("{r:.2}x"));
-        let _ = writeln!(out, " {cell:>16}");
+        let spread = match ratio_spread(results, workload, *threads) {
+            Some((low, high)) if results.rounds > 1 => {
+                format!("  (rounds {low:.2}x-{high:.2}x)")
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(out, " {cell:>16}{spread}");
     }
     for engine in &results.engines {
         if let Some(error) = &engine.error {

@@ -1,7 +1,8 @@
 //! sysbench, the one client program of `hayate lab server`: its command lines, a run with a
 //! progress bar, and the parser of its final report.
 //!
-//! 1. `Target` says how sysbench reaches an engine (driver, host, port, user, database).
+//! 1. `Target` says how sysbench reaches an engine (driver, TCP port or Unix-domain socket,
+//!    user, database).
 //! 2. `prepare` runs `sysbench oltp_common prepare` (tables, rows, the secondary index).
 //! 3. `run` runs `sysbench WORKLOAD run` with a report every second, which moves the progress
 //!    bar; the whole output is kept and `parse_report` reads the final report.
@@ -10,6 +11,7 @@
 //! an error carrying the end of its output (the engine's own message is in it).
 
 use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -29,22 +31,59 @@ const OUTPUT_TAIL_LINES: usize = 12;
 pub struct Target {
     /// sysbench's `--db-driver`: "pgsql" or "mysql".
     pub driver: &'static str,
-    pub port: u16,
+    pub endpoint: Endpoint,
     pub user: String,
     pub database: String,
 }
 
+/// Where the server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// TCP on 127.0.0.1.
+    Tcp { port: u16 },
+    /// A PostgreSQL-protocol server's Unix-domain socket `<dir>/.s.PGSQL.<port>` (libpq
+    /// takes a directory as the host).
+    PostgresSocket { dir: PathBuf, port: u16 },
+    /// A MySQL-protocol server's Unix-domain socket file.
+    MysqlSocket { path: PathBuf },
+}
+
+impl Endpoint {
+    /// The address as the results record it: "127.0.0.1:PORT" or the socket's path.
+    pub fn address(&self) -> String {
+        match self {
+            Endpoint::Tcp { port } => format!("127.0.0.1:{port}"),
+            Endpoint::PostgresSocket { dir, port } => {
+                dir.join(format!(".s.PGSQL.{port}")).display().to_string()
+            }
+            Endpoint::MysqlSocket { path } => path.display().to_string(),
+        }
+    }
+}
+
 impl Target {
-    /// The connection options, always TCP on 127.0.0.1.
+    /// The connection options.
     fn arguments(&self) -> Vec<String> {
         let prefix = self.driver;
-        vec![
-            format!("--db-driver={}", self.driver),
-            format!("--{prefix}-host=127.0.0.1"),
-            format!("--{prefix}-port={}", self.port),
+        let mut arguments = vec![format!("--db-driver={}", self.driver)];
+        match &self.endpoint {
+            Endpoint::Tcp { port } => arguments.extend([
+                format!("--{prefix}-host=127.0.0.1"),
+                format!("--{prefix}-port={port}"),
+            ]),
+            Endpoint::PostgresSocket { dir, port } => arguments.extend([
+                format!("--{prefix}-host={}", dir.display()),
+                format!("--{prefix}-port={port}"),
+            ]),
+            Endpoint::MysqlSocket { path } => {
+                arguments.push(format!("--{prefix}-socket={}", path.display()))
+            }
+        }
+        arguments.extend([
             format!("--{prefix}-user={}", self.user),
             format!("--{prefix}-db={}", self.database),
-        ]
+        ]);
+        arguments
     }
 }
 
@@ -148,11 +187,12 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn to_run(self, engine: &str, workload: &str, threads: u32) -> ServerRun {
+    pub fn to_run(self, engine: &str, workload: &str, threads: u32, round: u32) -> ServerRun {
         ServerRun {
             engine: engine.to_string(),
             workload: workload.to_string(),
             threads,
+            round,
             seconds: self.seconds,
             transactions: self.transactions,
             transactions_per_second: self.transactions_per_second,

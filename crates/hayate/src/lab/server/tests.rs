@@ -31,6 +31,8 @@ fn lab_server_runs_sysbench_against_postgresql() {
         warmup: 1,
         tables: 1,
         table_size: 100,
+        transport: Transport::Unix,
+        rounds: 2,
     };
     run(&args).expect("lab server");
     let files = results::list(&results_dir).expect("results");
@@ -42,10 +44,12 @@ fn lab_server_runs_sysbench_against_postgresql() {
     assert_eq!(engine.error, None);
     assert_eq!(engine.client_driver, "pgsql");
     assert!(
-        engine.address.starts_with("127.0.0.1:"),
-        "{}",
+        engine.address.contains("/.s.PGSQL."),
+        "sysbench went through the Unix-domain socket: {}",
         engine.address
     );
+    assert_eq!(file.results.transport, "unix");
+    assert_eq!(file.results.rounds, 2);
     assert_eq!(
         engine
             .engine_settings
@@ -58,7 +62,18 @@ fn lab_server_runs_sysbench_against_postgresql() {
         "{}",
         engine.isolation
     );
-    assert_eq!(file.results.runs.len(), 2);
+    let rounds: Vec<(u32, &str)> = (file.results.runs.iter())
+        .map(|run| (run.round, run.workload.as_str()))
+        .collect();
+    assert_eq!(
+        rounds,
+        [
+            (1, "oltp_point_select"),
+            (1, "oltp_update_non_index"),
+            (2, "oltp_point_select"),
+            (2, "oltp_update_non_index")
+        ]
+    );
     for run in &file.results.runs {
         assert_eq!(run.error, None, "{} failed", run.workload);
         assert!(run.transactions > 0, "{} ran no transaction", run.workload);
@@ -87,6 +102,8 @@ fn unknown_names_are_clear_errors() {
         warmup: 0,
         tables: 1,
         table_size: 1,
+        transport: Transport::Tcp,
+        rounds: 1,
     };
     let error = check_args(&args).expect_err("unknown engine").to_string();
     assert!(error.contains("unknown engine \"oracle\""), "{error}");
@@ -94,6 +111,10 @@ fn unknown_names_are_clear_errors() {
     args.workloads = vec!["tpcc".into()];
     let error = check_args(&args).expect_err("unknown workload").to_string();
     assert!(error.contains("unknown workload \"tpcc\""), "{error}");
+    args.workloads = vec!["oltp_point_select".into()];
+    args.rounds = 0;
+    let error = check_args(&args).expect_err("no rounds").to_string();
+    assert!(error.contains("--rounds must be at least 1"), "{error}");
 }
 
 #[test]
@@ -131,4 +152,42 @@ fn summary_gives_the_ratio_and_the_target() {
     );
     results.runs.remove(0);
     assert!(target_line(&results).contains("not measured"));
+}
+
+#[test]
+fn rounds_give_medians_and_the_spread_of_ratios() {
+    let run = |engine: &str, round: u32, tps: f64| ServerRun {
+        engine: engine.into(),
+        workload: "oltp_point_select".into(),
+        threads: 16,
+        round,
+        transactions_per_second: tps,
+        ..ServerRun::default()
+    };
+    let results = ServerResults {
+        transport: "unix".into(),
+        rounds: 3,
+        engines: vec![],
+        runs: vec![
+            run("hayate", 1, 90.0),
+            run("postgresql", 1, 60.0),
+            run("hayate", 2, 50.0),
+            run("postgresql", 2, 50.0),
+            run("hayate", 3, 80.0),
+            run("postgresql", 3, 40.0),
+        ],
+        ..ServerResults::default()
+    };
+    // Medians 80 and 50, whatever round they came from.
+    assert_eq!(ratio(&results, "oltp_point_select", 16), Some(1.6));
+    assert_eq!(
+        ratio_spread(&results, "oltp_point_select", 16),
+        Some((1.0, 2.0))
+    );
+    let medians = median_runs(&results.runs, "hayate");
+    assert_eq!(medians[&("oltp_point_select".to_string(), 16)].round, 3);
+    let text = summary(&results);
+    assert!(text.contains("Unix-domain sockets"), "{text}");
+    assert!(text.contains("median of 3 rounds"), "{text}");
+    assert!(text.contains("1.60x  (rounds 1.00x-2.00x)"), "{text}");
 }
