@@ -366,6 +366,18 @@ pub struct ServerRun {
     /// Which round of the invocation, from 1.
     #[serde(default = "one")]
     pub round: u32,
+    /// Seconds waited before the run for the machine to become quiet (the servers'
+    /// background work after the previous run), and whether it did.
+    #[serde(default)]
+    pub settle_seconds: f64,
+    #[serde(default)]
+    pub settled: bool,
+    /// CPU time per transaction, in microseconds, of the server (its whole process tree) and
+    /// of the client (sysbench) during the run.
+    #[serde(default)]
+    pub server_cpu_us: Option<f64>,
+    #[serde(default)]
+    pub client_cpu_us: Option<f64>,
     /// Time sysbench measured.
     pub seconds: f64,
     pub transactions: u64,

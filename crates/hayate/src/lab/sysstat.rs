@@ -200,14 +200,67 @@ pub fn parse_diskstats(text: &str, device: &str) -> Option<DiskCounters> {
 
 /// User plus system CPU seconds of every thread of this process so far (getrusage).
 pub fn self_cpu_seconds() -> f64 {
+    rusage_cpu_seconds(libc::RUSAGE_SELF)
+}
+
+/// User plus system CPU seconds of this process's children that have ended and been waited
+/// for (getrusage RUSAGE_CHILDREN): a client program's CPU time, read before and after it ran.
+pub fn children_cpu_seconds() -> f64 {
+    rusage_cpu_seconds(libc::RUSAGE_CHILDREN)
+}
+
+fn rusage_cpu_seconds(who: libc::c_int) -> f64 {
     // SAFETY: `rusage` is plain old data (all-zero is valid) and getrusage only writes it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF with a valid pointer to a rusage.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+    // SAFETY: a valid `who` with a valid pointer to a rusage.
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
         return 0.0;
     }
     let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// Busy and total CPU ticks of the whole machine (all cores) from /proc/stat's first line;
+/// waiting for I/O counts as busy (a server flushing in the background is not done).
+pub fn parse_machine_ticks(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().find(|line| line.starts_with("cpu "))?;
+    let fields: Vec<u64> = (line.split_whitespace().skip(1))
+        .map(|field| field.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal [guest guest_nice, inside user/nice]
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = *fields.get(3)?;
+    Some((total - idle, total))
+}
+
+fn machine_ticks() -> Option<(u64, u64)> {
+    parse_machine_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// Waits until the machine is quiet: a `window` in which at most `busy_max` of all cores'
+/// time was busy, or `timeout`. Returns how long it waited and whether it became quiet.
+pub fn wait_until_quiet(
+    busy_max: f64,
+    window: std::time::Duration,
+    timeout: std::time::Duration,
+) -> (std::time::Duration, bool) {
+    let start = std::time::Instant::now();
+    loop {
+        let before = machine_ticks();
+        std::thread::sleep(window);
+        let (Some((busy_before, total_before)), Some((busy, total))) = (before, machine_ticks())
+        else {
+            return (start.elapsed(), false); // no /proc/stat: nothing to wait for
+        };
+        let total = total.saturating_sub(total_before).max(1);
+        let fraction = busy.saturating_sub(busy_before) as f64 / total as f64;
+        if fraction <= busy_max {
+            return (start.elapsed(), true);
+        }
+        if start.elapsed() >= timeout {
+            return (start.elapsed(), false);
+        }
+    }
 }
 
 /// CPU ticks of one process from its /proc/<pid>/stat line.
@@ -318,6 +371,22 @@ pub fn process_tree_cpu_seconds(pids: &[u32]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn machine_ticks_count_iowait_as_busy() {
+        let stat = "cpu  100 5 50 800 40 3 2 0 0 0\ncpu0 50 2 25 400 20 1 1 0 0 0\n";
+        assert_eq!(parse_machine_ticks(stat), Some((200, 1000)));
+        assert_eq!(parse_machine_ticks("intr 1 2 3\n"), None);
+        let (waited, _) = wait_until_quiet(
+            1.0,
+            std::time::Duration::from_millis(20),
+            std::time::Duration::from_secs(5),
+        );
+        assert!(
+            waited < std::time::Duration::from_secs(1),
+            "100% busy is quiet enough"
+        );
+    }
 
     const DISKSTATS: &str = "\
  253       0 zram0 97 0 776 0 2 0 16 0 0 4 4 0 0 0 0 0 0

@@ -266,6 +266,10 @@ fn run_table(collection: &Collection) -> String {
             format_decimal(run.seconds, 1),
             format_grouped(run.transactions_per_second),
             format_grouped(run.queries_per_second),
+            run.server_cpu_us
+                .map_or_else(|| "-".to_string(), |us| format_decimal(us, 1)),
+            run.client_cpu_us
+                .map_or_else(|| "-".to_string(), |us| format_decimal(us, 1)),
             format_decimal(run.latency_avg_ms, 2),
             format_decimal(run.latency_p95_ms, 2),
             format_decimal(run.latency_max_ms, 2),
@@ -287,6 +291,8 @@ fn run_table(collection: &Collection) -> String {
             "seconds",
             "tps",
             "qps",
+            "server CPU us/tx",
+            "sysbench CPU us/tx",
             "latency avg ms",
             "p95 ms",
             "max ms",

@@ -158,6 +158,15 @@ impl Server {
         }
     }
 
+    /// The server's processes (with their descendants, they are the server's CPU time).
+    pub fn pids(&self) -> Vec<u32> {
+        match self {
+            Server::Hayate { process, .. } => process.pids(),
+            Server::Postgresql(driver) => driver.server_pids(),
+            Server::Mariadb(driver) => driver.server_pids(),
+        }
+    }
+
     /// Stops the server and removes its directory.
     pub fn stop(self) -> DriverResult<()> {
         match self {

@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use clap::Args;
 
 use super::results::{ResultFile, ServerEngine, ServerResults, ServerRun};
-use super::CommonArgs;
+use super::{sysstat, CommonArgs};
 use crate::error::{CliError, CliResult};
 use engines::Server;
 use sysbench::{DataSet, Target};
@@ -48,6 +48,14 @@ pub const WORKLOADS: &[&str] = &[
 pub const TARGET_WORKLOADS: &[&str] = &["oltp_point_select", "oltp_update_non_index"];
 pub const TARGET_THREADS: u32 = 16;
 pub const TARGET_RATIO: f64 = 1.5;
+
+/// Before each run the lab waits for the machine to be quiet (the servers' background work
+/// after the previous run, such as PostgreSQL's autovacuum, done): a window with at most this
+/// share of all cores busy...
+const QUIET_BUSY_MAX: f64 = 0.10;
+const QUIET_WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
+/// ... or this long.
+const QUIET_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Bytes a sysbench row takes in a server, with its share of both indexes (an estimate for
 /// sizing the peers' buffers so that the data stays in memory).
@@ -352,15 +360,33 @@ fn measured_run(
     round: u32,
 ) -> ServerRun {
     let engine = server.engine.as_str();
-    let run = match timed_run(
+    let spinner = spinner(&format!("{engine}: waiting for a quiet machine"));
+    let (waited, settled) = sysstat::wait_until_quiet(QUIET_BUSY_MAX, QUIET_WINDOW, QUIET_TIMEOUT);
+    spinner.finish_and_clear();
+    let pids = server.server.pids();
+    let server_before = sysstat::process_tree_cpu_seconds(&pids);
+    let client_before = sysstat::children_cpu_seconds();
+    let report = timed_run(
         engine,
         &server.target,
         data,
         workload,
         threads,
         args.seconds,
-    ) {
-        Ok(report) => report.to_run(engine, workload, threads, round),
+    );
+    let client_seconds = sysstat::children_cpu_seconds() - client_before;
+    let server_seconds = sysstat::process_tree_cpu_seconds(&pids) - server_before;
+    let mut run = match report {
+        Ok(report) => {
+            let per_transaction = |seconds: f64| {
+                (report.transactions > 0).then(|| seconds * 1e6 / report.transactions as f64)
+            };
+            ServerRun {
+                server_cpu_us: per_transaction(server_seconds),
+                client_cpu_us: per_transaction(client_seconds),
+                ..report.to_run(engine, workload, threads, round)
+            }
+        }
         Err(error) => {
             eprintln!("{engine} {workload} {threads} threads: {error}");
             ServerRun {
@@ -373,12 +399,20 @@ fn measured_run(
             }
         }
     };
+    run.settle_seconds = waited.as_secs_f64();
+    run.settled = settled;
     let of_rounds = match args.rounds {
         1 => String::new(),
         rounds => format!(" (round {round}/{rounds})"),
     };
+    let cpu = match (run.server_cpu_us, run.client_cpu_us) {
+        (Some(server), Some(client)) => {
+            format!(", CPU per transaction: server {server:.1} us, sysbench {client:.1} us")
+        }
+        _ => String::new(),
+    };
     eprintln!(
-        "{engine:<10} {workload:<22} {threads:>3} threads: {} tps{of_rounds}",
+        "{engine:<10} {workload:<22} {threads:>3} threads: {} tps{cpu}{of_rounds}",
         format_rate(run.transactions_per_second)
     );
     run
@@ -541,6 +575,22 @@ pub fn summary(results: &ServerResults) -> String {
             _ => String::new(),
         };
         let _ = writeln!(out, " {cell:>16}{spread}");
+    }
+    let _ = writeln!(
+        out,
+        "CPU per transaction in those runs, server + sysbench (us):"
+    );
+    for (workload, threads) in &keys {
+        let _ = write!(out, "{workload:<22} {threads:>7}");
+        for runs in &by_engine {
+            let run = runs.get(&(workload.clone(), *threads));
+            let cell = match run.map(|run| (run.server_cpu_us, run.client_cpu_us)) {
+                Some((Some(server), Some(client))) => format!("{server:.1} + {client:.1}"),
+                _ => "-".to_string(),
+            };
+            let _ = write!(out, " {cell:>13}");
+        }
+        let _ = writeln!(out);
     }
     for engine in &results.engines {
         if let Some(error) = &engine.error {

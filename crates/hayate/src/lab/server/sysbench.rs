@@ -203,6 +203,7 @@ impl Report {
             errors: self.errors,
             reconnects: self.reconnects,
             error: None,
+            ..ServerRun::default()
         }
     }
 }
