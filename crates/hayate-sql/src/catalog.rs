@@ -1325,18 +1325,6 @@ impl<'a> BatchWriter<'a> {
     }
 }
 
-/// A `Table` that is not stored, to bind a system table's columns against (see `system`).
-pub(crate) fn stand_in_table(def: TableDef, tree: TreeId) -> Table {
-    Table {
-        index_trees: Vec::new(),
-        sequences: vec![None; def.columns.len()],
-        def,
-        tree,
-        next_row_id: AtomicU64::new(0),
-        row_id_init: Mutex::new(false),
-    }
-}
-
 /// The engine trees of a table: its rows and its indexes.
 fn trees_of(def: &TableDef) -> Vec<String> {
     std::iter::once(def.tree.clone())

@@ -28,8 +28,6 @@ pub enum Access {
         upper: Option<KeyBound>,
     },
     Full,
-    /// The rows of a system table (`crate::system`), computed when read.
-    System(crate::system::SystemSource),
     /// Through a secondary index: its entries give primary keys, which give the rows.
     Index(IndexAccess),
 }

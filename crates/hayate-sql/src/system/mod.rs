@@ -35,10 +35,10 @@ use std::sync::Arc;
 
 use sqlparser::ast;
 
-use crate::catalog::{Catalog, ColumnDef, Sequence, Table, TableDef};
+use crate::catalog::{Catalog, Sequence, Table};
 use crate::error::SqlResult;
 use crate::plan::bind::ident_name;
-use crate::plan::{Access, OutputColumn};
+use crate::plan::OutputColumn;
 use crate::types::{DataType, Value};
 
 pub use pg_types::{format_type, type_of};
@@ -59,8 +59,6 @@ pub const HEAP_AM_OID: i64 = 2;
 pub const BTREE_AM_OID: i64 = 403;
 /// The default collation of text columns.
 pub const DEFAULT_COLLATION_OID: i64 = 100;
-/// The tree id of the stand-in `Table` a system table is bound as (never read).
-const SYSTEM_TREE: u32 = u32::MAX;
 
 /// The names a system table's rows depend on besides the catalog.
 #[derive(Debug, Clone)]
@@ -384,92 +382,6 @@ fn secondary_indexes(table: &Table) -> Vec<IndexInfo> {
             }
         })
         .collect()
-}
-
-/// A system table in a query's FROM: the table and the snapshot its rows come from.
-#[derive(Clone)]
-pub struct SystemSource {
-    pub table: SystemTable,
-    pub snapshot: Arc<Snapshot>,
-}
-
-impl SystemSource {
-    pub fn rows(&self, user: &str, database: &str) -> Vec<Vec<Value>> {
-        let names = SessionNames {
-            user: user.into(),
-            database: database.into(),
-        };
-        self.table.rows_in(&self.snapshot, &names)
-    }
-}
-
-impl std::fmt::Debug for SystemSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SystemSource({}.{})", self.table.schema, self.table.name)
-    }
-}
-
-impl PartialEq for SystemSource {
-    fn eq(&self, other: &Self) -> bool {
-        self.table.name == other.table.name && Arc::ptr_eq(&self.snapshot, &other.snapshot)
-    }
-}
-
-/// The system table a FROM clause reads, if it is exactly one system table: a stand-in
-/// `Table` to bind column names against (named by the alias if there is one) and the
-/// access path that produces its rows.
-///
-/// Minimal single-table wiring; the general query planner replaces it.
-pub fn from_clause(
-    catalog: &Catalog,
-    from: &[ast::TableWithJoins],
-) -> SqlResult<Option<(Arc<Table>, Access)>> {
-    let [only] = from else {
-        return Ok(None);
-    };
-    if !only.joins.is_empty() {
-        return Ok(None);
-    }
-    let ast::TableFactor::Table {
-        name, alias, args, ..
-    } = &only.relation
-    else {
-        return Ok(None);
-    };
-    if args.is_some() {
-        return Ok(None);
-    }
-    let Some(table) = resolve(name) else {
-        return Ok(None);
-    };
-    let def = TableDef {
-        name: alias
-            .as_ref()
-            .map(|alias| ident_name(&alias.name))
-            .unwrap_or_else(|| table.name.to_string()),
-        columns: table
-            .columns
-            .iter()
-            .map(|column| ColumnDef {
-                name: column.name.clone(),
-                data_type: column.data_type,
-                not_null: false,
-                default: None,
-                identity: None,
-            })
-            .collect(),
-        primary_key: Vec::new(),
-        indexes: Vec::new(),
-        tree: String::new(),
-    };
-    let source = SystemSource {
-        table,
-        snapshot: Arc::new(Snapshot::of(catalog)),
-    };
-    Ok(Some((
-        Arc::new(crate::catalog::stand_in_table(def, SYSTEM_TREE)),
-        Access::System(source),
-    )))
 }
 
 /// The system table a FROM name means: `pg_catalog.x`, `information_schema.x`, or an
