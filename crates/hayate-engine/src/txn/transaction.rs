@@ -190,8 +190,7 @@ impl Transaction {
         if let Some(write) = self.own_write(tree, key) {
             return Ok(write.clone());
         }
-        let info = self.tree(tree)?;
-        self.manager.read_visible(&info, key, self.snapshot_ts)
+        self.manager.read_visible(tree, key, self.snapshot_ts)
     }
 
     /// Like `get`, but never waits for I/O: `Missing(page)` asks the caller to load a page
@@ -268,7 +267,7 @@ impl Transaction {
             self.read_latest.push(lock_key);
         }
         self.lock_row(&info, key)?;
-        self.manager.read_visible(&info, key, u64::MAX)
+        self.manager.read_visible(tree, key, u64::MAX)
     }
 
     /// Moves the snapshot to the newest published commit (READ COMMITTED: each statement
