@@ -27,7 +27,7 @@
 //! See docs/design.md, "The server".
 
 use std::borrow::Cow;
-use std::fmt::{Debug, Write};
+use std::fmt::Debug;
 use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
@@ -364,12 +364,24 @@ fn rows_response(
     Ok(response)
 }
 
-/// CommandComplete for a command that returned `rows` rows ("SELECT 1").
+/// CommandComplete for a command that returned `rows` rows ("SELECT 1"); the count is
+/// written by hand, as this runs once per query.
 fn command_complete(command: &str, rows: usize) -> CommandComplete {
-    let mut tag = String::with_capacity(command.len() + 8);
+    let mut digits = [0u8; 20]; // enough for any usize
+    let mut start = digits.len();
+    let mut rest = rows;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut tag = String::with_capacity(command.len() + 1 + digits.len() - start);
     tag.push_str(command);
-    // Writing into a String cannot fail.
-    let _ = write!(tag, " {rows}");
+    tag.push(' ');
+    tag.extend(digits[start..].iter().map(|&digit| digit as char));
     CommandComplete::new(tag)
 }
 
@@ -1160,5 +1172,23 @@ impl ExtendedQueryHandler for ExtendedHandler {
             .await?;
         client.flush().await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_tags_carry_the_row_count() {
+        assert_eq!(command_complete("SELECT", 1).tag, "SELECT 1");
+        assert_eq!(command_complete("SELECT", 0).tag, "SELECT 0");
+        assert_eq!(
+            command_complete("INSERT 0", 1234567).tag,
+            "INSERT 0 1234567"
+        );
+        assert_eq!(command_complete("", 0).tag, " 0");
+        let max = command_complete("SELECT", usize::MAX).tag;
+        assert_eq!(max, format!("SELECT {}", usize::MAX));
     }
 }
