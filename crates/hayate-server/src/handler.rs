@@ -26,6 +26,7 @@
 //! COPY runs on the loop thread with waits allowed (rare lock waits there block the loop).
 //! See docs/design.md, "The server".
 
+use std::borrow::Cow;
 use std::fmt::Debug;
 use std::sync::{Arc, Weak};
 
@@ -60,7 +61,9 @@ use pgwire::messages::extendedquery::{
     Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete,
     PortalSuspended, Sync as PgSync, TARGET_TYPE_BYTE_STATEMENT,
 };
-use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus as Wire};
+use pgwire::messages::response::{
+    CommandComplete, EmptyQueryResponse, ReadyForQuery, TransactionStatus as Wire,
+};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::PgWireBackendMessage;
 
@@ -354,11 +357,43 @@ fn rows_response(
     let fields: Arc<Vec<FieldInfo>> = Arc::new(wire::fields(columns, format));
     let encoded: Vec<PgWireResult<_>> = rows
         .iter()
-        .map(|row| wire::encode_row(row, columns, &fields).map_err(user_error))
+        .map(|row| wire::encode_row(row, columns, format).map_err(user_error))
         .collect();
     let mut response = QueryResponse::new(fields, stream::iter(encoded));
     response.set_command_tag(command);
     Ok(response)
+}
+
+/// CommandComplete for a command that returned `rows` rows ("SELECT 1"); the count is
+/// written by hand, as this runs once per query.
+fn command_complete(command: &str, rows: usize) -> CommandComplete {
+    let mut digits = [0u8; 20]; // enough for any usize
+    let mut start = digits.len();
+    let mut rest = rows;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let mut tag = String::with_capacity(command.len() + 1 + digits.len() - start);
+    tag.push_str(command);
+    tag.push(' ');
+    tag.extend(digits[start..].iter().map(|&digit| digit as char));
+    CommandComplete::new(tag)
+}
+
+/// The answer to a Describe for a result with `fields`: RowDescription, or NoData.
+fn row_description(fields: &[FieldInfo]) -> PgWireBackendMessage {
+    if fields.is_empty() {
+        PgWireBackendMessage::NoData(NoData::new())
+    } else {
+        PgWireBackendMessage::RowDescription(RowDescription::new(
+            fields.iter().map(Into::into).collect(),
+        ))
+    }
 }
 
 fn outcome_response(outcome: Outcome, format: &Format) -> PgWireResult<Response> {
@@ -576,22 +611,54 @@ impl CopyHandler for ConnectionState {
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)]
 pub enum ServerStatement {
-    Sql(Prepared),
+    Sql(SqlStatement),
     Copy(CopyStatement),
+}
+
+/// SQL bound by the session, with its result's RowDescription fields in the two formats
+/// clients use, worked out once rather than at every Describe.
+#[derive(Debug)]
+pub struct SqlStatement {
+    prepared: Prepared,
+    fields_text: Vec<FieldInfo>,
+    fields_binary: Vec<FieldInfo>,
+}
+
+impl SqlStatement {
+    fn new(prepared: Prepared) -> SqlStatement {
+        SqlStatement {
+            fields_text: wire::fields(&prepared.columns, &Format::UnifiedText),
+            fields_binary: wire::fields(&prepared.columns, &Format::UnifiedBinary),
+            prepared,
+        }
+    }
 }
 
 impl ServerStatement {
     fn param_types(&self) -> &[hayate_sql::DataType] {
         match self {
-            ServerStatement::Sql(prepared) => &prepared.param_types,
+            ServerStatement::Sql(statement) => &statement.prepared.param_types,
             ServerStatement::Copy(_) => &[],
         }
     }
 
     fn columns(&self) -> &[hayate_sql::OutputColumn] {
         match self {
-            ServerStatement::Sql(prepared) => &prepared.columns,
+            ServerStatement::Sql(statement) => &statement.prepared.columns,
             ServerStatement::Copy(_) => &[],
+        }
+    }
+
+    /// The RowDescription fields of the result in `format`.
+    fn fields(&self, format: &Format) -> Cow<'_, [FieldInfo]> {
+        match (self, format) {
+            (ServerStatement::Sql(statement), Format::UnifiedText) => {
+                Cow::Borrowed(&statement.fields_text)
+            }
+            (ServerStatement::Sql(statement), Format::UnifiedBinary) => {
+                Cow::Borrowed(&statement.fields_binary)
+            }
+            _ => Cow::Owned(wire::fields(self.columns(), format)),
         }
     }
 }
@@ -655,7 +722,7 @@ impl QueryParser for StatementParser {
             result
         });
         prepared
-            .map(|prepared| Some(Arc::new(ServerStatement::Sql(prepared))))
+            .map(|prepared| Some(Arc::new(ServerStatement::Sql(SqlStatement::new(prepared)))))
             .map_err(user_error)
     }
 
@@ -672,10 +739,9 @@ impl QueryParser for StatementParser {
         statement: &Self::Statement,
         format: Option<&Format>,
     ) -> PgWireResult<Vec<FieldInfo>> {
-        Ok(wire::fields(
-            statement.columns(),
-            format.unwrap_or(&Format::UnifiedText),
-        ))
+        Ok(statement
+            .fields(format.unwrap_or(&Format::UnifiedText))
+            .into_owned())
     }
 }
 
@@ -695,52 +761,46 @@ impl ExtendedHandler {
     }
 }
 
-#[async_trait]
-impl ExtendedQueryHandler for ExtendedHandler {
-    type Statement = Arc<ServerStatement>;
-    type QueryParser = StatementParser;
+/// What running a portal gives: a statement's outcome, or the start of a COPY.
+enum PortalRun {
+    Outcome(Outcome),
+    Copy(Response),
+}
 
-    fn query_parser(&self) -> Arc<Self::QueryParser> {
-        self.parser.clone()
-    }
-
-    async fn do_query<C>(
+impl ExtendedHandler {
+    /// Runs a portal's statement with its parameters (`do_query` without the response).
+    async fn run_portal<C>(
         &self,
         client: &mut C,
-        portal: &Portal<Self::Statement>,
-        _max_rows: usize,
-    ) -> PgWireResult<Response>
+        portal: &Portal<Arc<ServerStatement>>,
+    ) -> PgWireResult<PortalRun>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::PortalStore: PortalStore<Statement = Arc<ServerStatement>>,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         self.state.start_statement(client);
-        let prepared =
-            match portal.statement.statement.as_ref() {
-                ServerStatement::Sql(prepared) => prepared,
-                ServerStatement::Copy(statement) => {
-                    return match self
-                        .state
-                        .start_copy(client, statement)
-                        .map_err(user_error)?
-                    {
-                        CopyStart::In(copy) => {
-                            let columns = copy.column_count();
-                            *self.state.copy.lock() = Some(*copy);
-                            Ok(Response::CopyIn(CopyResponse::new(
-                                0,
-                                columns,
-                                stream::empty(),
-                            )))
-                        }
-                        CopyStart::Out(columns, records) => Ok(Response::CopyOut(
-                            CopyResponse::new(0, columns, copy_data_stream(records)),
-                        )),
-                    };
-                }
-            };
+        let prepared = match portal.statement.statement.as_ref() {
+            ServerStatement::Sql(statement) => &statement.prepared,
+            ServerStatement::Copy(statement) => {
+                let response = match self
+                    .state
+                    .start_copy(client, statement)
+                    .map_err(user_error)?
+                {
+                    CopyStart::In(copy) => {
+                        let columns = copy.column_count();
+                        *self.state.copy.lock() = Some(*copy);
+                        Response::CopyIn(CopyResponse::new(0, columns, stream::empty()))
+                    }
+                    CopyStart::Out(columns, records) => {
+                        Response::CopyOut(CopyResponse::new(0, columns, copy_data_stream(records)))
+                    }
+                };
+                return Ok(PortalRun::Copy(response));
+            }
+        };
         let params = (0..prepared.param_types.len())
             .map(|index| {
                 let bytes = portal.parameters.get(index).ok_or_else(|| {
@@ -766,7 +826,9 @@ impl ExtendedQueryHandler for ExtendedHandler {
                 let statement = portal.statement.statement.clone();
                 self.state
                     .run_statement(client, move |session| match statement.as_ref() {
-                        ServerStatement::Sql(prepared) => session.execute_params(prepared, &params),
+                        ServerStatement::Sql(statement) => {
+                            session.execute_params(&statement.prepared, &params)
+                        }
                         ServerStatement::Copy(_) => {
                             Err(SqlError::new(sqlstate::INTERNAL_ERROR, "COPY runs as COPY"))
                         }
@@ -779,7 +841,35 @@ impl ExtendedQueryHandler for ExtendedHandler {
             }
         };
         self.state.forget_deallocated(client);
-        outcome_response(outcome.map_err(user_error)?, &portal.result_column_format)
+        Ok(PortalRun::Outcome(outcome.map_err(user_error)?))
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for ExtendedHandler {
+    type Statement = Arc<ServerStatement>;
+    type QueryParser = StatementParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.parser.clone()
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match self.run_portal(client, portal).await? {
+            PortalRun::Outcome(outcome) => outcome_response(outcome, &portal.result_column_format),
+            PortalRun::Copy(response) => Ok(response),
+        }
     }
 
     /// As pgwire's default, and the session learns the statement's name (DEALLOCATE);
@@ -845,7 +935,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
             .iter()
             .map(|t| wire::pg_type(*t))
             .collect();
-        let fields = wire::fields(prepared.columns(), &Format::UnifiedText);
+        let fields = prepared.fields(&Format::UnifiedText).into_owned();
         Ok(DescribeStatementResponse::new(params, fields))
     }
 
@@ -861,10 +951,9 @@ impl ExtendedQueryHandler for ExtendedHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let prepared = &portal.statement.statement;
-        Ok(DescribePortalResponse::new(wire::fields(
-            prepared.columns(),
-            &portal.result_column_format,
-        )))
+        Ok(DescribePortalResponse::new(
+            prepared.fields(&portal.result_column_format).into_owned(),
+        ))
     }
 
     /// As pgwire's default, but the answer is buffered (`feed`), not flushed: it leaves at
@@ -877,28 +966,30 @@ impl ExtendedQueryHandler for ExtendedHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        let (params, fields) = match message.target_type {
+        let (params, rows) = match message.target_type {
             b'S' => match client.portal_store().get_statement(name) {
                 Some(Entry::Value(statement)) => {
                     let statement = &statement.statement;
                     let params = statement.param_types().iter().map(|t| wire::pg_type(*t));
                     (
                         Some(params.collect::<Vec<_>>()),
-                        wire::fields(statement.columns(), &Format::UnifiedText),
+                        row_description(&statement.fields(&Format::UnifiedText)),
                     )
                 }
-                Some(Entry::Empty) => (Some(Vec::new()), Vec::new()),
+                Some(Entry::Empty) => (Some(Vec::new()), row_description(&[])),
                 None => return Err(PgWireError::StatementNotFound(name.to_owned())),
             },
             b'P' => match client.portal_store().get_portal(name) {
                 Some(Entry::Value(portal)) => (
                     None,
-                    wire::fields(
-                        portal.statement.statement.columns(),
-                        &portal.result_column_format,
+                    row_description(
+                        &portal
+                            .statement
+                            .statement
+                            .fields(&portal.result_column_format),
                     ),
                 ),
-                Some(Entry::Empty) => (None, Vec::new()),
+                Some(Entry::Empty) => (None, row_description(&[])),
                 None => return Err(PgWireError::PortalNotFound(name.to_owned())),
             },
             other => return Err(PgWireError::InvalidTargetType(other)),
@@ -911,14 +1002,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
                 ))
                 .await?;
         }
-        let message = if fields.is_empty() {
-            PgWireBackendMessage::NoData(NoData::new())
-        } else {
-            PgWireBackendMessage::RowDescription(RowDescription::new(
-                fields.iter().map(Into::into).collect(),
-            ))
-        };
-        Ok(client.feed(message).await?)
+        Ok(client.feed(rows).await?)
     }
 
     /// As pgwire's default (`_on_execute`), but every message is buffered (`feed`) and leaves
@@ -952,38 +1036,65 @@ impl ExtendedQueryHandler for ExtendedHandler {
             }
             None => return Err(PgWireError::PortalNotFound(portal_name.to_owned())),
         };
-        let started = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
-        let fetch = if started {
-            match self.do_query(client, portal.as_ref(), max_rows).await? {
-                Response::Query(results) => {
-                    portal.start(results).await;
-                    true
-                }
-                Response::Execution(tag) => {
-                    send_execution_response(client, tag).await?;
-                    false
-                }
-                Response::CopyIn(copy) => {
-                    client.set_state(PgWireConnectionState::CopyInProgress(true));
-                    send_copy_in_response(client, copy).await?;
-                    false
-                }
-                Response::CopyOut(copy) => {
-                    send_copy_out_response(client, copy).await?;
-                    false
-                }
-                _ => {
-                    client
-                        .feed(PgWireBackendMessage::EmptyQueryResponse(
-                            EmptyQueryResponse::new(),
-                        ))
-                        .await?;
-                    false
+        let state = portal.state();
+        let mut execution = state.lock().await;
+        let fetch = match *execution {
+            PortalExecutionState::Initial => {
+                let format = &portal.result_column_format;
+                let response = match self.run_portal(client, portal.as_ref()).await? {
+                    PortalRun::Outcome(Outcome::Rows {
+                        columns,
+                        rows,
+                        command,
+                    }) if max_rows == 0 || rows.len() < max_rows => {
+                        // Every row fits this Execute: sent at once, and the portal is done.
+                        *execution = PortalExecutionState::Finished;
+                        for row in &rows {
+                            let row =
+                                wire::encode_row(row, &columns, format).map_err(user_error)?;
+                            client.feed(PgWireBackendMessage::DataRow(row)).await?;
+                        }
+                        let done = command_complete(&command, rows.len());
+                        client
+                            .feed(PgWireBackendMessage::CommandComplete(done))
+                            .await?;
+                        None
+                    }
+                    PortalRun::Outcome(outcome) => Some(outcome_response(outcome, format)?),
+                    PortalRun::Copy(response) => Some(response),
+                };
+                match response {
+                    None => false, // answered already
+                    Some(Response::Query(results)) => {
+                        *execution = PortalExecutionState::Suspended(results);
+                        true
+                    }
+                    Some(Response::Execution(tag)) => {
+                        send_execution_response(client, tag).await?;
+                        false
+                    }
+                    Some(Response::CopyIn(copy)) => {
+                        client.set_state(PgWireConnectionState::CopyInProgress(true));
+                        send_copy_in_response(client, copy).await?;
+                        false
+                    }
+                    Some(Response::CopyOut(copy)) => {
+                        send_copy_out_response(client, copy).await?;
+                        false
+                    }
+                    Some(_) => {
+                        client
+                            .feed(PgWireBackendMessage::EmptyQueryResponse(
+                                EmptyQueryResponse::new(),
+                            ))
+                            .await?;
+                        false
+                    }
                 }
             }
-        } else {
-            true // suspended earlier: the next rows
+            _ => true, // suspended earlier (or finished): the next rows
         };
+        drop(execution);
         if fetch {
             let fetched = portal.fetch(max_rows).await?;
             let mut response = fetched.response;
@@ -996,7 +1107,7 @@ impl ExtendedQueryHandler for ExtendedHandler {
             let done = if fetched.suspended {
                 PgWireBackendMessage::PortalSuspended(PortalSuspended::new())
             } else {
-                PgWireBackendMessage::CommandComplete(Tag::new(&command).with_rows(rows).into())
+                PgWireBackendMessage::CommandComplete(command_complete(&command, rows))
             };
             client.feed(done).await?;
         }
@@ -1061,5 +1172,23 @@ impl ExtendedQueryHandler for ExtendedHandler {
             .await?;
         client.flush().await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_tags_carry_the_row_count() {
+        assert_eq!(command_complete("SELECT", 1).tag, "SELECT 1");
+        assert_eq!(command_complete("SELECT", 0).tag, "SELECT 0");
+        assert_eq!(
+            command_complete("INSERT 0", 1234567).tag,
+            "INSERT 0 1234567"
+        );
+        assert_eq!(command_complete("", 0).tag, " 0");
+        let max = command_complete("SELECT", usize::MAX).tag;
+        assert_eq!(max, format!("SELECT {}", usize::MAX));
     }
 }

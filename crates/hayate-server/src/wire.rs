@@ -1,5 +1,7 @@
 //! Values on the wire: parameter values in (text or binary format) and result rows out.
 
+use std::io::Write;
+
 use bytes::{BufMut, BytesMut};
 use hayate_sql::types::numeric;
 use hayate_sql::{sqlstate, DataType, OutputColumn, SqlError, SqlResult, Value};
@@ -131,23 +133,22 @@ pub fn decode_parameter(
     }
 }
 
-/// Encodes a result row; `fields` give each column's type and format.
+/// Encodes a result row in the formats the client asked for (`format`, per column).
 pub fn encode_row(
     values: &[Value],
     columns: &[OutputColumn],
-    fields: &[FieldInfo],
+    format: &Format,
 ) -> SqlResult<DataRow> {
-    let mut buffer = BytesMut::with_capacity(16 * values.len());
-    for ((value, column), field) in values.iter().zip(columns).zip(fields) {
+    let mut buffer = BytesMut::with_capacity(row_capacity_bytes(values, columns));
+    for (index, (value, column)) in values.iter().zip(columns).enumerate() {
         if value.is_null() {
             buffer.put_i32(-1);
             continue;
         }
         let length_at = buffer.len();
         buffer.put_i32(0);
-        if field.format() == FieldFormat::Text {
-            let text = value.to_text_typed(column.data_type).unwrap_or_default();
-            buffer.put_slice(text.as_bytes());
+        if format.format_for(index) == FieldFormat::Text {
+            encode_text(&mut buffer, value, column.data_type);
         } else {
             encode_binary(&mut buffer, value, column.data_type)?;
         }
@@ -155,6 +156,56 @@ pub fn encode_row(
         buffer[length_at..length_at + 4].copy_from_slice(&length.to_be_bytes());
     }
     Ok(DataRow::new(buffer, values.len() as i16))
+}
+
+/// A guess of a row's encoded size, so that most rows are encoded without growing the
+/// buffer: a length word per value, and the bytes of its text or binary form (char(n)
+/// padded to n).
+fn row_capacity_bytes(values: &[Value], columns: &[OutputColumn]) -> usize {
+    values
+        .iter()
+        .zip(columns)
+        .map(|(value, column)| {
+            4 + match (value, column.data_type) {
+                (Value::Text(text), DataType::Char(Some(length))) => {
+                    text.len().max(length as usize)
+                }
+                (Value::Text(text), _) => text.len(),
+                (Value::Bytes(bytes), _) => bytes.len(),
+                _ => 16,
+            }
+        })
+        .sum()
+}
+
+/// The text form of a value as a result column of `data_type` shows it
+/// (`Value::to_text_typed`), written without an intermediate string where that is easy.
+fn encode_text(buffer: &mut BytesMut, value: &Value, data_type: DataType) {
+    match value {
+        Value::Text(text) => put_text(buffer, text, data_type),
+        Value::Int(v) => {
+            // Writing into a BytesMut cannot fail.
+            let _ = write!(buffer.writer(), "{v}");
+        }
+        _ => {
+            let text = value.to_text_typed(data_type).unwrap_or_default();
+            buffer.put_slice(text.as_bytes());
+        }
+    }
+}
+
+/// A text value as a column of `data_type` shows it: char(n) padded with spaces to n
+/// characters.
+fn put_text(buffer: &mut BytesMut, text: &str, data_type: DataType) {
+    buffer.put_slice(text.as_bytes());
+    if let DataType::Char(Some(length)) = data_type {
+        let count = if text.is_ascii() {
+            text.len()
+        } else {
+            text.chars().count()
+        };
+        buffer.put_bytes(b' ', (length as usize).saturating_sub(count));
+    }
 }
 
 fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> SqlResult<()> {
@@ -170,9 +221,8 @@ fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> S
         (Value::Date(v), DataType::Date) => buffer.put_i32(*v),
         (Value::Timestamp(v), DataType::Timestamp)
         | (Value::TimestampTz(v), DataType::TimestampTz) => buffer.put_i64(*v),
-        (Value::Text(_), t) if t.is_text() || t == DataType::Unknown => {
-            let text = value.to_text_typed(t).unwrap_or_default();
-            buffer.put_slice(text.as_bytes())
+        (Value::Text(text), t) if t.is_text() || t == DataType::Unknown => {
+            put_text(buffer, text, t)
         }
         // A value of another type than its column (e.g. a system table's): its text form
         // converted to the column's type.

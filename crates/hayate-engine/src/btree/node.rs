@@ -277,16 +277,21 @@ impl<'a> NodeAccessor<'a> {
         self.bytes.len() - SLOTS_OFFSET - self.free_bytes()
     }
 
-    fn cell_offset(&self, index: usize) -> Result<usize> {
-        assert!(index < self.count, "cell {index} of {}", self.count);
-        let offset = read_u16(self.bytes, SLOTS_OFFSET + index * SLOT_SIZE);
-        let header = if self.is_leaf() {
+    #[inline]
+    fn cell_header_size(&self) -> usize {
+        if self.is_leaf() {
             LEAF_CELL_HEADER_SIZE
         } else {
             INNER_CELL_HEADER_SIZE
-        };
-        if offset < self.content_start || offset + header > self.bytes.len() {
-            return Err(self.corrupt(format!("cell {index} at bad offset {offset}")));
+        }
+    }
+
+    #[inline(always)]
+    fn cell_offset(&self, index: usize) -> Result<usize> {
+        assert!(index < self.count, "cell {index} of {}", self.count);
+        let offset = read_u16(self.bytes, SLOTS_OFFSET + index * SLOT_SIZE);
+        if offset < self.content_start || offset + self.cell_header_size() > self.bytes.len() {
+            return Err(self.bad_offset(index, offset));
         }
         Ok(offset)
     }
@@ -295,19 +300,29 @@ impl<'a> NodeAccessor<'a> {
         corruption(self.page_id(), detail)
     }
 
+    // The corruption errors of cell accesses are built out of line: lookups stay short.
+    #[cold]
+    #[inline(never)]
+    fn bad_offset(&self, index: usize, offset: usize) -> Error {
+        self.corrupt(format!("cell {index} at bad offset {offset}"))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn key_overrun(&self, index: usize) -> Error {
+        self.corrupt(format!("key of cell {index} overruns the page"))
+    }
+
     /// The key of cell `index`.
+    #[inline(always)] // in `search`'s loop
     pub fn key(&self, index: usize) -> Result<&'a [u8]> {
         let offset = self.cell_offset(index)?;
-        let start = offset
-            + if self.is_leaf() {
-                LEAF_CELL_HEADER_SIZE
-            } else {
-                INNER_CELL_HEADER_SIZE
-            };
+        let start = offset + self.cell_header_size();
         let end = start + read_u16(self.bytes, offset);
-        self.bytes
-            .get(start..end)
-            .ok_or_else(|| self.corrupt(format!("key of cell {index} overruns the page")))
+        match self.bytes.get(start..end) {
+            Some(key) => Ok(key),
+            None => Err(self.key_overrun(index)),
+        }
     }
 
     /// All bytes of cell `index`.

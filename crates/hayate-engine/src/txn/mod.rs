@@ -39,6 +39,7 @@ pub use transaction::{PendingCommit, Savepoint, Scan, Transaction};
 use crate::btree::{BTree, TryLookup};
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
+use crate::page::PageId;
 use crate::store::CheckpointMeta;
 use crate::wal::{LogRecord, Lsn, Op, Wal};
 use locks::LockTable;
@@ -234,17 +235,45 @@ impl TxnManager {
             .unwrap_or_else(|| self.visible_ts())
     }
 
-    /// Reads the version of a row visible at `snapshot_ts`.
-    fn read_visible(
-        &self,
-        tree: &TreeInfo,
-        key: &[u8],
-        snapshot_ts: u64,
-    ) -> Result<Option<Vec<u8>>> {
-        match BTree::open(tree.root).get(&self.pool, key)? {
-            Some(raw) => self.resolve(tree, &raw, snapshot_ts),
+    /// The root page of tree `id` (its name is not copied, unlike `tree_by_id`).
+    fn tree_root(&self, id: TreeId) -> Result<PageId> {
+        self.catalog
+            .read()
+            .trees
+            .get(&id)
+            .map(|tree| tree.root)
+            .ok_or_else(|| Error::NoSuchTable(format!("#{id}")))
+    }
+
+    /// Reads the version of a row of tree `id` visible at `snapshot_ts`.
+    fn read_visible(&self, id: TreeId, key: &[u8], snapshot_ts: u64) -> Result<Option<Vec<u8>>> {
+        match BTree::open(self.tree_root(id)?).get(&self.pool, key)? {
+            Some(raw) => self.resolve_owned(id, raw, snapshot_ts),
             None => Ok(None),
         }
+    }
+
+    /// `resolve` for a stored row read into `raw`: a visible value reuses its buffer.
+    fn resolve_owned(
+        &self,
+        id: TreeId,
+        mut raw: Vec<u8>,
+        snapshot_ts: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        let Some((commit_ts, undo_pointer, tombstone)) = row::header(&raw) else {
+            let name = self
+                .tree_by_id(id)
+                .map_or_else(|_| format!("#{id}"), |tree| tree.name);
+            return Err(row::malformed(raw.len(), &name));
+        };
+        if commit_ts > snapshot_ts {
+            return self.walk_undo(undo_pointer, snapshot_ts);
+        }
+        if tombstone {
+            return Ok(None);
+        }
+        raw.drain(..row::ROW_HEADER_SIZE);
+        Ok(Some(raw))
     }
 
     /// `read_visible` without waiting for I/O (see `BTree::try_get`).

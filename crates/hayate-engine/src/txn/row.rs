@@ -29,28 +29,34 @@ pub fn encode(commit_ts: u64, undo_pointer: u64, value: Option<&[u8]>) -> Vec<u8
 
 /// Decodes a stored row; bytes come from disk, so a malformed row is corruption.
 pub fn decode(bytes: &[u8], tree_name: &str) -> Result<RowVersion> {
-    if bytes.len() < ROW_HEADER_SIZE || bytes[16] & !FLAG_TOMBSTONE != 0 {
-        let location = Location {
-            file: format!("tree {tree_name}"),
-            ..Default::default()
-        };
-        return Err(Error::corruption(
-            location,
-            format!("malformed row of {} bytes", bytes.len()),
-        ));
-    }
-    let commit_ts = u64::from_le_bytes(bytes[0..8].try_into().expect("8 bytes"));
-    let undo_pointer = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
-    let value = if bytes[16] & FLAG_TOMBSTONE != 0 {
-        None
-    } else {
-        Some(bytes[ROW_HEADER_SIZE..].to_vec())
+    let Some((commit_ts, undo_pointer, tombstone)) = header(bytes) else {
+        return Err(malformed(bytes.len(), tree_name));
     };
     Ok(RowVersion {
         commit_ts,
         undo_pointer,
-        value,
+        value: (!tombstone).then(|| bytes[ROW_HEADER_SIZE..].to_vec()),
     })
+}
+
+/// The header of a stored row: (commit timestamp, undo pointer, tombstone); None if the
+/// row is malformed (`malformed` is the error).
+pub fn header(bytes: &[u8]) -> Option<(u64, u64, bool)> {
+    if bytes.len() < ROW_HEADER_SIZE || bytes[16] & !FLAG_TOMBSTONE != 0 {
+        return None;
+    }
+    let commit_ts = u64::from_le_bytes(bytes[0..8].try_into().expect("8 bytes"));
+    let undo_pointer = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+    Some((commit_ts, undo_pointer, bytes[16] & FLAG_TOMBSTONE != 0))
+}
+
+/// The corruption error of a malformed row of `length_bytes` in tree `tree_name`.
+pub fn malformed(length_bytes: usize, tree_name: &str) -> Error {
+    let location = Location {
+        file: format!("tree {tree_name}"),
+        ..Default::default()
+    };
+    Error::corruption(location, format!("malformed row of {length_bytes} bytes"))
 }
 
 /// Reads only the commit timestamp and tombstone flag, without copying the value.

@@ -177,19 +177,26 @@ impl Transaction {
         self.manager.tree_by_id(tree)
     }
 
+    /// This transaction's write of a row, if it wrote it (Some(None): deleted it).
+    fn own_write(&self, tree: TreeId, key: &[u8]) -> Option<&Option<Vec<u8>>> {
+        if self.writes.is_empty() {
+            return None; // no key to build for a read-only statement's lookups
+        }
+        self.writes.get(&(tree, key.to_vec()))
+    }
+
     /// Reads a row as of the snapshot, seeing this transaction's own writes.
     pub fn get(&self, tree: TreeId, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(write) = self.writes.get(&(tree, key.to_vec())) {
+        if let Some(write) = self.own_write(tree, key) {
             return Ok(write.clone());
         }
-        let info = self.tree(tree)?;
-        self.manager.read_visible(&info, key, self.snapshot_ts)
+        self.manager.read_visible(tree, key, self.snapshot_ts)
     }
 
     /// Like `get`, but never waits for I/O: `Missing(page)` asks the caller to load a page
     /// and call again (see `exec`).
     pub fn try_get(&self, tree: TreeId, key: &[u8]) -> Result<TryLookup> {
-        if let Some(write) = self.writes.get(&(tree, key.to_vec())) {
+        if let Some(write) = self.own_write(tree, key) {
             return Ok(TryLookup::Found(write.clone()));
         }
         let info = self.tree(tree)?;
@@ -260,7 +267,7 @@ impl Transaction {
             self.read_latest.push(lock_key);
         }
         self.lock_row(&info, key)?;
-        self.manager.read_visible(&info, key, u64::MAX)
+        self.manager.read_visible(tree, key, u64::MAX)
     }
 
     /// Moves the snapshot to the newest published commit (READ COMMITTED: each statement
@@ -687,8 +694,11 @@ impl Transaction {
                 committed = true;
             }
         }
-        self.manager.locks.release_all(self.txn_id, &self.locked);
-        self.locked.clear();
+        if !self.read_only {
+            // (A read-only transaction never takes a lock, nor waits for one.)
+            self.manager.locks.release_all(self.txn_id, &self.locked);
+            self.locked.clear();
+        }
         self.manager.end_snapshot(self.snapshot_ts);
         if !committed {
             self.manager.counters.aborts.fetch_add(1, Ordering::Relaxed);

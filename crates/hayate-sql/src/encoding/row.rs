@@ -96,8 +96,7 @@ pub fn decode(bytes: &[u8], types: &[DataType], table: &str) -> SqlResult<Vec<Va
     }
     let bitmap = reader
         .take(count.div_ceil(8))
-        .ok_or_else(|| corrupt("truncated null bitmap"))?
-        .to_vec();
+        .ok_or_else(|| corrupt("truncated null bitmap"))?;
     let mut values = Vec::with_capacity(types.len());
     for (index, data_type) in types.iter().enumerate().take(count) {
         if bitmap[index / 8] & (1 << (index % 8)) != 0 {

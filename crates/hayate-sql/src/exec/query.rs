@@ -31,6 +31,19 @@ const CARDINALITY_VIOLATION: &str = "21000";
 /// Where an operator sends its rows; returns false to stop the producer.
 pub(super) type Sink<'s> = dyn FnMut(Vec<Value>) -> SqlResult<bool> + 's;
 
+/// Whether every expression is a column of the input (one of the first 64), none of them
+/// twice: a projection that can move the values out of the input row.
+fn distinct_columns(exprs: &[Expr]) -> bool {
+    let mut seen = 0u64;
+    exprs.iter().all(|expr| match expr {
+        Expr::Column(index) if *index < 64 && seen & (1 << index) == 0 => {
+            seen |= 1 << index;
+            true
+        }
+        _ => false,
+    })
+}
+
 /// One statement's run: the transaction and the state of its subqueries.
 pub(super) struct Run<'r, 'e> {
     pub exec: &'r Executor<'e>,
@@ -118,13 +131,28 @@ impl<'r, 'e> Run<'r, 'e> {
                     Ok(true)
                 }
             }),
-            Relation::Project { input, exprs } => self.produce(input, &mut |row| {
-                let projected = exprs
-                    .iter()
-                    .map(|e| self.eval(e, &row))
-                    .collect::<SqlResult<_>>()?;
-                sink(projected)
-            }),
+            Relation::Project { input, exprs } => {
+                let moves = distinct_columns(exprs);
+                self.produce(input, &mut |mut row| {
+                    let projected = match moves {
+                        // The input row is ours: its values move instead of being copied.
+                        true => exprs
+                            .iter()
+                            .map(|e| match e {
+                                Expr::Column(index) => {
+                                    std::mem::replace(&mut row[*index], Value::Null)
+                                }
+                                _ => unreachable!("distinct_columns checked it"),
+                            })
+                            .collect(),
+                        false => exprs
+                            .iter()
+                            .map(|e| self.eval(e, &row))
+                            .collect::<SqlResult<_>>()?,
+                    };
+                    sink(projected)
+                })
+            }
             Relation::Limit {
                 input,
                 limit,
