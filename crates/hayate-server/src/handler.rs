@@ -663,6 +663,34 @@ impl ServerStatement {
     }
 }
 
+/// PostgreSQL's checks of a Bind's format codes: none (text), one for all, or one per
+/// parameter and per result column, each 0 (text) or 1 (binary).
+fn check_format_codes(bind: &Bind, columns: usize) -> Result<(), SqlError> {
+    let codes = bind.parameter_format_codes.len();
+    let parameters = bind.parameters.len();
+    if codes > 1 && codes != parameters {
+        return Err(SqlError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!("bind message has {codes} parameter formats but {parameters} parameters"),
+        ));
+    }
+    let results = bind.result_column_format_codes.len();
+    if results > 1 && results != columns {
+        return Err(SqlError::new(
+            sqlstate::PROTOCOL_VIOLATION,
+            format!("bind message has {results} result formats but query has {columns} columns"),
+        ));
+    }
+    let all = bind.parameter_format_codes.iter();
+    match all.chain(&bind.result_column_format_codes).find(|code| !matches!(code, 0 | 1)) {
+        Some(code) => Err(SqlError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            format!("unsupported format code: {code}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The most rows one Execute returns before PortalSuspended (see `on_execute`).
 const FETCH_ROWS_MAX: i32 = 1 << 16;
 
@@ -1131,6 +1159,8 @@ impl ExtendedQueryHandler for ExtendedHandler {
         let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
         match client.portal_store().get_statement(statement_name) {
             Some(Entry::Value(statement)) => {
+                check_format_codes(&message, statement.statement.columns().len())
+                    .map_err(user_error)?;
                 let portal = Portal::try_new(&message, statement)?;
                 client.portal_store().put_portal(Arc::new(portal));
             }

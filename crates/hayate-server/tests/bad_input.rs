@@ -118,3 +118,93 @@ fn ssl_request_is_refused_with_n() {
     assert_eq!(&answer, b"N");
     server.stop();
 }
+
+/// One frontend message: type byte, length, body.
+fn message(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![kind];
+    out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// A Bind of statement "s" to the unnamed portal with these format codes and one text
+/// parameter "1".
+fn bind(parameter_formats: &[i16], result_formats: &[i16]) -> Vec<u8> {
+    let mut body = b"\0s\0".to_vec(); // portal "", statement "s"
+    let codes = |body: &mut Vec<u8>, codes: &[i16]| {
+        body.extend_from_slice(&(codes.len() as i16).to_be_bytes());
+        for code in codes {
+            body.extend_from_slice(&code.to_be_bytes());
+        }
+    };
+    codes(&mut body, parameter_formats);
+    body.extend_from_slice(&1i16.to_be_bytes());
+    body.extend_from_slice(&1i32.to_be_bytes());
+    body.push(b'1');
+    codes(&mut body, result_formats);
+    message(b'B', &body)
+}
+
+/// The SQLSTATE of every ErrorResponse the server sends until the ReadyForQuery that ends
+/// `count` Syncs, and the number of DataRows.
+fn read_until_ready(stream: &mut TcpStream, count: usize) -> (Vec<String>, usize) {
+    let (mut errors, mut rows, mut ready) = (Vec::new(), 0, 0);
+    while ready < count {
+        let mut header = [0u8; 5];
+        stream.read_exact(&mut header).expect("a message");
+        let length = u32::from_be_bytes(header[1..5].try_into().unwrap()) as usize;
+        let mut body = vec![0u8; length - 4];
+        stream.read_exact(&mut body).unwrap();
+        match header[0] {
+            b'E' => {
+                let code = (body.split(|byte| *byte == 0))
+                    .find(|field| field.first() == Some(&b'C'))
+                    .map(|field| String::from_utf8_lossy(&field[1..]).into_owned());
+                errors.push(code.unwrap_or_default());
+            }
+            b'D' => rows += 1,
+            b'Z' => ready += 1,
+            _ => {}
+        }
+    }
+    (errors, rows)
+}
+
+/// A Bind whose format codes do not match its parameters or the result's columns is a
+/// protocol violation (08P01), an unknown format code 22023, as in PostgreSQL; the connection
+/// goes on (and a Bind that is right then works).
+#[test]
+fn bind_with_wrong_format_codes_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut client = server.connect();
+    client
+        .batch_execute("CREATE TABLE f (id int4 PRIMARY KEY, v text); INSERT INTO f VALUES (1, 'a')")
+        .unwrap();
+
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(&startup_message()).unwrap();
+    read_until_ready(&mut stream, 1);
+    let sync = message(b'S', b"");
+    let execute = message(b'E', b"\0\0\0\0\0");
+    let mut batch = message(b'P', b"s\0SELECT id, v FROM f WHERE id = $1\0\0\0");
+    batch.extend(&sync);
+    for (parameter_formats, result_formats) in [
+        (&[0, 0, 0][..], &[][..]), // three parameter formats, one parameter
+        (&[0][..], &[1, 1, 1][..]), // three result formats, two columns
+        (&[7][..], &[][..]),       // no such format
+        (&[0][..], &[0, 1][..]),   // right: one format, one per column
+    ] {
+        batch.extend(bind(parameter_formats, result_formats));
+        batch.extend(&execute);
+        batch.extend(&sync);
+    }
+    stream.write_all(&batch).unwrap();
+    let (errors, rows) = read_until_ready(&mut stream, 5);
+    assert_eq!(errors, ["08P01", "08P01", "22023"]);
+    assert_eq!(rows, 1, "the last Bind is right and its row comes back");
+    server.stop();
+}
