@@ -682,7 +682,10 @@ fn check_format_codes(bind: &Bind, columns: usize) -> Result<(), SqlError> {
         ));
     }
     let all = bind.parameter_format_codes.iter();
-    match all.chain(&bind.result_column_format_codes).find(|code| !matches!(code, 0 | 1)) {
+    match all
+        .chain(&bind.result_column_format_codes)
+        .find(|code| !matches!(code, 0 | 1))
+    {
         Some(code) => Err(SqlError::new(
             sqlstate::INVALID_PARAMETER_VALUE,
             format!("unsupported format code: {code}"),

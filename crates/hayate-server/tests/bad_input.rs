@@ -179,7 +179,9 @@ fn bind_with_wrong_format_codes_is_an_error() {
     let server = TestServer::start(dir.path());
     let mut client = server.connect();
     client
-        .batch_execute("CREATE TABLE f (id int4 PRIMARY KEY, v text); INSERT INTO f VALUES (1, 'a')")
+        .batch_execute(
+            "CREATE TABLE f (id int4 PRIMARY KEY, v text); INSERT INTO f VALUES (1, 'a')",
+        )
         .unwrap();
 
     let mut stream = TcpStream::connect(server.addr).unwrap();
@@ -193,10 +195,10 @@ fn bind_with_wrong_format_codes_is_an_error() {
     let mut batch = message(b'P', b"s\0SELECT id, v FROM f WHERE id = $1\0\0\0");
     batch.extend(&sync);
     for (parameter_formats, result_formats) in [
-        (&[0, 0, 0][..], &[][..]), // three parameter formats, one parameter
+        (&[0, 0, 0][..], &[][..]),  // three parameter formats, one parameter
         (&[0][..], &[1, 1, 1][..]), // three result formats, two columns
-        (&[7][..], &[][..]),       // no such format
-        (&[0][..], &[0, 1][..]),   // right: one format, one per column
+        (&[7][..], &[][..]),        // no such format
+        (&[0][..], &[0, 1][..]),    // right: one format, one per column
     ] {
         batch.extend(bind(parameter_formats, result_formats));
         batch.extend(&execute);
