@@ -393,6 +393,40 @@ pub struct ServerRun {
     pub error: Option<String>,
 }
 
+/// The median run of one engine per (workload, threads) over the rounds: the middle one by
+/// throughput, the lower of the two middle ones when the count is even. Failed runs are left
+/// out.
+pub fn median_runs<'a>(
+    runs: impl IntoIterator<Item = &'a ServerRun>,
+    engine: &str,
+) -> BTreeMap<(String, u32), &'a ServerRun> {
+    let mut by_key: BTreeMap<(String, u32), Vec<&ServerRun>> = BTreeMap::new();
+    for run in runs {
+        if run.engine == engine && run.error.is_none() {
+            let key = (run.workload.clone(), run.threads);
+            by_key.entry(key).or_default().push(run);
+        }
+    }
+    (by_key.into_iter())
+        .map(|(key, mut runs)| {
+            runs.sort_by(|a, b| {
+                a.transactions_per_second
+                    .total_cmp(&b.transactions_per_second)
+            });
+            (key, runs[(runs.len() - 1) / 2])
+        })
+        .collect()
+}
+
+/// "Unix-domain sockets" or "TCP on 127.0.0.1" for a `ServerResults::transport`, for
+/// sentences.
+pub fn describe_transport(name: &str) -> &'static str {
+    match name {
+        "unix" => "Unix-domain sockets",
+        _ => "TCP on 127.0.0.1",
+    }
+}
+
 fn transport_tcp() -> String {
     "tcp".to_string()
 }

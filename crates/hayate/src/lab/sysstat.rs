@@ -205,6 +205,7 @@ pub fn self_cpu_seconds() -> f64 {
 
 /// User plus system CPU seconds of this process's children that have ended and been waited
 /// for (getrusage RUSAGE_CHILDREN): a client program's CPU time, read before and after it ran.
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // for `lab server`
 pub fn children_cpu_seconds() -> f64 {
     rusage_cpu_seconds(libc::RUSAGE_CHILDREN)
 }
@@ -222,6 +223,7 @@ fn rusage_cpu_seconds(who: libc::c_int) -> f64 {
 
 /// Busy and total CPU ticks of the whole machine (all cores) from /proc/stat's first line;
 /// waiting for I/O counts as busy (a server flushing in the background is not done).
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // for `lab server`
 pub fn parse_machine_ticks(stat: &str) -> Option<(u64, u64)> {
     let line = stat.lines().find(|line| line.starts_with("cpu "))?;
     let fields: Vec<u64> = (line.split_whitespace().skip(1))
@@ -233,12 +235,14 @@ pub fn parse_machine_ticks(stat: &str) -> Option<(u64, u64)> {
     Some((total - idle, total))
 }
 
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // for `lab server`
 fn machine_ticks() -> Option<(u64, u64)> {
     parse_machine_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
 /// Waits until the machine is quiet: a `window` in which at most `busy_max` of all cores'
 /// time was busy, or `timeout`. Returns how long it waited and whether it became quiet.
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // for `lab server`
 pub fn wait_until_quiet(
     busy_max: f64,
     window: std::time::Duration,

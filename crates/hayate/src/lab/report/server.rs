@@ -10,8 +10,7 @@ use super::html::{self, escape, format_decimal, format_grouped};
 use super::primitive::engine_color;
 use super::svg::{Axis, BarChart, BarSeries, ScaleKind};
 use super::Collection;
-use crate::lab::results::{ServerEngine, ServerRun};
-use crate::lab::server::{median_runs, Transport};
+use crate::lab::results::{describe_transport, median_runs, ServerEngine, ServerRun};
 
 /// sysbench's workloads in the order they are shown.
 const WORKLOADS: &[&str] = &[
@@ -163,7 +162,7 @@ fn ratio_table(table: &BTreeMap<Key, BTreeMap<(bool, String), &ServerRun>>) -> S
         rows.push(vec![
             escape(workload),
             threads.to_string(),
-            Transport::describe(transport).to_string(),
+            describe_transport(transport).to_string(),
             tps("hayate"),
             tps("postgresql"),
             tps("mariadb"),
@@ -253,7 +252,7 @@ fn engine_table(collection: &Collection) -> String {
 fn run_table(collection: &Collection) -> String {
     let mut rows = Vec::new();
     let runs = (collection.servers.iter()).flat_map(|source| {
-        let transport = Transport::describe(&source.file.results.transport);
+        let transport = describe_transport(&source.file.results.transport);
         (source.file.results.runs.iter()).map(move |run| (transport, run))
     });
     for (transport, run) in runs {

@@ -26,11 +26,11 @@ pub mod sysbench;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
-
 use clap::Args;
 
-use super::results::{ResultFile, ServerEngine, ServerResults, ServerRun};
+use super::results::{
+    describe_transport, median_runs, ResultFile, ServerEngine, ServerResults, ServerRun,
+};
 use super::{sysstat, CommonArgs};
 use crate::error::{CliError, CliResult};
 use engines::Server;
@@ -77,14 +77,6 @@ impl Transport {
         match self {
             Transport::Unix => "unix",
             Transport::Tcp => "tcp",
-        }
-    }
-
-    /// "Unix-domain sockets" or "TCP on 127.0.0.1", for sentences.
-    pub fn describe(name: &str) -> &'static str {
-        match name {
-            "unix" => "Unix-domain sockets",
-            _ => "TCP on 127.0.0.1",
         }
     }
 }
@@ -249,7 +241,7 @@ fn notes(client: &str, transport: &str, data_bytes: u64, peer_buffer_bytes: u64)
              default options (prepared statements where the driver has them). Hayate and \
              PostgreSQL speak the PostgreSQL protocol (sysbench's pgsql driver), MariaDB its \
              own (sysbench's mysql driver).",
-            Transport::describe(transport)
+            describe_transport(transport)
         ),
         "Isolation: each engine runs at its default, as sysbench sets none. PostgreSQL runs at \
          its default READ COMMITTED, MariaDB/InnoDB at REPEATABLE READ, Hayate at its default \
@@ -457,31 +449,6 @@ fn format_rate(value: f64) -> String {
     }
 }
 
-/// The median run of one engine per (workload, threads) over the rounds: the middle one by
-/// throughput, the lower of the two middle ones when the count is even. Failed runs are left
-/// out.
-pub fn median_runs<'a>(
-    runs: impl IntoIterator<Item = &'a ServerRun>,
-    engine: &str,
-) -> BTreeMap<(String, u32), &'a ServerRun> {
-    let mut by_key: BTreeMap<(String, u32), Vec<&ServerRun>> = BTreeMap::new();
-    for run in runs {
-        if run.engine == engine && run.error.is_none() {
-            let key = (run.workload.clone(), run.threads);
-            by_key.entry(key).or_default().push(run);
-        }
-    }
-    (by_key.into_iter())
-        .map(|(key, mut runs)| {
-            runs.sort_by(|a, b| {
-                a.transactions_per_second
-                    .total_cmp(&b.transactions_per_second)
-            });
-            (key, runs[(runs.len() - 1) / 2])
-        })
-        .collect()
-}
-
 /// Hayate's median throughput over PostgreSQL's for a workload and thread count, when both
 /// ran.
 pub fn ratio(results: &ServerResults, workload: &str, threads: u32) -> Option<f64> {
@@ -538,7 +505,7 @@ pub fn summary(results: &ServerResults) -> String {
         out,
         "\nsysbench over {} ({}), {} tables x {} rows, {} s per run{rounds}; transactions per \
          second:",
-        Transport::describe(&results.transport),
+        describe_transport(&results.transport),
         results.client,
         results.tables,
         results.table_size,
