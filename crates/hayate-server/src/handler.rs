@@ -181,10 +181,7 @@ impl ConnectionState {
                     "the connection has no session",
                 ));
             };
-            session.set_defer_waits(false);
-            let result = work(session);
-            session.set_defer_waits(true);
-            result
+            with_waits(session, work)
         })
         .await;
         joined.unwrap_or_else(|error| {
@@ -201,12 +198,7 @@ impl ConnectionState {
         client: &C,
         work: impl FnOnce(&mut Session) -> T,
     ) -> T {
-        self.with_session(client, |session| {
-            session.set_defer_waits(false);
-            let result = work(session);
-            session.set_defer_waits(true);
-            result
-        })
+        self.with_session(client, |session| with_waits(session, work))
     }
 
     /// Runs `work` on the session (on this thread; the session defers waits).
@@ -273,6 +265,14 @@ impl ConnectionState {
             Some(TransactionStatus::Failed) => Wire::Error,
         }
     }
+}
+
+/// Runs `work` on a session that defers waits with waits allowed.
+fn with_waits<T>(session: &mut Session, work: impl FnOnce(&mut Session) -> T) -> T {
+    session.set_defer_waits(false);
+    let result = work(session);
+    session.set_defer_waits(true);
+    result
 }
 
 /// What `run_statement` needs of a statement's result.
@@ -364,24 +364,15 @@ fn rows_response(
     Ok(response)
 }
 
-/// CommandComplete for a command that returned `rows` rows ("SELECT 1"); the count is
-/// written by hand, as this runs once per query.
+/// CommandComplete for a command that returned `rows` rows ("SELECT 1"), without the
+/// formatting machinery (this runs once per query).
 fn command_complete(command: &str, rows: usize) -> CommandComplete {
-    let mut digits = [0u8; 20]; // enough for any usize
-    let mut start = digits.len();
-    let mut rest = rows;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let mut tag = String::with_capacity(command.len() + 1 + digits.len() - start);
+    let mut digits = itoa::Buffer::new();
+    let count = digits.format(rows);
+    let mut tag = String::with_capacity(command.len() + 1 + count.len());
     tag.push_str(command);
     tag.push(' ');
-    tag.extend(digits[start..].iter().map(|&digit| digit as char));
+    tag.push_str(count);
     CommandComplete::new(tag)
 }
 

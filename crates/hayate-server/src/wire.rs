@@ -198,14 +198,7 @@ fn encode_text(buffer: &mut BytesMut, value: &Value, data_type: DataType) {
 /// characters.
 fn put_text(buffer: &mut BytesMut, text: &str, data_type: DataType) {
     buffer.put_slice(text.as_bytes());
-    if let DataType::Char(Some(length)) = data_type {
-        let count = if text.is_ascii() {
-            text.len()
-        } else {
-            text.chars().count()
-        };
-        buffer.put_bytes(b' ', (length as usize).saturating_sub(count));
-    }
+    buffer.put_bytes(b' ', data_type.padding_of(text));
 }
 
 fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> SqlResult<()> {

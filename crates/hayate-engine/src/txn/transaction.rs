@@ -537,7 +537,6 @@ impl Transaction {
             return Err(error);
         }
         drop(self.manager.mark_published(commit_ts));
-        self.applied = None;
         while self.manager.visible_ts() < commit_ts {
             Yield::default().await;
         }

@@ -131,6 +131,21 @@ impl DataType {
         }
     }
 
+    /// The spaces a text value of this type is shown with: char(n) pads to n characters.
+    pub fn padding_of(self, text: &str) -> usize {
+        match self {
+            DataType::Char(Some(length)) => {
+                let count = if text.is_ascii() {
+                    text.len()
+                } else {
+                    text.chars().count()
+                };
+                (length as usize).saturating_sub(count)
+            }
+            _ => 0,
+        }
+    }
+
     /// The fixed size of the type on the wire (-1: variable).
     pub fn size(self) -> i16 {
         match self {
@@ -533,13 +548,9 @@ impl Value {
     /// The text form as a result column of `data_type` shows it: char(n) padded to n.
     pub fn to_text_typed(&self, data_type: DataType) -> Option<String> {
         match (self, data_type) {
-            (Value::Text(text), DataType::Char(Some(length))) => {
-                let count = text.chars().count();
+            (Value::Text(text), DataType::Char(Some(_))) => {
                 let mut padded = text.clone();
-                padded.extend(std::iter::repeat_n(
-                    ' ',
-                    (length as usize).saturating_sub(count),
-                ));
+                padded.extend(std::iter::repeat_n(' ', data_type.padding_of(text)));
                 Some(padded)
             }
             _ => self.to_text(),
