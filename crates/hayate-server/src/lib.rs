@@ -5,7 +5,7 @@
 //! 1. `serve` accepts connections on TCP and, as PostgreSQL does, on a Unix-domain socket
 //!    (`unix_socket`) until its shutdown future completes.
 //! 2. Each connection is a task on one of a few event loops (one thread each, as many as
-//!    cores) running pgwire's message loop: SSL requests are
+//!    cores) running the protocol's message loop (`connection`): SSL requests are
 //!    answered 'N', startup authenticates the user (`startup`: trust, cleartext password,
 //!    MD5 or SCRAM-SHA-256) and sends the connection's cancel key (BackendKeyData), then
 //!    simple and extended queries and COPY go to the connection's `handler`, which owns a
@@ -14,7 +14,8 @@
 //!    (`hayate_sql::Session::set_defer_waits`): a commit is awaited asynchronously on the
 //!    engine's log flusher, and a statement that would wait for a lock (or is DDL) runs
 //!    again on a blocking thread (`handler`). Under load one loop thread serves a batch of
-//!    ready connections per wakeup instead of one context switch per query.
+//!    ready connections per wakeup instead of one context switch per query, and sends
+//!    their responses in one system call (`send_batch`).
 //! 3. A cancel request (on a connection of its own) sets the interrupt flag of the
 //!    connection its key names (`cancel`); the running statement stops with 57014.
 //! 4. On shutdown the listener closes and open connections are ended; their sessions abort
@@ -25,7 +26,9 @@
 pub mod auth;
 pub mod cancel;
 mod commit_wait;
+mod connection;
 pub mod handler;
+mod send_batch;
 pub mod startup;
 pub mod unix_socket;
 pub mod wire;
@@ -303,6 +306,9 @@ impl EventLoops {
                 std::thread::Builder::new()
                     .name(format!("hayate-loop-{index}"))
                     .spawn(move || {
+                        if let Some(sender) = send_batch::install() {
+                            runtime.spawn(sender);
+                        }
                         runtime.block_on(async move {
                             let _ = stopped.wait_for(|stopped| *stopped).await;
                         });
@@ -355,12 +361,13 @@ impl Connection {
         let served = async {
             match self.socket {
                 Socket::Tcp(socket) => {
+                    let address = socket.peer_addr()?;
                     let socket = tokio::net::TcpStream::from_std(socket)?;
-                    pgwire::tokio::process_socket(socket, None, handlers).await
+                    connection::serve_tcp(socket, address, handlers).await
                 }
                 Socket::Unix(socket) => {
                     let socket = tokio::net::UnixStream::from_std(socket)?;
-                    pgwire::tokio::process_socket_unix(socket, handlers).await
+                    connection::serve_unix(socket, handlers).await
                 }
             }
         };
