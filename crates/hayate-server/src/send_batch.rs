@@ -448,6 +448,26 @@ mod tests {
     }
 
     #[test]
+    fn without_a_batch_a_flush_sends_at_once() {
+        // A thread without an installed batch (io_uring unavailable): nothing is listed.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (ours, mut theirs) = UnixStream::pair().unwrap();
+            let mut stream = BatchedStream::new(ours);
+            stream.write_all(&pattern(0, 300)).await.unwrap();
+            stream.flush().await.unwrap();
+            assert!(!stream.outgoing.pending.lock().listed);
+            assert!(stream.outgoing.pending.lock().bytes.is_empty());
+            let mut received = vec![0; 300];
+            theirs.read_exact(&mut received).await.unwrap();
+            assert_eq!(received, pattern(0, 300));
+        });
+    }
+
+    #[test]
     fn a_send_to_a_closed_peer_fails_the_connection() {
         run_on_loop(|| async {
             let (ours, theirs) = UnixStream::pair().unwrap();
