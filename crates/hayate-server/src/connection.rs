@@ -23,49 +23,32 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Framed;
 
 use crate::send_batch::BatchedStream;
+use crate::Peer;
 
 /// A client that has not finished its startup by then is disconnected (as pgwire does).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Serves a TCP connection (`peer` is the client's address).
-pub(crate) async fn serve_tcp<H: PgWireServerHandlers>(
-    socket: tokio::net::TcpStream,
-    peer: SocketAddr,
-    handlers: H,
-) -> io::Result<()> {
-    socket.set_nodelay(true)?;
-    serve(socket, peer, true, handlers).await
-}
-
-/// Serves a connection on the Unix-domain socket.
-pub(crate) async fn serve_unix<H: PgWireServerHandlers>(
-    socket: tokio::net::UnixStream,
-    handlers: H,
-) -> io::Result<()> {
-    // PostgreSQL reports local clients without an address; pgwire's Unix path uses this one.
-    serve(
-        socket,
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        false,
-        handlers,
-    )
-    .await
-}
-
 /// The message loop, as pgwire's: each message goes to `process_message`; an error is
 /// reported to the client, and a FATAL one ends the session.
-async fn serve<S, H>(socket: S, peer: SocketAddr, tcp: bool, handlers: H) -> io::Result<()>
+/// `peer` says which socket this is: TCP, or the Unix-domain socket (no encryption requests
+/// come there).
+pub(crate) async fn serve<S, H>(socket: S, peer: Peer, handlers: H) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + Sync + 'static,
     H: PgWireServerHandlers,
 {
+    let address = match peer {
+        Peer::Tcp(address) => address,
+        // PostgreSQL reports local clients without an address; pgwire's Unix path uses this.
+        Peer::Local => SocketAddr::from(([127, 0, 0, 1], 0)),
+    };
     let mut client = Framed::new(
         BatchedStream::new(socket),
-        PgWireMessageServerCodec::new(DefaultClient::new(peer, false)),
+        PgWireMessageServerCodec::new(DefaultClient::new(address, false)),
     );
     let timeout = tokio::time::sleep(STARTUP_TIMEOUT);
     tokio::pin!(timeout);
-    if tcp {
+    if let Peer::Tcp(_) = peer {
         tokio::select! {
             _ = &mut timeout => return Ok(()),
             encrypted = refuse_encryption(&mut client) => if encrypted? { return Ok(()) },
@@ -140,11 +123,6 @@ where
     S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + Sync + 'static,
 {
     loop {
-        // In AwaitingSslRequest the codec yields SslNegotiation(None), consuming nothing,
-        // for anything but an encryption request; a TLS ClientHello starts with 0x16.
-        if client.read_buffer().first() == Some(&0x16) {
-            return Ok(true);
-        }
         let response = match client.next().await {
             Some(Ok(PgWireFrontendMessage::SslNegotiation(
                 SslNegotiationMetaMessage::PostgresSsl(_),
@@ -152,6 +130,8 @@ where
             Some(Ok(PgWireFrontendMessage::SslNegotiation(
                 SslNegotiationMetaMessage::PostgresGss(_),
             ))) => PgWireBackendMessage::GssEncResponse(GssEncResponse::Refuse),
+            // In AwaitingSslRequest the codec yields SslNegotiation(None), consuming nothing,
+            // for anything but an encryption request; a TLS ClientHello starts with 0x16.
             _ => {
                 client.set_state(PgWireConnectionState::AwaitingStartup);
                 return Ok(client.read_buffer().first() == Some(&0x16));

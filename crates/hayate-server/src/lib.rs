@@ -361,13 +361,12 @@ impl Connection {
         let served = async {
             match self.socket {
                 Socket::Tcp(socket) => {
-                    let address = socket.peer_addr()?;
                     let socket = tokio::net::TcpStream::from_std(socket)?;
-                    connection::serve_tcp(socket, address, handlers).await
+                    connection::serve(socket, peer, handlers).await
                 }
                 Socket::Unix(socket) => {
                     let socket = tokio::net::UnixStream::from_std(socket)?;
-                    connection::serve_unix(socket, handlers).await
+                    connection::serve(socket, peer, handlers).await
                 }
             }
         };
