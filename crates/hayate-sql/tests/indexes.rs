@@ -108,7 +108,7 @@ fn index_reads_equal_full_scans_on_random_data() {
             continue;
         }
         let a: i64 = rng.gen_range(-11..11);
-        let b = rng.gen_range(-11..11);
+        let b: i64 = rng.gen_range(-11..11);
         let queries = [
             (format!("k = {a}"), Some(0), true),
             (format!("k > {a} AND k <= {b}"), Some(0), false),
@@ -120,6 +120,18 @@ fn index_reads_equal_full_scans_on_random_data() {
                 true,
             ),
             (format!("s >= '{s}'"), Some(1), false),
+            // An equal prefix of (s, n): every n, NULLs too, then a bound on n.
+            (format!("s = '{s}'"), Some(1), false),
+            (
+                format!("s = '{s}' AND n > {}", a.rem_euclid(4)),
+                Some(1),
+                false,
+            ),
+            (
+                format!("s = '{s}' AND n <= {}", b.rem_euclid(4)),
+                Some(1),
+                false,
+            ),
             (format!("s < '{s}' AND k = {a}"), Some(0), true),
             ("k IS NULL".to_string(), None, false),
         ];
@@ -220,6 +232,96 @@ fn point_queries_on_an_index_never_scan() {
     assert_eq!(
         rows(&mut session, "SELECT c FROM sbtest1 WHERE k = 5.5"),
         Vec::<Vec<Value>>::new()
+    );
+}
+
+/// TPC-C's customers by name: the index with three equal columns beats the primary key's two;
+/// on a tie the primary key wins, and a bound after the equal columns breaks a tie.
+#[test]
+fn the_key_with_the_longest_equal_prefix_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+    run(
+        &mut session,
+        "CREATE TABLE customer (w int4, d int4, id int4, last text, first text, \
+         PRIMARY KEY (w, d, id))",
+    );
+    run(
+        &mut session,
+        "CREATE INDEX customer_name ON customer (w, d, last, first)",
+    );
+    let mut id = 0;
+    for w in 1..=2 {
+        for d in 1..=3 {
+            for (last, first) in [
+                ("ABLE", "'x'"),
+                ("BAR", "'b'"),
+                ("BAR", "NULL"),
+                ("BAR", "'a'"),
+            ] {
+                id += 1;
+                run(
+                    &mut session,
+                    &format!("INSERT INTO customer VALUES ({w}, {d}, {id}, '{last}', {first})"),
+                );
+            }
+        }
+    }
+    let by_name = "SELECT id, first FROM customer WHERE w = $1 AND d = $2 AND last = $3";
+    let types = [DataType::Int8, DataType::Int8, DataType::Text];
+    assert_eq!(index_range(&access(&session, by_name, &types)), Some(0));
+    let explained = rows(
+        &mut session,
+        "EXPLAIN SELECT id FROM customer WHERE w = 2 AND d = 3 AND last = 'BAR' ORDER BY first",
+    );
+    assert!(
+        format!("{explained:?}").contains("Index Range Scan on customer using customer_name"),
+        "{explained:?}"
+    );
+    // Every BAR of district (2, 3), the NULL first name too, in PostgreSQL's order.
+    assert_eq!(
+        rows(
+            &mut session,
+            "SELECT id, first FROM customer WHERE w = 2 AND d = 3 AND last = 'BAR' ORDER BY first"
+        ),
+        vec![
+            vec![Value::Int(24), Value::Text("a".into())],
+            vec![Value::Int(22), Value::Text("b".into())],
+            vec![Value::Int(23), Value::Null],
+        ]
+    );
+    assert_eq!(
+        rows(
+            &mut session,
+            "SELECT id FROM customer WHERE w = 1 AND d = 2 AND last = 'BAR' AND first > 'a'"
+        ),
+        vec![vec![Value::Int(6)]]
+    );
+    assert!(matches!(
+        access(
+            &session,
+            "SELECT id FROM customer WHERE w = 1 AND d = 2",
+            &[]
+        ),
+        Access::Range { .. }
+    ));
+    assert!(matches!(
+        access(
+            &session,
+            "SELECT id FROM customer WHERE w = 1 AND d = 2 AND id > 3",
+            &[]
+        ),
+        Access::Range { .. }
+    ));
+    let bounded = "SELECT id FROM customer WHERE w = 1 AND d = 2 AND last >= 'B'";
+    assert_eq!(index_range(&access(&session, bounded, &[])), Some(0));
+    assert_eq!(
+        rows(&mut session, &format!("{bounded} ORDER BY id")),
+        vec![
+            vec![Value::Int(6)],
+            vec![Value::Int(7)],
+            vec![Value::Int(8)]
+        ]
     );
 }
 

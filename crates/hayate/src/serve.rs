@@ -53,7 +53,7 @@ pub struct ServeArgs {
     pub port: Option<u16>,
     /// Directory of the Unix-domain socket `.s.PGSQL.<port>` for local clients (`psql -h
     /// /tmp`); an empty value listens on TCP only [default: /tmp].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = empty_allowed)]
     pub unix_socket_dir: Option<PathBuf>,
     /// Database directory, created on first start; after a crash the log is replayed on
     /// open (`--log-level info` shows the recovery report) [default: ./hayate-data].
@@ -86,6 +86,11 @@ pub struct ServeArgs {
 const BUFFER_SIZE_DEFAULT: &str = "128MB";
 /// Where PostgreSQL itself puts its socket unless built otherwise.
 const UNIX_SOCKET_DIR_DEFAULT: &str = "/tmp";
+/// A path that may be empty (clap's own path parser refuses an empty value).
+fn empty_allowed(value: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(value))
+}
+
 /// The smallest buffer accepted.
 const BUFFER_BYTES_MIN: u64 = 1 << 20;
 
@@ -308,6 +313,23 @@ mod tests {
             event_loops: None,
             log_level: None,
         }
+    }
+
+    #[test]
+    fn an_empty_socket_directory_flag_turns_the_socket_off() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Command {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let parsed = Command::try_parse_from(["serve", "--unix-socket-dir", ""]).unwrap();
+        assert_eq!(settings(&parsed.serve).unwrap().unix_socket_dir, None);
+        let parsed = Command::try_parse_from(["serve", "--unix-socket-dir", "/run/x"]).unwrap();
+        assert_eq!(
+            settings(&parsed.serve).unwrap().unix_socket_dir,
+            Some(PathBuf::from("/run/x"))
+        );
     }
 
     #[test]

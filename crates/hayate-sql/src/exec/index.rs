@@ -148,6 +148,15 @@ pub(crate) fn find_unique(
     Ok(txn.get(table.index_trees[position], &entry)?)
 }
 
+/// The entries that start with `prefix`.
+fn prefix_range(prefix: Vec<u8>) -> KeyRange {
+    let end = match key::prefix_successor(&prefix) {
+        Some(end) => Bound::Excluded(end),
+        None => Bound::Unbounded,
+    };
+    (Bound::Included(prefix), end)
+}
+
 impl Executor<'_> {
     /// The prefix of the index entries whose first columns equal `values` (None: no entry
     /// can, e.g. for a NULL).
@@ -191,17 +200,23 @@ impl Executor<'_> {
                 if index.unique {
                     keys.extend(txn.get(tree, &prefix)?);
                 } else {
-                    let end = match key::prefix_successor(&prefix) {
-                        Some(end) => Bound::Excluded(end),
-                        None => Bound::Unbounded,
-                    };
-                    for entry in txn.scan(tree, Bound::Included(&prefix), as_slice(&end))? {
+                    let (start, end) = prefix_range(prefix);
+                    for entry in txn.scan(tree, as_slice(&start), as_slice(&end))? {
                         keys.push(entry?.1);
                     }
                 }
             }
-            IndexLookup::Range { lower, upper } => {
-                let Some((start, end)) = self.index_range(&table.def, index, lower, upper)? else {
+            IndexLookup::Range {
+                prefix,
+                lower,
+                upper,
+            } => {
+                let Some(base) = self.index_prefix(&table.def, index, prefix)? else {
+                    return Ok(());
+                };
+                let next = index.columns[prefix.len()];
+                let Some((start, end)) = self.index_range(&table.def, next, base, lower, upper)?
+                else {
                     return Ok(());
                 };
                 for entry in txn.scan(tree, as_slice(&start), as_slice(&end))? {
@@ -219,15 +234,26 @@ impl Executor<'_> {
         Ok(())
     }
 
-    /// The entry range of bounds on an index's first column; never NULL entries. None: empty.
+    /// The entry range of the entries starting with `base` (the encoded equal prefix) whose
+    /// next column, `next`, is within the bounds: with no bound, every entry of the prefix
+    /// (NULLs in `next` too), else never a NULL. None: empty.
     fn index_range(
         &self,
         def: &TableDef,
-        index: &IndexDef,
+        next: usize,
+        base: Vec<u8>,
         lower: &Option<KeyBound>,
         upper: &Option<KeyBound>,
     ) -> SqlResult<Option<KeyRange>> {
-        let data_type = def.columns[index.columns[0]].data_type;
+        if lower.is_none() && upper.is_none() {
+            return Ok(Some(prefix_range(base)));
+        }
+        let data_type = def.columns[next].data_type;
+        let with = |marker: u8| {
+            let mut key = base.clone();
+            key.push(marker);
+            key
+        };
         // Some(None): the bound cannot be encoded for this type and only the filter applies.
         let encode = |bound: &KeyBound| -> SqlResult<Option<Option<Vec<u8>>>> {
             let value = self.eval_constant(&bound.value)?;
@@ -236,7 +262,7 @@ impl Executor<'_> {
             }
             Ok(Some(match key_value(value, data_type)? {
                 Some(value) => {
-                    let mut prefix = vec![NOT_NULL];
+                    let mut prefix = with(NOT_NULL);
                     key::encode_column(&mut prefix, &value, data_type)?;
                     Some(prefix)
                 }
@@ -244,10 +270,10 @@ impl Executor<'_> {
             }))
         };
         let start = match lower {
-            None => Bound::Included(vec![NOT_NULL]),
+            None => Bound::Included(with(NOT_NULL)),
             Some(bound) => match encode(bound)? {
                 None => return Ok(None),
-                Some(None) => Bound::Included(vec![NOT_NULL]),
+                Some(None) => Bound::Included(with(NOT_NULL)),
                 Some(Some(prefix)) if bound.inclusive => Bound::Included(prefix),
                 Some(Some(prefix)) => match key::prefix_successor(&prefix) {
                     Some(successor) => Bound::Included(successor),
@@ -256,14 +282,14 @@ impl Executor<'_> {
             },
         };
         let end = match upper {
-            None => Bound::Excluded(vec![NULL]),
+            None => Bound::Excluded(with(NULL)),
             Some(bound) => match encode(bound)? {
                 None => return Ok(None),
-                Some(None) => Bound::Excluded(vec![NULL]),
+                Some(None) => Bound::Excluded(with(NULL)),
                 Some(Some(prefix)) if !bound.inclusive => Bound::Excluded(prefix),
                 Some(Some(prefix)) => match key::prefix_successor(&prefix) {
                     Some(successor) => Bound::Excluded(successor),
-                    None => Bound::Excluded(vec![NULL]),
+                    None => Bound::Excluded(with(NULL)),
                 },
             },
         };

@@ -1,15 +1,17 @@
 //! Access path selection: on the primary key, else on a secondary index.
 //!
 //! In order of preference: equality on every primary key column (one lookup), equality on
-//! every column of an index (a unique index first, then the one with most columns), equality
-//! on the first primary key columns and/or a bound on the next one (a key range scan: TPC-C's
-//! order lines of one order are `ol_w_id = ? AND ol_d_id = ? AND ol_o_id = ?`), a bound on
-//! the first column of an index (an index range scan), a full scan.
+//! every column of an index (a unique index first, then the one with most columns), then a
+//! range scan of the primary key or of an index: equality on its first columns and/or a bound
+//! on the next one, the key with the most equal columns winning, then one with a bound, the
+//! primary key on a tie (TPC-C's order lines of one order are `ol_w_id = ? AND ol_d_id = ?
+//! AND ol_o_id = ?` on the key; its customers by name `c_w_id = ? AND c_d_id = ? AND c_last
+//! = ?` on an index whose key goes on with c_first); a full scan.
 
 use crate::catalog::Table;
 use crate::plan::expr::{BinaryOp, Expr};
 
-/// A bound of a range scan on the first primary key column.
+/// A bound of a range scan on the key column after the equal prefix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyBound {
     pub value: Expr,
@@ -43,8 +45,10 @@ pub struct IndexAccess {
 pub enum IndexLookup {
     /// Every index column equals a constant.
     Point(Vec<Expr>),
-    /// The first index column is bounded.
+    /// The first index columns equal constants (`prefix`, maybe none, never all of them)
+    /// and/or the next one is bounded.
     Range {
+        prefix: Vec<Expr>,
         lower: Option<KeyBound>,
         upper: Option<KeyBound>,
     },
@@ -169,25 +173,38 @@ pub fn choose(table: &Table, filter: Option<&Expr>) -> Access {
             lookup: IndexLookup::Point(values),
         });
     }
-    let prefix: Vec<Expr> = key.iter().map_while(equal).collect();
-    let (lower, upper) = key
-        .get(prefix.len())
-        .and_then(|next| bounds(*next))
-        .unwrap_or((None, None));
-    if !prefix.is_empty() || lower.is_some() || upper.is_some() {
-        return Access::Range {
-            prefix,
-            lower,
-            upper,
-        };
-    }
+    // The range scans: (equal columns, bounded) ranks the candidates, the primary key first.
+    let range = |columns: &[usize]| {
+        let prefix: Vec<Expr> = columns.iter().map_while(equal).collect();
+        let (lower, upper) = columns
+            .get(prefix.len())
+            .and_then(|next| bounds(*next))
+            .unwrap_or((None, None));
+        let rank = (prefix.len(), lower.is_some() || upper.is_some());
+        (rank, prefix, lower, upper)
+    };
+    let (mut best_rank, prefix, lower, upper) = range(key);
+    let mut access = Access::Range {
+        prefix,
+        lower,
+        upper,
+    };
     for (position, index) in table.def.indexes.iter().enumerate() {
-        if let Some((lower, upper)) = bounds(index.columns[0]) {
-            return Access::Index(IndexAccess {
+        let (rank, prefix, lower, upper) = range(&index.columns);
+        if rank > best_rank {
+            best_rank = rank;
+            access = Access::Index(IndexAccess {
                 index: position,
-                lookup: IndexLookup::Range { lower, upper },
+                lookup: IndexLookup::Range {
+                    prefix,
+                    lower,
+                    upper,
+                },
             });
         }
     }
-    Access::Full
+    if best_rank == (0, false) {
+        return Access::Full;
+    }
+    access
 }

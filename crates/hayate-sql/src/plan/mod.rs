@@ -17,6 +17,7 @@ use std::sync::Arc;
 use crate::catalog::{Table, TableDef};
 use crate::types::DataType;
 pub use access::Access;
+use access::{IndexAccess, IndexLookup};
 pub use expr::{BinaryOp, EvalContext, Expr, ScalarFunction, Subquery, SubqueryKind};
 
 /// A column of a result.
@@ -379,8 +380,13 @@ fn describe_read(read: &TableRead) -> String {
         Access::Point(_) => format!("Point Lookup on {name} (primary key)"),
         Access::Range { .. } => format!("Range Scan on {name} (primary key)"),
         Access::Full => format!("Full Scan on {name}"),
-        #[allow(unreachable_patterns)]
-        other => format!("Scan on {name} ({other:?})"),
+        Access::Index(IndexAccess { index, lookup }) => {
+            let index = &read.table.def.indexes[*index].name;
+            match lookup {
+                IndexLookup::Point(_) => format!("Index Lookup on {name} using {index}"),
+                IndexLookup::Range { .. } => format!("Index Range Scan on {name} using {index}"),
+            }
+        }
     }
 }
 
