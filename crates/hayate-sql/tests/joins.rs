@@ -501,6 +501,29 @@ fn for_update_locks_rows_it_reads() {
         assert_eq!(error_code(&mut s1, locking), "40001", "{locking}");
         query_ok(&mut s1, "ROLLBACK");
     }
+    // READ COMMITTED (the default): a row changed after the statement's snapshot and before
+    // its lock is read again at its newest version, as PostgreSQL does; a row that no longer
+    // passes the filter is left out.
+    query_ok(&mut s1, "BEGIN");
+    query_ok(&mut s2, "BEGIN");
+    query_ok(&mut s2, "UPDATE t SET v = 50 WHERE id = 1");
+    query_ok(&mut s2, "UPDATE t SET v = 1 WHERE id = 2");
+    let waiting = std::thread::spawn(move || {
+        let rows = query(
+            &mut s1,
+            "SELECT id, v FROM t WHERE v > 5 ORDER BY id FOR UPDATE",
+        );
+        (s1, rows)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    query_ok(&mut s2, "COMMIT");
+    let (mut s1, rows) = waiting.join().unwrap();
+    assert_eq!(rows, vec![vec![Value::Int(1), Value::Int(50)]]);
+    assert_eq!(
+        query(&mut s1, "UPDATE t SET v = v + 1 WHERE id = 1 RETURNING v"),
+        vec![vec![Value::Int(51)]]
+    );
+    query_ok(&mut s1, "COMMIT");
     assert_eq!(
         error_code(&mut s1, "SELECT count(*) FROM t FOR UPDATE"),
         "0A000"

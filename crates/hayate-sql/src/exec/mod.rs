@@ -411,7 +411,8 @@ impl Executor<'_> {
         Ok(dml_outcome("UPDATE", rows.len(), returning, returned))
     }
 
-    /// At READ COMMITTED, the version of a row an UPDATE or DELETE works on: the row is locked
+    /// At READ COMMITTED, the version of a row an UPDATE, a DELETE or a SELECT ... FOR UPDATE
+    /// works on: the row is locked
     /// and its newest committed version read; None if that version is gone or no longer
     /// passes the statement's WHERE. At REPEATABLE READ the row as read (a later write of a
     /// row changed since the snapshot fails with 40001).

@@ -577,12 +577,25 @@ impl<'r, 'e> Run<'r, 'e> {
                     return Ok(true);
                 }
             }
-            if lock {
-                // Locks the row; a row changed since the snapshot is a serialization failure.
-                let current = self.txn.borrow_mut().get_for_update(table.tree, &key)?;
-                if current.is_none() {
-                    return Ok(true);
-                }
+            if !lock {
+                return f(key, values);
+            }
+            if self.exec.read_committed {
+                // Locks the row and goes on with its newest committed version, if that still
+                // passes the filter, as UPDATE does (PostgreSQL's FOR UPDATE re-reads too).
+                return match self.exec.latest_matching(self, read, &key, values)? {
+                    Some(latest) => f(key, latest),
+                    None => Ok(true),
+                };
+            }
+            // REPEATABLE READ: a row changed since the snapshot is a serialization failure.
+            if self
+                .txn
+                .borrow_mut()
+                .get_for_update(table.tree, &key)?
+                .is_none()
+            {
+                return Ok(true);
             }
             f(key, values)
         };
