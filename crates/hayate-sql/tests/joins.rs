@@ -530,6 +530,57 @@ fn for_update_locks_rows_it_reads() {
     );
 }
 
+/// TPC-C's delivery: the oldest new order of a district, `ORDER BY` the key column after the
+/// equal prefix with a LIMIT, is read in key order without a sort, and FOR UPDATE locks only
+/// the row returned, not the district's others.
+#[test]
+fn order_by_the_key_after_an_equal_prefix_reads_in_order_and_locks_what_it_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
+    let catalog = Arc::new(Catalog::open(db).unwrap());
+    let mut s1 = Session::new(catalog.clone(), "one", "test");
+    let mut s2 = Session::new(catalog, "two", "test");
+    query_ok(
+        &mut s1,
+        "CREATE TABLE new_order (w int4, d int4, o int4, PRIMARY KEY (w, d, o))",
+    );
+    query_ok(
+        &mut s1,
+        "INSERT INTO new_order SELECT g % 2, g % 3, g FROM generate_series(1, 60) AS g",
+    );
+    let oldest = "SELECT o FROM new_order WHERE w = 1 AND d = 2 ORDER BY o LIMIT 1 FOR UPDATE";
+    let plan = explain(&mut s1, oldest);
+    assert!(!plan.contains("Sort"), "{plan}");
+    // Not in key order: still sorted.
+    for sorted in [
+        "SELECT o FROM new_order WHERE w = 1 ORDER BY o LIMIT 1",
+        "SELECT o FROM new_order WHERE w = 1 AND d = 2 ORDER BY o DESC LIMIT 1",
+    ] {
+        assert!(explain(&mut s1, sorted).contains("Sort"), "{sorted}");
+    }
+    assert_eq!(
+        query(
+            &mut s1,
+            "SELECT o FROM new_order WHERE w = 1 AND d = 2 ORDER BY d, o DESC LIMIT 2"
+        ),
+        vec![vec![Value::Int(59)], vec![Value::Int(53)]]
+    );
+    query_ok(&mut s1, "BEGIN");
+    assert_eq!(query(&mut s1, oldest), vec![vec![Value::Int(5)]]);
+    s2.set_defer_waits(true);
+    query_ok(
+        &mut s2,
+        "DELETE FROM new_order WHERE w = 1 AND d = 2 AND o = 11",
+    );
+    let locked = s2
+        .execute_sql("DELETE FROM new_order WHERE w = 1 AND d = 2 AND o = 5")
+        .pop()
+        .unwrap()
+        .unwrap_err();
+    assert!(locked.is_would_block(), "{locked:?}");
+    query_ok(&mut s1, "COMMIT");
+}
+
 /// A primary key bound partly by a constant of the right table's own filter and partly by
 /// the join (TPC-C's stock-level: `s_w_id = ? AND s_i_id = ol_i_id`) is an index nested
 /// loop, with the rows of a hash join over the same data.

@@ -1,6 +1,6 @@
 //! A transaction: a snapshot to read at, and a write set applied only at commit.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -51,7 +51,7 @@ pub struct Transaction {
     locked: Vec<LockKey>,
     /// Rows read by a locking read of their newest version (`lock_latest_async`): this
     /// transaction may write them even if they changed after its snapshot.
-    read_latest: Vec<LockKey>,
+    read_latest: KeySet,
     failure: Option<Failure>,
     finished: bool,
     /// Set by `commit_async` between applying the commit and publishing it: if the task is
@@ -91,7 +91,7 @@ impl Transaction {
             read_only,
             writes: BTreeMap::new(),
             locked: Vec::new(),
-            read_latest: Vec::new(),
+            read_latest: KeySet::default(),
             failure: None,
             finished: false,
             applied: None,
@@ -263,9 +263,7 @@ impl Transaction {
         }
         let info = self.tree(tree)?;
         let lock_key = (tree, key.to_vec());
-        if !self.read_latest.contains(&lock_key) {
-            self.read_latest.push(lock_key);
-        }
+        self.read_latest.insert(lock_key);
         self.lock_row(&info, key)?;
         self.manager.read_visible(tree, key, u64::MAX)
     }
@@ -479,9 +477,7 @@ impl Transaction {
         }
         let info = self.tree(tree)?;
         let lock_key = (tree, key.to_vec());
-        if !self.read_latest.contains(&lock_key) {
-            self.read_latest.push(lock_key);
-        }
+        self.read_latest.insert(lock_key);
         self.lock_row_async(&info, key).await?;
         loop {
             match self.manager.try_read_visible(&info, key, u64::MAX)? {
@@ -814,5 +810,37 @@ impl Iterator for Scan {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_row().transpose()
+    }
+}
+
+/// Keys in the order first inserted, with a set for lookups: a transaction may lock thousands
+/// of rows by `lock_latest` (a READ COMMITTED SELECT ... FOR UPDATE over a range), and each
+/// later lock asks whether its row is among them.
+#[derive(Default)]
+struct KeySet {
+    order: Vec<LockKey>,
+    set: HashSet<LockKey>,
+}
+
+impl KeySet {
+    fn insert(&mut self, key: LockKey) {
+        if self.set.insert(key.clone()) {
+            self.order.push(key);
+        }
+    }
+
+    fn contains(&self, key: &LockKey) -> bool {
+        self.set.contains(key)
+    }
+
+    fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Forgets every key inserted after the first `len`.
+    fn truncate(&mut self, len: usize) {
+        for key in self.order.drain(len.min(self.order.len())..) {
+            self.set.remove(&key);
+        }
     }
 }

@@ -10,7 +10,9 @@ use super::scope::Scope;
 use super::{ident_name, Binder, Grouping};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
-use crate::plan::{Aggregation, OutputColumn, QueryPlan, Relation, SetOperator, SortKey};
+use crate::plan::{
+    Access, Aggregation, OutputColumn, QueryPlan, Relation, SetOperator, SortKey, TableRead,
+};
 use crate::types::DataType;
 
 impl Binder<'_> {
@@ -270,18 +272,9 @@ impl Binder<'_> {
             None => (None, None),
         };
         // Rows of a single table read in key order need no sort (a LIMIT then stops the
-        // scan early).
+        // scan early, and FOR UPDATE locks only the rows it returns).
         let ordered_by_key = match (&root, &aggregation) {
-            (Relation::Table { read, .. }, None) if single_table => {
-                order_by
-                    .iter()
-                    .all(|key| !key.descending && !key.nulls_first)
-                    && order_by.len() <= read.table.def.primary_key.len()
-                    && order_by
-                        .iter()
-                        .zip(&read.table.def.primary_key)
-                        .all(|(key, column)| key.expr == Expr::Column(*column))
-            }
+            (Relation::Table { read, .. }, None) if single_table => read_in_order(read, &order_by),
             _ => order_by.is_empty(),
         } && (windows.is_empty() || order_by.is_empty());
         if let Some(aggregation) = aggregation {
@@ -589,4 +582,31 @@ fn cast_to(relation: Relation, from: &[OutputColumn], to: &[OutputColumn]) -> Re
         input: Box::new(relation),
         exprs,
     }
+}
+
+/// Whether a table read returns its rows in `order_by`'s order: every access path reads in
+/// primary key order, and the key columns its equal prefix fixes (a range scan's prefix, all of
+/// them for a point lookup) may be skipped or named anywhere: `WHERE no_w_id = ? AND no_d_id
+/// = ? ORDER BY no_o_id` on the key (no_w_id, no_d_id, no_o_id).
+fn read_in_order(read: &TableRead, order_by: &[SortKey]) -> bool {
+    let key = &read.table.def.primary_key;
+    let fixed = match &read.access {
+        Access::Point(_) => key.len(),
+        Access::Range { prefix, .. } => prefix.len(),
+        _ => 0,
+    };
+    let mut next = fixed;
+    order_by.iter().all(|sort| {
+        let Expr::Column(column) = sort.expr else {
+            return false;
+        };
+        if key[..fixed].contains(&column) {
+            return true;
+        }
+        if sort.descending || sort.nulls_first || key.get(next) != Some(&column) {
+            return false;
+        }
+        next += 1;
+        true
+    })
 }
