@@ -15,6 +15,16 @@ fn session(dir: &std::path::Path) -> Session {
     Session::new(catalog, "tester", "test")
 }
 
+/// Two sessions on one database.
+fn two_sessions(dir: &std::path::Path) -> (Session, Session) {
+    let db = Database::open(dir, DatabaseConfig::default()).unwrap();
+    let catalog = Arc::new(Catalog::open(db).unwrap());
+    (
+        Session::new(catalog.clone(), "one", "test"),
+        Session::new(catalog, "two", "test"),
+    )
+}
+
 fn query(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
     let outcome = session.execute_sql(sql).pop().unwrap();
     match outcome.unwrap_or_else(|error| panic!("{sql}: {error}")) {
@@ -469,10 +479,7 @@ fn insert_select_streams_pgbench_style_rows() {
 #[test]
 fn for_update_locks_rows_it_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    let mut s1 = Session::new(catalog.clone(), "one", "test");
-    let mut s2 = Session::new(catalog, "two", "test");
+    let (mut s1, mut s2) = two_sessions(dir.path());
     query_ok(&mut s1, "CREATE TABLE t (id int4 PRIMARY KEY, v int4)");
     query_ok(&mut s1, "INSERT INTO t VALUES (1, 10), (2, 20)");
     assert!(explain(&mut s1, "SELECT v FROM t WHERE id = 1 FOR UPDATE").contains("(locking rows)"));
@@ -536,10 +543,7 @@ fn for_update_locks_rows_it_reads() {
 #[test]
 fn order_by_the_key_after_an_equal_prefix_reads_in_order_and_locks_what_it_returns() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    let mut s1 = Session::new(catalog.clone(), "one", "test");
-    let mut s2 = Session::new(catalog, "two", "test");
+    let (mut s1, mut s2) = two_sessions(dir.path());
     query_ok(
         &mut s1,
         "CREATE TABLE new_order (w int4, d int4, o int4, PRIMARY KEY (w, d, o))",

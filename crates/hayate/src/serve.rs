@@ -86,13 +86,13 @@ pub struct ServeArgs {
 const BUFFER_SIZE_DEFAULT: &str = "128MB";
 /// Where PostgreSQL itself puts its socket unless built otherwise.
 const UNIX_SOCKET_DIR_DEFAULT: &str = "/tmp";
+/// The smallest buffer accepted.
+const BUFFER_BYTES_MIN: u64 = 1 << 20;
+
 /// A path that may be empty (clap's own path parser refuses an empty value).
 fn empty_allowed(value: &str) -> Result<PathBuf, std::convert::Infallible> {
     Ok(PathBuf::from(value))
 }
-
-/// The smallest buffer accepted.
-const BUFFER_BYTES_MIN: u64 = 1 << 20;
 
 /// The config file, as written.
 #[derive(Debug, Default, Deserialize)]

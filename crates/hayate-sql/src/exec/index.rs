@@ -12,7 +12,7 @@ use std::ops::Bound;
 
 use hayate_engine::Transaction;
 
-use super::{as_slice, key_value, Executor, KeyRange};
+use super::{as_slice, key_value, prefix_range, Executor, KeyRange};
 use crate::catalog::{IndexDef, Table, TableDef};
 use crate::encoding::key;
 use crate::error::{sqlstate, SqlError, SqlResult};
@@ -146,15 +146,6 @@ pub(crate) fn find_unique(
         return Ok(None);
     }
     Ok(txn.get(table.index_trees[position], &entry)?)
-}
-
-/// The entries that start with `prefix`.
-fn prefix_range(prefix: Vec<u8>) -> KeyRange {
-    let end = match key::prefix_successor(&prefix) {
-        Some(end) => Bound::Excluded(end),
-        None => Bound::Unbounded,
-    };
-    (Bound::Included(prefix), end)
 }
 
 impl Executor<'_> {

@@ -177,17 +177,7 @@ impl Executor<'_> {
             }
         }
         // The whole prefix: [base, successor of base).
-        let prefix_start = || {
-            if base.is_empty() {
-                Bound::Unbounded
-            } else {
-                Bound::Included(base.clone())
-            }
-        };
-        let prefix_end = || match key::prefix_successor(&base) {
-            Some(successor) if !base.is_empty() => Bound::Excluded(successor),
-            _ => Bound::Unbounded,
-        };
+        let (prefix_start, prefix_end) = prefix_range(base.clone());
         let bounded = key_columns
             .get(prefix.len())
             .map(|column| table.def.columns[*column].data_type);
@@ -209,11 +199,11 @@ impl Executor<'_> {
             })
         };
         let start = match lower {
-            None => prefix_start(),
+            None => prefix_start,
             Some(bound) => match encode(bound) {
                 Err(error) if error.code == sqlstate::INTERNAL_ERROR => return Ok(None),
                 Err(error) => return Err(error),
-                Ok(None) => prefix_start(),
+                Ok(None) => prefix_start,
                 Ok(Some((key, true))) => Bound::Included(key),
                 Ok(Some((key, false))) => match key::prefix_successor(&key) {
                     Some(successor) => Bound::Included(successor),
@@ -222,15 +212,15 @@ impl Executor<'_> {
             },
         };
         let end = match upper {
-            None => prefix_end(),
+            None => prefix_end,
             Some(bound) => match encode(bound) {
                 Err(error) if error.code == sqlstate::INTERNAL_ERROR => return Ok(None),
                 Err(error) => return Err(error),
-                Ok(None) => prefix_end(),
+                Ok(None) => prefix_end,
                 Ok(Some((key, false))) => Bound::Excluded(key),
                 Ok(Some((key, true))) => match key::prefix_successor(&key) {
                     Some(successor) => Bound::Excluded(successor),
-                    None => prefix_end(),
+                    None => prefix_end,
                 },
             },
         };
@@ -412,10 +402,9 @@ impl Executor<'_> {
     }
 
     /// At READ COMMITTED, the version of a row an UPDATE, a DELETE or a SELECT ... FOR UPDATE
-    /// works on: the row is locked
-    /// and its newest committed version read; None if that version is gone or no longer
-    /// passes the statement's WHERE. At REPEATABLE READ the row as read (a later write of a
-    /// row changed since the snapshot fails with 40001).
+    /// works on: the row is locked and its newest committed version read; None if that
+    /// version is gone or no longer passes the statement's WHERE. At REPEATABLE READ the row
+    /// as read (a later write of a row changed since the snapshot fails with 40001).
     fn latest_matching(
         &self,
         run: &Run,
@@ -495,6 +484,18 @@ fn compare_sort_keys(a: &[Value], b: &[Value], order_by: &[SortKey]) -> Ordering
         }
     }
     Ordering::Equal
+}
+
+/// The keys that start with `prefix` (every key for an empty one).
+fn prefix_range(prefix: Vec<u8>) -> KeyRange {
+    if prefix.is_empty() {
+        return (Bound::Unbounded, Bound::Unbounded);
+    }
+    let end = match key::prefix_successor(&prefix) {
+        Some(end) => Bound::Excluded(end),
+        None => Bound::Unbounded,
+    };
+    (Bound::Included(prefix), end)
 }
 
 fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
