@@ -4,35 +4,53 @@
 //! loop over a socket whose responses leave in the event loop's batch (`send_batch`):
 //! 1. TCP only: SSLRequest and GSSENCRequest are answered 'N' (no encryption), as often as
 //!    the client asks; a direct TLS handshake is closed. Unix-socket clients start at 2.
-//! 2. Startup (`startup::Startup`) within `STARTUP_TIMEOUT`, then messages go to pgwire's
-//!    `process_message` and our handlers until the client sends Terminate or hangs up, or a
-//!    FATAL error ends the session.
+//! 2. Startup (`startup::Startup`) within `STARTUP_TIMEOUT`, read by pgwire's codec.
+//! 3. Then the loop reads the messages' frames itself (`read_frame`: PostgreSQL's length
+//!    limits, a bad length is FATAL 08P01): the extended protocol's go to `Protocol`
+//!    (`extended`), read in place; the others (Query, COPY data, ...) are decoded by pgwire
+//!    and go to its `process_message` and our handlers, until the client sends Terminate or
+//!    hangs up, or a FATAL error ends the session. After an error in the extended protocol
+//!    every message up to Sync is skipped, as in PostgreSQL.
 
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::{Buf, BytesMut};
 use futures::{SinkExt, StreamExt};
+use hayate_sql::{sqlstate, SqlError};
 use pgwire::api::PgWireServerHandlers;
-use pgwire::api::{ClientInfo, DefaultClient, ErrorHandler, PgWireConnectionState};
+use pgwire::api::{ClientInfo, DefaultClient, ErrorHandler, NoopHandler, PgWireConnectionState};
+use pgwire::error::PgWireError;
 use pgwire::messages::response::{GssEncResponse, SslResponse};
-use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage, SslNegotiationMetaMessage};
+use pgwire::messages::{
+    DecodeContext, PgWireBackendMessage, PgWireFrontendMessage, SslNegotiationMetaMessage,
+};
 use pgwire::tokio::server::{process_error, process_message, PgWireMessageServerCodec};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio_util::codec::Framed;
 
+use crate::extended::{Client, Protocol};
+use crate::handler::{user_error, ConnectionState};
 use crate::send_batch::BatchedStream;
 use crate::Peer;
 
 /// A client that has not finished its startup by then is disconnected (as pgwire does).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The message loop, as pgwire's: each message goes to `process_message`; an error is
-/// reported to the client, and a FATAL one ends the session.
+/// The message loop: startup as pgwire's loop does it, then frames read here, the extended
+/// protocol's to `Protocol` and the rest to pgwire's `process_message`. An error is reported
+/// to the client, and a FATAL one ends the session.
 /// `peer` says which socket this is: TCP, or the Unix-domain socket (no encryption requests
 /// come there).
-pub(crate) async fn serve<S, H>(socket: S, peer: Peer, handlers: H) -> io::Result<()>
+pub(crate) async fn serve<S, H>(
+    socket: S,
+    peer: Peer,
+    handlers: H,
+    state: Arc<ConnectionState>,
+) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + Sync + 'static,
     H: PgWireServerHandlers,
@@ -42,7 +60,7 @@ where
         // PostgreSQL reports local clients without an address; pgwire's Unix path uses this.
         Peer::Local => SocketAddr::from(([127, 0, 0, 1], 0)),
     };
-    let mut client = Framed::new(
+    let mut client: Client<BatchedStream<S>> = Framed::new(
         BatchedStream::new(socket),
         PgWireMessageServerCodec::new(DefaultClient::new(address, false)),
     );
@@ -58,35 +76,25 @@ where
     }
     let startup = handlers.startup_handler();
     let simple = handlers.simple_query_handler();
-    let extended = handlers.extended_query_handler();
+    let extended = Arc::new(NoopHandler); // every extended-protocol message goes to `Protocol`
     let copy = handlers.copy_handler();
     let cancel = handlers.cancel_handler();
     let errors = handlers.error_handler();
-    loop {
-        let starting = matches!(
-            client.state(),
-            PgWireConnectionState::AwaitingStartup
-                | PgWireConnectionState::AuthenticationInProgress
-        );
-        let message = if starting {
-            tokio::select! {
-                _ = &mut timeout => None,
-                message = client.next() => message,
-            }
-        } else {
-            client.next().await
+    // Startup: pgwire's codec reads the startup, password and cancel messages.
+    while matches!(
+        client.state(),
+        PgWireConnectionState::AwaitingStartup | PgWireConnectionState::AuthenticationInProgress
+    ) {
+        let message = tokio::select! {
+            _ = &mut timeout => None,
+            message = client.next() => message,
         };
         let Some(Ok(message)) = message else {
             return Ok(());
         };
-        // Terminate: the client is leaving and some (asyncpg) wait for the close.
         if matches!(message, PgWireFrontendMessage::Terminate(_)) {
             return Ok(());
         }
-        let in_extended_query = match client.state() {
-            PgWireConnectionState::CopyInProgress(extended) => extended,
-            _ => message.is_extended_query(),
-        };
         // A CancelRequest comes on a connection of its own, which then ends.
         let is_cancel_request = matches!(message, PgWireFrontendMessage::CancelRequest(_));
         let processed = process_message(
@@ -102,7 +110,7 @@ where
         if let Err(mut error) = processed {
             errors.on_error(&client, &mut error);
             let fatal = error.is_fatal();
-            process_error(&mut client, error, in_extended_query).await?;
+            process_error(&mut client, error, false).await?;
             if fatal {
                 return Ok(());
             }
@@ -111,7 +119,143 @@ where
             return Ok(());
         }
     }
+    // Queries: frames from the socket, starting with what the codec read ahead.
+    let mut inbox = BytesMut::with_capacity(INBOX_BYTES);
+    inbox.extend_from_slice(client.read_buffer());
+    client.read_buffer_mut().clear();
+    let mut protocol = Protocol::new(state);
+    let mut context = DecodeContext::new(client.protocol_version());
+    context.awaiting_frontend_ssl = false;
+    context.awaiting_frontend_startup = false;
+    loop {
+        let length = match read_frame(&mut client, &mut inbox).await {
+            Ok(Some(length)) => length,
+            Ok(None) => return Ok(()),
+            Err(FrameError::Closed) => return Ok(()),
+            Err(FrameError::Length(length)) => {
+                let error = SqlError::new(
+                    sqlstate::PROTOCOL_VIOLATION,
+                    format!("invalid message length {length}"),
+                );
+                let mut fatal = user_error(error);
+                if let PgWireError::UserError(info) = &mut fatal {
+                    info.severity = "FATAL".into();
+                }
+                process_error(&mut client, fatal, false).await?;
+                return Ok(());
+            }
+        };
+        let kind = inbox[0];
+        // Terminate: the client is leaving and some (asyncpg) wait for the close.
+        if kind == b'X' {
+            return Ok(());
+        }
+        let copying = matches!(client.state(), PgWireConnectionState::CopyInProgress(_));
+        let skipping = matches!(client.state(), PgWireConnectionState::AwaitingSync);
+        let processed = if !copying && Protocol::handles(kind) {
+            // After an error every message up to Sync is skipped.
+            let processed = match (skipping, kind) {
+                (true, b'S') => protocol.sync(&mut client).await,
+                (true, _) => Ok(()),
+                (false, _) => {
+                    let body = &inbox[FRAME_HEADER_BYTES..length];
+                    protocol.handle(&mut client, kind, body).await
+                }
+            };
+            inbox.advance(length);
+            processed
+        } else if skipping {
+            inbox.advance(length);
+            Ok(())
+        } else {
+            let mut frame = inbox.split_to(length);
+            match PgWireFrontendMessage::decode(&mut frame, &context) {
+                Ok(Some(message)) => {
+                    let processed = process_message(
+                        message,
+                        &mut client,
+                        startup.clone(),
+                        simple.clone(),
+                        extended.clone(),
+                        copy.clone(),
+                        cancel.clone(),
+                    )
+                    .await;
+                    protocol.forget_deallocated();
+                    processed
+                }
+                Ok(None) => Err(PgWireError::InvalidMessageType(kind)),
+                Err(error) => Err(error),
+            }
+        };
+        if let Err(mut error) = processed {
+            errors.on_error(&client, &mut error);
+            let fatal = error.is_fatal();
+            let in_extended_query = match client.state() {
+                PgWireConnectionState::CopyInProgress(extended) => extended,
+                _ => Protocol::handles(kind),
+            };
+            process_error(&mut client, error, in_extended_query).await?;
+            if fatal {
+                return Ok(());
+            }
+        }
+    }
 }
+
+/// The type byte and length that start every message after startup.
+const FRAME_HEADER_BYTES: usize = 5;
+/// Room the input buffer starts with (and keeps free before each read).
+const INBOX_BYTES: usize = 8 * 1024;
+/// PostgreSQL's limits on a message's length: 1 GB for the kinds that carry data (Bind,
+/// Parse, Query, CopyData, FunctionCall, password), 10,000 bytes for the others.
+const LARGE_MESSAGE_BYTES_MAX: usize = 0x3fff_ffff;
+const SMALL_MESSAGE_BYTES_MAX: usize = 10_000;
+
+enum FrameError {
+    /// The connection failed (the client is gone).
+    Closed,
+    /// A length below 4 or past the limit of its kind.
+    Length(i64),
+}
+
+/// Reads until `inbox` starts with a whole message; its length with the type byte, or None
+/// when the client closed the connection.
+async fn read_frame<S>(
+    client: &mut Client<BatchedStream<S>>,
+    inbox: &mut BytesMut,
+) -> Result<Option<usize>, FrameError>
+where
+    S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + Sync + 'static,
+{
+    loop {
+        if inbox.len() >= FRAME_HEADER_BYTES {
+            let length = u32::from_be_bytes([inbox[1], inbox[2], inbox[3], inbox[4]]) as usize;
+            let limit = match inbox[0] {
+                b'B' | b'P' | b'Q' | b'd' | b'F' | b'p' => LARGE_MESSAGE_BYTES_MAX,
+                _ => SMALL_MESSAGE_BYTES_MAX,
+            };
+            if !(4..=limit).contains(&length) {
+                return Err(FrameError::Length(length as i64));
+            }
+            if inbox.len() > length {
+                return Ok(Some(1 + length));
+            }
+            inbox.reserve((1 + length - inbox.len()).min(LARGE_READ_BYTES));
+        }
+        if inbox.capacity() - inbox.len() < INBOX_BYTES / 2 {
+            inbox.reserve(INBOX_BYTES);
+        }
+        match client.get_mut().read_buf(inbox).await {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(_) => return Err(FrameError::Closed),
+        }
+    }
+}
+
+/// The most room reserved at once for a large message (it grows as its bytes come).
+const LARGE_READ_BYTES: usize = 1 << 20;
 
 /// Answers SSLRequest and GSSENCRequest with 'N' until the startup message comes (which
 /// stays unread for the message loop). True when the client began a TLS handshake

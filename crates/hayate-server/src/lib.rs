@@ -27,6 +27,7 @@ pub mod auth;
 pub mod cancel;
 mod commit_wait;
 mod connection;
+mod extended;
 pub mod handler;
 mod send_batch;
 pub mod startup;
@@ -43,13 +44,13 @@ use hayate_sql::Catalog;
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
-use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::query::SimpleQueryHandler;
 use pgwire::api::PgWireServerHandlers;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use cancel::CancelRegistry;
-use handler::{ConnectionState, ExtendedHandler};
+use handler::ConnectionState;
 use startup::Startup;
 use unix_socket::UnixSocket;
 
@@ -118,7 +119,6 @@ impl Default for ServerConfig {
 /// The handlers of one connection.
 struct ConnectionHandlers {
     state: Arc<ConnectionState>,
-    extended: Arc<ExtendedHandler>,
     startup: Arc<Startup>,
     cancels: Arc<CancelRegistry>,
 }
@@ -126,10 +126,6 @@ struct ConnectionHandlers {
 impl PgWireServerHandlers for ConnectionHandlers {
     fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
         self.state.clone()
-    }
-
-    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        self.extended.clone()
     }
 
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
@@ -256,7 +252,6 @@ pub async fn serve_with(
             peer,
         );
         let handlers = ConnectionHandlers {
-            extended: Arc::new(ExtendedHandler::new(state.clone())),
             state,
             startup: Arc::new(startup),
             cancels: cancels.clone(),
@@ -358,15 +353,16 @@ impl Connection {
     async fn run(mut self) {
         let peer = self.peer;
         let handlers = self.handlers;
+        let state = handlers.state.clone();
         let served = async {
             match self.socket {
                 Socket::Tcp(socket) => {
                     let socket = tokio::net::TcpStream::from_std(socket)?;
-                    connection::serve(socket, peer, handlers).await
+                    connection::serve(socket, peer, handlers, state).await
                 }
                 Socket::Unix(socket) => {
                     let socket = tokio::net::UnixStream::from_std(socket)?;
-                    connection::serve(socket, peer, handlers).await
+                    connection::serve(socket, peer, handlers, state).await
                 }
             }
         };

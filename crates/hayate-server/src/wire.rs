@@ -133,13 +133,46 @@ pub fn decode_parameter(
     }
 }
 
-/// Encodes a result row in the formats the client asked for (`format`, per column).
+/// A DataRow's fields for a simple query's response.
 pub fn encode_row(
     values: &[Value],
     columns: &[OutputColumn],
     format: &Format,
 ) -> SqlResult<DataRow> {
     let mut buffer = BytesMut::with_capacity(row_capacity_bytes(values, columns));
+    put_fields(&mut buffer, values, columns, format)?;
+    Ok(DataRow::new(buffer, values.len() as i16))
+}
+
+/// A whole DataRow message (type byte, length, field count, fields) appended to `out`;
+/// nothing is appended on an error.
+pub fn put_data_row(
+    out: &mut BytesMut,
+    values: &[Value],
+    columns: &[OutputColumn],
+    format: &Format,
+) -> SqlResult<()> {
+    let start = out.len();
+    out.reserve(7 + row_capacity_bytes(values, columns));
+    out.put_u8(b'D');
+    out.put_i32(0);
+    out.put_i16(values.len() as i16);
+    if let Err(error) = put_fields(out, values, columns, format) {
+        out.truncate(start);
+        return Err(error);
+    }
+    let length = (out.len() - start - 1) as i32;
+    out[start + 1..start + 5].copy_from_slice(&length.to_be_bytes());
+    Ok(())
+}
+
+/// Each value as a field: its length (-1 for NULL) and its bytes in the column's format.
+fn put_fields(
+    buffer: &mut BytesMut,
+    values: &[Value],
+    columns: &[OutputColumn],
+    format: &Format,
+) -> SqlResult<()> {
     for (index, (value, column)) in values.iter().zip(columns).enumerate() {
         if value.is_null() {
             buffer.put_i32(-1);
@@ -148,19 +181,16 @@ pub fn encode_row(
         let length_at = buffer.len();
         buffer.put_i32(0);
         if format.format_for(index) == FieldFormat::Text {
-            encode_text(&mut buffer, value, column.data_type);
+            encode_text(buffer, value, column.data_type);
         } else {
-            encode_binary(&mut buffer, value, column.data_type)?;
+            encode_binary(buffer, value, column.data_type)?;
         }
         let length = (buffer.len() - length_at - 4) as i32;
         buffer[length_at..length_at + 4].copy_from_slice(&length.to_be_bytes());
     }
-    Ok(DataRow::new(buffer, values.len() as i16))
+    Ok(())
 }
 
-/// A guess of a row's encoded size, so that most rows are encoded without growing the
-/// buffer: a length word per value, and the bytes of its text or binary form (char(n)
-/// padded to n).
 fn row_capacity_bytes(values: &[Value], columns: &[OutputColumn]) -> usize {
     values
         .iter()

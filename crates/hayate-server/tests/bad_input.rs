@@ -210,3 +210,83 @@ fn bind_with_wrong_format_codes_is_an_error() {
     assert_eq!(rows, 1, "the last Bind is right and its row comes back");
     server.stop();
 }
+
+/// Malformed extended-protocol messages, as PostgreSQL answers them: a body that ends early
+/// or has bytes left over, or a name that is not UTF-8, is an error that skips to Sync, and
+/// the connection goes on; unknown statements and portals are 26000 and 34000; a message
+/// length below 4 is FATAL 08P01 and closes the connection.
+#[test]
+fn malformed_extended_messages_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut client = server.connect();
+    client
+        .batch_execute("CREATE TABLE m (id int4 PRIMARY KEY); INSERT INTO m VALUES (1)")
+        .unwrap();
+
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(&startup_message()).unwrap();
+    read_until_ready(&mut stream, 1);
+    let sync = message(b'S', b"");
+    let execute = message(b'E', b"\0\0\0\0\0");
+    let mut batch = Vec::new();
+    for bad in [
+        message(b'B', b"\0s"),               // ends inside the statement name
+        message(b'S', b"x"),                 // Sync with a byte left over
+        message(b'D', b"S\xff\xfe\0"),       // a name that is not UTF-8
+        message(b'D', b"Snowhere\0"),        // no such statement
+        message(b'E', b"nowhere\0\0\0\0\0"), // no such portal
+        message(b'P', b"s\0SELECT id FROM m WHERE id = $1\0\0\0"), // a right one, then:
+    ] {
+        batch.extend(bad);
+        batch.extend(&sync);
+    }
+    // Skipped up to its Sync: the Bind and Execute behind the failing Describe.
+    batch.extend(message(b'D', b"Xs\0"));
+    batch.extend(bind(&[], &[]));
+    batch.extend(&execute);
+    batch.extend(&sync);
+    batch.extend(bind(&[], &[]));
+    batch.extend(&execute);
+    batch.extend(&sync);
+    stream.write_all(&batch).unwrap();
+    let (errors, rows) = read_until_ready(&mut stream, 8);
+    assert_eq!(
+        errors,
+        ["08P01", "08P01", "22021", "26000", "34000", "08P01"]
+    );
+    assert_eq!(rows, 1, "only the last Bind and Execute ran");
+
+    stream.write_all(b"S\0\0\0\x02").unwrap();
+    let errors = read_until_closed(&mut stream);
+    assert_eq!(errors, ["08P01"]);
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM m", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 1, "the server goes on serving");
+    server.stop();
+}
+
+/// The SQLSTATE of every ErrorResponse until the server closes the connection.
+fn read_until_closed(stream: &mut TcpStream) -> Vec<String> {
+    let mut errors = Vec::new();
+    loop {
+        let mut header = [0u8; 5];
+        if stream.read_exact(&mut header).is_err() {
+            return errors;
+        }
+        let length = u32::from_be_bytes(header[1..5].try_into().unwrap()) as usize;
+        let mut body = vec![0u8; length - 4];
+        stream.read_exact(&mut body).unwrap();
+        if header[0] == b'E' {
+            let code = (body.split(|byte| *byte == 0))
+                .find(|field| field.first() == Some(&b'C'))
+                .map(|field| String::from_utf8_lossy(&field[1..]).into_owned());
+            errors.push(code.unwrap_or_default());
+        }
+    }
+}

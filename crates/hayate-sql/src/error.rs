@@ -52,6 +52,7 @@ pub mod sqlstate {
     pub const IO_ERROR: &str = "58030";
     pub const DATA_CORRUPTED: &str = "XX001";
     pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
+    pub const INVALID_CURSOR_NAME: &str = "34000";
     pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
     pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
