@@ -1,5 +1,6 @@
-//! The query handlers of one connection: simple query, extended query (parse, bind,
-//! describe, execute, sync) and COPY, on top of a `hayate_sql::Session`.
+//! The state and query handlers of one connection, on top of a `hayate_sql::Session`: simple
+//! query and COPY (pgwire's handler traits), and how a statement runs (waits deferred, its
+//! commit awaited), which the extended protocol (`crate::extended`) uses too.
 //!
 //! COPY FROM STDIN: the statement (simple or extended) starts a `hayate_sql::copy::CopyIn`
 //! on the session and answers CopyInResponse; each CopyData message is handed to the

@@ -8,8 +8,9 @@
 //!    cores) running the protocol's message loop (`connection`): SSL requests are
 //!    answered 'N', startup authenticates the user (`startup`: trust, cleartext password,
 //!    MD5 or SCRAM-SHA-256) and sends the connection's cancel key (BackendKeyData), then
-//!    simple and extended queries and COPY go to the connection's `handler`, which owns a
-//!    `hayate_sql::Session`.
+//!    simple queries and COPY go to the connection's `handler`, which owns a
+//!    `hayate_sql::Session`, and the extended protocol to `extended`, read straight from
+//!    the message frames.
 //!    Statements run on the loop's thread and never wait there: the session defers waits
 //!    (`hayate_sql::Session::set_defer_waits`): a commit is awaited asynchronously on the
 //!    engine's log flusher, and a statement that would wait for a lock (or is DDL) runs
