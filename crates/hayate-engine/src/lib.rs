@@ -20,5 +20,8 @@ pub mod wal;
 pub use db::{BufferSize, CheckReport, Database, DatabaseConfig, DatabaseStats, IoBackend};
 pub use error::{Error, Result};
 pub use store::{StoreConfig, VictimPolicy, WritePolicy};
-pub use temp::{TempSpace, TempStats};
+pub use temp::{
+    ExternalSorter, HashJoin, Partitioner, Record, RunReader, RunWriter, Sorted, TempRun, TempSpace,
+    TempStats,
+};
 pub use txn::{PendingCommit, Savepoint, Scan, Transaction, TreeId};
