@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use hayate_engine::exec::Task;
+use hayate_engine::Task;
 use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId};
 
 type BenchResult<T> = std::result::Result<T, Box<dyn std::error::Error>>;

@@ -1,8 +1,8 @@
 //! Many read transactions on one thread: misses suspend tasks, not the thread, and are loaded
 //! in batches.
 
-use hayate_engine::btree::TryLookup;
-use hayate_engine::exec::Task;
+use hayate_engine::TryLookup;
+use hayate_engine::Task;
 use hayate_engine::{BufferSize, Database, DatabaseConfig, WritePolicy};
 use rand::{Rng, SeedableRng};
 
@@ -115,7 +115,7 @@ fn try_get_names_the_missing_page_and_hits_after_loading() {
                     // Load it the way the executor does for a waiting task.
                     let (_, stats) = db
                         .run_tasks(vec![Box::pin(async move {
-                            hayate_engine::exec::PageWait::new(page_id).await
+                            hayate_engine::PageWait::new(page_id).await
                         }) as Task<'_, ()>])
                         .unwrap();
                     assert_eq!(stats.batches, 1);

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use hayate_engine::io::sim::{FaultKind, SimConfig, SimIo};
-use hayate_engine::io::{Io, OpenOptions};
+use hayate_engine::{FaultKind, SimConfig, SimIo};
+use hayate_engine::{Io, OpenOptions};
 use hayate_engine::{BufferSize, Database, DatabaseConfig, Error, TreeId, WritePolicy};
 
 const PAGE_SIZE: usize = 4096;

@@ -9,12 +9,11 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use hayate_engine::io::sim::{SimConfig, SimIo};
-use hayate_engine::io::sync_file::SyncIo;
-use hayate_engine::io::Io;
-use hayate_engine::wal::{bench_group_commit, LogRecord, Op, SyncMode, Wal, WalConfig};
+use hayate_engine::{SimConfig, SimIo};
+use hayate_engine::Io;
+use hayate_engine::{SyncMode, WalConfig};
 use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId, WritePolicy};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -346,94 +345,4 @@ fn checkpoints_concurrent_with_large_commits() {
     eprintln!("{checkpoints} checkpoints; {}", db.recovery_report());
     assert_same(&read_all(&db), &model, "after the power loss");
     db.check().unwrap();
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-}
-
-/// Not a test: commit time of one large transaction with the default log buffer (16 MiB), and
-/// small-commit throughput of the log. Run with
-/// `cargo test --release -p hayate-engine --test large_commit measure -- --ignored --nocapture`;
-/// `HAYATE_LARGE_ROWS` sets the row count (default 1,000,000 rows of 100-byte values).
-#[test]
-#[ignore]
-fn measure_large_commit_and_group_commit() {
-    let dir =
-        tempfile::tempdir_in(std::env::var("HAYATE_BENCH_DIR").unwrap_or("/tmp".into())).unwrap();
-    let rows = env_u64("HAYATE_LARGE_ROWS").unwrap_or(1_000_000);
-    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
-    let table = db.create_table("load").unwrap();
-    let mut txn = db.begin();
-    let started = Instant::now();
-    for row in 0..rows {
-        let key = row.to_be_bytes();
-        let value = [(row % 251) as u8; 100];
-        txn.put(table, &key, &value).unwrap();
-    }
-    let buffered = started.elapsed();
-    let committing = Instant::now();
-    let result = txn.commit();
-    let commit = committing.elapsed();
-    println!(
-        "large commit: {rows} rows of 100 bytes, buffering {:.0} ms, commit {:.0} ms: {:?}",
-        buffered.as_secs_f64() * 1000.0,
-        commit.as_secs_f64() * 1000.0,
-        result.as_ref().map(|_| "ok")
-    );
-    let wal = db.stats().wal;
-    println!("log after it: {wal:?}");
-    drop(db);
-
-    // The log alone: append the same write set as one record and make it durable.
-    let ops = (0..rows)
-        .map(|row| Op::Put {
-            tree_id: 1,
-            key: row.to_be_bytes().to_vec(),
-            value: vec![(row % 251) as u8; 100],
-        })
-        .collect();
-    let record = LogRecord::Commit {
-        txn_id: 1,
-        commit_ts: 1,
-        ops,
-    };
-    // Durable as configured by default, then without sync or O_DIRECT (the CPU's share).
-    let cached = WalConfig {
-        sync_mode: SyncMode::None,
-        direct: false,
-        ..WalConfig::default()
-    };
-    for config in [WalConfig::default(), cached] {
-        let wal_dir = tempfile::tempdir_in(dir.path()).unwrap();
-        let io: Arc<dyn Io> = Arc::new(SyncIo::new(wal_dir.path()).unwrap());
-        let (wal, _) = Wal::open(io, config.clone(), 0).unwrap();
-        let started = Instant::now();
-        let result = wal
-            .append(&record)
-            .and_then(|appended| wal.flush_to(appended.end_lsn));
-        println!(
-            "log only ({}, direct {}): {} bytes appended and flushed in {:.0} ms: {:?}; {} \
-             flushes",
-            config.sync_mode.name(),
-            config.direct,
-            record.frame_size_bytes(),
-            started.elapsed().as_secs_f64() * 1000.0,
-            result.map(|_| "ok"),
-            wal.stats().flushes
-        );
-    }
-
-    for round in 0..env_u64("HAYATE_BENCH_ROUNDS").unwrap_or(3) {
-        let bench_dir = tempfile::tempdir_in(dir.path()).unwrap();
-        let io: Arc<dyn Io> = Arc::new(SyncIo::new(bench_dir.path()).unwrap());
-        let report =
-            bench_group_commit(io, WalConfig::default(), 4, Duration::from_secs(3)).unwrap();
-        println!(
-            "group commit round {round}: {:.0} commits/s, {:.1} commits/flush, p50 {:.0} us",
-            report.commits_per_second, report.commits_per_flush, report.commit_wait_us_p50
-        );
-    }
 }

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use hayate_engine::io::sim::{SimConfig, SimIo};
-use hayate_engine::io::Io;
+use hayate_engine::{SimConfig, SimIo};
+use hayate_engine::Io;
 use hayate_engine::{
     BufferSize, Database, DatabaseConfig, Error, Transaction, TreeId, WritePolicy,
 };

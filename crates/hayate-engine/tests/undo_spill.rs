@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use hayate_engine::io::sim::{SimConfig, SimIo};
-use hayate_engine::io::Io;
+use hayate_engine::{SimConfig, SimIo};
+use hayate_engine::Io;
 use hayate_engine::{Database, DatabaseConfig, Transaction, TreeId};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -175,6 +175,6 @@ fn long_snapshots_read_spilled_versions_on_the_simulated_disk() {
 #[test]
 fn long_snapshots_read_spilled_versions_on_the_real_device() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
-    let io = hayate_engine::io::open_default(dir.path()).unwrap();
+    let io = hayate_engine::open_default(dir.path()).unwrap();
     long_snapshots_read_spilled_versions(io, seed() + 1);
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use hayate_engine::io::sim::{SimConfig, SimIo};
+use hayate_engine::{SimConfig, SimIo};
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use hayate_engine::io::sim::{SimConfig, SimIo};
+use hayate_engine::{SimConfig, SimIo};
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, SqlError, Value};
 

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use hayate_engine::store::control::{ControlFile, CONTROL_FILE};
+use hayate_engine::{ControlFile, CONTROL_FILE};
 use hayate_engine::{Database, DatabaseConfig, WritePolicy};
 
 use crate::cli::DirArgs;
-use crate::error::{CliError, CliResult, Context};
-use crate::report;
+use hayate::error::{CliError, CliResult, Context};
+use hayate::report;
 
 /// Opens the database in `dir`, refusing to create one where there is none.
 pub fn open_existing(dir: &Path) -> CliResult<Database> {

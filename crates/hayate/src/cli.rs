@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+use hayate::args::{parse_percent, PolicyArg};
 
 /// Hayate: a transactional database engine for flash SSDs.
 ///
@@ -19,27 +20,13 @@ pub enum Command {
     /// Create a database, load a table, run a mixed read/update workload, print a summary,
     /// check the database and reopen it to show recovery.
     Demo(DemoArgs),
-    /// Micro benchmarks: in-memory B+tree and group commit on the real device.
-    Bench(BenchArgs),
     /// Open an existing database, print its recovery report and run a full consistency check
     /// (exit code 1 on any error).
     Check(DirArgs),
     /// Open an existing database and print its statistics.
     Stats(DirArgs),
-    /// Experiments: device limits, the primitive workload with I/O trace replay (alpha), the
-    /// latency model, device classes, timelines, peers, and an HTML report.
-    Lab(crate::lab::LabArgs),
     /// Serve SQL over the PostgreSQL wire protocol (psql and drivers connect unmodified).
     Serve(crate::serve::ServeArgs),
-}
-
-/// Write policy of the page store, fixed when a database is created.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PolicyArg {
-    /// Append dirty pages to large sequential segments; a cleaner reclaims segments.
-    OutOfPlace,
-    /// Overwrite every page at its home, journaling the checkpointed image first.
-    InPlace,
 }
 
 #[derive(Debug, Args)]
@@ -96,80 +83,11 @@ pub struct DemoArgs {
     pub crash: bool,
 }
 
-/// Which micro benchmark to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BenchKind {
-    /// B+tree point inserts and lookups in memory, 1 and 2 threads.
-    Btree,
-    /// Group commit with 1, 16 and 256 committers on the real device.
-    Commit,
-    /// Durable single-row updates in memory as many tasks per thread vs on OS threads.
-    Tasks,
-    /// All of the above.
-    All,
-}
-
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// Benchmark to run.
-    #[arg(value_enum, default_value_t = BenchKind::All)]
-    pub kind: BenchKind,
-
-    /// Seconds per group-commit or tasks run.
-    #[arg(long, value_name = "N", default_value_t = 3,
-          value_parser = clap::value_parser!(u64).range(1..=3_600))]
-    pub seconds: u64,
-
-    /// Keys of the B+tree benchmark.
-    #[arg(long, value_name = "N", default_value_t = 1_000_000,
-          value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
-    pub keys: u64,
-
-    /// Directory under which the group-commit log is written; it must be on the real device
-    /// (not tmpfs). A temporary subdirectory is made there and removed afterwards.
-    /// Default: the current directory.
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-
-    /// Also write the results, the configuration and the machine as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// How the group-commit log is made durable: fdatasync after each write, O_DSYNC writes
-    /// (dsync), or both side by side in one run.
-    #[arg(long, value_enum, value_name = "MODE", default_value_t = WalSync::Fdatasync)]
-    pub wal_sync: WalSync,
-
-    /// Zero-fill log segments when they are created, so flushes overwrite allocated blocks.
-    #[arg(long)]
-    pub wal_preallocate: bool,
-}
-
-/// Durability mode(s) of the group-commit benchmark's log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WalSync {
-    Fdatasync,
-    Dsync,
-    Both,
-}
-
 #[derive(Debug, Args)]
 pub struct DirArgs {
     /// Directory of an existing database.
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
-}
-
-pub fn parse_percent(text: &str) -> Result<f64, String> {
-    let percent: f64 = text
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number"))?;
-    if percent.is_finite() && percent > 0.0 && percent <= 1000.0 {
-        Ok(percent)
-    } else {
-        Err(format!("{percent} is not in (0, 1000]"))
-    }
 }
 
 #[cfg(test)]

@@ -40,9 +40,3 @@ impl<T, E: fmt::Display> Context<T> for Result<T, E> {
         self.map_err(|error| CliError::new(format!("{}: {error}", what())))
     }
 }
-
-impl From<crate::lab::driver::DriverError> for CliError {
-    fn from(error: crate::lab::driver::DriverError) -> CliError {
-        CliError::new(error.to_string())
-    }
-}

@@ -1,5 +1,5 @@
-//! The `hayate` command: a demo of the engine, its micro benchmarks, and tools to check and
-//! inspect a database directory.
+//! The `hayate` command: the server, a demo of the engine, and tools to check and inspect a
+//! database directory. The experiments and benchmarks are the lab's (`hayate-lab`).
 //!
 //! Lifecycle of a run:
 //! 1. Parse the command line and set up logging (RUST_LOG, else the server's log level,
@@ -7,14 +7,9 @@
 //! 2. Run the subcommand; user errors come back as `CliError` values.
 //! 3. Print an error as `error: ...` on stderr and exit with code 1.
 
-mod bench;
-mod bench_tasks;
 mod check;
 mod cli;
 mod demo;
-mod error;
-mod lab;
-mod report;
 mod serve;
 
 use std::process::ExitCode;
@@ -49,10 +44,8 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
-        Command::Bench(args) => bench::run(&args),
         Command::Check(args) => check::run_check(&args),
         Command::Stats(args) => check::run_stats(&args),
-        Command::Lab(args) => lab::run(&args),
         Command::Serve(args) => serve::run(&args),
     };
     match result {

@@ -21,7 +21,7 @@ use hayate_server::{AuthMethod, Listeners, ServerConfig};
 use hayate_sql::Catalog;
 use serde::Deserialize;
 
-use crate::error::{CliError, CliResult, Context};
+use hayate::error::{CliError, CliResult, Context};
 
 const CONFIG_HELP: &str = "\
 Config file (--config FILE, TOML; every key optional, flags override it):

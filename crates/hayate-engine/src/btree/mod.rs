@@ -7,7 +7,6 @@
 //! - `rebalance`: deletes, merges and redistribution;
 //! - `scan`: cursors that re-seek by key between batches;
 //! - `check`: structural verification, page listing and destruction;
-//! - `bench`: a micro benchmark for the command line.
 //!
 //! Lifecycle of a tree:
 //! 1. `BTree::create` allocates an empty root leaf; its page id names the tree for good.
@@ -15,7 +14,6 @@
 //!    any number of threads.
 //! 3. `BTree::destroy` frees every page.
 
-mod bench;
 mod check;
 mod node;
 mod overflow;
@@ -23,12 +21,11 @@ mod rebalance;
 mod scan;
 mod tree;
 
-pub use bench::{bench_btree, bench_btree_threads, BtreeBenchReport};
 pub use check::TreeCheckReport;
-pub use node::{NodeLimits, NODE_FORMAT_VERSION};
+pub use node::NodeLimits;
 pub use overflow::VALUE_LENGTH_MAX;
-pub use scan::{Cursor, Entry, BATCH_BYTES_MAX};
-pub use tree::{BTree, TryLookup, TREE_DEPTH_MAX};
+pub use scan::Cursor;
+pub use tree::{BTree, TryLookup};
 
 #[cfg(test)]
 mod tests;

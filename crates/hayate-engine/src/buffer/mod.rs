@@ -25,8 +25,8 @@ mod writer;
 
 pub use latch::LatchConfig;
 pub use pool::{
-    BufferPool, BufferPoolConfig, BufferStats, OperationGuard, Optimistic, OptimisticPage,
-    PageReadGuard, PageWriteGuard, QuiesceGuard,
+    BufferPool, BufferPoolConfig, BufferStats, Optimistic, OptimisticPage, PageReadGuard,
+    PageWriteGuard,
 };
 
 #[cfg(test)]

@@ -190,7 +190,9 @@ impl BufferPool {
             writer: super::writer::WriterHandle::default(),
             config,
         });
-        super::writer::start(&pool);
+        let weak = Arc::downgrade(&pool);
+        pool.writer
+            .start(move || weak.upgrade().map(|pool| pool.write_back_to_target()));
         Ok(pool)
     }
 
@@ -527,7 +529,7 @@ impl BufferPool {
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
         // SAFETY: we hold the frame latch exclusively.
         let bytes = unsafe { self.frame_bytes(frame_id) };
-        let read_io = crate::exec::phase::enter(crate::exec::phase::Phase::ReadIo);
+        let read_io = crate::phase::enter(crate::phase::Phase::ReadIo);
         let read = self.store.read_page(page_id, bytes);
         drop(read_io);
         match read {
@@ -772,7 +774,7 @@ impl BufferPool {
             return Ok(0);
         }
         let pages: Vec<(PageId, &[u8])> = copies.iter().map(|(id, _, c)| (*id, &c[..])).collect();
-        let write_io = crate::exec::phase::enter(crate::exec::phase::Phase::WriteIo);
+        let write_io = crate::phase::enter(crate::phase::Phase::WriteIo);
         let result = self.store.write_pages(&pages);
         drop(write_io);
         for (_, frame_id, _) in &copies {
@@ -864,6 +866,36 @@ impl BufferPool {
             frame_count: self.frames.len() as u64,
             dirty_frames: self.dirty_count.load(Ordering::Relaxed) as u64,
         }
+    }
+
+    /// The background writer's work: writes batches of dirty, unpinned frames found ahead of
+    /// the clock hand, each batch in one store call (one sequential segment write when out of
+    /// place), until the dirty fraction is under half the target.
+    fn write_back_to_target(&self) -> Result<()> {
+        let frame_count = self.frames.len();
+        let target = (frame_count as f64 * self.config.dirty_fraction_target) as usize;
+        let batch_size = self.config.write_batch_pages.max(1);
+        let mut scanned = 0;
+        let mut position = 0;
+        while self.dirty_count.load(Ordering::Relaxed) > target / 2 && scanned < frame_count {
+            let mut batch = Vec::with_capacity(batch_size);
+            while batch.len() < batch_size && scanned < frame_count {
+                let frame = &self.frames[position];
+                if frame.dirty.load(Ordering::Relaxed) && !frame.io_busy.load(Ordering::Relaxed) {
+                    batch.push(position);
+                }
+                position = (position + 1) % frame_count;
+                scanned += 1;
+            }
+            if batch.is_empty() {
+                break;
+            }
+            let operation = self.operation();
+            let written = self.write_back(&batch, true)?;
+            drop(operation);
+            self.count_background_writes(written);
+        }
+        Ok(())
     }
 
     /// Stops the background writer (idempotent). Dirty pages stay in memory.

@@ -1,15 +1,12 @@
-//! The background writer: keeps the fraction of dirty frames below the target so that a miss
-//! rarely has to write a victim. It writes batches of dirty, unpinned frames found ahead of the
-//! clock hand, each batch in one store call (one sequential segment write when out of place).
+//! The background writer's thread: woken when the fraction of dirty frames passes the target
+//! (and every 50 ms), it runs the pool's write-back (`BufferPool::write_back_to_target`), so
+//! that a miss rarely has to write a victim.
 
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
-
-use super::pool::BufferPool;
 
 #[derive(Default)]
 pub(crate) struct WriterHandle {
@@ -38,6 +35,17 @@ impl WriterHandle {
         }
     }
 
+    /// Starts the thread. Each time it is woken (or every 50 ms) it runs `work`, which writes
+    /// dirty pages back; `work` returns `None` once the pool is gone, and the thread ends.
+    pub fn start(&self, work: impl Fn() -> Option<crate::Result<()>> + Send + 'static) {
+        let shared = self.shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("hayate-bgwriter".into())
+            .spawn(move || run(work, shared))
+            .expect("spawn background writer");
+        *self.thread.lock() = Some(thread);
+    }
+
     pub fn stop(&self) {
         self.shared.state.lock().stop = true;
         self.shared.condvar.notify_all();
@@ -49,17 +57,7 @@ impl WriterHandle {
     }
 }
 
-pub(super) fn start(pool: &Arc<BufferPool>) {
-    let weak = Arc::downgrade(pool);
-    let shared = pool.writer.shared.clone();
-    let thread = std::thread::Builder::new()
-        .name("hayate-bgwriter".into())
-        .spawn(move || run(weak, shared))
-        .expect("spawn background writer");
-    *pool.writer.thread.lock() = Some(thread);
-}
-
-fn run(pool: Weak<BufferPool>, shared: Arc<WriterShared>) {
+fn run(work: impl Fn() -> Option<crate::Result<()>>, shared: Arc<WriterShared>) {
     loop {
         {
             let mut state = shared.state.lock();
@@ -73,38 +71,13 @@ fn run(pool: Weak<BufferPool>, shared: Arc<WriterShared>) {
             }
             state.wake = false;
         }
-        let Some(pool) = pool.upgrade() else { return };
-        if let Err(error) = write_some(&pool) {
-            log::error!("background write-back failed: {error}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-/// Writes batches until the dirty fraction is under the target.
-fn write_some(pool: &BufferPool) -> crate::Result<()> {
-    let frame_count = pool.frames.len();
-    let target = (frame_count as f64 * pool.config.dirty_fraction_target) as usize;
-    let batch_size = pool.config.write_batch_pages.max(1);
-    let mut scanned = 0;
-    let mut position = 0;
-    while pool.dirty_count.load(Ordering::Relaxed) > target / 2 && scanned < frame_count {
-        let mut batch = Vec::with_capacity(batch_size);
-        while batch.len() < batch_size && scanned < frame_count {
-            let frame = &pool.frames[position];
-            if frame.dirty.load(Ordering::Relaxed) && !frame.io_busy.load(Ordering::Relaxed) {
-                batch.push(position);
+        match work() {
+            None => return,
+            Some(Ok(())) => {}
+            Some(Err(error)) => {
+                log::error!("background write-back failed: {error}");
+                std::thread::sleep(Duration::from_millis(100));
             }
-            position = (position + 1) % frame_count;
-            scanned += 1;
         }
-        if batch.is_empty() {
-            break;
-        }
-        let operation = pool.operation();
-        let written = pool.write_back(&batch, true)?;
-        drop(operation);
-        pool.count_background_writes(written);
     }
-    Ok(())
 }

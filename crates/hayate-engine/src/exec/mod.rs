@@ -21,7 +21,6 @@
 //! bounded by the lock timeout, not by deadlock detection.
 
 pub mod flusher;
-pub mod phase;
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -29,6 +28,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use crate::buffer::BufferPool;
+use crate::phase;
 use crate::error::Result;
 use crate::page::PageId;
 

@@ -7,19 +7,18 @@
 //! - `sim::SimIo`: a simulated disk for tests. It keeps durable and not-yet-synced writes apart,
 //!   and on a simulated crash drops, tears or reorders the unsynced ones; it can inject errors
 //!   and add per-I/O latency. It stands in for a device, never for a component a user runs.
-//! - `trace::TracingIo`: wraps any of the above and records every I/O (off by default).
-//! - `latency::LatencyIo`: wraps any of the above and adds a fixed latency per I/O, to emulate
-//!   device classes.
+//!
+//! Wrappers that record I/O traces or add a device class's latency are the lab's
+//! (`hayate-lab`), built on these traits and handed to `Database::open_with_io`.
 //!
 //! Contract for callers (checked with debug assertions, enforced by O_DIRECT on real files):
 //! buffers, offsets and lengths of data-file I/O are multiples of `IO_ALIGN`.
 
 pub mod aligned;
-pub mod latency;
 pub mod sim;
 pub mod sync_file;
-pub mod trace;
 pub mod uring;
+pub mod wait;
 
 use std::sync::Arc;
 

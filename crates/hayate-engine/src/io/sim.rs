@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::latency::wait_for;
+use super::wait::wait_for;
 use super::{Io, IoFile, IoKind, OpenOptions, ReadRequest, WriteRequest};
 use crate::error::{Error, Result};
 

@@ -125,9 +125,6 @@ impl<'a> PageHeaderBuilder<'a> {
     pub fn set_kind(&mut self, kind: PageKind) {
         self.bytes[4] = kind as u8;
     }
-    pub fn set_page_id(&mut self, page_id: PageId) {
-        self.bytes[8..16].copy_from_slice(&page_id.to_le_bytes());
-    }
     pub fn set_lsn(&mut self, lsn: u64) {
         self.bytes[16..24].copy_from_slice(&lsn.to_le_bytes());
     }

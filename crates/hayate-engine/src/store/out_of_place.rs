@@ -275,10 +275,6 @@ impl OutOfPlaceStore {
         (state.free_segments.len() as u64, awaiting, low, high)
     }
 
-    pub fn cleaner_config(&self) -> &CleanerConfig {
-        &self.cleaner
-    }
-
     fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }

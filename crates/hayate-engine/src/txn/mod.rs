@@ -143,10 +143,6 @@ impl TxnManager {
         }
     }
 
-    pub fn pool(&self) -> &Arc<BufferPool> {
-        &self.pool
-    }
-
     pub fn wal(&self) -> &Arc<Wal> {
         &self.wal
     }

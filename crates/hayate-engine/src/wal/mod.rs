@@ -23,7 +23,6 @@
 //! device: a torn block write leaves each sector old or new; rewriting identical leading bytes
 //! therefore never damages records acknowledged before.
 
-mod bench;
 mod commit_parts;
 pub mod reader;
 pub mod record;
@@ -36,10 +35,8 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-pub use bench::{bench_group_commit, GroupCommitReport};
-pub use reader::{LogEnd, Recovery, RecoveryReport};
-pub use record::{LogRecord, Op, RecordType};
-pub use writer::Appended;
+pub use reader::{Recovery, RecoveryReport};
+pub use record::{LogRecord, Op};
 
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Io, OpenOptions, IO_ALIGN};

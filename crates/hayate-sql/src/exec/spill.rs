@@ -30,7 +30,7 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
-use hayate_engine::temp::{Partitioner, RunReader, TempRun};
+use hayate_engine::{Partitioner, RunReader, TempRun};
 use hayate_engine::TempSpace;
 
 use super::aggregate::Groups;

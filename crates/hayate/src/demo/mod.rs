@@ -13,15 +13,16 @@ mod workload;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hayate_engine::io::IoKind;
-use hayate_engine::store::control::CONTROL_FILE;
+use hayate_engine::CONTROL_FILE;
 use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId, WritePolicy};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::check::describe_format;
-use crate::cli::{DemoArgs, PolicyArg};
-use crate::error::{CliError, CliResult, Context};
-use crate::report::{self, format_count, format_rate, format_us};
+use hayate::args::PolicyArg;
+
+use crate::cli::DemoArgs;
+use hayate::error::{CliError, CliResult, Context};
+use hayate::report::{self, format_count, format_rate, format_us, io_backend_name};
 
 const TABLE: &str = "demo";
 const VALUE_LENGTH_BYTES: usize = 100;
@@ -68,7 +69,7 @@ impl DemoDir {
 }
 
 pub fn run(args: &DemoArgs) -> CliResult<()> {
-    hayate_engine::page::validate_page_size(args.page_size)
+    hayate_engine::validate_page_size(args.page_size)
         .context(|| "invalid --page-size".to_string())?;
     let dir = DemoDir::prepare(args)?;
     let path = dir.path();
@@ -151,14 +152,6 @@ fn workload_buffer_size(args: &DemoArgs) -> BufferSize {
     match args.buffer_percent {
         Some(percent) => BufferSize::PercentOfData(percent),
         None => load_buffer_size(args),
-    }
-}
-
-pub(crate) fn io_backend_name(kind: IoKind) -> &'static str {
-    match kind {
-        IoKind::Uring => "io_uring (O_DIRECT where the file system allows it)",
-        IoKind::Sync => "pread/pwrite + fdatasync",
-        IoKind::Simulated => "simulated disk",
     }
 }
 

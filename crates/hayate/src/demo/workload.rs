@@ -14,8 +14,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::{row_key, row_value};
-use crate::error::{CliError, CliResult};
-use crate::report::{format_rate, Histogram};
+use hayate::error::{CliError, CliResult};
+use hayate::report::{format_rate, Histogram};
 
 /// Retries of one transaction after serialization failures, deadlocks or lock timeouts.
 const RETRIES_MAX: u32 = 100;

@@ -1,0 +1,102 @@
+//! Concurrency: four writer threads on disjoint keys and two scanners share one tree in a small
+//! pool; afterwards the tree holds exactly what each writer left and passes `check`.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::BTree;
+use crate::{BufferPool, BufferPoolConfig};
+use crate::MemoryStore;
+use crate::PageStore;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const WRITER_COUNT: u64 = 4;
+const OPERATIONS_PER_WRITER: usize = 3000;
+
+fn key(writer: u64, number: u64) -> Vec<u8> {
+    // Writers interleave in key order so they share leaves and split each other's nodes.
+    format!("{number:06}-{writer}").into_bytes()
+}
+
+fn writer(tree: BTree, pool: &BufferPool, writer: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut random = StdRng::seed_from_u64(writer);
+    let mut model = BTreeMap::new();
+    for step in 0..OPERATIONS_PER_WRITER {
+        let key = key(writer, random.gen_range(0..800));
+        match random.gen_range(0..10) {
+            0..=5 => {
+                let length = if random.gen_bool(0.05) {
+                    5000
+                } else {
+                    random.gen_range(0..300)
+                };
+                let value = vec![(step % 251) as u8; length];
+                let previous = tree.put(pool, &key, &value, step as u64).expect("put");
+                assert_eq!(previous, model.insert(key, value));
+            }
+            6..=7 => {
+                let removed = tree.delete(pool, &key, step as u64).expect("delete");
+                assert_eq!(removed, model.remove(&key));
+            }
+            _ => assert_eq!(tree.get(pool, &key).expect("get").as_ref(), model.get(&key)),
+        }
+    }
+    model
+}
+
+fn scanner(tree: BTree, pool: &BufferPool, stop: &AtomicBool) -> u64 {
+    let mut scans = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let mut cursor = tree.scan(pool, Bound::Unbounded, Bound::Unbounded);
+        let mut previous: Option<Vec<u8>> = None;
+        while let Some((key, _)) = cursor.next(pool).expect("scan") {
+            assert!(
+                previous.as_ref().is_none_or(|previous| *previous < key),
+                "scan order"
+            );
+            previous = Some(key);
+        }
+        scans += 1;
+    }
+    scans
+}
+
+#[test]
+fn btree_concurrent_writers_and_scanners() {
+    let store: Arc<dyn PageStore> = Arc::new(MemoryStore::new(4096));
+    let config = BufferPoolConfig {
+        frame_count: 64,
+        ..BufferPoolConfig::default()
+    };
+    let pool = BufferPool::new(store, config).expect("pool");
+    let tree = BTree::open(BTree::create(&pool).expect("create"));
+    let stop = AtomicBool::new(false);
+    let (models, scans) = std::thread::scope(|scope| {
+        let scanners: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| scanner(tree, &pool, &stop)))
+            .collect();
+        let writers: Vec<_> = (0..WRITER_COUNT)
+            .map(|index| {
+                let pool = &pool;
+                scope.spawn(move || writer(tree, pool, index))
+            })
+            .collect();
+        let models: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        stop.store(true, Ordering::Relaxed);
+        let scans: u64 = scanners.into_iter().map(|s| s.join().unwrap()).sum();
+        (models, scans)
+    });
+    assert!(scans > 0);
+    let expected: BTreeMap<Vec<u8>, Vec<u8>> = models.into_iter().flatten().collect();
+    let mut cursor = tree.scan(&pool, Bound::Unbounded, Bound::Unbounded);
+    let mut found = BTreeMap::new();
+    while let Some((key, value)) = cursor.next(&pool).expect("scan") {
+        found.insert(key, value);
+    }
+    assert!(found == expected, "final contents differ");
+    let report = tree.check(&pool).expect("check");
+    assert_eq!(report.entries, expected.len() as u64);
+}

@@ -1,0 +1,208 @@
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::*;
+use crate::buffer::{BufferPool, BufferPoolConfig};
+use crate::error::Error;
+use crate::store::memory::MemoryStore;
+use crate::store::PageStore;
+
+fn pool(page_size: usize, frames: usize) -> Arc<BufferPool> {
+    let store: Arc<dyn PageStore> = Arc::new(MemoryStore::new(page_size));
+    let config = BufferPoolConfig {
+        frame_count: frames,
+        ..BufferPoolConfig::default()
+    };
+    BufferPool::new(store, config).expect("pool")
+}
+
+/// Live pages once in-flight write-backs have landed (they hold back freed ids).
+fn live_pages_settled(pool: &BufferPool, expected: u64) -> u64 {
+    for _ in 0..1000 {
+        if pool.store().live_page_count() == expected {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    pool.store().live_page_count()
+}
+
+fn key(number: u32) -> Vec<u8> {
+    format!("key-{number:08}").into_bytes()
+}
+
+#[test]
+fn put_get_replace_delete() {
+    let pool = pool(4096, 16);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    assert_eq!(tree.put(&pool, b"a", b"1", 1).unwrap(), None);
+    assert_eq!(tree.put(&pool, b"a", b"2", 2).unwrap(), Some(b"1".to_vec()));
+    assert_eq!(tree.get(&pool, b"a").unwrap(), Some(b"2".to_vec()));
+    assert_eq!(tree.get(&pool, b"b").unwrap(), None);
+    assert_eq!(tree.delete(&pool, b"a", 3).unwrap(), Some(b"2".to_vec()));
+    assert_eq!(tree.delete(&pool, b"a", 4).unwrap(), None);
+    assert_eq!(tree.check(&pool).unwrap().entries, 0);
+}
+
+#[test]
+fn page_sized_values_use_overflow_chains() {
+    let pool = pool(4096, 8);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    let live_before = pool.store().live_page_count();
+    let value: Vec<u8> = (0..4096u32).map(|byte| byte as u8).collect();
+    tree.put(&pool, b"big", &value, 1).unwrap();
+    assert_eq!(tree.get(&pool, b"big").unwrap(), Some(value.clone()));
+    // An overflow page holds 4,048 bytes: the first 48 bytes stay in the leaf.
+    let report = tree.check(&pool).unwrap();
+    assert_eq!(report.overflow_pages, 1);
+    assert_eq!(tree.put(&pool, b"big", b"small", 2).unwrap(), Some(value));
+    assert_eq!(live_pages_settled(&pool, live_before), live_before);
+    // Whole pages (no head), and a remainder too long for the leaf (no head either).
+    for (length, pages) in [(2 * 4048, 2), (4048 + 2000, 2), (3 * 4048 + 7, 3)] {
+        let value: Vec<u8> = (0..length as u32).map(|byte| (byte % 251) as u8).collect();
+        tree.put(&pool, b"big", &value, 3).unwrap();
+        assert_eq!(tree.get(&pool, b"big").unwrap(), Some(value.clone()));
+        assert_eq!(tree.check(&pool).unwrap().overflow_pages, pages, "{length}");
+    }
+}
+
+#[test]
+fn limits_are_enforced() {
+    let pool = pool(4096, 8);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    let long_key = vec![1u8; 4096 / 8 + 1];
+    assert!(matches!(
+        tree.put(&pool, &long_key, b"", 1),
+        Err(Error::ValueTooLarge { .. })
+    ));
+    let huge = vec![0u8; VALUE_LENGTH_MAX + 1];
+    assert!(matches!(
+        tree.put(&pool, b"k", &huge, 1),
+        Err(Error::ValueTooLarge { .. })
+    ));
+}
+
+#[test]
+fn splits_scans_and_merges() {
+    let pool = pool(4096, 12);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    for number in 0..3000 {
+        tree.put(&pool, &key(number), &[number as u8; 40], 1)
+            .unwrap();
+    }
+    let report = tree.check(&pool).unwrap();
+    assert!(report.depth >= 2, "{report:?}");
+    assert_eq!(report.entries, 3000);
+    let start = key(100);
+    let end = key(2000);
+    let mut cursor = tree.scan(&pool, Bound::Included(&start), Bound::Excluded(&end));
+    let mut expected = 100;
+    while let Some((found, value)) = cursor.next(&pool).unwrap() {
+        assert_eq!(found, key(expected));
+        assert_eq!(value, vec![expected as u8; 40]);
+        expected += 1;
+    }
+    assert_eq!(expected, 2000);
+    for number in (0..3000).step_by(2) {
+        assert!(tree.delete(&pool, &key(number), 2).unwrap().is_some());
+    }
+    let report = tree.check(&pool).unwrap();
+    assert_eq!(report.entries, 1500);
+    for number in 0..3000 {
+        let found = tree.get(&pool, &key(number)).unwrap();
+        assert_eq!(found.is_some(), number % 2 == 1);
+    }
+}
+
+#[test]
+fn destroy_frees_every_page() {
+    let pool = pool(4096, 16);
+    let live_before = pool.store().live_page_count();
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    for number in 0..2000 {
+        let value = vec![7u8; (number as usize * 37) % 3000];
+        tree.put(&pool, &key(number), &value, 1).unwrap();
+    }
+    let page_ids = tree.page_ids(&pool).unwrap();
+    let expected = live_before + page_ids.len() as u64;
+    assert_eq!(live_pages_settled(&pool, expected), expected);
+    tree.destroy(&pool).unwrap();
+    assert_eq!(live_pages_settled(&pool, live_before), live_before);
+}
+
+/// The value stored under key number `number` in the concurrent test: its own digits repeated,
+/// some long enough for overflow chains, so a reader can tell a value of the wrong key or a
+/// torn one.
+fn value_of(number: u32, generation: u32) -> Vec<u8> {
+    let length = match number % 7 {
+        0 => 2000, // overflow chain with 4 KiB pages
+        _ => 20 + (number % 50) as usize,
+    };
+    let pattern = format!("{number:08}/{generation:04};");
+    pattern.bytes().cycle().take(length).collect()
+}
+
+/// Writers insert, replace and delete keys (splitting and merging nodes, freeing and reusing
+/// pages) in a pool small enough to evict, while readers look keys up through the optimistic
+/// descent. Every value found must be one a writer stored under that key.
+#[test]
+fn lookups_race_splits_merges_and_evictions() {
+    let pool = pool(4096, 96);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    let key_count = 4000u32;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let found = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..2u32)
+            .map(|writer| {
+                let (pool, stop) = (&pool, &stop);
+                scope.spawn(move || {
+                    let mut state = 0x9e37_79b9u32 ^ (writer + 1);
+                    for round in 0..30_000u32 {
+                        state ^= state << 13;
+                        state ^= state >> 17;
+                        state ^= state << 5;
+                        // Each writer owns the keys of its parity, so values are predictable.
+                        let number = (state % (key_count / 2)) * 2 + writer;
+                        if round % 3 == 2 {
+                            tree.delete(pool, &key(number), 1).unwrap();
+                        } else {
+                            let value = value_of(number, round % 10_000);
+                            tree.put(pool, &key(number), &value, 1).unwrap();
+                        }
+                    }
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                })
+            })
+            .collect();
+        for reader in 0..2u32 {
+            let (pool, stop, found) = (&pool, &stop, &found);
+            scope.spawn(move || {
+                let mut number = reader * 7;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    number = (number + 13) % key_count;
+                    let Some(value) = tree.get(pool, &key(number)).unwrap() else {
+                        continue;
+                    };
+                    let text = String::from_utf8(value.clone()).expect("ascii value");
+                    let generation: u32 = text[9..13].parse().expect("generation digits");
+                    assert_eq!(value, value_of(number, generation), "key {number}");
+                    found.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+        for writer in writers {
+            writer.join().unwrap();
+        }
+    });
+    assert!(
+        found.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "readers found nothing"
+    );
+    tree.check(&pool).expect("tree stays well formed");
+}
+
+mod concurrent;
+mod corruption;
+mod model;
+mod shrink;

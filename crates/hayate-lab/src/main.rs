@@ -1,0 +1,143 @@
+//! `hayate-lab`: the experiments that prove Hayate's numbers on the user's own machine, side by
+//! side with the databases a user would otherwise pick.
+//!
+//! Every experiment is one subcommand. A run:
+//! 1. describes the machine and the device under the data directory (`results::Machine`);
+//! 2. runs, with progress bars on stderr, and prints a summary table on stdout;
+//! 3. writes one JSON file (configuration, machine and every figure) into the results
+//!    directory (default `lab-results/`), plus CSV traces and timelines next to it;
+//! 4. `hayate-lab report` turns every JSON file of a results directory into one HTML page with
+//!    SVG charts.
+//!
+//! Modules:
+//! - `results`: the JSON schema shared by the experiments and the report.
+//! - `driver`: the one interface the primitive workload runs through, for Hayate and peers.
+//! - `bench`: the engine's micro benchmarks (`hayate-lab bench`).
+//! - `io`: I/O wrappers of the lab over the engine's `Io`: latency injection for device
+//!   classes, and trace recording.
+//! - `machine`: what a run was measured on.
+//! - `device`: raw device limits through the engine's own I/O path (`hayate-lab device`).
+//! - `primitive`: the primitive workload of the HA paper (`hayate-lab primitive`).
+//! - `replay`: replays a captured I/O trace with no database work; gives alpha.
+//! - `sysstat`: device and CPU counters from /proc, the same for every engine.
+//! - `model`: the latency model (predicted throughput relative to all-in-memory).
+//! - `report`: the HTML report (`hayate-lab report`).
+//! - `tpcc`: TPC-C with its consistency conditions, crash loop and sweeps (`hayate-lab tpcc`).
+//! - `temp`: the temporary space (external sort, partitioned hash join; `hayate-lab temp`),
+//!   and `temp_sql`, the same seen from SQL queries with a small and a large work_mem.
+//! - `peers` (feature `peers`): PostgreSQL, MariaDB/InnoDB and SQLite behind `driver`.
+//! - `server` (feature `peers`): Hayate's server and the peers' through sysbench over TCP
+//!   (`hayate-lab server`).
+
+mod args;
+mod bench;
+mod device;
+mod driver;
+mod io;
+mod machine;
+mod model;
+#[cfg(feature = "peers")]
+mod peers;
+mod primitive;
+mod progress;
+mod replay;
+mod report;
+mod results;
+#[cfg(feature = "peers")]
+mod server;
+mod sysstat;
+mod temp;
+mod temp_sql;
+mod tpcc;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use hayate::error::CliResult;
+
+/// Hayate's lab: experiments that measure Hayate on this machine, side by side with the
+/// databases a user would otherwise pick, and draw the charts.
+///
+/// Logging goes to stderr and is set with RUST_LOG (default: warn), e.g. RUST_LOG=info.
+#[derive(Debug, Parser)]
+#[command(name = "hayate-lab", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure the raw device under a directory with the engine's I/O path: random reads at
+    /// the page size for queue depths 1..256, random and sequential writes, synced log writes.
+    Device(device::DeviceArgs),
+    /// The primitive workload of the HA paper: N tables of 4 KiB rows, one-row select or
+    /// update transactions by random key, on Hayate and (with --peers) other databases.
+    Primitive(primitive::PrimitiveArgs),
+    /// Replay an I/O trace (CSV from a primitive run) on its files with no database work and
+    /// report the IOPS reached; a run's alpha is its IOPS divided by this.
+    Replay(replay::ReplayArgs),
+    /// Write one HTML page (SVG charts) from every result in a results directory.
+    Report(report::ReportArgs),
+    /// TPC-C: load, run (device classes, buffer sweeps, peers), check the consistency
+    /// conditions, and a crash loop with SIGKILL and recovery.
+    Tpcc(tpcc::TpccArgs),
+    /// Temporary space on flash: external merge sort and partitioned hash join through the
+    /// engine's spill path, per work memory and device class, against the in-memory baseline.
+    Temp(temp::TempArgs),
+    /// Hayate (`hayate serve`), PostgreSQL and MariaDB as servers on 127.0.0.1, driven by the
+    /// same client (sysbench over TCP): OLTP workloads, tps per engine and the ratio
+    /// Hayate/PostgreSQL. Needs the feature `peers`.
+    #[cfg(feature = "peers")]
+    Server(server::ServerArgs),
+    /// Micro benchmarks of the engine: in-memory B+tree, group commit on the real device,
+    /// durable updates as tasks versus OS threads.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Help and version go to stdout with code 0; usage errors exit with code 1.
+            let _ = error.print();
+            return if error.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    match run(&cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: &Command) -> CliResult<()> {
+    match command {
+        Command::Device(args) => device::run(args),
+        Command::Primitive(args) => primitive::run(args),
+        Command::Replay(args) => replay::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Tpcc(args) => tpcc::run(args),
+        Command::Temp(args) => temp::run(args),
+        #[cfg(feature = "peers")]
+        Command::Server(args) => server::run(args),
+        Command::Bench(args) => bench::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn syntax_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,491 @@
+//! PostgreSQL behind the lab's driver: a private server the lab starts itself.
+//!
+//! Lifecycle:
+//! 1. `PostgresDriver::open` finds the binaries, makes a lab directory under `--dir`, runs
+//!    `initdb` into it (as the `postgres` user when the lab is root) and starts `postgres` on a
+//!    unix socket only, with durable commits (fsync, synchronous_commit, full_page_writes on).
+//!    `open_listening` also listens on TCP at 127.0.0.1 (for clients the lab runs as separate
+//!    programs, like sysbench in `hayate lab server`); the port is then that TCP port, which
+//!    also names the unix socket.
+//! 2. `load_primitive` loads the tables with COPY, one connection per core, each table then
+//!    gets its primary key (Data1 is stored PLAIN: uncompressed, in the heap page, like the
+//!    other engines); then ANALYZE and CHECKPOINT.
+//! 3. `set_buffer_bytes` restarts the server with the new `shared_buffers`.
+//! 4. Sessions use prepared statements in autocommit mode: each statement is one transaction.
+//! 5. `shutdown` (or drop) stops the server with a fast shutdown and removes the directory.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use postgres::{Client, NoTls, Statement};
+
+use super::server::{self, LabDirectory, ServerProcess, ServerUser};
+use super::{cached_statement, check_data1_length, load_tables_in_parallel, sql_integer};
+use crate::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
+
+/// The port of a server on a unix socket only (it names the socket, `.s.PGSQL.5432`).
+const SOCKET_PORT: u16 = 5432;
+pub const LAB_USER: &str = "lab";
+pub const DATABASE: &str = "postgres";
+/// PostgreSQL refuses fewer than 16 buffers of 8 KiB, and with many connections a pool of a
+/// few hundred buffers runs out of unpinned ones ("no unpinned buffers available"); 8 MiB
+/// (1,024 buffers) is the floor. The effective size is recorded in the settings.
+const SHARED_BUFFERS_BYTES_MIN: u64 = 8 << 20;
+/// Enough for any concurrency the lab runs plus the lab's own connections.
+const MAX_CONNECTIONS: u32 = 300;
+/// Rows per progress report while loading.
+const PROGRESS_ROWS: i64 = 1000;
+
+/// The settings recorded in the results, read back from the server with SHOW.
+const RECORDED_SETTINGS: &[&str] = &[
+    "fsync",
+    "synchronous_commit",
+    "full_page_writes",
+    "wal_sync_method",
+    "wal_level",
+    "wal_buffers",
+    "wal_writer_delay",
+    "wal_compression",
+    "commit_delay",
+    "commit_siblings",
+    "checkpoint_timeout",
+    "max_wal_size",
+    "shared_buffers",
+    "block_size",
+    "data_checksums",
+    "huge_pages",
+    "effective_io_concurrency",
+    "max_connections",
+    "default_transaction_isolation",
+];
+
+pub fn install_hint() -> String {
+    "PostgreSQL is not installed (no initdb and postgres under /usr/lib/postgresql/*/bin or on \
+     PATH): install it with `apt-get install postgresql`"
+        .to_string()
+}
+
+/// The directory holding `initdb` and `postgres`: the newest Debian version, else PATH.
+pub fn find_binaries() -> Result<PathBuf, String> {
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((version, entry.path().join("bin")))
+        })
+        .filter(|(_, bin)| bin.join("initdb").is_file() && bin.join("postgres").is_file())
+        .collect();
+    versions.sort();
+    if let Some((_, bin)) = versions.pop() {
+        return Ok(bin);
+    }
+    let postgres = server::find_program(&["postgres"], &[]).ok_or_else(install_hint)?;
+    let bin = postgres.parent().map(Path::to_path_buf).unwrap_or_default();
+    if bin.join("initdb").is_file() {
+        Ok(bin)
+    } else {
+        Err(install_hint())
+    }
+}
+
+pub struct PostgresDriver {
+    bin: PathBuf,
+    user: Option<ServerUser>,
+    data_dir: PathBuf,
+    socket_dir: PathBuf,
+    /// The server's port: `SOCKET_PORT` on a unix socket only, else the TCP port.
+    port: u16,
+    /// Whether the server also listens on TCP at 127.0.0.1:`port`.
+    tcp: bool,
+    log_path: PathBuf,
+    state: Mutex<State>,
+}
+
+struct State {
+    server: Option<ServerProcess>,
+    /// Removed once the server has stopped (`stop_and_remove`).
+    directory: Option<LabDirectory>,
+    version: String,
+    settings: BTreeMap<String, String>,
+}
+
+impl PostgresDriver {
+    pub fn open(base_dir: &Path, buffer_bytes: u64) -> DriverResult<PostgresDriver> {
+        Self::open_listening(base_dir, buffer_bytes, None)
+    }
+
+    /// Like `open`, and when `tcp_port` is given the server also listens on
+    /// 127.0.0.1:`tcp_port` (trust authentication, user `LAB_USER`, database `DATABASE`).
+    pub fn open_listening(
+        base_dir: &Path,
+        buffer_bytes: u64,
+        tcp_port: Option<u16>,
+    ) -> DriverResult<PostgresDriver> {
+        let bin = find_binaries().map_err(DriverError::fatal)?;
+        let user = server::server_user("postgres")?;
+        let mut directory = LabDirectory::create(base_dir, "postgresql", user.as_ref())?;
+        let port = tcp_port.unwrap_or(SOCKET_PORT);
+        let socket_name = format!(".s.PGSQL.{port}");
+        let socket_dir = directory.socket_directory(&socket_name, user.as_ref())?;
+        let data_dir = directory.path().join("data");
+        let log_path = directory.path().join("server.log");
+        let mut initdb = server::command_as(&bin.join("initdb"), user.as_ref());
+        initdb.arg("--pgdata").arg(&data_dir).args([
+            "--username",
+            LAB_USER,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C",
+        ]);
+        let setup_log_path = directory.path().join("setup.log");
+        server::run_setup("initdb", initdb, &setup_log_path, server::STARTUP_TIMEOUT)?;
+        let driver = PostgresDriver {
+            bin,
+            user,
+            data_dir,
+            socket_dir,
+            port,
+            tcp: tcp_port.is_some(),
+            log_path,
+            state: Mutex::new(State {
+                server: None,
+                directory: Some(directory),
+                version: String::new(),
+                settings: BTreeMap::new(),
+            }),
+        };
+        driver.start(buffer_bytes)?;
+        Ok(driver)
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The TCP port on 127.0.0.1, when the server listens on one (`open_listening`).
+    pub fn tcp_port(&self) -> Option<u16> {
+        self.tcp.then_some(self.port)
+    }
+
+    /// The Unix-domain socket's directory and port (the socket is `.s.PGSQL.<port>` in it).
+    pub fn socket(&self) -> (&Path, u16) {
+        (&self.socket_dir, self.port)
+    }
+
+    pub(super) fn connect_client(&self) -> Result<Client, postgres::Error> {
+        postgres::Config::new()
+            .host_path(&self.socket_dir)
+            .port(self.port)
+            .user(LAB_USER)
+            .dbname(DATABASE)
+            .application_name("hayate-lab")
+            .connect(NoTls)
+    }
+
+    fn start(&self, buffer_bytes: u64) -> DriverResult<()> {
+        let shared_buffers_kib = buffer_bytes.max(SHARED_BUFFERS_BYTES_MIN) / 1024;
+        let mut command = server::command_as(&self.bin.join("postgres"), self.user.as_ref());
+        command.arg("-D").arg(&self.data_dir);
+        let mut setting = |name: &str, value: String| {
+            command.arg("-c").arg(format!("{name}={value}"));
+        };
+        let listen = if self.tcp { "127.0.0.1" } else { "" };
+        setting("listen_addresses", listen.to_string());
+        setting(
+            "unix_socket_directories",
+            self.socket_dir.display().to_string(),
+        );
+        setting("port", self.port.to_string());
+        setting("max_connections", MAX_CONNECTIONS.to_string());
+        setting("shared_buffers", format!("{shared_buffers_kib}kB"));
+        // Durable commits; wal_sync_method stays the platform default (fdatasync on Linux).
+        setting("fsync", "on".into());
+        setting("synchronous_commit", "on".into());
+        setting("full_page_writes", "on".into());
+        let mut process =
+            ServerProcess::spawn("PostgreSQL", command, &self.log_path, libc::SIGINT)?;
+        process.wait_ready(server::STARTUP_TIMEOUT, || {
+            let mut client = self.connect_client().map_err(|error| error.to_string())?;
+            client
+                .simple_query("SELECT 1")
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        })?;
+        let (version, settings) = self
+            .read_settings()
+            .map_err(|error| process.error(&error))?;
+        let mut state = self.state();
+        state.server = Some(process);
+        state.version = version;
+        state.settings = settings;
+        Ok(())
+    }
+
+    fn read_settings(&self) -> Result<(String, BTreeMap<String, String>), String> {
+        let mut client = self.connect_client().map_err(|error| error.to_string())?;
+        let mut show = |name: &str| -> Result<String, String> {
+            let row = client
+                .query_one(&format!("SHOW {name}"), &[])
+                .map_err(|error| format!("SHOW {name}: {error}"))?;
+            Ok(row.get::<_, String>(0))
+        };
+        let version = show("server_version")?;
+        let mut settings = BTreeMap::new();
+        for name in RECORDED_SETTINGS {
+            settings.insert(name.to_string(), show(name)?);
+        }
+        let row = client
+            .query_one(
+                "SELECT (setting::bigint * 8192)::text FROM pg_settings \
+                 WHERE name = 'shared_buffers'",
+                &[],
+            )
+            .map_err(|error| error.to_string())?;
+        settings.insert("shared_buffers_bytes".into(), row.get::<_, String>(0));
+        settings.insert(
+            "os_page_cache".into(),
+            "used: PostgreSQL reads and writes through the OS page cache besides shared_buffers"
+                .into(),
+        );
+        settings.insert(
+            "data1_storage".into(),
+            "char(4096) STORAGE PLAIN (no TOAST)".into(),
+        );
+        settings.insert(
+            "client".into(),
+            "postgres crate over a unix socket, prepared statements, autocommit".into(),
+        );
+        settings.insert("tpcc_isolation".into(), super::tpcc_sql::ISOLATION.into());
+        Ok((version, settings))
+    }
+
+    fn stop_server(&self) -> DriverResult<()> {
+        let server = self.state().server.take();
+        match server {
+            Some(mut server) => server.stop(server::SHUTDOWN_TIMEOUT),
+            None => Ok(()),
+        }
+    }
+
+    fn stop_and_remove(&self) -> DriverResult<()> {
+        let stopped = self.stop_server();
+        let directory = self.state().directory.take();
+        let removed = directory.map(LabDirectory::remove).unwrap_or(Ok(()));
+        stopped.and(removed)
+    }
+
+    fn load_table(&self, spec: &PrimitiveSpec, table: u32, loaded: &AtomicU64) -> DriverResult<()> {
+        let mut client = self.connect_client().map_err(postgres_error)?;
+        let name = PrimitiveSpec::table_name(table);
+        client
+            .batch_execute(&format!(
+                "DROP TABLE IF EXISTS {name};
+                 CREATE TABLE {name} (sid integer NOT NULL, c1 integer NOT NULL,
+                                      data1 char({DATA1_BYTES}) NOT NULL);
+                 ALTER TABLE {name} ALTER COLUMN data1 SET STORAGE PLAIN;"
+            ))
+            .map_err(postgres_error)?;
+        let mut writer = client
+            .copy_in(&format!("COPY {name} (sid, c1, data1) FROM STDIN"))
+            .map_err(postgres_error)?;
+        let mut line = String::with_capacity(DATA1_BYTES + 32);
+        for sid in 1..=spec.rows_per_table as i64 {
+            line.clear();
+            // Data1 holds only letters, digits, '-' and '|': nothing to escape in COPY text.
+            line.push_str(&format!("{sid}\t0\t{}\n", PrimitiveSpec::data1(table, sid)));
+            writer
+                .write_all(line.as_bytes())
+                .map_err(|error| DriverError::fatal(format!("COPY into {name}: {error}")))?;
+            if sid % PROGRESS_ROWS == 0 {
+                loaded.fetch_add(PROGRESS_ROWS as u64, Ordering::Relaxed);
+            }
+        }
+        writer.finish().map_err(postgres_error)?;
+        loaded.fetch_add(
+            spec.rows_per_table % PROGRESS_ROWS as u64,
+            Ordering::Relaxed,
+        );
+        client
+            .batch_execute(&format!("ALTER TABLE {name} ADD PRIMARY KEY (sid)"))
+            .map_err(postgres_error)?;
+        Ok(())
+    }
+}
+
+impl Driver for PostgresDriver {
+    fn engine(&self) -> &str {
+        "postgresql"
+    }
+
+    fn version(&self) -> String {
+        self.state().version.clone()
+    }
+
+    fn settings(&self) -> BTreeMap<String, String> {
+        self.state().settings.clone()
+    }
+
+    fn page_size(&self) -> u64 {
+        let state = self.state();
+        state
+            .settings
+            .get("block_size")
+            .and_then(|size| size.parse().ok())
+            .unwrap_or(8192)
+    }
+
+    fn write_policy(&self) -> String {
+        "in-place heap pages with MVCC versions, WAL with full-page writes".to_string()
+    }
+
+    fn load_primitive(
+        &self,
+        spec: &PrimitiveSpec,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        load_tables_in_parallel(spec, progress, &|table, loaded| {
+            self.load_table(spec, table, loaded)
+        })?;
+        let mut client = self.connect_client().map_err(postgres_error)?;
+        client
+            .batch_execute("ANALYZE; CHECKPOINT;")
+            .map_err(postgres_error)
+    }
+
+    fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()> {
+        self.stop_server()?;
+        self.start(bytes)
+    }
+
+    fn connect(&self) -> DriverResult<Box<dyn Session>> {
+        let client = self.connect_client().map_err(postgres_error)?;
+        Ok(Box::new(PostgresSession {
+            client,
+            select: Vec::new(),
+            update: Vec::new(),
+        }))
+    }
+
+    fn load_tpcc(
+        &self,
+        scale: &crate::tpcc::spec::Scale,
+        seed: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        let connect = || self.connect_client().map_err(postgres_error);
+        super::tpcc_postgres::load(&connect, scale, seed, progress, "ANALYZE; CHECKPOINT;")
+    }
+
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::tpcc::txn::TpccSession>> {
+        super::tpcc_postgres::connect(&|| self.connect_client().map_err(postgres_error))
+    }
+
+    fn tpcc_check_data(&self) -> DriverResult<crate::tpcc::check::CheckData> {
+        super::tpcc_postgres::check_data(&|| self.connect_client().map_err(postgres_error))
+    }
+
+    fn server_pids(&self) -> Vec<u32> {
+        self.state()
+            .server
+            .as_ref()
+            .map(ServerProcess::pids)
+            .unwrap_or_default()
+    }
+
+    fn shutdown(&self) -> DriverResult<()> {
+        self.stop_and_remove()
+    }
+}
+
+impl Drop for PostgresDriver {
+    fn drop(&mut self) {
+        if let Err(error) = self.stop_and_remove() {
+            log::warn!("{error}");
+        }
+    }
+}
+
+/// A primitive-workload session on `client` (any server speaking PostgreSQL's protocol).
+pub(super) fn session(client: Client) -> Box<dyn Session> {
+    Box::new(PostgresSession {
+        client,
+        select: Vec::new(),
+        update: Vec::new(),
+    })
+}
+
+struct PostgresSession {
+    client: Client,
+    /// Prepared statements per table, made on first use.
+    select: Vec<Option<Statement>>,
+    update: Vec<Option<Statement>>,
+}
+
+impl Session for PostgresSession {
+    fn select(&mut self, table: u32, sid: i64) -> DriverResult<bool> {
+        let statement = cached_statement(&mut self.select, table, |name| {
+            self.client
+                .prepare(&format!("SELECT sid, c1, data1 FROM {name} WHERE sid = $1"))
+                .map_err(postgres_error)
+        })?;
+        let row = self
+            .client
+            .query_opt(&statement, &[&sql_integer(sid)?])
+            .map_err(postgres_error)?;
+        let Some(row) = row else { return Ok(false) };
+        let data1: &str = row.try_get(2).map_err(postgres_error)?;
+        check_data1_length(table, sid, data1.len())?;
+        Ok(true)
+    }
+
+    fn update(&mut self, table: u32, sid: i64, c1: i64) -> DriverResult<bool> {
+        let statement = cached_statement(&mut self.update, table, |name| {
+            self.client
+                .prepare(&format!("UPDATE {name} SET c1 = $1 WHERE sid = $2"))
+                .map_err(postgres_error)
+        })?;
+        let rows = self
+            .client
+            .execute(&statement, &[&sql_integer(c1)?, &sql_integer(sid)?])
+            .map_err(postgres_error)?;
+        Ok(rows == 1)
+    }
+}
+
+/// Serialization failures, deadlocks (SQLSTATE class 40) and lock timeouts are retryable;
+/// everything else ends the run with the server's message.
+pub(super) fn postgres_error(error: postgres::Error) -> DriverError {
+    let Some(database_error) = error.as_db_error() else {
+        return DriverError::fatal(format!("PostgreSQL: {error}"));
+    };
+    let code = database_error.code().code();
+    let message = format!("PostgreSQL: {} (SQLSTATE {code})", database_error.message());
+    if code.starts_with("40") || code == "55P03" {
+        DriverError::retryable(message)
+    } else {
+        DriverError::fatal(message)
+    }
+}
+
+#[cfg(test)]
+impl PostgresDriver {
+    /// C1 of a row, read through a new connection.
+    pub(super) fn read_c1(&self, table: u32, sid: i64) -> DriverResult<Option<i64>> {
+        let mut client = self.connect_client().map_err(postgres_error)?;
+        let name = PrimitiveSpec::table_name(table);
+        let row = client
+            .query_opt(
+                &format!("SELECT c1 FROM {name} WHERE sid = $1"),
+                &[&sql_integer(sid)?],
+            )
+            .map_err(postgres_error)?;
+        Ok(row.map(|row| row.get::<_, i32>(0) as i64))
+    }
+}

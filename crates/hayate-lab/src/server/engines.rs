@@ -1,0 +1,287 @@
+//! The servers `hayate lab server` measures, each listening on TCP at 127.0.0.1 on a free
+//! port and on a Unix-domain socket in its lab directory, each with its data in memory and
+//! durable commits.
+//!
+//! - Hayate: `hayate serve` started from the lab's own executable (`std::env::current_exe`) as
+//!   a child process, its data directory and socket in a private lab directory under `--dir`.
+//! - PostgreSQL and MariaDB: the lab's private servers (`lab::peers`), started with a TCP
+//!   listener (`open_listening`) beside their socket.
+//!
+//! `Server::start` starts one; `Server::stop` (or drop) stops it and removes its directory.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::driver::{Driver, DriverError, DriverResult};
+use crate::peers::mariadb::{self, MariadbDriver};
+use crate::peers::postgres::{self, PostgresDriver};
+use crate::peers::server::{self, LabDirectory, ServerProcess};
+
+use super::sysbench::{Endpoint, Target};
+use super::Transport;
+
+/// The engines, in the order they run.
+pub const ENGINES: &[&str] = &["hayate", "postgresql", "mariadb"];
+
+/// The buffer `hayate serve` runs with (`DatabaseConfig::default`).
+const HAYATE_BUFFER_BYTES: u64 = 128 << 20;
+/// How long `hayate serve` may take to answer.
+const HAYATE_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A started server.
+pub enum Server {
+    Hayate {
+        process: ServerProcess,
+        /// Dropped after the process (field order), removing the data.
+        _directory: LabDirectory,
+        port: u16,
+        /// The directory of its Unix-domain socket.
+        socket_dir: PathBuf,
+    },
+    Postgresql(Box<PostgresDriver>),
+    Mariadb(Box<MariadbDriver>),
+}
+
+/// What the results record about a server.
+pub struct Description {
+    pub version: String,
+    pub settings: BTreeMap<String, String>,
+    pub isolation: String,
+}
+
+impl Server {
+    /// Starts `engine` with a new empty database under `base_dir`; the peers get a buffer of
+    /// `buffer_bytes`.
+    pub fn start(engine: &str, base_dir: &Path, buffer_bytes: u64) -> DriverResult<Server> {
+        let port = free_port()?;
+        match engine {
+            "hayate" => {
+                let (process, directory, socket_dir) = start_hayate(base_dir, port)?;
+                Ok(Server::Hayate {
+                    process,
+                    _directory: directory,
+                    port,
+                    socket_dir,
+                })
+            }
+            "postgresql" => Ok(Server::Postgresql(Box::new(
+                PostgresDriver::open_listening(base_dir, buffer_bytes, Some(port))?,
+            ))),
+            "mariadb" => Ok(Server::Mariadb(Box::new(MariadbDriver::open_listening(
+                base_dir,
+                buffer_bytes,
+                Some(port),
+            )?))),
+            other => Err(DriverError::fatal(format!(
+                "unknown engine {other:?}: the engines are {}",
+                ENGINES.join(", ")
+            ))),
+        }
+    }
+
+    /// How sysbench reaches the server over `transport`.
+    pub fn target(&self, transport: Transport) -> Target {
+        let unix = transport == Transport::Unix;
+        let (driver, endpoint) = match self {
+            Server::Hayate {
+                port, socket_dir, ..
+            } => {
+                let endpoint = match unix {
+                    true => Endpoint::PostgresSocket {
+                        dir: socket_dir.clone(),
+                        port: *port,
+                    },
+                    false => Endpoint::Tcp { port: *port },
+                };
+                ("pgsql", endpoint)
+            }
+            Server::Postgresql(driver) => {
+                let (dir, port) = driver.socket();
+                let endpoint = match unix {
+                    true => Endpoint::PostgresSocket {
+                        dir: dir.to_path_buf(),
+                        port,
+                    },
+                    false => Endpoint::Tcp {
+                        port: driver.tcp_port().unwrap_or_default(),
+                    },
+                };
+                ("pgsql", endpoint)
+            }
+            Server::Mariadb(driver) => {
+                let endpoint = match unix {
+                    true => Endpoint::MysqlSocket {
+                        path: driver.socket_path().to_path_buf(),
+                    },
+                    false => Endpoint::Tcp {
+                        port: driver.tcp_port().unwrap_or_default(),
+                    },
+                };
+                ("mysql", endpoint)
+            }
+        };
+        let (user, database) = match driver {
+            "mysql" => (mariadb::USER, mariadb::DATABASE),
+            _ => (postgres::LAB_USER, postgres::DATABASE),
+        };
+        Target {
+            driver,
+            endpoint,
+            user: user.to_string(),
+            database: database.to_string(),
+        }
+    }
+
+    pub fn describe(&self) -> Description {
+        match self {
+            Server::Hayate { .. } => Description {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                settings: hayate_settings(),
+                isolation: "READ COMMITTED (Hayate's default: a snapshot per statement; \
+                            UPDATE/DELETE lock and recheck the latest version)"
+                    .to_string(),
+            },
+            Server::Postgresql(driver) => Description {
+                version: driver.version(),
+                settings: driver.settings(),
+                isolation: "READ COMMITTED (PostgreSQL's default; sysbench does not set one)"
+                    .to_string(),
+            },
+            Server::Mariadb(driver) => Description {
+                version: driver.version(),
+                settings: driver.settings(),
+                isolation: "REPEATABLE READ (InnoDB's default; sysbench does not set one)"
+                    .to_string(),
+            },
+        }
+    }
+
+    /// The server's processes (with their descendants, they are the server's CPU time).
+    pub fn pids(&self) -> Vec<u32> {
+        match self {
+            Server::Hayate { process, .. } => process.pids(),
+            Server::Postgresql(driver) => driver.server_pids(),
+            Server::Mariadb(driver) => driver.server_pids(),
+        }
+    }
+
+    /// Stops the server and removes its directory.
+    pub fn stop(self) -> DriverResult<()> {
+        match self {
+            Server::Hayate {
+                mut process,
+                _directory,
+                ..
+            } => {
+                let stopped = process.stop(server::SHUTDOWN_TIMEOUT);
+                stopped.and(_directory.remove())
+            }
+            Server::Postgresql(driver) => driver.shutdown(),
+            Server::Mariadb(driver) => driver.shutdown(),
+        }
+    }
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on right now.
+pub fn free_port() -> DriverResult<u16> {
+    let listener = TcpListener::bind(("127.0.0.1", 0))
+        .map_err(|error| DriverError::fatal(format!("cannot find a free port: {error}")))?;
+    listener
+        .local_addr()
+        .map(|address| address.port())
+        .map_err(|error| DriverError::fatal(format!("cannot find a free port: {error}")))
+}
+
+/// `hayate serve` from this executable, as a child of the lab, on 127.0.0.1:`port` and a
+/// Unix-domain socket with a new database in a lab directory under `base_dir` (removed when
+/// the directory is dropped). Returns the socket's directory too.
+pub fn start_hayate(
+    base_dir: &Path,
+    port: u16,
+) -> DriverResult<(ServerProcess, LabDirectory, PathBuf)> {
+    let mut directory = LabDirectory::create(base_dir, "hayate", None)?;
+    let socket_dir = directory.socket_directory(&format!(".s.PGSQL.{port}"), None)?;
+    let process = spawn_hayate(directory.path(), port, None, Some(&socket_dir))?;
+    Ok((process, directory, socket_dir))
+}
+
+/// `hayate serve` on the database in `directory` (created on first start), with a buffer of
+/// `buffer_bytes` (`hayate serve`'s default if None), on TCP and, when `socket_dir` is given,
+/// a Unix-domain socket in it; returns once it answers a query.
+pub fn spawn_hayate(
+    directory: &Path,
+    port: u16,
+    buffer_bytes: Option<u64>,
+    socket_dir: Option<&Path>,
+) -> DriverResult<ServerProcess> {
+    let executable = std::env::current_exe().map_err(|error| {
+        DriverError::fatal(format!("cannot find the hayate executable: {error}"))
+    })?;
+    let data_dir = directory.join("data");
+    let log_path = directory.join("server.log");
+    let mut command = server::command_as(&executable, None);
+    command
+        .arg("serve")
+        .args(["--listen", "127.0.0.1"])
+        .arg("--port")
+        .arg(port.to_string())
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .arg("--unix-socket-dir")
+        .arg(socket_dir.unwrap_or(Path::new("")));
+    if let Some(bytes) = buffer_bytes {
+        command.arg("--buffer-size").arg(format!("{bytes}B"));
+    }
+    let mut process = ServerProcess::spawn("Hayate", command, &log_path, libc::SIGTERM)?;
+    process.wait_ready(HAYATE_STARTUP_TIMEOUT, || {
+        let mut client = ::postgres::Config::new()
+            .host("127.0.0.1")
+            .port(port)
+            .user(postgres::LAB_USER)
+            .dbname(postgres::DATABASE)
+            .connect(::postgres::NoTls)
+            .map_err(|error| error.to_string())?;
+        client
+            .simple_query("SELECT 1")
+            .map(|_| ())
+            .map_err(|error| error.to_string())
+    })?;
+    Ok(process)
+}
+
+/// Hayate's durability and caching as `hayate serve` runs it (its defaults).
+pub fn hayate_settings() -> BTreeMap<String, String> {
+    let config = hayate_engine::DatabaseConfig::default();
+    let mut settings = BTreeMap::new();
+    let mut set = |name: &str, value: String| {
+        settings.insert(name.to_string(), value);
+    };
+    set(
+        "commit",
+        "durable: a commit returns after its log records are written and synced (group commit)"
+            .into(),
+    );
+    set("wal_sync_mode", format!("{:?}", config.wal.sync_mode));
+    set("wal_direct_io", config.wal.direct.to_string());
+    set(
+        "wal_group_commit_delay_us",
+        config.wal.group_commit_delay.as_micros().to_string(),
+    );
+    set("buffer_bytes", HAYATE_BUFFER_BYTES.to_string());
+    set(
+        "buffer",
+        format!("{:?} (hayate serve's default)", config.buffer_size),
+    );
+    set("io_backend", format!("{:?}", config.io_backend));
+    set(
+        "checkpoint_interval_s",
+        config.checkpoint_interval.as_secs().to_string(),
+    );
+    set(
+        "server",
+        "hayate serve (pgwire; event loops, one per core)".into(),
+    );
+    settings
+}
