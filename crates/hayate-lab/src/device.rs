@@ -1,4 +1,4 @@
-//! `hayate lab device`: the physical limits of the device under a directory, measured through
+//! `hayate-lab device`: the physical limits of the device under a directory, measured through
 //! the engine's own I/O path (`hayate_engine::open_default`: io_uring with O_DIRECT).
 //!
 //! A run:

@@ -21,7 +21,7 @@
 //!   `reads_per_transaction = device reads/s / transactions/s`. So a run without misses
 //!   predicts exactly 1.0.
 //! - `read_latency_us` (see `read_latency_us`): the device's mean random-read latency at queue
-//!   depth 1 from `hayate lab device`; on an emulated device class every I/O takes at least the
+//!   depth 1 from `hayate-lab device`; on an emulated device class every I/O takes at least the
 //!   class's latency, so the larger of the two. Without a device measurement, the run's own
 //!   read wait per read from its time split.
 //!

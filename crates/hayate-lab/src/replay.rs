@@ -591,7 +591,7 @@ pub fn run(args: &ReplayArgs) -> CliResult<()> {
     Ok(())
 }
 
-/// The results file of `hayate lab replay`.
+/// The results file of `hayate-lab replay`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ReplayResults {
     pub trace_file: String,

@@ -59,7 +59,7 @@ pub struct Percentiles {
 }
 
 // ---------------------------------------------------------------------------------------------
-// hayate lab device
+// hayate-lab device
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DeviceResult {
@@ -101,9 +101,9 @@ impl DeviceResult {
 }
 
 // ---------------------------------------------------------------------------------------------
-// hayate lab primitive
+// hayate-lab primitive
 
-/// All runs of one `hayate lab primitive` invocation (a sweep has many).
+/// All runs of one `hayate-lab primitive` invocation (a sweep has many).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PrimitiveResults {
     pub runs: Vec<PrimitiveRun>,
@@ -217,9 +217,9 @@ pub struct ModelPoint {
 }
 
 // ---------------------------------------------------------------------------------------------
-// hayate lab tpcc
+// hayate-lab tpcc
 
-/// One `hayate lab tpcc run` invocation: every measured run, and the consistency check of
+/// One `hayate-lab tpcc run` invocation: every measured run, and the consistency check of
 /// each engine's database after its runs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct TpccResults {
@@ -286,7 +286,7 @@ pub struct TpccCheck {
     pub conditions: Vec<crate::tpcc::check::ConditionResult>,
 }
 
-/// `hayate lab tpcc crash`: kills and recoveries.
+/// `hayate-lab tpcc crash`: kills and recoveries.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct TpccCrashResults {
     pub warehouses: u32,
@@ -311,9 +311,9 @@ pub struct CrashCycle {
 }
 
 // ---------------------------------------------------------------------------------------------
-// hayate lab server
+// hayate-lab server
 
-/// One `hayate lab server` invocation: each engine as a server on this machine, driven by
+/// One `hayate-lab server` invocation: each engine as a server on this machine, driven by
 /// the same client program (sysbench) over the same transport.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ServerResults {

@@ -1,4 +1,4 @@
-//! `hayate lab temp`: the temporary space on flash (the SIGMOD 2008 finding that sorts and hash
+//! `hayate-lab temp`: the temporary space on flash (the SIGMOD 2008 finding that sorts and hash
 //! joins larger than memory gain much from flash), measured through the engine's own spill
 //! path (`hayate_engine::temp`: O_DIRECT, io_uring batches, checksummed blocks).
 //!

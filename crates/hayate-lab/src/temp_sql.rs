@@ -1,4 +1,4 @@
-//! `hayate lab temp`, SQL part: the same spill paths seen from SQL, through
+//! `hayate-lab temp`, SQL part: the same spill paths seen from SQL, through
 //! `hayate_sql::Session` on a real database (the engine's I/O on the device under --dir).
 //!
 //! 1. Load t (--sql-rows rows: id, k = id mod rows/10, s = a unique ~80-byte text) and u

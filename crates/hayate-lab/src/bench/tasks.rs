@@ -1,4 +1,4 @@
-//! `hayate bench tasks`: durable single-row updates on an in-memory table, run as many tasks
+//! `hayate-lab bench tasks`: durable single-row updates on an in-memory table, run as many tasks
 //! per thread (commits of a round share one fdatasync) and, for comparison, on OS threads with
 //! the blocking API (commits share flushes through group commit).
 //!

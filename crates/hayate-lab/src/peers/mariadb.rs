@@ -6,7 +6,7 @@
 //!    `mariadbd` on a unix socket only, ignoring every system option file (`--no-defaults`):
 //!    O_DIRECT data files, a durable redo log flush at each commit, the doublewrite buffer on,
 //!    no binary log. `open_listening` also listens on TCP at 127.0.0.1 (for clients the lab
-//!    runs as separate programs, like sysbench in `hayate lab server`).
+//!    runs as separate programs, like sysbench in `hayate-lab server`).
 //! 2. `load_primitive` loads the tables with multi-row INSERTs in large transactions, one
 //!    connection per core, runs ANALYZE TABLE on each, then restarts the server so the run
 //!    starts with every page flushed.

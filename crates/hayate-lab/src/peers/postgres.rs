@@ -5,7 +5,7 @@
 //!    `initdb` into it (as the `postgres` user when the lab is root) and starts `postgres` on a
 //!    unix socket only, with durable commits (fsync, synchronous_commit, full_page_writes on).
 //!    `open_listening` also listens on TCP at 127.0.0.1 (for clients the lab runs as separate
-//!    programs, like sysbench in `hayate lab server`); the port is then that TCP port, which
+//!    programs, like sysbench in `hayate-lab server`); the port is then that TCP port, which
 //!    also names the unix socket.
 //! 2. `load_primitive` loads the tables with COPY, one connection per core, each table then
 //!    gets its primary key (Data1 is stored PLAIN: uncompressed, in the heap page, like the

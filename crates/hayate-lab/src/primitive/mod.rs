@@ -1,4 +1,4 @@
-//! `hayate lab primitive`: the primitive workload of the HA paper.
+//! `hayate-lab primitive`: the primitive workload of the HA paper.
 //!
 //! N tables (`SID integer primary key, C1 integer, Data1 char(4096)`), transactions that read
 //! one row by a uniformly random SID (`select`) or set its C1 (`update`), each committed on its
@@ -461,7 +461,7 @@ fn engine_error(error: super::driver::DriverError) -> CliError {
     CliError::new(format!("hayate: {error}"))
 }
 
-/// The most recent `hayate lab device` result in the results directory, if any.
+/// The most recent `hayate-lab device` result in the results directory, if any.
 pub(crate) fn latest_device_result(dir: &Path) -> Option<DeviceResult> {
     let paths: Vec<PathBuf> = super::results::list(dir).ok()?;
     paths

@@ -1,4 +1,4 @@
-//! The device section: what `hayate lab device` measured, one block per results file.
+//! The device section: what `hayate-lab device` measured, one block per results file.
 
 use std::fmt::Write;
 

@@ -1,4 +1,4 @@
-//! `hayate lab report`: one self-contained HTML page (inline CSS and SVG, no script, nothing
+//! `hayate-lab report`: one self-contained HTML page (inline CSS and SVG, no script, nothing
 //! fetched) with every result of a results directory.
 //!
 //! Lifecycle:
@@ -6,7 +6,7 @@
 //!    `kind`, transaction timelines by their shape; anything else is kept as a skipped file
 //!    with the reason, never fatal. A directory with nothing usable is an error.
 //! 2. Runs without a latency model get one (`model::fill_sweep`), against the device
-//!    measurement of their file or else the newest `hayate lab device` result.
+//!    measurement of their file or else the newest `hayate-lab device` result.
 //! 3. `render` writes the page: header (machines, devices, versions, emulation notice), then
 //!    the device, the primitive sweeps (throughput, side by side, model, alpha, time split,
 //!    tables), the timelines, and the files with their command lines.
@@ -38,8 +38,8 @@ use html::{escape, format_unix_time};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Directory of results to report on: every `*.json` written by `hayate lab device` and
-    /// `hayate lab primitive`, and the timelines their runs refer to. Other files are listed
+    /// Directory of results to report on: every `*.json` written by `hayate-lab device` and
+    /// `hayate-lab primitive`, and the timelines their runs refer to. Other files are listed
     /// in the report as skipped.
     #[arg(long, value_name = "DIR", default_value = "lab-results")]
     pub results: PathBuf,
@@ -135,7 +135,7 @@ pub fn load(dir: &Path) -> CliResult<Collection> {
     let paths = results::list(dir)?;
     if paths.is_empty() {
         return Err(CliError::new(format!(
-            "no results (*.json) in {}: run `hayate lab device` or `hayate lab primitive` with \
+            "no results (*.json) in {}: run `hayate-lab device` or `hayate-lab primitive` with \
              --results {} first",
             dir.display(),
             dir.display()

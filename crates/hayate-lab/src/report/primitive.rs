@@ -280,7 +280,7 @@ fn throughput_chart(
     figure(
         &chart.render(),
         "One line per engine and device class. Gray lines: the device's random-read limit \
-         (reads/s, from hayate lab device) at the run's concurrency; at small buffers a select \
+         (reads/s, from hayate-lab device) at the run's concurrency; at small buffers a select \
          needs about one read, so throughput cannot pass it.",
     )
 }

@@ -1,4 +1,4 @@
-//! The server section (`hayate lab server`): sysbench's transactions per second per workload
+//! The server section (`hayate-lab server`): sysbench's transactions per second per workload
 //! and engine through the same client path, the ratio Hayate / PostgreSQL, each engine's
 //! server and settings, and every run.
 

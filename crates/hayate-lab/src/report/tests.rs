@@ -245,7 +245,7 @@ fn report_draws_every_chart_and_lists_what_it_skipped() {
         // Tables and header.
         "journal_mode = WAL",
         "Test CPU",
-        "hayate lab primitive --sweep",
+        "hayate-lab primitive --sweep",
         "Synced writes: up to <strong>2,000 per second</strong>",
         "Some results are emulated",
     ] {

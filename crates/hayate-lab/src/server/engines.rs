@@ -1,8 +1,8 @@
-//! The servers `hayate lab server` measures, each listening on TCP at 127.0.0.1 on a free
+//! The servers `hayate-lab server` measures, each listening on TCP at 127.0.0.1 on a free
 //! port and on a Unix-domain socket in its lab directory, each with its data in memory and
 //! durable commits.
 //!
-//! - Hayate: `hayate serve` started from the lab's own executable (`std::env::current_exe`) as
+//! - Hayate: `hayate serve`, the product's binary next to the lab's (or `$HAYATE_BIN`), as
 //!   a child process, its data directory and socket in a private lab directory under `--dir`.
 //! - PostgreSQL and MariaDB: the lab's private servers (`lab::peers`), started with a TCP
 //!   listener (`open_listening`) beside their socket.
@@ -207,6 +207,27 @@ pub fn start_hayate(
     Ok((process, directory, socket_dir))
 }
 
+/// The product's `hayate` binary: `$HAYATE_BIN` if set, else `hayate` next to this executable
+/// (`cargo build --release -p hayate -p hayate-lab` puts both in target/release).
+fn hayate_executable() -> DriverResult<PathBuf> {
+    if let Some(path) = std::env::var_os("HAYATE_BIN") {
+        return Ok(PathBuf::from(path));
+    }
+    let lab = std::env::current_exe().map_err(|error| {
+        DriverError::fatal(format!("cannot find the hayate-lab executable: {error}"))
+    })?;
+    let sibling = lab.with_file_name("hayate");
+    if sibling.is_file() {
+        Ok(sibling)
+    } else {
+        Err(DriverError::fatal(format!(
+            "the hayate binary is not at {} (next to hayate-lab): build it with \
+             `cargo build --release -p hayate`, or set HAYATE_BIN",
+            sibling.display()
+        )))
+    }
+}
+
 /// `hayate serve` on the database in `directory` (created on first start), with a buffer of
 /// `buffer_bytes` (`hayate serve`'s default if None), on TCP and, when `socket_dir` is given,
 /// a Unix-domain socket in it; returns once it answers a query.
@@ -216,9 +237,7 @@ pub fn spawn_hayate(
     buffer_bytes: Option<u64>,
     socket_dir: Option<&Path>,
 ) -> DriverResult<ServerProcess> {
-    let executable = std::env::current_exe().map_err(|error| {
-        DriverError::fatal(format!("cannot find the hayate executable: {error}"))
-    })?;
+    let executable = hayate_executable()?;
     let data_dir = directory.join("data");
     let log_path = directory.join("server.log");
     let mut command = server::command_as(&executable, None);

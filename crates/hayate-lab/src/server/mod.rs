@@ -1,4 +1,4 @@
-//! `hayate lab server`: Hayate and PostgreSQL / MariaDB as servers, compared through the same
+//! `hayate-lab server`: Hayate and PostgreSQL / MariaDB as servers, compared through the same
 //! client path: the same client program (sysbench) over the same transport (`--transport`:
 //! each server's Unix-domain socket, as psql and pgbench connect by default, or TCP on
 //! 127.0.0.1), the data in memory and durable commits for every engine.

@@ -1,4 +1,4 @@
-//! sysbench, the one client program of `hayate lab server`: its command lines, a run with a
+//! sysbench, the one client program of `hayate-lab server`: its command lines, a run with a
 //! progress bar, and the parser of its final report.
 //!
 //! 1. `Target` says how sysbench reaches an engine (driver, TCP port or Unix-domain socket,

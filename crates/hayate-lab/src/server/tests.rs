@@ -1,4 +1,4 @@
-//! `hayate lab server` end to end against a real PostgreSQL (feature `peers`): a tiny data set,
+//! `hayate-lab server` end to end against a real PostgreSQL (feature `peers`): a tiny data set,
 //! two seconds per run. Skipped with a message when PostgreSQL or sysbench is not installed.
 
 use super::*;

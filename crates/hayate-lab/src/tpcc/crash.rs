@@ -1,7 +1,7 @@
-//! `hayate lab tpcc crash`: crash safety under TPC-C.
+//! `hayate-lab tpcc crash`: crash safety under TPC-C.
 //!
 //! Each cycle:
-//! 1. Start a child process (`hayate lab tpcc crash-child`) that opens the database and runs
+//! 1. Start a child process (`hayate-lab tpcc crash-child`) that opens the database and runs
 //!    TPC-C; it prints `ack W D O` on stdout for every New-Order whose commit was acknowledged
 //!    (the lines are written after the commit returned, so a line seen means acknowledged).
 //! 2. After a random time, kill the child with SIGKILL: no shutdown, no checkpoint, pages and
@@ -216,10 +216,10 @@ fn run_child(
     seed: u64,
     kill_after: Duration,
 ) -> CliResult<(Duration, Vec<OrderId>)> {
-    let exe = std::env::current_exe().context(|| "cannot find the hayate executable".into())?;
+    let exe = std::env::current_exe().context(|| "cannot find the hayate-lab executable".into())?;
     let mut command = Command::new(exe);
     command
-        .args(["lab", "tpcc", "crash-child", "--db"])
+        .args(["tpcc", "crash-child", "--db"])
         .arg(dir)
         .args(["--terminals", &args.terminals.to_string()])
         .args(["--seed", &seed.to_string()]);

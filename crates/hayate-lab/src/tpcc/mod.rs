@@ -1,4 +1,4 @@
-//! `hayate lab tpcc`: TPC-C (revision 5.11) on Hayate and its peers, with the consistency
+//! `hayate-lab tpcc`: TPC-C (revision 5.11) on Hayate and its peers, with the consistency
 //! conditions, a crash loop, and buffer sweeps on device classes.
 //!
 //! Commands:
@@ -138,7 +138,7 @@ pub struct LoadArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Directory of a Hayate TPC-C database (made by `hayate lab tpcc load`).
+    /// Directory of a Hayate TPC-C database (made by `hayate-lab tpcc load`).
     #[arg(long, value_name = "DIR", default_value = "hayate-tpcc")]
     pub db: PathBuf,
 
@@ -152,7 +152,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub common: crate::args::CommonArgs,
 
-    /// Run Hayate on this loaded database (`hayate lab tpcc load`) instead of loading a fresh
+    /// Run Hayate on this loaded database (`hayate-lab tpcc load`) instead of loading a fresh
     /// one in a temporary directory; its warehouses, page size and policy are the load's.
     #[arg(long, value_name = "DIR")]
     pub db: Option<PathBuf>,
@@ -291,7 +291,7 @@ pub fn read_meta(dir: &Path) -> CliResult<LoadMeta> {
     let path = dir.join(META_FILE);
     let text = std::fs::read_to_string(&path).context(|| {
         format!(
-            "{} is not a TPC-C database (no {META_FILE}); make one with `hayate lab tpcc load --db {}`",
+            "{} is not a TPC-C database (no {META_FILE}); make one with `hayate-lab tpcc load --db {}`",
             dir.display(),
             dir.display()
         )
