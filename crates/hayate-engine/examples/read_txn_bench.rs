@@ -12,8 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use hayate_engine::Task;
-use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId};
+use hayate_engine::{BufferSize, Database, DatabaseConfig, Task, TreeId};
 
 type BenchResult<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 

@@ -18,10 +18,10 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hayate_engine::{SimConfig, SimIo};
-use hayate_engine::{Io, OpenOptions};
-use hayate_engine::SyncMode;
-use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId, WritePolicy};
+use hayate_engine::{
+    BufferSize, Database, DatabaseConfig, Io, OpenOptions, SimConfig, SimIo, SyncMode, TreeId,
+    WritePolicy,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -1,9 +1,7 @@
 //! Many read transactions on one thread: misses suspend tasks, not the thread, and are loaded
 //! in batches.
 
-use hayate_engine::TryLookup;
-use hayate_engine::Task;
-use hayate_engine::{BufferSize, Database, DatabaseConfig, WritePolicy};
+use hayate_engine::{BufferSize, Database, DatabaseConfig, Task, TryLookup, WritePolicy};
 use rand::{Rng, SeedableRng};
 
 const ROWS: u32 = 1500;

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use hayate_engine::{FaultKind, SimConfig, SimIo};
-use hayate_engine::{Io, OpenOptions};
-use hayate_engine::{BufferSize, Database, DatabaseConfig, Error, TreeId, WritePolicy};
+use hayate_engine::{
+    BufferSize, Database, DatabaseConfig, Error, FaultKind, Io, OpenOptions, SimConfig, SimIo,
+    TreeId, WritePolicy,
+};
 
 const PAGE_SIZE: usize = 4096;
 

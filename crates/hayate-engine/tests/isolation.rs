@@ -9,8 +9,7 @@ use std::ops::Bound;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use hayate_engine::{SimConfig, SimIo};
-use hayate_engine::{Database, DatabaseConfig, Error, Transaction, TreeId};
+use hayate_engine::{Database, DatabaseConfig, Error, SimConfig, SimIo, Transaction, TreeId};
 
 const LOCK_TIMEOUT: Duration = Duration::from_millis(300);
 

@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hayate_engine::{SimConfig, SimIo};
-use hayate_engine::Io;
-use hayate_engine::{SyncMode, WalConfig};
-use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId, WritePolicy};
+use hayate_engine::{
+    BufferSize, Database, DatabaseConfig, Io, SimConfig, SimIo, SyncMode, TreeId, WalConfig,
+    WritePolicy,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 

@@ -21,11 +21,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use hayate_engine::{SimConfig, SimIo};
-use hayate_engine::Io;
 use hayate_engine::{
     BufferSize, Database, DatabaseConfig, Error, Transaction, TreeId, WritePolicy,
 };
+use hayate_engine::{Io, SimConfig, SimIo};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

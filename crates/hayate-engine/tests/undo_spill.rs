@@ -15,9 +15,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use hayate_engine::{SimConfig, SimIo};
-use hayate_engine::Io;
-use hayate_engine::{Database, DatabaseConfig, Transaction, TreeId};
+use hayate_engine::{Database, DatabaseConfig, Io, SimConfig, SimIo, Transaction, TreeId};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

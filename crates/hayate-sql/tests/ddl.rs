@@ -4,8 +4,7 @@
 
 use std::sync::Arc;
 
-use hayate_engine::{SimConfig, SimIo};
-use hayate_engine::{Database, DatabaseConfig};
+use hayate_engine::{Database, DatabaseConfig, SimConfig, SimIo};
 use hayate_sql::plan::{Access, Plan};
 use hayate_sql::{parse, Catalog, Outcome, Session, Value};
 

@@ -5,8 +5,7 @@
 
 use std::sync::Arc;
 
-use hayate_engine::{SimConfig, SimIo};
-use hayate_engine::{Database, DatabaseConfig};
+use hayate_engine::{Database, DatabaseConfig, SimConfig, SimIo};
 use hayate_sql::{Catalog, Outcome, Session, SqlError, Value};
 
 fn open(dir: &std::path::Path) -> (Database, Arc<Catalog>) {

@@ -2,12 +2,11 @@
 
 use std::path::Path;
 
-use hayate_engine::{ControlFile, CONTROL_FILE};
-use hayate_engine::{Database, DatabaseConfig, WritePolicy};
-
-use crate::cli::DirArgs;
 use hayate::error::{CliError, CliResult, Context};
 use hayate::report;
+use hayate_engine::{ControlFile, Database, DatabaseConfig, WritePolicy, CONTROL_FILE};
+
+use crate::cli::DirArgs;
 
 /// Opens the database in `dir`, refusing to create one where there is none.
 pub fn open_existing(dir: &Path) -> CliResult<Database> {

@@ -15,13 +15,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
+use hayate::error::{CliError, CliResult, Context};
 use hayate_engine::{BufferSize, Database, DatabaseConfig};
 use hayate_server::unix_socket::UnixSocket;
 use hayate_server::{AuthMethod, Listeners, ServerConfig};
 use hayate_sql::Catalog;
 use serde::Deserialize;
-
-use hayate::error::{CliError, CliResult, Context};
 
 const CONFIG_HELP: &str = "\
 Config file (--config FILE, TOML; every key optional, flags override it):

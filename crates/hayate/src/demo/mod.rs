@@ -13,16 +13,14 @@ mod workload;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hayate_engine::CONTROL_FILE;
-use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId, WritePolicy};
+use hayate::args::PolicyArg;
+use hayate::error::{CliError, CliResult, Context};
+use hayate::report::{self, format_count, format_rate, format_us, io_backend_name};
+use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId, WritePolicy, CONTROL_FILE};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::check::describe_format;
-use hayate::args::PolicyArg;
-
 use crate::cli::DemoArgs;
-use hayate::error::{CliError, CliResult, Context};
-use hayate::report::{self, format_count, format_rate, format_us, io_backend_name};
 
 const TABLE: &str = "demo";
 const VALUE_LENGTH_BYTES: usize = 100;

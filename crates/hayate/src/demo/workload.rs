@@ -8,14 +8,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use hayate::error::{CliError, CliResult};
+use hayate::report::{format_rate, Histogram};
 use hayate_engine::{Database, TreeId};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::{row_key, row_value};
-use hayate::error::{CliError, CliResult};
-use hayate::report::{format_rate, Histogram};
 
 /// Retries of one transaction after serialization failures, deadlocks or lock timeouts.
 const RETRIES_MAX: u32 = 100;
