@@ -19,13 +19,12 @@ pub mod error;
 pub mod exec;
 pub mod interrupt;
 pub mod plan;
-pub mod sequence;
 pub mod session;
 pub mod system;
 pub mod table_lock;
 pub mod types;
 
-pub use catalog::Catalog;
+pub use catalog::{sequence, Catalog};
 pub use error::{sqlstate, SqlError, SqlResult};
 pub use exec::Outcome;
 pub use plan::OutputColumn;

@@ -111,7 +111,7 @@ pub struct Session {
     /// The commit a statement started in deferred-wait mode, for the caller to finish.
     pending_commit: Option<PendingCommit>,
     /// currval/lastval of this session.
-    sequences: crate::sequence::SessionSequences,
+    sequences: crate::catalog::SessionSequences,
 }
 
 static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -1,92 +1,28 @@
-//! Secondary indexes: the engine key of an entry, their upkeep by writes, and reads through
-//! them.
+//! Secondary indexes in statements: their upkeep by writes, and reads through them. The
+//! entry layout is `catalog::index_entry`'s.
 //!
-//! An entry's key is, per index column, 0x01 and the column's memcomparable key encoding, or
-//! 0x02 for NULL (so NULLs sort last, as in PostgreSQL's default ascending order); then, for a
-//! non-unique index or a unique one with a NULL column, the row's primary key (so equal index
-//! values stay distinct entries, in primary key order). The value is the primary key. A unique
-//! index with no NULL column checks uniqueness through the engine's `insert`, in the writing
-//! transaction, like a primary key.
+//! 1. An INSERT adds the new row's entries (`add_entries`); a unique index with no NULL
+//!    column checks uniqueness through the engine's `insert`, in the writing transaction.
+//! 2. An UPDATE removes and adds the entries of the indexes whose columns it changed, a
+//!    DELETE removes them all (`remove_entries`); ON CONFLICT finds the conflicting row by a
+//!    unique index (`find_unique`).
+//! 3. A read through an index (`read_index`) turns the plan's constant lookup into an entry
+//!    prefix or range, collects the primary keys and reads the rows in primary key order.
 
 use std::ops::Bound;
 
 use hayate_engine::Transaction;
 
 use super::{as_slice, key_value, prefix_range, Executor, KeyRange};
+use crate::catalog::index_entry::{entry, violation, NOT_NULL, NULL};
 use crate::catalog::{IndexDef, Table, TableDef};
 use crate::encoding::key;
-use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::error::SqlResult;
 use crate::plan::access::{IndexAccess, IndexLookup, KeyBound};
 use crate::types::{DataType, Value};
 
 /// Takes each row read: (primary key, raw row).
 type RowSink<'a> = dyn FnMut(Vec<u8>, &[u8]) -> SqlResult<()> + 'a;
-
-const NOT_NULL: u8 = 0x01;
-const NULL: u8 = 0x02;
-
-/// The key of an index entry for a row, and whether its insert must check uniqueness.
-pub(crate) fn entry(
-    def: &TableDef,
-    index: &IndexDef,
-    values: &[Value],
-    pk: &[u8],
-) -> SqlResult<(Vec<u8>, bool)> {
-    let mut out = Vec::with_capacity(16 * index.columns.len() + pk.len());
-    let mut has_null = false;
-    for column in &index.columns {
-        match &values[*column] {
-            Value::Null => {
-                out.push(NULL);
-                has_null = true;
-            }
-            value => {
-                out.push(NOT_NULL);
-                key::encode_column(&mut out, value, def.columns[*column].data_type)?;
-            }
-        }
-    }
-    let checked = index.unique && !has_null;
-    if !checked {
-        out.extend_from_slice(pk);
-    }
-    Ok((out, checked))
-}
-
-fn key_text(def: &TableDef, columns: &[usize], values: &[Value]) -> (String, String) {
-    let names: Vec<&str> = columns
-        .iter()
-        .map(|c| def.columns[*c].name.as_str())
-        .collect();
-    let shown: Vec<String> = columns
-        .iter()
-        .map(|c| values[*c].to_text().unwrap_or_else(|| "null".into()))
-        .collect();
-    (names.join(", "), shown.join(", "))
-}
-
-/// 23505 of a write that would duplicate a unique index's key.
-pub(crate) fn violation(def: &TableDef, index: &IndexDef, values: &[Value]) -> SqlError {
-    let (names, shown) = key_text(def, &index.columns, values);
-    SqlError::new(
-        sqlstate::UNIQUE_VIOLATION,
-        format!(
-            "duplicate key value violates unique constraint \"{}\"",
-            index.name
-        ),
-    )
-    .with_detail(format!("Key ({names})=({shown}) already exists."))
-}
-
-/// 23505 of CREATE UNIQUE INDEX or ADD PRIMARY KEY over rows that repeat a key.
-pub(crate) fn duplicated(def: &TableDef, index: &IndexDef, values: &[Value]) -> SqlError {
-    let (names, shown) = key_text(def, &index.columns, values);
-    SqlError::new(
-        sqlstate::UNIQUE_VIOLATION,
-        format!("could not create unique index \"{}\"", index.name),
-    )
-    .with_detail(format!("Key ({names})=({shown}) is duplicated."))
-}
 
 /// Adds a new row's entries to the table's indexes (all of them, or those in `only`).
 pub(crate) fn add_entries(

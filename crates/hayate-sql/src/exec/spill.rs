@@ -30,8 +30,7 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
-use hayate_engine::{Partitioner, RunReader, TempRun};
-use hayate_engine::TempSpace;
+use hayate_engine::{Partitioner, RunReader, TempRun, TempSpace};
 
 use super::aggregate::Groups;
 use super::query::{Run, Sink};

@@ -206,7 +206,7 @@ pub struct EvalContext<'a> {
     /// None outside the executor's query path (a subquery is then an error).
     pub subqueries: Option<&'a dyn SubqueryRunner>,
     /// The session's currval/lastval (None: nextval notes nothing, currval fails).
-    pub sequences: Option<&'a crate::sequence::SessionSequences>,
+    pub sequences: Option<&'a crate::catalog::SessionSequences>,
 }
 
 impl<'a> EvalContext<'a> {

@@ -456,7 +456,7 @@ pub enum Plan {
     /// CREATE SEQUENCE: committed on its own, also inside a transaction block.
     CreateSequence {
         name: String,
-        options: crate::sequence::SequenceOptions,
+        options: crate::catalog::SequenceOptions,
         if_not_exists: bool,
     },
     /// DROP SEQUENCE: committed on its own, also inside a transaction block.

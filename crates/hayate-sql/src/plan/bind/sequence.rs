@@ -3,10 +3,10 @@
 use sqlparser::ast;
 
 use super::{data_type, object_name, Binder};
+use crate::catalog::SequenceOptions;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::EvalContext;
 use crate::plan::Plan;
-use crate::sequence::SequenceOptions;
 use crate::types::{DataType, Value};
 
 impl Binder<'_> {

@@ -1,0 +1,419 @@
+//! DDL on the catalog: CREATE/DROP TABLE, CREATE/DROP INDEX and CREATE/DROP SEQUENCE, each
+//! by the steps of the `catalog` module doc, and the end of a transaction block's DDL.
+//!
+//! 1. A DDL takes the catalog's DDL mutex, checks names (tables, indexes and sequences share
+//!    one namespace) and creates its engine trees.
+//! 2. It fills them (`batch`) and writes the catalog rows: in its own transaction, or in the
+//!    transaction block's.
+//! 3. It publishes the change in memory and returns a `DdlUndo`: empty outside a block (the
+//!    replaced trees are dropped at once), else kept by the session until the block ends,
+//!    when `Catalog::finish_ddl` drops the replaced trees (commit) or puts the old tables
+//!    back and drops the new trees (rollback).
+
+use std::sync::Arc;
+
+use hayate_engine::Transaction;
+
+use super::batch::{for_each_row, BatchWriter};
+use super::definition::{IndexDef, TableDef, TABLE_TREE_PREFIX};
+use super::index_entry;
+use super::sequence::{Sequence, SequenceOptions};
+use super::table::Table;
+use super::{duplicate_relation, Catalog, INDEX_TREE_PREFIX, SEQUENCE_TREE_PREFIX};
+use crate::error::{sqlstate, SqlError, SqlResult};
+
+/// What a DDL changed, to finish when its transaction ends (`Catalog::finish_ddl`).
+#[derive(Debug, Default)]
+pub struct DdlUndo {
+    /// The tables as they were before (None: there was none), restored by a rollback.
+    pub(super) previous: Vec<(String, Option<Arc<Table>>)>,
+    /// Engine trees no definition names once the change commits.
+    pub(super) on_commit: Vec<String>,
+    /// Engine trees the change created, dropped if it rolls back.
+    pub(super) on_rollback: Vec<String>,
+}
+
+impl Catalog {
+    /// A DDL's end: outside a block it is committed already (drop what it replaced); inside
+    /// one, the undo goes to the session, which calls `finish_ddl` when the block ends.
+    pub(super) fn finish_or_defer(&self, in_block: bool, undo: DdlUndo) -> DdlUndo {
+        if in_block {
+            undo
+        } else {
+            self.finish_ddl_locked(vec![undo], true);
+            DdlUndo::default()
+        }
+    }
+
+    /// Ends the DDLs of a transaction block (or of the part after a savepoint), newest last:
+    /// `committed` drops the trees they replaced; otherwise their tables are put back as they
+    /// were, newest first, and the trees they created are dropped. Call it after the engine
+    /// transaction committed or rolled back its catalog rows.
+    pub fn finish_ddl(&self, undos: Vec<DdlUndo>, committed: bool) {
+        if undos.is_empty() {
+            return;
+        }
+        let _ddl = self.ddl.lock();
+        self.finish_ddl_locked(undos, committed);
+    }
+
+    fn finish_ddl_locked(&self, undos: Vec<DdlUndo>, committed: bool) {
+        if committed {
+            for undo in undos {
+                self.drop_trees(&undo.on_commit);
+            }
+            return;
+        }
+        for undo in undos.into_iter().rev() {
+            {
+                let mut state = self.state.write();
+                for (name, table) in undo.previous.into_iter().rev() {
+                    match table {
+                        Some(table) => state.tables.insert(name, table),
+                        None => state.tables.remove(&name),
+                    };
+                }
+                state.version += 1;
+            }
+            self.drop_trees(&undo.on_rollback);
+        }
+    }
+
+    /// Creates a table; None if it exists and `if_not_exists` is set. `block`: the open
+    /// transaction block's engine transaction (see the module comment).
+    pub fn create_table(
+        &self,
+        mut def: TableDef,
+        if_not_exists: bool,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
+        let _ddl = self.ddl.lock();
+        if self.relation_exists(&def.name) {
+            if if_not_exists {
+                return Ok(DdlUndo::default());
+            }
+            return Err(duplicate_relation(&def.name));
+        }
+        for column in 0..def.columns.len() {
+            if def.columns[column].identity.is_some() {
+                let sequence = def.sequence_name(column);
+                if self.relation_exists(&sequence) {
+                    return Err(duplicate_relation(&sequence));
+                }
+            }
+        }
+        for index in &def.indexes {
+            if self.relation_exists(&index.name) {
+                return Err(duplicate_relation(&index.name));
+            }
+        }
+        let mut created = Vec::new();
+        let trees = (|| -> SqlResult<()> {
+            let (tree_name, _) =
+                self.fresh_tree(&format!("{TABLE_TREE_PREFIX}{}", def.name), None)?;
+            created.push(tree_name.clone());
+            def.tree = tree_name;
+            for index in &mut def.indexes {
+                let (tree_name, _) = self.fresh_tree(
+                    &format!("{INDEX_TREE_PREFIX}{}", index.name),
+                    Some(index.unique),
+                )?;
+                created.push(tree_name.clone());
+                index.tree = tree_name;
+            }
+            Ok(())
+        })();
+        if let Err(error) = trees {
+            self.drop_trees(&created);
+            return Err(error);
+        }
+        // Inside a block the sequence rows are not written: a missing row starts at 1, and
+        // the block holding the row's lock would make its own nextval wait for itself.
+        let in_block = block.is_some();
+        let written = self.write_defs(block, |txn| {
+            self.write_def(txn, &def)?;
+            for column in 0..def.columns.len() {
+                if def.columns[column].identity.is_some() && !in_block {
+                    let name = def.sequence_name(column);
+                    txn.put(self.sequence_tree, name.as_bytes(), &1i64.to_le_bytes())?;
+                }
+            }
+            Ok(())
+        });
+        let loaded = written.and_then(|()| self.load(def));
+        let table = match loaded {
+            Ok(table) => table,
+            Err(error) => {
+                self.drop_trees(&created);
+                return Err(error);
+            }
+        };
+        let undo = DdlUndo {
+            previous: vec![(table.def.name.clone(), None)],
+            on_commit: Vec::new(),
+            on_rollback: created,
+        };
+        self.publish(table);
+        Ok(self.finish_or_defer(in_block, undo))
+    }
+
+    /// Drops a table with its indexes and sequences; false if it does not exist and
+    /// `if_exists` is set.
+    pub fn drop_table(
+        &self,
+        name: &str,
+        if_exists: bool,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
+        let _ddl = self.ddl.lock();
+        let Some(table) = self.state.read().tables.get(name).cloned() else {
+            if if_exists {
+                return Ok(DdlUndo::default());
+            }
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_TABLE,
+                format!("table \"{name}\" does not exist"),
+            ));
+        };
+        let in_block = block.is_some();
+        self.write_defs(block, |txn| {
+            txn.delete(self.tree, name.as_bytes())?;
+            for sequence in table.sequences.iter().flatten() {
+                txn.delete(self.sequence_tree, sequence.name.as_bytes())?;
+            }
+            Ok(())
+        })?;
+        {
+            let mut state = self.state.write();
+            state.tables.remove(name);
+            state.version += 1;
+        }
+        let undo = DdlUndo {
+            on_commit: trees_of(&table.def),
+            previous: vec![(name.to_string(), Some(table))],
+            on_rollback: Vec::new(),
+        };
+        Ok(self.finish_or_defer(in_block, undo))
+    }
+
+    /// CREATE INDEX: creates the engine index, fills it from a snapshot of the table's rows
+    /// (in batches), then commits the new definition. False if the index exists and
+    /// `if_not_exists` is set.
+    pub fn create_index(
+        &self,
+        table_name: &str,
+        name: Option<&str>,
+        columns: &[String],
+        unique: bool,
+        if_not_exists: bool,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
+        let _ddl = self.ddl.lock();
+        let table = self.table(table_name)?;
+        let columns = columns
+            .iter()
+            .map(|column| {
+                table.def.column_index(column).ok_or_else(|| {
+                    SqlError::new(
+                        sqlstate::UNDEFINED_COLUMN,
+                        format!("column \"{column}\" does not exist"),
+                    )
+                })
+            })
+            .collect::<SqlResult<Vec<usize>>>()?;
+        let name = match name {
+            Some(name) => {
+                if self.relation_exists(name) {
+                    if if_not_exists {
+                        return Ok(DdlUndo::default());
+                    }
+                    return Err(duplicate_relation(name));
+                }
+                name.to_string()
+            }
+            None => {
+                // PostgreSQL's choice: table_col1_col2_idx, then ...idx1, idx2, ...
+                let mut base = table.def.name.clone();
+                for column in &columns {
+                    base.push('_');
+                    base.push_str(&table.def.columns[*column].name);
+                }
+                base.push_str("_idx");
+                let mut candidate = base.clone();
+                let mut n = 0;
+                while self.relation_exists(&candidate) {
+                    n += 1;
+                    candidate = format!("{base}{n}");
+                }
+                candidate
+            }
+        };
+        let (tree_name, tree) =
+            self.fresh_tree(&format!("{INDEX_TREE_PREFIX}{name}"), Some(unique))?;
+        let index_def = IndexDef {
+            name,
+            columns,
+            unique,
+            tree: tree_name.clone(),
+        };
+        let mut def = table.def.clone();
+        def.indexes.push(index_def.clone());
+        let in_block = block.is_some();
+        let built = (|| -> SqlResult<Table> {
+            let mut writer = BatchWriter::new(&self.db);
+            for_each_row(&self.db, block.as_deref(), &table, |pk, values| {
+                let (entry, checked) = index_entry::entry(&table.def, &index_def, &values, &pk)?;
+                writer.write(tree, &entry, &pk, checked, || {
+                    index_entry::duplicated(&table.def, &index_def, &values)
+                })
+            })?;
+            writer.finish()?;
+            self.write_defs(block, |txn| self.write_def(txn, &def))?;
+            self.load(def)
+        })();
+        let new_table = match built {
+            Ok(new_table) => new_table,
+            Err(error) => {
+                self.drop_trees(&[tree_name]);
+                return Err(error);
+            }
+        };
+        let undo = DdlUndo {
+            previous: vec![(table.def.name.clone(), Some(table))],
+            on_commit: Vec::new(),
+            on_rollback: vec![tree_name],
+        };
+        self.publish(new_table);
+        Ok(self.finish_or_defer(in_block, undo))
+    }
+
+    /// DROP INDEX; false if it does not exist and `if_exists` is set.
+    pub fn drop_index(
+        &self,
+        name: &str,
+        if_exists: bool,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
+        let _ddl = self.ddl.lock();
+        let found = self.state.read().tables.values().find_map(|table| {
+            table
+                .def
+                .indexes
+                .iter()
+                .position(|index| index.name == name)
+                .map(|position| (table.clone(), position))
+        });
+        let Some((table, position)) = found else {
+            if if_exists {
+                return Ok(DdlUndo::default());
+            }
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_OBJECT,
+                format!("index \"{name}\" does not exist"),
+            ));
+        };
+        let mut def = table.def.clone();
+        let removed = def.indexes.remove(position);
+        let in_block = block.is_some();
+        self.write_defs(block, |txn| self.write_def(txn, &def))?;
+        let new_table = self.load(def)?;
+        let undo = DdlUndo {
+            previous: vec![(table.def.name.clone(), Some(table))],
+            on_commit: vec![removed.tree],
+            on_rollback: Vec::new(),
+        };
+        self.publish(new_table);
+        Ok(self.finish_or_defer(in_block, undo))
+    }
+
+    /// CREATE SEQUENCE (committed on its own, see the module comment): its engine tree
+    /// first, then its row, then it is published.
+    pub fn create_sequence(
+        &self,
+        name: &str,
+        options: SequenceOptions,
+        if_not_exists: bool,
+    ) -> SqlResult<()> {
+        let _ddl = self.ddl.lock();
+        if self.relation_exists(name) {
+            if if_not_exists {
+                return Ok(());
+            }
+            return Err(duplicate_relation(name));
+        }
+        let (tree_name, tree) = self.fresh_tree(&format!("{SEQUENCE_TREE_PREFIX}{name}"), None)?;
+        let sequence = Sequence::new(
+            name.to_string(),
+            options,
+            Some((tree_name.clone(), tree)),
+            self.db.clone(),
+            self.sequence_tree,
+        );
+        let written = self.write_defs(None, |txn| {
+            let row = sequence.encode(options.start);
+            Ok(txn.put(self.sequence_tree, name.as_bytes(), &row)?)
+        });
+        if let Err(error) = written {
+            self.drop_trees(&[tree_name]);
+            return Err(error);
+        }
+        let mut state = self.state.write();
+        state.sequences.insert(name.to_string(), Arc::new(sequence));
+        state.version += 1;
+        Ok(())
+    }
+
+    /// DROP SEQUENCE (committed on its own). A column's sequence goes with its table only.
+    pub fn drop_sequence(&self, name: &str, if_exists: bool) -> SqlResult<()> {
+        let _ddl = self.ddl.lock();
+        let Some(sequence) = self.state.read().sequences.get(name).cloned() else {
+            if let Ok(sequence) = self.sequence(name) {
+                let owner = self.state.read().tables.values().find_map(|table| {
+                    let column = table
+                        .sequences
+                        .iter()
+                        .position(|s| s.as_ref().is_some_and(|s| Arc::ptr_eq(s, &sequence)))?;
+                    Some((
+                        table.def.name.clone(),
+                        table.def.columns[column].name.clone(),
+                    ))
+                });
+                let (table, column) = owner.unwrap_or_default();
+                return Err(SqlError::new(
+                    sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+                    format!(
+                        "cannot drop sequence {name} because column {column} of table {table} \
+                         requires it"
+                    ),
+                ));
+            }
+            if if_exists {
+                return Ok(());
+            }
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_TABLE,
+                format!("sequence \"{name}\" does not exist"),
+            ));
+        };
+        self.write_defs(None, |txn| {
+            txn.delete(self.sequence_tree, name.as_bytes())?;
+            Ok(())
+        })?;
+        {
+            let mut state = self.state.write();
+            state.sequences.remove(name);
+            state.version += 1;
+        }
+        if let Some((tree_name, _)) = &sequence.tree {
+            self.drop_trees(std::slice::from_ref(tree_name));
+        }
+        Ok(())
+    }
+}
+
+/// The engine trees of a table: its rows and its indexes.
+pub(super) fn trees_of(def: &TableDef) -> Vec<String> {
+    std::iter::once(def.tree.clone())
+        .chain(def.indexes.iter().map(|index| index.tree.clone()))
+        .collect()
+}

@@ -1,0 +1,209 @@
+//! Rebuilding tables into fresh engine trees: TRUNCATE (outside a transaction block) and
+//! ALTER TABLE (ADD PRIMARY KEY, ADD COLUMN, DROP COLUMN).
+//!
+//! 1. Create the new table tree and one new tree per index (`Catalog::fresh_tree`).
+//! 2. Copy every row from one snapshot, changed as the `Rebuild` says, with its index
+//!    entries (`batch`), checking the new primary key and unique indexes as it goes.
+//! 3. Write the new definitions in one transaction (the block's, inside one) and publish
+//!    them; the old trees are dropped once that commits (`DdlUndo`).
+
+use hayate_engine::Transaction;
+
+use super::batch::{for_each_row, BatchWriter};
+use super::ddl::{trees_of, DdlUndo};
+use super::definition::{ColumnDef, IndexDef, TableDef, TABLE_TREE_PREFIX};
+use super::index_entry;
+use super::table::Table;
+use super::{Catalog, INDEX_TREE_PREFIX};
+use crate::encoding::{key, row};
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::types::Value;
+
+/// A change of one table made by a rebuild (`Catalog::rebuild`).
+pub enum Rebuild {
+    /// Empty the table (TRUNCATE).
+    Truncate,
+    /// Key the rows by these columns (ALTER TABLE ADD PRIMARY KEY).
+    AddPrimaryKey(Vec<usize>),
+    /// Append a column; existing rows get the value.
+    AddColumn(ColumnDef, Value),
+    /// Remove a column (and the indexes on it).
+    DropColumn(usize),
+}
+
+impl Catalog {
+    /// Rebuilds tables into fresh engine trees, made visible by one commit of their
+    /// definitions: TRUNCATE (outside a transaction block) and ALTER TABLE. The old trees are
+    /// dropped after that commit.
+    pub fn rebuild(
+        &self,
+        changes: Vec<(String, Rebuild)>,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
+        let _ddl = self.ddl.lock();
+        let mut created: Vec<String> = Vec::new();
+        let in_block = block.is_some();
+        let result = self.rebuild_locked(changes, &mut created, block);
+        match result {
+            Ok((new_tables, old_trees)) => {
+                let mut undo = DdlUndo {
+                    previous: Vec::new(),
+                    on_commit: old_trees,
+                    on_rollback: created,
+                };
+                for table in new_tables {
+                    let name = table.def.name.clone();
+                    undo.previous.push((name.clone(), self.table(&name).ok()));
+                    self.publish(table);
+                }
+                Ok(self.finish_or_defer(in_block, undo))
+            }
+            Err(error) => {
+                self.drop_trees(&created);
+                Err(error)
+            }
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn rebuild_locked(
+        &self,
+        changes: Vec<(String, Rebuild)>,
+        created: &mut Vec<String>,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<(Vec<Table>, Vec<String>)> {
+        let mut new_tables = Vec::new();
+        let mut old_trees = Vec::new();
+        for (name, change) in changes {
+            let old = self.table(&name)?;
+            let mut def = old.def.clone();
+            let mut copy = true;
+            match &change {
+                Rebuild::Truncate => copy = false,
+                Rebuild::AddPrimaryKey(columns) => {
+                    if !def.primary_key.is_empty() {
+                        return Err(SqlError::new(
+                            sqlstate::INVALID_TABLE_DEFINITION,
+                            format!("multiple primary keys for table \"{name}\" are not allowed"),
+                        ));
+                    }
+                    for column in columns {
+                        def.columns[*column].not_null = true;
+                    }
+                    def.primary_key = columns.clone();
+                }
+                Rebuild::AddColumn(column, _) => def.columns.push(column.clone()),
+                Rebuild::DropColumn(column) => {
+                    if def.primary_key.contains(column) {
+                        return Err(SqlError::unsupported(
+                            "dropping a primary key column (ALTER TABLE DROP COLUMN)",
+                        ));
+                    }
+                    def.columns.remove(*column);
+                    def.indexes.retain(|index| !index.columns.contains(column));
+                    let shift = |c: &mut usize| {
+                        if *c > *column {
+                            *c -= 1
+                        }
+                    };
+                    def.primary_key.iter_mut().for_each(shift);
+                    for index in &mut def.indexes {
+                        index.columns.iter_mut().for_each(shift);
+                    }
+                }
+            }
+            let (tree_name, tree) =
+                self.fresh_tree(&format!("{TABLE_TREE_PREFIX}{}", def.name), None)?;
+            created.push(tree_name.clone());
+            def.tree = tree_name;
+            let mut index_trees = Vec::new();
+            for index in &mut def.indexes {
+                let (tree_name, tree) = self.fresh_tree(
+                    &format!("{INDEX_TREE_PREFIX}{}", index.name),
+                    Some(index.unique),
+                )?;
+                created.push(tree_name.clone());
+                index.tree = tree_name;
+                index_trees.push(tree);
+            }
+            if copy {
+                let types = def.types();
+                let mut writer = BatchWriter::new(&self.db);
+                for_each_row(&self.db, block.as_deref(), &old, |old_key, mut values| {
+                    match &change {
+                        Rebuild::AddColumn(column, value) => {
+                            if value.is_null() && column.not_null {
+                                return Err(SqlError::new(
+                                    sqlstate::NOT_NULL_VIOLATION,
+                                    format!(
+                                        "column \"{}\" of relation \"{}\" contains null values",
+                                        column.name, def.name
+                                    ),
+                                ));
+                            }
+                            values.push(value.clone())
+                        }
+                        Rebuild::DropColumn(column) => {
+                            values.remove(*column);
+                        }
+                        _ => {}
+                    }
+                    let key = if def.primary_key.is_empty() {
+                        old_key
+                    } else {
+                        primary_key_of(&def, &values)?
+                    };
+                    writer.write(tree, &key, &row::encode(&values, &types)?, true, || {
+                        let pk = IndexDef {
+                            name: def.primary_key_name(),
+                            columns: def.primary_key.clone(),
+                            unique: true,
+                            tree: String::new(),
+                        };
+                        index_entry::duplicated(&def, &pk, &values)
+                    })?;
+                    for (index, index_tree) in def.indexes.iter().zip(&index_trees) {
+                        let (entry, checked) = index_entry::entry(&def, index, &values, &key)?;
+                        writer.write(*index_tree, &entry, &key, checked, || {
+                            index_entry::duplicated(&def, index, &values)
+                        })?;
+                    }
+                    Ok(())
+                })?;
+                writer.finish()?;
+            }
+            old_trees.extend(trees_of(&old.def));
+            new_tables.push(def);
+        }
+        // The new trees are complete; one commit of the definitions makes them the tables.
+        self.write_defs(block, |txn| {
+            for def in &new_tables {
+                self.write_def(txn, def)?;
+            }
+            Ok(())
+        })?;
+        let new_tables = new_tables
+            .into_iter()
+            .map(|def| self.load(def))
+            .collect::<SqlResult<_>>()?;
+        Ok((new_tables, old_trees))
+    }
+}
+
+/// The primary key of a row of `def` (which has one), checking its columns are not NULL.
+fn primary_key_of(def: &TableDef, values: &[Value]) -> SqlResult<Vec<u8>> {
+    let mut out = Vec::new();
+    for column in &def.primary_key {
+        if values[*column].is_null() {
+            return Err(SqlError::new(
+                sqlstate::NOT_NULL_VIOLATION,
+                format!(
+                    "column \"{}\" of relation \"{}\" contains null values",
+                    def.columns[*column].name, def.name
+                ),
+            ));
+        }
+        key::encode_column(&mut out, &values[*column], def.columns[*column].data_type)?;
+    }
+    Ok(out)
+}

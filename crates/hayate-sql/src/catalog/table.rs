@@ -1,0 +1,110 @@
+//! A table as statements use it: its definition with the engine trees and sequences it
+//! names, and the engine key of its rows.
+//!
+//! 1. The catalog builds a `Table` when it opens the database or publishes a DDL, once the
+//!    engine trees its definition names exist (`Catalog::load`).
+//! 2. Statements share it through an `Arc` until a later DDL publishes a new one.
+//! 3. A table without a primary key keys its rows by a hidden row id: the first insert after
+//!    open finds the largest id in use, later ones count on from it in memory.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use hayate_engine::{Database, TreeId};
+use parking_lot::Mutex;
+
+use super::definition::TableDef;
+use super::sequence::Sequence;
+use crate::encoding::key;
+use crate::error::SqlResult;
+use crate::types::{DataType, Value};
+
+/// A table as statements use it: its definition, its engine trees and its sequences.
+#[derive(Debug)]
+pub struct Table {
+    pub def: TableDef,
+    pub tree: TreeId,
+    /// The engine index of each of `def.indexes`.
+    pub index_trees: Vec<TreeId>,
+    /// The sequence of each identity column (None for the other columns).
+    pub sequences: Vec<Option<Arc<Sequence>>>,
+    /// Next hidden row id (tables without a primary key); 0 until first used after open.
+    next_row_id: AtomicU64,
+    row_id_init: Mutex<bool>,
+}
+
+impl Table {
+    /// The table of a definition whose engine trees are open.
+    pub(super) fn new(
+        def: TableDef,
+        tree: TreeId,
+        index_trees: Vec<TreeId>,
+        sequences: Vec<Option<Arc<Sequence>>>,
+    ) -> Table {
+        Table {
+            def,
+            tree,
+            index_trees,
+            sequences,
+            next_row_id: AtomicU64::new(0),
+            row_id_init: Mutex::new(false),
+        }
+    }
+
+    pub fn has_row_id(&self) -> bool {
+        self.def.primary_key.is_empty()
+    }
+
+    /// Allocates a hidden row id. The first call after open finds the largest id in use by a
+    /// scan of the table (its last key).
+    pub fn allocate_row_id(&self, db: &Database) -> SqlResult<i64> {
+        {
+            let mut initialized = self.row_id_init.lock();
+            if !*initialized {
+                let txn = db.begin_read_only();
+                let mut last = 0u64;
+                for row in txn.scan(self.tree, Bound::Unbounded, Bound::Unbounded)? {
+                    let (key, _) = row?;
+                    if key.len() == 8 {
+                        last =
+                            u64::from_be_bytes(key[..8].try_into().expect("8 bytes")) ^ (1 << 63);
+                    }
+                }
+                txn.abort();
+                self.next_row_id.store(last + 1, Ordering::SeqCst);
+                *initialized = true;
+            }
+        }
+        Ok(self.next_row_id.fetch_add(1, Ordering::SeqCst) as i64)
+    }
+
+    /// The same table seen with another definition (a binder's scope with extra columns).
+    pub fn with_def(&self, def: TableDef) -> Table {
+        Table {
+            def,
+            tree: self.tree,
+            index_trees: self.index_trees.clone(),
+            sequences: self.sequences.clone(),
+            next_row_id: AtomicU64::new(0),
+            row_id_init: Mutex::new(false),
+        }
+    }
+
+    /// The engine key of a row: its primary key columns, or a new hidden row id.
+    pub fn row_key(&self, db: &Database, values: &[Value]) -> SqlResult<Vec<u8>> {
+        if self.has_row_id() {
+            let id = self.allocate_row_id(db)?;
+            return key::encode(&[Value::Int(id)], &[DataType::Int8]);
+        }
+        let mut out = Vec::new();
+        for column in &self.def.primary_key {
+            key::encode_column(
+                &mut out,
+                &values[*column],
+                self.def.columns[*column].data_type,
+            )?;
+        }
+        Ok(out)
+    }
+}
