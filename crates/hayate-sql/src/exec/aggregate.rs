@@ -246,7 +246,7 @@ impl<'a> Groups<'a> {
     fn new_group(&mut self, key: Vec<u8>, values: Vec<Value>) -> usize {
         let accumulators = self.aggregation.aggregates.iter().map(Accumulator::new);
         self.bytes += key.len()
-            + super::spill::row_bytes(&values)
+            + super::spill::row::row_bytes(&values)
             + self.aggregation.aggregates.len() * std::mem::size_of::<Accumulator>()
             + 64;
         self.groups.push((values, accumulators.collect()));

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::query::{hash_key, Run, Sink};
+use super::run::{hash_key, Run, Sink};
 use crate::error::SqlResult;
 use crate::plan::expr::truth;
 use crate::plan::{Expr, Relation};

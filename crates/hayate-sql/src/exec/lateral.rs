@@ -3,7 +3,7 @@
 //! `Expr::Outer` reads (as a correlated subquery runs per row). LEFT JOIN LATERAL pads a
 //! left row whose right side yields no row passing `condition`.
 
-use super::query::{Run, Sink};
+use super::run::{Run, Sink};
 use crate::error::SqlResult;
 use crate::plan::expr::truth;
 use crate::plan::{Expr, JoinKind, Relation};

@@ -9,6 +9,7 @@ mod full_join;
 pub(crate) mod index;
 mod lateral;
 mod query;
+mod run;
 mod set_operation;
 mod spill;
 mod window;
@@ -28,7 +29,7 @@ use crate::plan::{
     EvalContext, Expr, InsertSelect, OutputColumn, Plan, QueryPlan, Returning, SortKey, TableRead,
 };
 use crate::types::{DataType, Value};
-use query::Run;
+use run::Run;
 pub use spill::{memory_size_bytes, parse_work_mem, WORK_MEM_DEFAULT};
 
 /// What a statement returns.

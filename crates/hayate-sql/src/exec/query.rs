@@ -11,14 +11,12 @@
 //! statement (its rows are kept), a correlated one per evaluation, with the current row
 //! pushed on a stack that `Expr::Outer` reads.
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::rc::Rc;
 
-use hayate_engine::Transaction;
-
+use super::run::{hash_key, Run, Sink};
 use super::spill::{self, Built, JoinBuild, MatchingGroups, SortBuffer, SortedRows};
-use super::{as_slice, compare_sort_keys, Executor, KeyedRow};
+use super::{as_slice, compare_sort_keys, KeyedRow};
 use crate::encoding::row;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::Access;
@@ -27,9 +25,6 @@ use crate::plan::{EvalContext, Expr, JoinKind, Relation, Subquery, SubqueryKind,
 use crate::types::Value;
 
 const CARDINALITY_VIOLATION: &str = "21000";
-
-/// Where an operator sends its rows; returns false to stop the producer.
-pub(super) type Sink<'s> = dyn FnMut(Vec<Value>) -> SqlResult<bool> + 's;
 
 /// Whether every expression is a column of the input (one of the first 64), none of them
 /// twice: a projection that can move the values out of the input row.
@@ -44,43 +39,7 @@ fn distinct_columns(exprs: &[Expr]) -> bool {
     })
 }
 
-/// One statement's run: the transaction and the state of its subqueries.
-pub(super) struct Run<'r, 'e> {
-    pub exec: &'r Executor<'e>,
-    pub txn: RefCell<&'r mut Transaction>,
-    pub(super) outer: RefCell<Vec<Vec<Value>>>,
-    cache: RefCell<HashMap<usize, Rc<Vec<Vec<Value>>>>>,
-}
-
 impl<'r, 'e> Run<'r, 'e> {
-    pub fn new(exec: &'r Executor<'e>, txn: &'r mut Transaction) -> Run<'r, 'e> {
-        Run {
-            exec,
-            txn: RefCell::new(txn),
-            outer: RefCell::new(Vec::new()),
-            cache: RefCell::new(HashMap::new()),
-        }
-    }
-
-    pub fn context(&self) -> EvalContext<'_> {
-        EvalContext {
-            params: self.exec.context.params,
-            database_name: self.exec.context.database_name,
-            user_name: self.exec.context.user_name,
-            transaction_timestamp: self.exec.context.transaction_timestamp,
-            subqueries: Some(self),
-            sequences: self.exec.context.sequences,
-        }
-    }
-
-    fn eval(&self, expr: &Expr, row: &[Value]) -> SqlResult<Value> {
-        expr.eval(row, &self.context())
-    }
-
-    fn holds(&self, predicate: &Expr, row: &[Value]) -> SqlResult<bool> {
-        truth(&self.eval(predicate, row)?)
-    }
-
     /// All rows of a relation.
     pub fn collect(&self, relation: &Relation, limit: Option<usize>) -> SqlResult<Vec<Vec<Value>>> {
         let mut rows = Vec::new();
@@ -763,42 +722,4 @@ fn compare_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
         }
     }
     std::cmp::Ordering::Equal
-}
-
-/// A hashable form of values, equal exactly when the values are equal as SQL compares them
-/// (an integral float equals the integer; NULLs are equal to each other, as DISTINCT and
-/// UNION treat them; joins drop NULL keys before).
-pub(super) fn hash_key(values: &[Value]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for value in values {
-        match value {
-            Value::Null => out.push(0),
-            Value::Int(v) => {
-                out.push(1);
-                out.extend_from_slice(&v.to_le_bytes());
-            }
-            Value::Float(v) if v.fract() == 0.0 && v.abs() < 9.2e18 => {
-                out.push(1);
-                out.extend_from_slice(&(*v as i64).to_le_bytes());
-            }
-            Value::Float(v) => {
-                out.push(2);
-                out.extend_from_slice(&v.to_bits().to_le_bytes());
-            }
-            Value::Bool(v) => out.extend_from_slice(&[3, *v as u8]),
-            Value::Text(text) => {
-                out.push(4);
-                out.extend_from_slice(&(text.len() as u64).to_le_bytes());
-                out.extend_from_slice(text.as_bytes());
-            }
-            #[allow(unreachable_patterns)]
-            other => {
-                let text = format!("{other:?}");
-                out.push(5);
-                out.extend_from_slice(&(text.len() as u64).to_le_bytes());
-                out.extend_from_slice(text.as_bytes());
-            }
-        }
-    }
-    out
 }

@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::query::{hash_key, Run, Sink};
+use super::run::{hash_key, Run, Sink};
 use crate::error::SqlResult;
 use crate::plan::{Relation, SetOperator};
 

@@ -9,7 +9,7 @@
 //!
 //! The rows leave in the order of the last call's sort.
 
-use super::query::hash_key;
+use super::run::hash_key;
 use super::sort_output;
 use crate::error::SqlResult;
 use crate::plan::{EvalContext, SortKey, WindowCall, WindowFunction};
