@@ -4,6 +4,8 @@
 use std::cmp::Ordering;
 
 use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::system::functions::{Function, SystemFunction};
+pub use crate::types::truth;
 use crate::types::{datetime, numeric, DataType, Value};
 
 mod functions;
@@ -141,8 +143,8 @@ pub enum Expr {
         branches: Vec<(Expr, Expr)>,
         otherwise: Option<Box<Expr>>,
     },
-    /// A pg_catalog function, operator or cast (`crate::system::functions`).
-    System(Box<crate::system::functions::Call>),
+    /// A pg_catalog function, operator or cast (`SystemCall`).
+    System(Box<SystemCall>),
     /// A column of an enclosing query's row (a correlated subquery's reference): `depth`
     /// queries up, position `index` in that query's row.
     Outer {
@@ -399,12 +401,38 @@ fn out_of_range() -> SqlError {
     SqlError::new(sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")
 }
 
-/// The truth of a boolean value (NULL is handled by the callers).
-pub fn truth(value: &Value) -> SqlResult<bool> {
-    match value {
-        Value::Bool(v) => Ok(*v),
-        Value::Null => Ok(false),
-        _ => Err(SqlError::mismatch("argument must be type boolean")),
+/// A bound call of a pg_catalog function, operator or cast: the function with its argument
+/// expressions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemCall {
+    pub function: SystemFunction,
+    pub args: Vec<Expr>,
+}
+
+impl SystemCall {
+    pub fn is_constant(&self) -> bool {
+        !self.function.is_volatile() && self.args.iter().all(Expr::is_constant)
+    }
+
+    /// CASE evaluates its results lazily (args: condition, result pairs, then the ELSE
+    /// result); every other function gets its argument values.
+    pub fn eval(&self, row: &[Value], context: &EvalContext) -> SqlResult<Value> {
+        if self.function.function == Function::Case {
+            let (pairs, else_value) = self.args.split_at(self.args.len() - 1);
+            for pair in pairs.chunks(2) {
+                if truth(&pair[0].eval(row, context)?)? {
+                    return pair[1].eval(row, context);
+                }
+            }
+            return else_value[0].eval(row, context);
+        }
+        let values: Vec<Value> = self
+            .args
+            .iter()
+            .map(|arg| arg.eval(row, context))
+            .collect::<SqlResult<_>>()?;
+        self.function
+            .eval(&values, context.user_name, context.sequences)
     }
 }
 

@@ -33,12 +33,8 @@ mod tables;
 
 use std::sync::Arc;
 
-use sqlparser::ast;
-
 use crate::catalog::{Catalog, Sequence, Table};
 use crate::error::SqlResult;
-use crate::plan::bind::ident_name;
-use crate::plan::OutputColumn;
 use crate::types::{DataType, Value};
 
 pub use pg_types::{format_type, type_of};
@@ -82,7 +78,8 @@ pub struct SystemTable {
     pub schema: &'static str,
     pub name: &'static str,
     pub oid: i64,
-    pub columns: Vec<OutputColumn>,
+    /// (name, type) of each column.
+    pub columns: &'static [(&'static str, DataType)],
     compute: fn(&Snapshot, &SessionNames) -> Vec<Vec<Value>>,
 }
 
@@ -380,31 +377,6 @@ fn secondary_indexes(table: &Table) -> Vec<IndexInfo> {
                 primary: false,
                 constraint,
             }
-        })
-        .collect()
-}
-
-/// The system table a FROM name means: `pg_catalog.x`, `information_schema.x`, or an
-/// unqualified pg_catalog name.
-pub fn resolve(name: &ast::ObjectName) -> Option<SystemTable> {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .map(|part| part.as_ident().map(ident_name))
-        .collect::<Option<_>>()?;
-    match parts.as_slice() {
-        [name] => lookup(Some("pg_catalog"), name),
-        [schema, name] if schema != PUBLIC_SCHEMA => lookup(Some(schema), name),
-        _ => None,
-    }
-}
-
-fn columns(columns: &[(&str, DataType)]) -> Vec<OutputColumn> {
-    columns
-        .iter()
-        .map(|(name, data_type)| OutputColumn {
-            name: name.to_string(),
-            data_type: *data_type,
         })
         .collect()
 }

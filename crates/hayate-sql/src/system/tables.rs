@@ -5,7 +5,7 @@
 use super::array;
 use super::pg_types::{builtin_types, type_of};
 use super::{
-    all_tables, columns, SessionNames, Snapshot, SystemTable, BTREE_AM_OID, DATABASE_OID,
+    all_tables, SessionNames, Snapshot, SystemTable, BTREE_AM_OID, DATABASE_OID,
     DEFAULT_COLLATION_OID, HEAP_AM_OID, INFORMATION_SCHEMA_NAMESPACE_OID, OWNER_ROLE_OID,
     PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA,
 };
@@ -441,7 +441,7 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
         schema,
         name,
         oid: table_oid,
-        columns: columns(cols),
+        columns: cols,
         compute,
     })
 }
@@ -723,11 +723,11 @@ fn pg_attribute(snapshot: &Snapshot, _: &SessionNames) -> Rows {
         }
     }
     for system in all_tables() {
-        for (position, column) in system.columns.iter().enumerate() {
+        for (position, (name, data_type)) in system.columns.iter().enumerate() {
             rows.push(attribute_row(
                 system.oid,
-                &column.name,
-                column.data_type,
+                name,
+                *data_type,
                 position + 1,
                 false,
                 false,

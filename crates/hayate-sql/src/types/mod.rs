@@ -679,6 +679,15 @@ pub fn format_float4(value: f32) -> String {
         .unwrap_or_else(|| format_shortest(format!("{value}"), format!("{value:e}"), 6))
 }
 
+/// The truth of a boolean value (NULL is false here; three-valued logic is the callers').
+pub fn truth(value: &Value) -> SqlResult<bool> {
+    match value {
+        Value::Bool(v) => Ok(*v),
+        Value::Null => Ok(false),
+        _ => Err(SqlError::mismatch("argument must be type boolean")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

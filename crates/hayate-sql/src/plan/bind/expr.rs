@@ -332,8 +332,8 @@ impl Binder<'_> {
                 expr: inner,
                 data_type: target,
                 ..
-            } if crate::system::functions::is_system_type(target) => {
-                crate::system::functions::bind_cast(self, self.catalog, inner, target)
+            } if super::system::is_system_type(target) => {
+                super::system::bind_cast(self, self.catalog, inner, target)
             }
             E::Cast {
                 expr: inner,
@@ -577,15 +577,7 @@ impl Binder<'_> {
             B::And => BinaryOp::And,
             B::Or => BinaryOp::Or,
             B::StringConcat => BinaryOp::Concat,
-            other => {
-                return crate::system::functions::bind_operator(
-                    self,
-                    self.catalog,
-                    left,
-                    other,
-                    right,
-                )
-            }
+            other => return super::system::bind_operator(self, self.catalog, left, other, right),
         };
         if matches!(op, BinaryOp::Add | BinaryOp::Subtract) {
             if let Some(bound) = self.bind_interval_arithmetic(left, op, right)? {

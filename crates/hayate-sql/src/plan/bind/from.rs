@@ -384,7 +384,7 @@ impl Binder<'_> {
             system
                 .columns
                 .iter()
-                .map(|c| (c.name.clone(), c.data_type))
+                .map(|(name, data_type)| (name.to_string(), *data_type))
                 .collect(),
         );
         Ok((Relation::System(system), entry))

@@ -293,7 +293,7 @@ impl Binder<'_> {
                 };
                 self.bind_scalar_function(name, &[FunctionArg::Expr(inner)])
             }
-            other => crate::system::functions::bind_other(self, self.catalog, other, expected),
+            other => super::system::bind_other(self, self.catalog, other, expected),
         }
     }
 
@@ -508,7 +508,7 @@ impl Binder<'_> {
                 Ok((function(F::Mod, bound), target))
             }
             _ => {
-                // pg_catalog functions (crate::system::functions) or an undefined function.
+                // pg_catalog functions (`system`) or an undefined function.
                 let mut bound = Vec::with_capacity(exprs.len());
                 let mut types = Vec::with_capacity(exprs.len());
                 for arg in exprs {
@@ -516,7 +516,7 @@ impl Binder<'_> {
                     bound.push(expr);
                     types.push(data_type);
                 }
-                crate::system::functions::bind_function(self.catalog, name, bound, &types)
+                super::system::bind_function(self.catalog, name, bound, &types)
             }
         }
     }

@@ -8,6 +8,7 @@ mod functions;
 mod query;
 mod scope;
 mod sequence;
+mod system;
 mod window;
 mod write;
 
