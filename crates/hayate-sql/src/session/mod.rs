@@ -1,0 +1,187 @@
+//! A session: one client's state (its transaction, its settings) and the entry point for
+//! statements.
+//!
+//! Transactions, as in PostgreSQL:
+//! 1. Outside a transaction block each statement runs in its own engine transaction and
+//!    commits at its end (autocommit); an error aborts it.
+//! 2. BEGIN opens a block: statements share one engine transaction (snapshot isolation:
+//!    PostgreSQL's REPEATABLE READ, where a write conflict is a serialization failure).
+//! 3. An error inside a block aborts it: every later statement fails with 25P02 until COMMIT
+//!    or ROLLBACK ends the block (COMMIT then reports ROLLBACK), or ROLLBACK TO a savepoint
+//!    taken before the error undoes the writes after it (`Transaction::rollback_to`) and
+//!    the block goes on.
+//! 4. DDL inside a block writes its catalog rows in the block's transaction
+//!    (`catalog` module comment): it commits or rolls back with the block, or with the part
+//!    after a savepoint.
+//!
+//! Prepared statements: SQL-level PREPARE/EXECUTE/DEALLOCATE keep `Prepared`s by name; the
+//! server tells the session the names of protocol-level (Parse) statements, which share the
+//! namespace, so DEALLOCATE (ALL) drops them too (`take_deallocated`).
+//!
+//! The folder: `statement` (parsing, binding and running statements), `transaction`
+//! (transaction blocks, savepoints, table locks and the DDL of a block), `prepared`
+//! (PREPARE/EXECUTE/DEALLOCATE and the protocol-level statement names) and `settings`
+//! (SET/SHOW values and what statements read of them); this file holds the session's state.
+
+mod prepared;
+mod settings;
+mod statement;
+mod transaction;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use hayate_engine::{PendingCommit, Transaction};
+use sqlparser::ast::Statement;
+
+use crate::catalog::{Catalog, DdlUndo};
+use crate::exec::Outcome;
+use crate::plan::{OutputColumn, Plan};
+use crate::types::DataType;
+
+use settings::default_settings;
+pub use statement::parse;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionStatus {
+    Idle,
+    InBlock,
+    Failed,
+}
+
+enum State {
+    Idle,
+    InBlock(Transaction),
+    /// An error aborted the block; the transaction is kept while a savepoint could take the
+    /// block back to before the error.
+    Failed(Option<Transaction>),
+}
+
+/// A SAVEPOINT of the open block.
+struct SavepointEntry {
+    name: String,
+    mark: hayate_engine::Savepoint,
+    /// The block's DDLs (`Session::ddl_undo`) before it.
+    ddl: usize,
+}
+
+/// A statement parsed and bound, ready to run many times with different parameters.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    statement: Statement,
+    declared: Vec<DataType>,
+    plan: Plan,
+    catalog_version: u64,
+    pub param_types: Vec<DataType>,
+    pub columns: Vec<OutputColumn>,
+}
+
+impl Prepared {
+    /// The plan as bound (the access path of a read shows in it).
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+}
+
+pub struct Session {
+    pub(crate) catalog: Arc<Catalog>,
+    state: State,
+    settings: BTreeMap<String, String>,
+    user: String,
+    database: String,
+    /// The start of the open transaction block (now() within it).
+    block_timestamp: Option<i64>,
+    /// The open block runs at READ COMMITTED (else REPEATABLE READ).
+    block_read_committed: bool,
+    /// The open block's savepoints, oldest first.
+    savepoints: Vec<SavepointEntry>,
+    /// The open block's DDLs, to finish when it ends (`Catalog::finish_ddl`).
+    ddl_undo: Vec<DdlUndo>,
+    /// SQL-level prepared statements (PREPARE).
+    prepared: HashMap<String, Prepared>,
+    /// Names of the protocol-level statements the client parsed (`protocol_statement_parsed`).
+    protocol_statements: HashSet<String>,
+    /// Protocol-level statements DEALLOCATE dropped, for the server to forget.
+    deallocated: Vec<String>,
+    /// This session as the owner of table locks (`table_lock`).
+    lock_owner: u64,
+    /// The tables it holds locks on, until its transaction ends.
+    locked_tables: Vec<String>,
+    /// Deferred-wait mode (`set_defer_waits`).
+    defer_waits: bool,
+    /// What every statement reads of `settings`, worked out when a setting changes
+    /// (`settings_changed`).
+    read_committed_default: bool,
+    work_mem_bytes: usize,
+    /// The commit a statement started in deferred-wait mode, for the caller to finish.
+    pending_commit: Option<PendingCommit>,
+    /// currval/lastval of this session.
+    sequences: crate::catalog::SessionSequences,
+}
+
+static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl Drop for Session {
+    /// A client gone in the middle of a block: its DDLs roll back with it.
+    fn drop(&mut self) {
+        self.state = State::Idle;
+        self.end_block(false);
+    }
+}
+
+impl Session {
+    pub fn new(catalog: Arc<Catalog>, user: &str, database: &str) -> Session {
+        Session {
+            catalog,
+            state: State::Idle,
+            settings: default_settings(user, database),
+            user: user.into(),
+            database: database.into(),
+            block_timestamp: None,
+            block_read_committed: true,
+            savepoints: Vec::new(),
+            ddl_undo: Vec::new(),
+            prepared: HashMap::new(),
+            protocol_statements: HashSet::new(),
+            deallocated: Vec::new(),
+            lock_owner: NEXT_LOCK_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            locked_tables: Vec::new(),
+            defer_waits: false,
+            pending_commit: None,
+            read_committed_default: true,
+            work_mem_bytes: 0,
+            sequences: Default::default(),
+        }
+        .with_settings_read()
+    }
+
+    pub fn status(&self) -> TransactionStatus {
+        match self.state {
+            State::Idle => TransactionStatus::Idle,
+            State::InBlock(_) => TransactionStatus::InBlock,
+            State::Failed(_) => TransactionStatus::Failed,
+        }
+    }
+
+    /// Records an error that happened outside `execute` (e.g. parsing a prepared statement):
+    /// inside a transaction block it aborts the block, as every error does.
+    pub fn note_error(&mut self) {
+        if let State::InBlock(_) = self.state {
+            let State::InBlock(txn) = std::mem::replace(&mut self.state, State::Idle) else {
+                unreachable!("matched above");
+            };
+            if self.savepoints.is_empty() {
+                // Nothing can take the block back: abort the engine transaction now.
+                drop(txn);
+                self.end_block(false);
+                self.state = State::Failed(None);
+            } else {
+                self.state = State::Failed(Some(txn));
+            }
+        }
+    }
+}
+
+fn command(tag: &str) -> Outcome {
+    Outcome::Command { tag: tag.into() }
+}

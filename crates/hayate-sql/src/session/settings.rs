@@ -1,0 +1,80 @@
+//! A session's settings: what SET changes and SHOW (and `current_setting`) reads.
+//!
+//! 1. A session starts with PostgreSQL's defaults and the connection's user and database
+//!    (`default_settings`).
+//! 2. SET (or the server, for startup parameters) changes a value (`set_setting`).
+//! 3. After each change the values statements read on every run (`work_mem`, the default
+//!    isolation) are worked out once (`settings_changed`), not parsed per statement.
+
+use std::collections::BTreeMap;
+
+use super::Session;
+
+pub(super) fn default_settings(user: &str, database: &str) -> BTreeMap<String, String> {
+    let pairs = [
+        ("server_version", crate::SERVER_VERSION),
+        ("server_version_num", crate::SERVER_VERSION_NUM),
+        ("server_encoding", "UTF8"),
+        ("client_encoding", "UTF8"),
+        ("datestyle", "ISO, MDY"),
+        ("timezone", "UTC"),
+        ("intervalstyle", "postgres"),
+        ("integer_datetimes", "on"),
+        ("standard_conforming_strings", "on"),
+        ("transaction_isolation", "read committed"),
+        ("default_transaction_isolation", "read committed"),
+        ("search_path", "\"$user\", public"),
+        ("application_name", ""),
+        ("extra_float_digits", "1"),
+        ("max_identifier_length", "63"),
+        ("lc_messages", "C"),
+        ("synchronous_commit", "on"),
+        ("work_mem", crate::exec::WORK_MEM_DEFAULT),
+    ];
+    let mut settings: BTreeMap<String, String> = pairs
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    settings.insert("session_authorization".into(), user.into());
+    settings.insert("hayate.database".into(), database.into());
+    settings
+}
+
+impl Session {
+    pub(super) fn with_settings_read(mut self) -> Session {
+        self.settings_changed();
+        self
+    }
+
+    /// Works out what statements read of the settings (see the fields).
+    pub(super) fn settings_changed(&mut self) {
+        self.read_committed_default = self.read_default_read_committed();
+        self.work_mem_bytes = self.read_work_mem_bytes();
+    }
+
+    /// Sets a setting's value for this session (the server's configured defaults).
+    pub fn set_setting(&mut self, name: &str, value: &str) {
+        self.settings
+            .insert(name.to_ascii_lowercase(), value.into());
+        self.settings_changed();
+    }
+
+    /// work_mem in bytes (checked when set; the default if unset or unreadable).
+    pub(super) fn read_work_mem_bytes(&self) -> usize {
+        let setting = self.settings.get("work_mem").map(String::as_str);
+        crate::exec::parse_work_mem(setting.unwrap_or(crate::exec::WORK_MEM_DEFAULT))
+            .or_else(|_| crate::exec::parse_work_mem(crate::exec::WORK_MEM_DEFAULT))
+            .expect("the default work_mem is valid")
+    }
+
+    /// default_transaction_isolation: READ COMMITTED unless set to REPEATABLE READ (a default
+    /// of SERIALIZABLE is taken as REPEATABLE READ's snapshot isolation).
+    pub(super) fn read_default_read_committed(&self) -> bool {
+        self.settings
+            .get("default_transaction_isolation")
+            .is_none_or(|level| {
+                let level = level.to_ascii_lowercase();
+                !(level.contains("repeatable") || level.contains("serializable"))
+            })
+    }
+}

@@ -1,0 +1,474 @@
+//! Running statements: a query string parsed into statements, each bound into a plan (or
+//! taken from a prepared one, bound again after DDL) and run.
+//!
+//! 1. `parse` turns the text into sqlparser's AST (PostgreSQL dialect; a few maintenance
+//!    statements it does not know become no-ops).
+//! 2. `prepare` binds a statement; `execute_locked` takes the table locks and runs it in
+//!    the block's transaction or in one of its own, retrying an autocommitted statement
+//!    after a write conflict up to `AUTOCOMMIT_ATTEMPTS_MAX` times.
+//! 3. `run_plan` dispatches on the plan: transaction control, DDL through the catalog, SET
+//!    and SHOW, or data statements through the executor (`run_data`).
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use super::{command, Prepared, Session, State};
+use crate::catalog::Rebuild;
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::exec::{Executor, Outcome};
+use crate::plan::bind::Binder;
+use crate::plan::write::AlterAction;
+use crate::plan::{EvalContext, Plan, TransactionControl};
+use crate::types::{DataType, Value};
+
+/// How often an autocommitted statement is run again after a write conflict.
+const AUTOCOMMIT_ATTEMPTS_MAX: u32 = 16;
+
+/// Parses a query string into its statements.
+pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
+    if let Some(statement) = maintenance_statement(sql) {
+        return Ok(vec![statement]);
+    }
+    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|error| {
+        let message = error.to_string();
+        let message = message
+            .strip_prefix("sql parser error: ")
+            .unwrap_or(&message);
+        SqlError::syntax(format!("syntax error: {message}"))
+    })
+}
+
+/// VACUUM and ANALYZE in PostgreSQL's forms (`vacuum analyze t`, `VACUUM (VERBOSE) t`,
+/// `analyze t`), which sqlparser does not all accept: there is nothing for them to do here
+/// (purge and statistics are the engine's own business), so they are accepted whole, as one
+/// statement. Anything after a `;` makes it an ordinary parse.
+fn maintenance_statement(sql: &str) -> Option<Statement> {
+    let text = sql.trim().trim_end_matches(';').trim();
+    if text.contains(';') {
+        return None;
+    }
+    let first = text.split_whitespace().next()?.to_ascii_lowercase();
+    let vacuum = sqlparser::ast::VacuumStatement {
+        full: false,
+        sort_only: false,
+        delete_only: false,
+        reindex: false,
+        recluster: false,
+        table_name: None,
+        threshold: None,
+        boost: false,
+    };
+    match first.as_str() {
+        "vacuum" => Some(Statement::Vacuum(vacuum)),
+        // An ANALYZE is told apart from a VACUUM by `reindex` (never set by VACUUM here).
+        "analyze" | "analyse" => Some(Statement::Vacuum(sqlparser::ast::VacuumStatement {
+            reindex: true,
+            ..vacuum
+        })),
+        _ => None,
+    }
+}
+
+impl Session {
+    /// Binds a parsed statement; `declared` holds the parameter types the client gave
+    /// (`Unknown` where it gave none).
+    pub fn prepare(&self, statement: Statement, declared: &[DataType]) -> SqlResult<Prepared> {
+        let mut binder = Binder::new(&self.catalog, declared);
+        let catalog_version = self.catalog.version();
+        let plan = binder.bind(&statement)?;
+        Ok(Prepared {
+            columns: plan.columns(),
+            param_types: binder.params,
+            declared: declared.to_vec(),
+            statement,
+            plan,
+            catalog_version,
+        })
+    }
+
+    /// Runs every statement of a query string; stops at the first error. Several statements
+    /// outside a block run as one implicit transaction, as in PostgreSQL, unless they contain
+    /// transaction control or DDL (then each statement is its own transaction).
+    pub fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
+        let statements = match parse(sql) {
+            Ok(statements) => statements,
+            Err(error) => {
+                self.note_error();
+                return vec![Err(error)];
+            }
+        };
+        if self.defer_waits && statements.len() > 1 {
+            // Statements before one that would wait could not be taken back.
+            return vec![Err(SqlError::would_block())];
+        }
+        let implicit = statements.len() > 1
+            && matches!(self.state, State::Idle)
+            && statements.iter().all(|statement| {
+                !matches!(
+                    statement,
+                    Statement::StartTransaction { .. }
+                        | Statement::Commit { .. }
+                        | Statement::Rollback { .. }
+                        | Statement::CreateTable(_)
+                        | Statement::CreateIndex(_)
+                        | Statement::AlterTable(_)
+                        | Statement::Drop { .. }
+                )
+            });
+        if implicit {
+            self.state = State::InBlock(self.begin_transaction(false));
+        }
+        let mut outcomes = Vec::with_capacity(statements.len());
+        for statement in statements {
+            let outcome = self.execute_statement(statement);
+            let failed = outcome.is_err();
+            outcomes.push(outcome);
+            if failed {
+                break;
+            }
+        }
+        if implicit {
+            // A failed statement left the state Failed (its transaction aborted).
+            let mut committed = false;
+            if let State::InBlock(txn) = std::mem::replace(&mut self.state, State::Idle) {
+                match txn.commit() {
+                    Ok(_) => committed = true,
+                    Err(error) => outcomes.push(Err(error.into())),
+                }
+            }
+            self.end_block(committed);
+        }
+        outcomes
+    }
+
+    pub(super) fn execute_statement(&mut self, statement: Statement) -> SqlResult<Outcome> {
+        self.check_not_failed(&statement)?;
+        crate::interrupt::check()?;
+        let prepared = match self.prepare(statement, &[]) {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                self.note_error();
+                return Err(error);
+            }
+        };
+        self.execute(&prepared, Vec::new())
+    }
+
+    pub(super) fn check_not_failed(&self, statement: &Statement) -> SqlResult<()> {
+        let ends_block = matches!(
+            statement,
+            Statement::Commit { .. } | Statement::Rollback { .. }
+        );
+        if matches!(self.state, State::Failed(_)) && !ends_block {
+            return Err(SqlError::new(
+                sqlstate::IN_FAILED_SQL_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs a prepared statement with parameter values (of `prepared.param_types`).
+    pub fn execute(&mut self, prepared: &Prepared, params: Vec<Value>) -> SqlResult<Outcome> {
+        self.execute_params(prepared, &params)
+    }
+
+    /// `execute` with borrowed parameter values.
+    pub fn execute_params(&mut self, prepared: &Prepared, params: &[Value]) -> SqlResult<Outcome> {
+        self.check_not_failed(&prepared.statement)?;
+        let result = self.execute_locked(prepared, params);
+        if !self.locked_tables.is_empty() && matches!(self.state, State::Idle) {
+            self.release_tables(); // the statement's own transaction ended
+        }
+        result
+    }
+
+    /// `execute` with the plan's table locks taken first, so a DDL that changed a table
+    /// while the statement waited for it is seen (the statement is bound again).
+    pub(super) fn execute_locked(
+        &mut self,
+        prepared: &Prepared,
+        params: &[Value],
+    ) -> SqlResult<Outcome> {
+        if self.defer_waits && self.may_wait(&prepared.plan) {
+            return Err(SqlError::would_block());
+        }
+        self.lock_tables(&prepared.plan).inspect_err(|error| {
+            if !error.is_would_block() {
+                self.note_error()
+            }
+        })?;
+        let rebound;
+        let prepared = if prepared.catalog_version != self.catalog.version() {
+            // A table changed since the statement was bound: bind it again.
+            rebound = self
+                .prepare(prepared.statement.clone(), &prepared.declared)
+                .inspect_err(|_| self.note_error())?;
+            &rebound
+        } else {
+            prepared
+        };
+        if params.len() != prepared.param_types.len() {
+            return Err(SqlError::new(
+                sqlstate::PROTOCOL_VIOLATION,
+                format!(
+                    "bind message supplies {} parameters, but prepared statement requires {}",
+                    params.len(),
+                    prepared.param_types.len()
+                ),
+            ));
+        }
+        let result = self.run_plan(&prepared.plan, params);
+        if result.as_ref().is_err_and(|error| !error.is_would_block()) {
+            self.note_error();
+        }
+        result
+    }
+
+    /// Statements that may wait by their nature (deferred-wait mode runs them elsewhere):
+    /// DDL (table locks, rebuilds, a log flush of its own) and the COMMIT of a block that
+    /// ran DDL (its catalog changes finish with the commit).
+    pub(super) fn may_wait(&self, plan: &Plan) -> bool {
+        match plan {
+            Plan::CreateTable { .. }
+            | Plan::DropTable { .. }
+            | Plan::CreateIndex { .. }
+            | Plan::DropIndex { .. }
+            | Plan::AlterTable { .. }
+            | Plan::Truncate { .. } => true,
+            Plan::Transaction(TransactionControl::Commit) => !self.ddl_undo.is_empty(),
+            _ => false,
+        }
+    }
+
+    pub(super) fn run_plan(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
+        match plan {
+            Plan::Transaction(control) => self.transaction_control(control),
+            Plan::Prepare {
+                name,
+                declared,
+                statement,
+            } => self.prepare_named(name, declared, statement),
+            Plan::Execute { name, arguments } => self.execute_named(name, arguments),
+            Plan::Deallocate { name } => self.deallocate(name.as_deref()),
+            Plan::CreateTable { def, if_not_exists } => {
+                let catalog = self.catalog.clone();
+                let undo = catalog.create_table(def.clone(), *if_not_exists, self.ddl_block())?;
+                self.note_ddl(undo);
+                Ok(command("CREATE TABLE"))
+            }
+            Plan::DropTable { names, if_exists } => {
+                for name in names {
+                    let catalog = self.catalog.clone();
+                    let undo = catalog.drop_table(name, *if_exists, self.ddl_block())?;
+                    self.note_ddl(undo);
+                }
+                Ok(command("DROP TABLE"))
+            }
+            Plan::CreateIndex {
+                table,
+                name,
+                columns,
+                unique,
+                if_not_exists,
+            } => {
+                let catalog = self.catalog.clone();
+                let undo = catalog.create_index(
+                    table,
+                    name.as_deref(),
+                    columns,
+                    *unique,
+                    *if_not_exists,
+                    self.ddl_block(),
+                )?;
+                self.note_ddl(undo);
+                Ok(command("CREATE INDEX"))
+            }
+            Plan::DropIndex { names, if_exists } => {
+                for name in names {
+                    let catalog = self.catalog.clone();
+                    let undo = catalog.drop_index(name, *if_exists, self.ddl_block())?;
+                    self.note_ddl(undo);
+                }
+                Ok(command("DROP INDEX"))
+            }
+            Plan::AlterTable { table, actions } => {
+                for action in actions {
+                    self.alter_table(table, action)?;
+                }
+                Ok(command("ALTER TABLE"))
+            }
+            Plan::Truncate { tables } if matches!(self.state, State::Idle) => {
+                // Outside a block: swap in empty trees (inside, `run_data` deletes the rows).
+                let changes = tables
+                    .iter()
+                    .map(|table| (table.def.name.clone(), Rebuild::Truncate))
+                    .collect();
+                self.catalog.rebuild(changes, None)?;
+                Ok(command("TRUNCATE TABLE"))
+            }
+            Plan::Set { name, value } => {
+                if name == "work_mem" {
+                    crate::exec::parse_work_mem(value)?;
+                }
+                self.settings.insert(name.clone(), value.clone());
+                self.settings_changed();
+                Ok(command("SET"))
+            }
+            Plan::Show { name } => {
+                let value = self.settings.get(name).cloned().ok_or_else(|| {
+                    SqlError::new(
+                        sqlstate::UNDEFINED_OBJECT,
+                        format!("unrecognized configuration parameter \"{name}\""),
+                    )
+                })?;
+                Ok(Outcome::Rows {
+                    columns: plan.columns(),
+                    rows: vec![vec![Value::Text(value)]],
+                    command: "SHOW".into(),
+                })
+            }
+            Plan::NoOp { tag } => Ok(command(tag)),
+            data => self.run_data(data, params),
+        }
+    }
+
+    pub(super) fn alter_table(&mut self, name: &str, action: &AlterAction) -> SqlResult<()> {
+        let table = self.catalog.table(name)?;
+        let def = &table.def;
+        let change = match action {
+            AlterAction::AddPrimaryKey(columns) => {
+                let columns = columns
+                    .iter()
+                    .map(|column| {
+                        def.column_index(column)
+                            .ok_or_else(|| undefined_column(column, name))
+                    })
+                    .collect::<SqlResult<Vec<usize>>>()?;
+                Rebuild::AddPrimaryKey(columns)
+            }
+            AlterAction::AddColumn {
+                column,
+                fill,
+                if_not_exists,
+            } => {
+                if def.column_index(&column.name).is_some() {
+                    if *if_not_exists {
+                        return Ok(());
+                    }
+                    return Err(SqlError::new(
+                        sqlstate::DUPLICATE_COLUMN,
+                        format!(
+                            "column \"{}\" of relation \"{name}\" already exists",
+                            column.name
+                        ),
+                    ));
+                }
+                let context = EvalContext {
+                    params: &[],
+                    database_name: &self.database,
+                    user_name: &self.user,
+                    transaction_timestamp: crate::types::datetime::now_micros(),
+                    subqueries: None,
+                    sequences: Some(&self.sequences),
+                };
+                let value = fill.eval(&[], &context)?.cast(column.data_type)?;
+                Rebuild::AddColumn(column.clone(), value)
+            }
+            AlterAction::DropColumn {
+                name: column,
+                if_exists,
+            } => match def.column_index(column) {
+                Some(index) => Rebuild::DropColumn(index),
+                None if *if_exists => return Ok(()),
+                None => return Err(undefined_column(column, name)),
+            },
+        };
+        let catalog = self.catalog.clone();
+        let undo = catalog.rebuild(vec![(name.to_string(), change)], self.ddl_block())?;
+        self.note_ddl(undo);
+        Ok(())
+    }
+
+    pub(super) fn run_data(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
+        let db = self.catalog.database().clone();
+        let transaction_timestamp = match self.state {
+            State::InBlock(_) => *self
+                .block_timestamp
+                .get_or_insert_with(crate::types::datetime::now_micros),
+            _ => crate::types::datetime::now_micros(),
+        };
+        let read_committed = match &mut self.state {
+            State::InBlock(txn) if self.block_read_committed => {
+                // Each statement of a READ COMMITTED block reads what was committed before it.
+                txn.refresh_snapshot();
+                true
+            }
+            State::InBlock(_) => false,
+            _ => self.read_committed_default,
+        };
+        let executor = Executor {
+            db: &db,
+            catalog: &self.catalog,
+            read_committed,
+            work_mem_bytes: self.work_mem_bytes,
+            context: EvalContext {
+                params,
+                database_name: &self.database,
+                user_name: &self.user,
+                transaction_timestamp,
+                subqueries: None,
+                sequences: Some(&self.sequences),
+            },
+        };
+        match &mut self.state {
+            State::InBlock(txn) if self.defer_waits && !plan.is_read_only() => {
+                // A statement that would wait is undone, and runs again where it may wait.
+                let mark = txn.savepoint();
+                let result = executor.run(plan, txn);
+                if result.as_ref().is_err_and(SqlError::is_would_block) {
+                    txn.rollback_to(mark)?;
+                }
+                result
+            }
+            State::InBlock(txn) => executor.run(plan, txn),
+            State::Failed(_) => unreachable!("checked by check_not_failed"),
+            State::Idle => {
+                // A single statement that lost a write conflict has shown nothing to the
+                // client yet: run it again on a fresh snapshot, as PostgreSQL's READ COMMITTED
+                // re-reads a row updated under it. Inside a block the conflict is the client's
+                // (40001).
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    let mut txn = self.begin_transaction(plan.is_read_only());
+                    let result = executor.run(plan, &mut txn).and_then(|outcome| {
+                        if self.defer_waits {
+                            self.pending_commit = txn.commit_start()?;
+                        } else {
+                            txn.commit()?;
+                        }
+                        Ok(outcome)
+                    });
+                    match result {
+                        Err(error)
+                            if error.code == sqlstate::SERIALIZATION_FAILURE
+                                && attempt < AUTOCOMMIT_ATTEMPTS_MAX =>
+                        {
+                            continue
+                        }
+                        result => return result,
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn undefined_column(column: &str, table: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::UNDEFINED_COLUMN,
+        format!("column \"{column}\" of relation \"{table}\" does not exist"),
+    )
+}

@@ -1,0 +1,285 @@
+//! Transactions of a session (the steps in the `session` module doc): the engine transaction
+//! of a statement or of a block, savepoints, the table locks its writes and DDL take, and the
+//! DDL of a block finished when it ends.
+//!
+//! 1. `begin_transaction` opens an engine transaction; outside a block each statement gets
+//!    its own, committed at its end (`commit_transaction`, or deferred to the caller in
+//!    deferred-wait mode).
+//! 2. BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE and ROLLBACK TO move the block's state
+//!    (`transaction_control`); an error fails the block until it ends or rolls back to a
+//!    savepoint taken before the error.
+//! 3. When the block ends (`end_block`) its DDLs are finished (`Catalog::finish_ddl`) and its
+//!    table locks released.
+
+use hayate_engine::{PendingCommit, Transaction};
+
+use super::{command, SavepointEntry, Session, State};
+use crate::catalog::DdlUndo;
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::exec::Outcome;
+use crate::plan::{Isolation, Plan, TransactionControl};
+
+impl Session {
+    /// Deferred-wait mode, for a server that runs many sessions on one thread (an event
+    /// loop): a statement never waits for another transaction or for the log there.
+    /// - A write that meets a row or table lock held by someone else, or a row whose newer
+    ///   version is not published yet, is undone (the statement's writes and locks; the block
+    ///   goes on) and fails with `sqlstate::WOULD_BLOCK`; so does, before doing anything, a
+    ///   statement that may wait by its nature (DDL, a query string of several statements,
+    ///   COMMIT of a block with DDL). The caller runs it again with the mode off, on a thread
+    ///   that may wait.
+    /// - A commit is logged and applied but not awaited: `take_pending_commit` hands it to
+    ///   the caller, which awaits the log (`Database::log_durable`) and finishes it before
+    ///   answering the statement.
+    pub fn set_defer_waits(&mut self, defer: bool) {
+        self.defer_waits = defer;
+        if let State::InBlock(txn) | State::Failed(Some(txn)) = &mut self.state {
+            txn.set_nowait(defer);
+        }
+    }
+
+    /// The commit the last statement started in deferred-wait mode, if any: the statement
+    /// is acknowledged once this is durable and finished (`PendingCommit::finish`).
+    pub fn take_pending_commit(&mut self) -> Option<PendingCommit> {
+        self.pending_commit.take()
+    }
+
+    /// A new engine transaction, in no-wait mode when waits are deferred.
+    pub(super) fn begin_transaction(&self, read_only: bool) -> Transaction {
+        let db = self.catalog.database();
+        let mut txn = if read_only {
+            db.begin_read_only()
+        } else {
+            db.begin()
+        };
+        txn.set_nowait(self.defer_waits);
+        txn
+    }
+
+    /// Commits `txn`: at once (waiting for the log), or in deferred-wait mode by starting
+    /// the commit and leaving it in `pending_commit`.
+    pub(super) fn commit_transaction(&mut self, txn: Transaction) -> SqlResult<()> {
+        if self.defer_waits {
+            self.pending_commit = txn.commit_start()?;
+        } else {
+            txn.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Takes the table locks a plan needs (`table_lock`): the write lock on the tables it
+    /// writes, the exclusive lock on those a DDL changes.
+    pub(super) fn lock_tables(&mut self, plan: &Plan) -> SqlResult<()> {
+        let in_block = !matches!(self.state, State::Idle);
+        let (tables, exclusive): (Vec<&str>, bool) = match plan {
+            Plan::Insert { table, .. } => (vec![&table.def.name], false),
+            Plan::InsertSelect(insert) => (vec![&insert.table.def.name], false),
+            Plan::Update { read, .. } | Plan::Delete { read, .. } => {
+                (vec![&read.table.def.name], false)
+            }
+            Plan::Truncate { tables } => (
+                tables.iter().map(|table| table.def.name.as_str()).collect(),
+                !in_block,
+            ),
+            Plan::CreateTable { def, .. } => (vec![&def.name], true),
+            Plan::DropTable { names, .. } => (names.iter().map(String::as_str).collect(), true),
+            Plan::CreateIndex { table, .. } | Plan::AlterTable { table, .. } => (vec![table], true),
+            _ => return Ok(()),
+        };
+        for table in tables {
+            let locks = &self.catalog.table_locks;
+            if exclusive {
+                locks.lock_exclusive(self.lock_owner, table)?;
+            } else if !self.locked_tables.iter().any(|held| held == table) {
+                if !self.defer_waits {
+                    locks.lock_write(self.lock_owner, table)?;
+                } else if !locks.try_lock_write(self.lock_owner, table) {
+                    return Err(SqlError::would_block());
+                }
+            } else {
+                continue;
+            }
+            self.locked_tables.push(table.to_string());
+        }
+        Ok(())
+    }
+
+    /// Releases the table locks once the transaction that took them ended.
+    pub(super) fn release_tables(&mut self) {
+        let tables = std::mem::take(&mut self.locked_tables);
+        self.catalog.table_locks.release(self.lock_owner, &tables);
+    }
+
+    /// Ends the block's savepoints and DDLs after its engine transaction committed
+    /// (`committed`) or was dropped.
+    pub(super) fn end_block(&mut self, committed: bool) {
+        self.savepoints.clear();
+        let undo = std::mem::take(&mut self.ddl_undo);
+        self.catalog.finish_ddl(undo, committed);
+        self.release_tables();
+    }
+
+    /// Opens a transaction block for a statement that runs over several calls (COPY FROM
+    /// STDIN) unless one is open; true if it opened one, which `end_implicit` then ends.
+    pub(crate) fn begin_implicit(&mut self) -> SqlResult<bool> {
+        match self.state {
+            State::Idle => {
+                self.state = State::InBlock(self.begin_transaction(false));
+                Ok(true)
+            }
+            State::InBlock(_) => Ok(false),
+            State::Failed(_) => Err(SqlError::new(
+                sqlstate::IN_FAILED_SQL_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+            )),
+        }
+    }
+
+    /// Ends the block `begin_implicit` opened: commits it if `commit` and it did not fail,
+    /// else aborts it. The session is idle afterwards.
+    pub(crate) fn end_implicit(&mut self, commit: bool) -> SqlResult<()> {
+        let result = match std::mem::replace(&mut self.state, State::Idle) {
+            State::InBlock(txn) if commit => txn.commit().map(|_| ()),
+            _ => Ok(()), // a dropped transaction aborts
+        };
+        self.end_block(commit && result.is_ok());
+        Ok(result?)
+    }
+
+    pub(super) fn transaction_control(
+        &mut self,
+        control: &TransactionControl,
+    ) -> SqlResult<Outcome> {
+        match control {
+            TransactionControl::Savepoint(name) => return self.savepoint(name),
+            TransactionControl::Release(name) => return self.release_savepoint(name),
+            TransactionControl::RollbackTo(name) => return self.rollback_to_savepoint(name),
+            _ => {}
+        }
+        if !matches!(control, TransactionControl::Begin(_)) {
+            self.block_timestamp = None;
+        }
+        Ok(
+            match (control, std::mem::replace(&mut self.state, State::Idle)) {
+                (TransactionControl::Begin(isolation), State::Idle) => {
+                    self.block_read_committed = match isolation {
+                        Some(isolation) => *isolation == Isolation::ReadCommitted,
+                        None => self.read_committed_default,
+                    };
+                    self.state = State::InBlock(self.begin_transaction(false));
+                    command("BEGIN")
+                }
+                (TransactionControl::Begin(_), state) => {
+                    // PostgreSQL warns and stays in the block.
+                    self.state = state;
+                    command("BEGIN")
+                }
+                (TransactionControl::Commit, State::InBlock(txn)) => {
+                    // The block is over either way (state is Idle already).
+                    let committed = self.commit_transaction(txn);
+                    self.end_block(committed.is_ok());
+                    committed?;
+                    command("COMMIT")
+                }
+                (TransactionControl::Commit, State::Failed(txn)) => {
+                    drop(txn);
+                    self.end_block(false);
+                    command("ROLLBACK")
+                }
+                (TransactionControl::Commit, State::Idle) => command("COMMIT"),
+                (_, state) => {
+                    drop(state); // aborts an open engine transaction
+                    self.end_block(false);
+                    command("ROLLBACK")
+                }
+            },
+        )
+    }
+
+    /// SAVEPOINT name: marks the block's transaction (a name used before is shadowed).
+    pub(super) fn savepoint(&mut self, name: &str) -> SqlResult<Outcome> {
+        let State::InBlock(txn) = &mut self.state else {
+            return Err(outside_block("SAVEPOINT"));
+        };
+        let mark = txn.savepoint();
+        self.savepoints.push(SavepointEntry {
+            name: name.to_string(),
+            mark,
+            ddl: self.ddl_undo.len(),
+        });
+        Ok(command("SAVEPOINT"))
+    }
+
+    /// The newest savepoint of the name.
+    pub(super) fn find_savepoint(&self, name: &str) -> SqlResult<usize> {
+        self.savepoints
+            .iter()
+            .rposition(|savepoint| savepoint.name == name)
+            .ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::INVALID_SAVEPOINT_SPECIFICATION,
+                    format!("savepoint \"{name}\" does not exist"),
+                )
+            })
+    }
+
+    /// RELEASE SAVEPOINT name: forgets it and every later one; the writes stay.
+    pub(super) fn release_savepoint(&mut self, name: &str) -> SqlResult<Outcome> {
+        if !matches!(self.state, State::InBlock(_)) {
+            return Err(outside_block("RELEASE SAVEPOINT"));
+        }
+        let index = self.find_savepoint(name)?;
+        self.savepoints.truncate(index);
+        Ok(command("RELEASE"))
+    }
+
+    /// ROLLBACK TO SAVEPOINT name: undoes the writes and DDLs after it, forgets the later
+    /// savepoints and keeps it; a block an error aborted goes on.
+    pub(super) fn rollback_to_savepoint(&mut self, name: &str) -> SqlResult<Outcome> {
+        let index = match self.state {
+            State::Idle => return Err(outside_block("ROLLBACK TO SAVEPOINT")),
+            // Without a kept transaction no savepoint exists: 3B001, the block stays failed.
+            _ => self.find_savepoint(name)?,
+        };
+        let mut txn = match std::mem::replace(&mut self.state, State::Idle) {
+            State::InBlock(txn) | State::Failed(Some(txn)) => txn,
+            State::Failed(None) | State::Idle => unreachable!("savepoints exist only with one"),
+        };
+        self.savepoints.truncate(index + 1);
+        let savepoint = &self.savepoints[index];
+        let undone = txn.rollback_to(savepoint.mark);
+        let ddl = self.ddl_undo.split_off(savepoint.ddl);
+        self.catalog.finish_ddl(ddl, false);
+        self.state = State::InBlock(txn);
+        undone?;
+        Ok(command("ROLLBACK"))
+    }
+
+    /// The open block's engine transaction for a DDL, its snapshot refreshed at READ
+    /// COMMITTED (a rebuild reads the rows through it); None outside a block.
+    pub(super) fn ddl_block(&mut self) -> Option<&mut Transaction> {
+        match &mut self.state {
+            State::InBlock(txn) => {
+                if self.block_read_committed {
+                    txn.refresh_snapshot();
+                }
+                Some(txn)
+            }
+            _ => None,
+        }
+    }
+
+    /// Keeps a DDL's undo until the block ends (outside a block it is empty: done).
+    pub(super) fn note_ddl(&mut self, undo: DdlUndo) {
+        if let State::InBlock(_) = self.state {
+            self.ddl_undo.push(undo);
+        }
+    }
+}
+
+pub(super) fn outside_block(what: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::NO_ACTIVE_SQL_TRANSACTION,
+        format!("{what} can only be used in transaction blocks"),
+    )
+}
