@@ -10,6 +10,7 @@
 //!    untrusted: a damaged row is a `DATA_CORRUPTED` error naming what is wrong, never a
 //!    panic.
 
+use super::reader::Reader;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::types::DataType;
 
@@ -138,7 +139,7 @@ impl TableDef {
     }
 
     pub fn decode(bytes: &[u8]) -> SqlResult<TableDef> {
-        let mut reader = Reader { bytes, offset: 0 };
+        let mut reader = Reader::new(bytes);
         let corrupt = |what: &str| {
             SqlError::new(
                 sqlstate::DATA_CORRUPTED,
@@ -204,7 +205,7 @@ impl TableDef {
             }
             (tree, indexes)
         };
-        if reader.offset != bytes.len() {
+        if !reader.at_end() {
             return Err(corrupt("trailing bytes"));
         }
         Ok(TableDef {
@@ -226,41 +227,6 @@ fn put_columns(out: &mut Vec<u8>, columns: &[usize]) {
     out.extend_from_slice(&(columns.len() as u16).to_le_bytes());
     for column in columns {
         out.extend_from_slice(&(*column as u16).to_le_bytes());
-    }
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    offset: usize,
-}
-
-impl Reader<'_> {
-    fn take(&mut self, length: usize) -> Option<&[u8]> {
-        let end = self.offset.checked_add(length)?;
-        let slice = self.bytes.get(self.offset..end)?;
-        self.offset = end;
-        Some(slice)
-    }
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-    fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|b| u16::from_le_bytes([b[0], b[1]]))
-    }
-    fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn string(&mut self) -> Option<String> {
-        let length = self.u32()? as usize;
-        String::from_utf8(self.take(length)?.to_vec()).ok()
-    }
-    /// A u16 count of column indexes below `limit`.
-    fn columns(&mut self, limit: usize) -> Option<Vec<usize>> {
-        let count = self.u16()?;
-        (0..count)
-            .map(|_| self.u16().map(usize::from).filter(|c| *c < limit))
-            .collect()
     }
 }
 

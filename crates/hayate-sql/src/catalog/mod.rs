@@ -4,8 +4,9 @@
 //! This file opens the catalog (`Catalog::open`) and holds its in-memory state; the folder
 //! has one file per job: `definition` (table definitions and their rows in `sql.catalog`),
 //! `table` (a table as statements use it), `sequence` (sequences and their rows in
-//! `sql.sequence`), `index_entry` (the key of a secondary index entry), `ddl` (CREATE and
-//! DROP), `rebuild` (TRUNCATE and ALTER TABLE) and `batch` (filling new engine trees).
+//! `sql.sequence`), `index_entry` (the key of a secondary index entry), `reader` (the one
+//! reader of their rows), `ddl` (CREATE and DROP), `rebuild` (TRUNCATE and ALTER TABLE) and
+//! `batch` (filling new engine trees).
 //!
 //! Layout (docs/design.md, 8.2):
 //! - `sql.catalog` maps a table's name (UTF-8) to its definition (`TableDef::encode`), its
@@ -45,6 +46,7 @@ mod batch;
 mod ddl;
 mod definition;
 pub(crate) mod index_entry;
+mod reader;
 mod rebuild;
 pub mod sequence;
 mod table;

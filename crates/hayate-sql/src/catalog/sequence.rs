@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use hayate_engine::{Database, TreeId};
 use parking_lot::Mutex;
 
+use super::reader::Reader;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::types::DataType;
 
@@ -310,12 +311,11 @@ impl Sequence {
 
 /// The next value of a stored row (either format).
 fn decode_next(bytes: &[u8]) -> Option<i64> {
-    let next = match bytes.len() {
-        8 => bytes,
-        _ if bytes.first() == Some(&FORMAT_VERSION) => bytes.get(1..9)?,
-        _ => return None,
-    };
-    Some(i64::from_le_bytes(next.try_into().ok()?))
+    let mut reader = Reader::new(bytes);
+    if bytes.len() != 8 && reader.u8()? != FORMAT_VERSION {
+        return None;
+    }
+    reader.i64()
 }
 
 /// A CREATE SEQUENCE sequence as its row stores it: (options, engine tree name); None for a
@@ -326,30 +326,24 @@ pub(crate) fn decode_definition(bytes: &[u8]) -> Option<SqlResult<(SequenceOptio
     }
     let corrupt = || SqlError::new(sqlstate::DATA_CORRUPTED, "corrupt sequence definition");
     let parse = || -> Option<(SequenceOptions, String)> {
-        if bytes.first() != Some(&FORMAT_VERSION) {
+        let mut reader = Reader::new(bytes);
+        if reader.u8()? != FORMAT_VERSION {
             return None;
         }
-        let int = |index: usize| -> Option<i64> {
-            let start = 1 + 8 * index;
-            Some(i64::from_le_bytes(
-                bytes.get(start..start + 8)?.try_into().ok()?,
-            ))
-        };
-        let data_type = DataType::from_tag(*bytes.get(49)?, 0)?;
-        let length = u32::from_le_bytes(bytes.get(50..54)?.try_into().ok()?) as usize;
-        let tree = bytes.get(54..54usize.checked_add(length)?)?;
-        if bytes.len() != 54 + length {
-            return None;
-        }
+        let _next = reader.i64()?;
+        let (increment, min, max) = (reader.i64()?, reader.i64()?, reader.i64()?);
+        let (start, cache) = (reader.i64()?, reader.i64()?);
+        let data_type = DataType::from_tag(reader.u8()?, 0)?;
+        let tree = reader.string()?;
         let options = SequenceOptions {
-            increment: int(1)?,
-            min: int(2)?,
-            max: int(3)?,
-            start: int(4)?,
-            cache: int(5)?,
+            increment,
+            min,
+            max,
+            start,
+            cache,
             data_type,
         };
-        Some((options, String::from_utf8(tree.to_vec()).ok()?))
+        reader.at_end().then_some((options, tree))
     };
     Some(parse().ok_or_else(corrupt))
 }
