@@ -36,34 +36,51 @@ const LOCK_RELEASE_WAIT_MAX: Duration = Duration::from_millis(1);
 /// How much memory the buffer pool gets.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum BufferSize {
+    /// A fixed size in bytes, rounded down to whole pages.
     Bytes(u64),
     /// A percentage of the data's size when the database is opened.
     PercentOfData(f64),
 }
 
+/// Which I/O implementation `Database::open` uses for the directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoBackend {
     /// io_uring with O_DIRECT when available, else pread/pwrite.
     Auto,
+    /// pread/pwrite/fdatasync (`SyncIo`), still with O_DIRECT where the file system allows.
     Sync,
 }
 
+/// Everything `Database::open` can be told; `Default` gives the settings used in production.
 #[derive(Debug, Clone)]
 pub struct DatabaseConfig {
+    /// How to create the page store; an existing store keeps its own policy and sizes.
     pub store: StoreConfig,
+    /// Memory of the buffer pool. Default 128 MiB.
     pub buffer_size: BufferSize,
-    /// Lower bound on the frames of the pool, whatever the percentage.
+    /// Lower bound on the frames of the pool, whatever the percentage. Default 64.
     pub buffer_frames_min: usize,
+    /// Keep inner B+tree pages in the pool: eviction skips them in its first two clock
+    /// rounds. Default true.
     pub keep_inner_resident: bool,
+    /// The write-ahead log: segment size, sync mode, group commit.
     pub wal: WalConfig,
+    /// Row lock waits: spinning, parking, timeout.
     pub locks: LockConfig,
     /// Rollback segment: memory budget before before-images spill to flash.
     pub undo: UndoConfig,
     /// How threads wait for page latches (spin, then park).
     pub latches: LatchConfig,
+    /// Which I/O implementation `Database::open` uses. Default `IoBackend::Auto`.
     pub io_backend: IoBackend,
+    /// A checkpoint is due when this much time has passed since the last one and the log has
+    /// grown. Default 30 s.
     pub checkpoint_interval: Duration,
+    /// A checkpoint is due when the log has grown by this many bytes since the last one.
+    /// Default 256 MiB.
     pub checkpoint_log_bytes: u64,
+    /// Pause between rounds of the maintenance thread (purge, cleaner pass, checkpoint if
+    /// due). Default 20 ms.
     pub maintenance_interval: Duration,
 }
 
@@ -89,17 +106,26 @@ impl Default for DatabaseConfig {
 /// Result of `Database::check`.
 #[derive(Debug, Clone, Default)]
 pub struct CheckReport {
+    /// Each table and index by name, with what the check of its B+tree found.
     pub trees: Vec<(String, TreeCheckReport)>,
+    /// Distinct pages reachable from the trees (equal to `pages_allocated` when it passes).
     pub pages_in_trees: u64,
+    /// Pages the store counts as live.
     pub pages_allocated: u64,
+    /// Rows read from all trees (deleted rows not yet purged included).
     pub rows: u64,
 }
 
+/// Counters of every layer, from `Database::stats`.
 #[derive(Debug, Clone)]
 pub struct DatabaseStats {
+    /// The buffer pool.
     pub buffer: BufferStats,
+    /// The page store.
     pub store: StoreStats,
+    /// The write-ahead log.
     pub wal: WalStats,
+    /// Transactions, the rollback segment and row locks.
     pub txn: TxnStats,
 }
 
@@ -214,18 +240,24 @@ impl Database {
         Ok(Database { inner })
     }
 
+    /// What recovery found and replayed when this database was opened.
     pub fn recovery_report(&self) -> &RecoveryReport {
         &self.inner.recovery
     }
 
+    /// The configuration the database was opened with (an existing store's policy and sizes
+    /// are its own, not `config().store`'s).
     pub fn config(&self) -> &DatabaseConfig {
         &self.inner.config
     }
 
+    /// The I/O backend every file of the database goes through.
     pub fn io(&self) -> &Arc<dyn Io> {
         &self.inner.io
     }
 
+    /// Creates an empty table; autocommitted and durable when it returns.
+    /// `Error::TableExists` if a table or index has this name.
     pub fn create_table(&self, name: &str) -> Result<TreeId> {
         Ok(self
             .inner
@@ -245,10 +277,16 @@ impl Database {
             .id)
     }
 
+    /// Drops the table (or index) `name` and frees its pages; autocommitted and durable when
+    /// it returns.
+    /// `Error::NoSuchTable` if there is none of this name.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.inner.manager.drop_tree(name)
     }
 
+    /// Drops the index (or table) `name` and frees its pages; autocommitted and durable when
+    /// it returns.
+    /// `Error::NoSuchTable` if there is none of this name.
     pub fn drop_index(&self, name: &str) -> Result<()> {
         self.inner.manager.drop_tree(name)
     }
@@ -258,14 +296,18 @@ impl Database {
         Ok(self.inner.manager.tree(name)?.id)
     }
 
+    /// Every table and index, in tree id order (the order they were created).
     pub fn tables(&self) -> Vec<TreeInfo> {
         self.inner.manager.catalog().trees.into_values().collect()
     }
 
+    /// Begins a transaction that reads a snapshot of the newest published commit.
     pub fn begin(&self) -> Transaction {
         self.inner.manager.begin(false)
     }
 
+    /// Begins a transaction that only reads; a write fails with
+    /// `Error::ReadOnlyTransaction`.
     pub fn begin_read_only(&self) -> Transaction {
         self.inner.manager.begin(true)
     }
@@ -379,6 +421,7 @@ impl Database {
         Ok(report)
     }
 
+    /// Counters of every layer, most since the database was opened.
     pub fn stats(&self) -> DatabaseStats {
         DatabaseStats {
             buffer: self.inner.pool.stats(),

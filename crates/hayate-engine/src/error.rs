@@ -9,9 +9,13 @@ use std::fmt;
 /// Where a corruption was found. Every field that is known is filled in.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Location {
+    /// The file (or, for a logical structure such as a tree, its name).
     pub file: String,
+    /// The page the bad bytes belong to.
     pub page_id: Option<u64>,
+    /// Byte offset in the file (or in the page, when `page_id` is set).
     pub offset: Option<u64>,
+    /// Log position of the bad record.
     pub lsn: Option<u64>,
 }
 
@@ -31,45 +35,79 @@ impl fmt::Display for Location {
     }
 }
 
+/// Every error the engine returns.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A system call on a file failed (other than for a full disk).
     #[error("I/O error on {file}: {source}")]
     Io {
+        /// The file the call was made on.
         file: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A write or file extension failed with ENOSPC.
     #[error("disk full while writing {file}")]
-    DiskFull { file: String },
+    DiskFull {
+        /// The file being written.
+        file: String,
+    },
+    /// Bytes read from disk failed a checksum or a structural check.
     #[error("corruption at {location}: {detail}")]
-    Corruption { location: Location, detail: String },
+    Corruption {
+        /// Where the bad bytes are.
+        location: Location,
+        /// What check failed.
+        detail: String,
+    },
     /// A sync failed earlier; the engine no longer accepts writes (the state of unsynced data on
     /// the device is unknown, so retrying the sync could silently lose it).
     #[error("database is read-only after a failed sync: {0}")]
     Poisoned(String),
+    /// A transaction wrote a row another transaction committed after its snapshot (first
+    /// updater wins). Retryable; see `Error::is_retryable`.
     #[error("could not serialize access due to concurrent update")]
     SerializationFailure,
+    /// Waiting for a row lock would close a cycle of waiting transactions. Retryable.
     #[error("deadlock detected")]
     Deadlock,
+    /// A row lock was not granted within `LockConfig::timeout` (the payload, in
+    /// milliseconds). Retryable.
     #[error("lock wait timed out after {0} ms")]
     LockTimeout(u64),
+    /// No table or index has this name (or `#id`).
     #[error("table or index {0} does not exist")]
     NoSuchTable(String),
+    /// A table or index of this name exists already.
     #[error("table or index {0} already exists")]
     TableExists(String),
+    /// `Transaction::insert` met a row with the same key.
     #[error("key already exists")]
     DuplicateKey,
+    /// A write in a transaction begun with `Database::begin_read_only`.
     #[error("transaction is read-only")]
     ReadOnlyTransaction,
+    /// The transaction has committed or rolled back already.
     #[error("transaction is no longer active")]
     TransactionClosed,
+    /// A caller passed a value the engine does not accept (empty or too long key, bad
+    /// configuration, unknown savepoint, ...); the message says which.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A key, value or log record is larger than the engine can store.
     #[error("value too large: {size} bytes (limit {limit})")]
-    ValueTooLarge { size: usize, limit: usize },
+    ValueTooLarge {
+        /// Size of the rejected key, value or record, in bytes.
+        size: usize,
+        /// Largest size accepted, in bytes.
+        limit: usize,
+    },
     /// A snapshot needs a row version the rollback segment no longer holds.
     #[error("snapshot too old: an old row version was purged")]
     SnapshotTooOld,
+    /// A request the engine does not implement, or a limit of its design (such as the
+    /// B+tree depth) was reached.
     #[error("unsupported: {0}")]
     Unsupported(String),
     /// A transaction in no-wait mode (`Transaction::set_nowait`) met a row lock held by
@@ -79,9 +117,11 @@ pub enum Error {
     WouldBlock,
 }
 
+/// The engine's result type.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// An I/O error on `file`; ENOSPC becomes `Error::DiskFull`.
     pub fn io(file: impl Into<String>, source: std::io::Error) -> Error {
         let file = file.into();
         if source.raw_os_error() == Some(libc::ENOSPC) {
@@ -90,6 +130,7 @@ impl Error {
         Error::Io { file, source }
     }
 
+    /// A corruption found at `location`.
     pub fn corruption(location: Location, detail: impl Into<String>) -> Error {
         Error::Corruption {
             location,
@@ -97,7 +138,9 @@ impl Error {
         }
     }
 
-    /// True for errors after which the same transaction may be retried from the start.
+    /// True for errors after which the same transaction may be retried from the start. The
+    /// failed transaction itself cannot commit, unless rolled back to a savepoint taken before
+    /// the write that failed.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
