@@ -24,10 +24,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use hayate_engine::StoreConfig;
 use hayate_engine::{
     self, AlignedBuf, Io, IoFile, IoKind, OpenOptions, ReadRequest, WriteRequest, IO_ALIGN,
 };
-use hayate_engine::StoreConfig;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
@@ -205,7 +205,8 @@ pub fn run(args: &DeviceArgs) -> CliResult<()> {
     let dir = args.common.base_dir();
     std::fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
     let plan = Plan::new(args, free_bytes(&dir)?)?;
-    let io = hayate_engine::open_default(&dir).context(|| format!("cannot open {}", dir.display()))?;
+    let io =
+        hayate_engine::open_default(&dir).context(|| format!("cannot open {}", dir.display()))?;
     let _interrupt = InterruptGuard::install();
     let files = TestFiles { io: io.clone() };
     let file = io

@@ -9,25 +9,31 @@
 //! 4. `hayate-lab report` turns every JSON file of a results directory into one HTML page with
 //!    SVG charts.
 //!
-//! Modules:
+//! Modules, roughly from the shared ground up to the experiments:
+//! - `args`, `progress`, `machine`: shared flags, progress bars, what a run was measured on.
+//! - `sysstat`: device and CPU counters from /proc and /sys, the same for every engine.
 //! - `results`: the JSON schema shared by the experiments and the report.
-//! - `driver`: the one interface the primitive workload runs through, for Hayate and peers.
-//! - `bench`: the engine's micro benchmarks (`hayate-lab bench`).
 //! - `io`: I/O wrappers of the lab over the engine's `Io`: latency injection for device
 //!   classes, and trace recording.
-//! - `machine`: what a run was measured on.
-//! - `device`: raw device limits through the engine's own I/O path (`hayate-lab device`).
-//! - `primitive`: the primitive workload of the HA paper (`hayate-lab primitive`).
-//! - `replay`: replays a captured I/O trace with no database work; gives alpha.
-//! - `sysstat`: device and CPU counters from /proc, the same for every engine.
+//! - `driver`: the one interface every database is driven through (`Driver`, `DriverError`);
+//!   each workload adds its own trait on it (`primitive::driver`, `tpcc::driver`).
 //! - `model`: the latency model (predicted throughput relative to all-in-memory).
-//! - `report`: the HTML report (`hayate-lab report`).
+//! - `replay`: replays a captured I/O trace with no database work; gives alpha.
+//! - `device`: raw device limits through the engine's own I/O path (`hayate-lab device`).
 //! - `tpcc`: TPC-C with its consistency conditions, crash loop and sweeps (`hayate-lab tpcc`).
-//! - `temp`: the temporary space (external sort, partitioned hash join; `hayate-lab temp`),
-//!   and `temp_sql`, the same seen from SQL queries with a small and a large work_mem.
-//! - `peers` (feature `peers`): PostgreSQL, MariaDB/InnoDB and SQLite behind `driver`.
+//! - `primitive`: the primitive workload of the HA paper (`hayate-lab primitive`), and Hayate's
+//!   driver of both workloads.
+//! - `peers` (feature `peers`): PostgreSQL, MariaDB/InnoDB, SQLite and Hayate's own server
+//!   behind the same driver traits, one folder per peer over shared SQL code (`peers::sql`).
 //! - `server` (feature `peers`): Hayate's server and the peers' through sysbench over TCP
 //!   (`hayate-lab server`).
+//! - `temp`: the temporary space (external sort, partitioned hash join; `hayate-lab temp`),
+//!   through the engine's spill path (`temp::engine`) and through SQL queries with a small and
+//!   a large work_mem (`temp::sql`).
+//! - `bench`: the engine's micro benchmarks (`hayate-lab bench`).
+//! - `report`: the HTML report (`hayate-lab report`).
+//!
+//! `main` only declares the modules and dispatches the subcommands; no module imports it.
 
 mod args;
 mod bench;
@@ -47,7 +53,6 @@ mod results;
 mod server;
 mod sysstat;
 mod temp;
-mod temp_sql;
 mod tpcc;
 
 use std::process::ExitCode;

@@ -24,8 +24,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use clap::Args;
 use crate::io::trace::{read_csv, TraceOp, TraceRecord};
+use clap::Args;
 use hayate_engine::{AlignedBuf, Io, IoFile, OpenOptions, ReadRequest, WriteRequest};
 use indicatif::{ProgressBar, ProgressStyle};
 use parking_lot::{Condvar, Mutex};
@@ -569,7 +569,8 @@ pub fn run(args: &ReplayArgs) -> CliResult<()> {
         .context(|| format!("cannot open trace {}", args.trace.display()))?;
     let records = read_csv(std::io::BufReader::new(file))
         .context(|| format!("cannot read trace {}", args.trace.display()))?;
-    let io = hayate_engine::open_default(&dir).context(|| format!("cannot open {}", dir.display()))?;
+    let io =
+        hayate_engine::open_default(&dir).context(|| format!("cannot open {}", dir.display()))?;
     let device = super::sysstat::describe_device(&dir);
     let options = ReplayOptions {
         concurrency: args.concurrency,

@@ -11,8 +11,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use hayate::error::{CliResult, Context};
 use crate::machine::Machine;
+pub use crate::sysstat::{DeviceInfo, IoRates};
+use hayate::error::{CliResult, Context};
 
 /// Version of this schema; bumped when a field changes meaning.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -32,19 +33,6 @@ pub struct ResultFile<T> {
     /// The device under the experiment's directory.
     pub device: DeviceInfo,
     pub results: T,
-}
-
-/// The block device and file system under a directory.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct DeviceInfo {
-    pub directory: String,
-    /// Block device name from /sys (e.g. "vda", "nvme0n1"), "unknown" when not found.
-    pub block_device: String,
-    pub file_system: String,
-    /// Device model from /sys, when it has one.
-    pub model: Option<String>,
-    /// 1 for a rotating disk, 0 for flash (from /sys/block/<dev>/queue/rotational).
-    pub rotational: Option<bool>,
 }
 
 /// Latency percentiles in microseconds.
@@ -162,17 +150,6 @@ pub struct PrimitiveRun {
     pub timeline_file: Option<String>,
     /// File name of the run's I/O trace CSV, if kept.
     pub trace_file: Option<String>,
-}
-
-/// Device I/O during a run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct IoRates {
-    pub reads_per_second: f64,
-    pub writes_per_second: f64,
-    pub read_mib_per_second: f64,
-    pub write_mib_per_second: f64,
-    /// "diskstats" (the block device's counters, any engine) or "engine" (Hayate's own).
-    pub source: String,
 }
 
 /// Shares of the workers' wall time, summing to 1.

@@ -1,8 +1,9 @@
 //! Device and CPU counters from /proc and /sys: the same measure for Hayate and every peer.
+//! The records it fills (`DeviceInfo`, `IoRates`) are defined here and recorded by `results`.
 //!
 //! - `describe_device`: the block device and file system under a directory (st_dev of the
 //!   directory -> /sys/dev/block/MAJ:MIN -> disk name, model, rotational; the file system from
-//!   /proc/self/mountinfo).
+//!   /proc/self/mountinfo; `hayate-lab bench` refuses tmpfs and ramfs by it).
 //! - `DiskCounters`: completed reads and writes of a block device from /proc/diskstats; two
 //!   readings around a run give its `IoRates`.
 //! - CPU time: `self_cpu_seconds` (getrusage, every thread of the lab process),
@@ -15,10 +16,34 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::results::{DeviceInfo, IoRates};
+use serde::{Deserialize, Serialize};
 
 /// Bytes of a sector in /proc/diskstats (always 512, whatever the device's sector size).
 const DISKSTATS_SECTOR_BYTES: u64 = 512;
+
+/// The block device and file system under a directory.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub directory: String,
+    /// Block device name from /sys (e.g. "vda", "nvme0n1"), "unknown" when not found.
+    pub block_device: String,
+    pub file_system: String,
+    /// Device model from /sys, when it has one.
+    pub model: Option<String>,
+    /// 1 for a rotating disk, 0 for flash (from /sys/block/<dev>/queue/rotational).
+    pub rotational: Option<bool>,
+}
+
+/// Device I/O during a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct IoRates {
+    pub reads_per_second: f64,
+    pub writes_per_second: f64,
+    pub read_mib_per_second: f64,
+    pub write_mib_per_second: f64,
+    /// "diskstats" (the block device's counters, any engine) or "engine" (Hayate's own).
+    pub source: String,
+}
 
 /// Describes the device under `directory`. Never fails: what cannot be found is "unknown" or
 /// `None` (e.g. overlay or network file systems have no block device of their own).

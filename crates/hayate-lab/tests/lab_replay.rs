@@ -12,7 +12,10 @@ fn record(start_ns: u64, op: &str, file: &str, offset: u64, len: u64) -> String 
 
 /// The CSV file of a trace: its header line, then one line per I/O.
 fn write_csv(records: &[String], path: &std::path::Path) {
-    let text = format!("start_ns,op,file,offset,len,latency_ns\n{}", records.concat());
+    let text = format!(
+        "start_ns,op,file,offset,len,latency_ns\n{}",
+        records.concat()
+    );
     std::fs::write(path, text).expect("write trace");
 }
 
@@ -26,11 +29,7 @@ fn replay_of_a_csv_trace_reports_alpha_and_keeps_the_files() {
     std::fs::write(dir.join("data.hyt"), &data).expect("write data");
     let mut records = Vec::new();
     for step in 0..100u64 {
-        let op = if step % 4 == 0 {
-            "write"
-        } else {
-            "read"
-        };
+        let op = if step % 4 == 0 { "write" } else { "read" };
         records.push(record(
             step * 1_000_000,
             op,
@@ -40,13 +39,7 @@ fn replay_of_a_csv_trace_reports_alpha_and_keeps_the_files() {
         ));
     }
     records.push(record(100_000_000, "sync", "data.hyt", 0, 0));
-    records.push(record(
-        100_000_000,
-        "read",
-        "wal.0000000000000000",
-        0,
-        4096,
-    ));
+    records.push(record(100_000_000, "read", "wal.0000000000000000", 0, 4096));
     let trace = temporary.path().join("run.trace.csv");
     write_csv(&records, &trace);
     let results = temporary.path().join("results");

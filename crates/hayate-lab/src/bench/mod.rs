@@ -13,7 +13,7 @@ mod btree;
 mod group_commit;
 mod tasks;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -162,7 +162,7 @@ fn device_dir(args: &BenchArgs) -> CliResult<PathBuf> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context(|| "no current directory".to_string())?,
     };
-    let file_system = file_system_of(&base)?;
+    let file_system = crate::sysstat::describe_device(&base).file_system;
     if file_system == "tmpfs" || file_system == "ramfs" {
         return Err(CliError::new(format!(
             "{} is on {file_system}, which has no device to measure; pass --dir on a disk",
@@ -197,7 +197,7 @@ fn wal_configs(args: &BenchArgs) -> Vec<WalConfig> {
 
 fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<CommitRun>)> {
     let base = device_dir(args)?;
-    let file_system = file_system_of(&base)?;
+    let file_system = crate::sysstat::describe_device(&base).file_system;
     let temporary = tempfile::Builder::new()
         .prefix(".hayate-bench-")
         .tempdir_in(&base)
@@ -289,34 +289,6 @@ fn spinner(message: String) -> ProgressBar {
     let spinner = ProgressBar::new_spinner().with_message(message);
     spinner.enable_steady_tick(Duration::from_millis(100));
     spinner
-}
-
-/// Name of the file system holding `path`, from statfs(2).
-fn file_system_of(path: &Path) -> CliResult<String> {
-    use std::os::unix::ffi::OsStrExt;
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .context(|| format!("bad path {}", path.display()))?;
-    // SAFETY: `statfs` is plain old data (all-zero is valid); the kernel fills it in and reads
-    // only the NUL-terminated path.
-    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c_path.as_ptr(), &mut stat) } != 0 {
-        let error = std::io::Error::last_os_error();
-        return Err(CliError::new(format!("{}: {error}", path.display())));
-    }
-    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
-    let name = match stat.f_type as u64 {
-        0x0102_1994 => "tmpfs",
-        0x8584_58f6 => "ramfs",
-        0xef53 => "ext4",
-        0x5846_5342 => "xfs",
-        0x9123_683e => "btrfs",
-        0x2fc1_2fc1 => "zfs",
-        0xf2f5_2010 => "f2fs",
-        0x794c_7630 => "overlayfs",
-        0x6969 => "nfs",
-        other => return Ok(format!("file system 0x{other:x}")),
-    };
-    Ok(name.to_string())
 }
 
 fn to_json(

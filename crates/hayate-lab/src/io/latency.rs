@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use hayate_engine::{
-    wait_for, wait_until, Error, Io, IoFile, IoKind, OpenOptions, ReadRequest, Result,
-    WriteRequest,
+    wait_for, wait_until, Error, Io, IoFile, IoKind, OpenOptions, ReadRequest, Result, WriteRequest,
 };
 
 /// Latencies and throughput limit of an emulated device.

@@ -9,7 +9,7 @@
 //! 2. `load_primitive` creates each table (`sid integer PRIMARY KEY, c1 integer, data1
 //!    varchar(4096)`) and inserts its rows with multi-row INSERTs, 1,000 rows per transaction,
 //!    one connection per core.
-//! 3. Sessions are the PostgreSQL peer's (`postgres::session`), and TPC-C runs the PostgreSQL
+//! 3. Sessions are the PostgreSQL peer's (`postgres::primitive::session`), and TPC-C runs the PostgreSQL
 //!    peer's loader and transactions (`tpcc_postgres`: COPY, primary keys and indexes added
 //!    after loading, READ COMMITTED with SELECT ... FOR UPDATE).
 //! 4. `shutdown` (or drop) stops the server (SIGTERM: a clean shutdown with a checkpoint) and
@@ -26,11 +26,17 @@ use std::sync::Mutex;
 
 use postgres::{Client, NoTls};
 
-use super::postgres::{postgres_error, session, DATABASE, LAB_USER};
-use super::server::{self, LabDirectory, ServerProcess};
-use super::{load_tables_in_parallel, sql_integer};
-use crate::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
+use super::postgres::primitive::session;
+use super::postgres::{postgres_error, tpcc, DATABASE, LAB_USER};
+use super::server::LabServer;
+use super::sql::primitive::{load_tables_in_parallel, sql_integer};
+use crate::driver::{Driver, DriverError, DriverResult};
+use crate::primitive::driver::{PrimitiveDriver, PrimitiveSpec, Session, DATA1_BYTES};
 use crate::server::engines;
+use crate::tpcc::check::CheckData;
+use crate::tpcc::driver::TpccDriver;
+use crate::tpcc::spec::Scale;
+use crate::tpcc::txn::TpccSession;
 
 /// Rows per INSERT statement and per transaction while loading.
 const INSERT_ROWS: u64 = 50;
@@ -42,8 +48,8 @@ pub struct HayateWireDriver {
 }
 
 struct State {
-    server: Option<ServerProcess>,
-    directory: Option<LabDirectory>,
+    /// The server and its directory.
+    lab: LabServer,
     settings: BTreeMap<String, String>,
     /// The buffer the server runs with (`set_buffer_bytes`; None: `hayate serve`'s default).
     buffer_bytes: Option<u64>,
@@ -58,11 +64,12 @@ impl HayateWireDriver {
             "client".into(),
             "postgres crate over TCP on 127.0.0.1, prepared statements, autocommit".into(),
         );
+        let mut lab = LabServer::new(directory);
+        lab.set_process(process);
         let driver = HayateWireDriver {
             port,
             state: Mutex::new(State {
-                server: Some(process),
-                directory: Some(directory),
+                lab,
                 settings,
                 buffer_bytes: None,
             }),
@@ -132,14 +139,7 @@ impl HayateWireDriver {
     }
 
     fn stop_and_remove(&self) -> DriverResult<()> {
-        let server = self.state().server.take();
-        let stopped = match server {
-            Some(mut server) => server.stop(server::SHUTDOWN_TIMEOUT),
-            None => Ok(()),
-        };
-        let directory = self.state().directory.take();
-        let removed = directory.map(LabDirectory::remove).unwrap_or(Ok(()));
-        stopped.and(removed)
+        self.state().lab.stop_and_remove()
     }
 }
 
@@ -164,6 +164,38 @@ impl Driver for HayateWireDriver {
         "out-of-place (hayate serve's default)".to_string()
     }
 
+    /// Restarts `hayate serve` on the same database with a buffer of `bytes` (`--buffer-size`).
+    fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()> {
+        let mut state = self.state();
+        if state.buffer_bytes == Some(bytes) {
+            return Ok(());
+        }
+        state.lab.stop()?;
+        let directory = state
+            .lab
+            .directory()
+            .ok_or_else(|| DriverError::fatal("hayate-wire: the server's directory is gone"))?
+            .path()
+            .to_path_buf();
+        let process = engines::spawn_hayate(&directory, self.port, Some(bytes), None)?;
+        state.lab.set_process(process);
+        state.buffer_bytes = Some(bytes);
+        state
+            .settings
+            .insert("buffer_bytes".into(), bytes.to_string());
+        Ok(())
+    }
+
+    fn server_pids(&self) -> Vec<u32> {
+        self.state().lab.pids()
+    }
+
+    fn shutdown(&self) -> DriverResult<()> {
+        self.stop_and_remove()
+    }
+}
+
+impl PrimitiveDriver for HayateWireDriver {
     fn load_primitive(
         &self,
         spec: &PrimitiveSpec,
@@ -174,67 +206,29 @@ impl Driver for HayateWireDriver {
         })
     }
 
-    /// Restarts `hayate serve` on the same database with a buffer of `bytes` (`--buffer-size`).
-    fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()> {
-        let mut state = self.state();
-        if state.buffer_bytes == Some(bytes) {
-            return Ok(());
-        }
-        if let Some(mut server) = state.server.take() {
-            server.stop(server::SHUTDOWN_TIMEOUT)?;
-        }
-        let directory = state
-            .directory
-            .as_ref()
-            .ok_or_else(|| DriverError::fatal("hayate-wire: the server's directory is gone"))?
-            .path()
-            .to_path_buf();
-        state.server = Some(engines::spawn_hayate(
-            &directory,
-            self.port,
-            Some(bytes),
-            None,
-        )?);
-        state.buffer_bytes = Some(bytes);
-        state
-            .settings
-            .insert("buffer_bytes".into(), bytes.to_string());
-        Ok(())
-    }
-
     fn connect(&self) -> DriverResult<Box<dyn Session>> {
         Ok(session(self.connect_client()?))
     }
+}
 
+impl TpccDriver for HayateWireDriver {
     fn load_tpcc(
         &self,
-        scale: &crate::tpcc::spec::Scale,
+        scale: &Scale,
         seed: u64,
         progress: &(dyn Fn(u64) + Sync),
     ) -> DriverResult<()> {
         // Hayate checkpoints by itself; CHECKPOINT is PostgreSQL's.
         let connect = || self.connect_client();
-        super::tpcc_postgres::load(&connect, scale, seed, progress, "ANALYZE").map_err(renamed)
+        tpcc::load(&connect, scale, seed, progress, "ANALYZE").map_err(renamed)
     }
 
-    fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::tpcc::txn::TpccSession>> {
-        super::tpcc_postgres::connect(&|| self.connect_client())
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn TpccSession>> {
+        tpcc::connect(&|| self.connect_client())
     }
 
-    fn tpcc_check_data(&self) -> DriverResult<crate::tpcc::check::CheckData> {
-        super::tpcc_postgres::check_data(&|| self.connect_client()).map_err(renamed)
-    }
-
-    fn server_pids(&self) -> Vec<u32> {
-        self.state()
-            .server
-            .as_ref()
-            .map(ServerProcess::pids)
-            .unwrap_or_default()
-    }
-
-    fn shutdown(&self) -> DriverResult<()> {
-        self.stop_and_remove()
+    fn tpcc_check_data(&self) -> DriverResult<CheckData> {
+        tpcc::check_data(&|| self.connect_client()).map_err(renamed)
     }
 }
 

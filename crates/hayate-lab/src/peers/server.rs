@@ -12,7 +12,8 @@
 //! 5. `ServerProcess::stop` (also run on drop) sends the server's clean-shutdown signal, waits,
 //!    and kills it if it does not stop. Servers also get that signal from the kernel when the
 //!    lab itself dies (`PR_SET_PDEATHSIG`), so no server outlives the lab.
-//! 6. Dropping the `LabDirectory` removes everything the server wrote.
+//! 6. Dropping the `LabDirectory` removes everything the server wrote. A driver keeps both in
+//!    a `LabServer`, which stops the server before it removes the directory.
 
 use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
@@ -209,6 +210,62 @@ impl LabDirectory {
             })?;
         }
         Ok(())
+    }
+}
+
+/// What a server peer's driver owns: its lab directory and the server running in it (none
+/// while it restarts). Stopping comes before removing, so the server never loses its files
+/// while it runs.
+#[derive(Debug)]
+pub struct LabServer {
+    process: Option<ServerProcess>,
+    /// Removed once the server has stopped (`stop_and_remove`).
+    directory: Option<LabDirectory>,
+}
+
+impl LabServer {
+    pub fn new(directory: LabDirectory) -> LabServer {
+        LabServer {
+            process: None,
+            directory: Some(directory),
+        }
+    }
+
+    /// The server now running in the directory.
+    pub fn set_process(&mut self, process: ServerProcess) {
+        self.process = Some(process);
+    }
+
+    /// The directory, until it is removed.
+    pub fn directory(&self) -> Option<&LabDirectory> {
+        self.directory.as_ref()
+    }
+
+    /// Stops the server cleanly (killing it after `SHUTDOWN_TIMEOUT`), if one runs.
+    pub fn stop(&mut self) -> DriverResult<()> {
+        match self.process.take() {
+            Some(mut process) => process.stop(SHUTDOWN_TIMEOUT),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops the server, then removes the directory; the first error is reported.
+    pub fn stop_and_remove(&mut self) -> DriverResult<()> {
+        let stopped = self.stop();
+        let removed = self
+            .directory
+            .take()
+            .map(LabDirectory::remove)
+            .unwrap_or(Ok(()));
+        stopped.and(removed)
+    }
+
+    /// The server's processes (`ServerProcess::pids`), none when it is stopped.
+    pub fn pids(&self) -> Vec<u32> {
+        self.process
+            .as_ref()
+            .map(ServerProcess::pids)
+            .unwrap_or_default()
     }
 }
 

@@ -15,8 +15,9 @@ use super::mariadb::MariadbDriver;
 use super::postgres::PostgresDriver;
 use super::sqlite::SqliteDriver;
 use super::{available, open_peer, server, PEERS};
-use crate::driver::{
-    run_one, Attempt, Driver, DriverResult, KeyGenerator, Mode, PrimitiveSpec, Session,
+use crate::driver::{Driver, DriverResult};
+use crate::primitive::driver::{
+    run_one, Attempt, KeyGenerator, Mode, PrimitiveDriver, PrimitiveSpec, Session,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -56,7 +57,7 @@ fn test_c1(table: u32, sid: i64) -> i64 {
 
 /// Loads the tiny spec, then selects and updates every row from several threads, each on its
 /// own session.
-fn load_select_update(driver: &dyn Driver) {
+fn load_select_update(driver: &dyn PrimitiveDriver) {
     let loaded = AtomicU64::new(0);
     driver
         .load_primitive(&TINY, &|rows| loaded.store(rows, Ordering::Relaxed))
@@ -376,7 +377,12 @@ fn a_failing_setup_program_reports_its_log() {
 }
 
 /// Runs `mode` for `duration` with `concurrency` threads; returns transactions per second.
-fn measure(driver: &dyn Driver, spec: &PrimitiveSpec, mode: Mode, concurrency: u32) -> f64 {
+fn measure(
+    driver: &dyn PrimitiveDriver,
+    spec: &PrimitiveSpec,
+    mode: Mode,
+    concurrency: u32,
+) -> f64 {
     let duration = Duration::from_secs(5);
     let start = Instant::now();
     let deadline = start + duration;

@@ -15,11 +15,12 @@ use std::time::{Duration, Instant};
 
 use super::mariadb::MariadbDriver;
 use super::postgres::PostgresDriver;
+use super::sql::tpcc_schema::{scaled_text, timestamp_text};
 use super::sqlite::SqliteDriver;
 use super::tests::{installed, test_base_dir};
-use super::tpcc_sql::{scaled_text, timestamp_text};
 use crate::driver::Driver;
 use crate::tpcc::check::{check, CheckData, Conditions};
+use crate::tpcc::driver::TpccDriver;
 use crate::tpcc::metrics::{run_terminal, TpccJob};
 use crate::tpcc::rows::{generate_all, Row};
 use crate::tpcc::spec::{now_micros, Scale};
@@ -93,7 +94,7 @@ fn assert_conditions_pass(data: &CheckData, which: Conditions) {
 }
 
 /// Loads `SCALE` and checks that the peer holds exactly the generator's rows.
-fn load_and_compare(driver: &dyn Driver) -> Vec<Row> {
+fn load_and_compare(driver: &dyn TpccDriver) -> Vec<Row> {
     let reported = AtomicU64::new(0);
     driver
         .load_tpcc(&SCALE, SEED, &|rows| {
@@ -139,7 +140,7 @@ fn middle_customer(rows: &[Row], w_id: u32, d_id: u32, last: &str) -> u32 {
 }
 
 /// Each transaction once or twice with inputs whose outcome is known.
-fn explicit_transactions(driver: &dyn Driver, rows: &[Row]) -> BTreeSet<(u32, u32, u32)> {
+fn explicit_transactions(driver: &dyn TpccDriver, rows: &[Row]) -> BTreeSet<(u32, u32, u32)> {
     let mut session = driver.connect_tpcc().expect("connect");
     let mut committed = BTreeSet::new();
     let line = |i_id, supply_w_id| OrderItem {
@@ -238,7 +239,7 @@ fn explicit_transactions(driver: &dyn Driver, rows: &[Row]) -> BTreeSet<(u32, u3
 
 /// Runs `TRANSACTIONS_PER_TERMINAL` inputs of each terminal on its own session, at once,
 /// retrying retryable failures; returns the committed New-Orders.
-fn run_terminals(driver: &dyn Driver) -> BTreeSet<(u32, u32, u32)> {
+fn run_terminals(driver: &dyn TpccDriver) -> BTreeSet<(u32, u32, u32)> {
     let committed = Mutex::new(BTreeSet::new());
     thread::scope(|scope| {
         for index in 0..TERMINALS {
@@ -272,7 +273,7 @@ fn run_terminals(driver: &dyn Driver) -> BTreeSet<(u32, u32, u32)> {
 /// New-Orders and Deliveries on warehouse 1 from several sessions at once: every NEW-ORDER
 /// row is delivered at most once, so the queue shrinks by exactly what the Deliveries
 /// reported. Returns the committed New-Orders.
-fn concurrent_deliveries(driver: &dyn Driver) -> BTreeSet<(u32, u32, u32)> {
+fn concurrent_deliveries(driver: &dyn TpccDriver) -> BTreeSet<(u32, u32, u32)> {
     let queued = |data: &CheckData| data.new_orders.iter().filter(|row| row.w_id == 1).count();
     let before = queued(&driver.tpcc_check_data().expect("check data"));
     let committed = Mutex::new(BTreeSet::new());
@@ -326,7 +327,7 @@ fn run_with_retries(session: &mut dyn TpccSession, input: &TxnInput) -> TxnOutpu
 }
 
 /// Everything a peer must do for TPC-C.
-fn run_tpcc(driver: &dyn Driver) {
+fn run_tpcc(driver: &dyn TpccDriver) {
     let rows = load_and_compare(driver);
     let mut committed = explicit_transactions(driver, &rows);
     committed.extend(run_terminals(driver));

@@ -1,4 +1,6 @@
-//! Hayate behind the lab's driver interface, embedded in the lab's process.
+//! Hayate behind the lab's driver interfaces, embedded in the lab's process: `Driver`,
+//! `PrimitiveDriver`, and `TpccDriver` over the TPC-C tables and transactions of
+//! `tpcc::hayate`.
 //!
 //! The database lives in a directory the lab made. It is loaded once, then reopened for every
 //! buffer size and device class: the I/O stack is `TracingIo` over `LatencyIo` (when a device
@@ -16,19 +18,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hayate_engine::PhaseReport;
-use hayate_engine::Task;
 use crate::io::latency::{DeviceClass, LatencyIo};
 use crate::io::trace::TracingIo;
 use hayate_engine::Io;
+use hayate_engine::PhaseReport;
+use hayate_engine::Task;
 use hayate_engine::{BufferSize, Database, DatabaseConfig, StoreConfig, TreeId, WritePolicy};
 use parking_lot::Mutex;
 
-use crate::driver::{
-    Driver, DriverError, DriverResult, KeyGenerator, Mode, PrimitiveSpec, RunJob, Session,
-    WorkerOutcome,
+use crate::driver::{Driver, DriverError, DriverResult};
+use crate::primitive::driver::{
+    KeyGenerator, Mode, PrimitiveDriver, PrimitiveSpec, RunJob, Session, WorkerOutcome,
 };
 use crate::tpcc::check::CheckData;
+use crate::tpcc::driver::TpccDriver;
 use crate::tpcc::hayate as tpcc;
 use crate::tpcc::metrics::{TpccJob, TpccOutcome};
 use crate::tpcc::spec::Scale;
@@ -314,6 +317,17 @@ impl Driver for HayateDriver {
         }
     }
 
+    fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()> {
+        self.buffer_bytes.store(bytes, Ordering::Relaxed);
+        self.reopen()
+    }
+
+    fn shutdown(&self) -> DriverResult<()> {
+        self.close()
+    }
+}
+
+impl PrimitiveDriver for HayateDriver {
     fn load_primitive(
         &self,
         spec: &PrimitiveSpec,
@@ -356,11 +370,6 @@ impl Driver for HayateDriver {
         Ok(())
     }
 
-    fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()> {
-        self.buffer_bytes.store(bytes, Ordering::Relaxed);
-        self.reopen()
-    }
-
     fn prewarm(&self, _spec: &PrimitiveSpec) -> DriverResult<()> {
         let (db, tables) = self.opened()?;
         let txn = db.begin_read_only();
@@ -380,7 +389,9 @@ impl Driver for HayateDriver {
     fn run_native(&self, job: &RunJob) -> Option<DriverResult<WorkerOutcome>> {
         Some(self.run_tasks(job))
     }
+}
 
+impl TpccDriver for HayateDriver {
     fn load_tpcc(
         &self,
         scale: &Scale,
@@ -408,10 +419,6 @@ impl Driver for HayateDriver {
 
     fn run_tpcc_native(&self, job: &TpccJob) -> Option<DriverResult<TpccOutcome>> {
         Some(self.run_tpcc(job))
-    }
-
-    fn shutdown(&self) -> DriverResult<()> {
-        self.close()
     }
 }
 

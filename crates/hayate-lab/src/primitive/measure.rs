@@ -11,18 +11,17 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hayate_engine::{Phase, PhaseReport};
 use crate::io::trace::{TraceOp, TraceRecord};
+use hayate_engine::{Phase, PhaseReport};
 
-use crate::driver::{
-    run_one, Attempt, Driver, DriverResult, KeyGenerator, Mode, RunJob, WorkerOutcome,
-};
+use super::driver::{run_one, Attempt, KeyGenerator, Mode, PrimitiveDriver, RunJob, WorkerOutcome};
+use super::{DeviceClassArg, HayateDriver, Plan};
+use crate::driver::{Driver, DriverResult};
+use crate::progress::timed_bar;
 use crate::results::{
     IoRates, Percentiles, PrimitiveRun, Span, SpanKind, TimeSplit, Timeline, WorkerTimeline,
 };
-use crate::progress::timed_bar;
 use crate::{replay, sysstat};
-use super::{DeviceClassArg, HayateDriver, Plan};
 use hayate::error::{CliError, CliResult, Context};
 use hayate::report::Histogram;
 
@@ -94,7 +93,7 @@ pub(crate) fn trace_rates(records: &[TraceRecord], seconds: f64) -> IoRates {
 /// The run's common fields.
 fn base_run(
     plan: &Plan,
-    driver: &dyn Driver,
+    driver: &dyn PrimitiveDriver,
     class: DeviceClassArg,
     percent: f64,
     mode: Mode,
@@ -126,7 +125,7 @@ fn base_run(
     }
 }
 
-fn label(driver: &dyn Driver, class: DeviceClassArg, percent: f64, mode: Mode) -> String {
+fn label(driver: &dyn PrimitiveDriver, class: DeviceClassArg, percent: f64, mode: Mode) -> String {
     format!(
         "{} {} {}% {}",
         driver.engine(),
@@ -136,7 +135,13 @@ fn label(driver: &dyn Driver, class: DeviceClassArg, percent: f64, mode: Mode) -
     )
 }
 
-fn warm(plan: &Plan, driver: &dyn Driver, percent: f64, mode: Mode, what: &str) -> CliResult<()> {
+fn warm(
+    plan: &Plan,
+    driver: &dyn PrimitiveDriver,
+    percent: f64,
+    mode: Mode,
+    what: &str,
+) -> CliResult<()> {
     let fail = |error: crate::driver::DriverError| {
         CliError::new(format!("{}: warm-up: {error}", driver.engine()))
     };
@@ -154,7 +159,7 @@ fn warm(plan: &Plan, driver: &dyn Driver, percent: f64, mode: Mode, what: &str) 
 }
 
 /// Runs a job natively when the engine can, else on one session per thread.
-fn run_job(driver: &dyn Driver, job: &RunJob) -> DriverResult<WorkerOutcome> {
+fn run_job(driver: &dyn PrimitiveDriver, job: &RunJob) -> DriverResult<WorkerOutcome> {
     match driver.run_native(job) {
         Some(result) => result,
         None => run_sessions(driver, job),
@@ -162,7 +167,7 @@ fn run_job(driver: &dyn Driver, job: &RunJob) -> DriverResult<WorkerOutcome> {
 }
 
 /// `job.concurrency` threads, each with its own session, until the job's duration is over.
-pub fn run_sessions(driver: &dyn Driver, job: &RunJob) -> DriverResult<WorkerOutcome> {
+pub fn run_sessions(driver: &dyn PrimitiveDriver, job: &RunJob) -> DriverResult<WorkerOutcome> {
     let sessions = (0..job.concurrency)
         .map(|_| driver.connect())
         .collect::<DriverResult<Vec<_>>>()?;
@@ -329,7 +334,7 @@ impl<T> Native<T> {
 /// A measured run on a peer (or any driver without native runs): one session per thread.
 pub fn session_run(
     plan: &Plan,
-    driver: &dyn Driver,
+    driver: &dyn PrimitiveDriver,
     class: DeviceClassArg,
     percent: f64,
     mode: Mode,

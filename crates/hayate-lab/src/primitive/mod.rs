@@ -12,6 +12,7 @@
 //!    database work (the database closed meanwhile) to give alpha.
 //! 4. The latency model is fitted over each sweep; everything goes into one results file.
 
+pub mod driver;
 mod hayate;
 pub(crate) mod measure;
 
@@ -20,15 +21,16 @@ pub use hayate::{HayateDriver, HayateOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
 use crate::io::latency::DeviceClass;
+use clap::{Args, ValueEnum};
 use hayate_engine::WritePolicy;
 
-use super::driver::{Driver, Mode, PrimitiveSpec, RunJob};
 use super::results::{DeviceResult, PrimitiveResults, PrimitiveRun, ResultFile};
+use crate::driver::Driver;
 use ::hayate::args::{parse_percent, PolicyArg};
 use ::hayate::error::{CliError, CliResult, Context};
 use ::hayate::report::{format_count, format_rate, format_us};
+use driver::{Mode, PrimitiveDriver, PrimitiveSpec, RunJob};
 
 /// Buffer sizes of `--sweep`, in percent of the table data.
 pub const SWEEP_PERCENTS: [f64; 7] = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0];
@@ -333,7 +335,10 @@ struct Runs {
 }
 
 impl Runs {
-    fn start(file: ResultFile<PrimitiveResults>, common: &crate::args::CommonArgs) -> CliResult<Runs> {
+    fn start(
+        file: ResultFile<PrimitiveResults>,
+        common: &crate::args::CommonArgs,
+    ) -> CliResult<Runs> {
         let path = file.write(&common.results)?;
         Ok(Runs { file, path })
     }
@@ -354,7 +359,7 @@ impl Runs {
     }
 }
 
-fn load(plan: &Plan, driver: &dyn Driver) -> CliResult<()> {
+fn load(plan: &Plan, driver: &dyn PrimitiveDriver) -> CliResult<()> {
     let total = plan.spec.tables as u64 * plan.spec.rows_per_table;
     let bar = crate::progress::progress_bar(total, &format!("loading {}", driver.engine()));
     let started = std::time::Instant::now();

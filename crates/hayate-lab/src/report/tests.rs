@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::*;
+use crate::machine::Machine;
 use crate::results::{
     Alpha, CrashCycle, DeviceInfo, DevicePoint, IoRates, Percentiles, Span, SpanKind, TimeSplit,
     TpccCheck, TpccCrashResults, TpccResults, TpccRun, TpccTypeRun, WorkerTimeline,
 };
 use crate::tpcc::check::ConditionResult;
-use crate::machine::Machine;
 
 fn envelope<T>(kind: &str, results: T) -> ResultFile<T> {
     ResultFile {
@@ -18,7 +18,7 @@ fn envelope<T>(kind: &str, results: T) -> ResultFile<T> {
         schema_version: results::SCHEMA_VERSION,
         hayate_version: "0.1.0-test".to_string(),
         started_unix: 1_714_571_100,
-        command_line: vec!["hayate".into(), "lab".into(), kind.into(), "--sweep".into()],
+        command_line: vec!["hayate-lab".into(), kind.into(), "--sweep".into()],
         machine: Machine {
             cpu_count: 2,
             cpu_model: "Test CPU".to_string(),

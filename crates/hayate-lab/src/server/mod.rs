@@ -31,9 +31,10 @@ use clap::Args;
 use super::results::{
     describe_transport, median_runs, ResultFile, ServerEngine, ServerResults, ServerRun,
 };
-use super::{sysstat, CommonArgs};
-use hayate::error::{CliError, CliResult};
+use super::sysstat;
+use crate::args::CommonArgs;
 use engines::Server;
+use hayate::error::{CliError, CliResult};
 use sysbench::{DataSet, Target};
 
 /// sysbench's OLTP workloads the lab runs.

@@ -23,12 +23,12 @@ use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 
 use super::check::{self, Conditions};
+use super::driver::TpccDriver;
 use super::metrics::TpccJob;
 use super::{load_hayate, open_hayate, print_conditions, LayoutArgs};
-use hayate::error::{CliError, CliResult, Context};
-use crate::driver::Driver;
 use crate::primitive::HayateDriver;
 use crate::results::{CrashCycle, ResultFile, TpccCrashResults};
+use hayate::error::{CliError, CliResult, Context};
 use hayate::report::format_count;
 
 #[derive(Debug, Args)]

@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use hayate_engine::PhaseReport;
-use hayate_engine::{Task, Yield};
 use hayate_engine::{Database, Transaction, TreeId};
+use hayate_engine::{Task, Yield};
 
 use crate::driver::{DriverError, DriverResult};
 use crate::tpcc::check::CheckData;

@@ -23,6 +23,7 @@
 
 pub mod check;
 pub mod crash;
+pub mod driver;
 pub mod hayate;
 pub mod metrics;
 pub mod rows;
@@ -37,13 +38,14 @@ use clap::{Args, Subcommand};
 use hayate_engine::WritePolicy;
 use serde::{Deserialize, Serialize};
 
-use ::hayate::args::{parse_percent, PolicyArg};
-use ::hayate::error::{CliError, CliResult, Context};
 use crate::driver::Driver;
 use crate::primitive::{DeviceClassArg, HayateDriver, HayateOptions};
 use crate::results::{ResultFile, TpccCheck, TpccResults, TpccRun};
+use ::hayate::args::{parse_percent, PolicyArg};
+use ::hayate::error::{CliError, CliResult, Context};
 use ::hayate::report::{format_bytes, format_count, format_rate, format_us};
 use check::{ConditionResult, Conditions};
+use driver::TpccDriver;
 use run::RunPlan;
 use spec::Scale;
 
@@ -243,7 +245,7 @@ fn engine_error(engine: &str) -> impl Fn(crate::driver::DriverError) -> CliError
 }
 
 /// Loads `scale` into a driver with a progress bar.
-pub fn load_into(driver: &dyn Driver, scale: &Scale, seed: u64) -> CliResult<()> {
+pub fn load_into(driver: &dyn TpccDriver, scale: &Scale, seed: u64) -> CliResult<()> {
     let bar = crate::progress::progress_bar(scale.rows(), &format!("loading {}", driver.engine()));
     let started = Instant::now();
     driver
@@ -355,7 +357,7 @@ fn check_command(args: &CheckArgs) -> CliResult<()> {
 
 /// Reads an engine's data and checks it, with a spinner while reading.
 pub fn check_engine(
-    driver: &dyn Driver,
+    driver: &dyn TpccDriver,
     scale: &Scale,
     which: Conditions,
 ) -> CliResult<Vec<ConditionResult>> {

@@ -9,17 +9,18 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hayate::error::{CliError, CliResult};
-use crate::driver::{Driver, DriverError, DriverResult};
+use crate::driver::{DriverError, DriverResult};
 use crate::primitive::measure::{
     close_and_replay, measure_around, measure_native, percentiles, time_split, timeline,
     trace_rates, with_progress, write_json,
 };
 use crate::primitive::{DeviceClassArg, HayateDriver};
 use crate::results::{TpccRun, TpccTypeRun};
+use crate::tpcc::driver::TpccDriver;
 use crate::tpcc::metrics::{run_terminal, TpccJob, TpccOutcome};
 use crate::tpcc::spec::Scale;
 use crate::tpcc::txn::{Terminal, TxnType};
+use hayate::error::{CliError, CliResult};
 
 /// What every run of an invocation shares.
 #[derive(Debug, Clone)]
@@ -46,7 +47,7 @@ impl RunPlan {
 }
 
 /// Runs a job natively when the engine can, else on one session per terminal (thread).
-pub fn run_job(driver: &dyn Driver, job: &TpccJob) -> DriverResult<TpccOutcome> {
+pub fn run_job(driver: &dyn TpccDriver, job: &TpccJob) -> DriverResult<TpccOutcome> {
     if let Some(result) = driver.run_tpcc_native(job) {
         return result;
     }
@@ -81,11 +82,11 @@ pub fn run_job(driver: &dyn Driver, job: &TpccJob) -> DriverResult<TpccOutcome> 
     Ok(total)
 }
 
-fn label(driver: &dyn Driver, class: DeviceClassArg, percent: f64) -> String {
+fn label(driver: &dyn TpccDriver, class: DeviceClassArg, percent: f64) -> String {
     format!("{} {} {}% tpcc", driver.engine(), class.name(), percent)
 }
 
-fn warm(plan: &RunPlan, driver: &dyn Driver, what: &str) -> CliResult<()> {
+fn warm(plan: &RunPlan, driver: &dyn TpccDriver, what: &str) -> CliResult<()> {
     if plan.warmup == 0 {
         return Ok(());
     }
@@ -100,7 +101,7 @@ fn warm(plan: &RunPlan, driver: &dyn Driver, what: &str) -> CliResult<()> {
 /// The common fields of a run from its outcome.
 fn base_run(
     plan: &RunPlan,
-    driver: &dyn Driver,
+    driver: &dyn TpccDriver,
     class: DeviceClassArg,
     percent: f64,
     buffer_bytes: u64,
@@ -149,7 +150,7 @@ fn base_run(
 #[cfg_attr(not(feature = "peers"), allow(dead_code))] // peers run through sessions
 pub fn session_run(
     plan: &RunPlan,
-    driver: &dyn Driver,
+    driver: &dyn TpccDriver,
     percent: f64,
     buffer_bytes: u64,
 ) -> CliResult<TpccRun> {

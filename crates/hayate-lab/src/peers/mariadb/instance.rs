@@ -1,4 +1,6 @@
-//! MariaDB with InnoDB behind the lab's driver: a private server the lab starts itself.
+//! MariaDB with InnoDB as the lab runs it: a private server the lab starts itself, its
+//! connections, settings and errors, and the base `Driver`; the workloads are in `primitive`
+//! and `tpcc`.
 //!
 //! Lifecycle:
 //! 1. `MariadbDriver::open` finds the binaries, makes a lab directory under `--dir`, runs
@@ -7,7 +9,7 @@
 //!    O_DIRECT data files, a durable redo log flush at each commit, the doublewrite buffer on,
 //!    no binary log. `open_listening` also listens on TCP at 127.0.0.1 (for clients the lab
 //!    runs as separate programs, like sysbench in `hayate-lab server`).
-//! 2. `load_primitive` loads the tables with multi-row INSERTs in large transactions, one
+//! 2. `load_primitive` (`primitive`) loads the tables with multi-row INSERTs in large transactions, one
 //!    connection per core, runs ANALYZE TABLE on each, then restarts the server so the run
 //!    starts with every page flushed.
 //! 3. `set_buffer_bytes` restarts the server with the new `innodb_buffer_pool_size` (InnoDB
@@ -18,18 +20,15 @@
 //! 5. `shutdown` (or drop) stops the server cleanly and removes the directory.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use mysql::consts::CapabilityFlags;
 use mysql::prelude::Queryable;
-use mysql::{Conn, OptsBuilder, Statement};
+use mysql::{Conn, OptsBuilder};
 
-use super::server::{self, LabDirectory, ServerProcess, ServerUser};
-use super::{cached_statement, check_data1_length, load_tables_in_parallel, sql_integer};
-use crate::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
+use crate::driver::{Driver, DriverError, DriverResult};
+use crate::peers::server::{self, LabDirectory, LabServer, ServerProcess, ServerUser};
 
 const SOCKET_NAME: &str = "mariadbd.sock";
 pub const DATABASE: &str = "lab";
@@ -38,9 +37,6 @@ pub const USER: &str = "root";
 /// InnoDB refuses a smaller buffer pool with its default 16 KiB pages.
 const BUFFER_POOL_BYTES_MIN: u64 = 6 * 1024 * 1024;
 const MAX_CONNECTIONS: u32 = 300;
-/// Rows per INSERT statement (about 420 KB, well under max_allowed_packet) and per commit.
-const INSERT_ROWS: u64 = 100;
-const COMMIT_ROWS: u64 = 10_000;
 
 /// Server variables recorded in the results.
 const RECORDED_VARIABLES: &[&str] = &[
@@ -103,9 +99,8 @@ pub struct MariadbDriver {
 }
 
 struct State {
-    server: Option<ServerProcess>,
-    /// Removed once the server has stopped (`stop_and_remove`).
-    directory: Option<LabDirectory>,
+    /// The server and its directory.
+    lab: LabServer,
     buffer_bytes: u64,
     version: String,
     settings: BTreeMap<String, String>,
@@ -151,8 +146,7 @@ impl MariadbDriver {
             tcp_port,
             log_path,
             state: Mutex::new(State {
-                server: None,
-                directory: Some(directory),
+                lab: LabServer::new(directory),
                 buffer_bytes,
                 version: String::new(),
                 settings: BTreeMap::new(),
@@ -183,12 +177,19 @@ impl MariadbDriver {
         self.tcp_port
     }
 
+    /// Restarts the server with the buffer it runs with: a clean shutdown writes every dirty
+    /// page, like PostgreSQL's CHECKPOINT.
+    pub(super) fn restart(&self) -> DriverResult<()> {
+        let buffer_bytes = self.state().buffer_bytes;
+        self.set_buffer_bytes(buffer_bytes)
+    }
+
     /// The server's Unix-domain socket.
     pub fn socket_path(&self) -> &Path {
         &self.socket_path
     }
 
-    fn connect_conn(&self, database: Option<&str>) -> mysql::Result<Conn> {
+    pub(super) fn connect_conn(&self, database: Option<&str>) -> mysql::Result<Conn> {
         let options = OptsBuilder::new()
             .socket(Some(self.socket_path.display().to_string()))
             .prefer_socket(false)
@@ -246,7 +247,7 @@ impl MariadbDriver {
             buffer_bytes.to_string(),
         );
         let mut state = self.state();
-        state.server = Some(process);
+        state.lab.set_process(process);
         state.buffer_bytes = buffer_bytes;
         state.version = version;
         state.settings = settings;
@@ -277,62 +278,19 @@ impl MariadbDriver {
             "client".into(),
             "mysql crate over a unix socket, prepared statements, autocommit".into(),
         );
-        settings.insert("tpcc_isolation".into(), super::tpcc_sql::ISOLATION.into());
+        settings.insert(
+            "tpcc_isolation".into(),
+            crate::peers::sql::tpcc_schema::ISOLATION.into(),
+        );
         Ok((version.unwrap_or_default(), settings))
     }
 
     fn stop_server(&self) -> DriverResult<()> {
-        let server = self.state().server.take();
-        match server {
-            Some(mut server) => server.stop(server::SHUTDOWN_TIMEOUT),
-            None => Ok(()),
-        }
+        self.state().lab.stop()
     }
 
     fn stop_and_remove(&self) -> DriverResult<()> {
-        let stopped = self.stop_server();
-        let directory = self.state().directory.take();
-        let removed = directory.map(LabDirectory::remove).unwrap_or(Ok(()));
-        stopped.and(removed)
-    }
-
-    fn load_table(&self, spec: &PrimitiveSpec, table: u32, loaded: &AtomicU64) -> DriverResult<()> {
-        let mut conn = self.connect_conn(Some(DATABASE)).map_err(mariadb_error)?;
-        let name = PrimitiveSpec::table_name(table);
-        conn.query_drop(format!("DROP TABLE IF EXISTS {name}"))
-            .map_err(mariadb_error)?;
-        conn.query_drop(format!(
-            "CREATE TABLE {name} (sid integer NOT NULL PRIMARY KEY, c1 integer NOT NULL, \
-             data1 varchar({DATA1_BYTES}) CHARACTER SET ascii NOT NULL) ENGINE=InnoDB"
-        ))
-        .map_err(mariadb_error)?;
-        let rows = spec.rows_per_table;
-        let mut statement = String::with_capacity(INSERT_ROWS as usize * (DATA1_BYTES + 32));
-        let mut first = 1;
-        while first <= rows {
-            let last = (first + COMMIT_ROWS - 1).min(rows);
-            conn.query_drop("START TRANSACTION")
-                .map_err(mariadb_error)?;
-            let mut batch_first = first;
-            while batch_first <= last {
-                let batch_last = (batch_first + INSERT_ROWS - 1).min(last);
-                statement.clear();
-                let _ = write!(statement, "INSERT INTO {name} (sid, c1, data1) VALUES ");
-                for sid in batch_first..=batch_last {
-                    let separator = if sid == batch_first { "" } else { "," };
-                    // Data1 holds only letters, digits, '-' and '|': a plain string literal.
-                    let data1 = PrimitiveSpec::data1(table, sid as i64);
-                    let _ = write!(statement, "{separator}({sid},0,'{data1}')");
-                }
-                conn.query_drop(&statement).map_err(mariadb_error)?;
-                loaded.fetch_add(batch_last - batch_first + 1, Ordering::Relaxed);
-                batch_first = batch_last + 1;
-            }
-            conn.query_drop("COMMIT").map_err(mariadb_error)?;
-            first = last + 1;
-        }
-        conn.query_drop(format!("ANALYZE TABLE {name}"))
-            .map_err(mariadb_error)
+        self.state().lab.stop_and_remove()
     }
 }
 
@@ -361,59 +319,13 @@ impl Driver for MariadbDriver {
         "in-place B+tree pages, redo log, doublewrite buffer".to_string()
     }
 
-    fn load_primitive(
-        &self,
-        spec: &PrimitiveSpec,
-        progress: &(dyn Fn(u64) + Sync),
-    ) -> DriverResult<()> {
-        load_tables_in_parallel(spec, progress, &|table, loaded| {
-            self.load_table(spec, table, loaded)
-        })?;
-        // A clean shutdown writes every dirty page, like PostgreSQL's CHECKPOINT.
-        let buffer_bytes = self.state().buffer_bytes;
-        self.set_buffer_bytes(buffer_bytes)
-    }
-
     fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()> {
         self.stop_server()?;
         self.start(bytes)
     }
 
-    fn connect(&self) -> DriverResult<Box<dyn Session>> {
-        let conn = self.connect_conn(Some(DATABASE)).map_err(mariadb_error)?;
-        Ok(Box::new(MariadbSession {
-            conn,
-            select: Vec::new(),
-            update: Vec::new(),
-        }))
-    }
-
-    fn load_tpcc(
-        &self,
-        scale: &crate::tpcc::spec::Scale,
-        seed: u64,
-        progress: &(dyn Fn(u64) + Sync),
-    ) -> DriverResult<()> {
-        super::tpcc_mariadb::load(self, scale, seed, progress)?;
-        // A clean shutdown writes every dirty page, as after the primitive load.
-        let buffer_bytes = self.state().buffer_bytes;
-        self.set_buffer_bytes(buffer_bytes)
-    }
-
-    fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::tpcc::txn::TpccSession>> {
-        super::tpcc_mariadb::connect(self)
-    }
-
-    fn tpcc_check_data(&self) -> DriverResult<crate::tpcc::check::CheckData> {
-        super::tpcc_mariadb::check_data(self)
-    }
-
     fn server_pids(&self) -> Vec<u32> {
-        self.state()
-            .server
-            .as_ref()
-            .map(ServerProcess::pids)
-            .unwrap_or_default()
+        self.state().lab.pids()
     }
 
     fn shutdown(&self) -> DriverResult<()> {
@@ -429,47 +341,9 @@ impl Drop for MariadbDriver {
     }
 }
 
-struct MariadbSession {
-    conn: Conn,
-    /// Prepared statements per table, made on first use.
-    select: Vec<Option<Statement>>,
-    update: Vec<Option<Statement>>,
-}
-
-impl Session for MariadbSession {
-    fn select(&mut self, table: u32, sid: i64) -> DriverResult<bool> {
-        let statement = cached_statement(&mut self.select, table, |name| {
-            self.conn
-                .prep(format!("SELECT sid, c1, data1 FROM {name} WHERE sid = ?"))
-                .map_err(mariadb_error)
-        })?;
-        let row: Option<(i32, i32, Vec<u8>)> = self
-            .conn
-            .exec_first(&statement, (sql_integer(sid)?,))
-            .map_err(mariadb_error)?;
-        let Some((_, _, data1)) = row else {
-            return Ok(false);
-        };
-        check_data1_length(table, sid, data1.len())?;
-        Ok(true)
-    }
-
-    fn update(&mut self, table: u32, sid: i64, c1: i64) -> DriverResult<bool> {
-        let statement = cached_statement(&mut self.update, table, |name| {
-            self.conn
-                .prep(format!("UPDATE {name} SET c1 = ? WHERE sid = ?"))
-                .map_err(mariadb_error)
-        })?;
-        self.conn
-            .exec_drop(&statement, (sql_integer(c1)?, sql_integer(sid)?))
-            .map_err(mariadb_error)?;
-        Ok(self.conn.affected_rows() == 1)
-    }
-}
-
 /// Deadlocks (1213) and lock wait timeouts (1205) are retryable; everything else ends the run
 /// with the server's message.
-pub(super) fn mariadb_error(error: mysql::Error) -> DriverError {
+pub(crate) fn mariadb_error(error: mysql::Error) -> DriverError {
     match error {
         mysql::Error::MySqlError(server_error) => {
             let message = format!("MariaDB: {server_error}");
@@ -480,19 +354,5 @@ pub(super) fn mariadb_error(error: mysql::Error) -> DriverError {
             }
         }
         other => DriverError::fatal(format!("MariaDB: {other}")),
-    }
-}
-
-#[cfg(test)]
-impl MariadbDriver {
-    /// C1 of a row, read through a new connection.
-    pub(super) fn read_c1(&self, table: u32, sid: i64) -> DriverResult<Option<i64>> {
-        let mut conn = self.connect_conn(Some(DATABASE)).map_err(mariadb_error)?;
-        let name = PrimitiveSpec::table_name(table);
-        conn.exec_first(
-            format!("SELECT c1 FROM {name} WHERE sid = ?"),
-            (sql_integer(sid)?,),
-        )
-        .map_err(mariadb_error)
     }
 }

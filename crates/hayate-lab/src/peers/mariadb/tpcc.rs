@@ -1,4 +1,4 @@
-//! TPC-C on MariaDB/InnoDB: the shared SQL transactions (`tpcc_sql`) over the `mysql` crate.
+//! TPC-C on MariaDB/InnoDB: the shared SQL transactions (`sql::tpcc_transactions`) over the `mysql` crate.
 //!
 //! Loading:
 //! 1. The nine tables are created with their primary keys and secondary indexes (InnoDB
@@ -17,14 +17,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use mysql::prelude::Queryable;
 use mysql::{Conn, Params, Statement as Prepared, Value as MysqlValue};
 
-use super::mariadb::{mariadb_error, MariadbDriver};
-use super::tpcc_sql::{
+use super::instance::{mariadb_error, MariadbDriver};
+use crate::driver::{DriverError, DriverResult};
+use crate::peers::sql::tpcc_schema::{
     create_table_statements, generate_job, load_in_parallel, row_values, Dialect, LoadJob,
     TableSpec, Value, TABLES,
 };
-use super::tpcc_transactions::{read_check_data, Begin, SqlConnection, SqlTpccSession, Statement};
-use crate::driver::{DriverError, DriverResult};
+use crate::peers::sql::tpcc_transactions::{
+    read_check_data, Begin, SqlConnection, SqlTpccSession, Statement,
+};
 use crate::tpcc::check::CheckData;
+use crate::tpcc::driver::TpccDriver;
 use crate::tpcc::rows::Row;
 use crate::tpcc::spec::{now_micros, Scale};
 use crate::tpcc::txn::TpccSession;
@@ -32,7 +35,28 @@ use crate::tpcc::txn::TpccSession;
 /// Bytes of VALUES per INSERT statement (max_allowed_packet is 16 MiB by default).
 const INSERT_BYTES: usize = 1 << 20;
 
-pub(super) fn load(
+impl TpccDriver for MariadbDriver {
+    fn load_tpcc(
+        &self,
+        scale: &Scale,
+        seed: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        load(self, scale, seed, progress)?;
+        // A clean shutdown writes every dirty page, as after the primitive load.
+        self.restart()
+    }
+
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn TpccSession>> {
+        connect(self)
+    }
+
+    fn tpcc_check_data(&self) -> DriverResult<CheckData> {
+        check_data(self)
+    }
+}
+
+pub(crate) fn load(
     driver: &MariadbDriver,
     scale: &Scale,
     seed: u64,
@@ -149,12 +173,12 @@ fn push_literal(text: &mut String, value: &Value) {
     }
 }
 
-pub(super) fn connect(driver: &MariadbDriver) -> DriverResult<Box<dyn TpccSession>> {
+pub(crate) fn connect(driver: &MariadbDriver) -> DriverResult<Box<dyn TpccSession>> {
     let connection = MariadbConnection::new(driver)?;
     Ok(Box::new(SqlTpccSession::new(connection, Dialect::Mariadb)))
 }
 
-pub(super) fn check_data(driver: &MariadbDriver) -> DriverResult<CheckData> {
+pub(crate) fn check_data(driver: &MariadbDriver) -> DriverResult<CheckData> {
     read_check_data(&mut MariadbConnection::new(driver)?)
 }
 

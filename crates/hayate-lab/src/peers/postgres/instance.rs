@@ -1,4 +1,5 @@
-//! PostgreSQL behind the lab's driver: a private server the lab starts itself.
+//! PostgreSQL as the lab runs it: a private server the lab starts itself, its connections,
+//! settings and errors, and the base `Driver`; the workloads are in `primitive` and `tpcc`.
 //!
 //! Lifecycle:
 //! 1. `PostgresDriver::open` finds the binaries, makes a lab directory under `--dir`, runs
@@ -7,24 +8,21 @@
 //!    `open_listening` also listens on TCP at 127.0.0.1 (for clients the lab runs as separate
 //!    programs, like sysbench in `hayate-lab server`); the port is then that TCP port, which
 //!    also names the unix socket.
-//! 2. `load_primitive` loads the tables with COPY, one connection per core, each table then
+//! 2. `load_primitive` (`primitive`) loads the tables with COPY, one connection per core, each table then
 //!    gets its primary key (Data1 is stored PLAIN: uncompressed, in the heap page, like the
 //!    other engines); then ANALYZE and CHECKPOINT.
 //! 3. `set_buffer_bytes` restarts the server with the new `shared_buffers`.
-//! 4. Sessions use prepared statements in autocommit mode: each statement is one transaction.
+//! 4. Sessions (`sql::primitive::SqlSession` over `Client`) use prepared statements in autocommit mode: each statement is one transaction.
 //! 5. `shutdown` (or drop) stops the server with a fast shutdown and removes the directory.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use postgres::{Client, NoTls, Statement};
+use postgres::{Client, NoTls};
 
-use super::server::{self, LabDirectory, ServerProcess, ServerUser};
-use super::{cached_statement, check_data1_length, load_tables_in_parallel, sql_integer};
-use crate::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
+use crate::driver::{Driver, DriverError, DriverResult};
+use crate::peers::server::{self, LabDirectory, LabServer, ServerProcess, ServerUser};
 
 /// The port of a server on a unix socket only (it names the socket, `.s.PGSQL.5432`).
 const SOCKET_PORT: u16 = 5432;
@@ -36,8 +34,6 @@ pub const DATABASE: &str = "postgres";
 const SHARED_BUFFERS_BYTES_MIN: u64 = 8 << 20;
 /// Enough for any concurrency the lab runs plus the lab's own connections.
 const MAX_CONNECTIONS: u32 = 300;
-/// Rows per progress report while loading.
-const PROGRESS_ROWS: i64 = 1000;
 
 /// The settings recorded in the results, read back from the server with SHOW.
 const RECORDED_SETTINGS: &[&str] = &[
@@ -107,9 +103,8 @@ pub struct PostgresDriver {
 }
 
 struct State {
-    server: Option<ServerProcess>,
-    /// Removed once the server has stopped (`stop_and_remove`).
-    directory: Option<LabDirectory>,
+    /// The server and its directory.
+    lab: LabServer,
     version: String,
     settings: BTreeMap<String, String>,
 }
@@ -153,8 +148,7 @@ impl PostgresDriver {
             tcp: tcp_port.is_some(),
             log_path,
             state: Mutex::new(State {
-                server: None,
-                directory: Some(directory),
+                lab: LabServer::new(directory),
                 version: String::new(),
                 settings: BTreeMap::new(),
             }),
@@ -179,7 +173,7 @@ impl PostgresDriver {
         (&self.socket_dir, self.port)
     }
 
-    pub(super) fn connect_client(&self) -> Result<Client, postgres::Error> {
+    pub(crate) fn connect_client(&self) -> Result<Client, postgres::Error> {
         postgres::Config::new()
             .host_path(&self.socket_dir)
             .port(self.port)
@@ -222,7 +216,7 @@ impl PostgresDriver {
             .read_settings()
             .map_err(|error| process.error(&error))?;
         let mut state = self.state();
-        state.server = Some(process);
+        state.lab.set_process(process);
         state.version = version;
         state.settings = settings;
         Ok(())
@@ -262,60 +256,19 @@ impl PostgresDriver {
             "client".into(),
             "postgres crate over a unix socket, prepared statements, autocommit".into(),
         );
-        settings.insert("tpcc_isolation".into(), super::tpcc_sql::ISOLATION.into());
+        settings.insert(
+            "tpcc_isolation".into(),
+            crate::peers::sql::tpcc_schema::ISOLATION.into(),
+        );
         Ok((version, settings))
     }
 
     fn stop_server(&self) -> DriverResult<()> {
-        let server = self.state().server.take();
-        match server {
-            Some(mut server) => server.stop(server::SHUTDOWN_TIMEOUT),
-            None => Ok(()),
-        }
+        self.state().lab.stop()
     }
 
     fn stop_and_remove(&self) -> DriverResult<()> {
-        let stopped = self.stop_server();
-        let directory = self.state().directory.take();
-        let removed = directory.map(LabDirectory::remove).unwrap_or(Ok(()));
-        stopped.and(removed)
-    }
-
-    fn load_table(&self, spec: &PrimitiveSpec, table: u32, loaded: &AtomicU64) -> DriverResult<()> {
-        let mut client = self.connect_client().map_err(postgres_error)?;
-        let name = PrimitiveSpec::table_name(table);
-        client
-            .batch_execute(&format!(
-                "DROP TABLE IF EXISTS {name};
-                 CREATE TABLE {name} (sid integer NOT NULL, c1 integer NOT NULL,
-                                      data1 char({DATA1_BYTES}) NOT NULL);
-                 ALTER TABLE {name} ALTER COLUMN data1 SET STORAGE PLAIN;"
-            ))
-            .map_err(postgres_error)?;
-        let mut writer = client
-            .copy_in(&format!("COPY {name} (sid, c1, data1) FROM STDIN"))
-            .map_err(postgres_error)?;
-        let mut line = String::with_capacity(DATA1_BYTES + 32);
-        for sid in 1..=spec.rows_per_table as i64 {
-            line.clear();
-            // Data1 holds only letters, digits, '-' and '|': nothing to escape in COPY text.
-            line.push_str(&format!("{sid}\t0\t{}\n", PrimitiveSpec::data1(table, sid)));
-            writer
-                .write_all(line.as_bytes())
-                .map_err(|error| DriverError::fatal(format!("COPY into {name}: {error}")))?;
-            if sid % PROGRESS_ROWS == 0 {
-                loaded.fetch_add(PROGRESS_ROWS as u64, Ordering::Relaxed);
-            }
-        }
-        writer.finish().map_err(postgres_error)?;
-        loaded.fetch_add(
-            spec.rows_per_table % PROGRESS_ROWS as u64,
-            Ordering::Relaxed,
-        );
-        client
-            .batch_execute(&format!("ALTER TABLE {name} ADD PRIMARY KEY (sid)"))
-            .map_err(postgres_error)?;
-        Ok(())
+        self.state().lab.stop_and_remove()
     }
 }
 
@@ -345,58 +298,13 @@ impl Driver for PostgresDriver {
         "in-place heap pages with MVCC versions, WAL with full-page writes".to_string()
     }
 
-    fn load_primitive(
-        &self,
-        spec: &PrimitiveSpec,
-        progress: &(dyn Fn(u64) + Sync),
-    ) -> DriverResult<()> {
-        load_tables_in_parallel(spec, progress, &|table, loaded| {
-            self.load_table(spec, table, loaded)
-        })?;
-        let mut client = self.connect_client().map_err(postgres_error)?;
-        client
-            .batch_execute("ANALYZE; CHECKPOINT;")
-            .map_err(postgres_error)
-    }
-
     fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()> {
         self.stop_server()?;
         self.start(bytes)
     }
 
-    fn connect(&self) -> DriverResult<Box<dyn Session>> {
-        let client = self.connect_client().map_err(postgres_error)?;
-        Ok(Box::new(PostgresSession {
-            client,
-            select: Vec::new(),
-            update: Vec::new(),
-        }))
-    }
-
-    fn load_tpcc(
-        &self,
-        scale: &crate::tpcc::spec::Scale,
-        seed: u64,
-        progress: &(dyn Fn(u64) + Sync),
-    ) -> DriverResult<()> {
-        let connect = || self.connect_client().map_err(postgres_error);
-        super::tpcc_postgres::load(&connect, scale, seed, progress, "ANALYZE; CHECKPOINT;")
-    }
-
-    fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::tpcc::txn::TpccSession>> {
-        super::tpcc_postgres::connect(&|| self.connect_client().map_err(postgres_error))
-    }
-
-    fn tpcc_check_data(&self) -> DriverResult<crate::tpcc::check::CheckData> {
-        super::tpcc_postgres::check_data(&|| self.connect_client().map_err(postgres_error))
-    }
-
     fn server_pids(&self) -> Vec<u32> {
-        self.state()
-            .server
-            .as_ref()
-            .map(ServerProcess::pids)
-            .unwrap_or_default()
+        self.state().lab.pids()
     }
 
     fn shutdown(&self) -> DriverResult<()> {
@@ -412,56 +320,9 @@ impl Drop for PostgresDriver {
     }
 }
 
-/// A primitive-workload session on `client` (any server speaking PostgreSQL's protocol).
-pub(super) fn session(client: Client) -> Box<dyn Session> {
-    Box::new(PostgresSession {
-        client,
-        select: Vec::new(),
-        update: Vec::new(),
-    })
-}
-
-struct PostgresSession {
-    client: Client,
-    /// Prepared statements per table, made on first use.
-    select: Vec<Option<Statement>>,
-    update: Vec<Option<Statement>>,
-}
-
-impl Session for PostgresSession {
-    fn select(&mut self, table: u32, sid: i64) -> DriverResult<bool> {
-        let statement = cached_statement(&mut self.select, table, |name| {
-            self.client
-                .prepare(&format!("SELECT sid, c1, data1 FROM {name} WHERE sid = $1"))
-                .map_err(postgres_error)
-        })?;
-        let row = self
-            .client
-            .query_opt(&statement, &[&sql_integer(sid)?])
-            .map_err(postgres_error)?;
-        let Some(row) = row else { return Ok(false) };
-        let data1: &str = row.try_get(2).map_err(postgres_error)?;
-        check_data1_length(table, sid, data1.len())?;
-        Ok(true)
-    }
-
-    fn update(&mut self, table: u32, sid: i64, c1: i64) -> DriverResult<bool> {
-        let statement = cached_statement(&mut self.update, table, |name| {
-            self.client
-                .prepare(&format!("UPDATE {name} SET c1 = $1 WHERE sid = $2"))
-                .map_err(postgres_error)
-        })?;
-        let rows = self
-            .client
-            .execute(&statement, &[&sql_integer(c1)?, &sql_integer(sid)?])
-            .map_err(postgres_error)?;
-        Ok(rows == 1)
-    }
-}
-
 /// Serialization failures, deadlocks (SQLSTATE class 40) and lock timeouts are retryable;
 /// everything else ends the run with the server's message.
-pub(super) fn postgres_error(error: postgres::Error) -> DriverError {
+pub(crate) fn postgres_error(error: postgres::Error) -> DriverError {
     let Some(database_error) = error.as_db_error() else {
         return DriverError::fatal(format!("PostgreSQL: {error}"));
     };
@@ -471,21 +332,5 @@ pub(super) fn postgres_error(error: postgres::Error) -> DriverError {
         DriverError::retryable(message)
     } else {
         DriverError::fatal(message)
-    }
-}
-
-#[cfg(test)]
-impl PostgresDriver {
-    /// C1 of a row, read through a new connection.
-    pub(super) fn read_c1(&self, table: u32, sid: i64) -> DriverResult<Option<i64>> {
-        let mut client = self.connect_client().map_err(postgres_error)?;
-        let name = PrimitiveSpec::table_name(table);
-        let row = client
-            .query_opt(
-                &format!("SELECT c1 FROM {name} WHERE sid = $1"),
-                &[&sql_integer(sid)?],
-            )
-            .map_err(postgres_error)?;
-        Ok(row.map(|row| row.get::<_, i32>(0) as i64))
     }
 }

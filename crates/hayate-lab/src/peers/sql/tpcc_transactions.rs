@@ -4,10 +4,10 @@
 //!
 //! Each transaction is one database transaction (`Begin`): committed, or rolled back on an
 //! error or on the unused item of clause 2.4.2.3. Statements are written with `?`
-//! placeholders and the dialect's exact conversions (`tpcc_sql::Dialect`), and prepared once
+//! placeholders and the dialect's exact conversions (`tpcc_schema::Dialect`), and prepared once
 //! per connection.
 
-use super::tpcc_sql::{scaled_text, Dialect, Value, HISTORY, NEW_ORDER, ORDERS, ORDER_LINE};
+use super::tpcc_schema::{scaled_text, Dialect, Value, HISTORY, NEW_ORDER, ORDERS, ORDER_LINE};
 use crate::driver::{DriverError, DriverResult};
 use crate::tpcc::check::{
     CheckData, CustomerCheck, DistrictCheck, HistoryCheck, OrderCheck, OrderLineCheck,
@@ -74,7 +74,7 @@ fn one_row(rows: Vec<Vec<Value>>, what: impl FnOnce() -> String) -> DriverResult
 
 /// How a transaction begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Begin {
+pub(crate) enum Begin {
     /// Reads then writes: READ COMMITTED with FOR UPDATE on rows read then written
     /// (PostgreSQL, MariaDB); BEGIN IMMEDIATE (SQLite).
     Write,
@@ -86,7 +86,7 @@ pub(super) enum Begin {
 
 /// The statements of the transactions and of the check, each prepared once per connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Statement {
+pub(crate) enum Statement {
     NewOrderWarehouse,
     NewOrderDistrict,
     NewOrderDistrictUpdate,
@@ -294,7 +294,7 @@ impl Statement {
 }
 
 /// One connection of a peer, as the transactions use it.
-pub(super) trait SqlConnection: Send {
+pub(crate) trait SqlConnection: Send {
     fn begin(&mut self, kind: Begin) -> DriverResult<()>;
     fn commit(&mut self) -> DriverResult<()>;
     fn rollback(&mut self) -> DriverResult<()>;
@@ -345,7 +345,7 @@ fn transaction<C: SqlConnection, T>(
 }
 
 /// The five transactions over any peer's connection.
-pub(super) struct SqlTpccSession<C> {
+pub(crate) struct SqlTpccSession<C> {
     connection: C,
     dialect: Dialect,
 }
@@ -735,7 +735,7 @@ fn stock_level<C: SqlConnection>(connection: &mut C, input: &StockLevelInput) ->
 }
 
 /// What the consistency conditions read, in one snapshot.
-pub(super) fn read_check_data<C: SqlConnection>(connection: &mut C) -> DriverResult<CheckData> {
+pub(crate) fn read_check_data<C: SqlConnection>(connection: &mut C) -> DriverResult<CheckData> {
     transaction(connection, Begin::Snapshot, |connection| {
         read_check_tables(connection).map(Finish::Commit)
     })

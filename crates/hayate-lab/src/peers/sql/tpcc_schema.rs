@@ -25,13 +25,13 @@ use crate::tpcc::rows::{Address, Row};
 use crate::tpcc::spec::Scale;
 
 /// The isolation PostgreSQL and MariaDB run TPC-C at, recorded in their settings.
-pub(super) const ISOLATION: &str = "READ COMMITTED with SELECT ... FOR UPDATE on rows read then \
+pub(crate) const ISOLATION: &str = "READ COMMITTED with SELECT ... FOR UPDATE on rows read then \
      written (district, stock, customer, new_order); REPEATABLE READ snapshot for the check";
 /// Loading jobs run at once, each on its own connection.
 const LOAD_THREADS_MAX: usize = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Dialect {
+pub(crate) enum Dialect {
     Postgres,
     Mariadb,
     Sqlite,
@@ -39,7 +39,7 @@ pub(super) enum Dialect {
 
 /// A column's type, spelled per dialect by `Dialect::column_type`.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Kind {
+pub(crate) enum Kind {
     /// `integer`: ids, counts, quantities (the specification's numeric(N) with N <= 8).
     Int,
     /// An integer that is null until set (O_CARRIER_ID).
@@ -55,7 +55,7 @@ pub(super) enum Kind {
     Char(u32),
 }
 
-pub(super) struct TableSpec {
+pub(crate) struct TableSpec {
     pub name: &'static str,
     pub columns: &'static [(&'static str, Kind)],
     /// Empty for HISTORY, which has no primary key (clause 1.3).
@@ -73,7 +73,7 @@ use Kind::*;
 
 const ADDRESS_WIDTHS: [Kind; 5] = [Varchar(20), Varchar(20), Varchar(20), Char(2), Char(9)];
 
-pub(super) const WAREHOUSE: TableSpec = TableSpec {
+pub(crate) const WAREHOUSE: TableSpec = TableSpec {
     name: "warehouse",
     columns: &[
         ("w_id", Int),
@@ -89,7 +89,7 @@ pub(super) const WAREHOUSE: TableSpec = TableSpec {
     primary_key: &["w_id"],
 };
 
-pub(super) const DISTRICT: TableSpec = TableSpec {
+pub(crate) const DISTRICT: TableSpec = TableSpec {
     name: "district",
     columns: &[
         ("d_id", Int),
@@ -107,7 +107,7 @@ pub(super) const DISTRICT: TableSpec = TableSpec {
     primary_key: &["d_w_id", "d_id"],
 };
 
-pub(super) const CUSTOMER: TableSpec = TableSpec {
+pub(crate) const CUSTOMER: TableSpec = TableSpec {
     name: "customer",
     columns: &[
         ("c_id", Int),
@@ -135,7 +135,7 @@ pub(super) const CUSTOMER: TableSpec = TableSpec {
     primary_key: &["c_w_id", "c_d_id", "c_id"],
 };
 
-pub(super) const HISTORY: TableSpec = TableSpec {
+pub(crate) const HISTORY: TableSpec = TableSpec {
     name: "history",
     columns: &[
         ("h_c_id", Int),
@@ -150,13 +150,13 @@ pub(super) const HISTORY: TableSpec = TableSpec {
     primary_key: &[],
 };
 
-pub(super) const NEW_ORDER: TableSpec = TableSpec {
+pub(crate) const NEW_ORDER: TableSpec = TableSpec {
     name: "new_order",
     columns: &[("no_o_id", Int), ("no_d_id", Int), ("no_w_id", Int)],
     primary_key: &["no_w_id", "no_d_id", "no_o_id"],
 };
 
-pub(super) const ORDERS: TableSpec = TableSpec {
+pub(crate) const ORDERS: TableSpec = TableSpec {
     name: "orders",
     columns: &[
         ("o_id", Int),
@@ -171,7 +171,7 @@ pub(super) const ORDERS: TableSpec = TableSpec {
     primary_key: &["o_w_id", "o_d_id", "o_id"],
 };
 
-pub(super) const ORDER_LINE: TableSpec = TableSpec {
+pub(crate) const ORDER_LINE: TableSpec = TableSpec {
     name: "order_line",
     columns: &[
         ("ol_o_id", Int),
@@ -188,7 +188,7 @@ pub(super) const ORDER_LINE: TableSpec = TableSpec {
     primary_key: &["ol_w_id", "ol_d_id", "ol_o_id", "ol_number"],
 };
 
-pub(super) const ITEM: TableSpec = TableSpec {
+pub(crate) const ITEM: TableSpec = TableSpec {
     name: "item",
     columns: &[
         ("i_id", Int),
@@ -200,7 +200,7 @@ pub(super) const ITEM: TableSpec = TableSpec {
     primary_key: &["i_id"],
 };
 
-pub(super) const STOCK: TableSpec = TableSpec {
+pub(crate) const STOCK: TableSpec = TableSpec {
     name: "stock",
     columns: &[
         ("s_i_id", Int),
@@ -224,7 +224,7 @@ pub(super) const STOCK: TableSpec = TableSpec {
     primary_key: &["s_w_id", "s_i_id"],
 };
 
-pub(super) const TABLES: [&TableSpec; 9] = [
+pub(crate) const TABLES: [&TableSpec; 9] = [
     &WAREHOUSE,
     &DISTRICT,
     &CUSTOMER,
@@ -355,7 +355,7 @@ impl Dialect {
 }
 
 /// `value / scale` as exact decimal text: 12345 cents -> "123.45", -5 -> "-0.05".
-pub(super) fn scaled_text(value: i64, scale: u64) -> String {
+pub(crate) fn scaled_text(value: i64, scale: u64) -> String {
     let sign = if value < 0 { "-" } else { "" };
     let digits = scale.ilog10() as usize;
     let magnitude = value.unsigned_abs();
@@ -364,7 +364,7 @@ pub(super) fn scaled_text(value: i64, scale: u64) -> String {
 
 /// Microseconds since the epoch as "YYYY-MM-DD HH:MM:SS.ffffff" (UTC, no zone), the literal
 /// both `timestamp` and `datetime(6)` read exactly.
-pub(super) fn timestamp_text(micros: i64) -> String {
+pub(crate) fn timestamp_text(micros: i64) -> String {
     let seconds = micros.div_euclid(1_000_000);
     let fraction = micros.rem_euclid(1_000_000);
     let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
@@ -400,7 +400,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// The statements creating the nine tables (dropping old ones first). With `keys` the
 /// primary keys and secondary indexes are part of it; without, `key_statements` adds them
 /// after loading (faster for PostgreSQL's COPY).
-pub(super) fn create_table_statements(dialect: Dialect, keys: bool) -> Vec<String> {
+pub(crate) fn create_table_statements(dialect: Dialect, keys: bool) -> Vec<String> {
     let mut statements = Vec::new();
     for table in TABLES {
         statements.push(format!("DROP TABLE IF EXISTS {}", table.name));
@@ -431,7 +431,7 @@ pub(super) fn create_table_statements(dialect: Dialect, keys: bool) -> Vec<Strin
 }
 
 /// Primary keys and secondary indexes, for tables created without them.
-pub(super) fn key_statements() -> Vec<String> {
+pub(crate) fn key_statements() -> Vec<String> {
     let mut statements: Vec<String> = TABLES
         .iter()
         .filter(|table| !table.primary_key.is_empty())
@@ -455,7 +455,7 @@ fn secondary_index_statements() -> impl Iterator<Item = String> {
 
 /// A value going to or coming from a peer.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Value {
+pub(crate) enum Value {
     Null,
     Int(i64),
     Text(String),
@@ -470,7 +470,7 @@ impl Value {
 }
 
 /// Values of the columns of `table` for one row of the initial database, in column order.
-pub(super) fn row_values(row: Row, dialect: Dialect) -> (&'static TableSpec, Vec<Value>) {
+pub(crate) fn row_values(row: Row, dialect: Dialect) -> (&'static TableSpec, Vec<Value>) {
     let money = |cents| dialect.money_value(cents);
     let rate = |value| dialect.rate_value(value);
     let timestamp = |micros| dialect.timestamp_value(micros);
@@ -608,7 +608,7 @@ pub(super) fn row_values(row: Row, dialect: Dialect) -> (&'static TableSpec, Vec
 
 /// One job of the initial load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum LoadJob {
+pub(crate) enum LoadJob {
     Items,
     Warehouse(u32),
 }
@@ -616,7 +616,7 @@ pub(super) enum LoadJob {
 /// Runs ITEM and every warehouse as jobs on up to `LOAD_THREADS_MAX` threads (each job on its
 /// own connection, made by `load`), reporting the rows `load` adds to its counter from the
 /// calling thread. The first error stops the other threads after their current job.
-pub(super) fn load_in_parallel(
+pub(crate) fn load_in_parallel(
     scale: &Scale,
     progress: &(dyn Fn(u64) + Sync),
     load: &(dyn Fn(LoadJob, &AtomicU64) -> DriverResult<()> + Sync),
@@ -658,7 +658,7 @@ pub(super) fn load_in_parallel(
 }
 
 /// Rows of a job, in the generator's order.
-pub(super) fn generate_job(
+pub(crate) fn generate_job(
     job: LoadJob,
     scale: &Scale,
     seed: u64,

@@ -1,4 +1,4 @@
-//! TPC-C on SQLite: the shared SQL transactions (`tpcc_sql`) over `rusqlite`.
+//! TPC-C on SQLite: the shared SQL transactions (`sql::tpcc_transactions`) over `rusqlite`.
 //!
 //! Loading: the nine tables are created with their keys (clustered `WITHOUT ROWID` tables
 //! but HISTORY), then ITEM and each warehouse are inserted with prepared statements, one
@@ -13,13 +13,16 @@
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ToSql};
 
-use super::sqlite::{sqlite_error, SqliteDriver};
-use super::tpcc_sql::{
+use super::instance::{sqlite_error, SqliteDriver};
+use crate::driver::{DriverError, DriverResult};
+use crate::peers::sql::tpcc_schema::{
     create_table_statements, generate_job, row_values, Dialect, LoadJob, Value, TABLES,
 };
-use super::tpcc_transactions::{read_check_data, Begin, SqlConnection, SqlTpccSession, Statement};
-use crate::driver::{DriverError, DriverResult};
+use crate::peers::sql::tpcc_transactions::{
+    read_check_data, Begin, SqlConnection, SqlTpccSession, Statement,
+};
 use crate::tpcc::check::CheckData;
+use crate::tpcc::driver::TpccDriver;
 use crate::tpcc::rows::Row;
 use crate::tpcc::spec::{now_micros, Scale};
 use crate::tpcc::txn::TpccSession;
@@ -27,7 +30,26 @@ use crate::tpcc::txn::TpccSession;
 /// Rows between progress reports while loading.
 const PROGRESS_ROWS: u64 = 10_000;
 
-pub(super) fn load(
+impl TpccDriver for SqliteDriver {
+    fn load_tpcc(
+        &self,
+        scale: &Scale,
+        seed: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        load(self, scale, seed, progress)
+    }
+
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn TpccSession>> {
+        connect(self)
+    }
+
+    fn tpcc_check_data(&self) -> DriverResult<CheckData> {
+        check_data(self)
+    }
+}
+
+pub(crate) fn load(
     driver: &SqliteDriver,
     scale: &Scale,
     seed: u64,
@@ -93,12 +115,12 @@ impl ToSql for Param<'_> {
     }
 }
 
-pub(super) fn connect(driver: &SqliteDriver) -> DriverResult<Box<dyn TpccSession>> {
+pub(crate) fn connect(driver: &SqliteDriver) -> DriverResult<Box<dyn TpccSession>> {
     let connection = SqliteConnection::new(driver)?;
     Ok(Box::new(SqlTpccSession::new(connection, Dialect::Sqlite)))
 }
 
-pub(super) fn check_data(driver: &SqliteDriver) -> DriverResult<CheckData> {
+pub(crate) fn check_data(driver: &SqliteDriver) -> DriverResult<CheckData> {
     read_check_data(&mut SqliteConnection::new(driver)?)
 }
 

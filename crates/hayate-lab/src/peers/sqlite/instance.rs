@@ -1,11 +1,13 @@
-//! SQLite behind the lab's driver: one database file in a lab directory under `--dir`.
+//! SQLite as the lab runs it: one database file in a lab directory under `--dir`, its
+//! connections, settings and errors, and the base `Driver`; the workloads are in `primitive`
+//! and `tpcc`.
 //!
 //! SQLite is the bundled amalgamation (rusqlite's `bundled` feature): the version measured is
 //! the one pinned in Cargo.lock, whatever the distribution ships, and no system package is
 //! needed. Lifecycle:
 //! 1. `SqliteDriver::open` creates the file with 8 KiB pages (a 4 KiB row does not fit a
 //!    default 4 KiB page and would need an overflow page per row) in WAL mode.
-//! 2. `load_primitive` inserts each table in transactions of 10,000 rows, then ANALYZE and a
+//! 2. `load_primitive` (`primitive`) inserts each table in transactions of 10,000 rows, then ANALYZE and a
 //!    truncating WAL checkpoint.
 //! 3. Every connection (one per session) sets `synchronous=FULL` (the WAL is fsynced at each
 //!    commit), `cache_size` to the buffer size (a per-connection page cache: SQLite has no
@@ -20,18 +22,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 
-use super::server::LabDirectory;
-use super::{check_data1_length, sql_integer};
-use crate::driver::{Driver, DriverError, DriverResult, PrimitiveSpec, Session, DATA1_BYTES};
+use crate::driver::{Driver, DriverError, DriverResult};
+use crate::peers::server::LabDirectory;
 
 const PAGE_SIZE_BYTES: u64 = 8192;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Prepared statements kept per connection: a select and an update per table, and more.
 const STATEMENT_CACHE_CAPACITY: usize = 512;
-const COMMIT_ROWS: u64 = 10_000;
-const PROGRESS_ROWS: u64 = 1000;
 
 pub struct SqliteDriver {
     path: PathBuf,
@@ -74,42 +73,6 @@ impl SqliteDriver {
         connection.busy_timeout(BUSY_TIMEOUT)?;
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
         Ok(connection)
-    }
-
-    fn load_table(
-        connection: &mut Connection,
-        spec: &PrimitiveSpec,
-        table: u32,
-        loaded: &mut u64,
-        progress: &(dyn Fn(u64) + Sync),
-    ) -> rusqlite::Result<()> {
-        let name = PrimitiveSpec::table_name(table);
-        connection.execute_batch(&format!(
-            "DROP TABLE IF EXISTS {name};
-             CREATE TABLE {name} (sid integer primary key, c1 integer not null,
-                                  data1 char({DATA1_BYTES}) not null);"
-        ))?;
-        let rows = spec.rows_per_table as i64;
-        let mut first = 1;
-        while first <= rows {
-            let last = (first + COMMIT_ROWS as i64 - 1).min(rows);
-            let transaction = connection.transaction()?;
-            {
-                let mut insert = transaction.prepare_cached(&format!(
-                    "INSERT INTO {name} (sid, c1, data1) VALUES (?, 0, ?)"
-                ))?;
-                for sid in first..=last {
-                    insert.execute(params![sid, PrimitiveSpec::data1(table, sid)])?;
-                    *loaded += 1;
-                    if loaded.is_multiple_of(PROGRESS_ROWS) {
-                        progress(*loaded);
-                    }
-                }
-            }
-            transaction.commit()?;
-            first = last + 1;
-        }
-        Ok(())
     }
 
     fn read_settings(&self) -> rusqlite::Result<BTreeMap<String, String>> {
@@ -196,48 +159,9 @@ impl Driver for SqliteDriver {
         "in-place B-tree pages, WAL checkpointed into the database file".to_string()
     }
 
-    fn load_primitive(
-        &self,
-        spec: &PrimitiveSpec,
-        progress: &(dyn Fn(u64) + Sync),
-    ) -> DriverResult<()> {
-        let mut connection = self.open_connection().map_err(sqlite_error)?;
-        let mut loaded = 0;
-        for table in 0..spec.tables {
-            Self::load_table(&mut connection, spec, table, &mut loaded, progress)
-                .map_err(sqlite_error)?;
-        }
-        progress(loaded);
-        connection
-            .execute_batch("ANALYZE; PRAGMA wal_checkpoint(TRUNCATE);")
-            .map_err(sqlite_error)
-    }
-
     fn set_buffer_bytes(&self, bytes: u64) -> DriverResult<()> {
         self.buffer_bytes.store(bytes, Ordering::Relaxed);
         Ok(())
-    }
-
-    fn connect(&self) -> DriverResult<Box<dyn Session>> {
-        let connection = self.open_connection().map_err(sqlite_error)?;
-        Ok(Box::new(SqliteSession { connection }))
-    }
-
-    fn load_tpcc(
-        &self,
-        scale: &crate::tpcc::spec::Scale,
-        seed: u64,
-        progress: &(dyn Fn(u64) + Sync),
-    ) -> DriverResult<()> {
-        super::tpcc_sqlite::load(self, scale, seed, progress)
-    }
-
-    fn connect_tpcc(&self) -> DriverResult<Box<dyn crate::tpcc::txn::TpccSession>> {
-        super::tpcc_sqlite::connect(self)
-    }
-
-    fn tpcc_check_data(&self) -> DriverResult<crate::tpcc::check::CheckData> {
-        super::tpcc_sqlite::check_data(self)
     }
 
     fn shutdown(&self) -> DriverResult<()> {
@@ -250,84 +174,14 @@ impl Driver for SqliteDriver {
     }
 }
 
-struct SqliteSession {
-    connection: Connection,
-}
-
-impl SqliteSession {
-    fn update_in_transaction(&mut self, table: u32, sid: i64, c1: i64) -> DriverResult<bool> {
-        let name = PrimitiveSpec::table_name(table);
-        let mut update = self
-            .connection
-            .prepare_cached(&format!("UPDATE {name} SET c1 = ? WHERE sid = ?"))
-            .map_err(sqlite_error)?;
-        let rows = update
-            .execute(params![sql_integer(c1)?, sid])
-            .map_err(sqlite_error)?;
-        drop(update);
-        self.connection
-            .execute_batch("COMMIT")
-            .map_err(sqlite_error)?;
-        Ok(rows == 1)
-    }
-}
-
-impl Session for SqliteSession {
-    fn select(&mut self, table: u32, sid: i64) -> DriverResult<bool> {
-        let name = PrimitiveSpec::table_name(table);
-        let mut select = self
-            .connection
-            .prepare_cached(&format!("SELECT sid, c1, data1 FROM {name} WHERE sid = ?"))
-            .map_err(sqlite_error)?;
-        let data1_bytes = select
-            .query_row([sid], |row| Ok(row.get_ref(2)?.as_str()?.len()))
-            .optional()
-            .map_err(sqlite_error)?;
-        let Some(data1_bytes) = data1_bytes else {
-            return Ok(false);
-        };
-        check_data1_length(table, sid, data1_bytes)?;
-        Ok(true)
-    }
-
-    fn update(&mut self, table: u32, sid: i64, c1: i64) -> DriverResult<bool> {
-        // Take the write lock first: a deferred transaction could deadlock on upgrade.
-        self.connection
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(sqlite_error)?;
-        let result = self.update_in_transaction(table, sid, c1);
-        if result.is_err() && !self.connection.is_autocommit() {
-            let _ = self.connection.execute_batch("ROLLBACK");
-        }
-        result
-    }
-}
-
 /// SQLITE_BUSY and SQLITE_LOCKED (another connection holds the lock past the busy timeout)
 /// are retryable; everything else ends the run with SQLite's message.
-pub(super) fn sqlite_error(error: rusqlite::Error) -> DriverError {
+pub(crate) fn sqlite_error(error: rusqlite::Error) -> DriverError {
     let message = format!("SQLite: {error}");
     match error.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
             DriverError::retryable(message)
         }
         _ => DriverError::fatal(message),
-    }
-}
-
-#[cfg(test)]
-impl SqliteDriver {
-    /// C1 of a row, read through a new connection.
-    pub(super) fn read_c1(&self, table: u32, sid: i64) -> DriverResult<Option<i64>> {
-        let connection = self.open_connection().map_err(sqlite_error)?;
-        let name = PrimitiveSpec::table_name(table);
-        connection
-            .query_row(
-                &format!("SELECT c1 FROM {name} WHERE sid = ?"),
-                [sid],
-                |row| row.get(0),
-            )
-            .optional()
-            .map_err(sqlite_error)
     }
 }

@@ -15,7 +15,7 @@ use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
 use serde::{Deserialize, Serialize};
 
-use super::temp::TempArgs;
+use super::args::TempArgs;
 use hayate::error::{CliError, CliResult, Context};
 use hayate::report::{format_bytes, table};
 

@@ -1,4 +1,5 @@
-//! TPC-C on PostgreSQL: the shared SQL transactions (`tpcc_sql`) over the `postgres` crate.
+//! TPC-C on PostgreSQL (and on Hayate's server, `hayate_wire`): the shared SQL transactions
+//! (`sql::tpcc_transactions`) over the `postgres` crate.
 //!
 //! Loading:
 //! 1. The nine tables are created without keys.
@@ -17,14 +18,17 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::{ToSql, Type};
 use postgres::{Client, Row as PostgresRow, Statement as Prepared};
 
-use super::postgres::postgres_error;
-use super::tpcc_sql::{
+use super::instance::{postgres_error, PostgresDriver};
+use crate::driver::{DriverError, DriverResult};
+use crate::peers::sql::tpcc_schema::{
     create_table_statements, generate_job, key_statements, load_in_parallel, row_values, Dialect,
     LoadJob, TableSpec, Value, TABLES,
 };
-use super::tpcc_transactions::{read_check_data, Begin, SqlConnection, SqlTpccSession, Statement};
-use crate::driver::{DriverError, DriverResult};
+use crate::peers::sql::tpcc_transactions::{
+    read_check_data, Begin, SqlConnection, SqlTpccSession, Statement,
+};
 use crate::tpcc::check::CheckData;
+use crate::tpcc::driver::TpccDriver;
 use crate::tpcc::rows::Row;
 use crate::tpcc::spec::{now_micros, Scale};
 use crate::tpcc::txn::TpccSession;
@@ -32,12 +36,32 @@ use crate::tpcc::txn::TpccSession;
 /// Bytes of COPY text gathered per table before it is sent.
 const COPY_BYTES: usize = 1 << 20;
 
+impl TpccDriver for PostgresDriver {
+    fn load_tpcc(
+        &self,
+        scale: &Scale,
+        seed: u64,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> DriverResult<()> {
+        let connect = || self.connect_client().map_err(postgres_error);
+        load(&connect, scale, seed, progress, "ANALYZE; CHECKPOINT;")
+    }
+
+    fn connect_tpcc(&self) -> DriverResult<Box<dyn TpccSession>> {
+        connect(&|| self.connect_client().map_err(postgres_error))
+    }
+
+    fn tpcc_check_data(&self) -> DriverResult<CheckData> {
+        check_data(&|| self.connect_client().map_err(postgres_error))
+    }
+}
+
 /// Opens a connection to the server being loaded or measured (PostgreSQL, or Hayate's server
 /// for `hayate_wire`).
-pub(super) type Connect<'a> = &'a (dyn Fn() -> DriverResult<Client> + Sync);
+pub(crate) type Connect<'a> = &'a (dyn Fn() -> DriverResult<Client> + Sync);
 
 /// Loads the database; `finish` runs last (PostgreSQL: "ANALYZE; CHECKPOINT").
-pub(super) fn load(
+pub(crate) fn load(
     connect: Connect<'_>,
     scale: &Scale,
     seed: u64,
@@ -153,12 +177,12 @@ fn push_copy_value(text: &mut String, value: &Value) {
     }
 }
 
-pub(super) fn connect(connect: Connect<'_>) -> DriverResult<Box<dyn TpccSession>> {
+pub(crate) fn connect(connect: Connect<'_>) -> DriverResult<Box<dyn TpccSession>> {
     let connection = PostgresConnection::new(connect)?;
     Ok(Box::new(SqlTpccSession::new(connection, Dialect::Postgres)))
 }
 
-pub(super) fn check_data(connect: Connect<'_>) -> DriverResult<CheckData> {
+pub(crate) fn check_data(connect: Connect<'_>) -> DriverResult<CheckData> {
     read_check_data(&mut PostgresConnection::new(connect)?)
 }
 

@@ -1,81 +1,31 @@
-//! `hayate-lab temp`: the temporary space on flash (the SIGMOD 2008 finding that sorts and hash
-//! joins larger than memory gain much from flash), measured through the engine's own spill
-//! path (`hayate_engine::temp`: O_DIRECT, io_uring batches, checksummed blocks).
+//! `hayate-lab temp`, engine part: sorts and hash joins through the engine's own spill path
+//! (`hayate_engine::temp`: O_DIRECT, io_uring batches, checksummed blocks).
 //!
-//! For each device class and work memory:
+//! For each device class and work memory (unlimited first, the baseline):
 //! 1. sort: N records (8-byte random key, payload of --record-bytes) through `ExternalSorter`,
 //!    reading the sorted output back and checking its order;
 //! 2. hash join: N/10 build records with distinct keys joined with N probe records (a tenth of
-//!    them match) through `HashJoin`, counting matches against the known answer.
-//!
-//! Each point records the elapsed time, the temporary bytes written and read, and the slowdown
-//! against the same operation with unlimited work memory on the same device class in the same
-//! run. Then the same through SQL (`temp_sql`, unless --sql-rows is 0): ORDER BY, joins,
-//! GROUP BY and DISTINCT with a small work_mem against one that holds everything. Results go
-//! to `temp-<time>.json`; the tables are printed.
+//!    them match) through `HashJoin`, counting matches against the known answer;
+//! 3. each point records the elapsed time, the temporary bytes written and read, and the
+//!    slowdown against the unlimited point on the same device class.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use clap::Args;
-use crate::io::latency::{DeviceClass, LatencyIo};
-use hayate_engine::{Io};
-use hayate_engine::{HashJoin, TempSpace};
+use hayate_engine::{HashJoin, Io, TempSpace};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use super::results::ResultFile;
-use crate::args::CommonArgs;
+use super::args::TempArgs;
+use crate::io::latency::{DeviceClass, LatencyIo};
 use hayate::error::{CliError, CliResult, Context};
 use hayate::report::{format_bytes, table};
 
 const MIB: usize = 1 << 20;
 /// Unlimited work memory, spelled in --work-mem.
 const UNLIMITED: &str = "unlimited";
-
-#[derive(Debug, Args)]
-pub struct TempArgs {
-    #[command(flatten)]
-    pub common: CommonArgs,
-
-    /// Records to sort (the probe side of the join; its build side is a tenth of this).
-    #[arg(long, default_value_t = 1_000_000)]
-    pub records: u64,
-
-    /// Payload bytes per record (plus an 8-byte key).
-    #[arg(long, default_value_t = 100)]
-    pub record_bytes: usize,
-
-    /// Work memories in MiB, or "unlimited" (the in-memory baseline, always measured first).
-    #[arg(long, value_delimiter = ',', default_value = "unlimited,64,16,4")]
-    pub work_mem: Vec<String>,
-
-    /// Device classes: real, low-latency, nand, external (emulated latency on the real device).
-    #[arg(long, value_delimiter = ',', default_value = "real,nand")]
-    pub device_classes: Vec<String>,
-
-    /// Rows of the SQL part's table (0: skip the SQL part). It runs on the real device.
-    #[arg(long, default_value_t = 500_000)]
-    pub sql_rows: u64,
-
-    /// work_mem values of the SQL part, as SET work_mem takes them (the baseline, 2GB, is
-    /// always measured first).
-    #[arg(long, value_delimiter = ',', default_value = "64kB,4MB")]
-    pub sql_work_mem: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TempResults {
-    pub records: u64,
-    pub record_bytes: usize,
-    pub points: Vec<TempPoint>,
-    /// The SQL part (empty when skipped).
-    #[serde(default)]
-    pub sql_rows: u64,
-    #[serde(default)]
-    pub sql_points: Vec<super::temp_sql::SqlPoint>,
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TempPoint {
@@ -101,7 +51,9 @@ fn parse_work_mem(text: &str) -> CliResult<Option<usize>> {
         .map_err(|_| CliError::new(format!("--work-mem: '{text}' is not a number of MiB")))
 }
 
-pub fn run(args: &TempArgs) -> CliResult<()> {
+/// Measures every operation for every device class and work memory under `base` (module
+/// docs, 1-3).
+pub fn run(args: &TempArgs, base: &Path) -> CliResult<Vec<TempPoint>> {
     let mut work_mems = vec![None];
     for text in &args.work_mem {
         let work_mem = parse_work_mem(text)?;
@@ -118,12 +70,12 @@ pub fn run(args: &TempArgs) -> CliResult<()> {
                 .map_err(|error| CliError::new(error.to_string()))
         })
         .collect::<CliResult<Vec<_>>>()?;
-    let base = args.common.base_dir();
     let dir = tempfile::Builder::new()
         .prefix("hayate-lab-temp-")
-        .tempdir_in(&base)
+        .tempdir_in(base)
         .context(|| format!("cannot make a directory under {}", base.display()))?;
-    let real = hayate_engine::open_default(dir.path()).context(|| "cannot open the I/O backend".into())?;
+    let real =
+        hayate_engine::open_default(dir.path()).context(|| "cannot open the I/O backend".into())?;
 
     let steps = (classes.len() * work_mems.len() * 2) as u64;
     let bar = crate::progress::progress_bar(steps, "temp space");
@@ -163,23 +115,7 @@ pub fn run(args: &TempArgs) -> CliResult<()> {
         }
     }
     bar.finish_and_clear();
-    print_table(&points);
-    let mut sql_points = Vec::new();
-    if args.sql_rows > 0 {
-        sql_points = super::temp_sql::run(args, &base)?;
-        super::temp_sql::print_table(&sql_points);
-    }
-    let results = TempResults {
-        records: args.records,
-        record_bytes: args.record_bytes,
-        points,
-        sql_rows: args.sql_rows,
-        sql_points,
-    };
-    let file = ResultFile::new("temp", &base, results);
-    let path = file.write(&args.common.results)?;
-    println!("results: {}", path.display());
-    Ok(())
+    Ok(points)
 }
 
 fn describe(work_mem: Option<usize>) -> String {
@@ -274,7 +210,7 @@ fn hash_join(space: &TempSpace, args: &TempArgs, work_mem_bytes: usize) -> CliRe
     Ok(())
 }
 
-fn print_table(points: &[TempPoint]) {
+pub fn print_table(points: &[TempPoint]) {
     let rows: Vec<Vec<String>> = points
         .iter()
         .map(|point| {
