@@ -15,17 +15,23 @@
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
+/// What a thread is doing; its value indexes `PhaseReport::totals`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Phase {
+    /// Running: any time not in one of the waits below.
     Cpu = 0,
+    /// Waiting for page reads from the store.
     ReadIo = 1,
+    /// Waiting for page writes the thread does itself (such as writing back a dirty victim).
     WriteIo = 2,
+    /// Waiting for the log to be durable.
     LogWait = 3,
     /// Waiting for a row lock another thread's transaction holds.
     LockWait = 4,
 }
 
 impl Phase {
+    /// Every phase, in index order.
     pub const ALL: [Phase; 5] = [
         Phase::Cpu,
         Phase::ReadIo,
@@ -38,30 +44,37 @@ impl Phase {
 /// A stretch of time a thread spent in one phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PhaseSpan {
+    /// When the thread entered the phase.
     pub start: Instant,
+    /// When it left it (for another phase, or at `finish_accounting`).
     pub end: Instant,
+    /// The phase the thread was in.
     pub phase: Phase,
     /// Tasks the thread had in flight (as last set with `set_in_flight`).
     pub in_flight: u32,
 }
 
-/// What `finish` returns.
+/// What `finish_accounting` returns.
 #[derive(Debug, Clone, Default)]
 pub struct PhaseReport {
     /// Time per phase, indexed by `Phase as usize`.
     pub totals: [Duration; Phase::ALL.len()],
+    /// The stretches that began before `start_accounting`'s `record_spans_until`, in order.
     pub spans: Vec<PhaseSpan>,
 }
 
 impl PhaseReport {
+    /// Time spent in `phase`.
     pub fn total(&self, phase: Phase) -> Duration {
         self.totals[phase as usize]
     }
 
+    /// Time in all phases together: the wall time from start to finish of accounting.
     pub fn wall(&self) -> Duration {
         self.totals.iter().sum()
     }
 
+    /// Adds `other`'s totals to these (its spans are not copied).
     pub fn merge(&mut self, other: &PhaseReport) {
         for (total, other) in self.totals.iter_mut().zip(other.totals) {
             *total += other;

@@ -54,8 +54,11 @@ type MergeEntry = Reverse<(Vec<u8>, usize, Vec<u8>)>;
 /// Counters of the temporary space since the database opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TempStats {
+    /// Temporary files created (one per run or partition).
     pub files_created: u64,
+    /// Bytes written to temporary files, block padding included.
     pub bytes_written: u64,
+    /// Bytes read back from temporary files, block padding included.
     pub bytes_read: u64,
     /// Sorts that spilled at least one run.
     pub sorts_spilled: u64,
@@ -94,6 +97,7 @@ impl TempSpace {
         })
     }
 
+    /// The temporary space's counters now.
     pub fn stats(&self) -> TempStats {
         let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let counters = &self.counters;
@@ -157,6 +161,7 @@ pub struct TempRun {
 }
 
 impl TempRun {
+    /// Records written to the run.
     pub fn records(&self) -> u64 {
         self.records
     }
@@ -197,6 +202,7 @@ pub struct RunWriter {
 }
 
 impl RunWriter {
+    /// Appends a record, writing the current block first if the record does not fit in it.
     pub fn push(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let length = RECORD_HEADER_BYTES + key.len() + value.len();
         if self.used + length > self.block.len() {
@@ -241,6 +247,7 @@ impl RunWriter {
         Ok(())
     }
 
+    /// Writes the last block and returns the run (not synced: see the module docs).
     pub fn finish(mut self) -> Result<TempRun> {
         self.flush()?;
         Ok(self.run)
@@ -365,6 +372,8 @@ pub struct ExternalSorter {
 }
 
 impl ExternalSorter {
+    /// Adds a record; once the records held exceed the work memory they are sorted and
+    /// written as a run.
     pub fn push(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<()> {
         self.buffered_bytes += key.len() + value.len() + RECORD_OVERHEAD_BYTES;
         self.buffered.push((key, value));
@@ -418,8 +427,11 @@ impl ExternalSorter {
 
 /// Sorted records, from memory or merged from runs.
 pub enum Sorted {
+    /// Nothing spilled: the records sorted in memory.
     Memory(std::vec::IntoIter<Record>),
+    /// A k-way merge of the sorted runs.
     Merge {
+        /// One reader per run, indexed by the run index in `heap`'s entries.
         readers: Vec<RunReader>,
         /// The next record of each run not yet exhausted.
         heap: BinaryHeap<MergeEntry>,
@@ -452,6 +464,7 @@ pub struct Partitioner {
 }
 
 impl Partitioner {
+    /// Number of partitions (runs), at least 1.
     pub fn partitions(&self) -> usize {
         self.writers.len()
     }
@@ -491,6 +504,8 @@ struct SpilledJoin {
 }
 
 impl HashJoin {
+    /// A join whose in-memory build table may use about `work_mem_bytes` (at least
+    /// `BLOCK_BYTES`) before it spills.
     pub fn new(space: &TempSpace, work_mem_bytes: usize) -> HashJoin {
         HashJoin {
             space: space.clone(),

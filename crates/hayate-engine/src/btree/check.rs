@@ -18,9 +18,13 @@ use super::tree::{check_level, BTree};
 pub struct TreeCheckReport {
     /// Levels from the root to the leaves (1 for a lone root leaf).
     pub depth: usize,
+    /// Leaf nodes.
     pub leaf_pages: u64,
+    /// Inner nodes, the root included when it is not a leaf.
     pub inner_pages: u64,
+    /// Pages of the overflow chains of values too large for a leaf.
     pub overflow_pages: u64,
+    /// Key-value entries in the leaves.
     pub entries: u64,
 }
 

@@ -47,6 +47,7 @@ const OPTIMISTIC_RESTARTS_MAX: usize = 32;
 /// Outcome of `BTree::try_get`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TryLookup {
+    /// The lookup finished: the key's value, or None if the tree does not hold the key.
     Found(Option<Vec<u8>>),
     /// This page must be loaded before the lookup can go on.
     Missing(PageId),
@@ -159,6 +160,7 @@ impl BTree {
         BTree { root }
     }
 
+    /// The root page id, which identifies the tree.
     pub fn root(&self) -> PageId {
         self.root
     }

@@ -16,8 +16,10 @@ use crate::io::AlignedBuf;
 use crate::page::{self, PageHeaderAccessor, PageHeaderBuilder, PageId, PageKind, PAGE_ID_NONE};
 use crate::store::PageStore;
 
+/// How a `BufferPool` is sized and when it writes back.
 #[derive(Debug, Clone)]
 pub struct BufferPoolConfig {
+    /// Page frames, allocated at start-up (at least 8). Default 4096.
     pub frame_count: usize,
     /// Keep inner B+tree pages resident (skip them in the first two clock rounds).
     pub keep_inner_resident: bool,
@@ -41,21 +43,30 @@ impl Default for BufferPoolConfig {
     }
 }
 
-/// Counters since start.
+/// Counters since the pool was created, and its current size.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BufferStats {
+    /// Page accesses that found the page resident.
     pub hits: u64,
+    /// Page loads from the store (single and batched).
     pub misses: u64,
+    /// Pages read from the store.
     pub pages_read: u64,
+    /// Pages written back to the store by eviction, the background writer and `flush_all`
+    /// (not the images a checkpoint writes).
     pub pages_written: u64,
     /// Misses that had to write a dirty victim before reading.
     pub eviction_writes: u64,
+    /// Pages written back by the background writer.
     pub background_writes: u64,
+    /// Frames in the pool.
     pub frame_count: u64,
+    /// Frames dirty at the time of `stats`.
     pub dirty_frames: u64,
 }
 
 impl BufferStats {
+    /// `hits / (hits + misses)`; 1 before the first access.
     pub fn hit_ratio(&self) -> f64 {
         let total = self.hits + self.misses;
         if total == 0 {
@@ -127,6 +138,7 @@ enum Victim {
     Busy,
 }
 
+/// Page frames over a page store: lookup, latching, eviction and write-back (see `buffer`).
 pub struct BufferPool {
     pub(super) config: BufferPoolConfig,
     pub(super) store: Arc<dyn PageStore>,
@@ -157,6 +169,8 @@ unsafe impl Sync for BufferPool {}
 unsafe impl Send for BufferPool {}
 
 impl BufferPool {
+    /// Allocates every frame and starts the background writer. `Error::InvalidArgument` for
+    /// fewer than 8 frames or more than the page table supports.
     pub fn new(store: Arc<dyn PageStore>, config: BufferPoolConfig) -> Result<Arc<BufferPool>> {
         if config.frame_count < 8 {
             return Err(Error::InvalidArgument(
@@ -196,10 +210,12 @@ impl BufferPool {
         Ok(pool)
     }
 
+    /// Bytes per page (and per frame): the store's page size.
     pub fn page_size(&self) -> usize {
         self.page_size
     }
 
+    /// The store pages are loaded from and written back to.
     pub fn store(&self) -> &Arc<dyn PageStore> {
         &self.store
     }
@@ -233,6 +249,8 @@ impl BufferPool {
         unsafe { std::slice::from_raw_parts_mut(self.frame_pointer(frame_id), self.page_size) }
     }
 
+    /// The page under a shared latch, loaded from the store on a miss (errors are the
+    /// store's, or pool exhaustion when every frame is pinned).
     pub fn read(&self, page_id: PageId) -> Result<PageReadGuard<'_>> {
         loop {
             let frame_id = self.pin_page(page_id)?;
@@ -250,6 +268,8 @@ impl BufferPool {
         }
     }
 
+    /// The page under an exclusive latch, loaded on a miss like `read`; the guard marks it
+    /// dirty when dropped.
     pub fn write(&self, page_id: PageId) -> Result<PageWriteGuard<'_>> {
         loop {
             let frame_id = self.pin_page(page_id)?;
@@ -854,6 +874,7 @@ impl BufferPool {
             .fetch_add(pages as u64, Ordering::Relaxed);
     }
 
+    /// The pool's counters now.
     pub fn stats(&self) -> BufferStats {
         let counters = &self.counters;
         BufferStats {
@@ -935,6 +956,7 @@ pub struct PageReadGuard<'a> {
 }
 
 impl PageReadGuard<'_> {
+    /// The page the guard holds.
     pub fn page_id(&self) -> PageId {
         self.pool.frames[self.frame_id]
             .page_id
@@ -968,6 +990,7 @@ pub struct PageWriteGuard<'a> {
 }
 
 impl PageWriteGuard<'_> {
+    /// The page the guard holds.
     pub fn page_id(&self) -> PageId {
         self.pool.frames[self.frame_id]
             .page_id
@@ -1018,6 +1041,7 @@ impl Drop for PageWriteGuard<'_> {
 
 /// Outcome of `BufferPool::optimistic`.
 pub enum Optimistic<'a> {
+    /// Resident: read it, then `validate`.
     Page(OptimisticPage<'a>),
     /// Latched exclusively or being loaded: retry, or wait with a latch.
     Busy,

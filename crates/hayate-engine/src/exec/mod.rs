@@ -134,6 +134,7 @@ pub struct PageWait {
 }
 
 impl PageWait {
+    /// A wait for `page_id` (typically from `TryLookup::Missing`).
     pub fn new(page_id: PageId) -> PageWait {
         PageWait {
             page_id,
@@ -186,10 +187,13 @@ impl Future for PagesWait {
 /// What `run_tasks` did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExecStats {
+    /// Tasks given to `run_tasks`.
     pub tasks: u64,
+    /// Polls of a task, over all rounds.
     pub polls: u64,
     /// Batched loads issued (each one wait of the thread for I/O).
     pub batches: u64,
+    /// Pages read by those batches (pages already resident are not counted).
     pub pages_loaded: u64,
     /// Rounds that asked the log flusher for a durable position (one per round at most).
     pub log_flushes: u64,
@@ -199,6 +203,7 @@ pub struct ExecStats {
     pub lock_waits: u64,
 }
 
+/// A transaction run as a task: a boxed future that `run_tasks` polls on one thread.
 pub type Task<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
 /// Runs the tasks to completion on this thread; returns their outputs in order. At most

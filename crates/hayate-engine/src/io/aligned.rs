@@ -28,10 +28,12 @@ impl AlignedBuf {
         AlignedBuf { pointer, len }
     }
 
+    /// Length in bytes: a multiple of `IO_ALIGN`, at least `IO_ALIGN`.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Always false: `new` allocates at least `IO_ALIGN` bytes.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -43,11 +43,13 @@ pub struct OpenOptions {
 }
 
 impl OpenOptions {
+    /// Create if missing, with O_DIRECT.
     pub const CREATE_DIRECT: OpenOptions = OpenOptions {
         create: true,
         direct: true,
         dsync: false,
     };
+    /// Open an existing file (error if missing), with O_DIRECT.
     pub const EXISTING_DIRECT: OpenOptions = OpenOptions {
         create: false,
         direct: true,
@@ -57,13 +59,17 @@ impl OpenOptions {
 
 /// One read of a batch: fill `buf` from `offset`.
 pub struct ReadRequest<'a> {
+    /// Byte offset in the file.
     pub offset: u64,
+    /// Filled completely; its length is the read's length.
     pub buf: &'a mut [u8],
 }
 
 /// One write of a batch: write `buf` at `offset`.
 pub struct WriteRequest<'a> {
+    /// Byte offset in the file.
     pub offset: u64,
+    /// Written whole.
     pub buf: &'a [u8],
 }
 
@@ -93,7 +99,9 @@ pub trait IoFile: Send + Sync {
     }
     /// Makes every completed write durable (fdatasync).
     fn sync_data(&self) -> Result<()>;
+    /// Current length in bytes, unsynced writes and `set_len` included.
     fn len(&self) -> Result<u64>;
+    /// True if the file has no bytes.
     fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
     }
@@ -104,16 +112,24 @@ pub trait IoFile: Send + Sync {
 /// Which implementation is behind an `Io`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoKind {
+    /// io_uring (`UringIo`).
     Uring,
+    /// pread/pwrite/fdatasync (`SyncIo`).
     Sync,
+    /// A simulated disk in memory (`SimIo`).
     Simulated,
 }
 
 /// A directory of files. Names are flat (no subdirectories), e.g. "data.hyt", "wal.000001".
 pub trait Io: Send + Sync {
+    /// Which implementation this is (wrappers report the one they wrap).
     fn kind(&self) -> IoKind;
+    /// Opens `name` for reading and writing; without `options.create` a missing file is an
+    /// error. A file created here is durable in the directory after `sync_dir`.
     fn open(&self, name: &str, options: OpenOptions) -> Result<Arc<dyn IoFile>>;
+    /// True if `name` is in the directory.
     fn exists(&self, name: &str) -> Result<bool>;
+    /// Deletes `name` (an error if missing). Durable after `sync_dir`.
     fn remove(&self, name: &str) -> Result<()>;
     /// Atomically replaces `target` with `source` (rename). Durable after `sync_dir`.
     fn rename(&self, source: &str, target: &str) -> Result<()>;

@@ -40,9 +40,11 @@ pub struct SimConfig {
     pub seed: u64,
     /// Granularity of torn writes: a sector is either written whole or not at all.
     pub sector_size_bytes: usize,
-    /// Added to every read, write and sync (spin below 200 us, sleep above).
+    /// Added to every read or read batch (spin below 200 us, sleep above; see `wait_for`).
     pub latency_read: Option<Duration>,
+    /// Added to every write, write batch and `set_len`.
     pub latency_write: Option<Duration>,
+    /// Added to every `sync_data` and `sync_dir`, and to every write of an O_DSYNC file.
     pub latency_sync: Option<Duration>,
     /// Total bytes over all files; writes growing beyond it fail with ENOSPC.
     pub capacity_bytes: Option<u64>,
@@ -62,6 +64,7 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
+    /// The default disk (512-byte sectors, no latency, unlimited) with this seed.
     pub fn with_seed(seed: u64) -> SimConfig {
         SimConfig {
             seed,
@@ -94,7 +97,9 @@ pub struct SimStats {
     pub syncs: u64,
     /// `sync_dir` calls that succeeded.
     pub dir_syncs: u64,
+    /// Bytes of the read requests counted in `reads`.
     pub bytes_read: u64,
+    /// Bytes of the write requests counted in `writes`.
     pub bytes_written: u64,
 }
 
@@ -456,6 +461,7 @@ pub struct SimIo {
 }
 
 impl SimIo {
+    /// An empty, healthy disk.
     pub fn new(config: SimConfig) -> SimIo {
         SimIo {
             state: Arc::new(Mutex::new(SimState::new(config))),
@@ -511,6 +517,7 @@ impl SimIo {
         });
     }
 
+    /// Removes every fault set with `fail_after`.
     pub fn clear_faults(&self) {
         self.state.lock().faults.clear();
     }
@@ -542,6 +549,7 @@ impl SimIo {
         self.state.lock().condition == DiskCondition::Frozen
     }
 
+    /// Counters of this disk's operations since it was created (or came back from `crash`).
     pub fn stats(&self) -> SimStats {
         self.state.lock().stats
     }

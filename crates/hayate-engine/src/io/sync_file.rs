@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::{Io, IoFile, IoKind, OpenOptions};
 use crate::error::{Error, Result};
 
+/// A directory whose files are read and written with pread/pwrite and synced with fdatasync.
 pub struct SyncIo {
     dir: PathBuf,
 }
@@ -22,6 +23,7 @@ impl SyncIo {
         })
     }
 
+    /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

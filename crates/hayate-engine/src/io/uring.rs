@@ -182,6 +182,7 @@ impl UringIo {
         })
     }
 
+    /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

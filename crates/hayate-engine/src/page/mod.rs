@@ -21,6 +21,7 @@ use crate::error::{Error, Location, Result};
 
 pub const PAGE_HEADER_SIZE: usize = 32;
 pub const PAGE_FORMAT_VERSION: u8 = 1;
+/// Page size of a new store unless configured otherwise, in bytes.
 pub const PAGE_SIZE_DEFAULT: usize = 4096;
 pub const PAGE_SIZE_MIN: usize = 4096;
 pub const PAGE_SIZE_MAX: usize = 65536;
@@ -53,8 +54,8 @@ impl PageKind {
     }
 }
 
-/// Checks that a page size is a power of two multiple of 4 KiB within limits, or 24 KiB (the
-/// table page size of the classic experiments).
+/// Checks that a page size is a multiple of 4 KiB from `PAGE_SIZE_MIN` to `PAGE_SIZE_MAX`
+/// (24 KiB, the table page size of the classic experiments, is one).
 pub fn validate_page_size(page_size: usize) -> Result<()> {
     let ok = (PAGE_SIZE_MIN..=PAGE_SIZE_MAX).contains(&page_size)
         && page_size.is_multiple_of(crate::io::IO_ALIGN);

@@ -29,15 +29,22 @@ use crate::page::PageId;
 
 use super::CheckpointMeta;
 
+/// Name of the control file in the data directory; its presence marks a Hayate database.
 pub const CONTROL_FILE: &str = "control.hyt";
+/// Format version of the control slot and the store's files, checked when a slot is read.
 pub const STORE_FORMAT_VERSION: u32 = 1;
 const CONTROL_MAGIC: &[u8; 8] = b"HAYATECT";
 const CONTROL_SLOT_SIZE: usize = 4096;
 const CHECKPOINT_MAGIC: &[u8; 8] = b"HYCKPT01";
 
+/// Where a page store writes page images; fixed when the store is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WritePolicy {
+    /// Every write goes to the next free slot of a segment written sequentially; a cleaner
+    /// reclaims segments (`out_of_place`, the default).
     OutOfPlace,
+    /// Every page has a fixed home, its checkpointed image journaled before the first
+    /// overwrite after a checkpoint (`in_place`, the classic baseline).
     InPlace,
 }
 
@@ -57,14 +64,22 @@ impl WritePolicy {
     }
 }
 
+/// The contents of one control slot (layout in the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControlRecord {
+    /// Bytes per page of the store.
     pub page_size: u32,
+    /// The store's write policy.
     pub policy: WritePolicy,
+    /// Increases with every write of a slot; the newer valid slot wins.
     pub sequence: u64,
+    /// The durable checkpoint recovery starts from (0: none yet).
     pub checkpoint_id: u64,
+    /// Pages per segment (out-of-place only).
     pub segment_pages: u64,
+    /// Length in bytes of that checkpoint's file.
     pub checkpoint_length: u64,
+    /// CRC-32C of that checkpoint's file.
     pub checkpoint_checksum: u32,
 }
 
@@ -163,6 +178,7 @@ impl ControlFile {
         Ok(control)
     }
 
+    /// The newest valid control record.
     pub fn current(&self) -> &ControlRecord {
         &self.current
     }

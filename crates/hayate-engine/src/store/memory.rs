@@ -10,6 +10,7 @@ use super::{CheckpointMeta, PageStore, StoreSnapshot, StoreStats};
 use crate::error::{Error, Location, Result};
 use crate::page::{self, PageId};
 
+/// A page store in memory, for tests of the layers above (see the module docs).
 pub struct MemoryStore {
     page_size: usize,
     state: Mutex<MemoryState>,
@@ -22,6 +23,7 @@ struct MemoryState {
 }
 
 impl MemoryStore {
+    /// An empty store of pages of `page_size` bytes.
     pub fn new(page_size: usize) -> MemoryStore {
         MemoryStore {
             page_size,

@@ -27,10 +27,13 @@ use crate::page::PageId;
 /// How to create a store; an existing store keeps the policy and sizes it was created with.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
+    /// Where page images are written. Default `WritePolicy::OutOfPlace`.
     pub policy: WritePolicy,
+    /// Bytes per page (see `validate_page_size`). Default `PAGE_SIZE_DEFAULT`.
     pub page_size: usize,
     /// Pages per segment (out-of-place only).
     pub segment_pages: u64,
+    /// The out-of-place store's cleaner; not persisted, so it applies to existing stores too.
     pub cleaner: CleanerConfig,
 }
 
@@ -86,6 +89,7 @@ pub fn open(io: Arc<dyn Io>, config: &StoreConfig) -> Result<(Arc<dyn PageStore>
 /// (catalog, timestamps), written and read back atomically with the checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CheckpointMeta {
+    /// Increases with every checkpoint; names its checkpoint file.
     pub checkpoint_id: u64,
     /// Log position from which replay must start to recover this checkpoint.
     pub redo_lsn: u64,
@@ -93,20 +97,28 @@ pub struct CheckpointMeta {
     pub payload: Vec<u8>,
 }
 
-/// Counters of a store, for reports.
+/// Counters of a store since it was opened, and its current size, for reports.
 #[derive(Debug, Clone, Default)]
 pub struct StoreStats {
+    /// Page images read from the device (the cleaner's reads included).
     pub pages_read: u64,
+    /// Page images the engine asked to write: write-back and checkpoints.
     pub pages_written: u64,
     /// Pages written by the cleaner (relocations) and by in-place journaling.
     pub pages_written_extra: u64,
     /// Device bytes written / page bytes the engine asked to write.
     pub write_amplification: f64,
+    /// Size of the data file.
     pub file_size_bytes: u64,
+    /// Page ids in use (allocated and not freed).
     pub live_pages: u64,
+    /// Segments free for writing (out-of-place only).
     pub free_segments: u64,
+    /// Segments in the data file (out-of-place only).
     pub total_segments: u64,
+    /// Cleaner passes run (out-of-place only).
     pub cleaner_passes: u64,
+    /// Segments the cleaner emptied (out-of-place only).
     pub segments_cleaned: u64,
 }
 
@@ -115,7 +127,9 @@ pub struct StoreSnapshot {
     pub(crate) state: Box<dyn std::any::Any + Send>,
 }
 
+/// Where page images live on the device (see the module docs); the buffer pool's backing.
 pub trait PageStore: Send + Sync {
+    /// Bytes per page, fixed when the store was created.
     fn page_size(&self) -> usize;
     /// Reads and verifies the latest written image of a page.
     fn read_page(&self, page_id: PageId, buf: &mut [u8]) -> Result<()>;
@@ -155,6 +169,7 @@ pub trait PageStore: Send + Sync {
     fn wants_checkpoint(&self) -> bool {
         false
     }
+    /// The store's counters and sizes now.
     fn stats(&self) -> StoreStats;
     /// Verifies the store's own structures (mapping vs segment usage, free lists).
     fn check(&self) -> Result<()>;

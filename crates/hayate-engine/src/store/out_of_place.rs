@@ -35,19 +35,26 @@ const NO_SLOT: u64 = u64::MAX;
 /// Bounds the time one `clean` call spends.
 const CLEAN_PASSES_PER_CALL_MAX: usize = 16;
 
+/// How the cleaner picks the segments to clean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VictimPolicy {
+    /// Fewest live pages first.
     Greedy,
+    /// Highest `(1 - u) * age / (1 + u)` first (Sprite LFS): old, emptier segments.
     CostBenefit,
 }
 
 /// Cleaner tunables, in the spirit of NILFS2's cleanerd.
 #[derive(Debug, Clone)]
 pub struct CleanerConfig {
+    /// How victims are chosen. Default `VictimPolicy::CostBenefit`.
     pub victim_policy: VictimPolicy,
     /// Segments written more recently than this are not cleaned (their pages may die soon).
     pub protection_period: Duration,
+    /// Victim segments cleaned per pass (at least 1). Default 4.
     pub segments_per_pass: usize,
+    /// Meant as the least time between cleaner passes; not read by the engine at present:
+    /// passes run from the maintenance rounds (`DatabaseConfig::maintenance_interval`).
     pub pass_interval: Duration,
     /// Cleaning starts when fewer segments than this are free...
     pub free_segments_low: u64,

@@ -10,23 +10,29 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Location, Result};
 use crate::page::PageId;
 
+/// Identifies a table or index; assigned at creation, never reused.
 pub type TreeId = u32;
 
+/// What a tree holds; recorded in the catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TreeKind {
+    /// Rows keyed by primary key.
     #[default]
     Table,
+    /// A secondary index the caller keeps in step with its table.
     Index,
 }
 
 impl TreeKind {
-    pub fn to_u8(self) -> u8 {
+    /// The catalog's byte for this kind.
+    pub(crate) fn to_u8(self) -> u8 {
         match self {
             TreeKind::Table => 0,
             TreeKind::Index => 1,
         }
     }
-    pub fn from_u8(value: u8) -> Option<TreeKind> {
+    /// The kind a catalog byte stands for; None for an unknown byte.
+    pub(crate) fn from_u8(value: u8) -> Option<TreeKind> {
         match value {
             0 => Some(TreeKind::Table),
             1 => Some(TreeKind::Index),
@@ -35,12 +41,18 @@ impl TreeKind {
     }
 }
 
+/// A table or index as the catalog knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeInfo {
+    /// Its id, used by transactions.
     pub id: TreeId,
+    /// Its name, unique among tables and indexes.
     pub name: String,
+    /// Table or index.
     pub kind: TreeKind,
+    /// Declared unique at creation (`Database::create_index`); stored, not enforced here.
     pub unique: bool,
+    /// The root page of its B+tree, which never changes.
     pub root: PageId,
 }
 

@@ -23,10 +23,15 @@ use crate::error::{Error, Result};
 
 const SHARD_COUNT: usize = 64;
 
+/// How a writer waits for a row lock (see the module docs).
 #[derive(Debug, Clone)]
 pub struct LockConfig {
+    /// Polls of the lock before the waiter parks. Default 200.
     pub spin_count: u32,
+    /// Longest single park between checks of the owner, the wait-for chain and the
+    /// timeout; a release wakes the waiter sooner. Default 10 ms.
     pub park_time: Duration,
+    /// A wait longer than this fails with `Error::LockTimeout`. Default 5 s.
     pub timeout: Duration,
 }
 
@@ -47,11 +52,16 @@ struct Shard {
     released: Condvar,
 }
 
+/// Counters of the row lock table since the database opened.
 #[derive(Default, Debug, Clone)]
 pub struct LockStats {
+    /// Locks granted (a transaction's repeat request for a lock it holds is not counted).
     pub acquired: u64,
+    /// Requests that found the lock still held after spinning and parked.
     pub waits: u64,
+    /// Requests that failed with `Error::Deadlock`.
     pub deadlocks: u64,
+    /// Requests that failed with `Error::LockTimeout`.
     pub timeouts: u64,
 }
 

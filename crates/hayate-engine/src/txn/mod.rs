@@ -62,19 +62,28 @@ struct CommitOrder {
     next_checkpoint_id: u64,
 }
 
+/// Counters of transactions since the database opened, and the rollback segment's size now.
 #[derive(Debug, Clone, Default)]
 pub struct TxnStats {
+    /// Transactions whose writes were committed and made durable.
     pub commits: u64,
+    /// Transactions that ended without committing (aborted, or dropped uncommitted).
     pub aborts: u64,
+    /// Writes that failed with `Error::SerializationFailure`.
     pub serialization_failures: u64,
+    /// Entries in the rollback segment now (`undo.entries`).
     pub undo_entries: u64,
     /// Bytes of before-images held in memory.
     pub undo_bytes: u64,
+    /// Undo entries purged because no snapshot needed them any more.
     pub undo_purged: u64,
     /// The rollback segment in detail: memory, spilled bytes, spilled reads, spill files.
     pub undo: UndoStats,
+    /// Deleted rows removed from their trees by purge.
     pub tombstones_purged: u64,
+    /// Checkpoints completed.
     pub checkpoints: u64,
+    /// The row lock table.
     pub locks: LockStats,
 }
 

@@ -41,6 +41,9 @@ impl Failure {
 /// Batched loads `prefetch_async` waits for at most (a tree's height, plus overflow pages).
 const PREFETCH_ROUNDS_MAX: usize = 6;
 
+/// A transaction at snapshot isolation (see `txn`): reads see the snapshot plus its own
+/// writes, writes are buffered and row-locked until `commit`. Dropped unfinished, it aborts
+/// (unless `commit_async` already applied its writes: then the commit is completed).
 pub struct Transaction {
     manager: Arc<TxnManager>,
     txn_id: u64,
@@ -161,14 +164,17 @@ impl Transaction {
         }
     }
 
+    /// Its transaction id, assigned in the order transactions begin.
     pub fn id(&self) -> u64 {
         self.txn_id
     }
 
+    /// The commit timestamp its reads see: every commit up to it, none after.
     pub fn snapshot_ts(&self) -> u64 {
         self.snapshot_ts
     }
 
+    /// True if begun with `Database::begin_read_only`.
     pub fn is_read_only(&self) -> bool {
         self.read_only
     }
@@ -779,6 +785,7 @@ impl Scan {
         Ok(())
     }
 
+    /// The next row as (key, value) in key order, or None past the range.
     pub fn next_row(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         loop {
             self.fill()?;

@@ -94,8 +94,9 @@ pub struct UndoStats {
     pub spilled_bytes_total: u64,
     /// Spilled entries read back for a snapshot.
     pub spilled_reads: u64,
-    /// Spill segment files on flash now, and deleted by purge since open.
+    /// Spill segment files on flash now.
     pub spill_segments: u64,
+    /// Spill segment files deleted by purge since open.
     pub spill_segments_removed: u64,
 }
 

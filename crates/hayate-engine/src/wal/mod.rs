@@ -73,13 +73,15 @@ impl SyncMode {
     }
 }
 
+/// How the log is stored and flushed; `Default` gives the production settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WalConfig {
-    /// Size of a segment file; a multiple of 4096.
+    /// Size of a segment file; a multiple of 4096. Default 64 MiB.
     pub segment_size_bytes: u64,
     /// Capacity of each of the two log buffers; bounds the largest frame (a larger commit is
-    /// logged as several `CommitPart` frames).
+    /// logged as several `CommitPart` frames). Default 16 MiB.
     pub buffer_size_bytes: usize,
+    /// How a flush makes the log durable. Default `SyncMode::Data`.
     pub sync_mode: SyncMode,
     /// Time a flush leader waits before writing so more commits can join (0: none).
     pub group_commit_delay: Duration,
@@ -120,6 +122,7 @@ impl Default for WalConfig {
 pub struct WalStats {
     /// Successful write + sync rounds.
     pub flushes: u64,
+    /// Records appended (a commit logged as parts counts once).
     pub records_appended: u64,
     /// `flush_to` calls that returned successfully.
     pub commits: u64,
@@ -224,14 +227,17 @@ impl Wal {
         self.durable_lsn_published.load(Ordering::Acquire)
     }
 
+    /// True once a flush failed: every later append and flush fails with `Error::Poisoned`.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned_published.load(Ordering::Acquire)
     }
 
+    /// The configuration the log was opened with.
     pub fn config(&self) -> &WalConfig {
         &self.config
     }
 
+    /// The log's counters now.
     pub fn stats(&self) -> WalStats {
         let flushes = self.counters.flushes.load(Ordering::Relaxed);
         let commits = self.counters.commits.load(Ordering::Relaxed);

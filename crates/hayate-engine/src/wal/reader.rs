@@ -48,16 +48,20 @@ pub enum LogEnd {
 /// What recovery found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoveryReport {
+    /// Where reading started (the checkpoint's redo LSN).
     pub start_lsn: Lsn,
     /// LSN just past the last valid record (or the first part of an incomplete commit): where
     /// appends continue.
     pub end_lsn: Lsn,
+    /// Valid records read, a commit logged as parts counted once.
     pub records_read: u64,
     /// Bytes of valid records read (`end_lsn - start_lsn`).
     pub bytes_read: u64,
+    /// Why reading stopped at `end_lsn`.
     pub log_end: LogEnd,
     /// True if bytes past the end (torn or stale data, or later segments) were removed.
     pub tail_truncated: bool,
+    /// Segment files wholly past the end that were deleted.
     pub segments_removed: u64,
 }
 

@@ -73,13 +73,20 @@ impl RecordType {
 /// One write of a committed transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
+    /// Sets the row `key` of a tree to `value`.
     Put {
+        /// The tree written.
         tree_id: u32,
+        /// The row's key.
         key: Vec<u8>,
+        /// Its new value, as the transaction wrote it (the row header is added on apply).
         value: Vec<u8>,
     },
+    /// Deletes the row `key` of a tree.
     Delete {
+        /// The tree written.
         tree_id: u32,
+        /// The row's key.
         key: Vec<u8>,
     },
 }
@@ -89,24 +96,38 @@ pub enum Op {
 pub enum LogRecord {
     /// The whole write set of one committed transaction.
     Commit {
+        /// The transaction's id.
         txn_id: u64,
+        /// Its commit timestamp; commit timestamps increase with LSN.
         commit_ts: u64,
+        /// Its writes, at most one per (tree, key).
         ops: Vec<Op>,
     },
+    /// A table or index was created (autocommitted DDL).
     CreateTree {
+        /// The new tree's id.
         tree_id: u32,
+        /// Its name.
         name: String,
+        /// Its `TreeKind` as the catalog's byte (0 table, 1 index).
         kind: u8,
+        /// Declared unique.
         unique: bool,
+        /// The DDL's commit timestamp.
         commit_ts: u64,
     },
+    /// A table or index was dropped (autocommitted DDL).
     DropTree {
+        /// The dropped tree's id.
         tree_id: u32,
+        /// The DDL's commit timestamp.
         commit_ts: u64,
     },
     /// Informational: a checkpoint finished and redo may start at `redo_lsn`.
     CheckpointMark {
+        /// The checkpoint that finished.
         checkpoint_id: u64,
+        /// Where its replay starts.
         redo_lsn: u64,
     },
 }
@@ -116,7 +137,8 @@ pub enum LogRecord {
 pub struct DecodeError(pub String);
 
 impl LogRecord {
-    pub fn record_type(&self) -> RecordType {
+    /// The type byte of the record's frame.
+    pub(crate) fn record_type(&self) -> RecordType {
         match self {
             LogRecord::Commit { .. } => RecordType::Commit,
             LogRecord::CreateTree { .. } => RecordType::CreateTree,
