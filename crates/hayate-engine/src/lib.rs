@@ -14,7 +14,7 @@
 //!    implementations, and the simulated disk used for fault injection and device emulation.
 //! 5. Components below the database (B+tree, buffer pool, page stores, write-ahead log), for
 //!    micro benchmarks and component tests.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod btree;
 mod buffer;
@@ -51,8 +51,8 @@ pub use phase::{finish_accounting, start_accounting, Phase, PhaseReport, PhaseSp
 
 // 3. The temporary space.
 pub use temp::{
-    ExternalSorter, HashJoin, Partitioner, Record, RunReader, RunWriter, Sorted, TempRun, TempSpace,
-    TempStats,
+    ExternalSorter, HashJoin, Partitioner, Record, RunReader, RunWriter, Sorted, TempRun,
+    TempSpace, TempStats,
 };
 
 // 4. The I/O layer.
@@ -61,8 +61,7 @@ pub use io::sync_file::SyncIo;
 pub use io::uring::{UringFile, UringIo};
 pub use io::wait::{wait_for, wait_until};
 pub use io::{
-    open_default, AlignedBuf, Io, IoFile, IoKind, OpenOptions, ReadRequest, WriteRequest,
-    IO_ALIGN,
+    open_default, AlignedBuf, Io, IoFile, IoKind, OpenOptions, ReadRequest, WriteRequest, IO_ALIGN,
 };
 
 // 5. Components below the database.

@@ -28,9 +28,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use crate::buffer::BufferPool;
-use crate::phase;
 use crate::error::Result;
 use crate::page::PageId;
+use crate::phase;
 
 thread_local! {
     /// Pages the tasks polled in this round wait for.

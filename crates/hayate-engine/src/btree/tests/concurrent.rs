@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::BTree;
-use crate::{BufferPool, BufferPoolConfig};
 use crate::MemoryStore;
 use crate::PageStore;
+use crate::{BufferPool, BufferPoolConfig};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

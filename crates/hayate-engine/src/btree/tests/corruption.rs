@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use crate::BTree;
-use crate::{BufferPool, BufferPoolConfig};
 use crate::Error;
 use crate::MemoryStore;
 use crate::PageStore;
+use crate::{BufferPool, BufferPoolConfig};
 
 #[test]
 fn btree_corrupt_page_is_reported_not_panicked() {

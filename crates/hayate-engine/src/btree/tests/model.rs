@@ -6,9 +6,9 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::BTree;
-use crate::{BufferPool, BufferPoolConfig};
 use crate::MemoryStore;
 use crate::PageStore;
+use crate::{BufferPool, BufferPoolConfig};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use crate::BTree;
-use crate::{BufferPool, BufferPoolConfig};
 use crate::MemoryStore;
 use crate::PageStore;
+use crate::{BufferPool, BufferPoolConfig};
 
 #[test]
 fn btree_grows_then_shrinks_to_one_leaf() {

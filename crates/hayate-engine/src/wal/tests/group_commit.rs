@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::SyncIo;
 use crate::Io;
+use crate::SyncIo;
 use crate::{LogRecord, Lsn, Op, SyncMode, Wal, WalConfig};
 
 const COMMITTERS: u64 = 16;
