@@ -39,7 +39,6 @@ fn run(victim_policy: VictimPolicy) {
     config.store.segment_pages = 32;
     config.store.cleaner.victim_policy = victim_policy;
     config.store.cleaner.protection_period = Duration::from_millis(5);
-    config.store.cleaner.pass_interval = Duration::ZERO;
     config.store.cleaner.free_segments_low = 8;
     config.store.cleaner.free_segments_high = 16;
     config.store.cleaner.victim_utilization_max = 0.95;

@@ -58,7 +58,6 @@ fn config(spec: &Spec) -> DatabaseConfig {
         config.store.cleaner.free_segments_low = 6;
         config.store.cleaner.free_segments_high = 10;
         config.store.cleaner.protection_period = Duration::ZERO;
-        config.store.cleaner.pass_interval = Duration::ZERO;
         config.maintenance_interval = Duration::from_millis(1);
     }
     config.checkpoint_interval = Duration::from_secs(3600);

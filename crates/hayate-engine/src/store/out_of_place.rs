@@ -51,11 +51,9 @@ pub struct CleanerConfig {
     pub victim_policy: VictimPolicy,
     /// Segments written more recently than this are not cleaned (their pages may die soon).
     pub protection_period: Duration,
-    /// Victim segments cleaned per pass (at least 1). Default 4.
+    /// Victim segments cleaned per pass (at least 1). Default 4. A pass runs once per
+    /// maintenance round (`DatabaseConfig::maintenance_interval`).
     pub segments_per_pass: usize,
-    /// Meant as the least time between cleaner passes; not read by the engine at present:
-    /// passes run from the maintenance rounds (`DatabaseConfig::maintenance_interval`).
-    pub pass_interval: Duration,
     /// Cleaning starts when fewer segments than this are free...
     pub free_segments_low: u64,
     /// ...and continues until this many are free (after the next checkpoint).
@@ -73,7 +71,6 @@ impl Default for CleanerConfig {
             victim_policy: VictimPolicy::CostBenefit,
             protection_period: Duration::from_millis(200),
             segments_per_pass: 4,
-            pass_interval: Duration::from_millis(20),
             free_segments_low: 4,
             free_segments_high: 8,
             victim_utilization_max: 0.8,
