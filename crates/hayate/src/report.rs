@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use hayate_engine::{CheckReport, DatabaseStats, IoKind};
+use hayate_engine::{CheckReport, DatabaseStats, IoKind, StoreStats};
 
 /// Sub-buckets per power of two: values are kept to within 1/32 (about 3%).
 const SUB_BUCKET_BITS: u32 = 5;
@@ -202,16 +202,20 @@ pub fn format_stats(stats: &DatabaseStats) -> String {
             if store.total_segments == 0 {
                 // The in-place store has no segments and no cleaner.
                 format!(
-                    "{} file, {} live pages",
+                    "{} file, {} live pages ({}), space amplification {}",
                     format_bytes(store.file_size_bytes),
                     format_count(store.live_pages),
+                    format_bytes(store.live_bytes),
+                    space_amplification(store),
                 )
             } else {
                 format!(
-                    "{} file, {} live pages, {} of {} segments free, {} cleaner passes \
-                     ({} segments cleaned)",
+                    "{} file, {} live pages ({}), space amplification {}, {} of {} \
+                     segments free, {} cleaner passes ({} segments cleaned)",
                     format_bytes(store.file_size_bytes),
                     format_count(store.live_pages),
+                    format_bytes(store.live_bytes),
+                    space_amplification(store),
                     format_count(store.free_segments),
                     format_count(store.total_segments),
                     format_count(store.cleaner_passes),
@@ -249,6 +253,15 @@ pub fn format_stats(stats: &DatabaseStats) -> String {
     out
 }
 
+/// File bytes per live page byte, or a dash while no page has reached the file yet.
+fn space_amplification(store: &StoreStats) -> String {
+    if store.file_size_bytes == 0 {
+        "- (no page written yet)".into()
+    } else {
+        format!("{:.2}", store.space_amplification())
+    }
+}
+
 /// The consistency check report: one line per tree and a total.
 pub fn format_check(check: &CheckReport) -> String {
     let rows: Vec<Vec<String>> = check
@@ -262,6 +275,7 @@ pub fn format_check(check: &CheckReport) -> String {
                 format_count(tree.leaf_pages),
                 format_count(tree.overflow_pages),
                 format_count(tree.entries),
+                format!("{:.0}%", tree.leaf_fill() * 100.0),
             ]
         })
         .collect();
@@ -273,6 +287,7 @@ pub fn format_check(check: &CheckReport) -> String {
             "leaf pages",
             "overflow",
             "entries",
+            "leaf fill",
         ],
         &rows,
     );

@@ -26,6 +26,21 @@ pub struct TreeCheckReport {
     pub overflow_pages: u64,
     /// Key-value entries in the leaves.
     pub entries: u64,
+    /// Bytes of the leaves' cells and slots (what the leaves hold, their headers aside).
+    pub leaf_used_bytes: u64,
+    /// Bytes the leaves could hold: their count times a node's usable bytes.
+    pub leaf_capacity_bytes: u64,
+}
+
+impl TreeCheckReport {
+    /// How full the leaves are, from 0 to 1 (1 for a tree without leaves).
+    pub fn leaf_fill(&self) -> f64 {
+        if self.leaf_capacity_bytes == 0 {
+            1.0
+        } else {
+            self.leaf_used_bytes as f64 / self.leaf_capacity_bytes as f64
+        }
+    }
 }
 
 #[derive(Default)]
@@ -143,6 +158,8 @@ fn walk_node(
     if node.is_leaf() {
         walk.report.leaf_pages += 1;
         walk.report.entries += node.count() as u64;
+        walk.report.leaf_used_bytes += node.used_bytes() as u64;
+        walk.report.leaf_capacity_bytes += limits.usable_bytes as u64;
         walk.leaves.push((page_id, node.link()));
         let mut chains = Vec::new();
         for index in 0..node.count() {

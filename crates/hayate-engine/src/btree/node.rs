@@ -581,6 +581,37 @@ pub fn split_point(cells: &[&[u8]]) -> usize {
     best
 }
 
+/// Share of a node's usable bytes the left node keeps when an in-order insert splits the
+/// rightmost leaf (15/16, as InnoDB fills pages on sequential inserts): a load in key order
+/// leaves full leaves behind it instead of half-full ones that no later insert would fill.
+pub const IN_ORDER_FILL_NUMERATOR: usize = 15;
+/// Denominator of `IN_ORDER_FILL_NUMERATOR`.
+pub const IN_ORDER_FILL_DENOMINATOR: usize = 16;
+
+/// The split point of `cells` for an in-order insert (the new cell is the last): the longest
+/// prefix that fills at most 15/16 of `page_size`'s usable bytes, so the left node stays
+/// nearly full and the right one takes the rest; both halves non-empty and fitting a node.
+pub fn split_point_in_order(cells: &[&[u8]], page_size: usize) -> usize {
+    assert!(cells.len() >= 2, "cannot split {} cells", cells.len());
+    let target = (page_size - SLOTS_OFFSET) * IN_ORDER_FILL_NUMERATOR / IN_ORDER_FILL_DENOMINATOR;
+    let mut left = 0;
+    let mut split = 0;
+    for cell in &cells[..cells.len() - 1] {
+        left += cell.len() + SLOT_SIZE;
+        if left > target {
+            break;
+        }
+        split += 1;
+    }
+    let split = split.max(1);
+    // Two cells of nearly half a page each can leave the right half too large: then the
+    // balanced split, which always fits.
+    if cells_size(&cells[split..]) > page_size - SLOTS_OFFSET {
+        return split_point(cells);
+    }
+    split
+}
+
 /// The shortest key s with `left < s <= right` (suffix truncation of separators).
 pub fn shortest_separator<'k>(left: &[u8], right: &'k [u8]) -> &'k [u8] {
     debug_assert!(left < right);
@@ -591,6 +622,29 @@ pub fn shortest_separator<'k>(left: &[u8], right: &'k [u8]) -> &'k [u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_order_split_keeps_the_left_node_nearly_full() {
+        let cell = [7u8; 100];
+        let cells: Vec<&[u8]> = vec![&cell[..]; 40];
+        let split = split_point_in_order(&cells, 4096);
+        let usable = 4096 - SLOTS_OFFSET;
+        let left = cells_size(&cells[..split]);
+        assert!(left <= usable * 15 / 16 && left + 100 + SLOT_SIZE > usable * 15 / 16);
+        assert!(left * 10 >= usable * 9, "left node at least 90% full: {left} of {usable}");
+        assert!(split < cells.len());
+    }
+
+    #[test]
+    fn in_order_split_falls_back_when_the_right_half_would_overflow() {
+        let (small, large, second) = ([1u8; 200], [2u8; 1800], [3u8; 2000]);
+        let new_cell = [4u8; 2000];
+        let cells: Vec<&[u8]> = vec![&large, &second, &small, &new_cell];
+        let split = split_point_in_order(&cells, 4096);
+        let usable = 4096 - SLOTS_OFFSET;
+        assert!(cells_size(&cells[..split]) <= usable);
+        assert!(cells_size(&cells[split..]) <= usable);
+    }
     use crate::page::PageHeaderBuilder;
 
     fn leaf_page() -> Vec<u8> {

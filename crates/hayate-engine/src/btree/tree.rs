@@ -28,11 +28,11 @@
 
 use crate::buffer::{BufferPool, Optimistic, PageReadGuard, PageWriteGuard};
 use crate::error::{Error, Result};
-use crate::page::{PageId, PageKind};
+use crate::page::{PageId, PageKind, PAGE_ID_NONE};
 
 use super::node::{
     cell_key, corruption, encode_inner_cell, encode_leaf_cell, inner_cell_child,
-    shortest_separator, split_point, LeafValue, NodeAccessor, NodeBuilder, NodeLimits, SLOT_SIZE,
+    shortest_separator, split_point, split_point_in_order, LeafValue, NodeAccessor, NodeBuilder, NodeLimits, SLOT_SIZE,
 };
 use super::overflow::{
     free_chain, head_length, read_chain, try_read_chain, write_chain, VALUE_LENGTH_MAX,
@@ -553,7 +553,14 @@ impl BTree {
         };
         let (left_cells, right_cells, separator, right_link);
         if leaf {
-            let split = split_point(&cells);
+            // An insert past the last key of the rightmost leaf is a load in key order (or an
+            // ascending key): the left leaf keeps 15/16 of a page, not half of one.
+            let in_order = !replace && index == cells.len() - 1 && node.link() == PAGE_ID_NONE;
+            let split = if in_order {
+                split_point_in_order(&cells, copy.len())
+            } else {
+                split_point(&cells)
+            };
             let left_last = cell_key(cells[split - 1], true);
             separator = shortest_separator(left_last, cell_key(cells[split], true)).to_vec();
             (left_cells, right_cells, right_link) = (&cells[..split], &cells[split..], node.link());

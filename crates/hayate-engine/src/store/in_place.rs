@@ -356,6 +356,7 @@ impl PageStore for InPlaceStore {
             },
             file_size_bytes: self.file.len().unwrap_or(0),
             live_pages: state.ids.live_count(),
+            live_bytes: state.ids.live_count() * self.page_size as u64,
             ..StoreStats::default()
         }
     }

@@ -112,6 +112,8 @@ pub struct StoreStats {
     pub file_size_bytes: u64,
     /// Page ids in use (allocated and not freed).
     pub live_pages: u64,
+    /// Bytes of the live pages (`live_pages` times the page size).
+    pub live_bytes: u64,
     /// Segments free for writing (out-of-place only).
     pub free_segments: u64,
     /// Segments in the data file (out-of-place only).
@@ -120,6 +122,18 @@ pub struct StoreStats {
     pub cleaner_passes: u64,
     /// Segments the cleaner emptied (out-of-place only).
     pub segments_cleaned: u64,
+}
+
+impl StoreStats {
+    /// Space amplification: data file bytes per byte of live pages (1.0 for an empty store).
+    /// The out-of-place store's dead page images and free segments make it exceed 1.
+    pub fn space_amplification(&self) -> f64 {
+        if self.live_bytes == 0 {
+            1.0
+        } else {
+            self.file_size_bytes as f64 / self.live_bytes as f64
+        }
+    }
 }
 
 /// State captured by `begin_checkpoint` while the engine is quiescent.

@@ -737,6 +737,7 @@ impl PageStore for OutOfPlaceStore {
                 * self.segment_pages
                 * self.page_size as u64,
             live_pages: state.ids.live_count(),
+            live_bytes: state.ids.live_count() * self.page_size as u64,
             free_segments: state.free_segments.len() as u64,
             total_segments: state.segments.len() as u64,
             cleaner_passes: self.counters.cleaner_passes.load(Ordering::Relaxed),

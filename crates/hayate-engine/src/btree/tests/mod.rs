@@ -206,3 +206,35 @@ mod concurrent;
 mod corruption;
 mod model;
 mod shrink;
+
+#[test]
+fn a_load_in_key_order_fills_the_leaves() {
+    let pool = pool(4096, 256);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    for number in 0..20_000 {
+        tree.put(&pool, &key(number), &[9u8; 100], 1).unwrap();
+    }
+    let report = tree.check(&pool).unwrap();
+    assert_eq!(report.entries, 20_000);
+    assert!(
+        report.leaf_fill() >= 0.9,
+        "leaves {:.1}% full after an in-order load",
+        report.leaf_fill() * 100.0
+    );
+
+    // Random order still splits evenly: leaves end about 70% full, never nearly empty.
+    let random = BTree::open(BTree::create(&pool).unwrap());
+    let mut numbers: Vec<u32> = (0..20_000).collect();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for index in (1..numbers.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        numbers.swap(index, (state % (index as u64 + 1)) as usize);
+    }
+    for &number in &numbers {
+        random.put(&pool, &key(number), &[9u8; 100], 1).unwrap();
+    }
+    let report = random.check(&pool).unwrap();
+    assert!(report.leaf_fill() > 0.5 && report.leaf_fill() < 0.9, "{report:?}");
+}
