@@ -45,7 +45,8 @@ fn temp_experiment_spills_and_records_its_points() {
         if point["work_mem_bytes"].is_null() {
             assert_eq!(written, 0, "the baseline stays in memory: {point}");
         } else {
-            // 100,000 records of 108 bytes (10,000 on the join's build side) do not fit in 1 MiB: everything goes through flash.
+            // 100,000 records of 108 bytes (10,000 on the join's build side) do not fit in
+            // 1 MiB: everything goes through flash.
             assert!(written > 100_000 * 108 / 2, "{point}");
             assert_eq!(
                 read, written,

@@ -9,9 +9,9 @@
 //! 2. `load_primitive` creates each table (`sid integer PRIMARY KEY, c1 integer, data1
 //!    varchar(4096)`) and inserts its rows with multi-row INSERTs, 1,000 rows per transaction,
 //!    one connection per core.
-//! 3. Sessions are the PostgreSQL peer's (`postgres::primitive::session`), and TPC-C runs the PostgreSQL
-//!    peer's loader and transactions (`tpcc_postgres`: COPY, primary keys and indexes added
-//!    after loading, READ COMMITTED with SELECT ... FOR UPDATE).
+//! 3. Sessions are the PostgreSQL peer's (`postgres::primitive::session`), and TPC-C runs the
+//!    PostgreSQL peer's loader and transactions (`tpcc_postgres`: COPY, primary keys and
+//!    indexes added after loading, READ COMMITTED with SELECT ... FOR UPDATE).
 //! 4. `shutdown` (or drop) stops the server (SIGTERM: a clean shutdown with a checkpoint) and
 //!    removes the directory.
 //!

@@ -68,7 +68,8 @@ pub fn section(collection: &Collection) -> String {
         "<h2 id=\"server\">Server: sysbench</h2><p>Each engine as a server on this machine, \
          driven by the same client program (sysbench) over the same transport (each server's \
          Unix-domain socket, or TCP on 127.0.0.1), with the data in memory and durable \
-         commits; with several rounds, each figure is the engine's median run. Hayate runs as <code>hayate serve</code>; PostgreSQL and \
+         commits; with several rounds, each figure is the engine's median run. Hayate runs as \
+         <code>hayate serve</code>; PostgreSQL and \
          MariaDB are the lab's private servers. Issue 5's target: Hayate at least 1.5x \
          PostgreSQL's transactions per second on oltp_point_select and oltp_update_non_index \
          at 16 threads.</p>",

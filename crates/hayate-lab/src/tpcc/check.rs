@@ -461,7 +461,8 @@ pub fn check(data: &CheckData, scale: &Scale, which: Conditions) -> Vec<Conditio
             let difference = sums.orders.saturating_sub(sums.new_orders);
             tally.check(difference == expected, || {
                 format!(
-                    "district {w_id}/{d_id}: {} orders - {} new orders = {difference}, not {expected}",
+                    "district {w_id}/{d_id}: {} orders - {} new orders = \
+                     {difference}, not {expected}",
                     sums.orders, sums.new_orders
                 )
             });

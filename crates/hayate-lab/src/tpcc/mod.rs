@@ -293,7 +293,8 @@ pub fn read_meta(dir: &Path) -> CliResult<LoadMeta> {
     let path = dir.join(META_FILE);
     let text = std::fs::read_to_string(&path).context(|| {
         format!(
-            "{} is not a TPC-C database (no {META_FILE}); make one with `hayate-lab tpcc load --db {}`",
+            "{} is not a TPC-C database (no {META_FILE}); make one with \
+             `hayate-lab tpcc load --db {}`",
             dir.display(),
             dir.display()
         )

@@ -9,9 +9,9 @@
 //!    O_DIRECT data files, a durable redo log flush at each commit, the doublewrite buffer on,
 //!    no binary log. `open_listening` also listens on TCP at 127.0.0.1 (for clients the lab
 //!    runs as separate programs, like sysbench in `hayate-lab server`).
-//! 2. `load_primitive` (`primitive`) loads the tables with multi-row INSERTs in large transactions, one
-//!    connection per core, runs ANALYZE TABLE on each, then restarts the server so the run
-//!    starts with every page flushed.
+//! 2. `load_primitive` (`primitive`) loads the tables with multi-row INSERTs in large
+//!    transactions, one connection per core, runs ANALYZE TABLE on each, then restarts the
+//!    server so the run starts with every page flushed.
 //! 3. `set_buffer_bytes` restarts the server with the new `innodb_buffer_pool_size` (InnoDB
 //!    needs at least 6 MiB with 16 KiB pages and rounds the size; the effective value is
 //!    recorded). The buffer pool is neither dumped at shutdown nor loaded at startup, so every

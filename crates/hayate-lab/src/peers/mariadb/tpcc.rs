@@ -1,4 +1,5 @@
-//! TPC-C on MariaDB/InnoDB: the shared SQL transactions (`sql::tpcc_transactions`) over the `mysql` crate.
+//! TPC-C on MariaDB/InnoDB: the shared SQL transactions (`sql::tpcc_transactions`) over the
+//! `mysql` crate.
 //!
 //! Loading:
 //! 1. The nine tables are created with their primary keys and secondary indexes (InnoDB

@@ -8,11 +8,12 @@
 //!    `open_listening` also listens on TCP at 127.0.0.1 (for clients the lab runs as separate
 //!    programs, like sysbench in `hayate-lab server`); the port is then that TCP port, which
 //!    also names the unix socket.
-//! 2. `load_primitive` (`primitive`) loads the tables with COPY, one connection per core, each table then
-//!    gets its primary key (Data1 is stored PLAIN: uncompressed, in the heap page, like the
-//!    other engines); then ANALYZE and CHECKPOINT.
+//! 2. `load_primitive` (`primitive`) loads the tables with COPY, one connection per core, each
+//!    table then gets its primary key (Data1 is stored PLAIN: uncompressed, in the heap page,
+//!    like the other engines); then ANALYZE and CHECKPOINT.
 //! 3. `set_buffer_bytes` restarts the server with the new `shared_buffers`.
-//! 4. Sessions (`sql::primitive::SqlSession` over `Client`) use prepared statements in autocommit mode: each statement is one transaction.
+//! 4. Sessions (`sql::primitive::SqlSession` over `Client`) use prepared statements in
+//!    autocommit mode: each statement is one transaction.
 //! 5. `shutdown` (or drop) stops the server with a fast shutdown and removes the directory.
 
 use std::collections::BTreeMap;

@@ -7,8 +7,8 @@
 //! needed. Lifecycle:
 //! 1. `SqliteDriver::open` creates the file with 8 KiB pages (a 4 KiB row does not fit a
 //!    default 4 KiB page and would need an overflow page per row) in WAL mode.
-//! 2. `load_primitive` (`primitive`) inserts each table in transactions of 10,000 rows, then ANALYZE and a
-//!    truncating WAL checkpoint.
+//! 2. `load_primitive` (`primitive`) inserts each table in transactions of 10,000 rows, then
+//!    ANALYZE and a truncating WAL checkpoint.
 //! 3. Every connection (one per session) sets `synchronous=FULL` (the WAL is fsynced at each
 //!    commit), `cache_size` to the buffer size (a per-connection page cache: SQLite has no
 //!    shared one) and a busy timeout; `set_buffer_bytes` applies to connections made after it.
@@ -68,7 +68,8 @@ impl SqliteDriver {
             .max(1);
         // A negative cache_size is in KiB rather than pages.
         connection.execute_batch(&format!(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA cache_size = -{cache_kib};"
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+             PRAGMA cache_size = -{cache_kib};"
         ))?;
         connection.busy_timeout(BUSY_TIMEOUT)?;
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
