@@ -631,7 +631,10 @@ mod tests {
         let usable = 4096 - SLOTS_OFFSET;
         let left = cells_size(&cells[..split]);
         assert!(left <= usable * 15 / 16 && left + 100 + SLOT_SIZE > usable * 15 / 16);
-        assert!(left * 10 >= usable * 9, "left node at least 90% full: {left} of {usable}");
+        assert!(
+            left * 10 >= usable * 9,
+            "left node at least 90% full: {left} of {usable}"
+        );
         assert!(split < cells.len());
     }
 

@@ -32,7 +32,8 @@ use crate::page::{PageId, PageKind, PAGE_ID_NONE};
 
 use super::node::{
     cell_key, corruption, encode_inner_cell, encode_leaf_cell, inner_cell_child,
-    shortest_separator, split_point, split_point_in_order, LeafValue, NodeAccessor, NodeBuilder, NodeLimits, SLOT_SIZE,
+    shortest_separator, split_point, split_point_in_order, LeafValue, NodeAccessor, NodeBuilder,
+    NodeLimits, SLOT_SIZE,
 };
 use super::overflow::{
     free_chain, head_length, read_chain, try_read_chain, write_chain, VALUE_LENGTH_MAX,

@@ -236,5 +236,8 @@ fn a_load_in_key_order_fills_the_leaves() {
         random.put(&pool, &key(number), &[9u8; 100], 1).unwrap();
     }
     let report = random.check(&pool).unwrap();
-    assert!(report.leaf_fill() > 0.5 && report.leaf_fill() < 0.9, "{report:?}");
+    assert!(
+        report.leaf_fill() > 0.5 && report.leaf_fill() < 0.9,
+        "{report:?}"
+    );
 }
