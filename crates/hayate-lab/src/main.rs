@@ -58,7 +58,8 @@ mod tpcc;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hayate::error::CliResult;
+use hayate::args::parse_command_line;
+use hayate::error::{exit_code, CliResult};
 
 /// Hayate's lab: experiments that measure Hayate on this machine, side by side with the
 /// databases a user would otherwise pick, and draw the charts.
@@ -101,26 +102,12 @@ pub enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match parse_command_line() {
         Ok(cli) => cli,
-        Err(error) => {
-            // Help and version go to stdout with code 0; usage errors exit with code 1.
-            let _ = error.print();
-            return if error.use_stderr() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(code) => return code,
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    match run(&cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    exit_code(run(&cli.command))
 }
 
 fn run(command: &Command) -> CliResult<()> {

@@ -1,6 +1,21 @@
 //! Command-line value types shared by `hayate` and the lab's `hayate-lab`.
 
-use clap::ValueEnum;
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+
+/// Parses the command line. Help and version are printed to stdout and end the program with
+/// code 0; a usage error is printed to stderr and ends it with code 1 (`Err` holds that code).
+pub fn parse_command_line<C: Parser>() -> Result<C, ExitCode> {
+    C::try_parse().map_err(|error| {
+        let _ = error.print();
+        if error.use_stderr() {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        }
+    })
+}
 
 /// Write policy of the page store, fixed when a database is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

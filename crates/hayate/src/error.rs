@@ -2,6 +2,7 @@
 //! file, page and LSN of a corruption) kept as the cause.
 
 use std::fmt;
+use std::process::ExitCode;
 
 #[derive(Debug)]
 pub struct CliError {
@@ -27,6 +28,17 @@ impl fmt::Display for CliError {
 impl From<hayate_engine::Error> for CliError {
     fn from(error: hayate_engine::Error) -> CliError {
         CliError::new(error.to_string())
+    }
+}
+
+/// The exit code of a command's result: 0, or 1 after printing `error: ...` on stderr.
+pub fn exit_code(result: CliResult<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -14,7 +14,8 @@ mod serve;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use hayate::args::parse_command_line;
+use hayate::error::exit_code;
 
 use cli::{Cli, Command};
 
@@ -25,17 +26,9 @@ use cli::{Cli, Command};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match parse_command_line() {
         Ok(cli) => cli,
-        Err(error) => {
-            // Help and version go to stdout with code 0; usage errors exit with code 1.
-            let _ = error.print();
-            return if error.use_stderr() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(code) => return code,
     };
     let level = match &cli.command {
         Command::Serve(args) => serve::log_level(args),
@@ -48,11 +41,5 @@ fn main() -> ExitCode {
         Command::Stats(args) => check::run_stats(&args),
         Command::Serve(args) => serve::run(&args),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    exit_code(result)
 }
