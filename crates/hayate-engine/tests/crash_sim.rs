@@ -108,6 +108,16 @@ fn value(rng: &mut StdRng, txn: u32) -> Vec<u8> {
     value
 }
 
+/// `old` with one to three of its bytes changed (the same length).
+fn small_change(rng: &mut StdRng, old: &[u8], txn: u32) -> Vec<u8> {
+    let mut value = old.to_vec();
+    for _ in 0..rng.gen_range(1..=3) {
+        let index = rng.gen_range(0..value.len());
+        value[index] = value[index].wrapping_add(1 + (txn % 250) as u8);
+    }
+    value
+}
+
 /// What a workload run acknowledged before it stopped.
 #[derive(Default)]
 struct Outcome {
@@ -137,6 +147,9 @@ fn plan_transaction(rng: &mut StdRng, model: &Model, txn: u32) -> Vec<(Vec<u8>, 
         let exists = model.contains_key(&k);
         let op = if exists && rng.gen_bool(0.3) {
             None
+        } else if exists && rng.gen_bool(0.4) {
+            // A few bytes of the row change: logged as a patch when the row is long enough.
+            Some(small_change(rng, &model[&k], txn))
         } else {
             Some(value(rng, txn))
         };

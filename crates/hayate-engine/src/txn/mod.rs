@@ -41,13 +41,15 @@ use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::page::PageId;
 use crate::store::CheckpointMeta;
-use crate::wal::{LogRecord, Lsn, Op, Wal};
+use crate::wal::{patch_pieces, patched, LogRecord, Lsn, Op, Wal};
 use locks::LockTable;
 pub use undo::{UndoConfig, UndoStats};
 use undo::{UndoEntry, UndoLog};
 
 /// Lock key used by purge, which never waits.
 const PURGE_TXN_ID: u64 = u64::MAX;
+/// Values shorter than this are logged whole: a patch would save little and cost a lookup.
+const PATCH_VALUE_BYTES_MIN: usize = 64;
 
 struct CommitOrder {
     next_commit_ts: u64,
@@ -371,17 +373,37 @@ impl TxnManager {
         Ok(())
     }
 
+    /// The log op of a committed write of `value` to `key`: a `Patch` against the row's latest
+    /// version when few of its bytes change, else a `Put`. The caller holds the row's lock, so
+    /// the latest version stays the base until this commit applies.
+    fn patch_or_put(&self, tree_id: TreeId, key: Vec<u8>, value: Vec<u8>) -> Result<Op> {
+        if value.len() >= PATCH_VALUE_BYTES_MIN {
+            if let Ok(tree) = self.tree_by_id(tree_id) {
+                let latest = match BTree::open(tree.root).get(&self.pool, &key)? {
+                    Some(raw) => row::decode(&raw, &tree.name)?.value,
+                    None => None,
+                };
+                if let Some(pieces) = latest.and_then(|latest| patch_pieces(&latest, &value)) {
+                    return Ok(Op::Patch {
+                        tree_id,
+                        key,
+                        length: value.len() as u32,
+                        pieces,
+                    });
+                }
+            }
+        }
+        Ok(Op::Put {
+            tree_id,
+            key,
+            value,
+        })
+    }
+
     /// Applies committed operations to the trees, saving before-images in the undo log.
     fn apply_ops(&self, commit_ts: u64, lsn: Lsn, ops: &[Op]) -> Result<()> {
         for op in ops {
-            let (tree_id, key, value) = match op {
-                Op::Put {
-                    tree_id,
-                    key,
-                    value,
-                } => (*tree_id, key, Some(value.as_slice())),
-                Op::Delete { tree_id, key } => (*tree_id, key, None),
-            };
+            let (tree_id, key) = (op.tree_id(), op.key());
             let Ok(tree) = self.tree_by_id(tree_id) else {
                 continue;
             };
@@ -389,6 +411,26 @@ impl TxnManager {
             let old = match btree.get(&self.pool, key)? {
                 Some(raw) => Some(row::decode(&raw, &tree.name)?),
                 None => None,
+            };
+            let patched_value;
+            let value = match op {
+                Op::Put { value, .. } => Some(value.as_slice()),
+                Op::Delete { .. } => None,
+                Op::Patch { length, pieces, .. } => {
+                    // Computed from this row's latest version under its lock (`patch_or_put`):
+                    // that version is still the latest.
+                    let base = old.as_ref().and_then(|old| old.value.as_deref());
+                    patched_value = base
+                        .and_then(|base| patched(base, *length, pieces))
+                        .ok_or_else(|| {
+                            Error::Poisoned(format!(
+                                "a patch of a row of {} found no {length}-byte version under \
+                                 its lock",
+                                tree.name
+                            ))
+                        })?;
+                    Some(patched_value.as_slice())
+                }
             };
             if value.is_none() && old.as_ref().is_none_or(|old| old.value.is_none()) {
                 continue; // deleting a row that does not exist (or is already a tombstone)
@@ -411,7 +453,7 @@ impl TxnManager {
             if value.is_none() {
                 self.tombstones
                     .lock()
-                    .push_back((tree_id, key.clone(), commit_ts));
+                    .push_back((tree_id, key.to_vec(), commit_ts));
             }
         }
         Ok(())

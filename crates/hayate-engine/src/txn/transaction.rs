@@ -580,20 +580,23 @@ impl Transaction {
             self.finish(true);
             return Ok(None);
         }
-        Ok(Some(self.take_ops()))
+        match self.take_ops() {
+            Ok(ops) => Ok(Some(ops)),
+            Err(error) => {
+                self.finish(false);
+                Err(error)
+            }
+        }
     }
 
-    /// The write set as log operations, in key order.
-    fn take_ops(&mut self) -> Vec<Op> {
+    /// The write set as log operations, in key order: a rewrite of few bytes of a row becomes
+    /// a patch (`TxnManager::patch_or_put`; this transaction holds the row's lock).
+    fn take_ops(&mut self) -> Result<Vec<Op>> {
         std::mem::take(&mut self.writes)
             .into_iter()
             .map(|((tree_id, key), value)| match value {
-                Some(value) => Op::Put {
-                    tree_id,
-                    key,
-                    value,
-                },
-                None => Op::Delete { tree_id, key },
+                Some(value) => self.manager.patch_or_put(tree_id, key, value),
+                None => Ok(Op::Delete { tree_id, key }),
             })
             .collect()
     }

@@ -36,7 +36,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 pub use reader::{Recovery, RecoveryReport};
-pub use record::{LogRecord, Op};
+pub use record::{patch_pieces, patched, LogRecord, Op};
 
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Io, OpenOptions, IO_ALIGN};

@@ -38,6 +38,12 @@ pub const FRAME_SIZE_MAX: u32 = 64 * 1024 * 1024;
 
 const OP_KIND_PUT: u8 = 1;
 const OP_KIND_DELETE: u8 = 2;
+const OP_KIND_PATCH: u8 = 3;
+/// Bytes a patch piece costs besides its bytes (offset and length).
+const PATCH_PIECE_OVERHEAD_BYTES: usize = 8;
+/// Equal bytes between two changed runs shorter than this join the runs into one piece
+/// (cheaper than a second piece's overhead).
+const PATCH_GAP_BYTES_MAX: usize = PATCH_PIECE_OVERHEAD_BYTES;
 
 /// Flags of a `CommitPart`.
 pub const COMMIT_PART_FIRST: u8 = 1;
@@ -89,6 +95,88 @@ pub enum Op {
         /// The row's key.
         key: Vec<u8>,
     },
+    /// Changes some bytes of the row `key`, whose value keeps its length: the new value is the
+    /// latest committed one with each piece's bytes written at its offset. Logged instead of a
+    /// `Put` when a transaction rewrites few bytes of a row (an UPDATE of one column).
+    Patch {
+        /// The tree written.
+        tree_id: u32,
+        /// The row's key.
+        key: Vec<u8>,
+        /// Length of the value before and after.
+        length: u32,
+        /// (offset, bytes) pieces in ascending offset order, not overlapping, within `length`.
+        pieces: Vec<(u32, Vec<u8>)>,
+    },
+}
+
+impl Op {
+    /// The tree the op writes.
+    pub fn tree_id(&self) -> u32 {
+        match self {
+            Op::Put { tree_id, .. } | Op::Delete { tree_id, .. } | Op::Patch { tree_id, .. } => {
+                *tree_id
+            }
+        }
+    }
+
+    /// The row key the op writes.
+    pub fn key(&self) -> &[u8] {
+        match self {
+            Op::Put { key, .. } | Op::Delete { key, .. } | Op::Patch { key, .. } => key,
+        }
+    }
+}
+
+/// The pieces that turn `old` into `new`, if both have the same length and the pieces take
+/// less than half the value's bytes to log; otherwise `None` (log the whole value).
+pub fn patch_pieces(old: &[u8], new: &[u8]) -> Option<Vec<(u32, Vec<u8>)>> {
+    if old.len() != new.len() || u32::try_from(new.len()).is_err() {
+        return None;
+    }
+    let mut pieces: Vec<(usize, usize)> = Vec::new();
+    let mut index = 0;
+    while index < new.len() {
+        if old[index] == new[index] {
+            index += 1;
+            continue;
+        }
+        let start = index;
+        while index < new.len() && old[index] != new[index] {
+            index += 1;
+        }
+        match pieces.last_mut() {
+            Some((_, end)) if start - *end < PATCH_GAP_BYTES_MAX => *end = index,
+            _ => pieces.push((start, index)),
+        }
+    }
+    let logged: usize = pieces
+        .iter()
+        .map(|(start, end)| end - start + PATCH_PIECE_OVERHEAD_BYTES)
+        .sum();
+    if logged * 2 >= new.len() {
+        return None;
+    }
+    Some(
+        pieces
+            .into_iter()
+            .map(|(start, end)| (start as u32, new[start..end].to_vec()))
+            .collect(),
+    )
+}
+
+/// `base` with the pieces written over it, or `None` if `base` is not `length` bytes long.
+pub fn patched(base: &[u8], length: u32, pieces: &[(u32, Vec<u8>)]) -> Option<Vec<u8>> {
+    if base.len() != length as usize {
+        return None;
+    }
+    let mut value = base.to_vec();
+    for (offset, bytes) in pieces {
+        // Decoding checked that every piece lies within `length`.
+        let offset = *offset as usize;
+        value[offset..offset + bytes.len()].copy_from_slice(bytes);
+    }
+    Some(value)
 }
 
 /// A logical, redo-only log record. Replay applies records in LSN order and is idempotent.
@@ -300,6 +388,22 @@ pub(crate) fn encode_op(op: &Op, out: &mut Vec<u8>) {
             out.extend_from_slice(&tree_id.to_le_bytes());
             put_bytes(out, key);
         }
+        Op::Patch {
+            tree_id,
+            key,
+            length,
+            pieces,
+        } => {
+            out.push(OP_KIND_PATCH);
+            out.extend_from_slice(&tree_id.to_le_bytes());
+            put_bytes(out, key);
+            out.extend_from_slice(&length.to_le_bytes());
+            out.extend_from_slice(&length_u32(pieces.len()).to_le_bytes());
+            for (offset, bytes) in pieces {
+                out.extend_from_slice(&offset.to_le_bytes());
+                put_bytes(out, bytes);
+            }
+        }
     }
 }
 
@@ -308,6 +412,13 @@ pub(crate) fn op_size_bytes(op: &Op) -> u64 {
     match op {
         Op::Put { key, value, .. } => 13 + key.len() as u64 + value.len() as u64,
         Op::Delete { key, .. } => 9 + key.len() as u64,
+        Op::Patch { key, pieces, .. } => {
+            17 + key.len() as u64
+                + pieces
+                    .iter()
+                    .map(|(_, bytes)| (PATCH_PIECE_OVERHEAD_BYTES + bytes.len()) as u64)
+                    .sum::<u64>()
+        }
     }
 }
 
@@ -322,8 +433,41 @@ fn decode_op(cursor: &mut Cursor<'_>) -> Result<Op, DecodeError> {
             value: cursor.bytes()?.to_vec(),
         }),
         OP_KIND_DELETE => Ok(Op::Delete { tree_id, key }),
+        OP_KIND_PATCH => decode_patch(cursor, tree_id, key),
         other => Err(DecodeError(format!("unknown op kind {other}"))),
     }
+}
+
+/// The rest of a patch op: its pieces must be in ascending order, apart, and within the value.
+fn decode_patch(cursor: &mut Cursor<'_>, tree_id: u32, key: Vec<u8>) -> Result<Op, DecodeError> {
+    let length = cursor.u32()?;
+    let count = cursor.u32()? as usize;
+    // Each piece takes at least 8 bytes, which bounds the count by the bytes left.
+    if count > cursor.remaining() / PATCH_PIECE_OVERHEAD_BYTES {
+        return Err(DecodeError(format!(
+            "patch of {count} pieces overruns its record"
+        )));
+    }
+    let mut pieces = Vec::with_capacity(count);
+    let mut end = 0u64;
+    for _ in 0..count {
+        let offset = cursor.u32()?;
+        let bytes = cursor.bytes()?;
+        if u64::from(offset) < end || u64::from(offset) + bytes.len() as u64 > u64::from(length) {
+            return Err(DecodeError(format!(
+                "patch piece at {offset} (+{}) out of order or past the value's {length} bytes",
+                bytes.len()
+            )));
+        }
+        end = u64::from(offset) + bytes.len() as u64;
+        pieces.push((offset, bytes.to_vec()));
+    }
+    Ok(Op::Patch {
+        tree_id,
+        key,
+        length,
+        pieces,
+    })
 }
 
 /// Converts an in-memory length to the u32 of the format. Lengths are bounded by
@@ -455,6 +599,12 @@ mod tests {
                         tree_id: 3,
                         key: Vec::new(),
                         value: Vec::new(),
+                    },
+                    Op::Patch {
+                        tree_id: 4,
+                        key: b"gamma".to_vec(),
+                        length: 4096,
+                        pieces: vec![(8, vec![1, 2, 3, 4]), (4000, vec![9])],
                     },
                 ],
             },
@@ -596,6 +746,80 @@ mod tests {
             let mut payload = Vec::new();
             record.encode_payload(&mut payload);
             prop_assert_eq!(LogRecord::decode_payload(1, &payload), Ok(record));
+        }
+    }
+
+    #[test]
+    fn a_patch_logs_the_changed_bytes_only() {
+        let old = vec![7u8; 4096];
+        let mut new = old.clone();
+        new[8..12].copy_from_slice(&42u32.to_le_bytes());
+        let pieces = patch_pieces(&old, &new).expect("a small change is a patch");
+        assert_eq!(pieces, vec![(8, 42u32.to_le_bytes().to_vec())]);
+        let op = Op::Patch {
+            tree_id: 1,
+            key: b"k".to_vec(),
+            length: 4096,
+            pieces,
+        };
+        assert!(op_size_bytes(&op) < 40, "{} bytes", op_size_bytes(&op));
+        let Op::Patch { length, pieces, .. } = &op else {
+            unreachable!()
+        };
+        assert_eq!(patched(&old, *length, pieces), Some(new.clone()));
+        assert_eq!(
+            patched(&old[1..], *length, pieces),
+            None,
+            "wrong base length"
+        );
+        // Whole rewrites and length changes are logged as whole values.
+        assert_eq!(patch_pieces(&old, &vec![8u8; 4096]), None);
+        assert_eq!(patch_pieces(&old, &old[1..]), None);
+    }
+
+    #[test]
+    fn patch_pieces_out_of_order_or_past_the_value_are_rejected() {
+        for pieces in [
+            vec![(10u32, vec![1u8; 4]), (12, vec![2u8; 2])],
+            vec![(4094, vec![1u8; 4])],
+        ] {
+            let record = LogRecord::Commit {
+                txn_id: 1,
+                commit_ts: 2,
+                ops: vec![Op::Patch {
+                    tree_id: 1,
+                    key: b"k".to_vec(),
+                    length: 4096,
+                    pieces,
+                }],
+            };
+            let mut payload = Vec::new();
+            record.encode_payload(&mut payload);
+            assert!(LogRecord::decode_payload(1, &payload).is_err());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn patches_rebuild_the_new_value(
+            old in proptest::collection::vec(any::<u8>(), 0..300),
+            changes in proptest::collection::vec((any::<u16>(), any::<u8>()), 0..20),
+        ) {
+            let mut new = old.clone();
+            for (position, byte) in changes {
+                if !new.is_empty() {
+                    let index = position as usize % new.len();
+                    new[index] = byte;
+                }
+            }
+            if let Some(pieces) = patch_pieces(&old, &new) {
+                prop_assert_eq!(patched(&old, old.len() as u32, &pieces), Some(new.clone()));
+                let op = Op::Patch { tree_id: 1, key: vec![], length: old.len() as u32, pieces };
+                let record = LogRecord::Commit { txn_id: 1, commit_ts: 1, ops: vec![op] };
+                let mut payload = Vec::new();
+                record.encode_payload(&mut payload);
+                prop_assert_eq!(LogRecord::decode_payload(1, &payload), Ok(record));
+            }
         }
     }
 }
