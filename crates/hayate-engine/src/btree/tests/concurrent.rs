@@ -4,14 +4,11 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
-use crate::BTree;
-use crate::MemoryStore;
-use crate::PageStore;
-use crate::{BufferPool, BufferPoolConfig};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+use crate::{BTree, BufferPool};
 
 const WRITER_COUNT: u64 = 4;
 const OPERATIONS_PER_WRITER: usize = 3000;
@@ -66,12 +63,7 @@ fn scanner(tree: BTree, pool: &BufferPool, stop: &AtomicBool) -> u64 {
 
 #[test]
 fn btree_concurrent_writers_and_scanners() {
-    let store: Arc<dyn PageStore> = Arc::new(MemoryStore::new(4096));
-    let config = BufferPoolConfig {
-        frame_count: 64,
-        ..BufferPoolConfig::default()
-    };
-    let pool = BufferPool::new(store, config).expect("pool");
+    let pool = super::pool(4096, 64);
     let tree = BTree::open(BTree::create(&pool).expect("create"));
     let stop = AtomicBool::new(false);
     let (models, scans) = std::thread::scope(|scope| {

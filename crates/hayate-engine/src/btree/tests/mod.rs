@@ -7,6 +7,7 @@ use crate::error::Error;
 use crate::store::memory::MemoryStore;
 use crate::store::PageStore;
 
+/// A buffer pool of `frames` frames over an in-memory store.
 fn pool(page_size: usize, frames: usize) -> Arc<BufferPool> {
     let store: Arc<dyn PageStore> = Arc::new(MemoryStore::new(page_size));
     let config = BufferPoolConfig {

@@ -3,35 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::Arc;
 
-use crate::BTree;
-use crate::MemoryStore;
-use crate::PageStore;
-use crate::{BufferPool, BufferPoolConfig};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-fn pool(page_size: usize, frames: usize) -> Arc<BufferPool> {
-    let store: Arc<dyn PageStore> = Arc::new(MemoryStore::new(page_size));
-    let config = BufferPoolConfig {
-        frame_count: frames,
-        ..BufferPoolConfig::default()
-    };
-    BufferPool::new(store, config).expect("pool")
-}
-
-/// Live pages once in-flight background writes have landed (a page freed during the write-back
-/// of its frame gives its id back when that write completes).
-fn live_pages_settled(pool: &BufferPool, expected: u64) -> u64 {
-    for _ in 0..1000 {
-        if pool.store().live_page_count() == expected {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    pool.store().live_page_count()
-}
+use super::{live_pages_settled, pool};
+use crate::{BTree, BufferPool};
 
 fn random_key(random: &mut StdRng, model: &BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<u8> {
     if !model.is_empty() && random.gen_bool(0.5) {

@@ -1,21 +1,11 @@
 //! Growth to depth three or more, then deletion of everything: the tree shrinks back to its
 //! single root leaf and every other page is freed.
 
-use std::sync::Arc;
-
 use crate::BTree;
-use crate::MemoryStore;
-use crate::PageStore;
-use crate::{BufferPool, BufferPoolConfig};
 
 #[test]
 fn btree_grows_then_shrinks_to_one_leaf() {
-    let store: Arc<dyn PageStore> = Arc::new(MemoryStore::new(4096));
-    let config = BufferPoolConfig {
-        frame_count: 16,
-        ..BufferPoolConfig::default()
-    };
-    let pool = BufferPool::new(store, config).expect("pool");
+    let pool = super::pool(4096, 16);
     let tree = BTree::open(BTree::create(&pool).expect("create"));
     let live_empty = pool.store().live_page_count();
     // Long keys keep the fan-out low, so depth three comes quickly.
