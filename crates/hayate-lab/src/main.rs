@@ -96,6 +96,14 @@ pub enum Command {
     /// Hayate/PostgreSQL. Needs the feature `peers`.
     #[cfg(feature = "peers")]
     Server(server::ServerArgs),
+    /// Hayate, PostgreSQL and MariaDB as servers driven by sysbench: this build lacks the
+    /// feature `peers` it needs (cargo run --release -p hayate-lab --features peers -- server).
+    #[cfg(not(feature = "peers"))]
+    Server {
+        /// The server benchmark's options (read by a build with the feature `peers`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        options: Vec<String>,
+    },
     /// Micro benchmarks of the engine: in-memory B+tree, group commit on the real device,
     /// durable updates as tasks versus OS threads.
     Bench(bench::BenchArgs),
@@ -120,6 +128,12 @@ fn run(command: &Command) -> CliResult<()> {
         Command::Temp(args) => temp::run(args),
         #[cfg(feature = "peers")]
         Command::Server(args) => server::run(args),
+        #[cfg(not(feature = "peers"))]
+        Command::Server { .. } => Err(hayate::error::CliError::new(
+            "this hayate-lab was built without the feature `peers`, which `server` needs (the \
+             PostgreSQL and MariaDB clients): run `cargo run --release -p hayate-lab --features \
+             peers -- server ...`",
+        )),
         Command::Bench(args) => bench::run(args),
     }
 }
