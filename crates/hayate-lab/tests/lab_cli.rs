@@ -22,7 +22,10 @@ fn help_lists_the_lab_commands() {
     ] {
         assert!(stdout.contains(command), "help lacks {command}:\n{stdout}");
     }
-    assert!(!stdout.contains("serve "), "the product's commands stay in `hayate`");
+    assert!(
+        !stdout.contains("serve "),
+        "the product's commands stay in `hayate`"
+    );
 }
 
 #[cfg(not(feature = "peers"))]
