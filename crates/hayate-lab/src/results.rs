@@ -137,6 +137,10 @@ pub struct PrimitiveRun {
     pub buffer_hit_ratio: Option<f64>,
     pub log_flushes: Option<u64>,
     pub commits_per_flush: Option<f64>,
+    /// Data file bytes per byte of live pages at the end of the run; Hayate only (none in
+    /// older files).
+    #[serde(default)]
+    pub space_amplification: Option<f64>,
     /// CPU time (user + system, of every process of the engine and of the lab's clients) per
     /// transaction.
     pub cpu_us_per_transaction: f64,

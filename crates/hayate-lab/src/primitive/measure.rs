@@ -386,6 +386,7 @@ pub fn hayate_run(
     let details = driver.details();
     run.log_flushes = Some(native.log_flushes());
     run.commits_per_flush = native.commits_per_flush(details.updates_committed);
+    run.space_amplification = Some(native.after.store.space_amplification());
     run.time_split = Some(time_split(&details.phases));
 
     let stamp = crate::results::unix_now();

@@ -479,8 +479,20 @@ pub(crate) fn latest_device_result(dir: &Path) -> Option<DeviceResult> {
 
 fn print_runs(runs: &[PrimitiveRun]) {
     let header = [
-        "engine", "device", "mode", "buffer", "tx/s", "p50", "p99", "reads/s", "writes/s", "hit",
-        "tx/flush", "CPU/tx", "alpha",
+        "engine",
+        "device",
+        "mode",
+        "buffer",
+        "tx/s",
+        "p50",
+        "p99",
+        "reads/s",
+        "writes/s",
+        "hit",
+        "tx/flush",
+        "CPU/tx",
+        "alpha",
+        "space amp",
     ];
     let rows: Vec<Vec<String>> = runs
         .iter()
@@ -507,6 +519,8 @@ fn print_runs(runs: &[PrimitiveRun]) {
                 format!("{:.1} us", run.cpu_us_per_transaction),
                 run.alpha
                     .map_or("-".into(), |alpha| format!("{:.2}", alpha.alpha)),
+                run.space_amplification
+                    .map_or("-".into(), |amplification| format!("{amplification:.2}")),
             ]
         })
         .collect();

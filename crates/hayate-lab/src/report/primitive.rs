@@ -684,6 +684,10 @@ fn run_tables(collection: &Collection) -> String {
                     .map(|flushes| format_grouped(flushes as f64)),
             ),
             or_dash(run.commits_per_flush.map(format_number)),
+            or_dash(
+                run.space_amplification
+                    .map(|amplification| format_decimal(amplification, 2)),
+            ),
             format_number(run.cpu_us_per_transaction),
             or_dash(split),
             or_dash(alpha),
@@ -732,6 +736,7 @@ fn run_tables(collection: &Collection) -> String {
             "hit ratio",
             "log flushes",
             "commits/flush",
+            "space amplification",
             "CPU µs/tx",
             "CPU / read / write / log",
             "alpha (run / replay IOPS)",

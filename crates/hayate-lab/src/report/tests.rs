@@ -119,6 +119,7 @@ fn primitive_run(engine: &str, class: &str, buffer_percent: f64) -> PrimitiveRun
         buffer_hit_ratio: Some(1.0 - reads_per_transaction / 3.0),
         log_flushes: Some(10),
         commits_per_flush: Some(tps),
+        space_amplification: (engine == "hayate").then_some(1.23),
         cpu_us_per_transaction: cpu_us,
         time_split: (engine == "hayate").then_some(TimeSplit {
             cpu: 0.7,
@@ -247,6 +248,8 @@ fn report_draws_every_chart_and_lists_what_it_skipped() {
         "Test CPU",
         "hayate-lab primitive --sweep",
         "Synced writes: up to <strong>2,000 per second</strong>",
+        "space amplification",
+        "<td>1.23</td>",
         "Some results are emulated",
     ] {
         assert!(page.contains(text), "the report lacks {text:?}");
