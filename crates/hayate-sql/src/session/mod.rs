@@ -36,7 +36,7 @@ use sqlparser::ast::Statement;
 
 use crate::catalog::{Catalog, DdlUndo};
 use crate::exec::Outcome;
-use crate::plan::{OutputColumn, Plan};
+use crate::plan::{EvalContext, OutputColumn, Plan};
 use crate::types::DataType;
 
 use settings::default_settings;
@@ -153,6 +153,20 @@ impl Session {
             sequences: Default::default(),
         }
         .with_settings_read()
+    }
+
+    /// The context that evaluates an expression outside a query (EXECUTE's arguments, ALTER
+    /// TABLE ADD COLUMN's default): no parameters or subqueries, this session's names and
+    /// sequences, and the current time.
+    fn standalone_context(&self) -> EvalContext<'_> {
+        EvalContext {
+            params: &[],
+            database_name: &self.database,
+            user_name: &self.user,
+            transaction_timestamp: crate::types::datetime::now_micros(),
+            subqueries: None,
+            sequences: Some(&self.sequences),
+        }
     }
 
     pub fn status(&self) -> TransactionStatus {

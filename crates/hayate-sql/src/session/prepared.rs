@@ -13,7 +13,6 @@ use super::{command, Session};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::Outcome;
 use crate::plan::bind::Binder;
-use crate::plan::EvalContext;
 use crate::types::{DataType, Value};
 
 impl Session {
@@ -76,14 +75,7 @@ impl Session {
                 ),
             ));
         }
-        let context = EvalContext {
-            params: &[],
-            database_name: &self.database,
-            user_name: &self.user,
-            transaction_timestamp: crate::types::datetime::now_micros(),
-            subqueries: None,
-            sequences: Some(&self.sequences),
-        };
+        let context = self.standalone_context();
         let params = arguments
             .iter()
             .zip(&prepared.param_types)

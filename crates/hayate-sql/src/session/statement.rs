@@ -365,14 +365,7 @@ impl Session {
                         ),
                     ));
                 }
-                let context = EvalContext {
-                    params: &[],
-                    database_name: &self.database,
-                    user_name: &self.user,
-                    transaction_timestamp: crate::types::datetime::now_micros(),
-                    subqueries: None,
-                    sequences: Some(&self.sequences),
-                };
+                let context = self.standalone_context();
                 let value = fill.eval(&[], &context)?.cast(column.data_type)?;
                 Rebuild::AddColumn(column.clone(), value)
             }
