@@ -8,7 +8,9 @@
 //!
 //! The modules are private: what other crates may use is the surface below, in groups.
 //! 1. The embedded database: open, configure, run transactions, check and measure it.
-//! 2. Tasks: many transactions per thread, suspended on page misses, lock and log waits.
+//! 2. Tasks: many transactions per thread, suspended on page misses, lock and log waits;
+//!    fibers (`fiber`, the one public module), on which the synchronous API suspends instead
+//!    of blocking.
 //! 3. The temporary space of sorts and joins larger than memory.
 //! 4. The I/O layer: the `Io` / `IoFile` traits every durable byte passes through, their
 //!    implementations, and the simulated disk used for fault injection and device emulation.
@@ -22,6 +24,7 @@ mod checksum;
 mod db;
 mod error;
 mod exec;
+pub mod fiber;
 mod io;
 mod page;
 mod phase;
@@ -58,7 +61,7 @@ pub use temp::{
 // 4. The I/O layer.
 pub use io::sim::{FaultKind, SimConfig, SimIo};
 pub use io::sync_file::SyncIo;
-pub use io::uring::{UringFile, UringIo};
+pub use io::uring::{install_thread_ring, reap_thread_ring, UringFile, UringIo};
 pub use io::wait::{wait_for, wait_until};
 pub use io::{
     open_default, AlignedBuf, Io, IoFile, IoKind, OpenOptions, ReadRequest, WriteRequest, IO_ALIGN,

@@ -185,6 +185,18 @@ impl BTree {
         key: &[u8],
         fence: Option<&mut Option<Vec<u8>>>,
     ) -> Result<PageReadGuard<'p>> {
+        if crate::fiber::on_fiber() {
+            // A task on a fiber holds no latch while it waits for a page: the descent stops at
+            // the first page not resident, lets go, loads it (suspending) and starts again.
+            let mut fence = fence;
+            loop {
+                let fetch = |page_id| pool.try_read(page_id);
+                match self.descend_shared_with(key, fence.as_deref_mut(), fetch)? {
+                    Ok(leaf) => return Ok(leaf),
+                    Err(missing) => pool.load_released(missing)?,
+                }
+            }
+        }
         let leaf = self.descend_shared_with(key, fence, |page_id| pool.read(page_id).map(Some))?;
         Ok(leaf.expect("a blocking read always yields the page"))
     }

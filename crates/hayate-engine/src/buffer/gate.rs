@@ -10,14 +10,27 @@
 //! 2. `enter_holding_latches` (an eviction write-back): waits only while a checkpoint holds the
 //!    gate. The capture never waits for latched work, so it always finishes.
 //!
-//! Entries are re-entrant per thread: nested calls do not count again.
+//! Entries are re-entrant per task: nested calls do not count again. The nesting depth is the
+//! running task's (`fiber::gate_depth`): fibers of one thread enter and leave independently.
+//! On a fiber, a wait for the gate suspends the fiber instead of blocking its thread (the
+//! operation the gate waits for may be another fiber of the same thread).
 
-use std::cell::Cell;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use parking_lot::{Condvar, Mutex};
+use crate::fiber;
 
-thread_local! {
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
+/// Waits for a change of the gate: a suspension on a fiber (the mutex is released meanwhile),
+/// the condition variable otherwise.
+fn wait_for_change<'a>(gate: &'a Gate, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+    if fiber::on_fiber() {
+        drop(state);
+        fiber::suspend(fiber::Wait::Yield);
+        gate.state.lock()
+    } else {
+        let mut state = state;
+        gate.changed.wait(&mut state);
+        state
+    }
 }
 
 #[derive(Default)]
@@ -53,14 +66,14 @@ impl Gate {
     }
 
     fn enter_shared(&self, holding_latches: bool) -> GateShared<'_> {
-        let depth = DEPTH.with(|depth| depth.get());
-        DEPTH.with(|cell| cell.set(depth + 1));
+        let depth = fiber::gate_depth();
+        fiber::set_gate_depth(depth + 1);
         if depth > 0 {
             return GateShared { gate: None };
         }
         let mut state = self.state.lock();
         while state.held || (state.wanted && !holding_latches) {
-            self.changed.wait(&mut state);
+            state = wait_for_change(self, state);
         }
         state.readers += 1;
         GateShared { gate: Some(self) }
@@ -71,22 +84,22 @@ impl Gate {
     pub fn close(&self) -> GateExclusive<'_> {
         let mut state = self.state.lock();
         while state.wanted || state.held {
-            self.changed.wait(&mut state);
+            state = wait_for_change(self, state);
         }
         state.wanted = true;
         while state.readers > 0 {
-            self.changed.wait(&mut state);
+            state = wait_for_change(self, state);
         }
         state.wanted = false;
         state.held = true;
-        DEPTH.with(|depth| depth.set(depth.get() + 1));
+        fiber::set_gate_depth(fiber::gate_depth() + 1);
         GateExclusive { gate: self }
     }
 }
 
 impl Drop for GateShared<'_> {
     fn drop(&mut self) {
-        DEPTH.with(|depth| depth.set(depth.get() - 1));
+        fiber::set_gate_depth(fiber::gate_depth() - 1);
         if let Some(gate) = self.gate {
             let mut state = gate.state.lock();
             state.readers -= 1;
@@ -99,7 +112,7 @@ impl Drop for GateShared<'_> {
 
 impl Drop for GateExclusive<'_> {
     fn drop(&mut self) {
-        DEPTH.with(|depth| depth.set(depth.get() - 1));
+        fiber::set_gate_depth(fiber::gate_depth() - 1);
         let mut state = self.gate.state.lock();
         state.held = false;
         self.gate.changed.notify_all();

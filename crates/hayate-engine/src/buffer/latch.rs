@@ -197,6 +197,10 @@ impl Latch {
             if attempt(self) {
                 return;
             }
+            // On a fiber the holder may be another fiber of this thread: suspend, never park.
+            if crate::fiber::pause() {
+                continue;
+            }
             // Announce the waiter, then park only if the latch is still blocked and the
             // announcement still stands (a release in between cleared it and woke nobody).
             let state = self.state.fetch_or(PARKED, Ordering::Relaxed) | PARKED;

@@ -121,6 +121,10 @@ struct Counters {
 }
 
 /// Why a frame is claimed for a page.
+/// Turns a fiber lets other tasks take while every frame is pinned, before the pool counts as
+/// exhausted (an error, as off a fiber).
+const EXHAUSTED_TURNS_MAX: u32 = 100_000;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Claim {
     /// A read by a thread that holds the latch of a page pointing at it (the page is live).
@@ -470,6 +474,7 @@ impl BufferPool {
             return Ok(0);
         }
         let result = {
+            let _io = crate::fiber::allow_io();
             let mut reads: Vec<(PageId, &mut [u8])> = claimed
                 .iter()
                 // SAFETY: every claimed frame is latched exclusively by us and distinct.
@@ -495,6 +500,16 @@ impl BufferPool {
                 .fetch_sub(1, Ordering::AcqRel);
         }
         Ok(loaded)
+    }
+
+    /// Loads one page for a task that released its latches to wait for it (a fiber's point
+    /// lookup or scan step; see `BTree::descend_shared`). If another task is loading it, lets
+    /// the other tasks run once instead, so the loader can finish.
+    pub(crate) fn load_released(&self, page_id: PageId) -> Result<()> {
+        if self.load_batch(&[page_id])? == 0 {
+            crate::fiber::pause();
+        }
+        Ok(())
     }
 
     /// Gives back frames claimed for loads that will not happen.
@@ -550,7 +565,9 @@ impl BufferPool {
         // SAFETY: we hold the frame latch exclusively.
         let bytes = unsafe { self.frame_bytes(frame_id) };
         let read_io = crate::phase::enter(crate::phase::Phase::ReadIo);
+        let io = crate::fiber::allow_io();
         let read = self.store.read_page(page_id, bytes);
+        drop(io);
         drop(read_io);
         match read {
             Ok(()) => {
@@ -598,6 +615,7 @@ impl BufferPool {
         page_id: PageId,
         claim: Claim,
     ) -> Result<Option<(usize, ExclusiveHold<'_>)>> {
+        let mut exhausted_turns = 0u32;
         loop {
             let mut locked = self.table_lock.lock();
             if self.table.lookup(page_id).is_some() {
@@ -610,10 +628,23 @@ impl BufferPool {
                 }
                 _ => {}
             }
-            match self.find_victim(&mut locked)? {
+            let victim = match self.find_victim(&mut locked) {
+                // Every frame is pinned; on a fiber, other tasks of this thread may hold the
+                // pins: let them run (for at most a lock timeout's worth of turns).
+                Err(_) if crate::fiber::on_fiber() && exhausted_turns < EXHAUSTED_TURNS_MAX => {
+                    exhausted_turns += 1;
+                    drop(locked);
+                    crate::fiber::pause();
+                    continue;
+                }
+                victim => victim?,
+            };
+            match victim {
                 Victim::Busy => {
                     drop(locked);
-                    std::thread::yield_now();
+                    if !crate::fiber::pause() {
+                        std::thread::yield_now();
+                    }
                 }
                 Victim::Clean(frame_id) => {
                     let frame = &self.frames[frame_id];
@@ -631,7 +662,9 @@ impl BufferPool {
                     let Some(latch) = frame.latch.try_exclusive() else {
                         frame.pin_count.fetch_sub(1, Ordering::AcqRel);
                         drop(locked);
-                        std::thread::yield_now();
+                        if !crate::fiber::pause() {
+                            std::thread::yield_now();
+                        }
                         continue;
                     };
                     // A writer may have pinned, changed and released it since `find_victim`

@@ -517,6 +517,12 @@ impl SimIo {
         });
     }
 
+    /// Changes the latency added to every read from now on, for files open or opened later
+    /// (a device that turns slow: a test of what waits for it and what does not).
+    pub fn set_read_latency(&self, latency: Option<Duration>) {
+        self.state.lock().config.latency_read = latency;
+    }
+
     /// Removes every fault set with `fail_after`.
     pub fn clear_faults(&self) {
         self.state.lock().faults.clear();
@@ -584,14 +590,13 @@ impl Io for SimIo {
             }
         };
         state.file(id).open_handles += 1;
-        let latency = [state.config.latency_read, state.config.latency_write];
+        let latency_write = state.config.latency_write;
         let latency_sync = state.config.latency_sync;
         Ok(Arc::new(SimFile {
             name: name.to_string(),
             id,
             state: self.state.clone(),
-            latency_read: latency[0],
-            latency_write: latency[1],
+            latency_write,
             latency_sync,
             dsync: options.dsync,
         }))
@@ -647,7 +652,6 @@ struct SimFile {
     name: String,
     id: FileId,
     state: Arc<Mutex<SimState>>,
-    latency_read: Option<Duration>,
     latency_write: Option<Duration>,
     latency_sync: Option<Duration>,
     /// Opened with `dsync`: every write is a sync point and durable when it returns.
@@ -655,6 +659,11 @@ struct SimFile {
 }
 
 impl SimFile {
+    /// The disk's read latency now (`SimIo::set_read_latency` changes it).
+    fn latency_read(&self) -> Option<Duration> {
+        self.state.lock().config.latency_read
+    }
+
     fn write_locked(&self, state: &mut SimState, buf: &[u8], offset: u64) -> Result<()> {
         if self.dsync {
             state.write_durable(&self.name, self.id, buf, offset)
@@ -670,7 +679,7 @@ impl IoFile for SimFile {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        wait_optional(self.latency_read);
+        wait_optional(self.latency_read());
         self.state.lock().read(&self.name, self.id, buf, offset)
     }
 
@@ -684,7 +693,7 @@ impl IoFile for SimFile {
 
     fn read_batch(&self, requests: &mut [ReadRequest<'_>]) -> Result<()> {
         // The requests of a batch are in flight together: one latency for all.
-        wait_optional(self.latency_read);
+        wait_optional(self.latency_read());
         let mut state = self.state.lock();
         for request in requests.iter_mut() {
             state.read(&self.name, self.id, request.buf, request.offset)?;

@@ -11,9 +11,18 @@
 //!
 //! Invariant: a call never returns while the kernel may still access a caller's buffer; every
 //! submitted request is waited for, even after an error.
+//!
+//! Reads on a fiber (`crate::fiber`, inside an `allow_io` region) of a thread that installed its
+//! own ring (`install_thread_ring`, an event loop) do not wait: each request goes on the
+//! thread's ring with a completion slot as its user data, is submitted at once (no wait), and
+//! the fiber suspends until the host reaps the completion (`reap_thread_ring`, when the ring's
+//! eventfd turns readable) and resumes it. The ring belongs to the thread, so nothing is shared
+//! and no lock is taken. A fiber unwound while its read is in flight (its connection dropped)
+//! waits for the completion before its buffer goes.
 
+use std::cell::RefCell;
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,6 +35,7 @@ use super::sync_file::{
 };
 use super::{Io, IoFile, IoKind, OpenOptions, ReadRequest, WriteRequest, IO_ALIGN};
 use crate::error::{Error, Result};
+use crate::fiber::{self, IoWait, Wait};
 
 /// Requests in flight per ring; also the ring's submission queue size.
 pub const IN_FLIGHT_MAX: usize = 256;
@@ -145,6 +155,112 @@ fn run_single(ring: &mut IoUring, entry: squeue::Entry) -> std::io::Result<i32> 
             continue;
         }
         return Ok(result);
+    }
+}
+
+/// The ring of one thread for its fibers' reads, with the eventfd its completions signal.
+struct ThreadRing {
+    ring: IoUring,
+    eventfd: OwnedFd,
+    in_flight: usize,
+}
+
+thread_local! {
+    static THREAD_RING: RefCell<Option<ThreadRing>> = const { RefCell::new(None) };
+}
+
+/// Creates the calling thread's ring for its fibers' reads (once; later calls return the same
+/// descriptor) and returns an eventfd that turns readable when completions wait: the host
+/// polls it and calls `reap_thread_ring`.
+pub fn install_thread_ring() -> std::io::Result<RawFd> {
+    THREAD_RING.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if let Some(ring) = cell.as_ref() {
+            return Ok(ring.eventfd.as_raw_fd());
+        }
+        let ring = IoUring::new(IN_FLIGHT_MAX as u32)?;
+        // SAFETY: eventfd has no memory arguments; the result is checked.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fd is a new descriptor that nothing else owns.
+        let eventfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        ring.submitter().register_eventfd(fd)?;
+        *cell = Some(ThreadRing {
+            ring,
+            eventfd,
+            in_flight: 0,
+        });
+        Ok(fd)
+    })
+}
+
+/// Reaps the calling thread's completions and wakes the fibers waiting for them; with `wait`,
+/// first blocks until one completes (if any is in flight). Returns how many were reaped. The
+/// eventfd is drained too, so the host's next poll waits for new completions.
+pub fn reap_thread_ring(wait: bool) -> usize {
+    let done: Vec<(usize, i32)> = THREAD_RING.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let Some(thread) = cell.as_mut() else {
+            return Vec::new();
+        };
+        let mut counter = [0u8; 8];
+        // SAFETY: reads 8 bytes into a local array from a non-blocking eventfd we own.
+        unsafe { libc::read(thread.eventfd.as_raw_fd(), counter.as_mut_ptr().cast(), 8) };
+        if wait && thread.in_flight > 0 && thread.ring.completion().is_empty() {
+            // Only requests already submitted are in flight; an error here left none behind.
+            let _ = submit_and_wait(&thread.ring, 1, thread.in_flight);
+        }
+        let done: Vec<(usize, i32)> = thread
+            .ring
+            .completion()
+            .map(|entry| (entry.user_data() as usize, entry.result()))
+            .collect();
+        thread.in_flight -= done.len();
+        done
+    });
+    for &(slot, result) in &done {
+        fiber::complete_io(slot, result);
+    }
+    done.len()
+}
+
+/// Pushes one read on the thread's ring and submits it; its completion goes to `slot`. None if
+/// the thread has no ring or its ring is full (the caller reads the blocking way).
+fn submit_on_thread_ring(entry: squeue::Entry) -> Option<()> {
+    THREAD_RING.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let thread = cell.as_mut()?;
+        if thread.in_flight >= IN_FLIGHT_MAX {
+            return None;
+        }
+        // SAFETY: the caller keeps the buffer valid until the completion is reaped (`Reads`
+        // waits for it even when unwound); the queue is empty between calls (every push is
+        // submitted at once), so the push cannot fail.
+        unsafe { thread.ring.submission().push(&entry) }.expect("empty submission queue");
+        thread.in_flight += 1;
+        // want 0: submit without waiting; in_flight > 0, so a failure that would leave the
+        // request queued stops the process rather than let the buffer go.
+        let _ = submit_and_wait(&thread.ring, 0, thread.in_flight);
+        Some(())
+    })
+}
+
+/// Reads submitted by a fiber, by completion slot; on drop, waits for any still in flight
+/// (an unwound fiber's buffer must outlive the kernel's use of it) and frees the slots.
+struct Reads {
+    slots: Vec<(usize, usize)>,
+}
+
+impl Drop for Reads {
+    fn drop(&mut self) {
+        for &(_, slot) in &self.slots {
+            while fiber::io_result(slot).is_none() {
+                reap_thread_ring(true);
+            }
+            fiber::release_io_slot(slot);
+        }
     }
 }
 
@@ -286,6 +402,11 @@ impl UringFile {
         for transfer in transfers.iter() {
             self.check_alignment(transfer.pointer, transfer.len, transfer.offset);
         }
+        if direction == Direction::Read && fiber::io_may_suspend() {
+            if let Some(result) = self.read_suspending(transfers) {
+                return result;
+            }
+        }
         let mut guard = self.pool.acquire().map_err(|e| Error::io(&self.name, e))?;
         let mut first_error = None;
         for chunk in transfers.chunks_mut(IN_FLIGHT_MAX) {
@@ -295,6 +416,74 @@ impl UringFile {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Reads on the thread's ring while the fiber is suspended (see the module docs); None if
+    /// the thread has no ring or it is full. A transfer left short (EINTR, a short read) is
+    /// finished the blocking way.
+    fn read_suspending(&self, transfers: &mut [Transfer]) -> Option<Result<()>> {
+        let mut reads = Reads {
+            slots: Vec::with_capacity(transfers.len()),
+        };
+        for (index, transfer) in transfers.iter().enumerate() {
+            if transfer.len == 0 {
+                continue;
+            }
+            let slot = fiber::io_slot();
+            let entry = self
+                .entry(Direction::Read, transfer, index)
+                .user_data(slot as u64);
+            if submit_on_thread_ring(entry).is_none() {
+                fiber::release_io_slot(slot);
+                if reads.slots.is_empty() {
+                    return None;
+                }
+                break; // the rest go the blocking way below
+            }
+            reads.slots.push((index, slot));
+        }
+        for &(_, slot) in &reads.slots {
+            while fiber::io_result(slot).is_none() {
+                fiber::suspend(Wait::Io(IoWait::new(slot)));
+            }
+        }
+        let mut first_error = None;
+        for &(index, slot) in &reads.slots {
+            let result = fiber::io_result(slot).expect("completed");
+            if let Err(error) = self.complete(Direction::Read, &mut transfers[index], result) {
+                first_error.get_or_insert(error);
+            }
+        }
+        drop(reads);
+        if let Some(error) = first_error {
+            return Some(Err(error));
+        }
+        // Short or interrupted transfers, and any the ring had no room for.
+        let rest: Vec<usize> = (0..transfers.len())
+            .filter(|&index| transfers[index].done < transfers[index].len)
+            .collect();
+        if rest.is_empty() {
+            return Some(Ok(()));
+        }
+        let mut remaining: Vec<Transfer> = rest
+            .iter()
+            .map(|&index| Transfer {
+                pointer: transfers[index].pointer,
+                len: transfers[index].len,
+                offset: transfers[index].offset,
+                done: transfers[index].done,
+            })
+            .collect();
+        Some(self.run_blocking_reads(&mut remaining))
+    }
+
+    /// `run` for reads through the shared ring pool (the blocking way).
+    fn run_blocking_reads(&self, transfers: &mut [Transfer]) -> Result<()> {
+        let mut guard = self.pool.acquire().map_err(|e| Error::io(&self.name, e))?;
+        for chunk in transfers.chunks_mut(IN_FLIGHT_MAX) {
+            self.run_chunk(guard.ring(), Direction::Read, chunk)?;
+        }
+        Ok(())
     }
 
     /// Builds the submission entry for the remaining part of transfer `index`.

@@ -12,8 +12,13 @@ pub fn wait_for(duration: Duration) {
     wait_until(Instant::now() + duration);
 }
 
-/// Blocks the calling thread until `deadline` (spinning for the last part of the wait).
+/// Blocks the calling thread until `deadline` (spinning for the last part of the wait). A read
+/// on a fiber suspends instead (`fiber::sleep_until`): an emulated slow device then delays the
+/// fiber, not the thread, as a real read on the thread's ring would.
 pub fn wait_until(deadline: Instant) {
+    if Instant::now() < deadline && crate::fiber::sleep_until(deadline) {
+        return;
+    }
     loop {
         let now = Instant::now();
         if now >= deadline {

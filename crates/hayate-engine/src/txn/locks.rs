@@ -152,6 +152,7 @@ impl LockTable {
         self.waits.fetch_add(1, Ordering::Relaxed);
         let deadline = Instant::now() + self.config.timeout;
         let mut owners = shard.owners.lock();
+        let mut turn = 0;
         loop {
             let owner = match owners.get(key) {
                 Some(&owner) if owner == txn_id => return Ok(false),
@@ -172,6 +173,13 @@ impl LockTable {
                 self.waits_for.lock().remove(&txn_id);
                 self.timeouts.fetch_add(1, Ordering::Relaxed);
                 return Err(Error::LockTimeout(self.config.timeout.as_millis() as u64));
+            }
+            if crate::fiber::on_fiber() {
+                // The owner may be a fiber of this thread: suspend, with the shard unlocked.
+                drop(owners);
+                crate::fiber::wait_turn(&mut turn);
+                owners = shard.owners.lock();
+                continue;
             }
             let park = self
                 .config

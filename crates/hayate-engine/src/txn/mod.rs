@@ -461,17 +461,32 @@ impl TxnManager {
 
     /// Waits until `commit_ts` (and every earlier commit) is visible.
     fn wait_visible(&self, commit_ts: u64) {
-        let mut order = self.commit_order.lock();
-        while self.visible_ts() < commit_ts {
-            self.published.wait(&mut order);
-        }
+        let order = self.commit_order.lock();
+        self.wait_visible_locked(order, commit_ts);
     }
 
     /// Marks `commit_ts` done and waits until it (and every earlier commit) is visible.
     fn publish(&self, commit_ts: u64) {
-        let mut order = self.mark_published(commit_ts);
+        let order = self.mark_published(commit_ts);
+        self.wait_visible_locked(order, commit_ts);
+    }
+
+    /// Waits until `commit_ts` is visible; on a fiber by polling with the order unlocked (the
+    /// commit waited for may be another fiber's of this thread).
+    fn wait_visible_locked<'a>(
+        &'a self,
+        mut order: parking_lot::MutexGuard<'a, CommitOrder>,
+        commit_ts: u64,
+    ) {
+        let mut turn = 0;
         while self.visible_ts() < commit_ts {
-            self.published.wait(&mut order);
+            if crate::fiber::on_fiber() {
+                drop(order);
+                crate::fiber::wait_turn(&mut turn);
+                order = self.commit_order.lock();
+            } else {
+                self.published.wait(&mut order);
+            }
         }
     }
 
