@@ -110,11 +110,6 @@ pub enum Error {
     /// B+tree depth) was reached.
     #[error("unsupported: {0}")]
     Unsupported(String),
-    /// A transaction in no-wait mode (`Transaction::set_nowait`) met a row lock held by
-    /// another transaction, or a row whose last commit is not published yet: the write did
-    /// not happen and nothing was recorded; the caller retries where it may wait.
-    #[error("the operation would wait for another transaction")]
-    WouldBlock,
 }
 
 /// The engine's result type.

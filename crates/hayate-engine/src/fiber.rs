@@ -91,6 +91,9 @@ impl<'a, R> Fiber<'a, R> {
             .with(|stacks| stacks.borrow_mut().pop())
             .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
             .expect("a fiber stack can be mapped");
+        // Boxed: what moves onto the new stack must be small (corosensei takes at most
+        // 1 KiB), and a statement's closure may own large state (a COPY in progress).
+        let work = Box::new(work);
         let body = move |yielder: &FiberYielder, ()| {
             CURRENT.with(|current| current.set(yielder));
             let result = work();
@@ -514,6 +517,13 @@ mod tests {
         assert!(dropped.get());
         assert!(!on_fiber());
         assert_eq!(gate_depth(), 0);
+    }
+
+    #[test]
+    fn a_fiber_may_own_large_state() {
+        let big = [7u8; 4096];
+        let mut fiber = Fiber::new(move || big.iter().map(|&byte| u64::from(byte)).sum::<u64>());
+        assert!(matches!(fiber.resume(), Step::Done(28_672)));
     }
 
     #[test]

@@ -543,7 +543,7 @@ impl Protocol {
         S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
     {
         let state = self.state.clone();
-        state.start_statement(client);
+        state.start_statement(client).await;
         let outcome = match statement.as_ref() {
             ServerStatement::Empty => {
                 put_empty_message(client.write_buffer_mut(), b'I'); // EmptyQueryResponse
@@ -622,7 +622,11 @@ async fn start_copy<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
 {
-    match state.start_copy(client, statement).map_err(user_error)? {
+    match state
+        .start_copy(client, statement)
+        .await
+        .map_err(user_error)?
+    {
         CopyStart::In(copy) => {
             let columns = copy.column_count();
             state.set_copy(*copy);

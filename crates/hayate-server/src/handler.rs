@@ -11,24 +11,20 @@
 //! (`hayate_sql::interrupt`), cleared when a new statement starts.
 //!
 //! Waits: the connection is a task on an event loop shared with other connections, so a
-//! statement must not block the loop's thread. Its session defers waits
-//! (`Session::set_defer_waits`):
-//! 1. The statement runs on the loop thread (`run_statement`); most finish there (reads,
-//!    writes of unlocked rows).
-//! 2. One that would wait for a row or table lock, or a row whose newer version is not
-//!    published yet, was undone by the session; it runs again on a blocking thread of the
-//!    runtime with waits allowed (so deadlock detection and lock timeouts work as before).
-//!    DDL and query strings of several statements go there directly.
-//! 3. A commit it started (`Session::take_pending_commit`) is awaited on the engine's log
-//!    flusher (`crate::commit_wait`, one waiter per loop) and finished before the statement is
+//! statement must not block the loop's thread:
+//! 1. The statement runs on a fiber of the loop (`crate::fiber_task`): a page miss, a row or
+//!    table lock held by another transaction, a row whose newer version is not published
+//!    yet, suspend the fiber and the loop serves its other connections meanwhile.
+//! 2. A commit it started (`Session::take_pending_commit`; sessions defer commits,
+//!    `Session::set_defer_commits`) is awaited on the engine's log flusher
+//!    (`crate::commit_wait`, one waiter per loop) and finished before the statement is
 //!    answered: the commit is acknowledged only once durable, and the loop serves other
 //!    connections during the fdatasync.
 //!
-//! COPY runs on the loop thread with waits allowed (rare lock waits there block the loop).
-//! See docs/design.md, "The server".
+//! COPY's messages run on fibers the same way. See docs/design.md, "The server".
 
 use std::fmt::Debug;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::{stream, Sink, SinkExt};
@@ -58,8 +54,6 @@ use crate::{wire, ServerConfig};
 /// The session of one connection, created when its first statement arrives (the user and
 /// database names come from the startup message).
 pub struct ConnectionState {
-    /// This state itself, for statements moved to a blocking thread.
-    me: Weak<ConnectionState>,
     catalog: Arc<Catalog>,
     config: Arc<ServerConfig>,
     session: Mutex<Option<Session>>,
@@ -76,8 +70,7 @@ pub(crate) enum CopyStart {
 
 impl ConnectionState {
     pub fn new(catalog: Arc<Catalog>, config: Arc<ServerConfig>) -> Arc<ConnectionState> {
-        Arc::new_cyclic(|me| ConnectionState {
-            me: me.clone(),
+        Arc::new(ConnectionState {
             catalog,
             config,
             session: Mutex::new(None),
@@ -93,22 +86,24 @@ impl ConnectionState {
 
     /// A new statement starts: an earlier cancel no longer applies, and a COPY the client
     /// left (by sending a query in its middle) is aborted.
-    pub(crate) fn start_statement<C: ClientInfo>(&self, client: &C) {
+    pub(crate) async fn start_statement<C: ClientInfo>(&self, client: &C) {
         self.interrupt.clear();
-        if let Some(copy) = self.copy.lock().take() {
-            self.with_session_waiting(client, |session| {
+        let copy = self.copy.lock().take();
+        if let Some(copy) = copy {
+            self.on_fiber(client, |session| {
                 session.copy_fail(copy, "the client sent a new statement")
-            });
+            })
+            .await;
         }
     }
 
     /// Starts a COPY statement on the session.
-    pub(crate) fn start_copy<C: ClientInfo>(
+    pub(crate) async fn start_copy<C: ClientInfo>(
         &self,
         client: &C,
         statement: &CopyStatement,
     ) -> SqlResult<CopyStart> {
-        self.with_session_waiting(client, |session| match statement.direction {
+        self.on_fiber(client, |session| match statement.direction {
             CopyDirection::FromStdin => session
                 .copy_in(statement)
                 .map(|copy| CopyStart::In(Box::new(copy))),
@@ -116,25 +111,23 @@ impl ConnectionState {
                 .copy_out(statement)
                 .map(|(columns, records)| CopyStart::Out(columns, records)),
         })
+        .await
     }
 
-    /// Runs a statement's `work` on the session, waits deferred (see the module doc): on
-    /// this loop thread first; again on a blocking thread if it would have waited; then the
-    /// commit it started is awaited and finished (a failure there becomes the result).
+    /// Runs a statement's `work` on the session on a fiber of this loop (see the module doc),
+    /// then awaits and finishes the commit it started (a failure there becomes the result).
     pub(crate) async fn run_statement<C, T, W>(&self, client: &C, work: W) -> T
     where
         C: ClientInfo,
-        T: StatementResult + Send + 'static,
-        W: Fn(&mut Session) -> T + Send + 'static,
+        T: StatementResult,
+        W: FnOnce(&mut Session) -> T,
     {
-        let (mut result, mut pending) = self.with_session(client, |session| {
-            let result = work(session);
-            (result, session.take_pending_commit())
-        });
-        if result.would_block() {
-            result = self.run_waiting(work).await;
-            pending = None; // waits allowed: the statement committed already
-        }
+        let (mut result, pending) = self
+            .on_fiber(client, |session| {
+                let result = work(session);
+                (result, session.take_pending_commit())
+            })
+            .await;
         if let Some(pending) = pending {
             let durable = crate::commit_wait::durable(self.catalog.database(), pending.lsn()).await;
             let finished = durable.and_then(|()| pending.finish());
@@ -145,56 +138,30 @@ impl ConnectionState {
         result
     }
 
-    /// Runs `work` on a blocking thread with waits allowed (the session exists: the first
-    /// attempt created it).
-    async fn run_waiting<T, W>(&self, work: W) -> T
-    where
-        T: StatementResult + Send + 'static,
-        W: FnOnce(&mut Session) -> T + Send + 'static,
-    {
-        let Some(state) = self.me.upgrade() else {
-            return T::from_error(SqlError::new(
-                sqlstate::INTERNAL_ERROR,
-                "the connection is closing",
-            ));
-        };
-        let joined = tokio::task::spawn_blocking(move || {
-            let _interruptible = interrupt::enter(&state.interrupt);
-            let mut session = state.session.lock();
-            let Some(session) = session.as_mut() else {
-                return T::from_error(SqlError::new(
-                    sqlstate::INTERNAL_ERROR,
-                    "the connection has no session",
-                ));
-            };
-            with_waits(session, work)
-        })
-        .await;
-        joined.unwrap_or_else(|error| {
-            T::from_error(SqlError::new(
-                sqlstate::INTERNAL_ERROR,
-                format!("the statement's thread failed: {error}"),
-            ))
-        })
-    }
-
-    /// Runs `work` on the session on this thread with waits allowed (COPY).
-    fn with_session_waiting<C: ClientInfo, T>(
+    /// Runs `work` on the session on a fiber of this loop: what it waits for suspends it, not
+    /// the loop (`crate::fiber_task`).
+    pub(crate) async fn on_fiber<C: ClientInfo, T>(
         &self,
         client: &C,
         work: impl FnOnce(&mut Session) -> T,
     ) -> T {
-        self.with_session(client, |session| with_waits(session, work))
+        crate::fiber_task::run(&self.interrupt, || self.session_do(client, work)).await
     }
 
-    /// Runs `work` on the session (on this thread; the session defers waits).
+    /// Runs `work` on the session on this thread, for what never waits (bookkeeping of
+    /// statement names, noting an error).
     pub(crate) fn with_session<C: ClientInfo, T>(
         &self,
         client: &C,
         work: impl FnOnce(&mut Session) -> T,
     ) -> T {
+        let _interruptible = interrupt::enter(&self.interrupt);
+        self.session_do(client, work)
+    }
+
+    /// Runs `work` on the session, created on first use.
+    fn session_do<C: ClientInfo, T>(&self, client: &C, work: impl FnOnce(&mut Session) -> T) -> T {
         {
-            let _interruptible = interrupt::enter(&self.interrupt);
             let mut session = self.session.lock();
             let session = session.get_or_insert_with(|| {
                 let metadata = client.metadata();
@@ -208,7 +175,7 @@ impl ConnectionState {
                     .unwrap_or(user);
                 let mut session = Session::new(self.catalog.clone(), user, database);
                 session.set_setting("work_mem", &self.config.work_mem);
-                session.set_defer_waits(true);
+                session.set_defer_commits(true);
                 session
             });
             work(session)
@@ -251,53 +218,26 @@ impl ConnectionState {
     }
 }
 
-/// Runs `work` on a session that defers waits with waits allowed.
-fn with_waits<T>(session: &mut Session, work: impl FnOnce(&mut Session) -> T) -> T {
-    session.set_defer_waits(false);
-    let result = work(session);
-    session.set_defer_waits(true);
-    result
-}
-
 /// What `run_statement` needs of a statement's result.
 pub(crate) trait StatementResult {
-    /// The statement would have waited (`sqlstate::WOULD_BLOCK`).
-    fn would_block(&self) -> bool;
     /// Its commit failed: the statement fails.
     fn fail(&mut self, error: SqlError);
-    fn from_error(error: SqlError) -> Self;
 }
 
 impl<T> StatementResult for SqlResult<T> {
-    fn would_block(&self) -> bool {
-        self.as_ref().is_err_and(SqlError::is_would_block)
-    }
-
     fn fail(&mut self, error: SqlError) {
         *self = Err(error);
     }
-
-    fn from_error(error: SqlError) -> Self {
-        Err(error)
-    }
 }
 
-/// The outcomes of a query string (`Session::execute_sql`): a string that would wait
-/// answers one WOULD_BLOCK outcome, and only a single statement leaves a pending commit.
+/// The outcomes of a query string (`Session::execute_sql`): only a single statement leaves a
+/// pending commit (a string of several commits each statement itself).
 impl StatementResult for Vec<SqlResult<Outcome>> {
-    fn would_block(&self) -> bool {
-        matches!(self.as_slice(), [Err(error)] if error.is_would_block())
-    }
-
     fn fail(&mut self, error: SqlError) {
         match self.last_mut() {
             Some(last) => *last = Err(error),
             None => self.push(Err(error)),
         }
-    }
-
-    fn from_error(error: SqlError) -> Self {
-        vec![Err(error)]
     }
 }
 
@@ -385,7 +325,7 @@ impl SimpleQueryHandler for ConnectionState {
             return Err(PgWireError::NotReadyForQuery);
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
-        self.start_statement(client);
+        self.start_statement(client).await;
         if copy::is_copy(&query.query) {
             return self.simple_copy(client, &query.query).await;
         }
@@ -448,9 +388,13 @@ impl ConnectionState {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let started = copy::parse_copy(sql)
-            .inspect_err(|_| self.with_session(client, Session::note_error))
-            .and_then(|statement| self.start_copy(client, &statement));
+        let started = match copy::parse_copy(sql) {
+            Ok(statement) => self.start_copy(client, &statement).await,
+            Err(error) => {
+                self.with_session(client, Session::note_error);
+                Err(error)
+            }
+        };
         match started {
             Ok(CopyStart::In(copy)) => {
                 let columns = copy.column_count();
@@ -513,8 +457,10 @@ impl CopyHandler for ConnectionState {
         let Some(mut copy) = self.copy.lock().take() else {
             return Ok(()); // the COPY failed already; the rest of its data is ignored
         };
-        match self.with_session_waiting(client, |session| session.copy_data(&mut copy, &data.data))
-        {
+        let copied = self
+            .on_fiber(client, |session| session.copy_data(&mut copy, &data.data))
+            .await;
+        match copied {
             Ok(()) => {
                 *self.copy.lock() = Some(copy);
                 Ok(())
@@ -538,7 +484,9 @@ impl CopyHandler for ConnectionState {
                 "CopyDone without a COPY in progress",
             )));
         };
-        let result = self.with_session_waiting(client, |session| session.copy_done(copy));
+        let result = self
+            .on_fiber(client, |session| session.copy_done(copy))
+            .await;
         client.set_transaction_status(self.status());
         let rows = result.map_err(copy_error)?;
         let tag = Tag::new("COPY").with_rows(rows as usize);
@@ -554,9 +502,11 @@ impl CopyHandler for ConnectionState {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let error = match self.copy.lock().take() {
+        let copy = self.copy.lock().take();
+        let error = match copy {
             Some(copy) => {
-                self.with_session_waiting(client, |session| session.copy_fail(copy, &fail.message))
+                self.on_fiber(client, |session| session.copy_fail(copy, &fail.message))
+                    .await
             }
             None => SqlError::new(
                 sqlstate::QUERY_CANCELED,

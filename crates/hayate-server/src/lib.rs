@@ -29,6 +29,7 @@ pub mod cancel;
 mod commit_wait;
 mod connection;
 mod extended;
+mod fiber_task;
 pub mod handler;
 mod send_batch;
 pub mod startup;
@@ -304,6 +305,9 @@ impl EventLoops {
                     .spawn(move || {
                         if let Some(sender) = send_batch::install() {
                             runtime.spawn(sender);
+                        }
+                        if let Some(reaper) = fiber_task::reaper() {
+                            runtime.spawn(reaper);
                         }
                         runtime.block_on(async move {
                             let _ = stopped.wait_for(|stopped| *stopped).await;

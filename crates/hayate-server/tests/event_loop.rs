@@ -1,13 +1,73 @@
-//! Connections share event loops: a statement that must wait (a row lock, a DDL) moves off
-//! the loop, so the other connections of the loop, including the one it waits for, go on;
-//! a statement undone to move is not applied twice; many commits awaiting the log at once on
+//! Connections share event loops: a statement that must wait (a page read, a row lock, a
+//! DDL) suspends on its fiber, so the other connections of the loop, including the one it
+//! waits for, go on; a statement is applied once; many commits awaiting the log at once on
 //! one loop all complete. (That an acknowledged commit survives a kill -9 is tests/restart.rs.)
 
 mod common;
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use common::TestServer;
+use hayate_engine::{BufferSize, DatabaseConfig, SimConfig, SimIo};
+
+#[test]
+fn a_slow_read_suspends_its_statement_while_resident_queries_go_on() {
+    // A simulated disk (device emulation) whose reads turn slow: 50 ms each.
+    let disk = Arc::new(SimIo::new(SimConfig::default()));
+    let mut db_config = DatabaseConfig::default();
+    db_config.buffer_size = BufferSize::Bytes(64 * 4096);
+    let server = TestServer::start_on_io(disk.clone(), db_config, one_loop());
+    let mut fast = server.connect();
+    fast.batch_execute(
+        "CREATE TABLE t (id int4 PRIMARY KEY, pad text);
+         INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series(1, 6000) g",
+    )
+    .unwrap();
+    let hot = "SELECT length(pad) FROM t WHERE id = 1";
+    let length: i32 = fast.query_one(hot, &[]).unwrap().get(0);
+    assert_eq!(length, 200);
+    let mut slow = server.connect();
+    disk.set_read_latency(Some(Duration::from_millis(50)));
+    let slow_done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let slow_done = slow_done.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            // Far from the rows just touched: its leaf is not resident in 64 pages.
+            let length: i32 = slow
+                .query_one("SELECT length(pad) FROM t WHERE id = 3000", &[])
+                .unwrap()
+                .get(0);
+            slow_done.store(true, Ordering::SeqCst);
+            assert_eq!(length, 200);
+            started.elapsed()
+        })
+    };
+    // Give the slow statement time to reach its read, then count what completes meanwhile.
+    std::thread::sleep(Duration::from_millis(5));
+    let mut completed_meanwhile = 0;
+    while !slow_done.load(Ordering::SeqCst) {
+        let length: i32 = fast.query_one(hot, &[]).unwrap().get(0);
+        assert_eq!(length, 200);
+        if !slow_done.load(Ordering::SeqCst) {
+            completed_meanwhile += 1;
+        }
+    }
+    let slow_took = reader.join().unwrap();
+    disk.set_read_latency(None);
+    assert!(
+        slow_took >= Duration::from_millis(50),
+        "the slow statement took {slow_took:?}: it did not read the slow disk"
+    );
+    assert!(
+        completed_meanwhile >= 10,
+        "only {completed_meanwhile} queries on resident pages completed on the loop while \
+         one statement waited {slow_took:?} for its read"
+    );
+    server.stop();
+}
 
 /// One event loop: every connection of a test shares its thread.
 fn one_loop() -> hayate_server::ServerConfig {
@@ -56,7 +116,7 @@ fn a_lock_wait_does_not_stop_the_holder_on_the_same_loop() {
 }
 
 #[test]
-fn a_statement_moved_off_the_loop_is_applied_once() {
+fn a_statement_that_waited_for_a_lock_is_applied_once() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start_with(dir.path(), one_loop());
     let mut a = server.connect();
@@ -72,8 +132,8 @@ fn a_statement_moved_off_the_loop_is_applied_once() {
     a.batch_execute("BEGIN").unwrap();
     a.execute("UPDATE t SET n = n + 1000 WHERE id = 1", &[])
         .unwrap();
-    // Rows 1 and 2 are written in key order before row 3's lock stops the statement: the
-    // statement is undone (the block's earlier write stays) and runs again off the loop.
+    // Rows 1 and 2 are written in key order before row 3's lock suspends the statement; it
+    // goes on where it stopped once b commits (no row is written twice).
     let blocked = std::thread::spawn(move || {
         let updated = a.execute("UPDATE t SET n = n + 1", &[]).unwrap();
         (a, updated)
@@ -90,7 +150,7 @@ fn a_statement_moved_off_the_loop_is_applied_once() {
 }
 
 #[test]
-fn ddl_and_multi_statement_strings_run_off_the_loop() {
+fn ddl_and_multi_statement_strings_run_on_the_loop() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start_with(dir.path(), one_loop());
     let mut client = server.connect();

@@ -58,10 +58,6 @@ pub mod sqlstate {
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
     pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
     pub const INTERNAL_ERROR: &str = "XX000";
-    /// Not PostgreSQL's: a statement of a session in deferred-wait mode
-    /// (`Session::set_defer_waits`) that would have waited; it was undone and the server
-    /// runs it again where it may wait. Never sent to a client.
-    pub const WOULD_BLOCK: &str = "XXHW1";
 }
 
 /// An error of a statement, with the SQLSTATE a PostgreSQL client expects for it.
@@ -105,18 +101,6 @@ impl SqlError {
         SqlError::new(sqlstate::DATATYPE_MISMATCH, message)
     }
 
-    /// The error of a statement that would have waited (`sqlstate::WOULD_BLOCK`).
-    pub fn would_block() -> SqlError {
-        SqlError::new(
-            sqlstate::WOULD_BLOCK,
-            "the statement would wait for another transaction",
-        )
-    }
-
-    pub fn is_would_block(&self) -> bool {
-        self.code == sqlstate::WOULD_BLOCK
-    }
-
     /// True for errors after which the client should retry the whole transaction.
     pub fn is_retryable(&self) -> bool {
         matches!(
@@ -144,7 +128,6 @@ impl From<EngineError> for SqlError {
             EngineError::Io { .. } | EngineError::DiskFull { .. } => sqlstate::IO_ERROR,
             EngineError::Corruption { .. } => sqlstate::DATA_CORRUPTED,
             EngineError::Poisoned(_) | EngineError::TransactionClosed => sqlstate::INTERNAL_ERROR,
-            EngineError::WouldBlock => sqlstate::WOULD_BLOCK,
         };
         let message = match &error {
             EngineError::DuplicateKey => {

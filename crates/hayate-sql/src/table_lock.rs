@@ -79,12 +79,23 @@ impl TableLocks {
     ) -> SqlResult<parking_lot::MappedMutexGuard<'_, TableState>> {
         let deadline = Instant::now() + LOCK_WAIT;
         let mut tables = self.tables.lock();
+        let mut turn = 0;
         loop {
             let state = tables.entry(table.to_string()).or_default();
             if free(state) {
                 return Ok(parking_lot::MutexGuard::map(tables, |tables| {
                     tables.get_mut(table).expect("inserted above")
                 }));
+            }
+            if hayate_engine::fiber::on_fiber() {
+                // The owner may be a session on another fiber of this thread: suspend.
+                if Instant::now() >= deadline {
+                    return Err(timed_out(table));
+                }
+                drop(tables);
+                hayate_engine::fiber::wait_turn(&mut turn);
+                tables = self.tables.lock();
+                continue;
             }
             if self.released.wait_until(&mut tables, deadline).timed_out() {
                 return Err(timed_out(table));

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use hayate_engine::fiber::{Fiber, Step};
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
 use rand::rngs::StdRng;
@@ -571,18 +572,29 @@ fn order_by_the_key_after_an_equal_prefix_reads_in_order_and_locks_what_it_retur
     );
     query_ok(&mut s1, "BEGIN");
     assert_eq!(query(&mut s1, oldest), vec![vec![Value::Int(5)]]);
-    s2.set_defer_waits(true);
-    query_ok(
-        &mut s2,
-        "DELETE FROM new_order WHERE w = 1 AND d = 2 AND o = 11",
-    );
-    let locked = s2
-        .execute_sql("DELETE FROM new_order WHERE w = 1 AND d = 2 AND o = 5")
-        .pop()
-        .unwrap()
-        .unwrap_err();
-    assert!(locked.is_would_block(), "{locked:?}");
+    // On a fiber, a statement that meets a row lock suspends (`Step::Wait`) instead of
+    // blocking: only the row the FOR UPDATE returned is locked.
+    let mut other_row = Fiber::new(|| {
+        query_ok(
+            &mut s2,
+            "DELETE FROM new_order WHERE w = 1 AND d = 2 AND o = 11",
+        )
+    });
+    assert!(matches!(other_row.resume(), Step::Done(_)));
+    drop(other_row);
+    let mut locked_row = Fiber::new(|| {
+        s2.execute_sql("DELETE FROM new_order WHERE w = 1 AND d = 2 AND o = 5")
+            .pop()
+            .unwrap()
+    });
+    assert!(matches!(locked_row.resume(), Step::Wait(_)));
     query_ok(&mut s1, "COMMIT");
+    let deleted = loop {
+        if let Step::Done(result) = locked_row.resume() {
+            break result;
+        }
+    };
+    assert!(deleted.is_ok(), "{deleted:?}");
 }
 
 /// A primary key bound partly by a constant of the right table's own filter and partly by

@@ -64,9 +64,6 @@ pub struct Transaction {
     /// Once a savepoint was taken: each write's key and the entry of `writes` it replaced
     /// (None: the key had none), oldest first, so `rollback_to` can undo writes in reverse.
     write_undo: Option<Vec<WriteUndo>>,
-    /// No-wait mode: a write that would wait for another transaction fails with
-    /// `Error::WouldBlock` instead (an event loop must not block on a lock).
-    nowait: bool,
 }
 
 type WriteUndo = ((TreeId, Vec<u8>), Option<Option<Vec<u8>>>);
@@ -99,16 +96,7 @@ impl Transaction {
             finished: false,
             applied: None,
             write_undo: None,
-            nowait: false,
         }
-    }
-
-    /// In no-wait mode a write that needs a row lock another transaction holds, or a row
-    /// whose newer version is committed but not yet published, fails with
-    /// `Error::WouldBlock` and leaves the transaction as it was (no failure recorded, no lock
-    /// taken): a server's event loop then runs the statement again where it may wait.
-    pub fn set_nowait(&mut self, nowait: bool) {
-        self.nowait = nowait;
     }
 
     /// Marks the current state of the transaction: `rollback_to` with the mark undoes every
@@ -349,30 +337,16 @@ impl Transaction {
             return Ok(exists);
         }
         let lock_key = (info.id, key.to_vec());
-        let taken = if self.nowait {
-            self.manager
-                .locks
-                .try_take(self.txn_id, &lock_key)
-                .ok_or(Error::WouldBlock)?
-        } else {
-            self.manager
-                .locks
-                .lock(self.txn_id, &lock_key)
-                .map_err(|error| self.fail(error))?
-        };
+        let taken = self
+            .manager
+            .locks
+            .lock(self.txn_id, &lock_key)
+            .map_err(|error| self.fail(error))?;
         if taken {
             self.locked.push(lock_key.clone());
         }
         let latest = BTree::open(info.root).get(&self.manager.pool, key)?;
         if let Some(commit_ts) = self.unpublished_conflict(&lock_key, latest.as_deref()) {
-            if self.nowait {
-                // Leave the transaction as it was: the lock goes back if this call took it.
-                if taken {
-                    self.locked.pop();
-                    self.manager.locks.release_all(self.txn_id, &[lock_key]);
-                }
-                return Err(Error::WouldBlock);
-            }
             self.manager.wait_visible(commit_ts);
         }
         self.check_latest(info, &lock_key, latest.as_deref())

@@ -39,12 +39,31 @@ impl TestServer {
         TestServer::start_on(dir, config, Some(socket_dir.to_path_buf()))
     }
 
+    /// A server of a database on `io` (a simulated disk, for device emulation).
+    pub fn start_on_io(
+        io: Arc<dyn hayate_engine::Io>,
+        db_config: DatabaseConfig,
+        config: hayate_server::ServerConfig,
+    ) -> TestServer {
+        let db = Database::open_with_io(io, db_config).expect("open database");
+        TestServer::serve_database(db, Path::new(""), config, None)
+    }
+
     fn start_on(
         dir: &Path,
         config: hayate_server::ServerConfig,
         socket_dir: Option<PathBuf>,
     ) -> TestServer {
         let db = Database::open(dir, DatabaseConfig::default()).expect("open database");
+        TestServer::serve_database(db, dir, config, socket_dir)
+    }
+
+    fn serve_database(
+        db: Database,
+        dir: &Path,
+        config: hayate_server::ServerConfig,
+        socket_dir: Option<PathBuf>,
+    ) -> TestServer {
         let catalog = Arc::new(Catalog::open(db.clone()).expect("open catalog"));
         let (addr_sender, addr_receiver) = std::sync::mpsc::channel();
         let (shutdown, shutdown_receiver) = tokio::sync::oneshot::channel::<()>();

@@ -53,7 +53,7 @@ impl Catalog {
         if undos.is_empty() {
             return;
         }
-        let _ddl = self.ddl.lock();
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
         self.finish_ddl_locked(undos, committed);
     }
 
@@ -87,7 +87,7 @@ impl Catalog {
         if_not_exists: bool,
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
-        let _ddl = self.ddl.lock();
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
         if self.relation_exists(&def.name) {
             if if_not_exists {
                 return Ok(DdlUndo::default());
@@ -165,7 +165,7 @@ impl Catalog {
         if_exists: bool,
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
-        let _ddl = self.ddl.lock();
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let Some(table) = self.state.read().tables.get(name).cloned() else {
             if if_exists {
                 return Ok(DdlUndo::default());
@@ -208,7 +208,7 @@ impl Catalog {
         if_not_exists: bool,
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
-        let _ddl = self.ddl.lock();
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let table = self.table(table_name)?;
         let columns = columns
             .iter()
@@ -294,7 +294,7 @@ impl Catalog {
         if_exists: bool,
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
-        let _ddl = self.ddl.lock();
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let found = self.state.read().tables.values().find_map(|table| {
             table
                 .def
@@ -334,7 +334,7 @@ impl Catalog {
         options: SequenceOptions,
         if_not_exists: bool,
     ) -> SqlResult<()> {
-        let _ddl = self.ddl.lock();
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
         if self.relation_exists(name) {
             if if_not_exists {
                 return Ok(());
@@ -365,7 +365,7 @@ impl Catalog {
 
     /// DROP SEQUENCE (committed on its own). A column's sequence goes with its table only.
     pub fn drop_sequence(&self, name: &str, if_exists: bool) -> SqlResult<()> {
-        let _ddl = self.ddl.lock();
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let Some(sequence) = self.state.read().sequences.get(name).cloned() else {
             if let Ok(sequence) = self.sequence(name) {
                 let owner = self.state.read().tables.values().find_map(|table| {

@@ -40,7 +40,7 @@ impl Catalog {
         changes: Vec<(String, Rebuild)>,
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
-        let _ddl = self.ddl.lock();
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let mut created: Vec<String> = Vec::new();
         let in_block = block.is_some();
         let result = self.rebuild_locked(changes, &mut created, block);

@@ -198,7 +198,7 @@ impl Sequence {
     /// nextval: the next value, noted in the session's currval/lastval if there is one.
     pub fn next_value(&self, session: Option<&SessionSequences>) -> SqlResult<i64> {
         let value = {
-            let mut reserved = self.reserved.lock();
+            let mut reserved = hayate_engine::fiber::lock(&self.reserved);
             if reserved.left == 0 {
                 *reserved = self.reserve()?;
             }
@@ -295,7 +295,7 @@ impl Sequence {
         } else {
             value
         };
-        let mut reserved = self.reserved.lock();
+        let mut reserved = hayate_engine::fiber::lock(&self.reserved);
         let mut txn = self.db.begin();
         txn.get_for_update(self.state_tree, self.name.as_bytes())?;
         txn.put(self.state_tree, self.name.as_bytes(), &self.encode(next))?;

@@ -60,7 +60,7 @@ impl Table {
     /// scan of the table (its last key).
     pub fn allocate_row_id(&self, db: &Database) -> SqlResult<i64> {
         {
-            let mut initialized = self.row_id_init.lock();
+            let mut initialized = hayate_engine::fiber::lock(&self.row_id_init);
             if !*initialized {
                 let txn = db.begin_read_only();
                 let mut last = 0u64;

@@ -107,13 +107,13 @@ pub struct Session {
     lock_owner: u64,
     /// The tables it holds locks on, until its transaction ends.
     locked_tables: Vec<String>,
-    /// Deferred-wait mode (`set_defer_waits`).
-    defer_waits: bool,
+    /// Deferred-commit mode (`set_defer_commits`).
+    defer_commits: bool,
     /// What every statement reads of `settings`, worked out when a setting changes
     /// (`settings_changed`).
     read_committed_default: bool,
     work_mem_bytes: usize,
-    /// The commit a statement started in deferred-wait mode, for the caller to finish.
+    /// The commit a statement started in deferred-commit mode, for the caller to finish.
     pending_commit: Option<PendingCommit>,
     /// currval/lastval of this session.
     sequences: crate::catalog::SessionSequences,
@@ -146,7 +146,7 @@ impl Session {
             deallocated: Vec::new(),
             lock_owner: NEXT_LOCK_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             locked_tables: Vec::new(),
-            defer_waits: false,
+            defer_commits: false,
             pending_commit: None,
             read_committed_default: true,
             work_mem_bytes: 0,

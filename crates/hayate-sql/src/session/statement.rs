@@ -19,7 +19,7 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::{Executor, Outcome};
 use crate::plan::bind::Binder;
 use crate::plan::write::AlterAction;
-use crate::plan::{EvalContext, Plan, TransactionControl};
+use crate::plan::{EvalContext, Plan};
 use crate::types::{DataType, Value};
 
 /// How often an autocommitted statement is run again after a write conflict.
@@ -98,10 +98,18 @@ impl Session {
                 return vec![Err(error)];
             }
         };
-        if self.defer_waits && statements.len() > 1 {
-            // Statements before one that would wait could not be taken back.
-            return vec![Err(SqlError::would_block())];
+        if statements.len() > 1 && self.defer_commits {
+            // Each statement may commit: they commit the usual way, one after the other.
+            self.defer_commits = false;
+            let outcomes = self.execute_statements(statements);
+            self.defer_commits = true;
+            return outcomes;
         }
+        self.execute_statements(statements)
+    }
+
+    /// `execute_sql` after parsing.
+    fn execute_statements(&mut self, statements: Vec<Statement>) -> Vec<SqlResult<Outcome>> {
         let implicit = statements.len() > 1
             && matches!(self.state, State::Idle)
             && statements.iter().all(|statement| {
@@ -191,14 +199,8 @@ impl Session {
         prepared: &Prepared,
         params: &[Value],
     ) -> SqlResult<Outcome> {
-        if self.defer_waits && self.may_wait(&prepared.plan) {
-            return Err(SqlError::would_block());
-        }
-        self.lock_tables(&prepared.plan).inspect_err(|error| {
-            if !error.is_would_block() {
-                self.note_error()
-            }
-        })?;
+        self.lock_tables(&prepared.plan)
+            .inspect_err(|_| self.note_error())?;
         let rebound;
         let prepared = if prepared.catalog_version != self.catalog.version() {
             // A table changed since the statement was bound: bind it again.
@@ -220,26 +222,10 @@ impl Session {
             ));
         }
         let result = self.run_plan(&prepared.plan, params);
-        if result.as_ref().is_err_and(|error| !error.is_would_block()) {
+        if result.is_err() {
             self.note_error();
         }
         result
-    }
-
-    /// Statements that may wait by their nature (deferred-wait mode runs them elsewhere):
-    /// DDL (table locks, rebuilds, a log flush of its own) and the COMMIT of a block that
-    /// ran DDL (its catalog changes finish with the commit).
-    pub(super) fn may_wait(&self, plan: &Plan) -> bool {
-        match plan {
-            Plan::CreateTable { .. }
-            | Plan::DropTable { .. }
-            | Plan::CreateIndex { .. }
-            | Plan::DropIndex { .. }
-            | Plan::AlterTable { .. }
-            | Plan::Truncate { .. } => true,
-            Plan::Transaction(TransactionControl::Commit) => !self.ddl_undo.is_empty(),
-            _ => false,
-        }
     }
 
     pub(super) fn run_plan(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
@@ -416,15 +402,6 @@ impl Session {
             },
         };
         match &mut self.state {
-            State::InBlock(txn) if self.defer_waits && !plan.is_read_only() => {
-                // A statement that would wait is undone, and runs again where it may wait.
-                let mark = txn.savepoint();
-                let result = executor.run(plan, txn);
-                if result.as_ref().is_err_and(SqlError::is_would_block) {
-                    txn.rollback_to(mark)?;
-                }
-                result
-            }
             State::InBlock(txn) => executor.run(plan, txn),
             State::Failed(_) => unreachable!("checked by check_not_failed"),
             State::Idle => {
@@ -437,7 +414,7 @@ impl Session {
                     attempt += 1;
                     let mut txn = self.begin_transaction(plan.is_read_only());
                     let result = executor.run(plan, &mut txn).and_then(|outcome| {
-                        if self.defer_waits {
+                        if self.defer_commits {
                             self.pending_commit = txn.commit_start()?;
                         } else {
                             txn.commit()?;

@@ -20,22 +20,14 @@ use crate::exec::Outcome;
 use crate::plan::{Isolation, Plan, TransactionControl};
 
 impl Session {
-    /// Deferred-wait mode, for a server that runs many sessions on one thread (an event
-    /// loop): a statement never waits for another transaction or for the log there.
-    /// - A write that meets a row or table lock held by someone else, or a row whose newer
-    ///   version is not published yet, is undone (the statement's writes and locks; the block
-    ///   goes on) and fails with `sqlstate::WOULD_BLOCK`; so does, before doing anything, a
-    ///   statement that may wait by its nature (DDL, a query string of several statements,
-    ///   COMMIT of a block with DDL). The caller runs it again with the mode off, on a thread
-    ///   that may wait.
-    /// - A commit is logged and applied but not awaited: `take_pending_commit` hands it to
-    ///   the caller, which awaits the log (`Database::log_durable`) and finishes it before
-    ///   answering the statement.
-    pub fn set_defer_waits(&mut self, defer: bool) {
-        self.defer_waits = defer;
-        if let State::InBlock(txn) | State::Failed(Some(txn)) = &mut self.state {
-            txn.set_nowait(defer);
-        }
+    /// Deferred-commit mode, for a server that runs many sessions on one thread (an event
+    /// loop, each statement on a fiber, `hayate_engine::fiber`, where waits for locks and
+    /// pages suspend the statement): a statement's commit is logged and applied but not
+    /// awaited; `take_pending_commit` hands it to the caller, which awaits the log
+    /// (`Database::log_durable`) without blocking and finishes it before answering the
+    /// statement. A query string of several statements commits each the usual way.
+    pub fn set_defer_commits(&mut self, defer: bool) {
+        self.defer_commits = defer;
     }
 
     /// The commit the last statement started in deferred-wait mode, if any: the statement
@@ -44,22 +36,20 @@ impl Session {
         self.pending_commit.take()
     }
 
-    /// A new engine transaction, in no-wait mode when waits are deferred.
+    /// A new engine transaction.
     pub(super) fn begin_transaction(&self, read_only: bool) -> Transaction {
         let db = self.catalog.database();
-        let mut txn = if read_only {
+        if read_only {
             db.begin_read_only()
         } else {
             db.begin()
-        };
-        txn.set_nowait(self.defer_waits);
-        txn
+        }
     }
 
-    /// Commits `txn`: at once (waiting for the log), or in deferred-wait mode by starting
+    /// Commits `txn`: at once (waiting for the log), or in deferred-commit mode by starting
     /// the commit and leaving it in `pending_commit`.
     pub(super) fn commit_transaction(&mut self, txn: Transaction) -> SqlResult<()> {
-        if self.defer_waits {
+        if self.defer_commits {
             self.pending_commit = txn.commit_start()?;
         } else {
             txn.commit()?;
@@ -91,11 +81,7 @@ impl Session {
             if exclusive {
                 locks.lock_exclusive(self.lock_owner, table)?;
             } else if !self.locked_tables.iter().any(|held| held == table) {
-                if !self.defer_waits {
-                    locks.lock_write(self.lock_owner, table)?;
-                } else if !locks.try_lock_write(self.lock_owner, table) {
-                    return Err(SqlError::would_block());
-                }
+                locks.lock_write(self.lock_owner, table)?;
             } else {
                 continue;
             }
