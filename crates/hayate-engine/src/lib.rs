@@ -61,7 +61,10 @@ pub use temp::{
 // 4. The I/O layer.
 pub use io::sim::{FaultKind, SimConfig, SimIo};
 pub use io::sync_file::SyncIo;
-pub use io::uring::{install_thread_ring, reap_thread_ring, UringFile, UringIo};
+pub use io::uring::{
+    install_thread_ring, install_thread_ring_deferred, reap_thread_ring, submit_thread_ring,
+    UringFile, UringIo,
+};
 pub use io::wait::{wait_for, wait_until};
 pub use io::{
     open_default, AlignedBuf, Io, IoFile, IoKind, OpenOptions, ReadRequest, WriteRequest, IO_ALIGN,

@@ -3,8 +3,10 @@
 //!
 //! The engine and the SQL executor stay synchronous; where they would block, on a fiber they
 //! suspend instead, and `run` turns the reason into something the loop awaits:
-//! - a page read submitted on the loop's own io_uring ring: its completion, reaped by the
-//!   loop's reaper task when the ring's eventfd turns readable (`reaper`);
+//! - a page read queued on the loop's own io_uring ring: its completion. The loop's sender task
+//!   (`crate::send_batch`), which runs after the connections ready this round, submits every
+//!   read queued in the round with one system call; the reaper task (`reaper`) reaps the
+//!   completions when the ring's eventfd turns readable;
 //! - an instant (an emulated slow device): a timer;
 //! - a turn (a row lock, latch or table lock held by someone else, polled): `yield_now`.
 //!
@@ -34,7 +36,10 @@ pub(crate) async fn run<T>(interrupt: &Interrupt, work: impl FnOnce() -> T) -> T
             };
             match step {
                 Step::Done(value) => return value,
-                Step::Wait(Wait::Io(read)) => read.await,
+                Step::Wait(Wait::Io(read)) => {
+                    crate::send_batch::wake_sender();
+                    read.await
+                }
                 Step::Wait(Wait::Until(deadline)) => {
                     tokio::time::sleep_until(deadline.into()).await
                 }
@@ -45,10 +50,17 @@ pub(crate) async fn run<T>(interrupt: &Interrupt, work: impl FnOnce() -> T) -> T
     .await
 }
 
-/// Gives the calling thread (an event loop, before it runs) its read ring and returns the task
-/// that reaps the ring's completions. None if io_uring is unavailable: reads then block.
+/// Gives the calling thread (an event loop, before it runs, after `send_batch::install`) its
+/// read ring and returns the task that reaps the ring's completions. None if io_uring is
+/// unavailable: reads then block. Reads are submitted per round by the sender task if the loop
+/// has one, else each at once.
 pub(crate) fn reaper() -> Option<impl Future<Output = ()> + Send> {
-    match hayate_engine::install_thread_ring() {
+    let installed = if crate::send_batch::installed() {
+        hayate_engine::install_thread_ring_deferred()
+    } else {
+        hayate_engine::install_thread_ring()
+    };
+    match installed {
         Ok(fd) => Some(reap(fd)),
         Err(error) => {
             log::warn!("no io_uring ring for the event loop, page misses block it: {error}");

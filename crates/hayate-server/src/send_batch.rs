@@ -21,6 +21,10 @@
 //!    again. A failed send is kept as the connection's error.
 //! 5. A buffer past `BUFFERED_BYTES_MAX` (a large result) is written by the connection
 //!    itself, so memory per connection stays bounded.
+//!
+//! The sender also submits the page reads the loop's statements queued this round on the
+//! loop's read ring (`hayate_engine::submit_thread_ring`, before the sends, so the device
+//! starts on them first): one system call for all of a round's misses (`crate::fiber_task`).
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -76,6 +80,24 @@ pub(crate) fn install() -> Option<impl Future<Output = ()> + Send> {
     Some(run_sender())
 }
 
+/// True if this thread has a batch (its sender task submits the loop's queued reads).
+pub(crate) fn installed() -> bool {
+    BATCH.with(|batch| batch.borrow().is_some())
+}
+
+/// Makes the sender task run this round (after the tasks already ready): a read was queued.
+pub(crate) fn wake_sender() {
+    BATCH.with(|batch| {
+        if let Some(sender) = batch
+            .borrow()
+            .as_ref()
+            .and_then(|batch| batch.sender.as_ref())
+        {
+            sender.wake_by_ref();
+        }
+    });
+}
+
 /// The sender task: each time it runs, sends what the listed connections have buffered.
 /// It never ends; the loop's runtime drops it on shutdown.
 async fn run_sender() {
@@ -86,6 +108,7 @@ async fn run_sender() {
                     Some(sender) if sender.will_wake(cx.waker()) => {}
                     _ => batch.sender = Some(cx.waker().clone()),
                 }
+                hayate_engine::submit_thread_ring();
                 batch.send_listed();
             }
         });

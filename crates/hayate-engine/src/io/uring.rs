@@ -162,7 +162,13 @@ fn run_single(ring: &mut IoUring, entry: squeue::Entry) -> std::io::Result<i32> 
 struct ThreadRing {
     ring: IoUring,
     eventfd: OwnedFd,
+    /// Requests queued or in flight.
     in_flight: usize,
+    /// Requests are queued and submitted together by `submit_thread_ring` (the host calls it
+    /// once per round of its loop) rather than one system call each.
+    deferred: bool,
+    /// Requests queued and not submitted yet.
+    queued: usize,
 }
 
 thread_local! {
@@ -171,8 +177,35 @@ thread_local! {
 
 /// Creates the calling thread's ring for its fibers' reads (once; later calls return the same
 /// descriptor) and returns an eventfd that turns readable when completions wait: the host
-/// polls it and calls `reap_thread_ring`.
+/// polls it and calls `reap_thread_ring`. Each read is submitted at once.
 pub fn install_thread_ring() -> std::io::Result<RawFd> {
+    install_ring(false)
+}
+
+/// `install_thread_ring` for a host that submits the queued reads itself, once per round of
+/// its loop (`submit_thread_ring`): one system call for all the reads of a round.
+pub fn install_thread_ring_deferred() -> std::io::Result<RawFd> {
+    install_ring(true)
+}
+
+/// Submits the reads queued on the calling thread's ring (a deferred ring); returns how many.
+pub fn submit_thread_ring() -> usize {
+    THREAD_RING.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let Some(thread) = cell.as_mut() else {
+            return 0;
+        };
+        let queued = std::mem::take(&mut thread.queued);
+        if queued > 0 {
+            // want 0: submit without waiting; requests are in flight, so a failure that would
+            // leave them queued stops the process rather than let their buffers go.
+            let _ = submit_and_wait(&thread.ring, 0, thread.in_flight);
+        }
+        queued
+    })
+}
+
+fn install_ring(deferred: bool) -> std::io::Result<RawFd> {
     THREAD_RING.with(|cell| {
         let mut cell = cell.borrow_mut();
         if let Some(ring) = cell.as_ref() {
@@ -191,6 +224,8 @@ pub fn install_thread_ring() -> std::io::Result<RawFd> {
             ring,
             eventfd,
             in_flight: 0,
+            deferred,
+            queued: 0,
         });
         Ok(fd)
     })
@@ -209,7 +244,8 @@ pub fn reap_thread_ring(wait: bool) -> usize {
         // SAFETY: reads 8 bytes into a local array from a non-blocking eventfd we own.
         unsafe { libc::read(thread.eventfd.as_raw_fd(), counter.as_mut_ptr().cast(), 8) };
         if wait && thread.in_flight > 0 && thread.ring.completion().is_empty() {
-            // Only requests already submitted are in flight; an error here left none behind.
+            // Submits what is queued too.
+            thread.queued = 0;
             let _ = submit_and_wait(&thread.ring, 1, thread.in_flight);
         }
         let done: Vec<(usize, i32)> = thread
@@ -226,8 +262,9 @@ pub fn reap_thread_ring(wait: bool) -> usize {
     done.len()
 }
 
-/// Pushes one read on the thread's ring and submits it; its completion goes to `slot`. None if
-/// the thread has no ring or its ring is full (the caller reads the blocking way).
+/// Pushes one read on the thread's ring and submits it (or queues it, on a deferred ring); its
+/// completion goes to `slot`. None if the thread has no ring or its ring is full (the caller
+/// reads the blocking way).
 fn submit_on_thread_ring(entry: squeue::Entry) -> Option<()> {
     THREAD_RING.with(|cell| {
         let mut cell = cell.borrow_mut();
@@ -236,13 +273,17 @@ fn submit_on_thread_ring(entry: squeue::Entry) -> Option<()> {
             return None;
         }
         // SAFETY: the caller keeps the buffer valid until the completion is reaped (`Reads`
-        // waits for it even when unwound); the queue is empty between calls (every push is
-        // submitted at once), so the push cannot fail.
-        unsafe { thread.ring.submission().push(&entry) }.expect("empty submission queue");
+        // waits for it even when unwound); at most IN_FLIGHT_MAX requests are queued or in
+        // flight, the queue's size, so the push cannot fail.
+        unsafe { thread.ring.submission().push(&entry) }.expect("submission queue has room");
         thread.in_flight += 1;
-        // want 0: submit without waiting; in_flight > 0, so a failure that would leave the
-        // request queued stops the process rather than let the buffer go.
-        let _ = submit_and_wait(&thread.ring, 0, thread.in_flight);
+        if thread.deferred {
+            thread.queued += 1;
+        } else {
+            // want 0: submit without waiting; in_flight > 0, so a failure that would leave
+            // the request queued stops the process rather than let the buffer go.
+            let _ = submit_and_wait(&thread.ring, 0, thread.in_flight);
+        }
         Some(())
     })
 }
