@@ -11,9 +11,11 @@
 //! Seeds: `HAYATE_TEST_SEEDS=n` runs n seeds per configuration (default 16);
 //! `HAYATE_TEST_SEED=s` reruns only seed s. A failing seed is printed.
 //!
-//! The concurrent variant runs 4 threads on disjoint key ranges plus shared counter rows and
-//! checks the final state against the per-thread models and the counters against the number
-//! of successful increments.
+//! The concurrent variant runs 4 workers on disjoint key ranges plus shared counter rows and
+//! checks the final state against the per-worker models and the counters against the number
+//! of successful increments. The workers are threads, or fibers (two threads of two fibers
+//! each, on a disk whose reads take 20 us: reads, row-lock and latch waits suspend a fiber and
+//! its thread runs the other).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -520,17 +522,32 @@ fn worker(
     (committed, increments)
 }
 
-fn run_concurrent(setup: Setup, seed: u64) {
+/// How the workers of `run_concurrent` run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Workers {
+    Threads,
+    Fibers,
+}
+
+fn run_concurrent(setup: Setup, seed: u64, workers: Workers) {
     let _reporter = SeedReporter {
         seed,
-        what: format!("concurrent {setup:?}"),
+        what: format!("concurrent {setup:?} on {workers:?}"),
     };
-    let sim = Arc::new(SimIo::new(SimConfig::with_seed(seed)));
+    let mut disk = SimConfig::with_seed(seed);
+    if workers == Workers::Fibers {
+        disk.latency_read = Some(Duration::from_micros(20));
+    }
+    let sim = Arc::new(SimIo::new(disk));
     let mut config = config(setup);
     config.locks.timeout = Duration::from_secs(2);
     let db = Database::open_with_io(sim.clone(), config.clone()).unwrap();
     let table = db.create_table(TABLE).unwrap();
-    let barrier = Arc::new(Barrier::new(THREADS + 1));
+    let thread_count = match workers {
+        Workers::Threads => THREADS,
+        Workers::Fibers => THREADS / 2,
+    };
+    let barrier = Arc::new(Barrier::new(thread_count + 1));
     let done = Arc::new(AtomicBool::new(false));
     let snapshots_checked = Arc::new(AtomicU64::new(0));
     // A reader: the sum of the counters never goes down from one snapshot to the next, and a
@@ -557,16 +574,36 @@ fn run_concurrent(setup: Setup, seed: u64) {
             }
         })
     };
-    let workers: Vec<_> = (0..THREADS)
-        .map(|thread| {
-            let db = db.clone();
-            let barrier = barrier.clone();
-            std::thread::spawn(move || {
-                barrier.wait();
-                worker(&db, table, thread, seed, 150)
+    let workers: Vec<_> = match workers {
+        Workers::Threads => (0..THREADS)
+            .map(|thread| {
+                let db = db.clone();
+                let barrier = barrier.clone();
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    vec![worker(&db, table, thread, seed, 150)]
+                })
             })
-        })
-        .collect();
+            .collect(),
+        Workers::Fibers => (0..THREADS / 2)
+            .map(|thread| {
+                let db = db.clone();
+                let barrier = barrier.clone();
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let db = &db;
+                    let fibers: Vec<Box<dyn FnOnce() -> (Model, [u64; COUNTERS]) + '_>> = (0..2)
+                        .map(|fiber| {
+                            let index = thread * 2 + fiber;
+                            Box::new(move || worker(db, table, index, seed, 150))
+                                as Box<dyn FnOnce() -> (Model, [u64; COUNTERS])>
+                        })
+                        .collect();
+                    hayate_engine::fiber::run_all(fibers, |_| {}).0
+                })
+            })
+            .collect(),
+    };
     barrier.wait();
     let mut checkpoints = 0;
     while !workers.iter().all(|worker| worker.is_finished()) {
@@ -577,10 +614,11 @@ fn run_concurrent(setup: Setup, seed: u64) {
     let mut expected = Model::new();
     let mut totals = [0u64; COUNTERS];
     for worker in workers {
-        let (model, increments) = worker.join().unwrap();
-        expected.extend(model);
-        for (total, count) in totals.iter_mut().zip(increments) {
-            *total += count;
+        for (model, increments) in worker.join().unwrap() {
+            expected.extend(model);
+            for (total, count) in totals.iter_mut().zip(increments) {
+                *total += count;
+            }
         }
     }
     done.store(true, Ordering::Release);
@@ -613,6 +651,37 @@ fn concurrent_out_of_place_tiny_pool() {
                 frames: 16,
             },
             seed,
+            Workers::Threads,
+        );
+    }
+}
+
+#[test]
+fn concurrent_fibers_out_of_place_tiny_pool() {
+    for seed in seeds(4) {
+        run_concurrent(
+            Setup {
+                policy: WritePolicy::OutOfPlace,
+                page_size: 4096,
+                frames: 16,
+            },
+            seed,
+            Workers::Fibers,
+        );
+    }
+}
+
+#[test]
+fn concurrent_fibers_in_place_tiny_pool() {
+    for seed in seeds(4) {
+        run_concurrent(
+            Setup {
+                policy: WritePolicy::InPlace,
+                page_size: 4096,
+                frames: 16,
+            },
+            seed,
+            Workers::Fibers,
         );
     }
 }
@@ -627,6 +696,7 @@ fn concurrent_in_place_large_pool() {
                 frames: LARGE,
             },
             seed,
+            Workers::Threads,
         );
     }
 }
