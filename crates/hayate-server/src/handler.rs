@@ -130,7 +130,13 @@ impl ConnectionState {
             .await;
         if let Some(pending) = pending {
             let durable = crate::commit_wait::durable(self.catalog.database(), pending.lsn()).await;
-            let finished = durable.and_then(|()| pending.finish());
+            // Publishing waits for every earlier commit to be published, and an earlier one
+            // may belong to a fiber of this loop suspended in the middle of its apply step:
+            // the wait must suspend, not block the loop.
+            let finished = match durable {
+                Ok(()) => crate::fiber_task::run(&self.interrupt, || pending.finish()).await,
+                Err(error) => Err(error),
+            };
             if let Err(error) = finished {
                 result.fail(error.into());
             }

@@ -78,6 +78,68 @@ fn one_loop() -> hayate_server::ServerConfig {
 }
 
 #[test]
+fn a_commit_waiting_for_an_earlier_one_applying_on_the_same_loop_does_not_stop_it() {
+    // A large update's commit applies its write set while its pages come from a slow disk
+    // (1 ms per read), suspending its fiber between reads; meanwhile small commits of another
+    // connection on the same loop take later timestamps, become durable and must wait for the
+    // large one to be published. That wait must suspend: blocking the loop would keep the
+    // large commit from ever finishing.
+    let disk = Arc::new(SimIo::new(SimConfig::default()));
+    let mut db_config = DatabaseConfig::default();
+    db_config.buffer_size = BufferSize::Bytes(64 * 4096);
+    let server = TestServer::start_on_io(disk.clone(), db_config, one_loop());
+    let mut large = server.connect();
+    large
+        .batch_execute(
+            "CREATE TABLE t (id int4 PRIMARY KEY, pad text);
+             INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series(1, 3000) g",
+        )
+        .unwrap();
+    let mut small = server.connect();
+    disk.set_read_latency(Some(Duration::from_millis(1)));
+    let (done, finished) = std::sync::mpsc::channel();
+    let large_done = Arc::new(AtomicBool::new(false));
+    {
+        let large_done = large_done.clone();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let updated = large
+                .execute("UPDATE t SET pad = repeat('z', 200) WHERE id > 1", &[])
+                .unwrap();
+            large_done.store(true, Ordering::SeqCst);
+            done.send(("large", updated)).unwrap();
+        });
+    }
+    std::thread::spawn(move || {
+        let mut commits = 0;
+        while !large_done.load(Ordering::SeqCst) {
+            small
+                .execute("UPDATE t SET pad = repeat('y', 200) WHERE id = 1", &[])
+                .unwrap();
+            commits += 1;
+        }
+        done.send(("small", commits)).unwrap();
+    });
+    let mut results = std::collections::BTreeMap::new();
+    for _ in 0..2 {
+        match finished.recv_timeout(Duration::from_secs(120)) {
+            Ok((who, count)) => {
+                results.insert(who, count);
+            }
+            Err(_) => {
+                // The loop is stuck: stopping the server would hang as well.
+                std::mem::forget(server);
+                panic!("the commits on one loop did not finish: {results:?}");
+            }
+        }
+    }
+    disk.set_read_latency(None);
+    assert_eq!(results["large"], 2999);
+    assert!(results["small"] > 0);
+    server.stop();
+}
+
+#[test]
 fn a_lock_wait_does_not_stop_the_holder_on_the_same_loop() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start_with(dir.path(), one_loop());
