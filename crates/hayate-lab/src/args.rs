@@ -23,3 +23,42 @@ impl CommonArgs {
         self.dir.clone().unwrap_or_else(|| PathBuf::from("."))
     }
 }
+
+/// The smallest buffer `--buffer-size` takes (`hayate serve`'s own floor).
+const BUFFER_BYTES_MIN: u64 = 1 << 20;
+
+/// Parses a buffer size as `hayate serve --buffer-size` does, PostgreSQL's way ("16MB",
+/// "4GB", "512kB", "1048576B"; a bare number is kB), at least 1 MB.
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // for `lab server`
+pub fn parse_buffer_size(text: &str) -> Result<u64, String> {
+    hayate_sql::exec::memory_size_bytes(text)
+        .filter(|bytes| *bytes >= BUFFER_BYTES_MIN)
+        .ok_or_else(|| {
+            format!(
+                "`{text}` is not a size of at least 1MB such as 16MB or 4GB (units B, kB, MB, \
+                 GB, TB; a bare number is kB)"
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_sizes_parse_like_hayate_serve() {
+        assert_eq!(parse_buffer_size("16MB"), Ok(16 << 20));
+        assert_eq!(parse_buffer_size(" 4GB "), Ok(4 << 30));
+        assert_eq!(parse_buffer_size("2048kB"), Ok(2 << 20));
+        assert_eq!(parse_buffer_size("1048576B"), Ok(1 << 20));
+        assert_eq!(
+            parse_buffer_size("1024"),
+            Ok(1 << 20),
+            "a bare number is kB"
+        );
+        for bad in ["", "16", "512kB", "16 MiB", "lots", "-1MB", "16mb"] {
+            let error = parse_buffer_size(bad).expect_err(bad);
+            assert!(error.contains("at least 1MB"), "{bad}: {error}");
+        }
+    }
+}

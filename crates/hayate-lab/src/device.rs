@@ -239,6 +239,86 @@ pub fn run(args: &DeviceArgs) -> CliResult<()> {
     Ok(())
 }
 
+/// One point of random reads measured for another experiment (`hayate-lab server`'s
+/// reference for the device reads/s of its runs).
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // for `lab server`
+#[derive(Debug, Clone)]
+pub struct RandomReads {
+    pub point: DevicePoint,
+    /// As `hayate-lab device` names it, e.g. "io_uring + O_DIRECT".
+    pub backend: String,
+    pub file_bytes: u64,
+    pub threads: u32,
+    pub seconds: f64,
+}
+
+/// Random reads of `page_size` at `queue_depth` (split over `threads`, each submitting
+/// batches) for `seconds`, as `hayate-lab device` measures them: a test file of `file_bytes`
+/// (less when the disk has less room) is made and filled in `dir`, then removed, also after
+/// an error or Ctrl-C.
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // for `lab server`
+pub fn measure_random_reads(
+    dir: &std::path::Path,
+    file_bytes: u64,
+    queue_depth: u32,
+    threads: u32,
+    seconds: f64,
+) -> CliResult<RandomReads> {
+    let page_size = IO_ALIGN as u64;
+    let segment_bytes = StoreConfig::default().segment_pages * page_size;
+    // Whole segments (the fill's writes), at least the smallest file that measures the device.
+    let file_bytes_min = (FILE_MIB_MIN * MIB).max(segment_bytes);
+    let usable_bytes = free_bytes(dir)?.saturating_sub(FREE_MIB_RESERVE * MIB);
+    let file_bytes = file_bytes.max(file_bytes_min).min(usable_bytes / 2);
+    let file_bytes = file_bytes / segment_bytes * segment_bytes;
+    let plan = Plan {
+        file_bytes,
+        page_size,
+        segment_bytes,
+        seconds_per_point: seconds,
+        threads: threads.clamp(1, queue_depth.clamp(1, QUEUE_DEPTH_MAX)),
+        random_depths: vec![queue_depth.clamp(1, QUEUE_DEPTH_MAX)],
+        sequential_depths: Vec::new(),
+        synced_sizes: Vec::new(),
+    };
+    if file_bytes < file_bytes_min {
+        return Err(CliError::new(format!(
+            "no room for a test file of {} in {} ({} free)",
+            format_bytes(file_bytes_min),
+            dir.display(),
+            format_bytes(usable_bytes)
+        )));
+    }
+    let io =
+        hayate_engine::open_default(dir).context(|| format!("cannot open {}", dir.display()))?;
+    let _interrupt = InterruptGuard::install();
+    let files = TestFiles { io: io.clone() };
+    let file = io
+        .open(TEST_FILE, OpenOptions::CREATE_DIRECT)
+        .context(|| format!("cannot create the test file in {}", dir.display()))?;
+    file.set_len(0)?;
+    let backend = describe_backend(io.as_ref(), dir)?;
+    fill(file.as_ref(), &plan)?;
+    let mut progress = Progress::new(&plan, 1);
+    let point = measure_point(
+        &file,
+        &plan,
+        Pattern::RandomRead,
+        plan.random_depths[0],
+        &mut progress,
+    );
+    progress.bar.finish_and_clear();
+    drop(file);
+    drop(files);
+    Ok(RandomReads {
+        point: point?,
+        backend,
+        file_bytes,
+        threads: plan.threads,
+        seconds,
+    })
+}
+
 /// Which backend the engine's path picked, and whether O_DIRECT was granted for the test file.
 fn describe_backend(io: &dyn Io, dir: &std::path::Path) -> CliResult<String> {
     Ok(match io.kind() {
@@ -434,9 +514,9 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(plan: &Plan) -> Progress {
+    fn new(plan: &Plan, point_count: u64) -> Progress {
         let point_ms = (plan.seconds_per_point * 1000.0).ceil() as u64;
-        let bar = ProgressBar::new(point_ms * plan.point_count());
+        let bar = ProgressBar::new(point_ms * point_count);
         bar.set_style(
             ProgressStyle::with_template("measure  [{bar:30}] {elapsed:>4}/{duration} {msg}")
                 .expect("valid template")
@@ -464,7 +544,7 @@ fn measure_all(
     plan: &Plan,
     backend: String,
 ) -> CliResult<DeviceResult> {
-    let mut progress = Progress::new(plan);
+    let mut progress = Progress::new(plan, plan.point_count());
     let mut result = DeviceResult {
         backend,
         page_size: plan.page_size,
@@ -777,6 +857,29 @@ mod tests {
         let mut bad_threads = args(None, true);
         bad_threads.threads = 0;
         assert!(Plan::new(&bad_threads, 100 << 30).is_err());
+    }
+
+    #[test]
+    fn random_reads_are_measured_on_a_file_removed_afterwards() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let reads = measure_random_reads(temporary.path(), 16 * MIB, 8, 2, 0.1).expect("reads");
+        assert_eq!(reads.point.queue_depth, 8);
+        assert_eq!(reads.point.block_bytes, 4096);
+        assert!(reads.point.operations >= 8, "{:?}", reads.point);
+        assert!(reads.point.ops_per_second > 0.0);
+        assert_eq!((reads.file_bytes, reads.threads), (16 * MIB, 2));
+        assert!(!reads.backend.is_empty());
+        let left = std::fs::read_dir(temporary.path())
+            .expect("read dir")
+            .count();
+        assert_eq!(left, 0, "the test file is removed");
+        let smallest = measure_random_reads(temporary.path(), MIB, 1, 4, 0.05).expect("reads");
+        assert_eq!(
+            smallest.file_bytes,
+            FILE_MIB_MIN * MIB,
+            "at least the smallest file"
+        );
+        assert_eq!(smallest.threads, 1, "no more threads than the queue depth");
     }
 
     #[test]

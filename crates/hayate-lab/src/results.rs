@@ -315,6 +315,28 @@ pub struct ServerResults {
     pub runs: Vec<ServerRun>,
     /// What the reader must know to compare the engines (isolation levels, buffers...).
     pub notes: Vec<String>,
+    /// The /proc/diskstats line whose counters give each run's device reads and writes: the
+    /// device (or partition) holding `--dir`; None when it has none (or in older files).
+    #[serde(default)]
+    pub diskstats_device: Option<String>,
+    /// Random 4 KiB reads per second of that device at queue depth 32, measured once before
+    /// the servers start (the reference of each run's device utilization, `dev%`); None when
+    /// skipped (`--no-device`), failed, or in older files.
+    #[serde(default)]
+    pub device_read_iops_qd32: Option<f64>,
+    /// sysbench's `--rand-type` (which rows the workloads pick); None: sysbench's default,
+    /// "special" (also in older files).
+    #[serde(default)]
+    pub rand_type: Option<String>,
+}
+
+impl ServerResults {
+    /// A run's device utilization: its device reads/s over the device's random reads/s at
+    /// queue depth 32, when both are known.
+    pub fn device_utilization(&self, run: &ServerRun) -> Option<f64> {
+        let iops = self.device_read_iops_qd32.filter(|iops| *iops > 0.0)?;
+        Some(run.device_reads_per_s? / iops)
+    }
 }
 
 /// One engine's server as it was measured.
@@ -335,6 +357,21 @@ pub struct ServerEngine {
     pub prepare_seconds: Option<f64>,
     /// Why the engine could not be measured (start or prepare failed); its runs are missing.
     pub error: Option<String>,
+    /// The server as it ran at each `--buffer-size`, restarted on the prepared data; empty
+    /// when no size was given (the data in memory, `engine_settings`) and in older files.
+    #[serde(default)]
+    pub buffers: Vec<ServerBuffer>,
+}
+
+/// One engine's server restarted with one buffer size.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ServerBuffer {
+    /// The size asked for (`--buffer-size`); the engine's effective size is in the settings.
+    pub buffer_bytes: u64,
+    /// Every durability and caching setting at this size.
+    pub engine_settings: BTreeMap<String, String>,
+    /// Why the restart or the warm-up at this size failed; no runs at this size or later.
+    pub error: Option<String>,
 }
 
 /// One `sysbench WORKLOAD run` on one engine.
@@ -344,6 +381,10 @@ pub struct ServerRun {
     /// "oltp_point_select", "oltp_update_non_index", "oltp_read_only" or "oltp_read_write".
     pub workload: String,
     pub threads: u32,
+    /// The buffer of every engine in the run (`--buffer-size`); None: the data in memory, each
+    /// engine's default-sized buffer (also in older files).
+    #[serde(default)]
+    pub buffer_bytes: Option<u64>,
     /// Which round of the invocation, from 1.
     #[serde(default = "one")]
     pub round: u32,
@@ -372,20 +413,35 @@ pub struct ServerRun {
     pub reconnects: u64,
     /// Why the run failed, with the end of sysbench's output; the figures are then zero.
     pub error: Option<String>,
+    /// Completed reads and writes per second of the device holding `--dir` over the run
+    /// (/proc/diskstats before and after sysbench); None when the device has no counters (or
+    /// in older files).
+    #[serde(default)]
+    pub device_reads_per_s: Option<f64>,
+    #[serde(default)]
+    pub device_writes_per_s: Option<f64>,
 }
 
-/// The median run of one engine per (workload, threads) over the rounds: the middle one by
-/// throughput, the lower of the two middle ones when the count is even. Failed runs are left
-/// out.
+/// What the medians of `median_runs` are taken per: (buffer size, workload, threads).
+pub type RunKey = (Option<u64>, String, u32);
+
+impl ServerRun {
+    pub fn key(&self) -> RunKey {
+        (self.buffer_bytes, self.workload.clone(), self.threads)
+    }
+}
+
+/// The median run of one engine per buffer size, workload and thread count over the rounds:
+/// the middle one by throughput, the lower of the two middle ones when the count is even.
+/// Failed runs are left out.
 pub fn median_runs<'a>(
     runs: impl IntoIterator<Item = &'a ServerRun>,
     engine: &str,
-) -> BTreeMap<(String, u32), &'a ServerRun> {
-    let mut by_key: BTreeMap<(String, u32), Vec<&ServerRun>> = BTreeMap::new();
+) -> BTreeMap<RunKey, &'a ServerRun> {
+    let mut by_key: BTreeMap<RunKey, Vec<&ServerRun>> = BTreeMap::new();
     for run in runs {
         if run.engine == engine && run.error.is_none() {
-            let key = (run.workload.clone(), run.threads);
-            by_key.entry(key).or_default().push(run);
+            by_key.entry(run.key()).or_default().push(run);
         }
     }
     (by_key.into_iter())
@@ -405,6 +461,24 @@ pub fn describe_transport(name: &str) -> &'static str {
     match name {
         "unix" => "Unix-domain sockets",
         _ => "TCP on 127.0.0.1",
+    }
+}
+
+/// A buffer size for tables and sentences: "16 MiB", "1 GiB", "512 KiB" when exact, else
+/// with decimals; "in memory" for None (each engine's default, the data in memory).
+pub fn describe_buffer(bytes: Option<u64>) -> String {
+    let Some(bytes) = bytes else {
+        return "in memory".to_string();
+    };
+    let units = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (unit, name) in units {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
+            return format!("{} {name}", bytes / unit);
+        }
+    }
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        _ => hayate::report::format_bytes(bytes),
     }
 }
 
@@ -563,5 +637,72 @@ mod tests {
         assert_eq!(back.results.random_reads_at(4), Some(10_000.0));
         assert_eq!(back.results.random_reads_at(0), None);
         assert_eq!(list(temporary.path()).expect("list").len(), 2);
+    }
+
+    /// A `hayate-lab server` file as written before buffer sizes, device reads/s and the
+    /// device's IOPS were recorded.
+    const SERVER_FILE_BEFORE_DEVICE_READS: &str = r#"{
+        "client": "sysbench 1.0.20", "transport": "unix", "rounds": 1,
+        "tables": 4, "table_size": 50000, "seconds": 30,
+        "engines": [{"engine": "hayate", "engine_version": "0.1.0", "engine_settings": {},
+                     "isolation": "READ COMMITTED", "client_driver": "pgsql",
+                     "address": "/tmp/.s.PGSQL.5432", "prepare_seconds": 3.5,
+                     "error": null}],
+        "runs": [{"engine": "hayate", "workload": "oltp_point_select", "threads": 16,
+                  "round": 1, "settle_seconds": 0.5, "settled": true,
+                  "server_cpu_us": 11.0, "client_cpu_us": 10.0, "seconds": 30.0,
+                  "transactions": 2700000, "transactions_per_second": 90000.0,
+                  "queries_per_second": 90000.0, "latency_avg_ms": 0.18,
+                  "latency_p95_ms": 0.3, "latency_max_ms": 9.0, "errors": 0,
+                  "reconnects": 0, "error": null}],
+        "notes": []
+    }"#;
+
+    #[test]
+    fn server_results_read_with_and_without_the_device_fields() {
+        let old: ServerResults =
+            serde_json::from_str(SERVER_FILE_BEFORE_DEVICE_READS).expect("an older file");
+        assert_eq!(old.device_read_iops_qd32, None);
+        assert_eq!(old.diskstats_device, None);
+        assert_eq!(old.rand_type, None);
+        assert!(old.engines[0].buffers.is_empty());
+        let run = &old.runs[0];
+        assert_eq!((run.buffer_bytes, run.device_reads_per_s), (None, None));
+        assert_eq!(run.device_writes_per_s, None);
+        assert_eq!(old.device_utilization(run), None);
+
+        let mut new = old.clone();
+        new.device_read_iops_qd32 = Some(100_000.0);
+        new.diskstats_device = Some("vda1".into());
+        new.rand_type = Some("uniform".into());
+        new.engines[0].buffers.push(ServerBuffer {
+            buffer_bytes: 16 << 20,
+            engine_settings: BTreeMap::from([("buffer_bytes".into(), "16777216".into())]),
+            error: None,
+        });
+        new.runs[0].buffer_bytes = Some(16 << 20);
+        new.runs[0].device_reads_per_s = Some(80_000.0);
+        new.runs[0].device_writes_per_s = Some(12.5);
+        let text = serde_json::to_string(&new).expect("encode");
+        let back: ServerResults = serde_json::from_str(&text).expect("decode");
+        assert_eq!(back.device_read_iops_qd32, Some(100_000.0));
+        assert_eq!(back.diskstats_device.as_deref(), Some("vda1"));
+        assert_eq!(back.rand_type.as_deref(), Some("uniform"));
+        assert_eq!(back.engines[0].buffers[0].buffer_bytes, 16 << 20);
+        let run = &back.runs[0];
+        assert_eq!(run.key(), (Some(16 << 20), "oltp_point_select".into(), 16));
+        assert_eq!(run.device_reads_per_s, Some(80_000.0));
+        assert_eq!(run.device_writes_per_s, Some(12.5));
+        assert_eq!(back.device_utilization(run), Some(0.8));
+    }
+
+    #[test]
+    fn buffer_sizes_are_described_exactly() {
+        assert_eq!(describe_buffer(None), "in memory");
+        assert_eq!(describe_buffer(Some(16 << 20)), "16 MiB");
+        assert_eq!(describe_buffer(Some(2 << 30)), "2 GiB");
+        assert_eq!(describe_buffer(Some(512 << 10)), "512 KiB");
+        assert_eq!(describe_buffer(Some(1000)), "1000 B");
+        assert_eq!(describe_buffer(Some((3 << 20) + 1)), "3.0 MiB");
     }
 }

@@ -5,7 +5,8 @@
 //!   directory -> /sys/dev/block/MAJ:MIN -> disk name, model, rotational; the file system from
 //!   /proc/self/mountinfo; `hayate-lab bench` refuses tmpfs and ramfs by it).
 //! - `DiskCounters`: completed reads and writes of a block device from /proc/diskstats; two
-//!   readings around a run give its `IoRates`.
+//!   readings around a run give its `IoRates`. `DiskstatsDevice` finds the line of the device
+//!   (or partition) holding a directory by its number.
 //! - CPU time: `self_cpu_seconds` (getrusage, every thread of the lab process),
 //!   `process_cpu_seconds` (one process and its threads, /proc/<pid>/stat) and
 //!   `process_tree_cpu_seconds` (server processes and all their descendants, for peers such as
@@ -202,22 +203,80 @@ impl DiskCounters {
     }
 }
 
-/// Finds `device`'s line in /proc/diskstats text:
+/// One line of /proc/diskstats:
 /// "major minor name reads merged sectors_read ms writes merged sectors_written ms ...".
-pub fn parse_diskstats(text: &str, device: &str) -> Option<DiskCounters> {
-    text.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.get(2) != Some(&device) {
-            return None;
-        }
-        let number = |index: usize| fields.get(index)?.parse::<u64>().ok();
-        Some(DiskCounters {
+struct DiskstatsLine<'a> {
+    major: u32,
+    minor: u32,
+    name: &'a str,
+    counters: DiskCounters,
+}
+
+fn parse_diskstats_line(line: &str) -> Option<DiskstatsLine<'_>> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let number = |index: usize| fields.get(index)?.parse::<u64>().ok();
+    Some(DiskstatsLine {
+        major: fields.first()?.parse().ok()?,
+        minor: fields.get(1)?.parse().ok()?,
+        name: fields.get(2)?,
+        counters: DiskCounters {
             reads_completed: number(3)?,
             sectors_read: number(5)?,
             writes_completed: number(7)?,
             sectors_written: number(9)?,
-        })
+        },
     })
+}
+
+/// Finds `device`'s line in /proc/diskstats text by its name.
+pub fn parse_diskstats(text: &str, device: &str) -> Option<DiskCounters> {
+    (text.lines())
+        .filter_map(parse_diskstats_line)
+        .find(|line| line.name == device)
+        .map(|line| line.counters)
+}
+
+/// Finds the line of device `major:minor` (columns 1 and 2) in /proc/diskstats text: its name
+/// and counters.
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // for `lab server`
+pub fn parse_diskstats_by_number(
+    text: &str,
+    major: u32,
+    minor: u32,
+) -> Option<(String, DiskCounters)> {
+    (text.lines())
+        .filter_map(parse_diskstats_line)
+        .find(|line| line.major == major && line.minor == minor)
+        .map(|line| (line.name.to_string(), line.counters))
+}
+
+/// The block device holding a directory, as /proc/diskstats lists it: the device of the
+/// directory's st_dev, so a partition's own line when the file system is on a partition.
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // for `lab server`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskstatsDevice {
+    pub major: u32,
+    pub minor: u32,
+    /// The name in /proc/diskstats, e.g. "vda1", "nvme0n1p2", "dm-0".
+    pub name: String,
+}
+
+#[cfg_attr(not(feature = "peers"), allow(dead_code))] // for `lab server`
+impl DiskstatsDevice {
+    /// The device of `directory`; `None` when it has no line in /proc/diskstats (tmpfs,
+    /// overlay, btrfs and network file systems have anonymous device numbers).
+    pub fn of_directory(directory: &Path) -> Option<DiskstatsDevice> {
+        let (major, minor) = device_number(directory)?;
+        let text = std::fs::read_to_string("/proc/diskstats").ok()?;
+        let (name, _) = parse_diskstats_by_number(&text, major, minor)?;
+        Some(DiskstatsDevice { major, minor, name })
+    }
+
+    /// The device's counters now.
+    pub fn read(&self) -> Option<DiskCounters> {
+        let text = std::fs::read_to_string("/proc/diskstats").ok()?;
+        parse_diskstats_by_number(&text, self.major, self.minor).map(|(_, counters)| counters)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -443,6 +502,39 @@ mod tests {
         );
         assert_eq!(parse_diskstats(DISKSTATS, "sda"), None);
         assert_eq!(parse_diskstats("254 0 vda 1 2", "vda"), None, "short line");
+    }
+
+    #[test]
+    fn diskstats_lines_parse_by_device_number() {
+        let (name, vda1) = parse_diskstats_by_number(DISKSTATS, 254, 1).expect("254:1");
+        assert_eq!(name, "vda1", "a partition's own line");
+        assert_eq!(
+            vda1,
+            DiskCounters {
+                reads_completed: 1_184_000,
+                sectors_read: 101_200_000,
+                writes_completed: 5_443_000,
+                sectors_written: 349_300_000,
+            }
+        );
+        let whole = parse_diskstats_by_number(DISKSTATS, 254, 0).expect("254:0");
+        assert_eq!(whole.0, "vda");
+        assert_eq!(whole.1.reads_completed, 1_184_531);
+        assert_eq!(parse_diskstats_by_number(DISKSTATS, 0, 45), None);
+        assert_eq!(parse_diskstats_by_number("254 1 vda1 1 2", 254, 1), None);
+    }
+
+    #[test]
+    fn the_device_of_a_directory_is_found_when_it_has_diskstats() {
+        let temporary = tempfile::tempdir().expect("tempdir");
+        let Some(device) = DiskstatsDevice::of_directory(temporary.path()) else {
+            return; // tmpfs, overlay: no block device of its own
+        };
+        assert_eq!(
+            Some((device.major, device.minor)),
+            device_number(temporary.path())
+        );
+        assert!(device.read().is_some(), "{device:?}");
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl HayateWireDriver {
     pub fn open(base_dir: &Path, buffer_bytes: u64) -> DriverResult<HayateWireDriver> {
         let port = engines::free_port()?;
         let (process, directory, _) = engines::start_hayate(base_dir, port)?;
-        let mut settings = engines::hayate_settings();
+        let mut settings = engines::hayate_settings(None);
         settings.insert(
             "client".into(),
             "postgres crate over TCP on 127.0.0.1, prepared statements, autocommit".into(),

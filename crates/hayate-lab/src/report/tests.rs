@@ -7,8 +7,9 @@ use std::path::Path;
 use super::*;
 use crate::machine::Machine;
 use crate::results::{
-    Alpha, CrashCycle, DeviceInfo, DevicePoint, IoRates, Percentiles, Span, SpanKind, TimeSplit,
-    TpccCheck, TpccCrashResults, TpccResults, TpccRun, TpccTypeRun, WorkerTimeline,
+    Alpha, CrashCycle, DeviceInfo, DevicePoint, IoRates, Percentiles, ServerBuffer, ServerEngine,
+    ServerResults, ServerRun, Span, SpanKind, TimeSplit, TpccCheck, TpccCrashResults, TpccResults,
+    TpccRun, TpccTypeRun, WorkerTimeline,
 };
 use crate::tpcc::check::ConditionResult;
 
@@ -451,4 +452,65 @@ fn tpcc_results_get_their_section() {
     }
     // Throughput, side by side, alpha, split and the crash chart.
     assert_eq!(page.matches("<svg").count(), 5);
+}
+
+#[test]
+fn server_results_show_buffer_sizes_device_reads_and_utilization() {
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let dir = temporary.path();
+    let buffer = Some(16u64 << 20);
+    let run = |engine: &str, workload: &str, tps: f64, reads: Option<f64>| ServerRun {
+        engine: engine.into(),
+        workload: workload.into(),
+        threads: 32,
+        buffer_bytes: buffer,
+        round: 1,
+        transactions_per_second: tps,
+        device_reads_per_s: reads,
+        device_writes_per_s: reads.map(|_| 120.0),
+        ..ServerRun::default()
+    };
+    let engine = |name: &str| ServerEngine {
+        engine: name.into(),
+        buffers: vec![ServerBuffer {
+            buffer_bytes: 16 << 20,
+            engine_settings: BTreeMap::from([("buffer_bytes".into(), "16777216".into())]),
+            error: None,
+        }],
+        ..ServerEngine::default()
+    };
+    let results = ServerResults {
+        client: "sysbench 1.0.20".into(),
+        transport: "tcp".into(),
+        rounds: 1,
+        tables: 8,
+        table_size: 100_000,
+        seconds: 30,
+        engines: vec![engine("hayate"), engine("mariadb")],
+        runs: vec![
+            run("hayate", "oltp_point_select", 37_000.0, Some(116_000.0)),
+            run("mariadb", "oltp_point_select", 15_000.0, Some(16_700.0)),
+            run("hayate", "oltp_read_only", 1_186.0, None),
+        ],
+        notes: vec!["Buffers of 16 MiB for every engine.".into()],
+        diskstats_device: Some("vda".into()),
+        device_read_iops_qd32: Some(145_000.0),
+        rand_type: Some("uniform".into()),
+    };
+    write_json(dir, "server-7.json", &envelope("server", results));
+    let collection = load(dir).expect("server results alone make a report");
+    let page = render(&collection, dir);
+    for text in [
+        "Server: sysbench",
+        "16 MiB",
+        "116,000 reads/s, 80% dev",
+        "16,700 reads/s, 12% dev",
+        "2.47x",
+        "restarted with a 16 MiB buffer:",
+        "device reads/s",
+        "dev%",
+        "--rand-type=uniform",
+    ] {
+        assert!(page.contains(text), "the report lacks {text:?}");
+    }
 }

@@ -1,13 +1,14 @@
 //! The servers `hayate-lab server` measures, each listening on TCP at 127.0.0.1 on a free
-//! port and on a Unix-domain socket in its lab directory, each with its data in memory and
-//! durable commits.
+//! port and on a Unix-domain socket in its lab directory, each with durable commits and its
+//! data in memory until restarted with another buffer.
 //!
 //! - Hayate: `hayate serve`, the product's binary next to the lab's (or `$HAYATE_BIN`), as
 //!   a child process, its data directory and socket in a private lab directory under `--dir`.
 //! - PostgreSQL and MariaDB: the lab's private servers (`lab::peers`), started with a TCP
 //!   listener (`open_listening`) beside their socket.
 //!
-//! `Server::start` starts one; `Server::stop` (or drop) stops it and removes its directory.
+//! `Server::start` starts one; `Server::set_buffer_bytes` restarts it on the same data with
+//! another buffer; `Server::stop` (or drop) stops it and removes its directory.
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -35,10 +36,12 @@ pub enum Server {
     Hayate {
         process: ServerProcess,
         /// Dropped after the process (field order), removing the data.
-        _directory: LabDirectory,
+        directory: LabDirectory,
         port: u16,
         /// The directory of its Unix-domain socket.
         socket_dir: PathBuf,
+        /// The buffer it runs with (None: `hayate serve`'s default).
+        buffer_bytes: Option<u64>,
     },
     Postgresql(Box<PostgresDriver>),
     Mariadb(Box<MariadbDriver>),
@@ -53,7 +56,7 @@ pub struct Description {
 
 impl Server {
     /// Starts `engine` with a new empty database under `base_dir`; the peers get a buffer of
-    /// `buffer_bytes`.
+    /// `buffer_bytes`, Hayate `hayate serve`'s default.
     pub fn start(engine: &str, base_dir: &Path, buffer_bytes: u64) -> DriverResult<Server> {
         let port = free_port()?;
         match engine {
@@ -61,9 +64,10 @@ impl Server {
                 let (process, directory, socket_dir) = start_hayate(base_dir, port)?;
                 Ok(Server::Hayate {
                     process,
-                    _directory: directory,
+                    directory,
                     port,
                     socket_dir,
+                    buffer_bytes: None,
                 })
             }
             "postgresql" => Ok(Server::Postgresql(Box::new(
@@ -134,11 +138,33 @@ impl Server {
         }
     }
 
+    /// Restarts the server on its data with a buffer of `bytes`: Hayate's buffer pool,
+    /// PostgreSQL's shared_buffers, InnoDB's buffer pool. A clean shutdown first writes every
+    /// dirty page; the buffer starts cold.
+    pub fn set_buffer_bytes(&mut self, bytes: u64) -> DriverResult<()> {
+        match self {
+            Server::Hayate {
+                process,
+                directory,
+                port,
+                socket_dir,
+                buffer_bytes,
+            } => {
+                process.stop(server::SHUTDOWN_TIMEOUT)?;
+                *process = spawn_hayate(directory.path(), *port, Some(bytes), Some(socket_dir))?;
+                *buffer_bytes = Some(bytes);
+                Ok(())
+            }
+            Server::Postgresql(driver) => driver.set_buffer_bytes(bytes),
+            Server::Mariadb(driver) => driver.set_buffer_bytes(bytes),
+        }
+    }
+
     pub fn describe(&self) -> Description {
         match self {
-            Server::Hayate { .. } => Description {
+            Server::Hayate { buffer_bytes, .. } => Description {
                 version: env!("CARGO_PKG_VERSION").to_string(),
-                settings: hayate_settings(),
+                settings: hayate_settings(*buffer_bytes),
                 isolation: "READ COMMITTED (Hayate's default: a snapshot per statement; \
                             UPDATE/DELETE lock and recheck the latest version)"
                     .to_string(),
@@ -172,11 +198,11 @@ impl Server {
         match self {
             Server::Hayate {
                 mut process,
-                _directory,
+                directory,
                 ..
             } => {
                 let stopped = process.stop(server::SHUTDOWN_TIMEOUT);
-                stopped.and(_directory.remove())
+                stopped.and(directory.remove())
             }
             Server::Postgresql(driver) => driver.shutdown(),
             Server::Mariadb(driver) => driver.shutdown(),
@@ -270,8 +296,9 @@ pub fn spawn_hayate(
     Ok(process)
 }
 
-/// Hayate's durability and caching as `hayate serve` runs it (its defaults).
-pub fn hayate_settings() -> BTreeMap<String, String> {
+/// Hayate's durability and caching as `hayate serve` runs it: its defaults, with a buffer of
+/// `buffer_bytes` when given (`--buffer-size`).
+pub fn hayate_settings(buffer_bytes: Option<u64>) -> BTreeMap<String, String> {
     let config = hayate_engine::DatabaseConfig::default();
     let mut settings = BTreeMap::new();
     let mut set = |name: &str, value: String| {
@@ -288,10 +315,22 @@ pub fn hayate_settings() -> BTreeMap<String, String> {
         "wal_group_commit_delay_us",
         config.wal.group_commit_delay.as_micros().to_string(),
     );
-    set("buffer_bytes", HAYATE_BUFFER_BYTES.to_string());
+    match buffer_bytes {
+        Some(bytes) => {
+            set("buffer_bytes", bytes.to_string());
+            set("buffer", format!("hayate serve --buffer-size {bytes}B"));
+        }
+        None => {
+            set("buffer_bytes", HAYATE_BUFFER_BYTES.to_string());
+            set(
+                "buffer",
+                format!("{:?} (hayate serve's default)", config.buffer_size),
+            );
+        }
+    }
     set(
-        "buffer",
-        format!("{:?} (hayate serve's default)", config.buffer_size),
+        "data_io",
+        "O_DIRECT: the data file is read and written past the OS page cache".into(),
     );
     set("io_backend", format!("{:?}", config.io_backend));
     set(

@@ -87,11 +87,14 @@ impl Target {
     }
 }
 
-/// The data set every workload runs on.
+/// The data set every workload runs on, and how the runs pick its rows.
 #[derive(Debug, Clone, Copy)]
 pub struct DataSet {
     pub tables: u32,
     pub table_size: u64,
+    /// sysbench's `--rand-type` of the runs (None: sysbench's default); `prepare` fills the
+    /// tables the same way whatever it is.
+    pub rand_type: Option<&'static str>,
 }
 
 impl DataSet {
@@ -100,6 +103,14 @@ impl DataSet {
             format!("--tables={}", self.tables),
             format!("--table-size={}", self.table_size),
         ]
+    }
+
+    fn run_arguments(&self) -> Vec<String> {
+        let mut arguments = self.arguments();
+        if let Some(rand_type) = self.rand_type {
+            arguments.push(format!("--rand-type={rand_type}"));
+        }
+        arguments
     }
 }
 
@@ -153,7 +164,7 @@ pub fn run(
     let mut command = Command::new("sysbench");
     command
         .args(target.arguments())
-        .args(data.arguments())
+        .args(data.run_arguments())
         .arg(format!("--threads={threads}"))
         .arg(format!("--time={seconds}"))
         .args(["--report-interval=1", "--percentile=95", "--events=0"])
@@ -403,6 +414,22 @@ mod tests {
         let cut = &REPORT[..REPORT.find("Latency (ms):").expect("latency section")];
         assert_eq!(parse_report(cut), None);
         assert_eq!(parse_report("FATAL: connection refused"), None);
+    }
+
+    #[test]
+    fn runs_pass_the_rand_type_and_prepare_does_not() {
+        let mut data = DataSet {
+            tables: 8,
+            table_size: 100_000,
+            rand_type: None,
+        };
+        assert_eq!(data.run_arguments(), ["--tables=8", "--table-size=100000"]);
+        data.rand_type = Some("uniform");
+        assert_eq!(
+            data.run_arguments(),
+            ["--tables=8", "--table-size=100000", "--rand-type=uniform"]
+        );
+        assert_eq!(data.arguments(), ["--tables=8", "--table-size=100000"]);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! `hayate-lab server` end to end against a real PostgreSQL (feature `peers`): a tiny data set,
 //! two seconds per run. Skipped with a message when PostgreSQL or sysbench is not installed.
 
+use super::summary::{ratio, ratio_spread, target_line};
 use super::*;
 use crate::peers::postgres;
-use crate::results;
+use crate::results::{self, median_runs};
 
 #[test]
 fn lab_server_runs_sysbench_against_postgresql() {
@@ -33,6 +34,9 @@ fn lab_server_runs_sysbench_against_postgresql() {
         table_size: 100,
         transport: Transport::Unix,
         rounds: 2,
+        buffer_size: Vec::new(),
+        rand_type: None,
+        no_device: true,
     };
     run(&args).expect("lab server");
     let files = results::list(&results_dir).expect("results");
@@ -104,6 +108,9 @@ fn unknown_names_are_clear_errors() {
         table_size: 1,
         transport: Transport::Tcp,
         rounds: 1,
+        buffer_size: Vec::new(),
+        rand_type: None,
+        no_device: true,
     };
     let error = check_args(&args).expect_err("unknown engine").to_string();
     assert!(error.contains("unknown engine \"oracle\""), "{error}");
@@ -185,9 +192,143 @@ fn rounds_give_medians_and_the_spread_of_ratios() {
         Some((1.0, 2.0))
     );
     let medians = median_runs(&results.runs, "hayate");
-    assert_eq!(medians[&("oltp_point_select".to_string(), 16)].round, 3);
+    assert_eq!(
+        medians[&(None, "oltp_point_select".to_string(), 16)].round,
+        3
+    );
     let text = summary(&results);
     assert!(text.contains("Unix-domain sockets"), "{text}");
     assert!(text.contains("median of 3 rounds"), "{text}");
     assert!(text.contains("1.60x  (rounds 1.00x-2.00x)"), "{text}");
+}
+
+/// `hayate-lab server`'s options as clap reads them.
+#[derive(Debug, clap::Parser)]
+struct Command {
+    #[command(flatten)]
+    args: ServerArgs,
+}
+
+fn parse(arguments: &[&str]) -> Result<ServerArgs, clap::Error> {
+    use clap::Parser;
+    let line = std::iter::once("server").chain(arguments.iter().copied());
+    Command::try_parse_from(line).map(|command| command.args)
+}
+
+#[test]
+fn buffer_sizes_rand_type_and_no_device_are_options() {
+    let args = parse(&[]).expect("defaults");
+    assert!(args.buffer_size.is_empty());
+    assert_eq!(buffer_sizes(&args), [None], "the data in memory");
+    assert_eq!((args.rand_type, args.no_device), (None, false));
+
+    let args = parse(&[
+        "--engines",
+        "hayate,mariadb",
+        "--buffer-size",
+        "16MB,1GB",
+        "--rand-type",
+        "uniform",
+        "--tables",
+        "8",
+        "--table-size",
+        "100000",
+        "--no-device",
+    ])
+    .expect("the issue's options");
+    assert_eq!(args.buffer_size, [16 << 20, 1 << 30]);
+    assert_eq!(buffer_sizes(&args), [Some(16 << 20), Some(1 << 30)]);
+    assert_eq!(args.rand_type.map(RandType::name), Some("uniform"));
+    assert!(args.no_device);
+    assert_eq!((args.tables, args.table_size), (8, 100_000));
+    check_args(&args).expect("valid");
+
+    let error = parse(&["--buffer-size", "16MB,lots"]).expect_err("not a size");
+    assert!(error.to_string().contains("at least 1MB"), "{error}");
+    let error = parse(&["--buffer-size", "512kB"]).expect_err("too small");
+    assert!(error.to_string().contains("at least 1MB"), "{error}");
+    assert!(parse(&["--rand-type", "zipf"]).is_err());
+}
+
+#[test]
+fn notes_say_what_the_buffers_are() {
+    let data_bytes = 8 * 100_000 * ROW_BYTES_ESTIMATE;
+    assert_eq!(buffer_note(&[], data_bytes), None);
+    let note = buffer_note(&[64 << 20, 16 << 20], data_bytes).expect("a note");
+    assert!(note.contains("Buffers of 64 MiB, 16 MiB"), "{note}");
+    assert!(note.contains("14.3x the smallest buffer"), "{note}");
+    assert!(note.contains("innodb_flush_method=O_DIRECT"), "{note}");
+    assert!(note.contains("OS page cache"), "{note}");
+    let args = parse(&["--no-device"]).expect("options");
+    let (iops, note) = measure_device(&args, Path::new("."));
+    assert_eq!(iops, None);
+    assert!(note.contains("--no-device"), "{note}");
+}
+
+#[test]
+fn summary_shows_buffers_device_reads_and_utilization() {
+    let buffer = Some(16u64 << 20);
+    let run = |engine: &str, workload: &str, tps: f64, reads: f64| ServerRun {
+        engine: engine.into(),
+        workload: workload.into(),
+        threads: 32,
+        buffer_bytes: buffer,
+        round: 1,
+        transactions_per_second: tps,
+        device_reads_per_s: Some(reads),
+        device_writes_per_s: Some(10.0),
+        ..ServerRun::default()
+    };
+    let engine = |name: &str| ServerEngine {
+        engine: name.into(),
+        ..ServerEngine::default()
+    };
+    let mut results = ServerResults {
+        client: "sysbench 1.0.20".into(),
+        transport: "tcp".into(),
+        rounds: 1,
+        tables: 8,
+        table_size: 100_000,
+        engines: vec![engine("hayate"), engine("mariadb")],
+        runs: vec![
+            run("hayate", "oltp_point_select", 37_000.0, 116_000.0),
+            run("mariadb", "oltp_point_select", 15_000.0, 16_700.0),
+        ],
+        diskstats_device: Some("vda".into()),
+        device_read_iops_qd32: Some(145_000.0),
+        rand_type: Some("uniform".into()),
+        ..ServerResults::default()
+    };
+    let text = summary(&results);
+    for expected in [
+        "--rand-type=uniform",
+        "buffer",
+        "16 MiB",
+        "hayate/mariadb",
+        "2.47x",
+        "Device reads/s of vda",
+        "145000 random 4 KiB reads/s at queue depth 32",
+        "116000 80%",
+        "16700 12%",
+        "device utilization target",
+        ": met (80% at 16 MiB, 32 threads)",
+    ] {
+        assert!(text.contains(expected), "lacks {expected:?}:\n{text}");
+    }
+    assert!(!text.contains("hayate/postgres"), "{text}");
+    assert!(
+        !text.contains("target (Hayate >= 1.5x"),
+        "no in-memory runs, no issue 5 target:\n{text}"
+    );
+    results.device_read_iops_qd32 = None;
+    results.rand_type = None;
+    let text = summary(&results);
+    assert!(text.contains("not measured: no dev%"), "{text}");
+    assert!(text.contains("116000 "), "{text}");
+    assert!(!text.contains("device utilization target"), "{text}");
+    let line = run_line(&results.runs[0], 1);
+    assert!(
+        line.contains("32 threads, 16 MiB buffer: 37000 tps, device 116000 reads/s"),
+        "{line}"
+    );
 }
