@@ -177,3 +177,40 @@ fn a_slow_simulated_read_delays_its_fiber_not_the_thread() {
         "only {reads_before_slow_finished} resident reads ran during the slow read"
     );
 }
+
+#[test]
+fn a_scan_on_a_fiber_reads_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, table) = small_pool_database(dir.path());
+    install_thread_ring().unwrap();
+    let before = db.stats().buffer.pages_read;
+    let mut fiber = fiber::Fiber::new(|| {
+        let txn = db.begin_read_only();
+        txn.scan(table, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap()
+    });
+    let mut read_waits = 0;
+    let rows = loop {
+        match fiber.resume() {
+            fiber::Step::Done(rows) => break rows,
+            fiber::Step::Wait(Wait::Io(_)) => {
+                read_waits += 1;
+                reap_thread_ring(true);
+            }
+            fiber::Step::Wait(_) => {}
+        }
+    };
+    assert_eq!(rows.len(), ROWS as usize);
+    for (key, row) in &rows {
+        let id = u32::from_be_bytes(key.as_slice().try_into().unwrap());
+        assert_eq!(row, &value(id));
+    }
+    let pages_read = db.stats().buffer.pages_read - before;
+    assert!(pages_read >= 100, "the scan read only {pages_read} pages");
+    assert!(
+        read_waits * 3 < pages_read,
+        "{read_waits} waits for {pages_read} pages: the scan read one leaf at a time"
+    );
+}

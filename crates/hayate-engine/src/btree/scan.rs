@@ -21,6 +21,9 @@ use super::tree::{copy_value, BTree};
 
 /// A batch stops once it holds this many key and value bytes (at least one entry).
 pub const BATCH_BYTES_MAX: usize = 1 << 20;
+/// On a fiber, a scan that goes on past its first leaf loads a missing leaf together with up
+/// to this many of the leaves after it (one batch of reads in flight, not one read at a time).
+pub const READ_AHEAD_LEAVES: usize = 16;
 
 pub type Entry = (Vec<u8>, Vec<u8>);
 
@@ -31,6 +34,8 @@ pub struct Cursor {
     end: Bound<Vec<u8>>,
     finished: bool,
     buffered: VecDeque<Entry>,
+    /// Leaves read so far: read-ahead starts at the second.
+    leaves_read: usize,
 }
 
 fn owned(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -50,6 +55,7 @@ impl BTree {
             end: owned(end),
             finished: false,
             buffered: VecDeque::new(),
+            leaves_read: 0,
         }
     }
 }
@@ -94,7 +100,15 @@ impl Cursor {
             Bound::Unbounded => &[],
         };
         let mut fence = None;
-        let leaf = self.tree.descend_shared(pool, seek_key, Some(&mut fence))?;
+        let read_ahead = if self.leaves_read > 0 {
+            READ_AHEAD_LEAVES
+        } else {
+            0
+        };
+        let leaf = self
+            .tree
+            .descend_shared(pool, seek_key, Some(&mut fence), read_ahead)?;
+        self.leaves_read += 1;
         let node = NodeAccessor::new(&leaf)?;
         let mut index = match (&self.resume, node.search(seek_key)?) {
             (Bound::Excluded(_), Ok(index)) => index + 1,

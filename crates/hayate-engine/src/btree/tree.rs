@@ -179,25 +179,47 @@ impl BTree {
 
     /// The leaf whose key range holds `key`, latched shared. If `fence` is given it receives
     /// the leaf's exclusive upper bound (None for the rightmost leaf).
+    ///
+    /// On a fiber, a missing leaf is loaded together with up to `read_ahead` leaves to its
+    /// right (the parent's next children), one batch in flight at once: a scan that goes on
+    /// past its first leaf asks for them (`Cursor`).
     pub(super) fn descend_shared<'p>(
         &self,
         pool: &'p BufferPool,
         key: &[u8],
         fence: Option<&mut Option<Vec<u8>>>,
+        read_ahead: usize,
     ) -> Result<PageReadGuard<'p>> {
         if crate::fiber::on_fiber() {
             // A task on a fiber holds no latch while it waits for a page: the descent stops at
             // the first page not resident, lets go, loads it (suspending) and starts again.
             let mut fence = fence;
+            let mut pages = Vec::new();
             loop {
                 let fetch = |page_id| pool.try_read(page_id);
-                match self.descend_shared_with(key, fence.as_deref_mut(), fetch)? {
+                pages.clear();
+                let found =
+                    self.descend_shared_with(key, fence.as_deref_mut(), fetch, |node, index| {
+                        // The missing page is a leaf: its right siblings under the same parent.
+                        if read_ahead > 0 && node.level() == 1 {
+                            let last = node.count().min(index + read_ahead);
+                            for sibling in index + 1..=last {
+                                pages.push(node.child(sibling)?);
+                            }
+                        }
+                        Ok(())
+                    })?;
+                match found {
                     Ok(leaf) => return Ok(leaf),
-                    Err(missing) => pool.load_released(missing)?,
+                    Err(missing) => {
+                        pages.insert(0, missing);
+                        pool.load_released(&pages)?;
+                    }
                 }
             }
         }
-        let leaf = self.descend_shared_with(key, fence, |page_id| pool.read(page_id).map(Some))?;
+        let fetch = |page_id| pool.read(page_id).map(Some);
+        let leaf = self.descend_shared_with(key, fence, fetch, |_, _| Ok(()))?;
         Ok(leaf.expect("a blocking read always yields the page"))
     }
 
@@ -258,12 +280,14 @@ impl BTree {
     }
 
     /// The descent of `descend_shared`, with pages fetched by `fetch`: None from `fetch` ends
-    /// the descent with `Err(page)` (the page is not resident; every latch is released).
+    /// the descent with `Err(page)` (the page is not resident; every latch is released), after
+    /// `missed` saw the node that points at it and the index of the pointer.
     fn descend_shared_with<'p>(
         &self,
         key: &[u8],
         mut fence: Option<&mut Option<Vec<u8>>>,
         fetch: impl Fn(PageId) -> Result<Option<PageReadGuard<'p>>>,
+        mut missed: impl FnMut(&NodeAccessor<'_>, usize) -> Result<()>,
     ) -> Result<std::result::Result<PageReadGuard<'p>, PageId>> {
         let Some(mut guard) = fetch(self.root)? else {
             return Ok(Err(self.root));
@@ -285,6 +309,7 @@ impl BTree {
             expected_level = Some(node.level() - 1);
             // Hand over hand: the child is latched before the parent is released.
             let Some(child_guard) = fetch(child)? else {
+                missed(&node, index)?;
                 return Ok(Err(child));
             };
             guard = child_guard;
@@ -365,7 +390,7 @@ impl BTree {
         }
         let leaf = match self.descend_optimistic(pool, key, |page_id| pool.try_read(page_id))? {
             Some(leaf) => leaf,
-            None => self.descend_shared(pool, key, None)?,
+            None => self.descend_shared(pool, key, None, 0)?,
         };
         let node = NodeAccessor::new(&leaf)?;
         match node.search(key)? {
@@ -383,7 +408,7 @@ impl BTree {
         let fetch = |page_id| pool.try_read(page_id);
         let guard = match self.descend_optimistic(pool, key, fetch)? {
             Some(leaf) => leaf,
-            None => match self.descend_shared_with(key, None, fetch)? {
+            None => match self.descend_shared_with(key, None, fetch, |_, _| Ok(()))? {
                 Ok(leaf) => leaf,
                 Err(missing) => return Ok(TryLookup::Missing(missing)),
             },

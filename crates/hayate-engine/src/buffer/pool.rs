@@ -502,11 +502,12 @@ impl BufferPool {
         Ok(loaded)
     }
 
-    /// Loads one page for a task that released its latches to wait for it (a fiber's point
-    /// lookup or scan step; see `BTree::descend_shared`). If another task is loading it, lets
-    /// the other tasks run once instead, so the loader can finish.
-    pub(crate) fn load_released(&self, page_id: PageId) -> Result<()> {
-        if self.load_batch(&[page_id])? == 0 {
+    /// Loads pages for a task that released its latches to wait for the first (a fiber's
+    /// point lookup or scan step, the rest read ahead; see `BTree::descend_shared`), all in
+    /// flight at once. If none needed loading (another task is loading the first), lets the
+    /// other tasks run once instead, so the loader can finish.
+    pub(crate) fn load_released(&self, page_ids: &[PageId]) -> Result<()> {
+        if self.load_batch(page_ids)? == 0 {
             crate::fiber::pause();
         }
         Ok(())

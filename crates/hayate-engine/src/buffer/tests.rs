@@ -101,7 +101,15 @@ fn concurrent_increments_are_not_lost() {
 
 #[test]
 fn take_dirty_pages_returns_sealed_copies_and_cleans() {
-    let pool = pool(8);
+    // The background writer must leave the page dirty for the checkpoint to take it (with the
+    // default target, one dirty frame of 8 is enough to make it write).
+    let store: Arc<dyn PageStore> = Arc::new(MemoryStore::new(4096));
+    let config = BufferPoolConfig {
+        frame_count: 8,
+        dirty_fraction_target: 1.0,
+        ..BufferPoolConfig::default()
+    };
+    let pool = BufferPool::new(store, config).expect("pool");
     let id = pool.allocate(PageKind::BtreeLeaf).unwrap().page_id();
     let gate = pool.quiesce();
     let pages = pool.take_dirty_pages();
