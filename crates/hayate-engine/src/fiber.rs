@@ -25,6 +25,9 @@
 //!    taken.
 //! 4. State that belongs to the running task, not the thread (the checkpoint gate's nesting
 //!    depth), lives in `FiberLocals`, swapped on every switch.
+//!
+//! A leaf: this module imports nothing of the engine (the I/O layer, the buffer pool and the
+//! lock table call it).
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -397,7 +400,7 @@ pub fn run_blocking<R>(work: impl FnOnce() -> R, mut reap: impl FnMut(bool)) -> 
                     reap(true);
                 }
             }
-            Step::Wait(Wait::Until(deadline)) => crate::io::wait::wait_until(deadline),
+            Step::Wait(Wait::Until(deadline)) => sleep_thread_until(deadline),
             Step::Wait(Wait::Yield) => reap(false),
         }
     }
@@ -457,13 +460,22 @@ pub fn run_all<'a, R: 'a>(
             })
             .min()
         {
-            crate::io::wait::wait_until(deadline);
+            sleep_thread_until(deadline);
         }
     }
     (
         results.into_iter().map(Option::unwrap).collect(),
         most_reads,
     )
+}
+
+/// Blocks the thread until `deadline` (the drivers above, when every fiber waits for an instant).
+/// This module imports nothing of the engine, so it does not use `io::wait`, which uses it.
+fn sleep_thread_until(deadline: Instant) {
+    let now = Instant::now();
+    if deadline > now {
+        std::thread::sleep(deadline - now);
+    }
 }
 
 #[cfg(test)]

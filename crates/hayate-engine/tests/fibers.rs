@@ -20,8 +20,10 @@ fn value(id: u32) -> Vec<u8> {
 
 /// A database of `ROWS` rows of 240 bytes in a pool of 32 pages: nearly every read misses.
 fn small_pool_database(dir: &std::path::Path) -> (Database, TreeId) {
-    let mut config = DatabaseConfig::default();
-    config.buffer_size = BufferSize::Bytes(32 * 4096);
+    let config = DatabaseConfig {
+        buffer_size: BufferSize::Bytes(32 * 4096),
+        ..DatabaseConfig::default()
+    };
     let db = Database::open(dir, config).unwrap();
     let table = db.create_table("t").unwrap();
     let mut txn = db.begin();
@@ -137,8 +139,10 @@ fn a_row_lock_held_by_another_fiber_of_the_thread_suspends_the_waiter() {
 fn a_slow_simulated_read_delays_its_fiber_not_the_thread() {
     // The simulated disk adds 50 ms to every read; on a fiber the read suspends for that time.
     let disk = std::sync::Arc::new(SimIo::new(SimConfig::default()));
-    let mut config = DatabaseConfig::default();
-    config.buffer_size = BufferSize::Bytes(32 * 4096);
+    let config = DatabaseConfig {
+        buffer_size: BufferSize::Bytes(32 * 4096),
+        ..DatabaseConfig::default()
+    };
     let db = Database::open_with_io(disk.clone(), config).unwrap();
     let table = db.create_table("t").unwrap();
     let mut txn = db.begin();
@@ -212,5 +216,29 @@ fn a_scan_on_a_fiber_reads_ahead() {
     assert!(
         read_waits * 3 < pages_read,
         "{read_waits} waits for {pages_read} pages: the scan read one leaf at a time"
+    );
+}
+
+#[test]
+fn read_ahead_stays_within_the_scan_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, table) = small_pool_database(dir.path());
+    install_thread_ring().unwrap();
+    let before = db.stats().buffer.pages_read;
+    let (low, high) = (1000u32.to_be_bytes(), 1060u32.to_be_bytes());
+    let work: Box<dyn FnOnce() -> usize + '_> = Box::new(|| {
+        let txn = db.begin_read_only();
+        txn.scan(table, Bound::Included(&low[..]), Bound::Excluded(&high[..]))
+            .unwrap()
+            .count()
+    });
+    let (rows, _) = fiber::run_all(vec![work], reap);
+    assert_eq!(rows, vec![60]);
+    // 60 rows of about 250 bytes fill 4 or 5 leaves; reading ahead 2, 4, 8 leaves without
+    // looking at the range would read about 15.
+    let pages_read = db.stats().buffer.pages_read - before;
+    assert!(
+        (4..=8).contains(&pages_read),
+        "a 60-row range read {pages_read} pages"
     );
 }

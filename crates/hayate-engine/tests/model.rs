@@ -522,6 +522,9 @@ fn worker(
     (committed, increments)
 }
 
+/// What a worker found: its keys' committed model and its increments per counter.
+type WorkerResult = (Model, [u64; COUNTERS]);
+
 /// How the workers of `run_concurrent` run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Workers {
@@ -592,11 +595,11 @@ fn run_concurrent(setup: Setup, seed: u64, workers: Workers) {
                 std::thread::spawn(move || {
                     barrier.wait();
                     let db = &db;
-                    let fibers: Vec<Box<dyn FnOnce() -> (Model, [u64; COUNTERS]) + '_>> = (0..2)
+                    let fibers: Vec<Box<dyn FnOnce() -> WorkerResult + '_>> = (0..2)
                         .map(|fiber| {
                             let index = thread * 2 + fiber;
                             Box::new(move || worker(db, table, index, seed, 150))
-                                as Box<dyn FnOnce() -> (Model, [u64; COUNTERS])>
+                                as Box<dyn FnOnce() -> WorkerResult>
                         })
                         .collect();
                     hayate_engine::fiber::run_all(fibers, |_| {}).0

@@ -16,8 +16,10 @@ use hayate_engine::{BufferSize, DatabaseConfig, SimConfig, SimIo};
 fn a_slow_read_suspends_its_statement_while_resident_queries_go_on() {
     // A simulated disk (device emulation) whose reads turn slow: 50 ms each.
     let disk = Arc::new(SimIo::new(SimConfig::default()));
-    let mut db_config = DatabaseConfig::default();
-    db_config.buffer_size = BufferSize::Bytes(64 * 4096);
+    let db_config = DatabaseConfig {
+        buffer_size: BufferSize::Bytes(64 * 4096),
+        ..DatabaseConfig::default()
+    };
     let server = TestServer::start_on_io(disk.clone(), db_config, one_loop());
     let mut fast = server.connect();
     fast.batch_execute(
@@ -85,8 +87,10 @@ fn a_commit_waiting_for_an_earlier_one_applying_on_the_same_loop_does_not_stop_i
     // large one to be published. That wait must suspend: blocking the loop would keep the
     // large commit from ever finishing.
     let disk = Arc::new(SimIo::new(SimConfig::default()));
-    let mut db_config = DatabaseConfig::default();
-    db_config.buffer_size = BufferSize::Bytes(64 * 4096);
+    let db_config = DatabaseConfig {
+        buffer_size: BufferSize::Bytes(64 * 4096),
+        ..DatabaseConfig::default()
+    };
     let server = TestServer::start_on_io(disk.clone(), db_config, one_loop());
     let mut large = server.connect();
     large

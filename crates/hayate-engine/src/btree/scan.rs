@@ -21,8 +21,9 @@ use super::tree::{copy_value, BTree};
 
 /// A batch stops once it holds this many key and value bytes (at least one entry).
 pub const BATCH_BYTES_MAX: usize = 1 << 20;
-/// On a fiber, a scan that goes on past its first leaf loads a missing leaf together with up
-/// to this many of the leaves after it (one batch of reads in flight, not one read at a time).
+/// On a fiber, a scan that goes on past its first leaf loads a missing leaf together with the
+/// leaves after it within its range (one batch of reads in flight, not one read at a time):
+/// 2 at its second leaf, doubling with each leaf it goes on to, up to this many.
 pub const READ_AHEAD_LEAVES: usize = 16;
 
 pub type Entry = (Vec<u8>, Vec<u8>);
@@ -100,14 +101,19 @@ impl Cursor {
             Bound::Unbounded => &[],
         };
         let mut fence = None;
-        let read_ahead = if self.leaves_read > 0 {
-            READ_AHEAD_LEAVES
-        } else {
-            0
+        let read_ahead = match self.leaves_read {
+            0 => 0,
+            read => (1usize << read.min(8)).min(READ_AHEAD_LEAVES),
         };
-        let leaf = self
-            .tree
-            .descend_shared(pool, seek_key, Some(&mut fence), read_ahead)?;
+        let end = &self.end;
+        let within = |low: &[u8]| match end {
+            Bound::Included(end) => low <= end.as_slice(),
+            Bound::Excluded(end) => low < end.as_slice(),
+            Bound::Unbounded => true,
+        };
+        let leaf =
+            self.tree
+                .descend_shared(pool, seek_key, Some(&mut fence), read_ahead, within)?;
         self.leaves_read += 1;
         let node = NodeAccessor::new(&leaf)?;
         let mut index = match (&self.resume, node.search(seek_key)?) {

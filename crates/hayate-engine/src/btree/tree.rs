@@ -181,14 +181,15 @@ impl BTree {
     /// the leaf's exclusive upper bound (None for the rightmost leaf).
     ///
     /// On a fiber, a missing leaf is loaded together with up to `read_ahead` leaves to its
-    /// right (the parent's next children), one batch in flight at once: a scan that goes on
-    /// past its first leaf asks for them (`Cursor`).
+    /// right (the parent's next children) whose lowest key `within` accepts, one batch in
+    /// flight at once: a scan that goes on past its first leaf asks for them (`Cursor`).
     pub(super) fn descend_shared<'p>(
         &self,
         pool: &'p BufferPool,
         key: &[u8],
         fence: Option<&mut Option<Vec<u8>>>,
         read_ahead: usize,
+        within: impl Fn(&[u8]) -> bool,
     ) -> Result<PageReadGuard<'p>> {
         if crate::fiber::on_fiber() {
             // A task on a fiber holds no latch while it waits for a page: the descent stops at
@@ -204,6 +205,10 @@ impl BTree {
                         if read_ahead > 0 && node.level() == 1 {
                             let last = node.count().min(index + read_ahead);
                             for sibling in index + 1..=last {
+                                // The separator before a child is the lowest key it may hold.
+                                if !within(node.key(sibling - 1)?) {
+                                    break;
+                                }
                                 pages.push(node.child(sibling)?);
                             }
                         }
@@ -390,7 +395,7 @@ impl BTree {
         }
         let leaf = match self.descend_optimistic(pool, key, |page_id| pool.try_read(page_id))? {
             Some(leaf) => leaf,
-            None => self.descend_shared(pool, key, None, 0)?,
+            None => self.descend_shared(pool, key, None, 0, |_| false)?,
         };
         let node = NodeAccessor::new(&leaf)?;
         match node.search(key)? {
