@@ -205,15 +205,8 @@ pub fn run(args: &DeviceArgs) -> CliResult<()> {
     let dir = args.common.base_dir();
     std::fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
     let plan = Plan::new(args, free_bytes(&dir)?)?;
-    let io =
-        hayate_engine::open_default(&dir).context(|| format!("cannot open {}", dir.display()))?;
-    let _interrupt = InterruptGuard::install();
-    let files = TestFiles { io: io.clone() };
-    let file = io
-        .open(TEST_FILE, OpenOptions::CREATE_DIRECT)
-        .context(|| format!("cannot create the test file in {}", dir.display()))?;
-    file.set_len(0)?;
-    let backend = describe_backend(io.as_ref(), &dir)?;
+    let test = TestFile::create(&dir)?;
+    let (io, file, backend) = (&test.io, &test.file, test.backend.clone());
     let device = super::sysstat::describe_device(&dir);
     println!(
         "device {} ({}), {backend}, test file {} in {}",
@@ -229,9 +222,8 @@ pub fn run(args: &DeviceArgs) -> CliResult<()> {
         eprintln!("warning: a small test file may be served from a cache of the device");
     }
     fill(file.as_ref(), &plan)?;
-    let result = measure_all(io.as_ref(), &file, &plan, backend)?;
-    drop(file);
-    drop(files);
+    let result = measure_all(io.as_ref(), file, &plan, backend)?;
+    drop(test);
     print!("{}", format_table(&result));
     println!("{}", summary(&result));
     let path = ResultFile::new("device", &dir, result).write(&args.common.results)?;
@@ -289,27 +281,19 @@ pub fn measure_random_reads(
             format_bytes(usable_bytes)
         )));
     }
-    let io =
-        hayate_engine::open_default(dir).context(|| format!("cannot open {}", dir.display()))?;
-    let _interrupt = InterruptGuard::install();
-    let files = TestFiles { io: io.clone() };
-    let file = io
-        .open(TEST_FILE, OpenOptions::CREATE_DIRECT)
-        .context(|| format!("cannot create the test file in {}", dir.display()))?;
-    file.set_len(0)?;
-    let backend = describe_backend(io.as_ref(), dir)?;
-    fill(file.as_ref(), &plan)?;
+    let test = TestFile::create(dir)?;
+    fill(test.file.as_ref(), &plan)?;
     let mut progress = Progress::new(&plan, 1);
     let point = measure_point(
-        &file,
+        &test.file,
         &plan,
         Pattern::RandomRead,
         plan.random_depths[0],
         &mut progress,
     );
     progress.bar.finish_and_clear();
-    drop(file);
-    drop(files);
+    let backend = test.backend.clone();
+    drop(test);
     Ok(RandomReads {
         point: point?,
         backend,
@@ -341,6 +325,38 @@ fn describe_backend(io: &dyn Io, dir: &std::path::Path) -> CliResult<String> {
 /// Removes the test files when dropped, so an error or Ctrl-C leaves nothing behind.
 struct TestFiles {
     io: Arc<dyn Io>,
+}
+
+/// The empty test file in a directory, through the engine's I/O path, with Ctrl-C caught;
+/// the test files are removed when it is dropped (the file is closed first).
+struct TestFile {
+    file: Arc<dyn IoFile>,
+    io: Arc<dyn Io>,
+    /// As `describe_backend` names it.
+    backend: String,
+    _files: TestFiles,
+    _interrupt: InterruptGuard,
+}
+
+impl TestFile {
+    fn create(dir: &std::path::Path) -> CliResult<TestFile> {
+        let io = hayate_engine::open_default(dir)
+            .context(|| format!("cannot open {}", dir.display()))?;
+        let interrupt = InterruptGuard::install();
+        let files = TestFiles { io: io.clone() };
+        let file = io
+            .open(TEST_FILE, OpenOptions::CREATE_DIRECT)
+            .context(|| format!("cannot create the test file in {}", dir.display()))?;
+        file.set_len(0)?;
+        let backend = describe_backend(io.as_ref(), dir)?;
+        Ok(TestFile {
+            file,
+            io,
+            backend,
+            _files: files,
+            _interrupt: interrupt,
+        })
+    }
 }
 
 impl Drop for TestFiles {

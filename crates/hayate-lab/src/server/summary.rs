@@ -251,22 +251,34 @@ fn cpu_table(
     keys: &[RunKey],
     with_buffer: bool,
 ) {
-    let by_engine: Vec<_> = (engines.iter())
-        .map(|engine| median_runs(&results.runs, engine))
-        .collect();
     let _ = writeln!(
         out,
         "CPU per transaction in those runs, server + sysbench (us):"
     );
+    median_rows(out, results, engines, keys, with_buffer, |run| {
+        match run.map(|run| (run.server_cpu_us, run.client_cpu_us)) {
+            Some((Some(server), Some(client))) => format!("{server:.1} + {client:.1}"),
+            _ => "-".to_string(),
+        }
+    });
+}
+
+/// A row per run key: its cells, then `cell` of each engine's median run for the key.
+fn median_rows(
+    out: &mut String,
+    results: &ServerResults,
+    engines: &[&str],
+    keys: &[RunKey],
+    with_buffer: bool,
+    cell: impl Fn(Option<&ServerRun>) -> String,
+) {
+    let by_engine: Vec<_> = (engines.iter())
+        .map(|engine| median_runs(&results.runs, engine))
+        .collect();
     for key in keys {
         key_cells(out, key, with_buffer);
         for runs in &by_engine {
-            let run = runs.get(key);
-            let cell = match run.map(|run| (run.server_cpu_us, run.client_cpu_us)) {
-                Some((Some(server), Some(client))) => format!("{server:.1} + {client:.1}"),
-                _ => "-".to_string(),
-            };
-            let _ = write!(out, " {cell:>13}");
+            let _ = write!(out, " {:>13}", cell(runs.get(key).copied()));
         }
         let _ = writeln!(out);
     }
@@ -296,26 +308,15 @@ fn device_table(
         out,
         "Device reads/s of {device} in those runs ({reference}):"
     );
-    let by_engine: Vec<_> = (engines.iter())
-        .map(|engine| median_runs(&results.runs, engine))
-        .collect();
-    for key in keys {
-        key_cells(out, key, with_buffer);
-        for runs in &by_engine {
-            let run = runs.get(key);
-            let reads = run.and_then(|run| run.device_reads_per_s);
-            let utilization = run.and_then(|run| results.device_utilization(run));
-            let cell = match (reads, utilization) {
-                (Some(reads), Some(share)) => {
-                    format!("{} {:.0}%", format_rate(reads), share * 100.0)
-                }
-                (Some(reads), None) => format_rate(reads),
-                _ => "-".to_string(),
-            };
-            let _ = write!(out, " {cell:>13}");
+    median_rows(out, results, engines, keys, with_buffer, |run| {
+        let reads = run.and_then(|run| run.device_reads_per_s);
+        let utilization = run.and_then(|run| results.device_utilization(run));
+        match (reads, utilization) {
+            (Some(reads), Some(share)) => format!("{} {:.0}%", format_rate(reads), share * 100.0),
+            (Some(reads), None) => format_rate(reads),
+            _ => "-".to_string(),
         }
-        let _ = writeln!(out);
-    }
+    });
 }
 
 /// The line of an error that says what went wrong: sysbench's first FATAL line (which quotes
