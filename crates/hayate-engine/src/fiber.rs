@@ -387,25 +387,6 @@ impl Future for IoWait {
     }
 }
 
-/// Runs `work` to completion on a fiber of this thread, waiting for what it waits for by
-/// blocking (reads are reaped with `reap`): the driver for callers without an event loop, and
-/// for tests.
-pub fn run_blocking<R>(work: impl FnOnce() -> R, mut reap: impl FnMut(bool)) -> R {
-    let mut fiber = Fiber::new(work);
-    loop {
-        match fiber.resume() {
-            Step::Done(value) => return value,
-            Step::Wait(Wait::Io(wait)) => {
-                while io_result(wait.slot).is_none() {
-                    reap(true);
-                }
-            }
-            Step::Wait(Wait::Until(deadline)) => sleep_thread_until(deadline),
-            Step::Wait(Wait::Yield) => reap(false),
-        }
-    }
-}
-
 /// Runs fibers on this thread until all returned, round robin: each runs until it suspends; one
 /// waiting for a read goes on once `reap` reaped it, one waiting for an instant once it passed;
 /// when none can go on, blocks in `reap(true)` (or until the nearest instant). Returns the

@@ -49,17 +49,6 @@ impl TableLocks {
         Ok(())
     }
 
-    /// `lock_write` without waiting: false if another owner holds the exclusive lock.
-    pub fn try_lock_write(&self, owner: u64, table: &str) -> bool {
-        let mut tables = self.tables.lock();
-        let state = tables.entry(table.to_string()).or_default();
-        if state.exclusive.is_some_and(|holder| holder != owner) {
-            return false;
-        }
-        state.writers.insert(owner);
-        true
-    }
-
     /// Takes `table`'s exclusive lock for `owner`: waits while another owner holds it or
     /// the write lock.
     pub fn lock_exclusive(&self, owner: u64, table: &str) -> SqlResult<()> {
