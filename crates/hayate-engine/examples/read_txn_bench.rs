@@ -1,18 +1,18 @@
 //! One-row read-only transactions in memory: `begin_read_only`, `get`, `commit`, on OS threads
-//! and as tasks. For profiling the read path of a transaction:
+//! and as fibers. For profiling the read path of a transaction:
 //!
 //! `cargo run --release -p hayate-engine --example read_txn_bench -- [seconds] [rows]
-//! [threads|tasks] [value bytes] [thread count]`
+//! [threads|fibers] [value bytes] [thread count]`
 //!
 //! 1. Create a database in a temporary directory with a buffer pool larger than the data.
 //! 2. Load `rows` rows with 8-byte big-endian keys for each value size (100 bytes, and 4,104
 //!    bytes like the lab's primitive tables, which go to overflow pages).
 //! 3. For 1 and 2 threads, run random one-row read transactions for the given seconds, with
-//!    the blocking API and as 64 tasks per thread; print transactions per second.
+//!    the blocking API and as 64 fibers per thread; print transactions per second.
 
 use std::time::{Duration, Instant};
 
-use hayate_engine::{BufferSize, Database, DatabaseConfig, Task, TreeId};
+use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId};
 
 type BenchResult<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -55,12 +55,12 @@ fn main() -> BenchResult<()> {
                      ({per_cpu:.0} per CPU second)"
                 );
             }
-            if mode.is_empty() || mode == "tasks" {
+            if mode.is_empty() || mode == "fibers" {
                 let (rate, per_cpu) = run(threads, duration, |thread, deadline| {
-                    read_as_tasks(&db, table, rows, thread, 64, deadline)
+                    read_as_fibers(&db, table, rows, thread, 64, deadline)
                 })?;
                 println!(
-                    "{value_bytes:>5}-byte rows, {threads} thread(s), 64 tasks: {rate:>10.0} txn/s \
+                    "{value_bytes:>5}-byte rows, {threads} thread(s), 64 fibers: {rate:>10.0} txn/s \
                      ({per_cpu:.0} per CPU second)"
                 );
             }
@@ -169,31 +169,35 @@ fn read_on_thread(
     Ok(count)
 }
 
-fn read_as_tasks(
+fn read_as_fibers(
     db: &Database,
     table: TreeId,
     rows: u64,
     thread: usize,
-    task_count: usize,
+    fiber_count: usize,
     deadline: Instant,
 ) -> hayate_engine::Result<u64> {
-    let tasks: Vec<Task<'_, hayate_engine::Result<u64>>> = (0..task_count)
-        .map(|task| {
-            Box::pin(async move {
-                let mut state = 0x2545_f491_4f6c_dd1d ^ ((thread * 100_000 + task) as u64 + 1);
+    type Work<'a> = Box<dyn FnOnce() -> hayate_engine::Result<u64> + 'a>;
+    if let Err(error) = hayate_engine::install_thread_ring() {
+        eprintln!("no io_uring ring, misses block the thread: {error}");
+    }
+    let works: Vec<Work<'_>> = (0..fiber_count)
+        .map(|fiber| {
+            Box::new(move || {
+                let mut state = 0x2545_f491_4f6c_dd1d ^ ((thread * 100_000 + fiber) as u64 + 1);
                 let mut count = 0u64;
                 while !count.is_multiple_of(256) || Instant::now() < deadline {
                     let key = next_key(&mut state, rows);
                     let txn = db.begin_read_only();
-                    let value = txn.get_async(table, &key).await?;
+                    let value = txn.get(table, &key)?;
                     assert!(value.is_some(), "row missing");
                     txn.commit()?;
                     count += 1;
                 }
                 Ok(count)
-            }) as Task<'_, _>
+            }) as Work<'_>
         })
         .collect();
-    let (counts, _) = db.run_tasks(tasks)?;
+    let (counts, _) = hayate_engine::fiber::run_all(works, hayate_engine::reap_or_sleep);
     counts.into_iter().sum()
 }

@@ -29,9 +29,9 @@ use crate::txn::{
 };
 use crate::wal::{Lsn, Wal, WalConfig, WalStats};
 
-/// Longest a task thread sleeps waiting for another thread to release a row lock before it
-/// polls its tasks again (lock timeouts and other wake-ups are checked then).
-const LOCK_RELEASE_WAIT_MAX: Duration = Duration::from_millis(1);
+/// How long a fiber waiting for its commit to be durable sleeps between looks at the log's
+/// durable position (`Database::commit_on_fiber`); a flush takes 100s of microseconds.
+const LOG_POLL: Duration = Duration::from_micros(20);
 
 /// How much memory the buffer pool gets.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -156,7 +156,8 @@ struct Inner {
     config: DatabaseConfig,
     recovery: RecoveryReport,
     maintenance: Maintenance,
-    /// Makes the log durable for the commits of tasks (`run_tasks`).
+    /// Makes the log durable for commits that do not block their thread on it (fibers, the
+    /// server's event loops).
     log_flusher: exec::flusher::LogFlusher,
 }
 
@@ -322,29 +323,39 @@ impl Database {
         self.inner.log_flusher.request(lsn);
     }
 
+    /// Commits `txn` like `Transaction::commit`, but on a fiber the wait for the log suspends
+    /// the fiber instead of blocking its thread:
+    /// 1. `Transaction::commit_start` logs and applies the write set and releases its locks;
+    /// 2. the log flusher is asked for the commit's position (`request_log_flush`), so every
+    ///    commit logged meanwhile, of any fiber or thread, shares its fdatasync;
+    /// 3. the fiber sleeps `LOG_POLL` at a time (`fiber::Wait::Until`) until the log is durable
+    ///    there: other fibers run meanwhile, and a thread whose fibers all wait sleeps rather
+    ///    than spins on the CPU the flusher needs;
+    /// 4. `PendingCommit::finish` publishes the commit.
+    ///
+    /// Off a fiber it is `Transaction::commit`.
+    pub fn commit_on_fiber(&self, txn: Transaction) -> Result<Option<u64>> {
+        if !crate::fiber::on_fiber() {
+            return txn.commit();
+        }
+        let Some(pending) = txn.commit_start()? else {
+            return Ok(None);
+        };
+        let flusher = &self.inner.log_flusher;
+        if flusher.durable_lsn() < pending.lsn() {
+            flusher.request(pending.lsn());
+            while flusher.durable_lsn() < pending.lsn() && !flusher.stopped() {
+                crate::fiber::suspend(crate::fiber::Wait::Until(Instant::now() + LOG_POLL));
+            }
+        }
+        pending.finish().map(Some)
+    }
+
     /// A future ready once the log is durable up to `lsn` (a `PendingCommit::lsn`): the
     /// database's log flusher thread flushes and wakes the waiter, so an event loop serving
     /// many connections never blocks on an fdatasync.
     pub fn log_durable(&self, lsn: Lsn) -> exec::flusher::Durable {
         self.inner.log_flusher.durable(lsn)
-    }
-
-    /// Runs tasks (futures that read with `Transaction::get_async`) on this thread with many
-    /// in flight: their buffer misses are loaded in batches (see `exec`).
-    pub fn run_tasks<'a, T>(
-        &self,
-        tasks: Vec<exec::Task<'a, T>>,
-    ) -> Result<(Vec<T>, exec::ExecStats)> {
-        // A batch claims one frame per page; leave most of the pool to everyone else.
-        let batch_pages_max = (self.inner.pool.stats().frame_count as usize / 4).max(1);
-        let manager = &self.inner.manager;
-        exec::run_tasks(
-            &self.inner.pool,
-            tasks,
-            batch_pages_max,
-            &self.inner.log_flusher,
-            &|epoch| manager.wait_for_lock_release(epoch, LOCK_RELEASE_WAIT_MAX),
-        )
     }
 
     /// Takes a checkpoint now; returns its id.

@@ -26,8 +26,8 @@
 //! 4. State that belongs to the running task, not the thread (the checkpoint gate's nesting
 //!    depth), lives in `FiberLocals`, swapped on every switch.
 //!
-//! A leaf: this module imports nothing of the engine (the I/O layer, the buffer pool and the
-//! lock table call it).
+//! A leaf: this module imports nothing of the engine (the I/O layer, the buffer pool, the lock
+//! table and `phase` call it).
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -387,13 +387,26 @@ impl Future for IoWait {
     }
 }
 
+/// What `run_all` asks of its host after a round of its fibers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Idle {
+    /// Some fiber ran: reap the completions there are, without waiting.
+    Poll,
+    /// No fiber can go on and some wait for reads: block until a read completes.
+    Reads,
+    /// No fiber can go on and all wait for instants (the log, a lock, a slow device): sleep
+    /// until this, the nearest.
+    Until(Instant),
+}
+
 /// Runs fibers on this thread until all returned, round robin: each runs until it suspends; one
-/// waiting for a read goes on once `reap` reaped it, one waiting for an instant once it passed;
-/// when none can go on, blocks in `reap(true)` (or until the nearest instant). Returns the
-/// results in order and the most fibers that waited for reads at once (reads in flight).
+/// waiting for a read goes on once the host reaped it, one waiting for an instant once it
+/// passed. After each round the host is told what to do (`Idle`): reap without waiting, block
+/// in its reaper, or sleep. Returns the results in order and the most fibers that waited for
+/// reads at once (reads in flight).
 pub fn run_all<'a, R: 'a>(
     works: Vec<Box<dyn FnOnce() -> R + 'a>>,
-    mut reap: impl FnMut(bool),
+    mut host: impl FnMut(Idle),
 ) -> (Vec<R>, usize) {
     let mut fibers: Vec<(Fiber<'a, R>, Option<Wait>)> = works
         .into_iter()
@@ -430,9 +443,9 @@ pub fn run_all<'a, R: 'a>(
             break;
         }
         if progressed {
-            reap(false);
+            host(Idle::Poll);
         } else if reads > 0 {
-            reap(true);
+            host(Idle::Reads);
         } else if let Some(deadline) = fibers
             .iter()
             .filter_map(|(_, wait)| match wait {
@@ -441,7 +454,7 @@ pub fn run_all<'a, R: 'a>(
             })
             .min()
         {
-            sleep_thread_until(deadline);
+            host(Idle::Until(deadline));
         }
     }
     (
@@ -450,9 +463,10 @@ pub fn run_all<'a, R: 'a>(
     )
 }
 
-/// Blocks the thread until `deadline` (the drivers above, when every fiber waits for an instant).
-/// This module imports nothing of the engine, so it does not use `io::wait`, which uses it.
-fn sleep_thread_until(deadline: Instant) {
+/// Blocks the thread until `deadline` (a host of `run_all`, when every fiber waits for an
+/// instant). This module imports nothing of the engine, so it does not use `io::wait`, which
+/// uses it.
+pub fn sleep_thread_until(deadline: Instant) {
     let now = Instant::now();
     if deadline > now {
         std::thread::sleep(deadline - now);

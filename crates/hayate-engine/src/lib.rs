@@ -49,8 +49,10 @@ pub use wal::{Lsn, RecoveryReport, SyncMode, WalConfig, WalStats};
 
 // 2. Tasks and the accounting of a thread's time.
 pub use exec::flusher::Durable;
-pub use exec::{run_tasks, ExecStats, PageWait, Task, Yield};
-pub use phase::{finish_accounting, start_accounting, Phase, PhaseReport, PhaseSpan};
+pub use phase::{
+    enter as enter_phase, finish_accounting, set_in_flight, start_accounting, Phase, PhaseGuard,
+    PhaseReport, PhaseSpan,
+};
 
 // 3. The temporary space.
 pub use temp::{
@@ -62,8 +64,8 @@ pub use temp::{
 pub use io::sim::{FaultKind, SimConfig, SimIo};
 pub use io::sync_file::SyncIo;
 pub use io::uring::{
-    install_thread_ring, install_thread_ring_deferred, reap_thread_ring, submit_thread_ring,
-    UringFile, UringIo,
+    install_thread_ring, install_thread_ring_deferred, reap_or_sleep, reap_thread_ring,
+    submit_thread_ring, UringFile, UringIo,
 };
 pub use io::wait::{wait_for, wait_until};
 pub use io::{

@@ -11,6 +11,10 @@
 //!    page), `LogWait` around waiting for the log to be durable. Guards nest: on drop the
 //!    previous phase resumes.
 //! 3. `finish_accounting()` stops accounting and returns the totals and the recorded spans.
+//!
+//! On a fiber, `enter` does nothing: a fiber's wait suspends it and other fibers run on the
+//! thread meanwhile, so the host that drives the fibers enters the phases for the thread
+//! (`fiber::Idle` says when it blocks and for what). Imports only `fiber`, a leaf.
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -152,9 +156,14 @@ pub fn set_in_flight(tasks: u32) {
     });
 }
 
-/// Enters `phase` until the guard drops; a no-op when accounting is off.
+/// Enters `phase` until the guard drops; a no-op when accounting is off, and on a fiber: a
+/// fiber's waits suspend it while other fibers run, so its host accounts the thread's time
+/// (`fiber::run_all` tells the host when the thread would block, and for what).
 #[must_use = "the phase ends when the guard drops"]
 pub fn enter(phase: Phase) -> PhaseGuard {
+    if crate::fiber::on_fiber() {
+        return PhaseGuard { previous: None };
+    }
     let previous = STATE.with(|state| {
         let mut state = state.borrow_mut();
         let state = state.as_mut()?;
@@ -166,6 +175,7 @@ pub fn enter(phase: Phase) -> PhaseGuard {
     PhaseGuard { previous }
 }
 
+/// The phase entered by `enter`; the previous one resumes when it drops.
 pub struct PhaseGuard {
     previous: Option<Phase>,
 }

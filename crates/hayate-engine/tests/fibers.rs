@@ -34,8 +34,8 @@ fn small_pool_database(dir: &std::path::Path) -> (Database, TreeId) {
     (db, table)
 }
 
-fn reap(wait: bool) {
-    reap_thread_ring(wait);
+fn reap(idle: fiber::Idle) {
+    hayate_engine::reap_or_sleep(idle);
 }
 
 #[test]

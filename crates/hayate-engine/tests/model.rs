@@ -602,7 +602,7 @@ fn run_concurrent(setup: Setup, seed: u64, workers: Workers) {
                                 as Box<dyn FnOnce() -> WorkerResult>
                         })
                         .collect();
-                    hayate_engine::fiber::run_all(fibers, |_| {}).0
+                    hayate_engine::fiber::run_all(fibers, hayate_engine::reap_or_sleep).0
                 })
             })
             .collect(),

@@ -39,6 +39,7 @@ mod args;
 mod bench;
 mod device;
 mod driver;
+mod fibers;
 mod io;
 mod machine;
 mod model;

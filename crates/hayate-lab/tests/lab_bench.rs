@@ -21,7 +21,7 @@ fn bench_btree_with_few_keys() {
 }
 
 #[test]
-fn bench_tasks_runs_threads_and_tasks() {
+fn bench_tasks_runs_threads_and_fibers() {
     // On the real disk (the benchmark refuses tmpfs): under the crate's target directory.
     let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/cli-test");
     std::fs::create_dir_all(&base).expect("create test directory");
@@ -38,12 +38,12 @@ fn bench_tasks_runs_threads_and_tasks() {
     let rows: Vec<&str> = stdout
         .lines()
         .filter(|line| {
-            line.trim_start().starts_with("threads") || line.trim_start().starts_with("tasks")
+            line.trim_start().starts_with("threads") || line.trim_start().starts_with("fibers")
         })
         .collect();
     assert_eq!(
         rows.len(),
         5,
-        "two thread runs and three task runs:\n{stdout}"
+        "two thread runs and three fiber runs:\n{stdout}"
     );
 }

@@ -1,13 +1,14 @@
-//! The log flusher: one thread per database that makes the log durable on request, so a task
-//! executor never blocks on an fdatasync while it has other work (page reads, other tasks).
+//! The log flusher: one thread per database that makes the log durable on request, so a
+//! thread running many transactions (fibers, an event loop) never blocks on an fdatasync while
+//! it has other work.
 //!
 //! Protocol:
-//! 1. An executor whose tasks wait for commit positions calls `request(lsn)` (non-blocking).
+//! 1. A committer calls `request(lsn)` (non-blocking) for its commit's position.
 //! 2. The flusher thread wakes, calls `Wal::flush_to` up to the highest position requested
 //!    (group commit: every commit logged before the write shares the fdatasync), notifies, and
 //!    goes on while requests are ahead of the durable position.
-//! 3. Executors poll `durable_lsn()`; an executor with nothing else to do waits in
-//!    `wait_durable` until the position it needs is durable.
+//! 3. A fiber polls `durable_lsn()` (and `stopped()`), sleeping a little between looks
+//!    (`Database::commit_on_fiber`).
 //! 4. Async waiters (`Durable`, a future; a server's event loop awaits it for a
 //!    `PendingCommit`) leave a waker with their position; after each flush the thread first
 //!    runs the `flushed` hook (the transaction manager publishes every commit the flush made
@@ -89,22 +90,11 @@ impl LogFlusher {
         }
     }
 
-    /// Waits until the log is durable up to `lsn` (requesting it if needed).
-    pub fn wait_durable(&self, lsn: Lsn) -> Result<()> {
-        self.request(lsn);
-        let mut state = self.shared.state.lock();
-        loop {
-            if self.shared.wal.durable_lsn() >= lsn {
-                return Ok(());
-            }
-            if let Some(failure) = &state.failure {
-                return Err(Error::Poisoned(failure.clone()));
-            }
-            if state.stop {
-                return Err(Error::Poisoned("the database is closing".into()));
-            }
-            self.shared.done.wait(&mut state);
-        }
+    /// True once the flusher stopped or a flush failed: a waiter polling `durable_lsn` must
+    /// stop waiting (`Wal::flush_to` then reports why).
+    pub fn stopped(&self) -> bool {
+        let state = self.shared.state.lock();
+        state.failure.is_some() || state.stop
     }
 
     /// A future that is ready once the log is durable up to `lsn` (requesting it), or with

@@ -262,6 +262,20 @@ pub fn reap_thread_ring(wait: bool) -> usize {
     done.len()
 }
 
+/// A host for `fiber::run_all` on a thread with its own ring: reaps completions (blocking when
+/// every fiber waits for a read) and sleeps when every fiber waits for an instant.
+pub fn reap_or_sleep(idle: fiber::Idle) {
+    match idle {
+        fiber::Idle::Poll => {
+            reap_thread_ring(false);
+        }
+        fiber::Idle::Reads => {
+            reap_thread_ring(true);
+        }
+        fiber::Idle::Until(deadline) => fiber::sleep_thread_until(deadline),
+    }
+}
+
 /// Pushes one read on the thread's ring and submits it (or queues it, on a deferred ring); its
 /// completion goes to `slot`. None if the thread has no ring or its ring is full (the caller
 /// reads the blocking way).

@@ -75,12 +75,6 @@ pub struct LockTable {
     waits: AtomicU64,
     deadlocks: AtomicU64,
     timeouts: AtomicU64,
-    /// Counts releases; task executors sleep until it moves (`wait_for_release`).
-    release_epoch: AtomicU64,
-    /// Threads in `wait_for_release`: releases take the mutex to wake them only when some.
-    release_sleepers: std::sync::atomic::AtomicU32,
-    release_mutex: Mutex<()>,
-    release_wake: Condvar,
 }
 
 impl LockTable {
@@ -100,10 +94,6 @@ impl LockTable {
             waits: AtomicU64::new(0),
             deadlocks: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
-            release_epoch: AtomicU64::new(0),
-            release_sleepers: std::sync::atomic::AtomicU32::new(0),
-            release_mutex: Mutex::new(()),
-            release_wake: Condvar::new(),
         }
     }
 
@@ -210,47 +200,15 @@ impl LockTable {
 
     /// Releases the given locks of a finished transaction and wakes their waiters.
     pub fn release_all(&self, txn_id: u64, keys: &[LockKey]) {
-        let mut released = false;
         for key in keys {
             let shard = self.shard(key);
             let mut owners = shard.owners.lock();
             if owners.get(key) == Some(&txn_id) {
                 owners.remove(key);
                 shard.released.notify_all();
-                released = true;
             }
         }
         self.waits_for.lock().remove(&txn_id);
-        if released {
-            // SeqCst with the sleeper's increment and epoch check: either it sees the new
-            // epoch and does not sleep, or we see it and wake it.
-            self.release_epoch.fetch_add(1, Ordering::SeqCst);
-            if self.release_sleepers.load(Ordering::SeqCst) > 0 {
-                let _guard = self.release_mutex.lock();
-                self.release_wake.notify_all();
-            }
-        }
-    }
-
-    /// How many times locks were released so far: read it before `try_lock`, and wait for it
-    /// to move with `wait_for_release` when the lock was taken.
-    pub fn release_epoch(&self) -> u64 {
-        self.release_epoch.load(Ordering::Acquire)
-    }
-
-    /// Blocks until a lock is released after `epoch`, or for `limit` at most.
-    pub fn wait_for_release(&self, epoch: u64, limit: Duration) {
-        let mut guard = self.release_mutex.lock();
-        self.release_sleepers.fetch_add(1, Ordering::SeqCst);
-        if self.release_epoch.load(Ordering::SeqCst) == epoch {
-            self.release_wake.wait_for(&mut guard, limit);
-        }
-        self.release_sleepers.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    /// How long a lock wait may last.
-    pub fn timeout(&self) -> Duration {
-        self.config.timeout
     }
 
     pub fn stats(&self) -> LockStats {

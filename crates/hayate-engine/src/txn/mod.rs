@@ -36,7 +36,7 @@ pub use catalog::{Catalog, TreeId, TreeInfo, TreeKind};
 pub use locks::{LockConfig, LockStats};
 pub use transaction::{PendingCommit, Savepoint, Scan, Transaction};
 
-use crate::btree::{BTree, TryLookup};
+use crate::btree::BTree;
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::page::PageId;
@@ -158,12 +158,6 @@ impl TxnManager {
         &self.wal
     }
 
-    /// Blocks until a row lock is released after `epoch` (see `LockTable::release_epoch`), or
-    /// for `limit` at most.
-    pub fn wait_for_lock_release(&self, epoch: u64, limit: std::time::Duration) {
-        self.locks.wait_for_release(epoch, limit);
-    }
-
     pub fn visible_ts(&self) -> u64 {
         self.visible_ts.load(Ordering::Acquire)
     }
@@ -281,16 +275,6 @@ impl TxnManager {
         }
         raw.drain(..row::ROW_HEADER_SIZE);
         Ok(Some(raw))
-    }
-
-    /// `read_visible` without waiting for I/O (see `BTree::try_get`).
-    fn try_read_visible(&self, tree: &TreeInfo, key: &[u8], snapshot_ts: u64) -> Result<TryLookup> {
-        match BTree::open(tree.root).try_get(&self.pool, key)? {
-            TryLookup::Found(Some(raw)) => {
-                Ok(TryLookup::Found(self.resolve(tree, &raw, snapshot_ts)?))
-            }
-            other => Ok(other),
-        }
     }
 
     /// The value a stored row shows to a snapshot: the row itself if committed at or before it,

@@ -9,7 +9,6 @@ use super::locks::LockKey;
 use super::{row, TreeId, TreeInfo, TxnManager};
 use crate::btree::{BTree, Cursor, NodeLimits, TryLookup, VALUE_LENGTH_MAX};
 use crate::error::{Error, Result};
-use crate::exec::{LockWait, LogWait, PageWait, PagesWait, Yield};
 use crate::wal::{Lsn, Op};
 
 /// Why a transaction can no longer commit.
@@ -38,12 +37,12 @@ impl Failure {
     }
 }
 
-/// Batched loads `prefetch_async` waits for at most (a tree's height, plus overflow pages).
+/// Batched loads `prefetch` waits for at most (a tree's height, plus overflow pages).
 const PREFETCH_ROUNDS_MAX: usize = 6;
 
 /// A transaction at snapshot isolation (see `txn`): reads see the snapshot plus its own
 /// writes, writes are buffered and row-locked until `commit`. Dropped unfinished, it aborts
-/// (unless `commit_async` already applied its writes: then the commit is completed).
+/// (unless `commit_start` already applied its writes: then the commit is completed).
 pub struct Transaction {
     manager: Arc<TxnManager>,
     txn_id: u64,
@@ -52,13 +51,13 @@ pub struct Transaction {
     /// (tree, key) -> new value, or None for a delete.
     writes: BTreeMap<(TreeId, Vec<u8>), Option<Vec<u8>>>,
     locked: Vec<LockKey>,
-    /// Rows read by a locking read of their newest version (`lock_latest_async`): this
+    /// Rows read by a locking read of their newest version (`lock_latest`): this
     /// transaction may write them even if they changed after its snapshot.
     read_latest: KeySet,
     failure: Option<Failure>,
     finished: bool,
-    /// Set by `commit_async` between applying the commit and publishing it: if the task is
-    /// dropped in between (its executor failed), `finish` completes the commit, so that later
+    /// Set by `commit_start` between applying the commit and publishing it: if the commit is
+    /// dropped in between (its fiber or caller failed), `finish` completes the commit, so that later
     /// commits never wait for a timestamp nobody will publish.
     applied: Option<(u64, Lsn)>,
     /// Once a savepoint was taken: each write's key and the entry of `writes` it replaced
@@ -187,32 +186,12 @@ impl Transaction {
         self.manager.read_visible(tree, key, self.snapshot_ts)
     }
 
-    /// Like `get`, but never waits for I/O: `Missing(page)` asks the caller to load a page
-    /// and call again (see `exec`).
-    pub fn try_get(&self, tree: TreeId, key: &[u8]) -> Result<TryLookup> {
-        if let Some(write) = self.own_write(tree, key) {
-            return Ok(TryLookup::Found(write.clone()));
-        }
-        let info = self.tree(tree)?;
-        self.manager.try_read_visible(&info, key, self.snapshot_ts)
-    }
-
-    /// `get` for tasks run by `exec::run_tasks`: a miss suspends the task instead of the
-    /// thread.
-    pub async fn get_async(&self, tree: TreeId, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        loop {
-            match self.try_get(tree, key)? {
-                TryLookup::Found(value) => return Ok(value),
-                TryLookup::Missing(page_id) => PageWait::new(page_id).await,
-            }
-        }
-    }
-
-    /// Brings the pages holding `keys` (tree, key) into the buffer for tasks: every missing
-    /// page of every key is loaded in the same batch, one batch per tree level at most, so a
-    /// task about to read many rows waits about once rather than once per row. Reads nothing
-    /// for the caller; the later `get_async` calls then hit.
-    pub async fn prefetch_async(&self, keys: &[(TreeId, Vec<u8>)]) -> Result<()> {
+    /// Brings the pages holding `keys` (tree, key) into the buffer: every missing page of
+    /// every key is loaded in the same batch (`BufferPool::load_batch`, all reads in flight at
+    /// once; on a fiber the fiber suspends once for them), one batch per tree level at most, so
+    /// a transaction about to read many rows waits about once rather than once per row. Reads
+    /// nothing for the caller; the later `get` calls then hit.
+    pub fn prefetch(&self, keys: &[(TreeId, Vec<u8>)]) -> Result<()> {
         // Each tree's catalog entry once, not once per key and level.
         let mut trees: Vec<(TreeId, BTree)> = Vec::new();
         for (tree, _) in keys {
@@ -234,7 +213,9 @@ impl Transaction {
             if missing.is_empty() {
                 break;
             }
-            PagesWait::new(missing).await;
+            missing.sort_unstable();
+            missing.dedup();
+            self.manager.pool.load_released(&missing)?;
         }
         Ok(())
     }
@@ -247,7 +228,7 @@ impl Transaction {
         self.get(tree, key)
     }
 
-    /// `lock_latest_async` for threads: locks the row and returns its newest committed
+    /// `lock_latest` for threads: locks the row and returns its newest committed
     /// version (this transaction's own write if it has one), which it may then write even if
     /// it changed after the snapshot. The SQL layer's UPDATE and DELETE at READ COMMITTED use
     /// it, as PostgreSQL re-reads a row changed by a concurrent commit instead of failing.
@@ -352,42 +333,6 @@ impl Transaction {
         self.check_latest(info, &lock_key, latest.as_deref())
     }
 
-    /// `lock_row` for tasks: a lock held by another transaction makes the task yield (other
-    /// tasks of the thread may own it) until the lock timeout; a missing page suspends it.
-    async fn lock_row_async(&mut self, info: &TreeInfo, key: &[u8]) -> Result<bool> {
-        if let Some(exists) = self.write_precheck(info, key)? {
-            return Ok(exists);
-        }
-        let lock_key = (info.id, key.to_vec());
-        let deadline = std::time::Instant::now() + self.manager.locks.timeout();
-        loop {
-            let epoch = self.manager.locks.release_epoch();
-            if self.manager.locks.try_lock(self.txn_id, &lock_key) {
-                break;
-            }
-            if std::time::Instant::now() >= deadline {
-                let timeout_ms = self.manager.locks.timeout().as_millis() as u64;
-                return Err(self.fail(Error::LockTimeout(timeout_ms)));
-            }
-            LockWait::new(epoch).await;
-        }
-        if !self.locked.contains(&lock_key) {
-            self.locked.push(lock_key.clone());
-        }
-        let latest = loop {
-            match BTree::open(info.root).try_get(&self.manager.pool, key)? {
-                TryLookup::Found(raw) => break raw,
-                TryLookup::Missing(page_id) => PageWait::new(page_id).await,
-            }
-        };
-        if let Some(commit_ts) = self.unpublished_conflict(&lock_key, latest.as_deref()) {
-            while self.manager.visible_ts() < commit_ts {
-                Yield::default().await;
-            }
-        }
-        self.check_latest(info, &lock_key, latest.as_deref())
-    }
-
     /// The commit timestamp of the row's newest version when it is newer than the snapshot
     /// (so writing the row will fail) and not yet visible: its commit released its locks early
     /// and is still waiting for the log. The failing writer waits until it is visible first,
@@ -417,7 +362,7 @@ impl Transaction {
     }
 
     /// With the row locked: whether it exists, or a serialization failure if a version newer
-    /// than the snapshot was committed (unless the row was read by `lock_latest_async`).
+    /// than the snapshot was committed (unless the row was read by `lock_latest`).
     fn check_latest(
         &mut self,
         info: &TreeInfo,
@@ -434,90 +379,6 @@ impl Transaction {
             }
             Some(Some((_, tombstone))) => Ok(!tombstone),
         }
-    }
-
-    /// `put` for tasks run by `exec::run_tasks`.
-    pub async fn put_async(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<()> {
-        self.check_sizes(key, Some(value))?;
-        let info = self.tree(tree)?;
-        self.lock_row_async(&info, key).await?;
-        self.write(tree, key, Some(value.to_vec()));
-        Ok(())
-    }
-
-    /// A locking read for tasks (SELECT ... FOR UPDATE at read committed, as InnoDB's locking
-    /// reads and PostgreSQL's FOR UPDATE do): locks the row, then returns its newest committed
-    /// version rather than the snapshot's, and lets this transaction write the row even if it
-    /// changed after the snapshot. The lock makes the read-modify-write safe: every writer
-    /// holds the row's lock until its commit is durable. For hot rows (a district's next order
-    /// id) this trades snapshot isolation on that row for not aborting every concurrent writer.
-    pub async fn lock_latest_async(&mut self, tree: TreeId, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(write) = self.writes.get(&(tree, key.to_vec())) {
-            return Ok(write.clone());
-        }
-        let info = self.tree(tree)?;
-        let lock_key = (tree, key.to_vec());
-        self.read_latest.insert(lock_key);
-        self.lock_row_async(&info, key).await?;
-        loop {
-            match self.manager.try_read_visible(&info, key, u64::MAX)? {
-                TryLookup::Found(value) => return Ok(value),
-                TryLookup::Missing(page_id) => PageWait::new(page_id).await,
-            }
-        }
-    }
-
-    /// `insert` for tasks run by `exec::run_tasks`.
-    pub async fn insert_async(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<()> {
-        self.check_sizes(key, Some(value))?;
-        let info = self.tree(tree)?;
-        if self.lock_row_async(&info, key).await? {
-            return Err(Error::DuplicateKey);
-        }
-        self.write(tree, key, Some(value.to_vec()));
-        Ok(())
-    }
-
-    /// `delete` for tasks run by `exec::run_tasks`.
-    pub async fn delete_async(&mut self, tree: TreeId, key: &[u8]) -> Result<bool> {
-        let info = self.tree(tree)?;
-        if !self.lock_row_async(&info, key).await? {
-            return Ok(false);
-        }
-        self.write(tree, key, None);
-        Ok(true)
-    }
-
-    /// `update` for tasks run by `exec::run_tasks`.
-    pub async fn update_async(&mut self, tree: TreeId, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.check_sizes(key, Some(value))?;
-        let info = self.tree(tree)?;
-        if !self.lock_row_async(&info, key).await? {
-            return Ok(false);
-        }
-        self.write(tree, key, Some(value.to_vec()));
-        Ok(true)
-    }
-
-    /// `commit` for tasks run by `exec::run_tasks`: the wait for the log is shared with every
-    /// other commit of the thread's round, and waiting for earlier commits to become visible
-    /// yields instead of blocking.
-    pub async fn commit_async(mut self) -> Result<Option<u64>> {
-        let Some((commit_ts, end_lsn)) = self.log_and_apply()? else {
-            return Ok(None);
-        };
-        LogWait::new(end_lsn).await;
-        self.applied = None;
-        if let Err(error) = self.manager.commit_durable(commit_ts, end_lsn) {
-            self.finish(false);
-            return Err(error);
-        }
-        drop(self.manager.mark_published(commit_ts));
-        while self.manager.visible_ts() < commit_ts {
-            Yield::default().await;
-        }
-        self.finish(true);
-        Ok(Some(commit_ts))
     }
 
     /// Steps 1-3 of the commit protocol: logs and applies the write set, releases the row

@@ -5,7 +5,7 @@
 //! 3. Group commit on the real device: 1, 16 and 256 committers, each run on a fresh log in a
 //!    temporary directory under `--dir` (refused on tmpfs, which has no device behind it), with
 //!    fdatasync, O_DSYNC writes, or both alternating in one run (`--wal-sync`).
-//! 4. Durable updates as tasks versus OS threads (`tasks`).
+//! 4. Durable updates as fibers versus OS threads (`tasks`).
 //! 5. Print a table per benchmark and, with `--json`, write the B+tree and group-commit results
 //!    as JSON.
 
@@ -36,7 +36,7 @@ pub enum BenchKind {
     Btree,
     /// Group commit with 1, 16 and 256 committers on the real device.
     Commit,
-    /// Durable single-row updates in memory as many tasks per thread vs on OS threads.
+    /// Durable single-row updates in memory as many fibers per thread vs on OS threads.
     Tasks,
     /// All of the above.
     All,
@@ -48,7 +48,7 @@ pub struct BenchArgs {
     #[arg(value_enum, default_value_t = BenchKind::All)]
     pub kind: BenchKind,
 
-    /// Seconds per group-commit or tasks run.
+    /// Seconds per group-commit or fibers run.
     #[arg(long, value_name = "N", default_value_t = 3,
           value_parser = clap::value_parser!(u64).range(1..=3_600))]
     pub seconds: u64,

@@ -1,6 +1,7 @@
-//! `hayate-lab bench tasks`: durable single-row updates on an in-memory table, run as many tasks
-//! per thread (commits of a round share one fdatasync) and, for comparison, on OS threads with
-//! the blocking API (commits share flushes through group commit).
+//! `hayate-lab bench tasks`: durable single-row updates on an in-memory table, run as many
+//! fibers per thread (`crate::fibers`: a fiber waiting for the log lets the others run, so the
+//! commits in flight share fdatasyncs) and, for comparison, on OS threads with the blocking API
+//! (commits share flushes through group commit).
 //!
 //! 1. Create a database in a temporary directory on the real device and load the rows.
 //! 2. For each configuration, update random rows for the given seconds, each update its own
@@ -12,14 +13,14 @@ use std::time::{Duration, Instant};
 
 use hayate::error::{CliResult, Context};
 use hayate::report::{format_count, format_rate};
-use hayate_engine::{BufferSize, Database, DatabaseConfig, Task, TreeId};
+use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId};
 
 const ROWS: u64 = 100_000;
 
 pub struct TasksReport {
     pub mode: &'static str,
     pub threads: usize,
-    pub tasks_per_thread: usize,
+    pub fibers_per_thread: usize,
     pub commits: u64,
     pub seconds: f64,
     pub log_flushes: u64,
@@ -52,9 +53,9 @@ pub fn run(base: &Path, seconds: u64) -> CliResult<Vec<TasksReport>> {
             run_threads(&db, table, threads, duration)
         })?);
     }
-    for (threads, tasks) in [(1, 64), (1, 256), (2, 256)] {
-        reports.push(measure(&db, "tasks", threads, tasks, || {
-            run_task_threads(&db, table, threads, tasks, duration)
+    for (threads, fibers) in [(1, 64), (1, 256), (2, 256)] {
+        reports.push(measure(&db, "fibers", threads, fibers, || {
+            run_fiber_threads(&db, table, threads, fibers, duration)
         })?);
     }
     db.close()?;
@@ -81,7 +82,7 @@ fn measure(
     db: &Database,
     mode: &'static str,
     threads: usize,
-    tasks_per_thread: usize,
+    fibers_per_thread: usize,
     body: impl FnOnce() -> CliResult<u64>,
 ) -> CliResult<TasksReport> {
     let flushes_before = db.stats().wal.flushes;
@@ -90,7 +91,7 @@ fn measure(
     Ok(TasksReport {
         mode,
         threads,
-        tasks_per_thread,
+        fibers_per_thread,
         commits,
         seconds: started.elapsed().as_secs_f64(),
         log_flushes: db.stats().wal.flushes - flushes_before,
@@ -144,18 +145,18 @@ fn run_threads(db: &Database, table: TreeId, threads: usize, duration: Duration)
     results.into_iter().sum()
 }
 
-fn run_task_threads(
+fn run_fiber_threads(
     db: &Database,
     table: TreeId,
     threads: usize,
-    tasks: usize,
+    fibers: usize,
     duration: Duration,
 ) -> CliResult<u64> {
     let deadline = Instant::now() + duration;
     let results: Vec<CliResult<u64>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|thread| {
-                scope.spawn(move || run_tasks_on_this_thread(db, table, thread, tasks, deadline))
+                scope.spawn(move || run_fibers_on_this_thread(db, table, thread, fibers, deadline))
             })
             .collect();
         handles
@@ -166,42 +167,52 @@ fn run_task_threads(
     results.into_iter().sum()
 }
 
-fn run_tasks_on_this_thread(
+fn run_fibers_on_this_thread(
     db: &Database,
     table: TreeId,
     thread: usize,
-    tasks: usize,
+    fibers: usize,
     deadline: Instant,
 ) -> CliResult<u64> {
-    let tasks: Vec<Task<'_, hayate_engine::Result<u64>>> = (0..tasks)
-        .map(|task| {
-            Box::pin(async move {
-                let mut state = 0x2545_f491_4f6c_dd1d ^ ((thread * 100_000 + task) as u64 + 1);
-                let mut commits = 0u64;
-                while Instant::now() < deadline {
-                    let key = next_key(&mut state);
-                    let mut txn = db.begin();
-                    let value = txn.get_async(table, &key).await?.unwrap_or_default();
-                    let result = match txn.put_async(table, &key, &increment(&value)).await {
-                        Ok(()) => txn.commit_async().await.map(|_| ()),
-                        Err(error) => Err(error),
-                    };
-                    match result {
-                        Ok(()) => commits += 1,
-                        Err(error) if error.is_retryable() => {}
-                        Err(error) => return Err(error),
-                    }
-                }
-                Ok(commits)
-            }) as Task<'_, _>
+    type Work<'a> = Box<dyn FnOnce() -> hayate_engine::Result<u64> + 'a>;
+    let works: Vec<Work<'_>> = (0..fibers)
+        .map(|fiber| {
+            let seed = 0x2545_f491_4f6c_dd1d ^ ((thread * 100_000 + fiber) as u64 + 1);
+            Box::new(move || update_until(db, table, seed, deadline)) as Work<'_>
         })
         .collect();
-    let (outputs, _) = db.run_tasks(tasks)?;
     let mut total = 0;
-    for output in outputs {
+    for output in crate::fibers::run(works) {
         total += output?;
     }
     Ok(total)
+}
+
+/// Updates random rows, each its own durable transaction, until the deadline; returns the
+/// commits.
+fn update_until(
+    db: &Database,
+    table: TreeId,
+    seed: u64,
+    deadline: Instant,
+) -> hayate_engine::Result<u64> {
+    let mut state = seed;
+    let mut commits = 0u64;
+    while Instant::now() < deadline {
+        let key = next_key(&mut state);
+        let mut txn = db.begin();
+        let value = txn.get(table, &key)?.unwrap_or_default();
+        let result = match txn.put(table, &key, &increment(&value)) {
+            Ok(()) => crate::fibers::commit(db, txn).map(|_| ()),
+            Err(error) => Err(error),
+        };
+        match result {
+            Ok(()) => commits += 1,
+            Err(error) if error.is_retryable() => crate::fibers::pause(),
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(commits)
 }
 
 fn print(seconds: u64, reports: &[TasksReport]) {
@@ -210,14 +221,14 @@ fn print(seconds: u64, reports: &[TasksReport]) {
         "durable single-row updates in memory ({} rows of 100 bytes), {seconds} s per run:",
         format_count(ROWS)
     );
-    println!("  mode     threads  tasks/thread  commits/s  commits/flush");
-    println!("  -------  -------  ------------  ---------  -------------");
+    println!("  mode     threads  fibers/thread  commits/s  commits/flush");
+    println!("  -------  -------  -------------  ---------  -------------");
     for report in reports {
         println!(
-            "  {:<7}  {:>7}  {:>12}  {:>9}  {:>13.1}",
+            "  {:<7}  {:>7}  {:>13}  {:>9}  {:>13.1}",
             report.mode,
             report.threads,
-            report.tasks_per_thread,
+            report.fibers_per_thread,
             format_rate(report.commits_per_second()),
             report.commits_per_flush()
         );

@@ -7,9 +7,9 @@
 //! class is emulated) over the real backend, so the I/O trace of a run includes the emulated
 //! latency and the replay can go through the same emulation.
 //!
-//! A run (`run_native`) spreads the concurrent transactions as tasks over a few worker threads
-//! (`Database::run_tasks`): a worker keeps many page reads in flight and its tasks' commits
-//! share log flushes. Each worker accounts its time by phase (`exec::phase`).
+//! A run (`run_native`) spreads the concurrent transactions as fibers over a few worker
+//! threads (`crate::fibers`): a worker keeps many page reads in flight on its own ring and its
+//! fibers' commits share log flushes. Each worker accounts its time by phase (`phase`).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -22,7 +22,6 @@ use crate::io::latency::{DeviceClass, LatencyIo};
 use crate::io::trace::TracingIo;
 use hayate_engine::Io;
 use hayate_engine::PhaseReport;
-use hayate_engine::Task;
 use hayate_engine::{BufferSize, Database, DatabaseConfig, StoreConfig, TreeId, WritePolicy};
 use parking_lot::Mutex;
 
@@ -300,7 +299,7 @@ impl Driver for HayateDriver {
         );
         settings.insert(
             "concurrency".into(),
-            format!("tasks on {} worker threads", self.options.workers),
+            format!("fibers on {} worker threads", self.options.workers),
         );
         settings.insert("isolation".into(), "snapshot".into());
         settings
@@ -387,7 +386,7 @@ impl PrimitiveDriver for HayateDriver {
     }
 
     fn run_native(&self, job: &RunJob) -> Option<DriverResult<WorkerOutcome>> {
-        Some(self.run_tasks(job))
+        Some(self.run_fibers(job))
     }
 }
 
@@ -450,7 +449,7 @@ fn load_table(
 }
 
 impl HayateDriver {
-    fn run_tasks(&self, job: &RunJob) -> DriverResult<WorkerOutcome> {
+    fn run_fibers(&self, job: &RunJob) -> DriverResult<WorkerOutcome> {
         let (db, tables) = self.opened()?;
         let workers = self.options.workers.clamp(1, job.concurrency.max(1));
         let started = Instant::now();
@@ -461,14 +460,14 @@ impl HayateDriver {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = (0..workers)
                     .map(|worker| {
-                        // Spread the tasks: the first workers take one more when uneven.
-                        let tasks = job.concurrency / workers
+                        // Spread the fibers: the first workers take one more when uneven.
+                        let fibers = job.concurrency / workers
                             + u32::from(worker < job.concurrency % workers);
                         let (db, tables) = (&db, &tables);
                         scope.spawn(move || {
                             hayate_engine::start_accounting(record_until);
                             let result =
-                                run_worker(db, tables, job, worker, tasks, started, deadline);
+                                run_worker(db, tables, job, worker, fibers, started, deadline);
                             let phases = hayate_engine::finish_accounting();
                             result.map(|(outcome, updates)| (outcome, phases, updates))
                         })
@@ -496,87 +495,100 @@ impl HayateDriver {
     }
 }
 
-/// One worker thread: `tasks` transactions in flight until the deadline.
+/// One worker thread: `fibers` transactions in flight until the deadline.
 fn run_worker(
     db: &Database,
     tables: &[TreeId],
     job: &RunJob,
     worker: u32,
-    tasks: u32,
+    fibers: u32,
     started: Instant,
     deadline: Instant,
 ) -> DriverResult<(WorkerOutcome, u64)> {
-    let tasks: Vec<Task<'_, DriverResult<(WorkerOutcome, u64)>>> = (0..tasks)
-        .map(|task| {
-            let mut keys =
-                KeyGenerator::new(&job.spec, job.seed, (worker as u64) << 20 | task as u64);
-            Box::pin(async move {
-                let mut outcome = WorkerOutcome::default();
-                let mut updates = 0;
-                let mut now = started;
-                while now < deadline {
-                    let (table, sid) = keys.next();
-                    let tree = tables[table as usize];
-                    let key = encode_key(sid);
-                    loop {
-                        let result = match job.mode {
-                            Mode::Select => select_once(db, tree, &key).await,
-                            Mode::Update => update_once(db, tree, &key).await,
-                        };
-                        match result {
-                            Ok(true) => break,
-                            Ok(false) => {
-                                return Err(DriverError::fatal(format!(
-                                    "row {sid} of {} is missing",
-                                    PrimitiveSpec::table_name(table)
-                                )))
-                            }
-                            Err(error) if error.is_retryable() => outcome.retries += 1,
-                            Err(error) => return Err(error.into()),
-                        }
-                    }
-                    let finished = Instant::now();
-                    outcome.record(finished.duration_since(now));
-                    updates += u64::from(job.mode == Mode::Update);
-                    now = finished;
-                }
-                Ok((outcome, updates))
-            }) as Task<'_, _>
+    type Work<'a> = Box<dyn FnOnce() -> DriverResult<(WorkerOutcome, u64)> + 'a>;
+    let works: Vec<Work<'_>> = (0..fibers)
+        .map(|fiber| {
+            let keys = KeyGenerator::new(&job.spec, job.seed, (worker as u64) << 20 | fiber as u64);
+            Box::new(move || run_fiber(db, tables, job, keys, started, deadline)) as Work<'_>
         })
         .collect();
-    let (outputs, _) = db.run_tasks(tasks).inspect_err(|error| {
-        log::error!("worker {worker}: {error}");
-    })?;
     let mut outcome = WorkerOutcome {
         worker_threads: 1,
         ..WorkerOutcome::default()
     };
     let mut updates = 0;
-    for output in outputs {
-        let (task_outcome, task_updates) = output?;
-        outcome.merge(&task_outcome);
-        updates += task_updates;
+    for output in crate::fibers::run(works) {
+        let (fiber_outcome, fiber_updates) = output.inspect_err(|error| {
+            log::error!("worker {worker}: {error}");
+        })?;
+        outcome.merge(&fiber_outcome);
+        updates += fiber_updates;
     }
     outcome.worker_threads = 1;
     Ok((outcome, updates))
 }
 
-async fn select_once(db: &Database, tree: TreeId, key: &[u8]) -> hayate_engine::Result<bool> {
+/// One transaction in flight: selects or updates random rows until the deadline, retrying
+/// after retryable failures.
+fn run_fiber(
+    db: &Database,
+    tables: &[TreeId],
+    job: &RunJob,
+    mut keys: KeyGenerator,
+    started: Instant,
+    deadline: Instant,
+) -> DriverResult<(WorkerOutcome, u64)> {
+    let mut outcome = WorkerOutcome::default();
+    let mut updates = 0;
+    let mut now = started;
+    while now < deadline {
+        let (table, sid) = keys.next();
+        let tree = tables[table as usize];
+        let key = encode_key(sid);
+        loop {
+            let result = match job.mode {
+                Mode::Select => select_once(db, tree, &key),
+                Mode::Update => update_once(db, tree, &key),
+            };
+            match result {
+                Ok(true) => break,
+                Ok(false) => {
+                    return Err(DriverError::fatal(format!(
+                        "row {sid} of {} is missing",
+                        PrimitiveSpec::table_name(table)
+                    )))
+                }
+                Err(error) if error.is_retryable() => {
+                    outcome.retries += 1;
+                    crate::fibers::pause();
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let finished = Instant::now();
+        outcome.record(finished.duration_since(now));
+        updates += u64::from(job.mode == Mode::Update);
+        now = finished;
+    }
+    Ok((outcome, updates))
+}
+
+fn select_once(db: &Database, tree: TreeId, key: &[u8]) -> hayate_engine::Result<bool> {
     let txn = db.begin_read_only();
-    let found = txn.get_async(tree, key).await?.is_some();
-    txn.commit_async().await?;
+    let found = txn.get(tree, key)?.is_some();
+    crate::fibers::commit(db, txn)?;
     Ok(found)
 }
 
-async fn update_once(db: &Database, tree: TreeId, key: &[u8]) -> hayate_engine::Result<bool> {
+fn update_once(db: &Database, tree: TreeId, key: &[u8]) -> hayate_engine::Result<bool> {
     let mut txn = db.begin();
-    let Some(mut value) = txn.get_async(tree, key).await? else {
+    let Some(mut value) = txn.get(tree, key)? else {
         return Ok(false);
     };
     let c1 = decode_c1(&value).unwrap_or(0).wrapping_add(1);
     value[..8].copy_from_slice(&c1.to_le_bytes());
-    txn.put_async(tree, key, &value).await?;
-    txn.commit_async().await?;
+    txn.put(tree, key, &value)?;
+    crate::fibers::commit(db, txn)?;
     Ok(true)
 }
 
@@ -667,7 +679,7 @@ mod tests {
     /// Every committed update adds one to C1 of one row, so after the run the sum of C1 over
     /// all rows is the number of updates the run counted, even across a reopen.
     #[test]
-    fn updates_as_tasks_lose_nothing_and_selects_find_every_row() {
+    fn updates_on_fibers_lose_nothing_and_selects_find_every_row() {
         let temporary = tempfile::tempdir().expect("tempdir");
         let driver = driver(&temporary.path().join("db"));
         let spec = PrimitiveSpec {
@@ -679,7 +691,7 @@ mod tests {
             .load_primitive(&spec, &|rows| progress.store(rows, Ordering::Relaxed))
             .expect("load");
         assert_eq!(progress.load(Ordering::Relaxed), 600);
-        // A small buffer (pages are read and written while the tasks run).
+        // A small buffer (pages are read and written while the fibers run).
         driver.set_buffer_bytes(64 * 4096).expect("open");
         assert_eq!(sum_c1(&driver, &spec), (0, 600));
         let job = RunJob {

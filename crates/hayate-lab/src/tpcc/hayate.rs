@@ -1,5 +1,6 @@
 //! TPC-C on Hayate's embedded API: the nine tables and two secondary indexes as B+trees, row
-//! codecs, the loader, the five transactions as tasks, and the reader for the checker.
+//! codecs, the loader, the five transactions (run on fibers, `crate::fibers`), and the reader
+//! for the checker.
 //!
 //! Trees (keys are big-endian ids, so key order is id order):
 //! - `tpcc_warehouse` (w), `tpcc_district` (w, d), `tpcc_customer` (w, d, c),
@@ -10,7 +11,7 @@
 //!
 //! Values hold the whole row (ids included) in a compact binary form (`Encoder`/`Decoder`).
 //!
-//! Locking: rows read and then written are read with `Transaction::lock_latest_async` (a
+//! Locking: rows read and then written are read with `Transaction::lock_latest` (a
 //! locking read of the newest version, as SELECT ... FOR UPDATE), so concurrent Payments of
 //! one warehouse queue on its row instead of failing; stock rows are taken in (warehouse,
 //! item) order so New-Orders cannot deadlock on them.
@@ -21,7 +22,6 @@ use std::time::Instant;
 
 use hayate_engine::PhaseReport;
 use hayate_engine::{Database, Transaction, TreeId};
-use hayate_engine::{Task, Yield};
 
 use crate::driver::{DriverError, DriverResult};
 use crate::tpcc::check::CheckData;
@@ -531,40 +531,36 @@ fn missing(what: String) -> DriverError {
     DriverError::fatal(format!("{what} is missing"))
 }
 
-/// Runs one transaction as a task (see `exec`): page misses suspend it, its commit shares
-/// the log flush of its worker's round.
-pub async fn run(db: &Database, trees: &Trees, input: &TxnInput) -> DriverResult<TxnOutput> {
+/// Runs one transaction. On a fiber, page misses, lock waits and the wait for the log suspend
+/// it and its commit shares a log flush with the other commits in flight.
+pub fn run(db: &Database, trees: &Trees, input: &TxnInput) -> DriverResult<TxnOutput> {
     Ok(match input {
-        TxnInput::NewOrder(input) => TxnOutput::NewOrder(new_order(db, trees, input).await?),
+        TxnInput::NewOrder(input) => TxnOutput::NewOrder(new_order(db, trees, input)?),
         TxnInput::Payment(input) => TxnOutput::Payment {
-            c_id: payment(db, trees, input).await?,
+            c_id: payment(db, trees, input)?,
         },
         TxnInput::OrderStatus(input) => TxnOutput::OrderStatus {
-            lines: order_status(db, trees, input).await?,
+            lines: order_status(db, trees, input)?,
         },
         TxnInput::Delivery(input) => TxnOutput::Delivery {
-            delivered: delivery(db, trees, input).await?,
+            delivered: delivery(db, trees, input)?,
         },
         TxnInput::StockLevel(input) => TxnOutput::StockLevel {
-            low_stock: stock_level(db, trees, input).await?,
+            low_stock: stock_level(db, trees, input)?,
         },
     })
 }
 
 /// Clause 2.4.2.
-async fn new_order(
-    db: &Database,
-    trees: &Trees,
-    input: &NewOrderInput,
-) -> DriverResult<NewOrderOutcome> {
+fn new_order(db: &Database, trees: &Trees, input: &NewOrderInput) -> DriverResult<NewOrderOutcome> {
     let (w_id, d_id) = (input.w_id, input.d_id);
     let mut txn = db.begin();
     let warehouse_key = key(&[w_id]);
-    let warehouse = txn.get_async(trees.warehouse, &warehouse_key).await?;
+    let warehouse = txn.get(trees.warehouse, &warehouse_key)?;
     let warehouse =
         decode_warehouse(&warehouse.ok_or_else(|| missing(format!("warehouse {w_id}")))?)?;
     let customer_key = key(&[w_id, d_id, input.c_id]);
-    let customer = txn.get_async(trees.customer, &customer_key).await?;
+    let customer = txn.get(trees.customer, &customer_key)?;
     let customer = decode_customer(
         &customer.ok_or_else(|| missing(format!("customer {w_id}/{d_id}/{}", input.c_id)))?,
     )?;
@@ -577,10 +573,10 @@ async fn new_order(
             ]
         })
         .collect();
-    txn.prefetch_async(&wanted).await?;
+    txn.prefetch(&wanted)?;
     let mut items = Vec::with_capacity(input.items.len());
     for line in &input.items {
-        match txn.get_async(trees.item, &key(&[line.i_id])).await? {
+        match txn.get(trees.item, &key(&[line.i_id]))? {
             Some(item) => items.push(decode_item(&item)?),
             None => {
                 // The unused item: the whole order rolls back (clause 2.4.2.3).
@@ -597,7 +593,7 @@ async fn new_order(
     for index in order {
         let line = &input.items[index];
         let stock_key = key(&[line.supply_w_id, line.i_id]);
-        let stock = txn.lock_latest_async(trees.stock, &stock_key).await?;
+        let stock = txn.lock_latest(trees.stock, &stock_key)?;
         let mut stock = decode_stock(
             &stock.ok_or_else(|| missing(format!("stock {}/{}", line.supply_w_id, line.i_id)))?,
         )?;
@@ -613,20 +609,18 @@ async fn new_order(
             stock.remote_cnt += 1;
         }
         dist_infos[index] = stock.dist[(d_id - 1) as usize].clone();
-        txn.put_async(trees.stock, &stock_key, &encode_stock(&stock))
-            .await?;
+        txn.put(trees.stock, &stock_key, &encode_stock(&stock))?;
         amounts[index] = line.quantity as i64 * items[index].price;
     }
     // The district's next order id last: its lock (the hottest of a New-Order) is then held
     // only from here to the commit's append (early lock release), not over the stock updates.
     let district_key = key(&[w_id, d_id]);
-    let district = txn.lock_latest_async(trees.district, &district_key).await?;
+    let district = txn.lock_latest(trees.district, &district_key)?;
     let mut district =
         decode_district(&district.ok_or_else(|| missing(format!("district {w_id}/{d_id}")))?)?;
     let o_id = district.next_o_id;
     district.next_o_id += 1;
-    txn.put_async(trees.district, &district_key, &encode_district(&district))
-        .await?;
+    txn.put(trees.district, &district_key, &encode_district(&district))?;
     // The total the terminal would display (clause 2.4.2.2): computed as the spec says.
     let subtotal: i64 = amounts.iter().sum();
     let _total = subtotal * (10_000 - customer.discount) / 10_000
@@ -662,10 +656,10 @@ async fn new_order(
     }
     for row in &rows {
         for (tree, key, value) in row_entries(trees, row, 0) {
-            txn.put_async(tree, &key, &value).await?;
+            txn.put(tree, &key, &value)?;
         }
     }
-    txn.commit_async().await?;
+    crate::fibers::commit(db, txn)?;
     Ok(NewOrderOutcome::Committed { o_id })
 }
 
@@ -704,13 +698,13 @@ fn find_customer(
 }
 
 /// Clause 2.5.2.
-async fn payment(db: &Database, trees: &Trees, input: &PaymentInput) -> DriverResult<u32> {
+fn payment(db: &Database, trees: &Trees, input: &PaymentInput) -> DriverResult<u32> {
     let mut txn = db.begin();
     // Customer first, warehouse last: the warehouse's row, which every Payment of the
     // warehouse updates, is then locked only from its update to the commit's append.
     let c_id = find_customer(&txn, trees, input.c_w_id, input.c_d_id, &input.customer)?;
     let customer_key = key(&[input.c_w_id, input.c_d_id, c_id]);
-    let customer = txn.lock_latest_async(trees.customer, &customer_key).await?;
+    let customer = txn.lock_latest(trees.customer, &customer_key)?;
     let mut customer =
         decode_customer(&customer.ok_or_else(|| {
             missing(format!("customer {}/{}/{c_id}", input.c_w_id, input.c_d_id))
@@ -726,29 +720,24 @@ async fn payment(db: &Database, trees: &Trees, input: &PaymentInput) -> DriverRe
         data.truncate(500);
         customer.data = data;
     }
-    txn.put_async(trees.customer, &customer_key, &encode_customer(&customer))
-        .await?;
+    txn.put(trees.customer, &customer_key, &encode_customer(&customer))?;
     let district_key = key(&[input.w_id, input.d_id]);
-    let district = txn.lock_latest_async(trees.district, &district_key).await?;
+    let district = txn.lock_latest(trees.district, &district_key)?;
     let mut district = decode_district(
         &district.ok_or_else(|| missing(format!("district {}/{}", input.w_id, input.d_id)))?,
     )?;
     district.ytd += input.amount;
-    txn.put_async(trees.district, &district_key, &encode_district(&district))
-        .await?;
+    txn.put(trees.district, &district_key, &encode_district(&district))?;
     let warehouse_key = key(&[input.w_id]);
-    let warehouse = txn
-        .lock_latest_async(trees.warehouse, &warehouse_key)
-        .await?;
+    let warehouse = txn.lock_latest(trees.warehouse, &warehouse_key)?;
     let mut warehouse =
         decode_warehouse(&warehouse.ok_or_else(|| missing(format!("warehouse {}", input.w_id)))?)?;
     warehouse.ytd += input.amount;
-    txn.put_async(
+    txn.put(
         trees.warehouse,
         &warehouse_key,
         &encode_warehouse(&warehouse),
-    )
-    .await?;
+    )?;
     let history = History {
         c_id,
         c_d_id: input.c_d_id,
@@ -760,24 +749,21 @@ async fn payment(db: &Database, trees: &Trees, input: &PaymentInput) -> DriverRe
         data: format!("{}    {}", warehouse.name, district.name),
     };
     let number = next_history_number();
-    txn.insert_async(
+    txn.insert(
         trees.history,
         &history_key(input.w_id, input.d_id, number),
         &encode_history(&history),
-    )
-    .await?;
-    txn.commit_async().await?;
+    )?;
+    crate::fibers::commit(db, txn)?;
     Ok(c_id)
 }
 
 /// Clause 2.6.2 (read-only).
-async fn order_status(db: &Database, trees: &Trees, input: &OrderStatusInput) -> DriverResult<u32> {
+fn order_status(db: &Database, trees: &Trees, input: &OrderStatusInput) -> DriverResult<u32> {
     let (w_id, d_id) = (input.w_id, input.d_id);
     let txn = db.begin_read_only();
     let c_id = find_customer(&txn, trees, w_id, d_id, &input.customer)?;
-    let customer = txn
-        .get_async(trees.customer, &key(&[w_id, d_id, c_id]))
-        .await?;
+    let customer = txn.get(trees.customer, &key(&[w_id, d_id, c_id]))?;
     decode_customer(&customer.ok_or_else(|| missing(format!("customer {w_id}/{d_id}/{c_id}")))?)?;
     let prefix = key(&[w_id, d_id, c_id]);
     let end = prefix_end(&prefix);
@@ -794,9 +780,7 @@ async fn order_status(db: &Database, trees: &Trees, input: &OrderStatusInput) ->
         txn.commit()?;
         return Ok(0);
     };
-    let order = txn
-        .get_async(trees.orders, &key(&[w_id, d_id, o_id]))
-        .await?;
+    let order = txn.get(trees.orders, &key(&[w_id, d_id, o_id]))?;
     decode_order(&order.ok_or_else(|| missing(format!("order {w_id}/{d_id}/{o_id}")))?)?;
     let prefix = key(&[w_id, d_id, o_id]);
     let end = prefix_end(&prefix);
@@ -815,7 +799,7 @@ async fn order_status(db: &Database, trees: &Trees, input: &OrderStatusInput) ->
 }
 
 /// Clause 2.7.4: the ten districts of the warehouse in one transaction.
-async fn delivery(db: &Database, trees: &Trees, input: &DeliveryInput) -> DriverResult<u32> {
+fn delivery(db: &Database, trees: &Trees, input: &DeliveryInput) -> DriverResult<u32> {
     let w_id = input.w_id;
     let mut txn = db.begin();
     let mut delivered = 0;
@@ -836,8 +820,8 @@ async fn delivery(db: &Database, trees: &Trees, input: &DeliveryInput) -> Driver
             .collect::<hayate_engine::Result<_>>()?;
         let mut claimed = None;
         for candidate in candidates {
-            if let Some(value) = txn.lock_latest_async(trees.new_order, &candidate).await? {
-                txn.delete_async(trees.new_order, &candidate).await?;
+            if let Some(value) = txn.lock_latest(trees.new_order, &candidate)? {
+                txn.delete(trees.new_order, &candidate)?;
                 claimed = Some(decode_new_order(&value)?.o_id);
                 break;
             }
@@ -846,12 +830,11 @@ async fn delivery(db: &Database, trees: &Trees, input: &DeliveryInput) -> Driver
             continue; // nothing to deliver in this district
         };
         let order_key = key(&[w_id, d_id, o_id]);
-        let order = txn.lock_latest_async(trees.orders, &order_key).await?;
+        let order = txn.lock_latest(trees.orders, &order_key)?;
         let mut order =
             decode_order(&order.ok_or_else(|| missing(format!("order {w_id}/{d_id}/{o_id}")))?)?;
         order.carrier_id = Some(input.carrier_id);
-        txn.put_async(trees.orders, &order_key, &encode_order(&order))
-            .await?;
+        txn.put(trees.orders, &order_key, &encode_order(&order))?;
         let lines_end = prefix_end(&order_key);
         let lines: Vec<(Vec<u8>, Vec<u8>)> = txn
             .scan(
@@ -865,29 +848,27 @@ async fn delivery(db: &Database, trees: &Trees, input: &DeliveryInput) -> Driver
             let mut line = decode_order_line(&value)?;
             line.delivery_d = Some(input.date);
             total += line.amount;
-            txn.put_async(trees.order_line, &line_key, &encode_order_line(&line))
-                .await?;
+            txn.put(trees.order_line, &line_key, &encode_order_line(&line))?;
         }
         let customer_key = key(&[w_id, d_id, order.c_id]);
-        let customer = txn.lock_latest_async(trees.customer, &customer_key).await?;
+        let customer = txn.lock_latest(trees.customer, &customer_key)?;
         let mut customer = decode_customer(
             &customer.ok_or_else(|| missing(format!("customer {w_id}/{d_id}/{}", order.c_id)))?,
         )?;
         customer.balance += total;
         customer.delivery_cnt += 1;
-        txn.put_async(trees.customer, &customer_key, &encode_customer(&customer))
-            .await?;
+        txn.put(trees.customer, &customer_key, &encode_customer(&customer))?;
         delivered += 1;
     }
-    txn.commit_async().await?;
+    crate::fibers::commit(db, txn)?;
     Ok(delivered)
 }
 
 /// Clause 2.8.2 (read-only).
-async fn stock_level(db: &Database, trees: &Trees, input: &StockLevelInput) -> DriverResult<u32> {
+fn stock_level(db: &Database, trees: &Trees, input: &StockLevelInput) -> DriverResult<u32> {
     let (w_id, d_id) = (input.w_id, input.d_id);
     let txn = db.begin_read_only();
-    let district = txn.get_async(trees.district, &key(&[w_id, d_id])).await?;
+    let district = txn.get(trees.district, &key(&[w_id, d_id]))?;
     let district =
         decode_district(&district.ok_or_else(|| missing(format!("district {w_id}/{d_id}")))?)?;
     let next = district.next_o_id;
@@ -905,10 +886,10 @@ async fn stock_level(db: &Database, trees: &Trees, input: &StockLevelInput) -> D
     let wanted: Vec<(TreeId, Vec<u8>)> = (items.iter())
         .map(|i_id| (trees.stock, key(&[w_id, *i_id])))
         .collect();
-    txn.prefetch_async(&wanted).await?;
+    txn.prefetch(&wanted)?;
     let mut low = 0;
     for i_id in items {
-        let stock = txn.get_async(trees.stock, &key(&[w_id, i_id])).await?;
+        let stock = txn.get(trees.stock, &key(&[w_id, i_id]))?;
         let stock = decode_stock(&stock.ok_or_else(|| missing(format!("stock {w_id}/{i_id}")))?)?;
         if stock.quantity < input.threshold {
             low += 1;
@@ -929,10 +910,9 @@ pub struct WorkerRun {
     pub writes_committed: u64,
 }
 
-/// Runs `job.terminals` terminals as tasks spread over `workers` threads until the job's
-/// duration is over. Each task is one terminal: it runs the next transaction of the mix and
-/// retries it on retryable failures until it commits or the run ends. Spans of each worker's
-/// phases are recorded until `record_until`.
+/// Runs `job.terminals` terminals as fibers spread over `workers` threads until the job's
+/// duration is over (`run_terminal`). Spans of each worker's phases are recorded until
+/// `record_until`.
 pub fn run_native(
     db: &Database,
     trees: &Trees,
@@ -970,7 +950,7 @@ pub fn run_native(
     results.into_iter().collect()
 }
 
-/// One worker thread: terminals `worker`, `worker + workers`, ... as tasks.
+/// One worker thread: terminals `worker`, `worker + workers`, ... as fibers of the thread.
 fn run_worker(
     db: &Database,
     trees: &Trees,
@@ -979,54 +959,65 @@ fn run_worker(
     workers: u32,
     deadline: Instant,
 ) -> DriverResult<(TpccOutcome, u64)> {
-    let tasks: Vec<Task<'_, DriverResult<(TpccOutcome, u64)>>> = (worker..job.terminals)
+    type Work<'a> = Box<dyn FnOnce() -> DriverResult<(TpccOutcome, u64)> + 'a>;
+    let works: Vec<Work<'_>> = (worker..job.terminals)
         .step_by(workers as usize)
         .map(|index| {
-            let mut terminal = Terminal::new(&job.scale, index, job.seed);
-            Box::pin(async move {
-                let mut outcome = TpccOutcome::default();
-                let mut writes = 0;
-                'terminal: while Instant::now() < deadline {
-                    let input = terminal.next();
-                    let started = Instant::now();
-                    loop {
-                        match run(db, trees, &input).await {
-                            Ok(output) => {
-                                let latency = started.elapsed();
-                                record_output(&mut outcome, &input, output, latency, job);
-                                writes += u64::from(writes_rows(&input, &output));
-                                break;
-                            }
-                            Err(error) if error.retryable => {
-                                if Instant::now() >= deadline {
-                                    outcome.gave_up += 1;
-                                    break 'terminal;
-                                }
-                                outcome.retry(input.kind(), &error);
-                                Yield::default().await;
-                            }
-                            Err(error) => {
-                                return Err(DriverError::fatal(format!(
-                                    "{}: {error}",
-                                    input.kind().as_str()
-                                )))
-                            }
-                        }
-                    }
-                }
-                Ok((outcome, writes))
-            }) as Task<'_, _>
+            let terminal = Terminal::new(&job.scale, index, job.seed);
+            Box::new(move || run_terminal(db, trees, job, terminal, deadline)) as Work<'_>
         })
         .collect();
-    let (outputs, _) = db.run_tasks(tasks)?;
     let mut outcome = TpccOutcome::default();
     let mut writes = 0;
-    for output in outputs {
-        let (task_outcome, task_writes) = output?;
-        outcome.merge(&task_outcome);
-        writes += task_writes;
+    for output in crate::fibers::run(works) {
+        let (terminal_outcome, terminal_writes) = output?;
+        outcome.merge(&terminal_outcome);
+        writes += terminal_writes;
     }
     outcome.worker_threads = 1;
+    Ok((outcome, writes))
+}
+
+/// One terminal until the deadline: runs the next transaction of the mix and retries it on
+/// retryable failures until it commits or the run ends. Returns what it measured and how many
+/// of its transactions wrote.
+fn run_terminal(
+    db: &Database,
+    trees: &Trees,
+    job: &TpccJob,
+    mut terminal: Terminal,
+    deadline: Instant,
+) -> DriverResult<(TpccOutcome, u64)> {
+    let mut outcome = TpccOutcome::default();
+    let mut writes = 0;
+    'terminal: while Instant::now() < deadline {
+        let input = terminal.next();
+        let started = Instant::now();
+        loop {
+            match run(db, trees, &input) {
+                Ok(output) => {
+                    let latency = started.elapsed();
+                    record_output(&mut outcome, &input, output, latency, job);
+                    writes += u64::from(writes_rows(&input, &output));
+                    break;
+                }
+                Err(error) if error.retryable => {
+                    if Instant::now() >= deadline {
+                        outcome.gave_up += 1;
+                        break 'terminal;
+                    }
+                    outcome.retry(input.kind(), &error);
+                    crate::fibers::pause();
+                }
+                Err(error) => {
+                    return Err(DriverError::fatal(format!(
+                        "{}: {error}",
+                        input.kind().as_str()
+                    )))
+                }
+            }
+        }
+    }
     Ok((outcome, writes))
 }
 
@@ -1039,7 +1030,8 @@ fn writes_rows(input: &TxnInput, output: &TxnOutput) -> bool {
     )
 }
 
-/// A blocking session: each transaction runs as a single task on the calling thread.
+/// A blocking session: each transaction runs on the calling thread (off a fiber, so its
+/// waits block the thread).
 pub struct HayateTpccSession {
     pub db: Database,
     pub trees: Trees,
@@ -1047,9 +1039,7 @@ pub struct HayateTpccSession {
 
 impl HayateTpccSession {
     fn run_one(&self, input: &TxnInput) -> DriverResult<TxnOutput> {
-        let task: Task<'_, DriverResult<TxnOutput>> = Box::pin(run(&self.db, &self.trees, input));
-        let (mut outputs, _) = self.db.run_tasks(vec![task])?;
-        outputs.pop().expect("one task, one output")
+        run(&self.db, &self.trees, input)
     }
 }
 
