@@ -8,6 +8,8 @@
 //! 5. Replay the log (`txn::recovery`), then checkpoint so the next start begins here.
 //! 6. Start the maintenance thread: purge, cleaner passes, checkpoints by log volume or time.
 
+mod replication;
+
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -159,6 +161,8 @@ struct Inner {
     /// Makes the log durable for commits that do not block their thread on it (fibers, the
     /// server's event loops).
     log_flusher: exec::flusher::LogFlusher,
+    /// Set while this database is a standby (`replication`).
+    standby: Mutex<Option<replication::Receiver>>,
 }
 
 /// An open database. Cheap to clone; all clones share one engine.
@@ -232,6 +236,7 @@ impl Database {
             config,
             recovery: report,
             log_flusher: exec::flusher::LogFlusher::start(wal.clone(), flushed),
+            standby: Mutex::new(None),
             maintenance: Maintenance {
                 shared: maintenance,
                 thread: Mutex::new(None),
@@ -486,7 +491,7 @@ fn start_maintenance(inner: &Inner) {
                 }
             }
             if let Err(error) = maintain(&shared) {
-                if !matches!(error, Error::Poisoned(_)) {
+                if !matches!(error, Error::Poisoned(_) | Error::NotPrimary(_)) {
                     log::error!("maintenance: {error}");
                 }
                 std::thread::sleep(Duration::from_millis(200));

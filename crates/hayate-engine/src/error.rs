@@ -106,6 +106,14 @@ pub enum Error {
     /// A snapshot needs a row version the rollback segment no longer holds.
     #[error("snapshot too old: an old row version was purged")]
     SnapshotTooOld,
+    /// A write on a standby: it applies the primary's log and accepts no writes of its own.
+    #[error("cannot execute a write on a standby (read-only hot standby)")]
+    Standby,
+    /// This node is no longer the primary (its log shipping was stopped: fenced, or its
+    /// synchronous standby was lost and the node stepped down); the message says why. A commit
+    /// that fails with it was not acknowledged and may or may not survive on the new primary.
+    #[error("this node is no longer the primary: {0}")]
+    NotPrimary(String),
     /// A request the engine does not implement, or a limit of its design (such as the
     /// B+tree depth) was reached.
     #[error("unsupported: {0}")]

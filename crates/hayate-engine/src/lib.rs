@@ -45,7 +45,7 @@ pub use txn::{
     LockConfig, LockStats, PendingCommit, Savepoint, Scan, Transaction, TreeId, TreeInfo, TreeKind,
     TxnStats, UndoConfig, UndoStats,
 };
-pub use wal::{Lsn, RecoveryReport, SyncMode, WalConfig, WalStats};
+pub use wal::{LogShipper, Lsn, RecoveryReport, StreamDecoder, SyncMode, WalConfig, WalStats};
 
 // 2. Tasks and the accounting of a thread's time.
 pub use exec::flusher::Durable;

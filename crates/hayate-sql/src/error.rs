@@ -58,6 +58,8 @@ pub mod sqlstate {
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
     pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
     pub const INTERNAL_ERROR: &str = "XX000";
+    /// The server stops serving this session (a primary that lost its role).
+    pub const ADMIN_SHUTDOWN: &str = "57P01";
 }
 
 /// An error of a statement, with the SQLSTATE a PostgreSQL client expects for it.
@@ -119,7 +121,10 @@ impl From<EngineError> for SqlError {
             EngineError::DuplicateKey => sqlstate::UNIQUE_VIOLATION,
             EngineError::NoSuchTable(_) => sqlstate::UNDEFINED_TABLE,
             EngineError::TableExists(_) => sqlstate::DUPLICATE_TABLE,
-            EngineError::ReadOnlyTransaction => sqlstate::READ_ONLY_SQL_TRANSACTION,
+            EngineError::ReadOnlyTransaction | EngineError::Standby => {
+                sqlstate::READ_ONLY_SQL_TRANSACTION
+            }
+            EngineError::NotPrimary(_) => sqlstate::ADMIN_SHUTDOWN,
             EngineError::ValueTooLarge { .. } | EngineError::InvalidArgument(_) => {
                 sqlstate::PROGRAM_LIMIT_EXCEEDED
             }

@@ -22,12 +22,13 @@
 pub mod catalog;
 pub mod locks;
 pub mod recovery;
+mod replica;
 pub mod row;
 mod transaction;
 pub mod undo;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -116,6 +117,11 @@ pub struct TxnManager {
     checkpoint_lock: Mutex<()>,
     /// Set after an error that leaves memory and disk out of step; no more writes.
     poisoned: RwLock<Option<String>>,
+    /// A standby's manager: only the primary's log changes data (`replica`).
+    standby: AtomicBool,
+    /// On a standby, the first received record not yet applied: checkpoints redo from there
+    /// at the latest. `u64::MAX` on a primary.
+    replay_from: AtomicU64,
     counters: Counters,
 }
 
@@ -150,6 +156,8 @@ impl TxnManager {
             tombstones: Mutex::new(VecDeque::new()),
             checkpoint_lock: Mutex::new(()),
             poisoned: RwLock::new(None),
+            standby: AtomicBool::new(false),
+            replay_from: AtomicU64::new(u64::MAX),
             counters: Counters::default(),
         }
     }
@@ -190,10 +198,15 @@ impl TxnManager {
         if self.wal.is_poisoned() {
             return Err(Error::Poisoned("the log could not be made durable".into()));
         }
-        Ok(())
+        self.wal.check_open()
     }
 
+    /// Stops writes after an error that leaves memory and the log out of step. A primary that
+    /// lost its role (`Error::NotPrimary`) is not poisoned: its log and pages are sound.
     fn poison(&self, error: &Error) {
+        if matches!(error, Error::NotPrimary(_) | Error::Standby) {
+            return;
+        }
         let mut poisoned = self.poisoned.write();
         if poisoned.is_none() {
             log::error!("engine stops accepting writes: {error}");
@@ -313,6 +326,7 @@ impl TxnManager {
     /// Steps 2-3 of the commit protocol: log the write set and apply it. Returns the commit
     /// timestamp and the log position that must be durable before the commit is acknowledged.
     fn commit_apply(&self, txn_id: u64, ops: Vec<Op>) -> Result<(u64, Lsn)> {
+        self.check_primary()?;
         self.check_writable()?;
         let mut order = self.commit_order.lock();
         let commit_ts = order.next_commit_ts;
@@ -339,7 +353,7 @@ impl TxnManager {
         }
         if let Err(error) = applied {
             self.poison(&error);
-            self.finish_failed(commit_ts);
+            self.finish_failed(commit_ts, &error);
             return Err(error);
         }
         Ok((commit_ts, appended.end_lsn))
@@ -350,7 +364,7 @@ impl TxnManager {
     fn commit_durable(&self, commit_ts: u64, end_lsn: Lsn) -> Result<()> {
         if let Err(error) = self.wal.flush_to(end_lsn) {
             self.poison(&error);
-            self.finish_failed(commit_ts);
+            self.finish_failed(commit_ts, &error);
             return Err(error);
         }
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
@@ -463,7 +477,8 @@ impl TxnManager {
         commit_ts: u64,
     ) {
         let mut turn = 0;
-        while self.visible_ts() < commit_ts {
+        // A stopped primary never publishes its unreplicated commits (`finish_failed`).
+        while self.visible_ts() < commit_ts && !self.wal.is_stopped() {
             if crate::fiber::on_fiber() {
                 drop(order);
                 crate::fiber::wait_turn(&mut turn);
@@ -483,9 +498,17 @@ impl TxnManager {
     }
 
     /// Ends a commit that failed after taking its timestamp, without waiting, so later commits
-    /// are not stuck behind it. The engine is poisoned by then.
-    fn finish_failed(&self, commit_ts: u64) {
+    /// are not stuck behind it. The engine is poisoned by then, or (`Error::NotPrimary`) the
+    /// primary lost its standby: then the commit, applied but never replicated, must never
+    /// become visible, and the visible timestamp stays before it for good (every later commit
+    /// fails the same way); waiters for it give up (`wait_visible_locked`).
+    fn finish_failed(&self, commit_ts: u64, error: &Error) {
         let mut order = self.commit_order.lock();
+        if matches!(error, Error::NotPrimary(_)) {
+            order.awaiting_flush.remove(&commit_ts);
+            self.published.notify_all();
+            return;
+        }
         self.finish_in_order(&mut order, commit_ts);
     }
 
@@ -536,6 +559,7 @@ impl TxnManager {
 
     /// Creates a table or index. DDL is autocommitted and logged like a commit.
     pub fn create_tree(&self, name: &str, kind: TreeKind, unique: bool) -> Result<TreeInfo> {
+        self.check_primary()?;
         self.check_writable()?;
         if name.is_empty() || name.len() > 1024 {
             return Err(Error::InvalidArgument(
@@ -566,7 +590,7 @@ impl TxnManager {
             Ok(root) => root,
             Err(error) => {
                 self.poison(&error);
-                self.finish_failed(commit_ts);
+                self.finish_failed(commit_ts, &error);
                 return Err(error);
             }
         };
@@ -586,6 +610,7 @@ impl TxnManager {
 
     /// Drops a table or index and frees its pages.
     pub fn drop_tree(&self, name: &str) -> Result<()> {
+        self.check_primary()?;
         self.check_writable()?;
         let _operation = self.pool.operation();
         let mut catalog = self.catalog.write();
@@ -607,7 +632,7 @@ impl TxnManager {
         drop(catalog);
         if let Err(error) = BTree::open(info.root).destroy(&self.pool) {
             self.poison(&error);
-            self.finish_failed(commit_ts);
+            self.finish_failed(commit_ts, &error);
             return Err(error);
         }
         self.finish_ddl(commit_ts, lsn)
@@ -616,7 +641,7 @@ impl TxnManager {
     fn finish_ddl(&self, commit_ts: u64, lsn: Lsn) -> Result<()> {
         if let Err(error) = self.wal.flush_to(lsn) {
             self.poison(&error);
-            self.finish_failed(commit_ts);
+            self.finish_failed(commit_ts, &error);
             return Err(error);
         }
         self.publish(commit_ts);
@@ -634,7 +659,13 @@ impl TxnManager {
         let (meta, end_lsn) = {
             let mut order = self.commit_order.lock();
             let end_lsn = self.wal.end_lsn();
-            let redo_lsn = order.applying.values().next().copied().unwrap_or(end_lsn);
+            let redo_lsn = order
+                .applying
+                .values()
+                .next()
+                .copied()
+                .unwrap_or(end_lsn)
+                .min(self.replay_from.load(Ordering::Acquire));
             let mut catalog = self.catalog.read().clone();
             catalog.next_commit_ts = order.next_commit_ts;
             catalog.next_txn_id = self.next_txn_id.load(Ordering::Relaxed);

@@ -354,6 +354,7 @@ impl Transaction {
         if let Some(failure) = self.failure {
             return Err(failure.error());
         }
+        self.manager.check_primary()?;
         self.manager.check_writable()?;
         Ok(self
             .writes

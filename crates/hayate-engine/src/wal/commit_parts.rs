@@ -119,6 +119,22 @@ pub(crate) struct CommitAssembler {
 }
 
 impl CommitAssembler {
+    /// Takes one valid frame read at `lsn` (`record::frame_check` passed). Returns the record
+    /// it completes, with its LSN: the frame's own record, or the reassembled `Commit` when it
+    /// is a commit's last part; None while a commit's parts are still open.
+    pub fn push_frame(
+        &mut self,
+        lsn: Lsn,
+        frame: &[u8],
+    ) -> Result<Option<(Lsn, LogRecord)>, DecodeError> {
+        let payload = &frame[FRAME_HEADER_SIZE..];
+        if frame[16] == RecordType::CommitPart as u8 {
+            return self.push_part(lsn, payload);
+        }
+        self.check_closed()?;
+        LogRecord::decode_payload(frame[16], payload).map(|record| Some((lsn, record)))
+    }
+
     /// Takes the payload of a `CommitPart` read at `lsn`. Returns the reassembled `Commit`
     /// and its LSN (the first part's) when this was the last part.
     pub fn push_part(

@@ -27,16 +27,18 @@ mod commit_parts;
 pub mod reader;
 pub mod record;
 pub mod segment;
+pub mod stream;
 pub mod writer;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use reader::{Recovery, RecoveryReport};
 pub use record::{patch_pieces, patched, LogRecord, Op};
+pub use stream::StreamDecoder;
 
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, Io, OpenOptions, IO_ALIGN};
@@ -47,6 +49,20 @@ pub type Lsn = u64;
 
 pub const SEGMENT_SIZE_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 pub const BUFFER_SIZE_BYTES_DEFAULT: usize = 16 * 1024 * 1024;
+
+/// Where a primary's log goes besides its own files (replication, docs/design.md 5.6). The
+/// flush leader calls `ship` with the bytes of each flush before writing them itself, so the
+/// standby's write overlaps the local one, then `wait_replicated` once they are locally
+/// durable; only then do the flush's commits count as durable (acknowledged, visible).
+pub trait LogShipper: Send + Sync {
+    /// Hands over the log bytes `[lsn, lsn + bytes.len())`, in stream order, with no gap
+    /// after the position `Wal::set_shipper` returned. Must not wait for the network.
+    fn ship(&self, lsn: Lsn, bytes: &[u8]);
+    /// Returns once the synchronous standby made the log durable up to `lsn`. An error stops
+    /// the primary (`Error::NotPrimary` from then on): it was fenced or gave up its role. It
+    /// never poisons the engine: every byte is durable locally.
+    fn wait_replicated(&self, lsn: Lsn) -> Result<()>;
+}
 
 /// How a flush makes written blocks durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +176,16 @@ pub struct Wal {
     end_lsn_published: AtomicU64,
     durable_lsn_published: AtomicU64,
     poisoned_published: AtomicBool,
+    /// Every byte before this is durable in this node's files (ahead of `durable_lsn` while a
+    /// flush waits for its replication).
+    local_durable_lsn_published: AtomicU64,
+    /// Set once replication stopped this primary (`WriterState::stopped`).
+    stopped_published: AtomicBool,
+    /// Where flushed bytes are shipped (a primary with standbys); None: standalone.
+    shipper: RwLock<Option<Arc<dyn LogShipper>>>,
+    /// Segments at or after this position are kept by `truncate_before` (a standby still
+    /// needs them: a replication slot). `u64::MAX`: none.
+    retain_lsn: AtomicU64,
 }
 
 impl Wal {
@@ -198,6 +224,7 @@ impl Wal {
             end_lsn,
             durable_lsn: end_lsn,
             poisoned: None,
+            stopped: None,
             group_open: false,
             flush_parity: 0,
             flushing_end_lsn: end_lsn,
@@ -213,6 +240,10 @@ impl Wal {
             end_lsn_published: AtomicU64::new(end_lsn),
             durable_lsn_published: AtomicU64::new(end_lsn),
             poisoned_published: AtomicBool::new(false),
+            local_durable_lsn_published: AtomicU64::new(end_lsn),
+            stopped_published: AtomicBool::new(false),
+            shipper: RwLock::new(None),
+            retain_lsn: AtomicU64::new(u64::MAX),
         };
         Ok((wal, recovery))
     }
@@ -230,6 +261,46 @@ impl Wal {
     /// True once a flush failed: every later append and flush fails with `Error::Poisoned`.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned_published.load(Ordering::Acquire)
+    }
+
+    /// Every byte before this is durable in this node's own files; a primary's commits count
+    /// only up to `durable_lsn` (also durable on its synchronous standby).
+    pub fn local_durable_lsn(&self) -> Lsn {
+        self.local_durable_lsn_published
+            .load(Ordering::Acquire)
+            .max(self.durable_lsn())
+    }
+
+    /// True once replication stopped this primary: later appends and flushes fail with
+    /// `Error::NotPrimary`.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped_published.load(Ordering::Acquire)
+    }
+
+    /// Installs (or removes) the log shipper. Returns the position from which it will be handed
+    /// every flushed byte: the bytes before it are read from the files (`read_stream`) once
+    /// `local_durable_lsn` passed it.
+    pub fn set_shipper(&self, shipper: Option<Arc<dyn LogShipper>>) -> Lsn {
+        let state = self.state.lock();
+        *self.shipper.write() = shipper;
+        state.flushing_end_lsn
+    }
+
+    /// The log bytes `[from, to)` from this node's files; `to` must be locally durable.
+    pub fn read_stream(&self, from: Lsn, to: Lsn) -> Result<Vec<u8>> {
+        let durable = self.local_durable_lsn();
+        if from > to || to > durable {
+            return Err(Error::InvalidArgument(format!(
+                "log bytes {from}..{to} requested, durable up to {durable}"
+            )));
+        }
+        reader::read_stream(&*self.io, self.config.segment_options(false), from, to)
+    }
+
+    /// Keeps the segments at or after `lsn` through later `truncate_before` calls (a
+    /// replication slot: a standby resumes there); `u64::MAX` keeps nothing.
+    pub fn set_retain_lsn(&self, lsn: Lsn) {
+        self.retain_lsn.store(lsn, Ordering::Release);
     }
 
     /// The configuration the log was opened with.
@@ -264,6 +335,7 @@ impl Wal {
                 self.durable_lsn()
             )));
         }
+        let lsn = lsn.min(self.retain_lsn.load(Ordering::Acquire));
         // Holding the segment writer keeps a flush from creating a segment meanwhile.
         let _segments = self.segments.lock();
         let firsts = segment::list_segments(&*self.io)?;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use super::commit_parts::CommitAssembler;
 use super::record::{
-    frame_check, frame_size, DecodeError, FrameDefect, LogRecord, RecordType, FRAME_HEADER_SIZE,
+    frame_check, frame_size, DecodeError, FrameDefect, LogRecord, FRAME_HEADER_SIZE,
 };
 use super::segment::{list_segments, segment_name};
 use super::{align_down, align_up, Lsn};
@@ -236,6 +236,53 @@ pub(crate) fn recover(
     Ok((Recovery { records, report }, tail))
 }
 
+/// The stream bytes `[from, to)` from the segment files (a primary's sender catching a standby
+/// up; the range is durable).
+pub(crate) fn read_stream(
+    io: &dyn Io,
+    options: OpenOptions,
+    from: Lsn,
+    to: Lsn,
+) -> Result<Vec<u8>> {
+    let mut reader = StreamReader::open(io, options)?;
+    let mut bytes = Vec::with_capacity((to - from) as usize);
+    let mut lsn = from;
+    while lsn < to {
+        let chunk = (to - lsn).min(READ_WINDOW_SIZE_BYTES as u64 / 2) as usize;
+        let Some(read) = reader.read(lsn, chunk)? else {
+            return Err(Error::InvalidArgument(format!(
+                "log bytes {lsn}..{} are no longer (or not yet) in the files",
+                lsn + chunk as u64
+            )));
+        };
+        bytes.extend_from_slice(read);
+        lsn += chunk as u64;
+    }
+    Ok(bytes)
+}
+
+/// Cuts the stream's files back to `end_lsn` (`Wal::cut_back`): returns the bytes of the block
+/// holding `end_lsn` before it and the end segment, as recovery leaves them.
+pub(crate) fn cut_back(
+    io: &dyn Io,
+    options: OpenOptions,
+    preallocated: bool,
+    end_lsn: Lsn,
+) -> Result<(Vec<u8>, (Lsn, Arc<dyn IoFile>))> {
+    let mut reader = StreamReader::open(io, options)?;
+    let tail_block_lsn = align_down(end_lsn);
+    let tail_block = match reader.read(tail_block_lsn, (end_lsn - tail_block_lsn) as usize)? {
+        Some(bytes) => bytes.to_vec(),
+        None => {
+            return Err(Error::InvalidArgument(format!(
+                "cannot cut the log back to {end_lsn}: not in the files"
+            )))
+        }
+    };
+    let cut = cut_tail(io, &reader.segments, end_lsn, &tail_block, preallocated)?;
+    Ok((tail_block, cut.end_segment))
+}
+
 /// An empty directory: the log will begin at `start_lsn` rounded up to a block boundary, so
 /// segment starts stay block-aligned.
 fn new_log(start_lsn: Lsn) -> (Recovery, RecoveredTail) {
@@ -289,16 +336,7 @@ fn scan(
         if let Err(defect) = frame_check(frame, lsn) {
             break LogEnd::InvalidFrame(defect);
         }
-        let payload = &frame[FRAME_HEADER_SIZE..];
-        let decoded = if frame[16] == RecordType::CommitPart as u8 {
-            assembler.push_part(lsn, payload)
-        } else {
-            assembler
-                .check_closed()
-                .and_then(|()| LogRecord::decode_payload(frame[16], payload))
-                .map(|record| Some((lsn, record)))
-        };
-        match decoded {
+        match assembler.push_frame(lsn, frame) {
             Ok(Some(record)) => records.push(record),
             Ok(None) => {}
             Err(error) => return Err(undecodable(reader, lsn, error)),

@@ -54,6 +54,9 @@ pub(crate) struct WriterState {
     pub durable_lsn: Lsn,
     /// Set after a failed write or sync; the message of the first failure.
     pub poisoned: Option<String>,
+    /// Set when replication stopped this primary (`LogShipper::wait_replicated` failed): the
+    /// reason. Unlike `poisoned` the local log is sound; the node just may not acknowledge.
+    pub stopped: Option<String>,
     /// A commit's parts are being appended: other appends wait (`GroupGuard`).
     pub group_open: bool,
     /// Parity (0 or 1) of the running flush, or of the last one; flushes alternate.
@@ -336,18 +339,35 @@ impl Wal {
         let mut flushing = std::mem::replace(&mut state.active, next_active);
         state.active_base_lsn = next_base_lsn;
         let write_len = align_up(used as u64) as usize;
+        // Bytes before the previous flush's end went to the shipper with that flush.
+        let ship_from_lsn = state.flushing_end_lsn.max(flush_base_lsn);
         state.flush_parity ^= 1;
         state.flushing_end_lsn = flush_end_lsn;
+        let shipper = self.shipper.read().clone();
         let result = MutexGuard::unlocked(state, || {
-            let result = self
+            if let Some(shipper) = &shipper {
+                if ship_from_lsn < flush_end_lsn {
+                    let start = (ship_from_lsn - flush_base_lsn) as usize;
+                    shipper.ship(ship_from_lsn, &flushing[start..used]);
+                }
+            }
+            let local = self
                 .segments
                 .lock()
                 .write_and_sync(flush_base_lsn, &flushing[..write_len]);
             flushing[..write_len].fill(0);
-            result
+            local.map_err(FlushFailure::Local)?;
+            self.local_durable_lsn_published
+                .fetch_max(flush_end_lsn, Ordering::AcqRel);
+            match &shipper {
+                Some(shipper) => shipper
+                    .wait_replicated(flush_end_lsn)
+                    .map_err(FlushFailure::Replication),
+                None => Ok(()),
+            }
         });
         state.spare = Some(flushing);
-        match &result {
+        let result = match result {
             Ok(()) => {
                 state.durable_lsn = flush_end_lsn;
                 self.durable_lsn_published
@@ -356,13 +376,25 @@ impl Wal {
                 self.counters
                     .bytes_written
                     .fetch_add(write_len as u64, Ordering::Relaxed);
+                Ok(())
             }
-            Err(error) => {
+            Err(FlushFailure::Local(error)) => {
                 log::error!("WAL flush to {flush_end_lsn} failed, WAL poisoned: {error}");
                 state.poisoned = Some(error.to_string());
                 self.poisoned_published.store(true, Ordering::Release);
+                Err(error)
             }
-        }
+            Err(FlushFailure::Replication(error)) => {
+                log::error!("replication of the log to {flush_end_lsn} failed, stopping: {error}");
+                let reason = match error {
+                    Error::NotPrimary(reason) => reason,
+                    other => other.to_string(),
+                };
+                state.stopped = Some(reason.clone());
+                self.stopped_published.store(true, Ordering::Release);
+                Err(Error::NotPrimary(reason))
+            }
+        };
         self.flushed.notify_all();
         let parity = state.flush_parity;
         self.committers[parity].notify_all();
@@ -374,6 +406,96 @@ impl Wal {
         result
     }
 
+    /// A standby's append: copies the primary's log bytes `[lsn, lsn + bytes.len())` to the log
+    /// end (which must be `lsn`: the log is byte-identical on both nodes), leading flushes
+    /// while the buffer is full, and makes them durable. Returns the new durable end. The
+    /// bytes are whole frames the primary sealed at these positions; a range may end inside a
+    /// commit's parts, never inside a frame.
+    pub fn append_stream(&self, lsn: Lsn, bytes: &[u8]) -> Result<Lsn> {
+        let mut state = self.state.lock();
+        check_poisoned(&state)?;
+        if lsn != state.end_lsn {
+            return Err(Error::InvalidArgument(format!(
+                "log bytes shipped for {lsn}, but this log ends at {}",
+                state.end_lsn
+            )));
+        }
+        let mut offset = 0;
+        while offset < bytes.len() {
+            check_poisoned(&state)?;
+            let used = (state.end_lsn - state.active_base_lsn) as usize;
+            let room = state.active.len() - used;
+            if room == 0 {
+                if state.spare.is_some() {
+                    self.lead_flush(&mut state)?;
+                } else {
+                    self.flushed.wait(&mut state);
+                }
+                continue;
+            }
+            let chunk = room.min(bytes.len() - offset);
+            state.active[used..used + chunk].copy_from_slice(&bytes[offset..offset + chunk]);
+            state.end_lsn += chunk as u64;
+            offset += chunk;
+        }
+        let end_lsn = state.end_lsn;
+        drop(state);
+        self.end_lsn_published.fetch_max(end_lsn, Ordering::AcqRel);
+        self.flush_to(end_lsn)?;
+        Ok(end_lsn)
+    }
+
+    /// Cuts the log back to `lsn` (a record boundary before the end): a standby being promoted
+    /// drops the parts of a commit whose last part never arrived (never acknowledged). The
+    /// files are cut as recovery cuts a torn tail; appends continue at `lsn`. Only for a log
+    /// nobody else appends to.
+    pub(crate) fn cut_back(&self, lsn: Lsn) -> Result<()> {
+        let mut state = self.state.lock();
+        while state.spare.is_none() {
+            self.flushed.wait(&mut state);
+        }
+        check_poisoned(&state)?;
+        if lsn >= state.end_lsn {
+            return Ok(());
+        }
+        if state.durable_lsn < state.end_lsn {
+            return Err(Error::InvalidArgument(
+                "cutting back a log with bytes not yet durable".into(),
+            ));
+        }
+        let mut segments = self.segments.lock();
+        let (tail_block, end_segment) = super::reader::cut_back(
+            &*self.io,
+            self.config.segment_options(false),
+            self.config.preallocate_segments,
+            lsn,
+        )?;
+        let segment_end_lsn = (end_segment.0 + self.config.segment_size_bytes).max(align_up(lsn));
+        segments.current = Some(end_segment);
+        segments.current_end_lsn = segment_end_lsn;
+        drop(segments);
+        state.active.fill(0);
+        state.active[..tail_block.len()].copy_from_slice(&tail_block);
+        state.active_base_lsn = align_down(lsn);
+        state.end_lsn = lsn;
+        state.durable_lsn = lsn;
+        state.flushing_end_lsn = lsn;
+        self.end_lsn_published.store(lsn, Ordering::Release);
+        self.durable_lsn_published.store(lsn, Ordering::Release);
+        self.local_durable_lsn_published
+            .store(lsn, Ordering::Release);
+        Ok(())
+    }
+
+    /// Fails as appends would: `Error::Poisoned` after a failed flush, `Error::NotPrimary` once
+    /// replication stopped this primary.
+    pub fn check_open(&self) -> Result<()> {
+        if !self.is_poisoned() && !self.is_stopped() {
+            return Ok(());
+        }
+        check_poisoned(&self.state.lock())
+    }
+
     /// Largest frame an append accepts: it must fit in the buffer next to a carried block.
     pub(crate) fn frame_size_limit_bytes(&self) -> usize {
         let buffer_limit = self.config.buffer_size_bytes - crate::io::IO_ALIGN;
@@ -381,11 +503,21 @@ impl Wal {
     }
 }
 
+/// Why a flush failed: the local write or sync (the log is poisoned), or the wait for the
+/// standby (the primary stops; its own log is sound).
+enum FlushFailure {
+    Local(Error),
+    Replication(Error),
+}
+
 fn check_poisoned(state: &WriterState) -> Result<()> {
-    match &state.poisoned {
-        Some(message) => Err(Error::Poisoned(format!(
+    if let Some(message) = &state.poisoned {
+        return Err(Error::Poisoned(format!(
             "WAL write failed earlier: {message}"
-        ))),
+        )));
+    }
+    match &state.stopped {
+        Some(reason) => Err(Error::NotPrimary(reason.clone())),
         None => Ok(()),
     }
 }

@@ -1,0 +1,151 @@
+//! A database as a node of a replicated pair (docs/design.md 5.6): the engine's side of log
+//! shipping. The transport (network, authentication, fencing) is the caller's.
+//!
+//! Primary: `set_log_shipper` installs a `LogShipper`; every flush hands it its bytes and
+//! waits for the standby's durability before its commits are acknowledged. A standby that
+//! connects later gets the bytes before the shipper's start position from `read_log`.
+//!
+//! Standby:
+//! 1. `start_standby` (after open, which recovered the node's own log): writes are refused
+//!    (`Error::Standby`); returns the position from which the primary must send.
+//! 2. `receive_log(lsn, bytes)`: appends the bytes to this node's log and makes them durable;
+//!    returns the durable end, which the transport acknowledges.
+//! 3. `apply_received`: decodes what was received (`wal::StreamDecoder`) and applies it
+//!    through the MVCC path (`TxnManager::apply_replicated`): read-only transactions on the
+//!    standby see each commit whole, in commit order, with stable snapshots.
+//! 4. `promote`: applies what is left, cuts the parts of a commit that never got its last
+//!    part (never acknowledged), and opens the node for writes.
+
+use std::sync::Arc;
+
+use super::Database;
+use crate::error::{Error, Result};
+use crate::wal::{LogShipper, Lsn, StreamDecoder};
+
+/// A standby's receiving state: bytes durable but not applied yet, and the decoder.
+pub(super) struct Receiver {
+    decoder: StreamDecoder,
+    received: Vec<(Lsn, Vec<u8>)>,
+    /// Position just past the last byte received (the log's end).
+    received_end_lsn: Lsn,
+}
+
+impl Database {
+    /// Makes this database a standby (step 1); returns the log position it needs next.
+    pub fn start_standby(&self) -> Result<Lsn> {
+        let manager = &self.inner.manager;
+        let end_lsn = manager.wal().end_lsn();
+        let mut standby = self.inner.standby.lock();
+        if standby.is_some() {
+            return Err(Error::InvalidArgument("already a standby".into()));
+        }
+        manager.set_standby(true);
+        manager.set_replay_from(end_lsn);
+        *standby = Some(Receiver {
+            decoder: StreamDecoder::new(end_lsn),
+            received: Vec::new(),
+            received_end_lsn: end_lsn,
+        });
+        Ok(end_lsn)
+    }
+
+    /// True while this database is a standby.
+    pub fn is_standby(&self) -> bool {
+        self.inner.manager.is_standby()
+    }
+
+    /// Appends the primary's log bytes `[lsn, lsn + bytes.len())` and makes them durable
+    /// (step 2); returns the durable end to acknowledge. Bytes already received (a resend
+    /// after a reconnect) are skipped.
+    pub fn receive_log(&self, lsn: Lsn, bytes: &[u8]) -> Result<Lsn> {
+        let mut standby = self.inner.standby.lock();
+        let receiver = standby
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("not a standby".into()))?;
+        let end = lsn + bytes.len() as u64;
+        if end <= receiver.received_end_lsn {
+            return Ok(receiver.received_end_lsn);
+        }
+        let skip = receiver.received_end_lsn.saturating_sub(lsn) as usize;
+        let (lsn, bytes) = (lsn + skip as u64, &bytes[skip..]);
+        let durable = self.inner.manager.wal().append_stream(lsn, bytes)?;
+        receiver.received.push((lsn, bytes.to_vec()));
+        receiver.received_end_lsn = durable;
+        Ok(durable)
+    }
+
+    /// Applies every record received so far (step 3); returns how many were applied.
+    pub fn apply_received(&self) -> Result<usize> {
+        let mut standby = self.inner.standby.lock();
+        let Some(receiver) = standby.as_mut() else {
+            return Ok(0);
+        };
+        let manager = &self.inner.manager;
+        let mut applied = 0;
+        for (lsn, bytes) in std::mem::take(&mut receiver.received) {
+            for (record_lsn, record) in receiver.decoder.push(lsn, &bytes)? {
+                manager.apply_replicated(record_lsn, record)?;
+                applied += 1;
+            }
+            manager.set_replay_from(receiver.decoder.resume_lsn());
+        }
+        Ok(applied)
+    }
+
+    /// Position just past the last record applied on this standby (the primary's log end on
+    /// a primary).
+    pub fn applied_lsn(&self) -> Lsn {
+        match self.inner.standby.lock().as_ref() {
+            Some(receiver) => receiver.decoder.resume_lsn(),
+            None => self.inner.manager.wal().end_lsn(),
+        }
+    }
+
+    /// Opens this standby for writes (step 4). The caller must know the old primary is gone
+    /// (fenced) and that this node held every acknowledged commit (it was synchronous).
+    pub fn promote(&self) -> Result<()> {
+        self.apply_received()?;
+        let mut standby = self.inner.standby.lock();
+        let Some(receiver) = standby.take() else {
+            return Err(Error::InvalidArgument("not a standby".into()));
+        };
+        let wal = self.inner.manager.wal();
+        let resume = receiver.decoder.resume_lsn();
+        if resume < wal.end_lsn() {
+            log::warn!(
+                "promotion drops log bytes {resume}..{}: a commit whose last part never came",
+                wal.end_lsn()
+            );
+            wal.cut_back(resume)?;
+        }
+        self.inner.manager.set_standby(false);
+        Ok(())
+    }
+
+    /// Installs (or, with None, removes) the shipper of this primary's log; returns the
+    /// position from which it is handed every flushed byte (earlier bytes: `read_log`).
+    pub fn set_log_shipper(&self, shipper: Option<Arc<dyn LogShipper>>) -> Lsn {
+        self.inner.manager.wal().set_shipper(shipper)
+    }
+
+    /// The log bytes `[from, to)` from this node's files (`to` locally durable).
+    pub fn read_log(&self, from: Lsn, to: Lsn) -> Result<Vec<u8>> {
+        self.inner.manager.wal().read_stream(from, to)
+    }
+
+    /// Position just past the last record appended to the log.
+    pub fn log_end_lsn(&self) -> Lsn {
+        self.inner.manager.wal().end_lsn()
+    }
+
+    /// Every byte before this is durable in this node's own files.
+    pub fn log_local_durable_lsn(&self) -> Lsn {
+        self.inner.manager.wal().local_durable_lsn()
+    }
+
+    /// Keeps the log from `lsn` on through checkpoints (a replication slot); `u64::MAX`
+    /// releases it.
+    pub fn retain_log_from(&self, lsn: Lsn) {
+        self.inner.manager.wal().set_retain_lsn(lsn);
+    }
+}
