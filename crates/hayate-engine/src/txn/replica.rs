@@ -2,12 +2,12 @@
 //! through the same MVCC path as a local commit, so hot-standby readers get stable snapshots.
 //!
 //! 1. `set_standby(true)`: local writes, commits and DDL fail with `Error::Standby`.
-//! 2. For each record the standby has made durable, in log order, `apply_replicated`:
+//! 2. For each record the standby has made durable, in log order (the primary logs commits in
+//!    timestamp order, so the visible timestamp only grows), `apply_replicated`:
 //!    - a `Commit` is registered as being applied at its LSN (a checkpoint's redo starts at or
 //!      before it), its operations applied with undo (readers at older snapshots read the
 //!      versions they replace), and the visible timestamp moves to its commit timestamp;
 //!    - `CreateTree` / `DropTree` change the catalog as on the primary, with the same ids.
-//!    The primary logs commits in timestamp order, so the visible timestamp only grows.
 //! 3. `set_replay_from(lsn)`: the first record not yet applied; a checkpoint's redo LSN never
 //!    passes it, so a restarted standby replays what it had received but not applied.
 //! 4. `set_standby(false)` (promotion): the counters continue from the last applied commit.
@@ -92,7 +92,9 @@ impl TxnManager {
                 ..
             } => {
                 let mut catalog = self.catalog.write();
-                if !catalog.trees.contains_key(&tree_id) {
+                if let std::collections::btree_map::Entry::Vacant(entry) =
+                    catalog.trees.entry(tree_id)
+                {
                     let root = BTree::create(&self.pool)?;
                     let kind = TreeKind::from_u8(kind).unwrap_or(TreeKind::Table);
                     let info = TreeInfo {
@@ -102,7 +104,7 @@ impl TxnManager {
                         unique,
                         root,
                     };
-                    catalog.trees.insert(tree_id, info);
+                    entry.insert(info);
                 }
                 catalog.next_tree_id = catalog.next_tree_id.max(tree_id + 1);
                 self.bump_commit_ts(&mut catalog, commit_ts);

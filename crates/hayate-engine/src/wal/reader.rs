@@ -72,6 +72,9 @@ pub struct Recovery {
     pub report: RecoveryReport,
 }
 
+/// The segment holding the log's end: its first LSN and its file.
+pub(crate) type EndSegment = (Lsn, Arc<dyn IoFile>);
+
 /// State the writer takes over from recovery.
 pub(crate) struct RecoveredTail {
     /// The segment holding the end LSN, if any segment exists.
@@ -268,7 +271,7 @@ pub(crate) fn cut_back(
     options: OpenOptions,
     preallocated: bool,
     end_lsn: Lsn,
-) -> Result<(Vec<u8>, (Lsn, Arc<dyn IoFile>))> {
+) -> Result<(Vec<u8>, EndSegment)> {
     let mut reader = StreamReader::open(io, options)?;
     let tail_block_lsn = align_down(end_lsn);
     let tail_block = match reader.read(tail_block_lsn, (end_lsn - tail_block_lsn) as usize)? {
