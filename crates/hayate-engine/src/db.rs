@@ -10,6 +10,8 @@
 
 mod replication;
 
+pub use replication::ApplyReport;
+
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;

@@ -36,7 +36,9 @@ mod wal;
 // 1. The embedded database.
 pub use btree::TreeCheckReport;
 pub use buffer::{BufferStats, LatchConfig};
-pub use db::{BufferSize, CheckReport, Database, DatabaseConfig, DatabaseStats, IoBackend};
+pub use db::{
+    ApplyReport, BufferSize, CheckReport, Database, DatabaseConfig, DatabaseStats, IoBackend,
+};
 pub use error::{Error, Result};
 pub use page::{validate_page_size, PAGE_SIZE_DEFAULT};
 pub use store::control::{ControlFile, CONTROL_FILE};

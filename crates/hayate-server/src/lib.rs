@@ -31,6 +31,7 @@ mod connection;
 mod extended;
 mod fiber_task;
 pub mod handler;
+pub mod replication;
 mod send_batch;
 pub mod startup;
 pub mod unix_socket;
@@ -252,7 +253,8 @@ pub async fn serve_with(
             state.interrupt().clone(),
             slots.clone().try_acquire_owned().ok(),
             peer,
-        );
+        )
+        .standby(catalog.is_standby());
         let handlers = ConnectionHandlers {
             state,
             startup: Arc::new(startup),

@@ -31,7 +31,12 @@ use crate::auth::{self, Scram, ScramError};
 use crate::cancel::CancelRegistry;
 use crate::{AuthMethod, Peer, ServerConfig};
 
-pub struct ServerParameters;
+/// The parameter statuses sent after authentication; `standby`: the server is a hot standby
+/// (libpq's `target_session_attrs` and pgJDBC's `targetServerType` read `in_hot_standby` and
+/// `default_transaction_read_only`).
+pub struct ServerParameters {
+    pub standby: bool,
+}
 
 impl ServerParameterProvider for ServerParameters {
     fn server_parameters<C>(&self, client: &C) -> Option<HashMap<String, String>>
@@ -54,8 +59,8 @@ impl ServerParameterProvider for ServerParameters {
             ("integer_datetimes", "on".into()),
             ("standard_conforming_strings", "on".into()),
             ("is_superuser", "on".into()),
-            ("in_hot_standby", "off".into()),
-            ("default_transaction_read_only", "off".into()),
+            ("in_hot_standby", on_off(self.standby)),
+            ("default_transaction_read_only", on_off(self.standby)),
             ("search_path", "\"$user\", public".into()),
             ("session_authorization", user),
             ("application_name", application),
@@ -67,6 +72,10 @@ impl ServerParameterProvider for ServerParameters {
                 .collect(),
         )
     }
+}
+
+fn on_off(value: bool) -> String {
+    if value { "on" } else { "off" }.to_string()
 }
 
 /// Where one connection's authentication stands.
@@ -104,6 +113,8 @@ pub struct Startup {
     pids: RandomPidSecretKeyGenerator,
     step: Mutex<Step>,
     pid: Mutex<Option<i32>>,
+    /// The server is a hot standby (`ServerParameters`).
+    standby: bool,
 }
 
 impl Startup {
@@ -123,7 +134,14 @@ impl Startup {
             pids: RandomPidSecretKeyGenerator::default(),
             step: Mutex::new(Step::Start),
             pid: Mutex::new(None),
+            standby: false,
         }
+    }
+
+    /// Marks the server a hot standby in the parameter statuses.
+    pub fn standby(mut self, standby: bool) -> Startup {
+        self.standby = standby;
+        self
     }
 
     /// A FATAL error (the connection closes after it), logged once.
@@ -258,7 +276,13 @@ impl Startup {
             .register(pid, secret_key.clone(), self.interrupt.clone());
         *self.pid.lock() = Some(pid);
         client.set_pid_and_secret_key(pid, secret_key);
-        finish_authentication(client, &ServerParameters).await
+        finish_authentication(
+            client,
+            &ServerParameters {
+                standby: self.standby,
+            },
+        )
+        .await
     }
 }
 

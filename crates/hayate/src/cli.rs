@@ -27,6 +27,8 @@ pub enum Command {
     Stats(DirArgs),
     /// Serve SQL over the PostgreSQL wire protocol (psql and drivers connect unmodified).
     Serve(crate::serve::ServeArgs),
+    /// Promote the standby serving --dir: it applies the log it holds and takes writes.
+    Promote(DirArgs),
 }
 
 #[derive(Debug, Args)]

@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run_check(&args),
         Command::Stats(args) => check::run_stats(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Promote(args) => serve::request_promotion(&args.dir),
     };
     exit_code(result)
 }

@@ -34,6 +34,8 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   buffer_size = \"128MB\"       # the engine's page cache
   event_loops = 0             # threads serving connections (0: one per core)
   log_level = \"info\"          # error | warn | info | debug | trace (RUST_LOG wins)
+  ha_replication_listen = \"127.0.0.1:6433\"  # primary: standbys connect here; commits wait for one
+  ha_follow = \"127.0.0.1:6433\"              # standby: follow this primary (read-only, hot)
   [users]                     # user = password, for every method but trust
   alice = \"secret\"
 See docs/hayate.toml.example.";
@@ -79,6 +81,16 @@ pub struct ServeArgs {
     /// Log level: error, warn, info, debug or trace [default: warn].
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
+    /// Primary with a synchronous standby: standbys connect to this address, and every
+    /// commit is acknowledged only once durable on the standby too (with no standby
+    /// connected, commits wait).
+    #[arg(long, value_name = "ADDR")]
+    pub ha_replication_listen: Option<std::net::SocketAddr>,
+    /// Standby: follow the primary whose replication address this is; serve read-only
+    /// queries (writes fail with 25006) until `hayate promote`. The data directory must be a
+    /// copy of the primary's taken while it was stopped.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub ha_follow: Option<String>,
 }
 
 /// The buffer pool's size unless configured (`DatabaseConfig::default`'s).
@@ -107,6 +119,8 @@ struct ConfigFile {
     buffer_size: Option<String>,
     event_loops: Option<usize>,
     log_level: Option<String>,
+    ha_replication_listen: Option<std::net::SocketAddr>,
+    ha_follow: Option<String>,
     #[serde(default)]
     users: HashMap<String, String>,
 }
@@ -123,6 +137,10 @@ pub struct Settings {
     /// Bytes of the buffer pool.
     pub buffer_bytes: u64,
     pub server: ServerConfig,
+    /// Where standbys connect (a primary with a synchronous standby).
+    pub ha_replication_listen: Option<std::net::SocketAddr>,
+    /// The primary this standby follows.
+    pub ha_follow: Option<String>,
 }
 
 fn read_config(path: &Path) -> CliResult<ConfigFile> {
@@ -188,7 +206,11 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
                  or 4GB (units B, kB, MB, GB, TB; a bare number is kB)"
             ))
         })?;
+    let ha_follow = args.ha_follow.clone().or(file.ha_follow);
+    let ha_replication_listen = args.ha_replication_listen.or(file.ha_replication_listen);
     Ok(Settings {
+        ha_replication_listen,
+        ha_follow,
         listen: args
             .listen
             .or(file.listen)
@@ -238,9 +260,14 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
     };
     let db = Database::open(data_dir, config)
         .context(|| format!("opening database in {}", data_dir.display()))?;
+    if settings.ha_follow.is_some() {
+        db.start_standby()
+            .map_err(|error| CliError::new(format!("starting as a standby: {error}")))?;
+    }
     let catalog = Arc::new(
         Catalog::open(db.clone()).map_err(|error| CliError::new(format!("catalog: {error}")))?,
     );
+    let replication = start_replication(&settings, &db, &catalog)?;
     let runtime = hayate_server::runtime().context(|| "starting the async runtime".into())?;
     let address = (settings.listen, settings.port);
     let result = runtime.block_on(async {
@@ -270,9 +297,84 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
             .context(|| "serving".into())
     });
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    replication.stop();
     let closed = db.close().context(|| "closing the database".into());
     eprintln!("hayate: stopped");
     result.and(closed)
+}
+
+/// The replication role a server runs in (`--ha-follow`, `--ha-replication-listen`).
+struct Replication {
+    primary: Option<Arc<hayate_server::replication::Primary>>,
+    standby: Option<hayate_server::replication::Standby>,
+}
+
+impl Replication {
+    fn stop(self) {
+        if let Some(standby) = self.standby {
+            standby.stop();
+        }
+        if let Some(primary) = self.primary {
+            primary.stop();
+        }
+    }
+}
+
+/// Starts following the primary (a standby) or serving standbys (a primary). A standby that
+/// also has a replication address serves standbys once promoted (not yet: it becomes a
+/// primary without one).
+fn start_replication(
+    settings: &Settings,
+    db: &Database,
+    catalog: &Arc<Catalog>,
+) -> CliResult<Replication> {
+    use hayate_server::replication::{Primary, Standby, PROMOTE_FILE};
+    if let Some(primary) = &settings.ha_follow {
+        let promote_file = settings.data_dir.join(PROMOTE_FILE);
+        let _ = std::fs::remove_file(&promote_file);
+        let standby = Standby::start(
+            db.clone(),
+            catalog.clone(),
+            primary.clone(),
+            Some(promote_file),
+        )
+        .context(|| "starting the standby".into())?;
+        eprintln!("hayate: standby of {primary} (read-only until `hayate promote`)");
+        return Ok(Replication {
+            primary: None,
+            standby: Some(standby),
+        });
+    }
+    let primary = match settings.ha_replication_listen {
+        Some(address) => {
+            let primary = Primary::start(db.clone(), address)
+                .context(|| format!("listening for standbys on {address}"))?;
+            eprintln!(
+                "hayate: primary; standbys connect to {} (commits wait for one)",
+                primary.address()
+            );
+            Some(primary)
+        }
+        None => None,
+    };
+    Ok(Replication {
+        primary,
+        standby: None,
+    })
+}
+
+/// `hayate promote`: asks the standby serving `dir` to take over (it watches for the file).
+pub fn request_promotion(dir: &Path) -> CliResult<()> {
+    let file = dir.join(hayate_server::replication::PROMOTE_FILE);
+    if !dir.is_dir() {
+        return Err(CliError::new(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    std::fs::write(&file, b"").context(|| format!("writing {}", file.display()))?;
+    eprintln!("hayate: promotion requested ({})", file.display());
+    Ok(())
 }
 
 /// Completes on SIGTERM or SIGINT.
@@ -311,6 +413,8 @@ mod tests {
             buffer_size: None,
             event_loops: None,
             log_level: None,
+            ha_replication_listen: None,
+            ha_follow: None,
         }
     }
 

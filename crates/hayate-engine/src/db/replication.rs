@@ -16,11 +16,24 @@
 //! 4. `promote`: applies what is left, cuts the parts of a commit that never got its last
 //!    part (never acknowledged), and opens the node for writes.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::Database;
 use crate::error::{Error, Result};
-use crate::wal::{LogShipper, Lsn, StreamDecoder};
+use crate::txn::TreeId;
+use crate::wal::{LogRecord, LogShipper, Lsn, StreamDecoder};
+
+/// What one `apply_received` applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// Records applied (a commit logged in parts counts once).
+    pub records: usize,
+    /// Trees whose rows the applied commits changed.
+    pub trees: BTreeSet<TreeId>,
+    /// Whether a tree was created or dropped (a layer above with its own catalog reloads it).
+    pub ddl: bool,
+}
 
 /// A standby's receiving state: bytes durable but not applied yet, and the decoder.
 pub(super) struct Receiver {
@@ -74,22 +87,31 @@ impl Database {
         Ok(durable)
     }
 
-    /// Applies every record received so far (step 3); returns how many were applied.
-    pub fn apply_received(&self) -> Result<usize> {
+    /// Applies every record received so far (step 3); says what it applied.
+    pub fn apply_received(&self) -> Result<ApplyReport> {
         let mut standby = self.inner.standby.lock();
+        let mut report = ApplyReport::default();
         let Some(receiver) = standby.as_mut() else {
-            return Ok(0);
+            return Ok(report);
         };
         let manager = &self.inner.manager;
-        let mut applied = 0;
         for (lsn, bytes) in std::mem::take(&mut receiver.received) {
             for (record_lsn, record) in receiver.decoder.push(lsn, &bytes)? {
+                match &record {
+                    LogRecord::Commit { ops, .. } => {
+                        report.trees.extend(ops.iter().map(|op| op.tree_id()));
+                    }
+                    LogRecord::CreateTree { .. } | LogRecord::DropTree { .. } => {
+                        report.ddl = true;
+                    }
+                    LogRecord::CheckpointMark { .. } => {}
+                }
                 manager.apply_replicated(record_lsn, record)?;
-                applied += 1;
+                report.records += 1;
             }
             manager.set_replay_from(receiver.decoder.resume_lsn());
         }
-        Ok(applied)
+        Ok(report)
     }
 
     /// Position just past the last record applied on this standby (the primary's log end on

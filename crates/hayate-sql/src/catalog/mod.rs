@@ -100,6 +100,41 @@ fn open_or_create(db: &Database, name: &str) -> SqlResult<TreeId> {
     }
 }
 
+/// The table definitions and the sequences stored in the catalog's trees.
+fn read_definitions(
+    db: &Database,
+    tree: TreeId,
+    sequence_tree: TreeId,
+) -> SqlResult<(Vec<TableDef>, HashMap<String, Arc<Sequence>>)> {
+    let mut defs = Vec::new();
+    let mut sequences = HashMap::new();
+    let txn = db.begin_read_only();
+    for row in txn.scan(tree, Bound::Unbounded, Bound::Unbounded)? {
+        let (_, value) = row?;
+        defs.push(TableDef::decode(&value)?);
+    }
+    for row in txn.scan(sequence_tree, Bound::Unbounded, Bound::Unbounded)? {
+        let (name, value) = row?;
+        let Some(definition) = sequence::decode_definition(&value) else {
+            continue; // a column's sequence
+        };
+        let (options, tree_name) = definition?;
+        let name = String::from_utf8(name)
+            .map_err(|_| SqlError::new(sqlstate::DATA_CORRUPTED, "corrupt sequence name"))?;
+        let tree = db.table(&tree_name)?;
+        let sequence = Sequence::new(
+            name.clone(),
+            options,
+            Some((tree_name, tree)),
+            db.clone(),
+            sequence_tree,
+        );
+        sequences.insert(name, Arc::new(sequence));
+    }
+    txn.abort();
+    Ok((defs, sequences))
+}
+
 pub(super) fn duplicate_relation(name: &str) -> SqlError {
     SqlError::new(
         sqlstate::DUPLICATE_TABLE,
@@ -108,35 +143,28 @@ pub(super) fn duplicate_relation(name: &str) -> SqlError {
 }
 
 impl Catalog {
+    /// Opens the SQL catalog of `db`, creating its trees on first use. On a standby it
+    /// writes nothing (the trees come with the primary's log).
     pub fn open(db: Database) -> SqlResult<Catalog> {
-        let tree = open_or_create(&db, CATALOG_TREE)?;
-        let sequence_tree = open_or_create(&db, SEQUENCE_TREE)?;
-        let mut defs = Vec::new();
-        let mut sequences = HashMap::new();
-        let txn = db.begin_read_only();
-        for row in txn.scan(tree, Bound::Unbounded, Bound::Unbounded)? {
-            let (_, value) = row?;
-            defs.push(TableDef::decode(&value)?);
-        }
-        for row in txn.scan(sequence_tree, Bound::Unbounded, Bound::Unbounded)? {
-            let (name, value) = row?;
-            let Some(definition) = sequence::decode_definition(&value) else {
-                continue; // a column's sequence
+        let (tree, sequence_tree) = if db.is_standby() {
+            let missing = |_| {
+                SqlError::new(
+                    sqlstate::READ_ONLY_SQL_TRANSACTION,
+                    "a standby's data directory must be a copy of its primary's \
+                     (it has no SQL catalog)",
+                )
             };
-            let (options, tree_name) = definition?;
-            let name = String::from_utf8(name)
-                .map_err(|_| SqlError::new(sqlstate::DATA_CORRUPTED, "corrupt sequence name"))?;
-            let tree = db.table(&tree_name)?;
-            let sequence = Sequence::new(
-                name.clone(),
-                options,
-                Some((tree_name, tree)),
-                db.clone(),
-                sequence_tree,
-            );
-            sequences.insert(name, Arc::new(sequence));
-        }
-        txn.abort();
+            (
+                db.table(CATALOG_TREE).map_err(missing)?,
+                db.table(SEQUENCE_TREE).map_err(missing)?,
+            )
+        } else {
+            (
+                open_or_create(&db, CATALOG_TREE)?,
+                open_or_create(&db, SEQUENCE_TREE)?,
+            )
+        };
+        let (defs, sequences) = read_definitions(&db, tree, sequence_tree)?;
         let mut catalog = Catalog {
             db,
             tree,
@@ -155,8 +183,42 @@ impl Catalog {
             tables.insert(table.def.name.clone(), Arc::new(table));
         }
         catalog.state.get_mut().tables = tables;
-        catalog.drop_unreferenced()?;
+        if !catalog.db.is_standby() {
+            catalog.drop_unreferenced()?;
+        }
         Ok(catalog)
+    }
+
+    /// Reads the definitions again (a standby, after applying the primary's DDL): tables and
+    /// sequences as committed now; prepared statements are bound again. A definition whose
+    /// trees are not there (yet, or any more: the rest of its DDL is still to come) is skipped.
+    pub fn reload(&self) -> SqlResult<()> {
+        let (defs, sequences) = read_definitions(&self.db, self.tree, self.sequence_tree)?;
+        let mut tables = HashMap::new();
+        for def in defs {
+            let name = def.name.clone();
+            match self.load(def) {
+                Ok(table) => {
+                    tables.insert(name, Arc::new(table));
+                }
+                Err(error) => log::debug!("catalog reload: table {name} skipped: {error}"),
+            }
+        }
+        let mut state = self.state.write();
+        state.tables = tables;
+        state.sequences = sequences;
+        state.version += 1;
+        Ok(())
+    }
+
+    /// The engine trees holding the SQL catalog itself (table definitions, sequences).
+    pub fn catalog_trees(&self) -> [TreeId; 2] {
+        [self.tree, self.sequence_tree]
+    }
+
+    /// True on a standby: writes fail with 25006, `pg_is_in_recovery()` is true.
+    pub fn is_standby(&self) -> bool {
+        self.db.is_standby()
     }
 
     /// Builds the in-memory table of a definition whose engine trees exist.

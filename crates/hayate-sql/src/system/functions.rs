@@ -258,7 +258,7 @@ impl SystemFunction {
         match self.function {
             F::True => return Ok(Value::Bool(true)),
             F::Null => return Ok(Value::Null),
-            F::IsInRecovery => return Ok(Value::Bool(false)),
+            F::IsInRecovery => return Ok(Value::Bool(snapshot.in_recovery)),
             F::ArrayLiteral => {
                 let elements: Vec<Option<String>> = values.iter().map(Value::to_text).collect();
                 return text(&array::format(&elements));

@@ -173,6 +173,8 @@ pub struct SequenceInfo {
 pub struct Snapshot {
     pub tables: Vec<UserTable>,
     pub sequences: Vec<SequenceInfo>,
+    /// The database is a standby (`pg_is_in_recovery()`).
+    pub in_recovery: bool,
 }
 
 impl Snapshot {
@@ -222,7 +224,11 @@ impl Snapshot {
                 owner,
             });
         }
-        Snapshot { tables, sequences }
+        Snapshot {
+            tables,
+            sequences,
+            in_recovery: catalog.is_standby(),
+        }
     }
 
     /// The sequence a nextval/currval/setval argument names: its oid ('s'::regclass) or

@@ -1,0 +1,205 @@
+//! A primary and a synchronous standby, as a user runs them: two `hayate serve` processes,
+//! the standby's data directory a copy of the primary's taken while it was stopped. Every
+//! commit the primary acknowledges is on the standby; the standby serves read-only queries
+//! (25006 on writes, `pg_is_in_recovery()`, the parameter statuses libpq's
+//! `target_session_attrs` reads) and sees DDL; after `kill -9` of the primary and
+//! `hayate promote`, the standby takes writes with every acknowledged commit, and psql with a
+//! multi-host connection string finds it.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("free port")
+}
+
+fn hayate() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hayate"))
+}
+
+fn serve(dir: &Path, port: u16, extra: &[String]) -> Child {
+    hayate()
+        .args([
+            "serve",
+            "--port",
+            &port.to_string(),
+            "--unix-socket-dir",
+            "",
+        ])
+        .arg("--data-dir")
+        .arg(dir)
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start hayate serve")
+}
+
+fn connect(port: u16) -> postgres::Client {
+    let config = format!("host=127.0.0.1 port={port} user=tester dbname=test");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match postgres::Client::connect(&config, postgres::NoTls) {
+            Ok(client) => return client,
+            Err(error) if Instant::now() > deadline => panic!("server did not start: {error}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+fn stop(mut child: Child) {
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "clean stop");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+/// Waits until `probe` holds (the standby applies asynchronously after acknowledging).
+fn eventually(what: &str, mut probe: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !probe() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn count(client: &mut postgres::Client, table: &str) -> i64 {
+    client
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .map(|row| row.get(0))
+        .unwrap_or(-1)
+}
+
+#[test]
+fn a_standby_follows_serves_reads_and_takes_over_with_every_acknowledged_commit() {
+    let parent = tempfile::tempdir().unwrap();
+    let (a, b) = (parent.path().join("a"), parent.path().join("b"));
+    let (port_a, port_b, replication) = (free_port(), free_port(), free_port());
+
+    // Seed: create the primary's database, stop it, copy its files.
+    let child = serve(&a, port_a, &[]);
+    let mut client = connect(port_a);
+    client
+        .batch_execute("CREATE TABLE acked (id int8 PRIMARY KEY, note text)")
+        .unwrap();
+    drop(client);
+    stop(child);
+    copy_dir(&a, &b);
+
+    let listen = format!("127.0.0.1:{replication}");
+    let mut primary = serve(
+        &a,
+        port_a,
+        &["--ha-replication-listen".into(), listen.clone()],
+    );
+    let standby = serve(&b, port_b, &["--ha-follow".into(), listen]);
+    let mut writer = connect(port_a);
+    let mut reader = connect(port_b);
+
+    let insert = writer
+        .prepare("INSERT INTO acked VALUES ($1, 'acknowledged')")
+        .unwrap();
+    for id in 0..300i64 {
+        writer.execute(&insert, &[&id]).unwrap();
+    }
+    eventually("the standby to apply 300 rows", || {
+        count(&mut reader, "acked") == 300
+    });
+
+    // A hot standby: read-only, and says so as PostgreSQL does.
+    let in_recovery = |client: &mut postgres::Client| -> bool {
+        client
+            .query_one("SELECT pg_is_in_recovery()", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert!(in_recovery(&mut reader));
+    assert!(!in_recovery(&mut writer));
+    let refused = reader
+        .execute("INSERT INTO acked VALUES (-1, 'on the standby')", &[])
+        .unwrap_err();
+    assert_eq!(
+        refused.code().map(|code| code.code()),
+        Some("25006"),
+        "{refused}"
+    );
+
+    // DDL reaches the standby's catalog.
+    writer
+        .batch_execute("CREATE TABLE later (k int4 PRIMARY KEY); INSERT INTO later VALUES (1), (2)")
+        .unwrap();
+    eventually("the standby to see the new table", || {
+        count(&mut reader, "later") == 2
+    });
+
+    // kill -9 of the primary, then promotion.
+    primary.kill().unwrap();
+    primary.wait().unwrap();
+    drop(writer);
+    let status = hayate()
+        .args(["promote", "--dir"])
+        .arg(&b)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut promoted = connect(port_b);
+    eventually("the promoted standby to take writes", || {
+        promoted
+            .execute("INSERT INTO acked VALUES (1000, 'after failover')", &[])
+            .is_ok()
+    });
+    assert_eq!(
+        count(&mut promoted, "acked"),
+        301,
+        "every acknowledged commit"
+    );
+    assert!(!in_recovery(&mut promoted));
+
+    // libpq's multi-host failover: the first host is down, the second takes writes.
+    if let Ok(output) = Command::new("psql")
+        .arg(format!(
+            "host=127.0.0.1,127.0.0.1 port={port_a},{port_b} user=tester dbname=test \
+             target_session_attrs=read-write connect_timeout=5"
+        ))
+        .args([
+            "-X",
+            "-A",
+            "-t",
+            "-c",
+            "INSERT INTO acked VALUES (1001, 'psql'); SELECT count(*) FROM acked",
+        ])
+        .output()
+    {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "psql: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(stdout.contains("302"), "{stdout}");
+    } else {
+        assert!(
+            std::env::var_os("HAYATE_REQUIRE_CLIENTS").is_none(),
+            "psql is required"
+        );
+    }
+    drop(reader);
+    drop(promoted);
+    stop(standby);
+}
