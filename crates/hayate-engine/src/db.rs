@@ -164,7 +164,7 @@ struct Inner {
     /// server's event loops).
     log_flusher: exec::flusher::LogFlusher,
     /// Set while this database is a standby (`replication`).
-    standby: Mutex<Option<replication::Receiver>>,
+    standby: Mutex<Option<Arc<replication::Receiver>>>,
 }
 
 /// An open database. Cheap to clone; all clones share one engine.

@@ -16,8 +16,8 @@
 //!
 //! Standby (`Standby::start`): a thread connects to the primary (again every
 //! `RECONNECT_PAUSE` while it cannot), says where its log ends, and for each `D` message makes
-//! the bytes durable (`Database::receive_log`), acknowledges, then applies them
-//! (`apply_received`) and reloads the SQL catalog when they changed it. A `promote` file in
+//! the bytes durable (`Database::receive_log`), acknowledges and wakes the applier thread,
+//! which applies them (`apply_received`) and reloads the SQL catalog when they changed it. A `promote` file in
 //! the data directory (`hayate promote`) ends the standby: it applies what it holds and
 //! opens for writes (`Database::promote`).
 //!
@@ -42,6 +42,8 @@ const HELLO_MAGIC: &[u8; 12] = b"HAYATE-REPL1";
 const MESSAGE_BYTES_MAX: usize = 256 << 20;
 /// Pause between a standby's connection attempts.
 const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
+/// Pause before trying again after the primary refused this standby (it must be seeded again).
+const REFUSED_PAUSE: Duration = Duration::from_secs(5);
 /// How often waiting threads look at their stop flags.
 const POLL: Duration = Duration::from_millis(100);
 /// Log bytes a sender reads from the files per message while the standby is behind.
@@ -204,11 +206,16 @@ impl Primary {
         self.state.lock().connected
     }
 
-    /// Stops serving standbys and uninstalls the shipper; commits waiting for the standby
-    /// fail with `Error::NotPrimary`.
-    pub fn stop(&self) {
+    /// Makes commits waiting for the standby fail with `Error::NotPrimary` (a shutdown), and
+    /// every later one: this node stops acknowledging.
+    pub fn release_waiters(&self) {
         self.state.lock().stop = true;
         self.changed.notify_all();
+    }
+
+    /// Stops serving standbys and uninstalls the shipper (`release_waiters` first).
+    pub fn stop(&self) {
+        self.release_waiters();
         self.db.set_log_shipper(None);
         for thread in self.threads.lock().drain(..) {
             let _ = thread.join();
@@ -258,6 +265,17 @@ impl Primary {
             );
             let _ = write_message(&mut socket, b'E', &[message.as_bytes()]);
             return Err(io::Error::new(io::ErrorKind::InvalidData, message));
+        }
+        let durable = self.db.log_local_durable_lsn();
+        if need < durable {
+            if let Err(error) = self.db.read_log(need, need + 1) {
+                let message = format!(
+                    "the log from position {need} is no longer here ({error}): seed the standby \
+                     again from a copy of this primary"
+                );
+                let _ = write_message(&mut socket, b'E', &[message.as_bytes()]);
+                return Err(io::Error::other(message));
+            }
         }
         socket.set_read_timeout(Some(POLL))?;
         let connection = {
@@ -392,11 +410,63 @@ impl Primary {
     }
 }
 
-/// The standby's side: a thread that follows the primary until promoted or stopped.
+/// The standby's side: a thread that follows the primary until promoted or stopped, and one
+/// that applies what it received (so acknowledging the next bytes never waits for applying).
 pub struct Standby {
     stop: Arc<AtomicBool>,
     promoted: Arc<AtomicBool>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// Wakes the applier: bytes were received.
+#[derive(Default)]
+struct Received {
+    pending: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Received {
+    fn notify(&self) {
+        *self.pending.lock() = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits until something was received (or `POLL` passed); true if it was.
+    fn wait(&self) -> bool {
+        let mut pending = self.pending.lock();
+        if !*pending {
+            self.wake.wait_for(&mut pending, POLL);
+        }
+        std::mem::take(&mut *pending)
+    }
+}
+
+/// The applier: applies what was received and reloads the SQL catalog when the applied
+/// records changed it.
+fn apply_loop(db: &Database, catalog: &Catalog, received: &Received, stop: &AtomicBool) {
+    let catalog_trees = catalog.catalog_trees();
+    while !stop.load(Ordering::Acquire) && db.is_standby() {
+        if !received.wait() {
+            continue;
+        }
+        let applied = match db.apply_received() {
+            Ok(applied) => applied,
+            Err(error) => {
+                log::error!("replication: applying the primary's log: {error}");
+                std::thread::sleep(REFUSED_PAUSE);
+                continue;
+            }
+        };
+        let catalog_changed = applied.ddl
+            || catalog_trees
+                .iter()
+                .any(|tree| applied.trees.contains(tree));
+        if catalog_changed {
+            if let Err(error) = catalog.reload() {
+                log::error!("replication: reloading the catalog: {error}");
+            }
+        }
+    }
 }
 
 impl Standby {
@@ -410,15 +480,30 @@ impl Standby {
     ) -> io::Result<Standby> {
         let stop = Arc::new(AtomicBool::new(false));
         let promoted = Arc::new(AtomicBool::new(false));
+        let received = Arc::new(Received::default());
+        let (applier_db, applier_catalog, applier_received, applier_stop) =
+            (db.clone(), catalog.clone(), received.clone(), stop.clone());
+        let applier = std::thread::Builder::new()
+            .name("hayate-repl-apply".into())
+            .spawn(move || {
+                apply_loop(
+                    &applier_db,
+                    &applier_catalog,
+                    &applier_received,
+                    &applier_stop,
+                )
+            })?;
         let (thread_stop, thread_promoted) = (stop.clone(), promoted.clone());
-        let thread = std::thread::Builder::new()
+        let follower = std::thread::Builder::new()
             .name("hayate-repl-follow".into())
             .spawn(move || {
+                let promote_file = promote_file.as_deref();
                 follow(
                     &db,
                     &catalog,
                     &primary,
-                    promote_file.as_deref(),
+                    promote_file,
+                    &received,
                     &thread_stop,
                 );
                 if !thread_stop.load(Ordering::Acquire) {
@@ -428,7 +513,7 @@ impl Standby {
         Ok(Standby {
             stop,
             promoted,
-            thread: Mutex::new(Some(thread)),
+            threads: Mutex::new(vec![follower, applier]),
         })
     }
 
@@ -440,7 +525,7 @@ impl Standby {
     /// Stops following (the database stays a standby).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
-        if let Some(thread) = self.thread.lock().take() {
+        for thread in self.threads.lock().drain(..) {
             let _ = thread.join();
         }
     }
@@ -452,6 +537,7 @@ fn follow(
     catalog: &Catalog,
     primary: &str,
     promote_file: Option<&std::path::Path>,
+    received: &Received,
     stop: &AtomicBool,
 ) {
     let promote_requested = || promote_file.is_some_and(|file| file.exists());
@@ -460,11 +546,17 @@ fn follow(
             promote(db, catalog, promote_file);
             return;
         }
-        match follow_once(db, catalog, primary, stop, &promote_requested) {
-            Ok(()) => {}
-            Err(error) => log::warn!("replication: following {primary}: {error}"),
+        match follow_once(db, primary, received, stop, &promote_requested) {
+            Ok(()) => std::thread::sleep(RECONNECT_PAUSE),
+            Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {
+                log::error!("replication: {error}");
+                std::thread::sleep(REFUSED_PAUSE);
+            }
+            Err(error) => {
+                log::warn!("replication: following {primary}: {error}");
+                std::thread::sleep(RECONNECT_PAUSE);
+            }
         }
-        std::thread::sleep(RECONNECT_PAUSE);
     }
 }
 
@@ -486,8 +578,8 @@ fn promote(db: &Database, catalog: &Catalog, promote_file: Option<&std::path::Pa
 /// One connection to the primary, until it ends, a stop, or a promotion request.
 fn follow_once(
     db: &Database,
-    catalog: &Catalog,
     primary: &str,
+    received: &Received,
     stop: &AtomicBool,
     promote_requested: &dyn Fn() -> bool,
 ) -> io::Result<()> {
@@ -497,7 +589,6 @@ fn follow_once(
     let need = db.log_end_lsn();
     write_message(&mut socket, b'H', &[HELLO_MAGIC, &need.to_be_bytes()])?;
     log::info!("replication: following {primary} from log position {need}");
-    let catalog_trees = catalog.catalog_trees();
     loop {
         if stop.load(Ordering::Acquire) || promote_requested() {
             return Ok(());
@@ -512,20 +603,16 @@ fn follow_once(
                     .receive_log(lsn, &payload[8..])
                     .map_err(io::Error::other)?;
                 write_message(&mut socket, b'A', &[&durable.to_be_bytes()])?;
-                let applied = db.apply_received().map_err(io::Error::other)?;
-                let catalog_changed = applied.ddl
-                    || catalog_trees
-                        .iter()
-                        .any(|tree| applied.trees.contains(tree));
-                if catalog_changed {
-                    catalog.reload().map_err(io::Error::other)?;
-                }
+                received.notify();
             }
             b'E' => {
-                return Err(io::Error::other(format!(
-                    "the primary refused: {}",
-                    String::from_utf8_lossy(&payload)
-                )))
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "the primary {primary} refused this standby: {}",
+                        String::from_utf8_lossy(&payload)
+                    ),
+                ))
             }
             other => {
                 return Err(io::Error::new(

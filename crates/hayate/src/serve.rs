@@ -93,6 +93,8 @@ pub struct ServeArgs {
     pub ha_follow: Option<String>,
 }
 
+/// How long a stopping primary lets its standby acknowledge the commits in flight.
+const HA_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 /// The buffer pool's size unless configured (`DatabaseConfig::default`'s).
 const BUFFER_SIZE_DEFAULT: &str = "128MB";
 /// Where PostgreSQL itself puts its socket unless built otherwise.
@@ -292,13 +294,33 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
             settings.server.auth.name()
         );
         let listeners = Listeners { tcp, unix };
-        hayate_server::serve_with(listeners, catalog, settings.server, shutdown_signal())
+        // After the signal a standby has `HA_SHUTDOWN_GRACE` to acknowledge the commits in
+        // flight; then they fail (57P01) rather than hold their connections, and so the
+        // shutdown, forever.
+        let shutdown = async {
+            shutdown_signal().await;
+            if let Some(primary) = replication.primary.clone() {
+                std::thread::spawn(move || {
+                    std::thread::sleep(HA_SHUTDOWN_GRACE);
+                    primary.release_waiters();
+                });
+            }
+        };
+        hayate_server::serve_with(listeners, catalog, settings.server, shutdown)
             .await
             .context(|| "serving".into())
     });
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     replication.stop();
-    let closed = db.close().context(|| "closing the database".into());
+    let closed = match db.close() {
+        // Commits were logged here but never acknowledged (their standby was gone): no final
+        // checkpoint; the next start recovers them from the log.
+        Err(hayate_engine::Error::NotPrimary(reason)) => {
+            eprintln!("hayate: no final checkpoint: {reason}");
+            Ok(())
+        }
+        other => other.context(|| "closing the database".into()),
+    };
     eprintln!("hayate: stopped");
     result.and(closed)
 }

@@ -35,9 +35,18 @@ pub struct ApplyReport {
     pub ddl: bool,
 }
 
-/// A standby's receiving state: bytes durable but not applied yet, and the decoder.
+/// A standby's receiving state: bytes durable but not applied yet, and the decoder. Two
+/// locks, so that receiving (and acknowledging) the next bytes never waits for applying the
+/// previous ones.
 pub(super) struct Receiver {
-    decoder: StreamDecoder,
+    incoming: parking_lot::Mutex<Incoming>,
+    /// Held while applying: appliers take the received bytes in order, one at a time.
+    decoder: parking_lot::Mutex<StreamDecoder>,
+}
+
+struct Incoming {
+    /// Set by `promote`: nothing more is received.
+    closed: bool,
     received: Vec<(Lsn, Vec<u8>)>,
     /// Position just past the last byte received (the log's end).
     received_end_lsn: Lsn,
@@ -54,11 +63,14 @@ impl Database {
         }
         manager.set_standby(true);
         manager.set_replay_from(end_lsn);
-        *standby = Some(Receiver {
-            decoder: StreamDecoder::new(end_lsn),
-            received: Vec::new(),
-            received_end_lsn: end_lsn,
-        });
+        *standby = Some(Arc::new(Receiver {
+            incoming: parking_lot::Mutex::new(Incoming {
+                closed: false,
+                received: Vec::new(),
+                received_end_lsn: end_lsn,
+            }),
+            decoder: parking_lot::Mutex::new(StreamDecoder::new(end_lsn)),
+        }));
         Ok(end_lsn)
     }
 
@@ -71,32 +83,46 @@ impl Database {
     /// (step 2); returns the durable end to acknowledge. Bytes already received (a resend
     /// after a reconnect) are skipped.
     pub fn receive_log(&self, lsn: Lsn, bytes: &[u8]) -> Result<Lsn> {
-        let mut standby = self.inner.standby.lock();
-        let receiver = standby
-            .as_mut()
-            .ok_or_else(|| Error::InvalidArgument("not a standby".into()))?;
-        let end = lsn + bytes.len() as u64;
-        if end <= receiver.received_end_lsn {
-            return Ok(receiver.received_end_lsn);
+        let receiver = self.receiver()?;
+        let mut incoming = receiver.incoming.lock();
+        if incoming.closed {
+            return Err(Error::InvalidArgument("not a standby any more".into()));
         }
-        let skip = receiver.received_end_lsn.saturating_sub(lsn) as usize;
+        let end = lsn + bytes.len() as u64;
+        if end <= incoming.received_end_lsn {
+            return Ok(incoming.received_end_lsn);
+        }
+        let skip = incoming.received_end_lsn.saturating_sub(lsn) as usize;
         let (lsn, bytes) = (lsn + skip as u64, &bytes[skip..]);
         let durable = self.inner.manager.wal().append_stream(lsn, bytes)?;
-        receiver.received.push((lsn, bytes.to_vec()));
-        receiver.received_end_lsn = durable;
+        incoming.received.push((lsn, bytes.to_vec()));
+        incoming.received_end_lsn = durable;
         Ok(durable)
+    }
+
+    fn receiver(&self) -> Result<Arc<Receiver>> {
+        self.inner
+            .standby
+            .lock()
+            .clone()
+            .ok_or_else(|| Error::InvalidArgument("not a standby".into()))
     }
 
     /// Applies every record received so far (step 3); says what it applied.
     pub fn apply_received(&self) -> Result<ApplyReport> {
-        let mut standby = self.inner.standby.lock();
+        match self.receiver() {
+            Ok(receiver) => self.apply_received_from(&receiver),
+            Err(_) => Ok(ApplyReport::default()),
+        }
+    }
+
+    fn apply_received_from(&self, receiver: &Receiver) -> Result<ApplyReport> {
         let mut report = ApplyReport::default();
-        let Some(receiver) = standby.as_mut() else {
-            return Ok(report);
-        };
         let manager = &self.inner.manager;
-        for (lsn, bytes) in std::mem::take(&mut receiver.received) {
-            for (record_lsn, record) in receiver.decoder.push(lsn, &bytes)? {
+        let mut decoder = receiver.decoder.lock();
+        let received = std::mem::take(&mut receiver.incoming.lock().received);
+        for (lsn, bytes) in received {
+            for (record_lsn, record) in decoder.push(lsn, &bytes)? {
                 match &record {
                     LogRecord::Commit { ops, .. } => {
                         report.trees.extend(ops.iter().map(|op| op.tree_id()));
@@ -109,7 +135,7 @@ impl Database {
                 manager.apply_replicated(record_lsn, record)?;
                 report.records += 1;
             }
-            manager.set_replay_from(receiver.decoder.resume_lsn());
+            manager.set_replay_from(decoder.resume_lsn());
         }
         Ok(report)
     }
@@ -117,22 +143,24 @@ impl Database {
     /// Position just past the last record applied on this standby (the primary's log end on
     /// a primary).
     pub fn applied_lsn(&self) -> Lsn {
-        match self.inner.standby.lock().as_ref() {
-            Some(receiver) => receiver.decoder.resume_lsn(),
-            None => self.inner.manager.wal().end_lsn(),
+        match self.receiver() {
+            Ok(receiver) => receiver.decoder.lock().resume_lsn(),
+            Err(_) => self.inner.manager.wal().end_lsn(),
         }
     }
 
     /// Opens this standby for writes (step 4). The caller must know the old primary is gone
     /// (fenced) and that this node held every acknowledged commit (it was synchronous).
     pub fn promote(&self) -> Result<()> {
-        self.apply_received()?;
         let mut standby = self.inner.standby.lock();
         let Some(receiver) = standby.take() else {
             return Err(Error::InvalidArgument("not a standby".into()));
         };
         let wal = self.inner.manager.wal();
-        let resume = receiver.decoder.resume_lsn();
+        // Wait out a receive in progress; none follows.
+        receiver.incoming.lock().closed = true;
+        self.apply_received_from(&receiver)?;
+        let resume = receiver.decoder.lock().resume_lsn();
         if resume < wal.end_lsn() {
             log::warn!(
                 "promotion drops log bytes {resume}..{}: a commit whose last part never came",
