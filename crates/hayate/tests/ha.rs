@@ -6,17 +6,12 @@
 //! `hayate promote`, the standby takes writes with every acknowledged commit, and psql with a
 //! multi-host connection string finds it.
 
-use std::net::TcpListener;
+mod common;
+
+use common::free_port;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("free port")
-}
 
 fn hayate() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hayate"))
@@ -202,4 +197,53 @@ fn a_standby_follows_serves_reads_and_takes_over_with_every_acknowledged_commit(
     drop(reader);
     drop(promoted);
     stop(standby);
+}
+
+#[test]
+fn a_primary_without_its_standby_never_acknowledges_and_still_stops_on_sigterm() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("a");
+    let (port, replication) = (free_port(), free_port());
+    let child = serve(&dir, port, &[]);
+    let mut client = connect(port);
+    client.batch_execute("CREATE TABLE t (id int4)").unwrap();
+    drop(client);
+    stop(child);
+
+    let listen = format!("127.0.0.1:{replication}");
+    let child = serve(&dir, port, &["--ha-replication-listen".into(), listen]);
+    let mut client = connect(port);
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let committer = std::thread::spawn(move || {
+        let result = client.execute("INSERT INTO t VALUES (1)", &[]);
+        done_tx
+            .send(result.map_err(|error| error.to_string()))
+            .unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(done_rx.try_recv().is_err(), "acknowledged with no standby");
+    let started = Instant::now();
+    stop(child);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the stop took {:?}",
+        started.elapsed()
+    );
+    let result = done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(result.is_err(), "the waiting commit was never acknowledged");
+    committer.join().unwrap();
+
+    // Restarted alone, the node recovers the logged commit (durable here, though never
+    // acknowledged: an old primary's tail, which a standby would not have).
+    let child = serve(&dir, port, &[]);
+    let mut client = connect(port);
+    let ids: Vec<i32> = client
+        .query("SELECT id FROM t", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert!(ids.is_empty() || ids == [1], "{ids:?}");
+    drop(client);
+    stop(child);
 }

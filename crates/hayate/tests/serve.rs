@@ -1,17 +1,12 @@
 //! `hayate serve` as a user runs it: it creates its data directory, survives `kill -9` with
 //! every acknowledged commit (and no uncommitted write), and stops cleanly on SIGTERM.
 
-use std::net::TcpListener;
+mod common;
+
+use common::free_port;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .expect("free port")
-}
 
 /// `hayate serve` on `dir`, its Unix-domain socket in `dir`'s parent.
 fn start(dir: &Path, port: u16) -> (Child, postgres::Client) {

@@ -100,12 +100,15 @@ fn open_or_create(db: &Database, name: &str) -> SqlResult<TreeId> {
     }
 }
 
+/// Sequences by name.
+type Sequences = HashMap<String, Arc<Sequence>>;
+
 /// The table definitions and the sequences stored in the catalog's trees.
 fn read_definitions(
     db: &Database,
     tree: TreeId,
     sequence_tree: TreeId,
-) -> SqlResult<(Vec<TableDef>, HashMap<String, Arc<Sequence>>)> {
+) -> SqlResult<(Vec<TableDef>, Sequences)> {
     let mut defs = Vec::new();
     let mut sequences = HashMap::new();
     let txn = db.begin_read_only();

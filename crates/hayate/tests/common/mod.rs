@@ -40,3 +40,11 @@ where
     );
     stdout
 }
+
+/// A TCP port of 127.0.0.1 free now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("free port")
+}
