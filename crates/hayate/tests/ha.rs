@@ -143,6 +143,58 @@ fn a_standby_follows_serves_reads_and_takes_over_with_every_acknowledged_commit(
         count(&mut reader, "later") == 2
     });
 
+    // Replay is complete: SERIAL, sequences, an index, COPY and a commit over 16 MiB (logged
+    // in parts across flushes) read the same on both nodes.
+    writer
+        .batch_execute(
+            "CREATE TABLE items (id serial PRIMARY KEY, tag text NOT NULL, body text); \
+             CREATE INDEX items_tag ON items (tag); CREATE SEQUENCE tickets; \
+             INSERT INTO items (tag) SELECT 'gen' || g FROM generate_series(1, 500) g; \
+             SELECT nextval('tickets') FROM generate_series(1, 40)",
+        )
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut copy = writer.copy_in("COPY items (tag, body) FROM STDIN").unwrap();
+        for line in 0..2_000 {
+            writeln!(copy, "copied{line}\tline {line}").unwrap();
+        }
+        copy.finish().unwrap();
+    }
+    writer
+        .batch_execute(
+            "INSERT INTO items (tag, body) \
+             SELECT 'big' || g, repeat('x', 100000) FROM generate_series(1, 180) g",
+        )
+        .unwrap();
+    let dump = |client: &mut postgres::Client| -> Vec<(i32, String, i64)> {
+        client
+            .query(
+                "SELECT id, tag, coalesce(length(body), -1)::int8 FROM items ORDER BY id",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect()
+    };
+    let expected = dump(&mut writer);
+    assert_eq!(expected.len(), 2_680);
+    eventually("the standby to apply the big commit", || {
+        count(&mut reader, "items") == 2_680
+    });
+    assert_eq!(dump(&mut reader), expected);
+    let by_index: i64 = reader
+        .query_one("SELECT count(*) FROM items WHERE tag = 'copied1999'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(by_index, 1);
+    let last_ticket: i64 = writer
+        .query_one("SELECT nextval('tickets')", &[])
+        .unwrap()
+        .get(0);
+    let last_id = expected.last().unwrap().0;
+
     // kill -9 of the primary, then promotion.
     primary.kill().unwrap();
     primary.wait().unwrap();
