@@ -217,6 +217,17 @@ fn a_standby_follows_serves_reads_and_takes_over_with_every_acknowledged_commit(
         "every acknowledged commit"
     );
     assert!(!in_recovery(&mut promoted));
+    // Sequences and SERIAL never hand out a value the old primary gave.
+    let ticket: i64 = promoted
+        .query_one("SELECT nextval('tickets')", &[])
+        .unwrap()
+        .get(0);
+    assert!(ticket > last_ticket, "{ticket} after {last_ticket}");
+    let id: i32 = promoted
+        .query_one("INSERT INTO items (tag) VALUES ('after') RETURNING id", &[])
+        .unwrap()
+        .get(0);
+    assert!(id > last_id, "{id} after {last_id}");
 
     // libpq's multi-host failover: the first host is down, the second takes writes.
     if let Ok(output) = Command::new("psql")
