@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{row, Catalog, TreeInfo, TreeKind, TxnManager};
+use super::{row, Catalog, TreeId, TreeInfo, TreeKind, TxnManager};
 use crate::btree::BTree;
 use crate::buffer::BufferPool;
 use crate::error::Result;
@@ -144,20 +144,9 @@ fn replay(
             unique,
             commit_ts,
         } => {
-            if let std::collections::btree_map::Entry::Vacant(entry) = catalog.trees.entry(tree_id)
-            {
-                let root = BTree::create(pool)?;
-                let kind = TreeKind::from_u8(kind).unwrap_or(TreeKind::Table);
-                entry.insert(TreeInfo {
-                    id: tree_id,
-                    name,
-                    kind,
-                    unique,
-                    root,
-                });
+            if create_logged_tree(pool, catalog, tree_id, name, kind, unique)? {
                 report.trees_created += 1;
             }
-            catalog.next_tree_id = catalog.next_tree_id.max(tree_id + 1);
             catalog.next_commit_ts = catalog.next_commit_ts.max(commit_ts + 1);
         }
         LogRecord::DropTree { tree_id, commit_ts } => {
@@ -170,6 +159,35 @@ fn replay(
         LogRecord::CheckpointMark { .. } => {}
     }
     Ok(())
+}
+
+/// Applies a logged `CreateTree` to `catalog` (recovery, and a standby's apply): the tree gets
+/// the logged id and an empty root, unless the catalog has it already. Returns whether it was
+/// created.
+pub(super) fn create_logged_tree(
+    pool: &BufferPool,
+    catalog: &mut Catalog,
+    tree_id: TreeId,
+    name: String,
+    kind: u8,
+    unique: bool,
+) -> Result<bool> {
+    let created = match catalog.trees.entry(tree_id) {
+        std::collections::btree_map::Entry::Vacant(entry) => {
+            let root = BTree::create(pool)?;
+            entry.insert(TreeInfo {
+                id: tree_id,
+                name,
+                kind: TreeKind::from_u8(kind).unwrap_or(TreeKind::Table),
+                unique,
+                root,
+            });
+            true
+        }
+        std::collections::btree_map::Entry::Occupied(_) => false,
+    };
+    catalog.next_tree_id = catalog.next_tree_id.max(tree_id + 1);
+    Ok(created)
 }
 
 /// Replays a patch on the row's current version. A version of another length, or none, can

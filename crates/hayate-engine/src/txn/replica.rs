@@ -14,7 +14,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Catalog, TreeInfo, TreeKind, TxnManager};
+use super::recovery::create_logged_tree;
+use super::{Catalog, TxnManager};
 use crate::btree::BTree;
 use crate::error::{Error, Result};
 use crate::wal::{LogRecord, Lsn};
@@ -92,21 +93,7 @@ impl TxnManager {
                 ..
             } => {
                 let mut catalog = self.catalog.write();
-                if let std::collections::btree_map::Entry::Vacant(entry) =
-                    catalog.trees.entry(tree_id)
-                {
-                    let root = BTree::create(&self.pool)?;
-                    let kind = TreeKind::from_u8(kind).unwrap_or(TreeKind::Table);
-                    let info = TreeInfo {
-                        id: tree_id,
-                        name,
-                        kind,
-                        unique,
-                        root,
-                    };
-                    entry.insert(info);
-                }
-                catalog.next_tree_id = catalog.next_tree_id.max(tree_id + 1);
+                create_logged_tree(&self.pool, &mut catalog, tree_id, name, kind, unique)?;
                 self.bump_commit_ts(&mut catalog, commit_ts);
             }
             LogRecord::DropTree { tree_id, .. } => {
