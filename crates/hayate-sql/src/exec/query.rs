@@ -11,7 +11,7 @@
 //! statement (its rows are kept), a correlated one per evaluation, with the current row
 //! pushed on a stack that `Expr::Outer` reads.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 
 use super::run::{hash_key, Run, Sink};
@@ -21,6 +21,7 @@ use crate::encoding::row;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::Access;
 use crate::plan::expr::{truth, SubqueryRunner};
+use crate::catalog::Table;
 use crate::plan::{EvalContext, Expr, JoinKind, Relation, Subquery, SubqueryKind, TableRead};
 use crate::types::Value;
 
@@ -584,6 +585,19 @@ impl<'r, 'e> Run<'r, 'e> {
                 }
                 Ok(true)
             }
+            Access::Union(branches) => {
+                // Each row once, in primary key order, as every path reads.
+                let mut found = BTreeMap::new();
+                for branch in branches {
+                    self.read_branch(table, branch, &context, &mut found)?;
+                }
+                for (key, raw) in found {
+                    if !keep(key, &raw)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
             access => {
                 let Some((lower, upper)) = self.exec.range(table, access, &context)? else {
                     return Ok(true);
@@ -602,6 +616,42 @@ impl<'r, 'e> Run<'r, 'e> {
                 Ok(true)
             }
         }
+    }
+
+    /// Adds the rows of one branch of a union (a point lookup, a range or an index read,
+    /// with constant expressions) to `found`, by primary key.
+    fn read_branch(
+        &self,
+        table: &Table,
+        access: &Access,
+        context: &EvalContext,
+        found: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    ) -> SqlResult<()> {
+        let txn = self.txn.borrow();
+        match access {
+            Access::Point(values) => {
+                if let Some(key) = self.exec.point_key(table, values, &[], context)? {
+                    if let Some(raw) = txn.get(table.tree, &key)? {
+                        found.insert(key, raw);
+                    }
+                }
+            }
+            Access::Index(index) => self.exec.read_index(table, index, &txn, &mut |key, raw| {
+                found.insert(key, raw.to_vec());
+                Ok(())
+            })?,
+            access => {
+                let Some((lower, upper)) = self.exec.range(table, access, context)? else {
+                    return Ok(());
+                };
+                for entry in txn.scan(table.tree, as_slice(&lower), as_slice(&upper))? {
+                    crate::interrupt::check()?;
+                    let (key, raw) = entry?;
+                    found.insert(key, raw);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The rows of `read` (UPDATE and DELETE read them all before writing).

@@ -7,6 +7,11 @@
 //! primary key on a tie (TPC-C's order lines of one order are `ol_w_id = ? AND ol_d_id = ?
 //! AND ol_o_id = ?` on the key; its customers by name `c_w_id = ? AND c_d_id = ? AND c_last
 //! = ?` on an index whose key goes on with c_first); a full scan.
+//!
+//! An OR of conjunctions (IN lists bind to one: `i_id IN (1, 2)` is `i_id = 1 OR i_id = 2`)
+//! whose every branch, with the other conjuncts, has a better path than the conjuncts alone
+//! becomes a union of those paths (`Access::Union`): TPC-C kits' `i_id IN (...)` are ten
+//! point lookups, `(w = 1 AND d = 2) OR (w = 1 AND d = 5)` two range scans.
 
 use crate::catalog::Table;
 use crate::plan::expr::{BinaryOp, Expr};
@@ -32,6 +37,8 @@ pub enum Access {
     Full,
     /// Through a secondary index: its entries give primary keys, which give the rows.
     Index(IndexAccess),
+    /// The rows of any of these paths (never Full or Union), each once, in primary key order.
+    Union(Vec<Access>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +110,62 @@ fn strip_cast(expr: &Expr) -> &Expr {
 
 type Bounds = (Option<KeyBound>, Option<KeyBound>);
 
+/// At most this many branches in a union (an IN list longer than this is scanned).
+const MAX_UNION: usize = 1024;
+
+/// How narrow a path is, comparable: a point lookup (3), an index lookup (2, unique or not
+/// and its width), a range scan (1, equal columns, bounded), a full scan (0). A union is
+/// as narrow as its widest branch.
+fn narrowness(table: &Table, access: &Access) -> (u8, usize, bool) {
+    match access {
+        Access::Point(_) => (3, 0, false),
+        Access::Index(IndexAccess {
+            index,
+            lookup: IndexLookup::Point(values),
+        }) if table.def.indexes[*index].unique => (3, values.len(), false),
+        Access::Index(IndexAccess {
+            lookup: IndexLookup::Point(values),
+            ..
+        }) => (2, values.len(), false),
+        Access::Range {
+            prefix,
+            lower,
+            upper,
+        }
+        | Access::Index(IndexAccess {
+            lookup:
+                IndexLookup::Range {
+                    prefix,
+                    lower,
+                    upper,
+                },
+            ..
+        }) => (1, prefix.len(), lower.is_some() || upper.is_some()),
+        Access::Full => (0, 0, false),
+        Access::Union(branches) => branches
+            .iter()
+            .map(|branch| narrowness(table, branch))
+            .min()
+            .unwrap_or((0, 0, false)),
+    }
+}
+
+/// The disjuncts of an OR tree.
+fn disjuncts<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match expr {
+        Expr::Binary {
+            op: BinaryOp::Or,
+            left,
+            right,
+            ..
+        } => {
+            disjuncts(left, out);
+            disjuncts(right, out);
+        }
+        other => out.push(other),
+    }
+}
+
 /// Picks the access path for reading `table` with `filter`.
 pub fn choose(table: &Table, filter: Option<&Expr>) -> Access {
     let Some(filter) = filter else {
@@ -110,6 +173,56 @@ pub fn choose(table: &Table, filter: Option<&Expr>) -> Access {
     };
     let mut parts = Vec::new();
     conjuncts(filter, &mut parts);
+    choose_parts(table, &parts, MAX_UNION)
+}
+
+/// The best of the single path for `parts` and a union over one of its OR conjuncts, whose
+/// branches may use at most `budget` lookups in all.
+fn choose_parts(table: &Table, parts: &[&Expr], budget: usize) -> Access {
+    let single = choose_single(table, parts);
+    let mut best_rank = narrowness(table, &single);
+    if best_rank.0 == 3 {
+        return single;
+    }
+    let mut best = single;
+    for (position, part) in parts.iter().enumerate() {
+        let mut branches = Vec::new();
+        disjuncts(part, &mut branches);
+        if branches.len() < 2 || branches.len() > budget {
+            continue;
+        }
+        let share = budget / branches.len();
+        let mut paths = Vec::new();
+        let mut complete = true;
+        for branch in branches {
+            let mut with: Vec<&Expr> = Vec::with_capacity(parts.len() + 1);
+            with.extend(parts[..position].iter().copied());
+            with.extend(parts[position + 1..].iter().copied());
+            conjuncts(branch, &mut with);
+            match choose_parts(table, &with, share) {
+                Access::Full => {
+                    complete = false;
+                    break;
+                }
+                Access::Union(inner) => paths.extend(inner),
+                path => paths.push(path),
+            }
+        }
+        if !complete {
+            continue;
+        }
+        let union = Access::Union(paths);
+        let rank = narrowness(table, &union);
+        if rank > best_rank {
+            best_rank = rank;
+            best = union;
+        }
+    }
+    best
+}
+
+/// The access path of AND-ed `parts` without unions.
+fn choose_single(table: &Table, parts: &[&Expr]) -> Access {
     let comparisons: Vec<_> = parts.iter().filter_map(|e| column_comparison(e)).collect();
     let equal = |column: &usize| {
         comparisons

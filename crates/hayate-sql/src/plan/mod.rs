@@ -375,8 +375,22 @@ impl Relation {
 
 /// A table read as EXPLAIN shows it: the access path.
 fn describe_read(read: &TableRead) -> String {
+    describe_access(read, &read.access)
+}
+
+fn describe_access(read: &TableRead, access: &Access) -> String {
     let name = &read.table.def.name;
-    match &read.access {
+    match access {
+        Access::Union(branches) => {
+            let mut kinds: Vec<String> = Vec::new();
+            for branch in branches {
+                let kind = describe_access(read, branch);
+                if !kinds.contains(&kind) {
+                    kinds.push(kind);
+                }
+            }
+            format!("Union of {} Reads: {}", branches.len(), kinds.join(", "))
+        }
         Access::Point(_) => format!("Point Lookup on {name} (primary key)"),
         Access::Range { .. } => format!("Range Scan on {name} (primary key)"),
         Access::Full => format!("Full Scan on {name}"),

@@ -625,11 +625,96 @@ fn equality(expr: &Expr) -> Option<(&Expr, &Expr)> {
     }
 }
 
+/// Equivalence classes: the columns that `column = column` conjuncts make equal, and a
+/// constant one of them equals; every other column of the class then equals that constant
+/// too. The conjuncts this returns are implied by `conjuncts` (a NULL never passes an
+/// equality), so adding them keeps the result; they give the other tables their access path:
+/// in `FROM customer, warehouse WHERE w_id = 1 AND c_w_id = w_id AND c_d_id = 3 AND c_id =
+/// 77` customer gets `c_w_id = 1`, a point lookup instead of a scan.
+fn implied_constants<'a>(conjuncts: impl Iterator<Item = &'a Expr>) -> Vec<Expr> {
+    // Bare columns only: a cast may map several values to one (text to integer).
+    let column = |e: &Expr| match e {
+        Expr::Column(index) => Some(*index),
+        _ => None,
+    };
+    let constant = |e: &Expr| {
+        let r = reads(e);
+        r.range.is_none() && !r.correlated && e.is_constant()
+    };
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let mut constants: Vec<(usize, Expr)> = Vec::new();
+    for conjunct in conjuncts {
+        let Some((a, b)) = equality(conjunct) else {
+            continue;
+        };
+        match (column(a), column(b)) {
+            (Some(x), Some(y)) if x != y => pairs.push((x, y)),
+            (Some(x), None) if constant(b) => constants.push((x, b.clone())),
+            (None, Some(y)) if constant(a) => constants.push((y, a.clone())),
+            _ => {}
+        }
+    }
+    if pairs.is_empty() || constants.is_empty() {
+        return Vec::new();
+    }
+    // Union-find over column positions.
+    let mut parent: std::collections::HashMap<usize, usize> = Default::default();
+    fn root(parent: &mut std::collections::HashMap<usize, usize>, x: usize) -> usize {
+        let up = *parent.entry(x).or_insert(x);
+        if up == x {
+            return x;
+        }
+        let top = root(parent, up);
+        parent.insert(x, top);
+        top
+    }
+    for (x, y) in &pairs {
+        let (rx, ry) = (root(&mut parent, *x), root(&mut parent, *y));
+        parent.insert(rx.max(ry), rx.min(ry));
+    }
+    let members: Vec<usize> = parent.keys().copied().collect();
+    let mut implied = Vec::new();
+    for (fixed, value) in &constants {
+        if !parent.contains_key(fixed) {
+            continue;
+        }
+        let class = root(&mut parent, *fixed);
+        for member in &members {
+            if *member == *fixed
+                || root(&mut parent, *member) != class
+                || constants.iter().any(|(c, _)| c == member)
+            {
+                continue;
+            }
+            let equal = Expr::Binary {
+                op: BinaryOp::Equal,
+                left: Box::new(Expr::Column(*member)),
+                right: Box::new(value.clone()),
+                data_type: DataType::Bool,
+            };
+            if !implied.contains(&equal) {
+                implied.push(equal);
+            }
+        }
+    }
+    implied
+}
+
 fn plan_joins(items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> SqlResult<Relation> {
     if items.is_empty() {
         let root = Relation::Values(vec![Vec::new()]);
         return Ok(filter(root, where_conjuncts));
     }
+    let mut where_conjuncts = where_conjuncts;
+    let implied = {
+        // Inner ON conditions hold on every joined row as WHERE conjuncts do.
+        let inner_on = items
+            .iter()
+            .filter(|item| item.kind == ItemJoin::Inner)
+            .flat_map(|item| item.on.iter());
+        implied_constants(where_conjuncts.iter().chain(inner_on))
+    };
+    where_conjuncts.extend(implied);
     let mut pool: Vec<(Expr, Reads)> = where_conjuncts
         .into_iter()
         .map(|e| {
