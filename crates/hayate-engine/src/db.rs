@@ -314,6 +314,13 @@ impl Database {
         self.inner.manager.begin(false)
     }
 
+    /// Begins a SERIALIZABLE transaction: snapshot isolation whose commit also fails
+    /// (`Error::ReadWriteConflict`) when a commit after its snapshot wrote what it read, so
+    /// write skew and phantoms are refused (design 6, "Serializable").
+    pub fn begin_serializable(&self) -> Transaction {
+        self.inner.manager.begin_serializable()
+    }
+
     /// Begins a transaction that only reads; a write fails with
     /// `Error::ReadOnlyTransaction`.
     pub fn begin_read_only(&self) -> Transaction {

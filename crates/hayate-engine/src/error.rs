@@ -69,6 +69,10 @@ pub enum Error {
     /// updater wins). Retryable; see `Error::is_retryable`.
     #[error("could not serialize access due to concurrent update")]
     SerializationFailure,
+    /// A SERIALIZABLE transaction read a row or range that a transaction committed after its
+    /// snapshot wrote (design 6, "Serializable"). Retryable.
+    #[error("could not serialize access due to read/write dependencies among transactions")]
+    ReadWriteConflict,
     /// Waiting for a row lock would close a cycle of waiting transactions. Retryable.
     #[error("deadlock detected")]
     Deadlock,
@@ -147,7 +151,10 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::SerializationFailure | Error::Deadlock | Error::LockTimeout(_)
+            Error::SerializationFailure
+                | Error::ReadWriteConflict
+                | Error::Deadlock
+                | Error::LockTimeout(_)
         )
     }
 }

@@ -115,7 +115,9 @@ impl SqlError {
 impl From<EngineError> for SqlError {
     fn from(error: EngineError) -> SqlError {
         let code = match &error {
-            EngineError::SerializationFailure => sqlstate::SERIALIZATION_FAILURE,
+            EngineError::SerializationFailure | EngineError::ReadWriteConflict => {
+                sqlstate::SERIALIZATION_FAILURE
+            }
             EngineError::Deadlock => sqlstate::DEADLOCK_DETECTED,
             EngineError::LockTimeout(_) => sqlstate::LOCK_NOT_AVAILABLE,
             EngineError::DuplicateKey => sqlstate::UNIQUE_VIOLATION,

@@ -124,7 +124,10 @@ fn in_lists_and_ors_are_unions_of_lookups_with_the_scan_rows() {
         &mut session,
         "SELECT q FROM s WHERE w IN (1, 2) AND name = 'n3'",
     );
-    assert!(plan.contains("Union of 2 Reads: Index Lookup on s"), "{plan}");
+    assert!(
+        plan.contains("Union of 2 Reads: Index Lookup on s"),
+        "{plan}"
+    );
     // A branch no key narrows leaves the whole OR to a scan.
     let plan = explain(&mut session, "SELECT q FROM s WHERE w = 1 OR q = 5");
     assert!(plan.contains("Full Scan on s"), "{plan}");
@@ -178,7 +181,10 @@ fn constants_pass_through_join_equalities() {
     // Through an inner ON, and FOR UPDATE.
     let sql = "SELECT q FROM s JOIN wh ON w = w_id WHERE w_id = 3 AND i IN (1, 2) FOR UPDATE";
     let plan = explain(&mut session, sql);
-    assert!(plan.contains("Union of 2 Reads: Point Lookup on s"), "{plan}");
+    assert!(
+        plan.contains("Union of 2 Reads: Point Lookup on s"),
+        "{plan}"
+    );
     assert_eq!(query(&mut session, sql).len(), 2);
     // A LEFT JOIN's ON passes nothing: the unmatched left rows stay.
     let rows = query(
@@ -199,9 +205,6 @@ fn constants_pass_through_join_equalities() {
         "SELECT w_id, (SELECT q FROM s, wh AS inner_wh WHERE inner_wh.w_id = wh.w_id \
          AND w = inner_wh.w_id AND i = 10) FROM wh ORDER BY w_id",
     );
-    let expected = query(
-        &mut session,
-        "SELECT w, q FROM s WHERE i = 10 ORDER BY w",
-    );
+    let expected = query(&mut session, "SELECT w, q FROM s WHERE i = 10 ORDER BY w");
     assert_eq!(rows, expected);
 }

@@ -24,6 +24,7 @@ pub mod locks;
 pub mod recovery;
 mod replica;
 pub mod row;
+mod serializable;
 mod transaction;
 pub mod undo;
 
@@ -44,6 +45,7 @@ use crate::page::PageId;
 use crate::store::CheckpointMeta;
 use crate::wal::{patch_pieces, patched, LogRecord, Lsn, Op, Wal};
 use locks::LockTable;
+use serializable::{ReadSet, RecentWrites};
 pub use undo::{UndoConfig, UndoStats};
 use undo::{UndoEntry, UndoLog};
 
@@ -63,6 +65,8 @@ struct CommitOrder {
     /// has woken from its flush wait yet (`advance_visible`).
     awaiting_flush: BTreeMap<u64, Lsn>,
     next_checkpoint_id: u64,
+    /// Keys written by commits while serializable transactions run (`serializable`).
+    recent: RecentWrites,
 }
 
 /// Counters of transactions since the database opened, and the rollback segment's size now.
@@ -143,6 +147,7 @@ impl TxnManager {
                 next_commit_ts: catalog.next_commit_ts,
                 applying: BTreeMap::new(),
                 finished: BTreeSet::new(),
+                recent: RecentWrites::default(),
                 awaiting_flush: BTreeMap::new(),
                 next_checkpoint_id,
             }),
@@ -219,6 +224,27 @@ impl TxnManager {
         let txn_id = self.next_txn_id.fetch_add(1, Ordering::Relaxed);
         let snapshot_ts = self.register_snapshot();
         Transaction::new(self.clone(), txn_id, snapshot_ts, read_only)
+    }
+
+    /// Starts a SERIALIZABLE transaction (`serializable`): registered before its snapshot is
+    /// taken, and that snapshot includes every commit timestamp taken before it registered,
+    /// so each commit after its snapshot records its keys for the validation.
+    pub fn begin_serializable(self: &Arc<Self>) -> Transaction {
+        let floor = {
+            let mut order = self.commit_order.lock();
+            let floor = order.next_commit_ts.saturating_sub(1);
+            order.recent.register(floor);
+            floor
+        };
+        self.wait_visible(floor);
+        let mut txn = self.begin(false);
+        txn.make_serializable(floor);
+        txn
+    }
+
+    /// Ends a serializable transaction's registration (see `begin_serializable`).
+    fn end_serializable(&self, floor: u64) {
+        self.commit_order.lock().recent.deregister(floor);
     }
 
     /// Takes a snapshot at the newest published commit and registers it (undo entries it
@@ -325,11 +351,34 @@ impl TxnManager {
 
     /// Steps 2-3 of the commit protocol: log the write set and apply it. Returns the commit
     /// timestamp and the log position that must be durable before the commit is acknowledged.
-    fn commit_apply(&self, txn_id: u64, ops: Vec<Op>) -> Result<(u64, Lsn)> {
+    /// A serializable transaction passes its reads and snapshot: it commits only if no commit
+    /// after its snapshot wrote what it read (`serializable`), checked here, under the
+    /// commit-order mutex, before its timestamp is taken.
+    fn commit_apply(
+        &self,
+        txn_id: u64,
+        ops: Vec<Op>,
+        reads: Option<(&ReadSet, u64)>,
+    ) -> Result<(u64, Lsn)> {
         self.check_primary()?;
         self.check_writable()?;
         let mut order = self.commit_order.lock();
+        if let Some((reads, snapshot_ts)) = reads {
+            if order.recent.conflicts(reads, snapshot_ts) {
+                self.counters
+                    .serialization_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                return Err(Error::ReadWriteConflict);
+            }
+        }
         let commit_ts = order.next_commit_ts;
+        if order.recent.recording() {
+            let keys = ops
+                .iter()
+                .map(|op| (op.tree_id(), op.key().to_vec()))
+                .collect();
+            order.recent.record(commit_ts, keys);
+        }
         let record = LogRecord::Commit {
             txn_id,
             commit_ts,

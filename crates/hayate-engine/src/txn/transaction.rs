@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::locks::LockKey;
+use super::serializable::ReadSet;
 use super::{row, TreeId, TreeInfo, TxnManager};
 use crate::btree::{BTree, Cursor, NodeLimits, TryLookup, VALUE_LENGTH_MAX};
 use crate::error::{Error, Result};
@@ -63,6 +64,8 @@ pub struct Transaction {
     /// Once a savepoint was taken: each write's key and the entry of `writes` it replaced
     /// (None: the key had none), oldest first, so `rollback_to` can undo writes in reverse.
     write_undo: Option<Vec<WriteUndo>>,
+    /// SERIALIZABLE: the floor it registered with and what it read (`serializable`).
+    serializable: Option<(u64, parking_lot::Mutex<ReadSet>)>,
 }
 
 type WriteUndo = ((TreeId, Vec<u8>), Option<Option<Vec<u8>>>);
@@ -95,7 +98,18 @@ impl Transaction {
             finished: false,
             applied: None,
             write_undo: None,
+            serializable: None,
         }
+    }
+
+    /// Records reads from now on for validation at commit (`TxnManager::begin_serializable`).
+    pub(super) fn make_serializable(&mut self, floor: u64) {
+        self.serializable = Some((floor, parking_lot::Mutex::new(ReadSet::default())));
+    }
+
+    /// True for a SERIALIZABLE transaction.
+    pub fn is_serializable(&self) -> bool {
+        self.serializable.is_some()
     }
 
     /// Marks the current state of the transaction: `rollback_to` with the mark undoes every
@@ -180,6 +194,9 @@ impl Transaction {
 
     /// Reads a row as of the snapshot, seeing this transaction's own writes.
     pub fn get(&self, tree: TreeId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some((_, reads)) = &self.serializable {
+            reads.lock().point(tree, key);
+        }
         if let Some(write) = self.own_write(tree, key) {
             return Ok(write.clone());
         }
@@ -390,7 +407,15 @@ impl Transaction {
         let Some(ops) = self.start_commit()? else {
             return Ok(None);
         };
-        let (commit_ts, end_lsn) = match self.manager.commit_apply(self.txn_id, ops) {
+        let applied = match &self.serializable {
+            Some((_, reads)) => {
+                let reads = reads.lock();
+                self.manager
+                    .commit_apply(self.txn_id, ops, Some((&reads, self.snapshot_ts)))
+            }
+            None => self.manager.commit_apply(self.txn_id, ops, None),
+        };
+        let (commit_ts, end_lsn) = match applied {
             Ok(applied) => applied,
             Err(error) => {
                 self.finish(false);
@@ -454,6 +479,9 @@ impl Transaction {
     /// and with this transaction's own writes.
     pub fn scan(&self, tree: TreeId, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<Scan> {
         let info = self.tree(tree)?;
+        if let Some((_, reads)) = &self.serializable {
+            reads.lock().range(tree, start, end);
+        }
         let own_start = start.map(|key| (tree, key.to_vec()));
         let own_end = end.map(|key| (tree, key.to_vec()));
         // `BTreeMap::range` panics on an inverted or empty-excluded range; such a range
@@ -540,6 +568,9 @@ impl Transaction {
             self.locked.clear();
         }
         self.manager.end_snapshot(self.snapshot_ts);
+        if let Some((floor, _)) = self.serializable.take() {
+            self.manager.end_serializable(floor);
+        }
         if !committed {
             self.manager.counters.aborts.fetch_add(1, Ordering::Relaxed);
         }

@@ -17,11 +17,11 @@ use std::rc::Rc;
 use super::run::{hash_key, Run, Sink};
 use super::spill::{self, Built, JoinBuild, MatchingGroups, SortBuffer, SortedRows};
 use super::{as_slice, compare_sort_keys, KeyedRow};
+use crate::catalog::Table;
 use crate::encoding::row;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::Access;
 use crate::plan::expr::{truth, SubqueryRunner};
-use crate::catalog::Table;
 use crate::plan::{EvalContext, Expr, JoinKind, Relation, Subquery, SubqueryKind, TableRead};
 use crate::types::Value;
 

@@ -425,11 +425,39 @@ pub struct Returning {
 
 /// Isolation levels, mapped to what the engine provides: READ COMMITTED is a snapshot per
 /// statement plus locking reads of the newest version for UPDATE/DELETE (as PostgreSQL);
-/// REPEATABLE READ is snapshot isolation. SERIALIZABLE is refused.
+/// REPEATABLE READ is snapshot isolation; SERIALIZABLE is snapshot isolation whose commit
+/// validates its reads (`Database::begin_serializable`). READ UNCOMMITTED is READ COMMITTED,
+/// as in PostgreSQL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isolation {
     ReadCommitted,
     RepeatableRead,
+    Serializable,
+}
+
+impl Isolation {
+    /// The name SHOW transaction_isolation gives.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "read committed",
+            Isolation::RepeatableRead => "repeatable read",
+            Isolation::Serializable => "serializable",
+        }
+    }
+
+    /// The level a setting's value names (`default_transaction_isolation`), any case.
+    pub fn parse(value: &str) -> Option<Isolation> {
+        let words: Vec<String> = value
+            .split_whitespace()
+            .map(|word| word.to_ascii_lowercase())
+            .collect();
+        match words.join(" ").as_str() {
+            "read committed" | "read uncommitted" => Some(Isolation::ReadCommitted),
+            "repeatable read" => Some(Isolation::RepeatableRead),
+            "serializable" => Some(Isolation::Serializable),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -529,6 +557,12 @@ pub enum Plan {
     Set {
         name: String,
         value: String,
+    },
+    /// SET TRANSACTION (`session`: SET SESSION CHARACTERISTICS AS TRANSACTION) with the
+    /// isolation level it names, if any.
+    SetTransaction {
+        isolation: Option<Isolation>,
+        session: bool,
     },
     Show {
         name: String,

@@ -36,7 +36,7 @@ use sqlparser::ast::Statement;
 
 use crate::catalog::{Catalog, DdlUndo};
 use crate::exec::Outcome;
-use crate::plan::{EvalContext, OutputColumn, Plan};
+use crate::plan::{EvalContext, Isolation, OutputColumn, Plan};
 use crate::types::DataType;
 
 use settings::default_settings;
@@ -91,8 +91,10 @@ pub struct Session {
     database: String,
     /// The start of the open transaction block (now() within it).
     block_timestamp: Option<i64>,
-    /// The open block runs at READ COMMITTED (else REPEATABLE READ).
-    block_read_committed: bool,
+    /// The open block's isolation level.
+    block_isolation: Isolation,
+    /// A statement ran in the open block (SET TRANSACTION must come before any).
+    block_queried: bool,
     /// The open block's savepoints, oldest first.
     savepoints: Vec<SavepointEntry>,
     /// The open block's DDLs, to finish when it ends (`Catalog::finish_ddl`).
@@ -111,7 +113,7 @@ pub struct Session {
     defer_commits: bool,
     /// What every statement reads of `settings`, worked out when a setting changes
     /// (`settings_changed`).
-    read_committed_default: bool,
+    default_isolation: Isolation,
     work_mem_bytes: usize,
     /// The commit a statement started in deferred-commit mode, for the caller to finish.
     pending_commit: Option<PendingCommit>,
@@ -138,7 +140,8 @@ impl Session {
             user: user.into(),
             database: database.into(),
             block_timestamp: None,
-            block_read_committed: true,
+            block_isolation: Isolation::ReadCommitted,
+            block_queried: false,
             savepoints: Vec::new(),
             ddl_undo: Vec::new(),
             prepared: HashMap::new(),
@@ -148,7 +151,7 @@ impl Session {
             locked_tables: Vec::new(),
             defer_commits: false,
             pending_commit: None,
-            read_committed_default: true,
+            default_isolation: Isolation::ReadCommitted,
             work_mem_bytes: 0,
             sequences: Default::default(),
         }

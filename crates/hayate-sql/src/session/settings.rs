@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::Session;
+use crate::plan::Isolation;
 
 pub(super) fn default_settings(user: &str, database: &str) -> BTreeMap<String, String> {
     let pairs = [
@@ -48,7 +49,12 @@ impl Session {
 
     /// Works out what statements read of the settings (see the fields).
     pub(super) fn settings_changed(&mut self) {
-        self.read_committed_default = self.read_default_read_committed();
+        self.default_isolation = self.read_default_isolation();
+        if matches!(self.state, super::State::Idle) {
+            let name = self.default_isolation.name();
+            self.settings
+                .insert("transaction_isolation".into(), name.into());
+        }
         self.work_mem_bytes = self.read_work_mem_bytes();
     }
 
@@ -67,14 +73,11 @@ impl Session {
             .expect("the default work_mem is valid")
     }
 
-    /// default_transaction_isolation: READ COMMITTED unless set to REPEATABLE READ (a default
-    /// of SERIALIZABLE is taken as REPEATABLE READ's snapshot isolation).
-    pub(super) fn read_default_read_committed(&self) -> bool {
+    /// default_transaction_isolation (checked when set; READ COMMITTED if unreadable).
+    pub(super) fn read_default_isolation(&self) -> Isolation {
         self.settings
             .get("default_transaction_isolation")
-            .is_none_or(|level| {
-                let level = level.to_ascii_lowercase();
-                !(level.contains("repeatable") || level.contains("serializable"))
-            })
+            .and_then(|level| Isolation::parse(level))
+            .unwrap_or(Isolation::ReadCommitted)
     }
 }

@@ -19,7 +19,7 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::{Executor, Outcome};
 use crate::plan::bind::Binder;
 use crate::plan::write::AlterAction;
-use crate::plan::{EvalContext, Plan};
+use crate::plan::{EvalContext, Isolation, Plan};
 use crate::types::{DataType, Value};
 
 /// How often an autocommitted statement is run again after a write conflict.
@@ -125,7 +125,7 @@ impl Session {
                 )
             });
         if implicit {
-            self.state = State::InBlock(self.begin_transaction(false));
+            self.open_block(self.default_isolation);
         }
         let mut outcomes = Vec::with_capacity(statements.len());
         for statement in statements {
@@ -294,9 +294,31 @@ impl Session {
                 self.catalog.rebuild(changes, None)?;
                 Ok(command("TRUNCATE TABLE"))
             }
+            Plan::SetTransaction { isolation, session } => {
+                self.set_transaction(*isolation, *session)
+            }
             Plan::Set { name, value } => {
                 if name == "work_mem" {
                     crate::exec::parse_work_mem(value)?;
+                }
+                if name == "default_transaction_isolation" && Isolation::parse(value).is_none() {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_PARAMETER_VALUE,
+                        format!(
+                            "invalid value for parameter \"default_transaction_isolation\": \"{value}\""
+                        ),
+                    ));
+                }
+                if name == "transaction_isolation" {
+                    let isolation = Isolation::parse(value).ok_or_else(|| {
+                        SqlError::new(
+                            sqlstate::INVALID_PARAMETER_VALUE,
+                            format!(
+                                "invalid value for parameter \"transaction_isolation\": \"{value}\""
+                            ),
+                        )
+                    })?;
+                    return self.set_transaction(Some(isolation), false);
                 }
                 self.settings.insert(name.clone(), value.clone());
                 self.settings_changed();
@@ -378,14 +400,17 @@ impl Session {
                 .get_or_insert_with(crate::types::datetime::now_micros),
             _ => crate::types::datetime::now_micros(),
         };
+        if let State::InBlock(_) = self.state {
+            self.block_queried = true;
+        }
         let read_committed = match &mut self.state {
-            State::InBlock(txn) if self.block_read_committed => {
+            State::InBlock(txn) if self.block_isolation == Isolation::ReadCommitted => {
                 // Each statement of a READ COMMITTED block reads what was committed before it.
                 txn.refresh_snapshot();
                 true
             }
             State::InBlock(_) => false,
-            _ => self.read_committed_default,
+            _ => self.default_isolation == Isolation::ReadCommitted,
         };
         let executor = Executor {
             db: &db,
@@ -412,7 +437,8 @@ impl Session {
                 let mut attempt = 0;
                 loop {
                     attempt += 1;
-                    let mut txn = self.begin_transaction(plan.is_read_only());
+                    let mut txn =
+                        self.begin_transaction(plan.is_read_only(), self.default_isolation);
                     let result = executor.run(plan, &mut txn).and_then(|outcome| {
                         if self.defer_commits {
                             self.pending_commit = txn.commit_start()?;

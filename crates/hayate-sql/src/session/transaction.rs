@@ -36,14 +36,60 @@ impl Session {
         self.pending_commit.take()
     }
 
-    /// A new engine transaction.
-    pub(super) fn begin_transaction(&self, read_only: bool) -> Transaction {
+    /// A new engine transaction at `isolation` (a read-only one never needs SERIALIZABLE's
+    /// validation: its snapshot is already a serializable view).
+    pub(super) fn begin_transaction(&self, read_only: bool, isolation: Isolation) -> Transaction {
         let db = self.catalog.database();
         if read_only {
             db.begin_read_only()
+        } else if isolation == Isolation::Serializable {
+            db.begin_serializable()
         } else {
             db.begin()
         }
+    }
+
+    /// Opens a block at `isolation`.
+    pub(super) fn open_block(&mut self, isolation: Isolation) {
+        self.block_isolation = isolation;
+        self.block_queried = false;
+        self.settings
+            .insert("transaction_isolation".into(), isolation.name().into());
+        self.state = State::InBlock(self.begin_transaction(false, isolation));
+    }
+
+    /// SET TRANSACTION [ISOLATION LEVEL ...]: the open block's level, before any statement
+    /// ran in it (25001 after); outside a block it changes nothing (PostgreSQL warns).
+    /// SET SESSION CHARACTERISTICS AS TRANSACTION sets default_transaction_isolation.
+    pub(super) fn set_transaction(
+        &mut self,
+        isolation: Option<Isolation>,
+        session: bool,
+    ) -> SqlResult<Outcome> {
+        let Some(isolation) = isolation else {
+            return Ok(command("SET"));
+        };
+        if session {
+            self.settings.insert(
+                "default_transaction_isolation".into(),
+                isolation.name().into(),
+            );
+            self.settings_changed();
+            return Ok(command("SET"));
+        }
+        if let State::InBlock(_) = self.state {
+            if self.block_queried && isolation != self.block_isolation {
+                return Err(SqlError::new(
+                    sqlstate::ACTIVE_SQL_TRANSACTION,
+                    "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                ));
+            }
+            if isolation != self.block_isolation {
+                // Nothing ran in the block yet: its engine transaction is replaced.
+                self.open_block(isolation);
+            }
+        }
+        Ok(command("SET"))
     }
 
     /// Commits `txn`: at once (waiting for the log), or in deferred-commit mode by starting
@@ -100,6 +146,10 @@ impl Session {
     /// (`committed`) or was dropped.
     pub(super) fn end_block(&mut self, committed: bool) {
         self.savepoints.clear();
+        self.settings.insert(
+            "transaction_isolation".into(),
+            self.default_isolation.name().into(),
+        );
         let undo = std::mem::take(&mut self.ddl_undo);
         self.catalog.finish_ddl(undo, committed);
         self.release_tables();
@@ -110,7 +160,7 @@ impl Session {
     pub(crate) fn begin_implicit(&mut self) -> SqlResult<bool> {
         match self.state {
             State::Idle => {
-                self.state = State::InBlock(self.begin_transaction(false));
+                self.open_block(self.default_isolation);
                 Ok(true)
             }
             State::InBlock(_) => Ok(false),
@@ -148,11 +198,7 @@ impl Session {
         Ok(
             match (control, std::mem::replace(&mut self.state, State::Idle)) {
                 (TransactionControl::Begin(isolation), State::Idle) => {
-                    self.block_read_committed = match isolation {
-                        Some(isolation) => *isolation == Isolation::ReadCommitted,
-                        None => self.read_committed_default,
-                    };
-                    self.state = State::InBlock(self.begin_transaction(false));
+                    self.open_block(isolation.unwrap_or(self.default_isolation));
                     command("BEGIN")
                 }
                 (TransactionControl::Begin(_), state) => {
@@ -246,7 +292,7 @@ impl Session {
     pub(super) fn ddl_block(&mut self) -> Option<&mut Transaction> {
         match &mut self.state {
             State::InBlock(txn) => {
-                if self.block_read_committed {
+                if self.block_isolation == Isolation::ReadCommitted {
                     txn.refresh_snapshot();
                 }
                 Some(txn)

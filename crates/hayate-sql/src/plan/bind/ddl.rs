@@ -333,7 +333,7 @@ pub(super) fn multiple_primary_keys(table: &str) -> SqlError {
     )
 }
 
-/// The isolation level a BEGIN names (None: the default); SERIALIZABLE is refused.
+/// The isolation level a BEGIN or SET TRANSACTION names (None: the default).
 pub(super) fn check_transaction_modes(
     modes: &[ast::TransactionMode],
 ) -> SqlResult<Option<crate::plan::Isolation>> {
@@ -342,12 +342,7 @@ pub(super) fn check_transaction_modes(
     for mode in modes {
         if let ast::TransactionMode::IsolationLevel(level) = mode {
             isolation = Some(match level {
-                ast::TransactionIsolationLevel::Serializable => {
-                    return Err(SqlError::unsupported(
-                        "SERIALIZABLE isolation (the engine provides snapshot isolation: \
-                         REPEATABLE READ)",
-                    ))
-                }
+                ast::TransactionIsolationLevel::Serializable => Isolation::Serializable,
                 ast::TransactionIsolationLevel::RepeatableRead
                 | ast::TransactionIsolationLevel::Snapshot => Isolation::RepeatableRead,
                 _ => Isolation::ReadCommitted,
@@ -380,10 +375,10 @@ pub(super) fn bind_set(set: &ast::Set) -> SqlResult<Plan> {
             name: "timezone".into(),
             value: set_value(value),
         }),
-        ast::Set::SetTransaction { modes, .. } => {
-            check_transaction_modes(modes)?;
-            Ok(Plan::NoOp { tag: "SET" })
-        }
+        ast::Set::SetTransaction { modes, session, .. } => Ok(Plan::SetTransaction {
+            isolation: check_transaction_modes(modes)?,
+            session: *session,
+        }),
         ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => Ok(Plan::NoOp { tag: "SET" }),
         other => Err(SqlError::unsupported(format!("{other}"))),
     }
