@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use hayate_sql::interrupt::Interrupt;
 use parking_lot::Mutex;
 use pgwire::api::cancel::CancelHandler;
+use pgwire::api::{ClientInfo, PidSecretKeyGenerator, RandomPidSecretKeyGenerator};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::startup::SecretKey;
 
@@ -15,9 +16,16 @@ use pgwire::messages::startup::SecretKey;
 #[derive(Default)]
 pub struct CancelRegistry {
     connections: Mutex<HashMap<i32, (SecretKey, Interrupt)>>,
+    /// One for the server: each connection gets the next process id.
+    pids: RandomPidSecretKeyGenerator,
 }
 
 impl CancelRegistry {
+    /// A new connection's process id (unique while the server runs) and secret key.
+    pub fn issue(&self, client: &dyn ClientInfo) -> (i32, SecretKey) {
+        self.pids.generate(client)
+    }
+
     pub fn register(&self, pid: i32, secret: SecretKey, interrupt: Interrupt) {
         self.connections.lock().insert(pid, (secret, interrupt));
     }

@@ -43,7 +43,9 @@ use pgwire::messages::PgWireBackendMessage;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Framed;
 
-use crate::handler::{copy_data_stream, row_description, user_error, ConnectionState, CopyStart};
+use crate::handler::{
+    copy_data_stream, log_failed, row_description, user_error, ConnectionState, CopyStart,
+};
 use crate::wire;
 
 /// The name of the unnamed statement and portal.
@@ -254,7 +256,10 @@ impl Protocol {
         let statement = if sql.chars().all(|c| c == ';' || c.is_whitespace()) {
             ServerStatement::Empty
         } else {
-            self.prepare(client, sql, &declared).map_err(user_error)?
+            self.prepare(client, sql, &declared).map_err(|error| {
+                log_failed(&error, sql);
+                user_error(error)
+            })?
         };
         self.statements.insert(name.to_owned(), Arc::new(statement));
         if name != UNNAMED {
@@ -554,14 +559,20 @@ impl Protocol {
                 return Ok(PortalRun::Done { tag: String::new() });
             }
             ServerStatement::Sql(_) => {
+                let run = statement.clone();
                 state
-                    .run_statement(client, move |session| match statement.as_ref() {
+                    .run_statement(client, move |session| match run.as_ref() {
                         ServerStatement::Sql(statement) => {
                             session.execute_params(&statement.prepared, &params)
                         }
                         _ => Err(SqlError::new(sqlstate::INTERNAL_ERROR, "not SQL")),
                     })
                     .await
+                    .inspect_err(|error| {
+                        if let ServerStatement::Sql(statement) = statement.as_ref() {
+                            log_failed(error, &statement.prepared.sql());
+                        }
+                    })
             }
         };
         self.after_statement(client);

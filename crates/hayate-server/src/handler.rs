@@ -181,6 +181,7 @@ impl ConnectionState {
                     .unwrap_or(user);
                 let mut session = Session::new(self.catalog.clone(), user, database);
                 session.set_setting("work_mem", &self.config.work_mem);
+                session.set_backend_pid(client.pid_and_secret_key().0);
                 session.set_defer_commits(true);
                 session
             });
@@ -245,6 +246,18 @@ impl StatementResult for Vec<SqlResult<Outcome>> {
             None => self.push(Err(error)),
         }
     }
+}
+
+/// Logs a failed statement with its SQLSTATE and text, as PostgreSQL's default
+/// `log_min_error_statement = error` does.
+pub(crate) fn log_failed(error: &SqlError, statement: &str) {
+    log::error!(
+        target: "hayate::statement",
+        "ERROR {}: {}; STATEMENT: {}",
+        error.code,
+        error.message,
+        statement.trim()
+    );
 }
 
 pub fn error_info(error: &SqlError) -> ErrorInfo {
@@ -372,15 +385,18 @@ impl SimpleQueryHandler for ConnectionState {
         if query.chars().all(|c| c == ';' || c.is_whitespace()) {
             return Ok(vec![Response::EmptyQuery]);
         }
-        let query = query.to_owned();
+        let owned = query.to_owned();
         let outcomes = self
-            .run_statement(client, move |session| session.execute_sql(&query))
+            .run_statement(client, move |session| session.execute_sql(&owned))
             .await;
         outcomes
             .into_iter()
             .map(|outcome| match outcome {
                 Ok(outcome) => outcome_response(outcome, &Format::UnifiedText),
-                Err(error) => Ok(Response::Error(Box::new(error_info(&error)))),
+                Err(error) => {
+                    log_failed(&error, query);
+                    Ok(Response::Error(Box::new(error_info(&error))))
+                }
             })
             .collect()
     }
@@ -438,6 +454,7 @@ impl ConnectionState {
                     .await?;
             }
             Err(error) => {
+                log_failed(&error, sql);
                 client
                     .feed(PgWireBackendMessage::ErrorResponse(
                         error_info(&error).into(),

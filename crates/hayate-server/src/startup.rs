@@ -18,10 +18,7 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     ServerParameterProvider, StartupHandler,
 };
-use pgwire::api::{
-    ClientInfo, PgWireConnectionState, PidSecretKeyGenerator, RandomPidSecretKeyGenerator,
-    METADATA_APPLICATION_NAME, METADATA_USER,
-};
+use pgwire::api::{ClientInfo, PgWireConnectionState, METADATA_APPLICATION_NAME, METADATA_USER};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::startup::{Authentication, PasswordMessageFamily};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -110,7 +107,6 @@ pub struct Startup {
     /// The connection's slot under max_connections (None: over the limit).
     slot: Option<OwnedSemaphorePermit>,
     peer: Peer,
-    pids: RandomPidSecretKeyGenerator,
     step: Mutex<Step>,
     pid: Mutex<Option<i32>>,
     /// The server is a hot standby (`ServerParameters`).
@@ -131,7 +127,6 @@ impl Startup {
             interrupt,
             slot,
             peer,
-            pids: RandomPidSecretKeyGenerator::default(),
             step: Mutex::new(Step::Start),
             pid: Mutex::new(None),
             standby: false,
@@ -271,7 +266,7 @@ impl Startup {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let (pid, secret_key) = self.pids.generate(client);
+        let (pid, secret_key) = self.cancels.issue(client);
         self.cancels
             .register(pid, secret_key.clone(), self.interrupt.clone());
         *self.pid.lock() = Some(pid);

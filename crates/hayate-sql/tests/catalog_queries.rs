@@ -603,3 +603,48 @@ fn system_tables_cannot_be_written() {
         assert!(result.is_err(), "{sql}");
     }
 }
+
+/// pg_dump's first statements: set_config changes the session's setting (SHOW and
+/// current_setting read it), current_setting of an unknown name is 42704 unless missing_ok.
+#[test]
+fn set_config_and_current_setting_as_pg_dump_sends_them() {
+    let mut setup = setup();
+    let session = &mut setup.session;
+    assert_eq!(
+        query(
+            session,
+            "SELECT pg_catalog.set_config('search_path', '', false)"
+        ),
+        [[text("")]]
+    );
+    assert_eq!(query(session, "SHOW search_path"), [[text("")]]);
+    assert_eq!(
+        query(
+            session,
+            "SELECT set_config('application_name', 'dump', false), \
+             current_setting('application_name')"
+        ),
+        [[text("dump"), text("dump")]]
+    );
+    assert_eq!(
+        query(session, "SELECT current_setting('APPLICATION_NAME')"),
+        [[text("dump")]]
+    );
+    assert_eq!(
+        query(session, "SELECT current_setting('no.such', true)"),
+        [[Value::Null]]
+    );
+    let error = session
+        .execute_sql("SELECT current_setting('no_such')")
+        .pop()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.code, "42704");
+    // A failed statement's set_config changes nothing.
+    let failed = session
+        .execute_sql("SELECT set_config('application_name', 'lost', false), 1 / 0")
+        .pop()
+        .unwrap();
+    assert!(failed.is_err());
+    assert_eq!(query(session, "SHOW application_name"), [[text("dump")]]);
+}

@@ -234,6 +234,23 @@ fn serve_reads_its_config_file() {
     };
     let work_mem: String = client.query_one("SHOW work_mem", &[]).unwrap().get(0);
     assert_eq!(work_mem, "32MB");
+    // A failed statement is logged with its SQLSTATE and text (simple and extended
+    // protocols), as PostgreSQL logs it.
+    assert!(client.batch_execute("SELECT * FROM no_such_table").is_err());
+    assert!(client.query("SELECT 1 / $1::int4", &[&0i32]).is_err());
+    // Each connection has its own process id.
+    let mut pids = std::collections::HashSet::new();
+    let mut others: Vec<postgres::Client> =
+        (0..4).map(|_| connect("wonderland").unwrap()).collect();
+    for other in others.iter_mut().chain([&mut client]) {
+        let pid: i32 = other
+            .query_one("SELECT pg_backend_pid()", &[])
+            .unwrap()
+            .get(0);
+        pids.insert(pid);
+    }
+    assert_eq!(pids.len(), 5, "{pids:?}");
+    drop(others);
     let error = connect("looking glass")
         .err()
         .expect("wrong password refused");
@@ -256,5 +273,13 @@ fn serve_reads_its_config_file() {
     assert!(
         stderr.contains("password authentication failed for user \"alice\""),
         "one log line for the failed connection: {stderr}"
+    );
+    assert!(
+        stderr.contains("ERROR 42P01: relation \"no_such_table\" does not exist; STATEMENT: SELECT * FROM no_such_table"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("ERROR 22012: division by zero; STATEMENT: SELECT 1 / $1::INT4"),
+        "{stderr}"
     );
 }

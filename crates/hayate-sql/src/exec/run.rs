@@ -51,6 +51,8 @@ impl<'r, 'e> Run<'r, 'e> {
             transaction_timestamp: self.exec.context.transaction_timestamp,
             subqueries: Some(self),
             sequences: self.exec.context.sequences,
+            settings: self.exec.context.settings,
+            setting_changes: self.exec.context.setting_changes,
         }
     }
 

@@ -106,6 +106,13 @@ pub enum ScalarFunction {
     /// date/timestamp + interval: args are the value, then the interval's months, days and
     /// microseconds (`types::interval`).
     AddInterval,
+    /// current_setting(name [, missing_ok]).
+    CurrentSetting,
+    /// set_config(name, value, is_local): the value; the session takes the change when the
+    /// statement succeeds (is_local is taken as false).
+    SetConfig,
+    /// pg_backend_pid(): the connection's process id (its cancel key's).
+    BackendPid,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -209,6 +216,10 @@ pub struct EvalContext<'a> {
     pub subqueries: Option<&'a dyn SubqueryRunner>,
     /// The session's currval/lastval (None: nextval notes nothing, currval fails).
     pub sequences: Option<&'a crate::catalog::SessionSequences>,
+    /// The session's settings (current_setting; None: no session).
+    pub settings: Option<&'a std::collections::BTreeMap<String, String>>,
+    /// set_config's changes, applied to the session when the statement succeeds.
+    pub setting_changes: Option<&'a std::cell::RefCell<Vec<(String, String)>>>,
 }
 
 impl<'a> EvalContext<'a> {
@@ -222,6 +233,8 @@ impl<'a> EvalContext<'a> {
             transaction_timestamp: 0,
             subqueries: None,
             sequences: None,
+            settings: None,
+            setting_changes: None,
         }
     }
 
@@ -243,7 +256,9 @@ impl Expr {
             Expr::Function { function, args } => {
                 !matches!(
                     function,
-                    ScalarFunction::Random | ScalarFunction::ClockTimestamp
+                    ScalarFunction::Random
+                        | ScalarFunction::ClockTimestamp
+                        | ScalarFunction::SetConfig
                 ) && args.iter().all(Expr::is_constant)
             }
             Expr::Case {

@@ -40,6 +40,7 @@ use crate::plan::{EvalContext, Isolation, OutputColumn, Plan};
 use crate::types::DataType;
 
 use settings::default_settings;
+pub(crate) use settings::BACKEND_PID_SETTING;
 pub use statement::parse;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +78,11 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The statement as SQL text (for logs).
+    pub fn sql(&self) -> String {
+        self.statement.to_string()
+    }
+
     /// The plan as bound (the access path of a read shows in it).
     pub fn plan(&self) -> &Plan {
         &self.plan
@@ -169,6 +175,8 @@ impl Session {
             transaction_timestamp: crate::types::datetime::now_micros(),
             subqueries: None,
             sequences: Some(&self.sequences),
+            settings: Some(&self.settings),
+            setting_changes: None,
         }
     }
 

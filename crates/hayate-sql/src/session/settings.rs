@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 use super::Session;
 use crate::plan::Isolation;
 
+/// The setting that holds the connection's process id (pg_backend_pid).
+pub(crate) const BACKEND_PID_SETTING: &str = "hayate.backend_pid";
+
 pub(super) fn default_settings(user: &str, database: &str) -> BTreeMap<String, String> {
     let pairs = [
         ("server_version", crate::SERVER_VERSION),
@@ -56,6 +59,12 @@ impl Session {
                 .insert("transaction_isolation".into(), name.into());
         }
         self.work_mem_bytes = self.read_work_mem_bytes();
+    }
+
+    /// The connection's process id, as its cancel key gives it (pg_backend_pid()).
+    pub fn set_backend_pid(&mut self, pid: i32) {
+        self.settings
+            .insert(BACKEND_PID_SETTING.into(), pid.to_string());
     }
 
     /// Sets a setting's value for this session (the server's configured defaults).

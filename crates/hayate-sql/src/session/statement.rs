@@ -393,6 +393,25 @@ impl Session {
     }
 
     pub(super) fn run_data(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
+        let changes = std::cell::RefCell::new(Vec::new());
+        let outcome = self.run_data_noting(plan, params, &changes)?;
+        let changes = changes.into_inner();
+        if !changes.is_empty() {
+            for (name, value) in changes {
+                self.settings.insert(name, value);
+            }
+            self.settings_changed();
+        }
+        Ok(outcome)
+    }
+
+    /// `run_data`, noting set_config's changes in `changes`.
+    fn run_data_noting(
+        &mut self,
+        plan: &Plan,
+        params: &[Value],
+        changes: &std::cell::RefCell<Vec<(String, String)>>,
+    ) -> SqlResult<Outcome> {
         let db = self.catalog.database().clone();
         let transaction_timestamp = match self.state {
             State::InBlock(_) => *self
@@ -424,6 +443,8 @@ impl Session {
                 transaction_timestamp,
                 subqueries: None,
                 sequences: Some(&self.sequences),
+                settings: Some(&self.settings),
+                setting_changes: Some(changes),
             },
         };
         match &mut self.state {

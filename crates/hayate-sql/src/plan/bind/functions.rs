@@ -405,12 +405,15 @@ impl Binder<'_> {
             "current_database" => Some((F::CurrentDatabase, &[], T::Text)),
             "current_schema" => Some((F::CurrentSchema, &[], T::Text)),
             "current_user" | "session_user" | "user" => Some((F::CurrentUser, &[], T::Text)),
+            "current_setting" => Some((F::CurrentSetting, &[T::Text, T::Bool], T::Text)),
+            "set_config" => Some((F::SetConfig, &[T::Text, T::Text, T::Bool], T::Text)),
+            "pg_backend_pid" => Some((F::BackendPid, &[], T::Int4)),
             _ => None,
         };
         if let Some((scalar, types, result)) = fixed {
             // Trailing arguments are optional where PostgreSQL has the shorter form.
             let optional = match scalar {
-                F::BTrim | F::LTrim | F::RTrim | F::Substring => 1,
+                F::BTrim | F::LTrim | F::RTrim | F::Substring | F::CurrentSetting => 1,
                 _ => 0,
             };
             arity(&(types.len() - optional..=types.len()).collect::<Vec<_>>())?;

@@ -9,6 +9,7 @@ use md5::{Digest, Md5};
 
 use super::{float_result, out_of_range, EvalContext, Expr, ScalarFunction};
 use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::session::BACKEND_PID_SETTING;
 use crate::types::{datetime, numeric, DataType, Value};
 
 pub(super) fn eval(
@@ -202,6 +203,48 @@ pub(super) fn eval(
         F::CurrentDatabase => Value::Text(context.database_name.to_string()),
         F::CurrentSchema => Value::Text("public".into()),
         F::CurrentUser => Value::Text(context.user_name.to_string()),
+        F::CurrentSetting => {
+            let name = text(0).to_ascii_lowercase();
+            let missing_ok = match values.get(1) {
+                Some(Value::Bool(missing_ok)) => *missing_ok,
+                _ => false,
+            };
+            let noted = context.setting_changes.and_then(|changes| {
+                let changes = changes.borrow();
+                changes
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.clone())
+            });
+            match noted.or_else(|| context.settings.and_then(|s| s.get(&name).cloned())) {
+                Some(value) => Value::Text(value),
+                None if missing_ok => Value::Null,
+                None => {
+                    return Err(SqlError::new(
+                        sqlstate::UNDEFINED_OBJECT,
+                        format!("unrecognized configuration parameter \"{name}\""),
+                    ))
+                }
+            }
+        }
+        F::SetConfig => {
+            let name = text(0).to_ascii_lowercase();
+            let value = values[1].to_text().unwrap_or_default();
+            let changes = context.setting_changes.ok_or_else(|| {
+                SqlError::unsupported("set_config outside a statement of a session")
+            })?;
+            changes.borrow_mut().push((name, value.clone()));
+            Value::Text(value)
+        }
+        F::BackendPid => {
+            let pid = context
+                .settings
+                .and_then(|settings| settings.get(BACKEND_PID_SETTING))
+                .and_then(|pid| pid.parse().ok())
+                .unwrap_or(0);
+            Value::Int(pid)
+        }
         F::Coalesce | F::Concat | F::NullIf | F::Greatest | F::Least => {
             unreachable!("handled above")
         }
