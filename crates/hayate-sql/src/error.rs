@@ -57,6 +57,10 @@ pub mod sqlstate {
     pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
     pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
+    pub const FOREIGN_KEY_VIOLATION: &str = "23503";
+    pub const CHECK_VIOLATION: &str = "23514";
+    pub const INVALID_FOREIGN_KEY: &str = "42830";
+    pub const DUPLICATE_OBJECT: &str = "42710";
     pub const INTERNAL_ERROR: &str = "XX000";
     /// The server stops serving this session (a primary that lost its role).
     pub const ADMIN_SHUTDOWN: &str = "57P01";

@@ -478,6 +478,29 @@ impl Transaction {
     /// Scans rows with keys in `[start, end)` style bounds, in key order, as of the snapshot
     /// and with this transaction's own writes.
     pub fn scan(&self, tree: TreeId, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<Scan> {
+        self.scan_at(tree, start, end, self.snapshot_ts)
+    }
+
+    /// `scan` of the newest committed versions (not the snapshot's) with this transaction's
+    /// own writes: what a check that must not miss a concurrent commit reads after taking the
+    /// lock that orders it after that commit (a foreign key's referencing rows, once the
+    /// referenced row is locked).
+    pub fn scan_latest(
+        &self,
+        tree: TreeId,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Result<Scan> {
+        self.scan_at(tree, start, end, u64::MAX)
+    }
+
+    fn scan_at(
+        &self,
+        tree: TreeId,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        snapshot_ts: u64,
+    ) -> Result<Scan> {
         let info = self.tree(tree)?;
         if let Some((_, reads)) = &self.serializable {
             reads.lock().range(tree, start, end);
@@ -499,7 +522,7 @@ impl Transaction {
         Ok(Scan {
             manager: self.manager.clone(),
             info,
-            snapshot_ts: self.snapshot_ts,
+            snapshot_ts,
             cursor,
             batch: VecDeque::new(),
             tree_done: false,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use hayate_engine::Transaction;
 
 use super::batch::{for_each_row, BatchWriter};
-use super::definition::{IndexDef, TableDef, TABLE_TREE_PREFIX};
+use super::definition::{CheckDef, ForeignKeyDef, IndexDef, TableDef, TABLE_TREE_PREFIX};
 use super::index_entry;
 use super::sequence::{Sequence, SequenceOptions};
 use super::table::Table;
@@ -282,6 +282,32 @@ impl Catalog {
             previous: vec![(table.def.name.clone(), Some(table))],
             on_commit: Vec::new(),
             on_rollback: vec![tree_name],
+        };
+        self.publish(new_table);
+        Ok(self.finish_or_defer(in_block, undo))
+    }
+
+    /// ALTER TABLE ADD/DROP CONSTRAINT: the table's CHECK and FOREIGN KEY constraints become
+    /// these (the caller checked the rows against added ones).
+    pub fn set_constraints(
+        &self,
+        table_name: &str,
+        checks: Vec<CheckDef>,
+        foreign_keys: Vec<ForeignKeyDef>,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
+        let table = self.table(table_name)?;
+        let mut def = table.def.clone();
+        def.checks = checks;
+        def.foreign_keys = foreign_keys;
+        let in_block = block.is_some();
+        self.write_defs(block, |txn| self.write_def(txn, &def))?;
+        let new_table = self.load(def)?;
+        let undo = DdlUndo {
+            previous: vec![(table.def.name.clone(), Some(table))],
+            on_commit: Vec::new(),
+            on_rollback: Vec::new(),
         };
         self.publish(new_table);
         Ok(self.finish_or_defer(in_block, undo))

@@ -18,7 +18,7 @@ use crate::types::DataType;
 pub(super) const CATALOG_TREE: &str = "sql.catalog";
 /// Engine tables holding a table's rows: `sql.table.t`, or `sql.table.t.N` after a rebuild.
 pub(super) const TABLE_TREE_PREFIX: &str = "sql.table.";
-const FORMAT_VERSION: u8 = 2;
+const FORMAT_VERSION: u8 = 3;
 
 /// How a column generates its values from a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +53,82 @@ pub struct IndexDef {
     pub tree: String,
 }
 
+/// What a foreign key does to the referencing rows when a referenced row is deleted or its
+/// key updated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReferentialAction {
+    /// Fail if a referencing row exists (checked at once, as RESTRICT: constraints are not
+    /// deferrable here).
+    NoAction,
+    Restrict,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+impl ReferentialAction {
+    fn tag(self) -> u8 {
+        self as u8
+    }
+
+    fn from_tag(tag: u8) -> Option<ReferentialAction> {
+        use ReferentialAction as A;
+        [
+            A::NoAction,
+            A::Restrict,
+            A::Cascade,
+            A::SetNull,
+            A::SetDefault,
+        ]
+        .get(tag as usize)
+        .copied()
+    }
+
+    /// pg_constraint's confupdtype/confdeltype letter.
+    pub fn letter(self) -> &'static str {
+        match self {
+            ReferentialAction::NoAction => "a",
+            ReferentialAction::Restrict => "r",
+            ReferentialAction::Cascade => "c",
+            ReferentialAction::SetNull => "n",
+            ReferentialAction::SetDefault => "d",
+        }
+    }
+
+    /// As the SQL clause says it.
+    pub fn sql(self) -> &'static str {
+        match self {
+            ReferentialAction::NoAction => "NO ACTION",
+            ReferentialAction::Restrict => "RESTRICT",
+            ReferentialAction::Cascade => "CASCADE",
+            ReferentialAction::SetNull => "SET NULL",
+            ReferentialAction::SetDefault => "SET DEFAULT",
+        }
+    }
+}
+
+/// FOREIGN KEY (columns) REFERENCES table (referenced): every row whose key columns are all
+/// non-NULL (MATCH SIMPLE) has a row of `table` with those values in `referenced`, which are
+/// that table's primary key or a unique index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForeignKeyDef {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub table: String,
+    /// Column names of the referenced table (names survive its column drops).
+    pub referenced: Vec<String>,
+    pub on_delete: ReferentialAction,
+    pub on_update: ReferentialAction,
+}
+
+/// CHECK (expression): a row for which it is false is refused (NULL passes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckDef {
+    pub name: String,
+    /// The expression as SQL text, bound again by the statements that write the table.
+    pub expr: String,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableDef {
     pub name: String,
@@ -62,6 +138,8 @@ pub struct TableDef {
     pub indexes: Vec<IndexDef>,
     /// The engine table holding the rows (set by the catalog; empty in a CREATE TABLE plan).
     pub tree: String,
+    pub checks: Vec<CheckDef>,
+    pub foreign_keys: Vec<ForeignKeyDef>,
 }
 
 impl TableDef {
@@ -104,8 +182,11 @@ impl TableDef {
     /// 4 = identity always, 8 = identity by default, 16 = serial; default text if flag 2),
     /// u16 primary key length, u16 column index each, the table's engine tree name, u16 index
     /// count, per index (name, u8 unique, u16 column count, u16 column index each, engine tree
-    /// name). Strings are u32 length + UTF-8. Version 1 (no identity flags, no tree name, no
-    /// indexes) is still read.
+    /// name), then (version 3) u16 check count, per check (name, expression text), u16 foreign
+    /// key count, per key (name, u16 column count, u16 column index each, referenced table,
+    /// u16 referenced column count, each name, u8 on delete, u8 on update action). Strings
+    /// are u32 length + UTF-8. Versions 1 (no identity flags, no tree name, no indexes) and 2
+    /// (no checks, no foreign keys) are still read.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![FORMAT_VERSION];
         put_string(&mut out, &self.name);
@@ -135,6 +216,23 @@ impl TableDef {
             put_columns(&mut out, &index.columns);
             put_string(&mut out, &index.tree);
         }
+        out.extend_from_slice(&(self.checks.len() as u16).to_le_bytes());
+        for check in &self.checks {
+            put_string(&mut out, &check.name);
+            put_string(&mut out, &check.expr);
+        }
+        out.extend_from_slice(&(self.foreign_keys.len() as u16).to_le_bytes());
+        for key in &self.foreign_keys {
+            put_string(&mut out, &key.name);
+            put_columns(&mut out, &key.columns);
+            put_string(&mut out, &key.table);
+            out.extend_from_slice(&(key.referenced.len() as u16).to_le_bytes());
+            for column in &key.referenced {
+                put_string(&mut out, column);
+            }
+            out.push(key.on_delete.tag());
+            out.push(key.on_update.tag());
+        }
         out
     }
 
@@ -147,7 +245,7 @@ impl TableDef {
             )
         };
         let version = reader.u8().ok_or_else(|| corrupt("empty"))?;
-        if version != 1 && version != FORMAT_VERSION {
+        if !(1..=FORMAT_VERSION).contains(&version) {
             return Err(corrupt(&format!("unknown format {version}")));
         }
         let name = reader.string().ok_or_else(|| corrupt("name"))?;
@@ -205,6 +303,48 @@ impl TableDef {
             }
             (tree, indexes)
         };
+        let mut checks = Vec::new();
+        let mut foreign_keys = Vec::new();
+        if version >= 3 {
+            let count = reader.u16().ok_or_else(|| corrupt("check count"))?;
+            for _ in 0..count {
+                let name = reader.string().ok_or_else(|| corrupt("check name"))?;
+                let expr = reader.string().ok_or_else(|| corrupt("check expression"))?;
+                checks.push(CheckDef { name, expr });
+            }
+            let count = reader.u16().ok_or_else(|| corrupt("foreign key count"))?;
+            for _ in 0..count {
+                let name = reader.string().ok_or_else(|| corrupt("foreign key name"))?;
+                let key_columns = reader
+                    .columns(columns.len())
+                    .ok_or_else(|| corrupt("foreign key columns"))?;
+                let table = reader.string().ok_or_else(|| corrupt("referenced table"))?;
+                let referenced_count = reader.u16().ok_or_else(|| corrupt("referenced count"))?;
+                let referenced = (0..referenced_count)
+                    .map(|_| reader.string())
+                    .collect::<Option<Vec<String>>>()
+                    .ok_or_else(|| corrupt("referenced columns"))?;
+                let mut action = || {
+                    reader
+                        .u8()
+                        .and_then(ReferentialAction::from_tag)
+                        .ok_or_else(|| corrupt("referential action"))
+                };
+                let on_delete = action()?;
+                let on_update = action()?;
+                if referenced.len() != key_columns.len() {
+                    return Err(corrupt("foreign key column counts differ"));
+                }
+                foreign_keys.push(ForeignKeyDef {
+                    name,
+                    columns: key_columns,
+                    table,
+                    referenced,
+                    on_delete,
+                    on_update,
+                });
+            }
+        }
         if !reader.at_end() {
             return Err(corrupt("trailing bytes"));
         }
@@ -214,7 +354,19 @@ impl TableDef {
             primary_key,
             indexes,
             tree,
+            checks,
+            foreign_keys,
         })
+    }
+}
+
+impl CheckDef {
+    /// True if the expression names the column (a word of its text, case-insensitively):
+    /// a dropped column takes its checks with it.
+    pub fn mentions(&self, column: &str) -> bool {
+        self.expr
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|word| word.eq_ignore_ascii_case(column))
     }
 }
 
@@ -262,6 +414,18 @@ mod tests {
                 tree: "sql.index.accounts_name_idx".into(),
             }],
             tree: "sql.table.accounts.2".into(),
+            checks: vec![CheckDef {
+                name: "accounts_id_check".into(),
+                expr: "id > 0".into(),
+            }],
+            foreign_keys: vec![ForeignKeyDef {
+                name: "accounts_name_fkey".into(),
+                columns: vec![1],
+                table: "names".into(),
+                referenced: vec!["name".into()],
+                on_delete: ReferentialAction::Cascade,
+                on_update: ReferentialAction::SetNull,
+            }],
         };
         let bytes = def.encode();
         assert_eq!(TableDef::decode(&bytes).unwrap(), def);

@@ -62,7 +62,9 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
 
 pub use ddl::DdlUndo;
-pub use definition::{ColumnDef, Identity, IndexDef, TableDef};
+pub use definition::{
+    CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, ReferentialAction, TableDef,
+};
 pub use rebuild::Rebuild;
 pub use sequence::{Sequence, SequenceOptions, SessionSequences};
 pub use table::Table;

@@ -99,8 +99,30 @@ impl Catalog {
                             "dropping a primary key column (ALTER TABLE DROP COLUMN)",
                         ));
                     }
+                    let column_name = def.columns[*column].name.clone();
+                    for other in self.state.read().tables.values() {
+                        if let Some(key) = other.def.foreign_keys.iter().find(|key| {
+                            key.table == def.name && key.referenced.contains(&column_name)
+                        }) {
+                            return Err(SqlError::new(
+                                sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+                                format!(
+                                    "cannot drop column {column_name} of table {name} because \
+                                     other objects depend on it"
+                                ),
+                            )
+                            .with_detail(format!(
+                                "constraint {} on table {} depends on column {column_name} of \
+                                 table {name}",
+                                key.name, other.def.name
+                            )));
+                        }
+                    }
                     def.columns.remove(*column);
                     def.indexes.retain(|index| !index.columns.contains(column));
+                    // As PostgreSQL: the constraints on the column go with it.
+                    def.foreign_keys.retain(|key| !key.columns.contains(column));
+                    def.checks.retain(|check| !check.mentions(&column_name));
                     let shift = |c: &mut usize| {
                         if *c > *column {
                             *c -= 1
@@ -109,6 +131,9 @@ impl Catalog {
                     def.primary_key.iter_mut().for_each(shift);
                     for index in &mut def.indexes {
                         index.columns.iter_mut().for_each(shift);
+                    }
+                    for key in &mut def.foreign_keys {
+                        key.columns.iter_mut().for_each(shift);
                     }
                 }
             }

@@ -5,6 +5,7 @@
 //! they change first, then write them.
 
 mod aggregate;
+mod constraints;
 mod full_join;
 pub(crate) mod index;
 mod lateral;
@@ -29,6 +30,7 @@ use crate::plan::{
     EvalContext, Expr, InsertSelect, OutputColumn, Plan, QueryPlan, Returning, SortKey, TableRead,
 };
 use crate::types::{DataType, Value};
+pub use constraints::ConstraintCache;
 use run::Run;
 pub use spill::{memory_size_bytes, parse_work_mem, WORK_MEM_DEFAULT};
 
@@ -56,6 +58,8 @@ pub struct Executor<'a> {
     pub read_committed: bool,
     /// Memory of one sort, hash table or aggregation before it spills to temporary files.
     pub work_mem_bytes: usize,
+    /// Constraints bound and looked up by this statement (`constraints`).
+    pub constraints: ConstraintCache,
 }
 
 /// A row read from a table: its key and its column values.
@@ -355,6 +359,7 @@ impl Executor<'_> {
         values: &[Value],
         txn: &mut Transaction,
     ) -> SqlResult<Vec<u8>> {
+        self.check_row(table, values)?;
         let key = self.row_key(table, values)?;
         let encoded = row::encode(values, &table.def.types())?;
         txn.insert(table.tree, &key, &encoded)
@@ -363,6 +368,8 @@ impl Executor<'_> {
                 other => other.into(),
             })?;
         index::add_entries(table, values, &key, None, txn)?;
+        // After the write, so that a row may reference itself.
+        self.check_references(table, None, values, txn)?;
         Ok(key)
     }
 
@@ -453,6 +460,7 @@ impl Executor<'_> {
         for (key, old) in &rows {
             txn.delete(read.table.tree, key)?;
             index::remove_entries(&read.table, old, key, None, txn)?;
+            self.referenced_row_changed(&read.table, old, None, txn)?;
             if let Some(returning) = returning {
                 returned.push(self.project(&returning.projection, old)?);
             }

@@ -147,6 +147,7 @@ impl Executor<'_> {
         new: &[Value],
         txn: &mut Transaction,
     ) -> SqlResult<()> {
+        self.check_row(table, new)?;
         let new_key = if table.has_row_id() {
             key.to_vec()
         } else {
@@ -177,7 +178,8 @@ impl Executor<'_> {
         if any_changed {
             index::add_entries(table, new, &new_key, Some(&changed), txn)?;
         }
-        Ok(())
+        self.check_references(table, Some(old), new, txn)?;
+        self.referenced_row_changed(table, old, Some(new), txn)
     }
 
     /// TRUNCATE inside a transaction block: deletes every row and index entry in the

@@ -483,6 +483,8 @@ pub enum Plan {
     DropTable {
         names: Vec<String>,
         if_exists: bool,
+        /// CASCADE: foreign keys of other tables referencing these are dropped too.
+        cascade: bool,
     },
     CreateIndex {
         table: String,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::catalog::{ColumnDef, Sequence};
+use crate::catalog::{CheckDef, ColumnDef, ForeignKeyDef, Sequence};
 use crate::plan::expr::Expr;
 
 /// An identity column of an INSERT: rows without a value for it take the sequence's next.
@@ -54,5 +54,11 @@ pub enum AlterAction {
     DropColumn {
         name: String,
         if_exists: bool,
+    },
+    /// ADD/DROP CONSTRAINT (CHECK, FOREIGN KEY): the table's constraints afterwards (the rows
+    /// are checked against added ones).
+    SetConstraints {
+        checks: Vec<CheckDef>,
+        foreign_keys: Vec<ForeignKeyDef>,
     },
 }

@@ -244,7 +244,12 @@ impl Session {
                 self.note_ddl(undo);
                 Ok(command("CREATE TABLE"))
             }
-            Plan::DropTable { names, if_exists } => {
+            Plan::DropTable {
+                names,
+                if_exists,
+                cascade,
+            } => {
+                self.drop_referencing_keys(names, *cascade)?;
                 for name in names {
                     let catalog = self.catalog.clone();
                     let undo = catalog.drop_table(name, *if_exists, self.ddl_block())?;
@@ -385,11 +390,129 @@ impl Session {
                 None if *if_exists => return Ok(()),
                 None => return Err(undefined_column(column, name)),
             },
+            AlterAction::SetConstraints {
+                checks,
+                foreign_keys,
+            } => {
+                for check in checks.iter().filter(|c| !def.checks.contains(c)) {
+                    let sql = format!(
+                        "SELECT 1 FROM {} WHERE NOT ({}) LIMIT 1",
+                        quote(name),
+                        check.expr
+                    );
+                    if self.any_row(&sql)? {
+                        return Err(SqlError::new(
+                            sqlstate::CHECK_VIOLATION,
+                            format!(
+                                "check constraint \"{}\" of relation \"{name}\" is violated by \
+                                 some row",
+                                check.name
+                            ),
+                        ));
+                    }
+                }
+                for key in foreign_keys
+                    .iter()
+                    .filter(|k| !def.foreign_keys.contains(k))
+                {
+                    let columns: Vec<String> = key
+                        .columns
+                        .iter()
+                        .map(|c| format!("c.{}", quote(&def.columns[*c].name)))
+                        .collect();
+                    let not_null: Vec<String> =
+                        columns.iter().map(|c| format!("{c} IS NOT NULL")).collect();
+                    let equal: Vec<String> = columns
+                        .iter()
+                        .zip(&key.referenced)
+                        .map(|(c, p)| format!("p.{} = {c}", quote(p)))
+                        .collect();
+                    let sql = format!(
+                        "SELECT 1 FROM {} AS c WHERE {} AND NOT EXISTS \
+                         (SELECT 1 FROM {} AS p WHERE {}) LIMIT 1",
+                        quote(name),
+                        not_null.join(" AND "),
+                        quote(&key.table),
+                        equal.join(" AND ")
+                    );
+                    if self.any_row(&sql)? {
+                        return Err(SqlError::new(
+                            sqlstate::FOREIGN_KEY_VIOLATION,
+                            format!(
+                                "insert or update on table \"{name}\" violates foreign key \
+                                 constraint \"{}\"",
+                                key.name
+                            ),
+                        ));
+                    }
+                }
+                let catalog = self.catalog.clone();
+                let undo = catalog.set_constraints(
+                    name,
+                    checks.clone(),
+                    foreign_keys.clone(),
+                    self.ddl_block(),
+                )?;
+                self.note_ddl(undo);
+                return Ok(());
+            }
         };
         let catalog = self.catalog.clone();
         let undo = catalog.rebuild(vec![(name.to_string(), change)], self.ddl_block())?;
         self.note_ddl(undo);
         Ok(())
+    }
+
+    /// Before DROP TABLE `names`: the foreign keys of other tables that reference them are
+    /// dropped with CASCADE, else they make the statement fail (2BP01), as in PostgreSQL.
+    fn drop_referencing_keys(&mut self, names: &[String], cascade: bool) -> SqlResult<()> {
+        for child_name in self.catalog.table_names() {
+            if names.contains(&child_name) {
+                continue;
+            }
+            let child = self.catalog.table(&child_name)?;
+            let (dropped, kept): (Vec<_>, Vec<_>) = child
+                .def
+                .foreign_keys
+                .iter()
+                .cloned()
+                .partition(|key| names.contains(&key.table));
+            let Some(first) = dropped.first() else {
+                continue;
+            };
+            if !cascade {
+                return Err(SqlError::new(
+                    sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+                    format!(
+                        "cannot drop table {} because other objects depend on it",
+                        first.table
+                    ),
+                )
+                .with_detail(format!(
+                    "constraint {} on table {child_name} depends on table {}",
+                    first.name, first.table
+                )));
+            }
+            let catalog = self.catalog.clone();
+            let undo = catalog.set_constraints(
+                &child_name,
+                child.def.checks.clone(),
+                kept,
+                self.ddl_block(),
+            )?;
+            self.note_ddl(undo);
+        }
+        Ok(())
+    }
+
+    /// True if the query returns a row (run in the session's transaction, if open).
+    fn any_row(&mut self, sql: &str) -> SqlResult<bool> {
+        let statement = parse(sql)?.pop().ok_or_else(|| SqlError::syntax("empty"))?;
+        let prepared = self.prepare(statement, &[])?;
+        Ok(match self.run_data(&prepared.plan, &[])? {
+            Outcome::Rows { rows, .. } => !rows.is_empty(),
+            Outcome::Command { .. } => false,
+        })
     }
 
     pub(super) fn run_data(&mut self, plan: &Plan, params: &[Value]) -> SqlResult<Outcome> {
@@ -436,6 +559,7 @@ impl Session {
             catalog: &self.catalog,
             read_committed,
             work_mem_bytes: self.work_mem_bytes,
+            constraints: Default::default(),
             context: EvalContext {
                 params,
                 database_name: &self.database,
@@ -481,6 +605,11 @@ impl Session {
             }
         }
     }
+}
+
+/// A name as a quoted SQL identifier.
+pub(crate) fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 fn undefined_column(column: &str, table: &str) -> SqlError {

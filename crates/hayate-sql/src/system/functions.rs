@@ -320,6 +320,9 @@ impl SystemFunction {
             }
             F::GetConstraintDef => {
                 let oid = int_of(&values[0]).unwrap_or_default();
+                if let Some((table, rule)) = snapshot.rule_by_oid(oid) {
+                    return Ok(Value::Text(snapshot.rule_definition(table, rule)));
+                }
                 let Some((table, index)) = snapshot.constraint_by_oid(oid) else {
                     return Ok(Value::Null);
                 };

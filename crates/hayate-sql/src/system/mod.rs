@@ -152,6 +152,26 @@ impl UserTable {
     pub fn row_type_oid(&self) -> i64 {
         self.oid + 2
     }
+
+    /// The oid of a CHECK or FOREIGN KEY constraint: a range of its own above the trees'
+    /// (oids stay below 2^31, as clients read them as 32-bit).
+    pub fn rule_oid(&self, rule: Rule) -> i64 {
+        let position = match rule {
+            Rule::Check(position) => position,
+            Rule::ForeignKey(position) => 128 + position,
+        };
+        RULE_OID_BASE + (self.oid - FIRST_USER_OID) * 64 + position as i64
+    }
+}
+
+/// Where the oids of CHECK and FOREIGN KEY constraints start.
+const RULE_OID_BASE: i64 = 1_000_000_000;
+
+/// A CHECK or FOREIGN KEY constraint of a table, by position in its definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    Check(usize),
+    ForeignKey(usize),
 }
 
 /// The oid of the user object with engine tree id `tree`.
@@ -259,6 +279,49 @@ impl Snapshot {
             let index = table.indexes.iter().find(|index| index.oid == oid)?;
             Some((table, index))
         })
+    }
+
+    /// The CHECK or FOREIGN KEY constraint with this oid (`UserTable::constraint_oid`).
+    pub fn rule_by_oid(&self, oid: i64) -> Option<(&UserTable, Rule)> {
+        self.tables.iter().find_map(|table| {
+            let def = &table.table.def;
+            let rules = (0..def.checks.len())
+                .map(Rule::Check)
+                .chain((0..def.foreign_keys.len()).map(Rule::ForeignKey));
+            rules
+                .into_iter()
+                .find(|rule| table.rule_oid(*rule) == oid)
+                .map(|rule| (table, rule))
+        })
+    }
+
+    /// `pg_get_constraintdef` of a CHECK or FOREIGN KEY, as PostgreSQL prints it.
+    pub fn rule_definition(&self, table: &UserTable, rule: Rule) -> String {
+        let def = &table.table.def;
+        match rule {
+            Rule::Check(position) => format!("CHECK (({}))", def.checks[position].expr),
+            Rule::ForeignKey(position) => {
+                let key = &def.foreign_keys[position];
+                let columns: Vec<&str> = key
+                    .columns
+                    .iter()
+                    .map(|c| def.columns[*c].name.as_str())
+                    .collect();
+                let mut text = format!(
+                    "FOREIGN KEY ({}) REFERENCES {}({})",
+                    columns.join(", "),
+                    key.table,
+                    key.referenced.join(", ")
+                );
+                if key.on_update != crate::catalog::ReferentialAction::NoAction {
+                    text.push_str(&format!(" ON UPDATE {}", key.on_update.sql()));
+                }
+                if key.on_delete != crate::catalog::ReferentialAction::NoAction {
+                    text.push_str(&format!(" ON DELETE {}", key.on_delete.sql()));
+                }
+                text
+            }
+        }
     }
 
     pub fn constraint_by_oid(&self, oid: i64) -> Option<(&UserTable, &IndexInfo)> {

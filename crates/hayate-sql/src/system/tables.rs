@@ -5,7 +5,7 @@
 use super::array;
 use super::pg_types::{builtin_types, type_of};
 use super::{
-    all_tables, SessionNames, Snapshot, SystemTable, BTREE_AM_OID, DATABASE_OID,
+    all_tables, Rule, SessionNames, Snapshot, SystemTable, BTREE_AM_OID, DATABASE_OID,
     DEFAULT_COLLATION_OID, HEAP_AM_OID, INFORMATION_SCHEMA_NAMESPACE_OID, OWNER_ROLE_OID,
     PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA,
 };
@@ -945,6 +945,83 @@ const PG_CONSTRAINT_COLUMNS: &[(&str, DataType)] = &[
 fn pg_constraint(snapshot: &Snapshot, _: &SessionNames) -> Rows {
     let mut rows = Vec::new();
     for table in &snapshot.tables {
+        let def = &table.table.def;
+        let attnums = |columns: &mut dyn Iterator<Item = usize>| {
+            let attnums: Vec<Option<String>> = columns.map(|c| Some((c + 1).to_string())).collect();
+            text(&array::format(&attnums))
+        };
+        for (position, check) in def.checks.iter().enumerate() {
+            let mut read = (0..def.columns.len()).filter(|c| check.mentions(&def.columns[*c].name));
+            rows.push(vec![
+                oid(table.rule_oid(Rule::Check(position))),
+                text(&check.name),
+                oid(PUBLIC_NAMESPACE_OID),
+                text("c"),
+                bool(false),
+                bool(false),
+                bool(true),
+                oid(table.oid),
+                oid(0),
+                oid(0),
+                oid(0),
+                oid(0),
+                text(" "),
+                text(" "),
+                text(" "),
+                bool(true),
+                int(0),
+                bool(false),
+                attnums(&mut read),
+                NULL,
+                text(&check.expr),
+            ]);
+        }
+        for (position, key) in def.foreign_keys.iter().enumerate() {
+            let parent = snapshot.tables.iter().find(|t| t.name() == key.table);
+            let (parent_oid, parent_key, parent_index) = match parent {
+                Some(parent) => {
+                    let referenced: Vec<usize> = key
+                        .referenced
+                        .iter()
+                        .filter_map(|name| parent.table.def.column_index(name))
+                        .collect();
+                    let index = parent
+                        .indexes
+                        .iter()
+                        .find(|index| {
+                            index.unique
+                                && index.columns.len() == referenced.len()
+                                && index.columns.iter().all(|c| referenced.contains(c))
+                        })
+                        .map_or(0, |index| index.oid);
+                    (parent.oid, attnums(&mut referenced.into_iter()), index)
+                }
+                None => (0, NULL, 0),
+            };
+            rows.push(vec![
+                oid(table.rule_oid(Rule::ForeignKey(position))),
+                text(&key.name),
+                oid(PUBLIC_NAMESPACE_OID),
+                text("f"),
+                bool(false),
+                bool(false),
+                bool(true),
+                oid(table.oid),
+                oid(0),
+                oid(parent_index),
+                oid(0),
+                oid(parent_oid),
+                text(key.on_update.letter()),
+                text(key.on_delete.letter()),
+                text("s"),
+                bool(true),
+                int(0),
+                bool(true),
+                attnums(&mut key.columns.iter().copied()),
+                parent_key,
+                NULL,
+            ]);
+        }
         for index in &table.indexes {
             let Some(constraint) = index.constraint else {
                 continue;

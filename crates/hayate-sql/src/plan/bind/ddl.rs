@@ -7,7 +7,9 @@
 use sqlparser::ast;
 
 use super::{data_type, ident_name, object_name, undefined_column, Binder};
-use crate::catalog::{ColumnDef, Identity, IndexDef, TableDef};
+use crate::catalog::{
+    CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, ReferentialAction, TableDef,
+};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
 use crate::plan::write::AlterAction;
@@ -49,6 +51,7 @@ impl Binder<'_> {
         let mut primary_key: Vec<usize> = Vec::new();
         // UNIQUE constraints, by column names: each becomes a unique index.
         let mut unique: Vec<Vec<String>> = Vec::new();
+        let mut constraints: Vec<Constraint> = Vec::new();
         for column in &create.columns {
             let column_name = ident_name(&column.name);
             if columns.iter().any(|c| c.name == column_name) {
@@ -57,7 +60,8 @@ impl Binder<'_> {
                     format!("column \"{column_name}\" specified more than once"),
                 ));
             }
-            let (def, key) = column_def(column)?;
+            let (def, key, column_constraints) = column_def_with_constraints(column)?;
+            constraints.extend(column_constraints);
             match key {
                 Some(true) => {
                     if !primary_key.is_empty() {
@@ -93,7 +97,10 @@ impl Binder<'_> {
                         constraint.columns.iter().map(|c| &c.column.expr),
                     )?);
                 }
-                other => return Err(SqlError::unsupported(format!("table constraint {other}"))),
+                other => match table_constraint(other) {
+                    Some(constraint) => constraints.push(constraint),
+                    None => return Err(SqlError::unsupported(format!("table constraint {other}"))),
+                },
             }
         }
         for index in &primary_key {
@@ -123,17 +130,22 @@ impl Binder<'_> {
                 });
             }
         }
-        let def = TableDef {
+        let mut def = TableDef {
             name,
             columns,
             primary_key,
             indexes,
             tree: String::new(),
+            checks: Vec::new(),
+            foreign_keys: Vec::new(),
         };
         for column in &def.columns {
             if let Some(default) = &column.default {
                 self.bind_default(default, column.data_type)?;
             }
+        }
+        for constraint in constraints {
+            self.add_constraint(&mut def, constraint)?;
         }
         Ok(Plan::CreateTable {
             def,
@@ -190,6 +202,25 @@ impl Binder<'_> {
                 tables.push(table);
             }
         }
+        let names: Vec<&str> = tables.iter().map(|t| t.def.name.as_str()).collect();
+        for child in self.catalog.table_names() {
+            if names.contains(&child.as_str()) {
+                continue;
+            }
+            let child = self.catalog.table(&child)?;
+            if let Some(key) = child
+                .def
+                .foreign_keys
+                .iter()
+                .find(|key| names.contains(&key.table.as_str()))
+            {
+                return Err(SqlError::unsupported(format!(
+                    "TRUNCATE of a table referenced in a foreign key constraint: table \"{}\" \
+                     references \"{}\" (truncate it in the same command)",
+                    child.def.name, key.table
+                )));
+            }
+        }
         Ok(Plan::Truncate { tables })
     }
 
@@ -216,6 +247,41 @@ impl Binder<'_> {
                             .ok_or_else(|| undefined_column(column))?;
                     }
                     actions.push(AlterAction::AddPrimaryKey(columns));
+                }
+                Op::AddConstraint { constraint, .. } if table_constraint(constraint).is_some() => {
+                    let mut def = table.def.clone();
+                    let constraint = table_constraint(constraint).expect("checked by the guard");
+                    self.add_constraint(&mut def, constraint)?;
+                    actions.push(AlterAction::SetConstraints {
+                        checks: def.checks,
+                        foreign_keys: def.foreign_keys,
+                    });
+                }
+                Op::DropConstraint {
+                    name: constraint,
+                    if_exists,
+                    ..
+                } => {
+                    let constraint = ident_name(constraint);
+                    let mut def = table.def.clone();
+                    let before = def.checks.len() + def.foreign_keys.len();
+                    def.checks.retain(|check| check.name != constraint);
+                    def.foreign_keys.retain(|key| key.name != constraint);
+                    if def.checks.len() + def.foreign_keys.len() == before {
+                        if *if_exists {
+                            continue;
+                        }
+                        return Err(SqlError::new(
+                            sqlstate::UNDEFINED_OBJECT,
+                            format!(
+                                "constraint \"{constraint}\" of relation \"{name}\" does not exist"
+                            ),
+                        ));
+                    }
+                    actions.push(AlterAction::SetConstraints {
+                        checks: def.checks,
+                        foreign_keys: def.foreign_keys,
+                    });
                 }
                 Op::AddColumn {
                     if_not_exists,
@@ -259,6 +325,149 @@ impl Binder<'_> {
         })
     }
 
+    /// Names and checks a CHECK or FOREIGN KEY and adds it to `def` (a table being created or
+    /// altered).
+    fn add_constraint(&mut self, def: &mut TableDef, constraint: Constraint) -> SqlResult<()> {
+        let taken = |def: &TableDef, name: &str| {
+            def.checks.iter().any(|c| c.name == name)
+                || def.foreign_keys.iter().any(|k| k.name == name)
+                || def.indexes.iter().any(|i| i.name == name)
+        };
+        match constraint {
+            Constraint::Check(name, expr) => {
+                self.bind_check(def, &expr)?;
+                let mut check = CheckDef {
+                    name: name.clone().unwrap_or_default(),
+                    expr,
+                };
+                if name.is_none() {
+                    // PostgreSQL: table_column_check after the first column it reads, else
+                    // table_check.
+                    let first = def.columns.iter().find(|c| check.mentions(&c.name));
+                    let base = match first {
+                        Some(column) => format!("{}_{}_check", def.name, column.name),
+                        None => format!("{}_check", def.name),
+                    };
+                    check.name = unique_name(base, &|n| taken(def, n));
+                }
+                if taken(def, &check.name) {
+                    return Err(duplicate_constraint(&check.name, &def.name));
+                }
+                def.checks.push(check);
+            }
+            Constraint::ForeignKey(name, columns, foreign) => {
+                let columns = columns
+                    .iter()
+                    .map(|column| {
+                        def.column_index(column)
+                            .ok_or_else(|| undefined_column(column))
+                    })
+                    .collect::<SqlResult<Vec<usize>>>()?;
+                let parent_name = object_name(&foreign.foreign_table)?;
+                let parent = if parent_name == def.name {
+                    def.clone()
+                } else {
+                    self.catalog.table(&parent_name)?.def.clone()
+                };
+                let referenced: Vec<String> = if foreign.referred_columns.is_empty() {
+                    parent
+                        .primary_key
+                        .iter()
+                        .map(|c| parent.columns[*c].name.clone())
+                        .collect()
+                } else {
+                    foreign.referred_columns.iter().map(ident_name).collect()
+                };
+                if referenced.len() != columns.len() {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_FOREIGN_KEY,
+                        "number of referencing and referenced columns for foreign key disagree",
+                    ));
+                }
+                let referenced_columns = referenced
+                    .iter()
+                    .map(|c| parent.column_index(c).ok_or_else(|| undefined_column(c)))
+                    .collect::<SqlResult<Vec<usize>>>()?;
+                if unique_key_of(&parent, &referenced_columns).is_none() {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_FOREIGN_KEY,
+                        format!(
+                            "there is no unique constraint matching given keys for referenced \
+                             table \"{parent_name}\""
+                        ),
+                    ));
+                }
+                for (child, parent_column) in columns.iter().zip(&referenced_columns) {
+                    let (a, b) = (
+                        def.columns[*child].data_type,
+                        parent.columns[*parent_column].data_type,
+                    );
+                    if !(a == b || a.is_numeric() && b.is_numeric() || a.is_text() && b.is_text()) {
+                        return Err(SqlError::new(
+                            sqlstate::DATATYPE_MISMATCH,
+                            format!(
+                                "foreign key constraint cannot be implemented: key columns \
+                                 \"{}\" and \"{}\" are of incompatible types",
+                                def.columns[*child].name, parent.columns[*parent_column].name
+                            ),
+                        ));
+                    }
+                }
+                let name = match name {
+                    Some(name) => name,
+                    None => {
+                        let mut base = def.name.clone();
+                        for column in &columns {
+                            base.push('_');
+                            base.push_str(&def.columns[*column].name);
+                        }
+                        base.push_str("_fkey");
+                        unique_name(base, &|n| taken(def, n))
+                    }
+                };
+                if taken(def, &name) {
+                    return Err(duplicate_constraint(&name, &def.name));
+                }
+                def.foreign_keys.push(ForeignKeyDef {
+                    name,
+                    columns,
+                    table: parent_name,
+                    referenced,
+                    on_delete: referential_action(foreign.on_delete),
+                    on_update: referential_action(foreign.on_update),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Binds a CHECK expression (SQL text) over a row of `def`.
+    pub(crate) fn bind_check(&mut self, def: &TableDef, expr: &str) -> SqlResult<Expr> {
+        let dialect = sqlparser::dialect::PostgreSqlDialect {};
+        let parsed = sqlparser::parser::Parser::new(&dialect)
+            .try_with_sql(expr)
+            .and_then(|mut parser| parser.parse_expr())
+            .map_err(|error| SqlError::syntax(format!("invalid CHECK {expr}: {error}")))?;
+        let mut scope = super::scope::Scope::default();
+        scope.push(super::scope::ScopeEntry::new(
+            Some(def.name.clone()),
+            Some(crate::system::PUBLIC_SCHEMA.into()),
+            def.columns
+                .iter()
+                .map(|column| (column.name.clone(), column.data_type))
+                .collect(),
+        ));
+        let saved = self.scope.replace(scope);
+        let bound = self.bind_typed(&parsed, DataType::Bool);
+        self.scope = saved;
+        bound
+    }
+
+    /// Binds a column's DEFAULT (stored as SQL text) as an expression of the column's type.
+    pub(crate) fn bind_default_text(&mut self, default: &str, target: DataType) -> SqlResult<Expr> {
+        self.bind_default(default, target)
+    }
+
     /// Binds a column's DEFAULT (stored as SQL text) as an expression of the column's type.
     pub(super) fn bind_default(&mut self, default: &str, target: DataType) -> SqlResult<Expr> {
         let dialect = sqlparser::dialect::PostgreSqlDialect {};
@@ -273,8 +482,28 @@ impl Binder<'_> {
     }
 }
 
+/// A constraint written with a column or in the table's list, not yet named.
+enum Constraint {
+    Check(Option<String>, String),
+    ForeignKey(Option<String>, Vec<String>, ast::ForeignKeyConstraint),
+}
+
 /// A column definition; the key flag says PRIMARY KEY (true) or UNIQUE (false).
 fn column_def(column: &ast::ColumnDef) -> SqlResult<(ColumnDef, Option<bool>)> {
+    let (def, key, constraints) = column_def_with_constraints(column)?;
+    if !constraints.is_empty() {
+        return Err(SqlError::unsupported(
+            "a CHECK or REFERENCES with ADD COLUMN (add the constraint separately)",
+        ));
+    }
+    Ok((def, key))
+}
+
+/// `column_def` and the column's CHECK and REFERENCES constraints.
+fn column_def_with_constraints(
+    column: &ast::ColumnDef,
+) -> SqlResult<(ColumnDef, Option<bool>, Vec<Constraint>)> {
+    let mut constraints = Vec::new();
     let serial = serial_type(&column.data_type);
     let mut def = ColumnDef {
         name: ident_name(&column.name),
@@ -294,6 +523,19 @@ fn column_def(column: &ast::ColumnDef) -> SqlResult<(ColumnDef, Option<bool>)> {
             ast::ColumnOption::Default(expr) => def.default = Some(expr.to_string()),
             ast::ColumnOption::PrimaryKey(_) => key = Some(true),
             ast::ColumnOption::Unique(_) => key = key.or(Some(false)),
+            ast::ColumnOption::Check(check) => constraints.push(Constraint::Check(
+                option.name.as_ref().or(check.name.as_ref()).map(ident_name),
+                check.expr.to_string(),
+            )),
+            ast::ColumnOption::ForeignKey(foreign) => constraints.push(Constraint::ForeignKey(
+                option
+                    .name
+                    .as_ref()
+                    .or(foreign.name.as_ref())
+                    .map(ident_name),
+                vec![ident_name(&column.name)],
+                foreign.clone(),
+            )),
             ast::ColumnOption::Generated {
                 generated_as,
                 generation_expr: None,
@@ -323,7 +565,66 @@ fn column_def(column: &ast::ColumnDef) -> SqlResult<(ColumnDef, Option<bool>)> {
             def.name
         )));
     }
-    Ok((def, key))
+    Ok((def, key, constraints))
+}
+
+/// A table constraint that is a CHECK or a FOREIGN KEY.
+fn table_constraint(constraint: &ast::TableConstraint) -> Option<Constraint> {
+    match constraint {
+        ast::TableConstraint::Check(check) => Some(Constraint::Check(
+            check.name.as_ref().map(ident_name),
+            check.expr.to_string(),
+        )),
+        ast::TableConstraint::ForeignKey(foreign) => Some(Constraint::ForeignKey(
+            foreign.name.as_ref().map(ident_name),
+            foreign.columns.iter().map(ident_name).collect(),
+            foreign.clone(),
+        )),
+        _ => None,
+    }
+}
+
+fn referential_action(action: Option<ast::ReferentialAction>) -> ReferentialAction {
+    match action {
+        None | Some(ast::ReferentialAction::NoAction) => ReferentialAction::NoAction,
+        Some(ast::ReferentialAction::Restrict) => ReferentialAction::Restrict,
+        Some(ast::ReferentialAction::Cascade) => ReferentialAction::Cascade,
+        Some(ast::ReferentialAction::SetNull) => ReferentialAction::SetNull,
+        Some(ast::ReferentialAction::SetDefault) => ReferentialAction::SetDefault,
+    }
+}
+
+/// A name not yet in `taken`: `base`, else base1, base2, ... (PostgreSQL's choice).
+fn unique_name(base: String, taken: &dyn Fn(&str) -> bool) -> String {
+    let mut candidate = base.clone();
+    let mut n = 0;
+    while taken(&candidate) {
+        n += 1;
+        candidate = format!("{base}{n}");
+    }
+    candidate
+}
+
+fn duplicate_constraint(name: &str, table: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::DUPLICATE_OBJECT,
+        format!("constraint \"{name}\" for relation \"{table}\" already exists"),
+    )
+}
+
+/// The unique key of `def` whose columns are exactly `columns` (any order): None for the
+/// primary key... Some(None) is the primary key, Some(Some(i)) the unique index i.
+pub(crate) fn unique_key_of(def: &TableDef, columns: &[usize]) -> Option<Option<usize>> {
+    let same = |key: &[usize]| {
+        key.len() == columns.len() && key.iter().all(|column| columns.contains(column))
+    };
+    if !def.primary_key.is_empty() && same(&def.primary_key) {
+        return Some(None);
+    }
+    def.indexes
+        .iter()
+        .position(|index| index.unique && same(&index.columns))
+        .map(Some)
 }
 
 pub(super) fn multiple_primary_keys(table: &str) -> SqlError {

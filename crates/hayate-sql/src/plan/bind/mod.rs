@@ -12,6 +12,8 @@ mod system;
 mod window;
 mod write;
 
+pub(crate) use ddl::unique_key_of;
+
 use ddl::{bind_set, check_transaction_modes};
 use scope::Scope;
 
@@ -178,12 +180,18 @@ impl<'a> Binder<'a> {
                 object_type,
                 if_exists,
                 names,
+                cascade,
                 ..
             } => {
+                let cascade = *cascade;
                 let names = names.iter().map(object_name).collect::<SqlResult<_>>()?;
                 let if_exists = *if_exists;
                 match object_type {
-                    ast::ObjectType::Table => Ok(Plan::DropTable { names, if_exists }),
+                    ast::ObjectType::Table => Ok(Plan::DropTable {
+                        names,
+                        if_exists,
+                        cascade,
+                    }),
                     ast::ObjectType::Index => Ok(Plan::DropIndex { names, if_exists }),
                     ast::ObjectType::Sequence => Ok(Plan::DropSequence { names, if_exists }),
                     other => Err(SqlError::unsupported(format!("DROP {other}"))),

@@ -1,0 +1,411 @@
+//! CHECK and FOREIGN KEY constraints on the rows a statement writes (design 8.4).
+//!
+//! 1. A new or changed row must pass every CHECK of its table (`check_row`; NULL passes).
+//! 2. A row whose foreign key columns are all non-NULL and new (an insert, or an update that
+//!    changed them) needs its referenced row (`check_references`): the referenced table's
+//!    row with those values in its primary key or unique index is locked and read at its
+//!    newest committed version (`Transaction::lock_latest`). The lock orders us against a
+//!    transaction deleting that row: whichever comes second sees the other's commit, so no
+//!    referencing row is ever left without its referenced row.
+//! 3. When a referenced row is deleted or its key changed (`referenced_row_changed`, after the
+//!    write locked it), the referencing rows are found at their newest committed versions
+//!    (`Transaction::scan_latest`, through an index whose leading columns are the foreign key
+//!    when one exists) and the key's action runs: NO ACTION/RESTRICT fail with 23503,
+//!    CASCADE deletes or updates them, SET NULL / SET DEFAULT update them (each such write
+//!    goes through the same checks, so cascades chain).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use hayate_engine::Transaction;
+
+use super::{as_slice, index, key_value, prefix_range, Executor};
+use crate::catalog::index_entry::{self, NOT_NULL};
+use crate::catalog::{ForeignKeyDef, ReferentialAction, Table};
+use crate::encoding::{key, row};
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::plan::bind::Binder;
+use crate::plan::Expr;
+use crate::types::Value;
+
+/// What one statement looked up about constraints, kept for its other rows.
+#[derive(Default)]
+pub struct ConstraintCache {
+    /// Table name -> its CHECKs, bound.
+    checks: RefCell<HashMap<String, Rc<Vec<(String, Expr)>>>>,
+    /// Table name -> the foreign keys referencing it: (referencing table, key position).
+    referencing: RefCell<HashMap<String, Rc<Vec<(Arc<Table>, usize)>>>>,
+}
+
+impl Executor<'_> {
+    /// Fails with 23514 if the row is refused by one of the table's CHECKs.
+    pub(super) fn check_row(&self, table: &Table, values: &[Value]) -> SqlResult<()> {
+        if table.def.checks.is_empty() {
+            return Ok(());
+        }
+        let checks = self.bound_checks(table)?;
+        for (name, expr) in checks.iter() {
+            if expr.eval(values, &self.context)? == Value::Bool(false) {
+                return Err(SqlError::new(
+                    sqlstate::CHECK_VIOLATION,
+                    format!(
+                        "new row for relation \"{}\" violates check constraint \"{name}\"",
+                        table.def.name
+                    ),
+                )
+                .with_detail(format!("Failing row contains ({}).", row_text(values))));
+            }
+        }
+        Ok(())
+    }
+
+    fn bound_checks(&self, table: &Table) -> SqlResult<Rc<Vec<(String, Expr)>>> {
+        if let Some(checks) = self.constraints.checks.borrow().get(&table.def.name) {
+            return Ok(checks.clone());
+        }
+        let mut binder = Binder::new(self.catalog, &[]);
+        let checks = table
+            .def
+            .checks
+            .iter()
+            .map(|check| {
+                Ok((
+                    check.name.clone(),
+                    binder.bind_check(&table.def, &check.expr)?,
+                ))
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
+        let checks = Rc::new(checks);
+        self.constraints
+            .checks
+            .borrow_mut()
+            .insert(table.def.name.clone(), checks.clone());
+        Ok(checks)
+    }
+
+    /// Fails with 23503 unless every foreign key of the row that is new or changed (`old`:
+    /// the row before an update) finds its referenced row, which it locks.
+    pub(super) fn check_references(
+        &self,
+        table: &Table,
+        old: Option<&[Value]>,
+        new: &[Value],
+        txn: &mut Transaction,
+    ) -> SqlResult<()> {
+        for foreign in &table.def.foreign_keys {
+            let values: Vec<&Value> = foreign.columns.iter().map(|c| &new[*c]).collect();
+            if values.iter().any(|value| value.is_null()) {
+                continue; // MATCH SIMPLE: a NULL column satisfies the key
+            }
+            if old.is_some_and(|old| foreign.columns.iter().all(|c| old[*c] == new[*c])) {
+                continue;
+            }
+            let parent = self.catalog.table(&foreign.table)?;
+            let found = match self.referenced_key(&parent, foreign, &values)? {
+                Some((tree, key)) => txn.lock_latest(tree, &key)?.is_some(),
+                None => false,
+            };
+            if !found {
+                let names: Vec<&str> = foreign
+                    .columns
+                    .iter()
+                    .map(|c| table.def.columns[*c].name.as_str())
+                    .collect();
+                let shown: Vec<String> = values
+                    .iter()
+                    .map(|v| v.to_text().unwrap_or_default())
+                    .collect();
+                return Err(SqlError::new(
+                    sqlstate::FOREIGN_KEY_VIOLATION,
+                    format!(
+                        "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
+                        table.def.name, foreign.name
+                    ),
+                )
+                .with_detail(format!(
+                    "Key ({})=({}) is not present in table \"{}\".",
+                    names.join(", "),
+                    shown.join(", "),
+                    foreign.table
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The engine tree and key of the referenced row with `values` in the referenced columns:
+    /// the primary key, or the entry of the unique index (None: no row can have them, e.g. a
+    /// value outside the referenced column's type).
+    fn referenced_key(
+        &self,
+        parent: &Table,
+        foreign: &ForeignKeyDef,
+        values: &[&Value],
+    ) -> SqlResult<Option<(hayate_engine::TreeId, Vec<u8>)>> {
+        let def = &parent.def;
+        let referenced = referenced_columns(parent, foreign)?;
+        let mut row = vec![Value::Null; def.columns.len()];
+        for (column, value) in referenced.iter().zip(values) {
+            match key_value((*value).clone(), def.columns[*column].data_type)? {
+                Some(value) => row[*column] = value,
+                None => return Ok(None),
+            }
+        }
+        match crate::plan::bind::unique_key_of(def, &referenced) {
+            Some(None) => {
+                let mut key_bytes = Vec::new();
+                for column in &def.primary_key {
+                    key::encode_column(
+                        &mut key_bytes,
+                        &row[*column],
+                        def.columns[*column].data_type,
+                    )?;
+                }
+                Ok(Some((parent.tree, key_bytes)))
+            }
+            Some(Some(position)) => {
+                let (entry, _) = index_entry::entry(def, &def.indexes[position], &row, &[])?;
+                Ok(Some((parent.index_trees[position], entry)))
+            }
+            None => Err(SqlError::new(
+                sqlstate::INVALID_FOREIGN_KEY,
+                format!(
+                    "there is no unique constraint matching given keys for referenced table \"{}\"",
+                    def.name
+                ),
+            )),
+        }
+    }
+
+    /// A row of `table` was deleted (`new` None) or updated: the rows whose foreign keys
+    /// referenced its old key get their key's action.
+    pub(super) fn referenced_row_changed(
+        &self,
+        table: &Table,
+        old: &[Value],
+        new: Option<&[Value]>,
+        txn: &mut Transaction,
+    ) -> SqlResult<()> {
+        let referencing = self.referencing(table);
+        for (child, position) in referencing.iter() {
+            let foreign = &child.def.foreign_keys[*position];
+            let referenced = referenced_columns(table, foreign)?;
+            let key: Vec<Value> = referenced.iter().map(|c| old[*c].clone()).collect();
+            if key.iter().any(Value::is_null) {
+                continue;
+            }
+            if new.is_some_and(|new| referenced.iter().all(|c| old[*c] == new[*c])) {
+                continue;
+            }
+            let action = match new {
+                None => foreign.on_delete,
+                Some(_) => foreign.on_update,
+            };
+            let rows = self.referencing_rows(child, foreign, &key, txn)?;
+            if rows.is_empty() {
+                continue;
+            }
+            match action {
+                ReferentialAction::NoAction | ReferentialAction::Restrict => {
+                    let names: Vec<&str> = referenced
+                        .iter()
+                        .map(|c| table.def.columns[*c].name.as_str())
+                        .collect();
+                    return Err(SqlError::new(
+                        sqlstate::FOREIGN_KEY_VIOLATION,
+                        format!(
+                            "update or delete on table \"{}\" violates foreign key constraint \
+                             \"{}\" on table \"{}\"",
+                            table.def.name, foreign.name, child.def.name
+                        ),
+                    )
+                    .with_detail(format!(
+                        "Key ({})=({}) is still referenced from table \"{}\".",
+                        names.join(", "),
+                        row_text(&key),
+                        child.def.name
+                    )));
+                }
+                ReferentialAction::Cascade if new.is_none() => {
+                    for (child_key, child_old) in rows {
+                        txn.delete(child.tree, &child_key)?;
+                        index::remove_entries(child, &child_old, &child_key, None, txn)?;
+                        self.referenced_row_changed(child, &child_old, None, txn)?;
+                    }
+                }
+                action => {
+                    let fill: Vec<Value> = match action {
+                        ReferentialAction::Cascade => {
+                            let new = new.expect("a delete cascades above");
+                            referenced.iter().map(|c| new[*c].clone()).collect()
+                        }
+                        ReferentialAction::SetNull => vec![Value::Null; foreign.columns.len()],
+                        _ => foreign
+                            .columns
+                            .iter()
+                            .map(|c| self.column_default(child, *c))
+                            .collect::<SqlResult<_>>()?,
+                    };
+                    for (child_key, child_old) in rows {
+                        let mut child_new = child_old.clone();
+                        for (column, value) in foreign.columns.iter().zip(&fill) {
+                            child_new[*column] = value.clone();
+                        }
+                        let child_new = self.conform(child, child_new)?;
+                        self.replace_row(child, &child_key, &child_old, &child_new, txn)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The default of a column (SET DEFAULT), evaluated now; NULL without one.
+    fn column_default(&self, table: &Table, column: usize) -> SqlResult<Value> {
+        let def = &table.def.columns[column];
+        match table.def.default_text(column) {
+            Some(text) => {
+                let mut binder = Binder::new(self.catalog, &[]);
+                let expr = binder.bind_default_text(&text, def.data_type)?;
+                expr.eval(&[], &self.context)
+            }
+            None => Ok(Value::Null),
+        }
+    }
+
+    /// The foreign keys referencing `table`, looked up once per statement.
+    fn referencing(&self, table: &Table) -> Rc<Vec<(Arc<Table>, usize)>> {
+        if let Some(found) = self.constraints.referencing.borrow().get(&table.def.name) {
+            return found.clone();
+        }
+        let mut found = Vec::new();
+        for name in self.catalog.table_names() {
+            let Ok(child) = self.catalog.table(&name) else {
+                continue;
+            };
+            for (position, foreign) in child.def.foreign_keys.iter().enumerate() {
+                if foreign.table == table.def.name {
+                    found.push((child.clone(), position));
+                }
+            }
+        }
+        let found = Rc::new(found);
+        self.constraints
+            .referencing
+            .borrow_mut()
+            .insert(table.def.name.clone(), found.clone());
+        found
+    }
+
+    /// The rows of `child` whose foreign key equals `key`, at their newest committed
+    /// versions with this transaction's writes, each locked: through the primary key or an
+    /// index whose leading columns are the key's columns, else a scan.
+    fn referencing_rows(
+        &self,
+        child: &Table,
+        foreign: &ForeignKeyDef,
+        key: &[Value],
+        txn: &mut Transaction,
+    ) -> SqlResult<Vec<(Vec<u8>, Vec<Value>)>> {
+        let def = &child.def;
+        let types = def.types();
+        let leads = |columns: &[usize]| {
+            columns.len() >= foreign.columns.len()
+                && columns[..foreign.columns.len()]
+                    .iter()
+                    .all(|c| foreign.columns.contains(c))
+        };
+        // The key's value of a child column.
+        let value_of = |column: usize| {
+            let position = foreign.columns.iter().position(|c| *c == column)?;
+            key_value(key[position].clone(), def.columns[column].data_type).transpose()
+        };
+        let mut candidates: Vec<Vec<u8>> = Vec::new();
+        if !def.primary_key.is_empty() && leads(&def.primary_key) {
+            let mut prefix = Vec::new();
+            for column in &def.primary_key[..foreign.columns.len()] {
+                let Some(value) = value_of(*column).transpose()? else {
+                    return Ok(Vec::new());
+                };
+                key::encode_column(&mut prefix, &value, def.columns[*column].data_type)?;
+            }
+            let (start, end) = prefix_range(prefix);
+            for entry in txn.scan_latest(child.tree, as_slice(&start), as_slice(&end))? {
+                candidates.push(entry?.0);
+            }
+        } else if let Some(position) = def.indexes.iter().position(|i| leads(&i.columns)) {
+            let index = &def.indexes[position];
+            let mut prefix = Vec::new();
+            for column in &index.columns[..foreign.columns.len()] {
+                let Some(value) = value_of(*column).transpose()? else {
+                    return Ok(Vec::new());
+                };
+                prefix.push(NOT_NULL);
+                key::encode_column(&mut prefix, &value, def.columns[*column].data_type)?;
+            }
+            let (start, end) = prefix_range(prefix);
+            let tree = child.index_trees[position];
+            for entry in txn.scan_latest(tree, as_slice(&start), as_slice(&end))? {
+                candidates.push(entry?.1);
+            }
+        } else {
+            for entry in txn.scan_latest(child.tree, Bound::Unbounded, Bound::Unbounded)? {
+                crate::interrupt::check()?;
+                let (row_key, raw) = entry?;
+                let values = row::decode(&raw, &types, &def.name)?;
+                if matches(foreign, &values, key) {
+                    candidates.push(row_key);
+                }
+            }
+        }
+        let mut rows = Vec::new();
+        for row_key in candidates {
+            let Some(raw) = txn.lock_latest(child.tree, &row_key)? else {
+                continue;
+            };
+            let values = row::decode(&raw, &types, &def.name)?;
+            if matches(foreign, &values, key) {
+                rows.push((row_key, values));
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// True if the row's foreign key columns equal `key`.
+fn matches(foreign: &ForeignKeyDef, values: &[Value], key: &[Value]) -> bool {
+    foreign.columns.iter().zip(key).all(|(column, value)| {
+        values[*column].compare(value).ok().flatten() == Some(std::cmp::Ordering::Equal)
+    })
+}
+
+/// The referenced columns of a foreign key, as positions in the referenced table.
+fn referenced_columns(parent: &Table, foreign: &ForeignKeyDef) -> SqlResult<Vec<usize>> {
+    foreign
+        .referenced
+        .iter()
+        .map(|name| {
+            parent.def.column_index(name).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::UNDEFINED_COLUMN,
+                    format!(
+                        "column \"{name}\" referenced in foreign key constraint \"{}\" does not exist",
+                        foreign.name
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Values as PostgreSQL's DETAIL lines show a row: comma-separated, null for NULL.
+fn row_text(values: &[Value]) -> String {
+    values
+        .iter()
+        .map(|v| v.to_text().unwrap_or_else(|| "null".into()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,383 @@
+//! CHECK and FOREIGN KEY constraints: the rows they refuse (23514, 23503) with PostgreSQL's
+//! messages, the referential actions, ALTER TABLE ADD/DROP CONSTRAINT over existing rows,
+//! DROP/TRUNCATE of a referenced table, persistence across a restart, and concurrent deletes
+//! that never leave a referencing row without its referenced row.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hayate_engine::{Database, DatabaseConfig};
+use hayate_sql::{Catalog, Outcome, Session, Value};
+
+fn catalog(dir: &std::path::Path) -> Arc<Catalog> {
+    let db = Database::open(dir, DatabaseConfig::default()).unwrap();
+    Arc::new(Catalog::open(db).unwrap())
+}
+
+fn ok(session: &mut Session, sql: &str) {
+    for outcome in session.execute_sql(sql) {
+        outcome.unwrap_or_else(|error| panic!("{sql}: {error}"));
+    }
+}
+
+fn ints(session: &mut Session, sql: &str) -> Vec<Vec<Option<i64>>> {
+    match session.execute_sql(sql).pop().unwrap() {
+        Ok(Outcome::Rows { rows, .. }) => rows
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .map(|value| match value {
+                        Value::Int(v) => Some(v),
+                        Value::Null => None,
+                        other => panic!("{sql}: {other:?}"),
+                    })
+                    .collect()
+            })
+            .collect(),
+        other => panic!("{sql}: {other:?}"),
+    }
+}
+
+/// The error of a statement that must fail: (SQLSTATE, message).
+fn error(session: &mut Session, sql: &str) -> (&'static str, String) {
+    match session.execute_sql(sql).pop().unwrap() {
+        Ok(outcome) => panic!("{sql}: expected an error, got {outcome:?}"),
+        Err(error) => (error.code, error.message),
+    }
+}
+
+#[test]
+fn checks_refuse_rows_and_null_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    ok(
+        &mut s,
+        "CREATE TABLE items (id int PRIMARY KEY, price int CHECK (price > 0), \
+         discount int, CONSTRAINT sane CHECK (discount < price))",
+    );
+    ok(
+        &mut s,
+        "INSERT INTO items VALUES (1, 10, 5), (2, NULL, 7), (3, 4, NULL)",
+    );
+    assert_eq!(
+        error(&mut s, "INSERT INTO items VALUES (4, 0, NULL)"),
+        (
+            "23514",
+            "new row for relation \"items\" violates check constraint \"items_price_check\"".into()
+        )
+    );
+    assert_eq!(
+        error(&mut s, "UPDATE items SET discount = 20 WHERE id = 1"),
+        (
+            "23514",
+            "new row for relation \"items\" violates check constraint \"sane\"".into()
+        )
+    );
+    assert_eq!(
+        ints(&mut s, "SELECT discount FROM items WHERE id = 1"),
+        [[Some(5)]]
+    );
+    // Added over existing rows: checked first.
+    let (code, message) = error(
+        &mut s,
+        "ALTER TABLE items ADD CONSTRAINT small CHECK (id < 3)",
+    );
+    assert_eq!(code, "23514");
+    assert!(message.contains("is violated by some row"), "{message}");
+    ok(&mut s, "ALTER TABLE items ADD CHECK (id < 100)");
+    assert_eq!(
+        error(&mut s, "INSERT INTO items VALUES (100, 1, 0)").0,
+        "23514"
+    );
+    ok(&mut s, "ALTER TABLE items DROP CONSTRAINT items_id_check");
+    ok(&mut s, "INSERT INTO items VALUES (100, 1, 0)");
+    assert_eq!(
+        error(&mut s, "ALTER TABLE items DROP CONSTRAINT nothing").0,
+        "42704"
+    );
+    ok(
+        &mut s,
+        "ALTER TABLE items DROP CONSTRAINT IF EXISTS nothing",
+    );
+    // The constraints outlive a restart.
+    drop(s);
+    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    assert_eq!(
+        error(&mut s, "INSERT INTO items VALUES (5, -1, NULL)").0,
+        "23514"
+    );
+    assert_eq!(
+        error(&mut s, "INSERT INTO items VALUES (6, 5, 6)").0,
+        "23514"
+    );
+}
+
+#[test]
+fn foreign_keys_need_their_referenced_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    ok(
+        &mut s,
+        "CREATE TABLE authors (id int PRIMARY KEY, email text UNIQUE); \
+         CREATE TABLE books (id int PRIMARY KEY, author int REFERENCES authors, \
+         editor text REFERENCES authors (email))",
+    );
+    let (code, message) = error(&mut s, "INSERT INTO books VALUES (1, 7, NULL)");
+    assert_eq!(code, "23503");
+    assert_eq!(
+        message,
+        "insert or update on table \"books\" violates foreign key constraint \"books_author_fkey\""
+    );
+    ok(&mut s, "INSERT INTO books VALUES (1, NULL, NULL)"); // NULL references nothing
+    ok(&mut s, "INSERT INTO authors VALUES (7, 'a@x'), (8, 'b@x')");
+    ok(&mut s, "INSERT INTO books VALUES (2, 7, 'b@x')");
+    assert_eq!(
+        error(&mut s, "INSERT INTO books VALUES (3, 8, 'c@x')").1,
+        "insert or update on table \"books\" violates foreign key constraint \"books_editor_fkey\""
+    );
+    assert_eq!(
+        error(&mut s, "UPDATE books SET author = 9 WHERE id = 2").0,
+        "23503"
+    );
+    // NO ACTION (the default): the referenced row stays while referenced.
+    let (code, message) = error(&mut s, "DELETE FROM authors WHERE id = 7");
+    assert_eq!(code, "23503");
+    assert_eq!(
+        message,
+        "update or delete on table \"authors\" violates foreign key constraint \
+         \"books_author_fkey\" on table \"books\""
+    );
+    assert_eq!(
+        error(&mut s, "UPDATE authors SET email = 'z' WHERE id = 8").0,
+        "23503"
+    );
+    ok(&mut s, "UPDATE authors SET email = 'z' WHERE id = 7"); // not referenced
+    ok(&mut s, "DELETE FROM books WHERE id = 2");
+    ok(&mut s, "DELETE FROM authors WHERE id = 7");
+    // A key on columns that are not unique is refused.
+    assert_eq!(
+        error(&mut s, "CREATE TABLE bad (x int REFERENCES books (author))").0,
+        "42830"
+    );
+    // Within a block, the row inserted earlier counts; a self-reference works.
+    ok(
+        &mut s,
+        "CREATE TABLE tree (id int PRIMARY KEY, parent int REFERENCES tree (id))",
+    );
+    ok(
+        &mut s,
+        "BEGIN; INSERT INTO tree VALUES (1, NULL); INSERT INTO tree VALUES (2, 1); COMMIT",
+    );
+    assert_eq!(error(&mut s, "INSERT INTO tree VALUES (3, 4)").0, "23503");
+    ok(&mut s, "INSERT INTO tree VALUES (4, 4)");
+}
+
+#[test]
+fn referential_actions_cascade_set_null_and_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    ok(
+        &mut s,
+        "CREATE TABLE a (id int PRIMARY KEY); \
+         CREATE TABLE b (id int PRIMARY KEY, a_id int REFERENCES a ON DELETE CASCADE ON UPDATE CASCADE); \
+         CREATE TABLE c (id int PRIMARY KEY, b_id int, \
+            FOREIGN KEY (b_id) REFERENCES b (id) ON DELETE CASCADE); \
+         CREATE TABLE d (id int PRIMARY KEY, a_id int DEFAULT 0 REFERENCES a ON DELETE SET DEFAULT, \
+            b_id int REFERENCES b ON DELETE SET NULL)",
+    );
+    ok(
+        &mut s,
+        "INSERT INTO a VALUES (0), (1), (2); \
+         INSERT INTO b VALUES (10, 1), (11, 1), (12, 2); \
+         INSERT INTO c VALUES (100, 10), (101, 11), (102, 12); \
+         INSERT INTO d VALUES (1000, 1, 10), (1001, 2, 12)",
+    );
+    // Deleting a=1 cascades to b 10 and 11, then to c 100 and 101; d's rows of them get
+    // their defaults and NULLs.
+    ok(&mut s, "DELETE FROM a WHERE id = 1");
+    assert_eq!(ints(&mut s, "SELECT id FROM b ORDER BY id"), [[Some(12)]]);
+    assert_eq!(ints(&mut s, "SELECT id FROM c ORDER BY id"), [[Some(102)]]);
+    assert_eq!(
+        ints(&mut s, "SELECT id, a_id, b_id FROM d ORDER BY id"),
+        [[Some(1000), Some(0), None], [Some(1001), Some(2), Some(12)]]
+    );
+    // ON UPDATE CASCADE carries the new key to b; d's NO ACTION on update refuses.
+    assert_eq!(error(&mut s, "UPDATE a SET id = 5 WHERE id = 2").0, "23503");
+    ok(&mut s, "UPDATE d SET a_id = 0 WHERE id = 1001");
+    ok(&mut s, "UPDATE a SET id = 5 WHERE id = 2");
+    assert_eq!(
+        ints(&mut s, "SELECT id, a_id FROM b"),
+        [[Some(12), Some(5)]]
+    );
+    // SET DEFAULT to a value that references nothing fails.
+    ok(&mut s, "DELETE FROM d WHERE id = 1000");
+    ok(&mut s, "INSERT INTO d VALUES (1002, 5, NULL)");
+    ok(&mut s, "DELETE FROM a WHERE id = 0");
+    assert_eq!(error(&mut s, "DELETE FROM a WHERE id = 5").0, "23503");
+}
+
+#[test]
+fn alter_drop_and_truncate_respect_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    ok(
+        &mut s,
+        "CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE q (id int PRIMARY KEY, p_id int); \
+         INSERT INTO p VALUES (1); INSERT INTO q VALUES (1, 1), (2, 9)",
+    );
+    let (code, message) = error(
+        &mut s,
+        "ALTER TABLE q ADD CONSTRAINT q_p FOREIGN KEY (p_id) REFERENCES p (id)",
+    );
+    assert_eq!(
+        (code, message.as_str()),
+        (
+            "23503",
+            "insert or update on table \"q\" violates foreign key constraint \"q_p\""
+        )
+    );
+    ok(&mut s, "DELETE FROM q WHERE id = 2");
+    ok(
+        &mut s,
+        "ALTER TABLE q ADD CONSTRAINT q_p FOREIGN KEY (p_id) REFERENCES p (id)",
+    );
+    assert_eq!(error(&mut s, "INSERT INTO q VALUES (3, 9)").0, "23503");
+    assert_eq!(error(&mut s, "TRUNCATE p").0, "0A000");
+    ok(&mut s, "TRUNCATE p, q");
+    ok(
+        &mut s,
+        "INSERT INTO p VALUES (1); INSERT INTO q VALUES (1, 1)",
+    );
+    let (code, message) = error(&mut s, "DROP TABLE p");
+    assert_eq!(code, "2BP01");
+    assert_eq!(
+        message,
+        "cannot drop table p because other objects depend on it"
+    );
+    // A rolled-back CASCADE keeps the key.
+    ok(&mut s, "BEGIN; DROP TABLE p CASCADE; ROLLBACK");
+    assert_eq!(error(&mut s, "INSERT INTO q VALUES (2, 9)").0, "23503");
+    ok(&mut s, "DROP TABLE p CASCADE");
+    ok(&mut s, "INSERT INTO q VALUES (2, 9)");
+    assert_eq!(ints(&mut s, "SELECT count(*) FROM q"), [[Some(2)]]);
+}
+
+/// A delete of a referenced row and an insert referencing it, in two transactions at once:
+/// whichever commits first wins and the other fails with 23503, in both orders, at READ
+/// COMMITTED and REPEATABLE READ. No referencing row is ever left without its row.
+#[test]
+fn concurrent_deletes_leave_no_orphans() {
+    for level in ["READ COMMITTED", "REPEATABLE READ"] {
+        for insert_first in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let catalog = catalog(dir.path());
+            let mut a = Session::new(catalog.clone(), "a", "test");
+            let mut b = Session::new(catalog.clone(), "b", "test");
+            ok(
+                &mut a,
+                "CREATE TABLE p (id int PRIMARY KEY); \
+                 CREATE TABLE c (id int PRIMARY KEY, p_id int REFERENCES p); \
+                 INSERT INTO p VALUES (1)",
+            );
+            ok(&mut a, &format!("BEGIN ISOLATION LEVEL {level}"));
+            ok(&mut b, &format!("BEGIN ISOLATION LEVEL {level}"));
+            // Both snapshots see p = 1 and no child.
+            assert_eq!(ints(&mut a, "SELECT count(*) FROM c"), [[Some(0)]]);
+            assert_eq!(ints(&mut b, "SELECT count(*) FROM p"), [[Some(1)]]);
+            let insert = "INSERT INTO c VALUES (1, 1)";
+            let delete = "DELETE FROM p WHERE id = 1";
+            let (mut first, mut second, first_sql, second_sql) = if insert_first {
+                (a, b, insert, delete)
+            } else {
+                (b, a, delete, insert)
+            };
+            ok(&mut first, first_sql);
+            // The second waits for the first's lock on p's row, in its own thread.
+            let waiter = std::thread::spawn(move || {
+                let result = second.execute_sql(second_sql).pop().unwrap();
+                let code = result.err().map(|error| error.code);
+                second.execute_sql("ROLLBACK");
+                code
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            ok(&mut first, "COMMIT");
+            let code = waiter.join().unwrap();
+            assert_eq!(code, Some("23503"), "{level}, insert first: {insert_first}");
+            let mut check = Session::new(catalog, "check", "test");
+            let orphans = ints(
+                &mut check,
+                "SELECT count(*) FROM c WHERE NOT EXISTS (SELECT 1 FROM p WHERE p.id = c.p_id)",
+            );
+            assert_eq!(orphans, [[Some(0)]], "{level}");
+        }
+    }
+}
+
+/// What drivers and ORMs read back: pg_constraint rows ('c', 'f' with conkey, confkey,
+/// confrelid and the actions) and pg_get_constraintdef's text.
+#[test]
+fn pg_constraint_shows_checks_and_foreign_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    ok(
+        &mut s,
+        "CREATE TABLE p (a int, b int, PRIMARY KEY (a, b)); \
+         CREATE TABLE q (id int PRIMARY KEY CHECK (id > 0), x int, y int, \
+         CONSTRAINT q_xy FOREIGN KEY (x, y) REFERENCES p (a, b) ON DELETE CASCADE)",
+    );
+    let rows = match s
+        .execute_sql(
+            "SELECT conname, contype, conkey, confkey, confdeltype, confupdtype, \
+             confrelid = 'p'::regclass, pg_get_constraintdef(oid) FROM pg_constraint \
+             WHERE conrelid = 'q'::regclass ORDER BY conname",
+        )
+        .pop()
+        .unwrap()
+        .unwrap()
+    {
+        Outcome::Rows { rows, .. } => rows,
+        other => panic!("{other:?}"),
+    };
+    let text = |row: &[Value]| -> Vec<String> {
+        row.iter()
+            .map(|v| v.to_text().unwrap_or_else(|| "NULL".into()))
+            .collect()
+    };
+    let rows: Vec<Vec<String>> = rows.iter().map(|row| text(row)).collect();
+    assert_eq!(
+        rows,
+        [
+            vec![
+                "q_id_check",
+                "c",
+                "{1}",
+                "NULL",
+                " ",
+                " ",
+                "f",
+                "CHECK ((id > 0))"
+            ],
+            vec![
+                "q_pkey",
+                "p",
+                "{1}",
+                "NULL",
+                " ",
+                " ",
+                "f",
+                "PRIMARY KEY (id)"
+            ],
+            vec![
+                "q_xy",
+                "f",
+                "{2,3}",
+                "{1,2}",
+                "c",
+                "a",
+                "t",
+                "FOREIGN KEY (x, y) REFERENCES p(a, b) ON DELETE CASCADE"
+            ],
+        ]
+        .map(|row| row.into_iter().map(String::from).collect::<Vec<_>>())
+    );
+}
