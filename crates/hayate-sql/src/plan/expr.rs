@@ -113,6 +113,8 @@ pub enum ScalarFunction {
     SetConfig,
     /// pg_backend_pid(): the connection's process id (its cancel key's).
     BackendPid,
+    /// json_build_object(key, value, ...): JSON text (no json type yet: a text value).
+    JsonBuildObject,
 }
 
 #[derive(Debug, Clone, PartialEq)]

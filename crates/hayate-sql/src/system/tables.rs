@@ -19,6 +19,7 @@ const BOOL: DataType = DataType::Bool;
 const INT2: DataType = DataType::Int2;
 const INT4: DataType = DataType::Int4;
 const FLOAT: DataType = DataType::Float8;
+const INT8: DataType = DataType::Int8;
 
 /// Every system table's name.
 pub(super) const NAMES: &[&str] = &[
@@ -49,6 +50,7 @@ pub(super) const NAMES: &[&str] = &[
     "pg_proc",
     "pg_range",
     "pg_enum",
+    "pg_sequence",
     "tables",
     "columns",
     "schemata",
@@ -379,6 +381,21 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                 ("enumlabel", NAME),
             ],
             no_rows,
+        ),
+        "pg_sequence" => (
+            "pg_catalog",
+            2224,
+            &[
+                ("seqrelid", OID),
+                ("seqtypid", OID),
+                ("seqstart", INT8),
+                ("seqincrement", INT8),
+                ("seqmax", INT8),
+                ("seqmin", INT8),
+                ("seqcache", INT8),
+                ("seqcycle", BOOL),
+            ],
+            pg_sequence,
         ),
         "tables" => (
             "information_schema",
@@ -1057,6 +1074,26 @@ fn pg_constraint(snapshot: &Snapshot, _: &SessionNames) -> Rows {
         }
     }
     rows
+}
+
+fn pg_sequence(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    snapshot
+        .sequences
+        .iter()
+        .map(|info| {
+            let options = &info.sequence.options;
+            vec![
+                oid(info.oid),
+                oid(options.data_type.oid() as i64),
+                int(options.start),
+                int(options.increment),
+                int(options.max),
+                int(options.min),
+                int(options.cache),
+                bool(false),
+            ]
+        })
+        .collect()
 }
 
 fn pg_attrdef(snapshot: &Snapshot, _: &SessionNames) -> Rows {

@@ -439,6 +439,19 @@ impl Binder<'_> {
                 };
                 Ok((function(scalar, vec![arg]), T::Int4))
             }
+            "json_build_object" | "jsonb_build_object" => {
+                if exprs.len() % 2 != 0 {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_PARAMETER_VALUE,
+                        "argument list must have even number of elements",
+                    ));
+                }
+                let mut bound = Vec::with_capacity(exprs.len());
+                for expr in &exprs {
+                    bound.push(self.bind_expr(expr, None)?.0);
+                }
+                Ok((function(F::JsonBuildObject, bound), T::Text))
+            }
             "concat" => {
                 let mut bound = Vec::with_capacity(exprs.len());
                 for expr in &exprs {

@@ -266,10 +266,12 @@ pub(super) fn bind_cast(
                 (_, false) => (Function::RegProcName, DataType::Text),
                 (_, true) => return Ok((bound, DataType::Int8)),
             };
+            let literal = matches!(bound, Expr::Literal(_));
             let expr = call(function, vec![bound], catalog);
             // A literal name is looked up now, as PostgreSQL does ('nope'::regclass fails
-            // when the statement is bound).
-            if expr.is_constant() {
+            // when the statement is bound); a parameter or an outer column is looked up when
+            // the statement runs.
+            if literal {
                 let value = expr.eval(&[], &EvalContext::constant())?;
                 return Ok((Expr::Literal(value), result));
             }
