@@ -648,3 +648,61 @@ fn set_config_and_current_setting_as_pg_dump_sends_them() {
     assert!(failed.is_err());
     assert_eq!(query(session, "SHOW application_name"), [[text("dump")]]);
 }
+
+/// Set-returning functions in a SELECT list, as SQLAlchemy's reflection of a primary key
+/// sends them (unnest of pg_index.indkey next to generate_subscripts), and `= ANY` of an
+/// int2vector.
+#[test]
+fn set_returning_functions_in_the_select_list() {
+    let mut setup = setup();
+    let t_oid = setup.t_oid;
+    let session = &mut setup.session;
+    run(
+        session,
+        "CREATE TABLE pair (a int, b int, c int, PRIMARY KEY (c, a))",
+    );
+    let pk = query(
+        session,
+        "SELECT a.attname FROM pg_attribute a JOIN ( \
+           SELECT unnest(ix.indkey) attnum, generate_subscripts(ix.indkey, 1) ord \
+           FROM pg_index ix WHERE ix.indrelid = 'pair'::regclass AND ix.indisprimary \
+         ) k ON a.attnum = k.attnum \
+         WHERE a.attrelid = 'pair'::regclass ORDER BY k.ord",
+    );
+    assert_eq!(pk, [[text("c")], [text("a")]]);
+    let rows = query(
+        session,
+        "SELECT unnest('{x,NULL,\"y z\"}'::text) AS e, generate_subscripts('{x,NULL,\"y z\"}'::text, 1) AS i, \
+         generate_series(1, 2) AS s",
+    );
+    assert_eq!(
+        rows,
+        [
+            [text("x"), Value::Int(1), Value::Int(1)],
+            [Value::Null, Value::Int(2), Value::Int(2)],
+            [text("y z"), Value::Int(3), Value::Null],
+        ]
+    );
+    // A row whose set is empty gives no row; the calls see each input row.
+    let rows = query(
+        session,
+        "SELECT g, generate_series(1, g) FROM generate_series(0, 2) AS g ORDER BY 1, 2",
+    );
+    assert_eq!(
+        rows,
+        [
+            [Value::Int(1), Value::Int(1)],
+            [Value::Int(2), Value::Int(1)],
+            [Value::Int(2), Value::Int(2)],
+        ]
+    );
+    let rows = query(
+        session,
+        &format!(
+            "SELECT a.attname FROM pg_index ix JOIN pg_attribute a \
+             ON a.attrelid = ix.indrelid AND a.attnum = ANY(ix.indkey) \
+             WHERE ix.indrelid = {t_oid} AND ix.indisprimary"
+        ),
+    );
+    assert_eq!(rows, [[text("id")]]);
+}

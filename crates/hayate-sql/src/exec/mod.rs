@@ -11,6 +11,7 @@ pub(crate) mod index;
 mod lateral;
 mod query;
 mod run;
+mod set_function;
 mod set_operation;
 mod spill;
 mod window;

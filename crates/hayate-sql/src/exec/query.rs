@@ -214,6 +214,28 @@ impl<'r, 'e> Run<'r, 'e> {
                 operator,
                 all,
             } => super::set_operation::produce(self, left, right, *operator, *all, sink),
+            Relation::ProjectSet { input, calls } => self.produce(input, &mut |row| {
+                let mut columns = Vec::with_capacity(calls.len());
+                for call in calls {
+                    let args = call
+                        .args
+                        .iter()
+                        .map(|arg| self.eval(arg, &row))
+                        .collect::<SqlResult<Vec<Value>>>()?;
+                    columns.push(super::set_function::values(call.function, &args)?);
+                }
+                let count = columns.iter().map(Vec::len).max().unwrap_or(0);
+                for position in 0..count {
+                    let mut out = row.clone();
+                    for column in &columns {
+                        out.push(column.get(position).cloned().unwrap_or(Value::Null));
+                    }
+                    if !sink(out)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }),
             Relation::Window { input, calls } => {
                 let rows = self.collect(input, None)?;
                 for row in super::window::run(calls, rows, &self.context())? {

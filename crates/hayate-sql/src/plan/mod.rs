@@ -72,6 +72,26 @@ pub struct WindowCall {
     pub order_by: Vec<SortKey>,
 }
 
+/// A set-returning function in a SELECT list (`unnest(ix.indkey)`): the ProjectSet
+/// operator emits one row per value, the calls of one list side by side (the shorter ones
+/// padded with NULLs), as PostgreSQL does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetCall {
+    pub function: SetFunction,
+    pub args: Vec<Expr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetFunction {
+    /// unnest(array): its elements, as integers when `integers` (the catalog's int2vector
+    /// and int2[] columns), else as text.
+    Unnest { integers: bool },
+    /// generate_subscripts(array, dimension): 1 to its length.
+    Subscripts,
+    /// generate_series(start, stop [, step]) over integers.
+    Series,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortKey {
     pub expr: Expr,
@@ -205,6 +225,11 @@ pub enum Relation {
         input: Box<Relation>,
         calls: Vec<WindowCall>,
     },
+    /// Set-returning functions of a SELECT list, their values appended to the input row.
+    ProjectSet {
+        input: Box<Relation>,
+        calls: Vec<SetCall>,
+    },
     Sort {
         input: Box<Relation>,
         keys: Vec<SortKey>,
@@ -260,6 +285,7 @@ impl Relation {
                 aggregation.group_by.len() + aggregation.aggregates.len()
             }
             Relation::Window { input, calls } => input.width() + calls.len(),
+            Relation::ProjectSet { input, calls } => input.width() + calls.len(),
             Relation::Filter { input, .. }
             | Relation::Sort { input, .. }
             | Relation::Distinct { input, .. }
@@ -278,6 +304,7 @@ impl Relation {
             | Relation::Project { input, .. }
             | Relation::Aggregate { input, .. }
             | Relation::Window { input, .. }
+            | Relation::ProjectSet { input, .. }
             | Relation::Sort { input, .. }
             | Relation::Distinct { input, .. }
             | Relation::Limit { input, .. } => vec![input],
@@ -356,6 +383,7 @@ impl Relation {
                 aggregation.aggregates.len()
             ),
             Relation::Window { calls, .. } => format!("WindowAgg ({} functions)", calls.len()),
+            Relation::ProjectSet { calls, .. } => format!("ProjectSet ({} functions)", calls.len()),
             Relation::Sort { keys, .. } => format!("Sort ({} keys)", keys.len()),
             Relation::Distinct { on: None, .. } => "Hash Distinct".into(),
             Relation::Distinct { on: Some(_), .. } => "Distinct On".into(),

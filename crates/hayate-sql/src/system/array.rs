@@ -94,6 +94,23 @@ pub fn format<S: AsRef<str>>(elements: &[Option<S>]) -> String {
     out
 }
 
+/// The elements of an array's text form or of an int2vector/oidvector's (numbers separated
+/// by spaces, as pg_index.indkey holds them); None if `text` is neither.
+pub fn elements(text: &str) -> Option<Vec<Option<String>>> {
+    if text.trim_start().starts_with('{') {
+        return parse(text);
+    }
+    let numbers: Vec<Option<String>> = text
+        .split_whitespace()
+        .map(|e| Some(e.to_string()))
+        .collect();
+    numbers
+        .iter()
+        .flatten()
+        .all(|e| e.parse::<i64>().is_ok())
+        .then_some(numbers)
+}
+
 /// An int2vector/oidvector's text form: the numbers separated by spaces.
 pub fn vector<I: IntoIterator<Item = i64>>(values: I) -> String {
     values

@@ -541,7 +541,7 @@ fn int_of(value: &Value) -> Option<i64> {
 
 fn array_of(value: &Value) -> SqlResult<Vec<Option<String>>> {
     let text = value.to_text().unwrap_or_default();
-    array::parse(&text).ok_or_else(|| {
+    array::elements(&text).ok_or_else(|| {
         SqlError::new(
             sqlstate::INVALID_TEXT_REPRESENTATION,
             format!("malformed array literal: \"{text}\""),

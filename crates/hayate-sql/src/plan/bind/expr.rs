@@ -678,6 +678,21 @@ impl Binder<'_> {
             }
         }
         let args = function_args(function);
+        if self.set_calls.is_some()
+            && matches!(
+                name.as_str(),
+                "unnest" | "generate_subscripts" | "generate_series"
+            )
+        {
+            let exprs = args
+                .iter()
+                .map(|arg| match arg {
+                    FunctionArg::Expr(expr) => Ok((*expr).clone()),
+                    FunctionArg::Star => Err(SqlError::syntax(format!("{name}(*)"))),
+                })
+                .collect::<SqlResult<Vec<ast::Expr>>>()?;
+            return self.bind_set_call(&name, &exprs);
+        }
         if let Some(aggregate) = aggregate_function(&name) {
             return self.bind_aggregate(aggregate, &args, function);
         }

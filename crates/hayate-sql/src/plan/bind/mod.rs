@@ -50,6 +50,8 @@ pub struct Binder<'a> {
     ctes: Vec<ast::Cte>,
     /// Window calls of the SELECT list / ORDER BY being bound (None: not allowed here).
     windows: Option<Vec<crate::plan::WindowCall>>,
+    /// Set-returning calls of the SELECT list being bound (None: not allowed here).
+    set_calls: Option<Vec<crate::plan::SetCall>>,
 }
 
 /// An enclosing query level: its FROM list, and whether it is grouped (its rows are then
@@ -125,6 +127,7 @@ impl<'a> Binder<'a> {
             correlated: Vec::new(),
             ctes: Vec::new(),
             windows: None,
+            set_calls: None,
         }
     }
 

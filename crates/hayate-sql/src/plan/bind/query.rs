@@ -181,10 +181,12 @@ impl Binder<'_> {
         let saved_scope = self.scope.take();
         let saved_grouping = self.grouping.take();
         let saved_windows = self.windows.take();
+        let saved_set_calls = self.set_calls.take();
         let result = self.bind_select_in_scope(select, query, locks);
         self.scope = saved_scope;
         self.grouping = saved_grouping;
         self.windows = saved_windows;
+        self.set_calls = saved_set_calls;
         result
     }
 
@@ -242,7 +244,10 @@ impl Binder<'_> {
         }
         // Window calls are allowed in the SELECT list and ORDER BY only.
         self.windows = Some(Vec::new());
-        let (mut projection, columns) = self.bind_projection(&select.projection)?;
+        self.set_calls = Some(Vec::new());
+        let projected = self.bind_projection(&select.projection);
+        let set_calls = self.set_calls.take().unwrap_or_default();
+        let (mut projection, columns) = projected?;
         let windows = self.windows.take().unwrap_or_default();
         let having = select
             .having
@@ -300,6 +305,19 @@ impl Binder<'_> {
             root = Relation::Window {
                 input: Box::new(root),
                 calls: windows,
+            };
+        }
+        if !set_calls.is_empty() {
+            let base = root.width();
+            for expr in projection
+                .iter_mut()
+                .chain(order_by.iter_mut().map(|key| &mut key.expr))
+            {
+                super::window::place_set_calls(expr, base);
+            }
+            root = Relation::ProjectSet {
+                input: Box::new(root),
+                calls: set_calls,
             };
         }
         if !ordered_by_key {

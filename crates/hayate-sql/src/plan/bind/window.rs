@@ -19,15 +19,120 @@ const WINDOWING_ERROR: &str = "42P20";
 /// Placeholder columns of window calls start here (no row is that wide).
 const WINDOW_BASE: usize = 1 << 40;
 
+/// Placeholder columns of set-returning calls of a SELECT list start here.
+pub(super) const SET_CALL_BASE: usize = 1 << 41;
+
 /// Moves the placeholder columns of window calls onto `base + k`.
 pub(super) fn place_windows(expr: &mut Expr, base: usize) {
+    place(expr, WINDOW_BASE, SET_CALL_BASE, base);
+}
+
+/// Moves the placeholder columns of set-returning calls onto `base + k`.
+pub(super) fn place_set_calls(expr: &mut Expr, base: usize) {
+    place(expr, SET_CALL_BASE, usize::MAX, base);
+}
+
+/// Moves placeholders in `from..to` onto `base + k`.
+fn place(expr: &mut Expr, from: usize, to: usize, base: usize) {
     if let Expr::Column(index) = expr {
-        if *index >= WINDOW_BASE {
-            *index = base + (*index - WINDOW_BASE);
+        if (from..to).contains(index) {
+            *index = base + (*index - from);
         }
     }
     for child in expr.children_mut() {
-        place_windows(child, base);
+        place(child, from, to, base);
+    }
+}
+
+/// The catalog's integer array columns (int2vector, int2[]): unnest gives integers.
+const INTEGER_ARRAYS: &[&str] = &[
+    "indkey",
+    "indoption",
+    "indclass",
+    "indcollation",
+    "conkey",
+    "confkey",
+    "stxkeys",
+    "partattrs",
+];
+
+impl Binder<'_> {
+    /// unnest, generate_subscripts and generate_series in a SELECT list: bound to a
+    /// placeholder column the ProjectSet operator fills.
+    pub(super) fn bind_set_call(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+    ) -> SqlResult<(Expr, DataType)> {
+        let arity = match name {
+            "unnest" => 1..=1,
+            "generate_subscripts" => 2..=2,
+            _ => 2..=3,
+        };
+        if !arity.contains(&args.len()) {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!(
+                    "function {name} with {} arguments does not exist",
+                    args.len()
+                ),
+            ));
+        }
+        let Some(mut calls) = self.set_calls.take() else {
+            return Err(SqlError::unsupported(format!(
+                "{name}() outside a SELECT list"
+            )));
+        };
+        let bound: SqlResult<Vec<(Expr, DataType)>> = args
+            .iter()
+            .map(|arg| {
+                let expected = (name == "generate_series").then_some(DataType::Int8);
+                self.bind_expr(arg, expected)
+            })
+            .collect();
+        let bound = match bound {
+            Ok(bound) => bound,
+            Err(error) => {
+                self.set_calls = Some(calls);
+                return Err(error);
+            }
+        };
+        let (function, data_type) = match name {
+            "unnest" => {
+                let column = match &args[0] {
+                    ast::Expr::Identifier(ident) => Some(ident.value.to_lowercase()),
+                    ast::Expr::CompoundIdentifier(parts) => {
+                        parts.last().map(|ident| ident.value.to_lowercase())
+                    }
+                    _ => None,
+                };
+                let integers = column.is_some_and(|c| INTEGER_ARRAYS.contains(&c.as_str()));
+                let data_type = if integers {
+                    DataType::Int2
+                } else {
+                    DataType::Text
+                };
+                (crate::plan::SetFunction::Unnest { integers }, data_type)
+            }
+            "generate_subscripts" => (crate::plan::SetFunction::Subscripts, DataType::Int4),
+            _ => {
+                let data_type = bound.iter().fold(DataType::Int4, |wide, (_, t)| {
+                    if t.is_integer() {
+                        wide.wider_integer(*t)
+                    } else {
+                        DataType::Int8
+                    }
+                });
+                (crate::plan::SetFunction::Series, data_type)
+            }
+        };
+        let position = SET_CALL_BASE + calls.len();
+        calls.push(crate::plan::SetCall {
+            function,
+            args: bound.into_iter().map(|(expr, _)| expr).collect(),
+        });
+        self.set_calls = Some(calls);
+        Ok((Expr::Column(position), data_type))
     }
 }
 

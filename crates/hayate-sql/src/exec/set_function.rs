@@ -1,0 +1,79 @@
+//! The values of a set-returning function of a SELECT list (`Relation::ProjectSet`).
+
+use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::plan::SetFunction;
+use crate::system::array;
+use crate::types::Value;
+
+/// The elements of an array value: its `{...}` text form, or an int2vector's numbers
+/// separated by spaces (pg_index.indkey). NULL has none.
+fn elements(value: &Value) -> SqlResult<Vec<Option<String>>> {
+    let Some(text) = value.to_text() else {
+        return Ok(Vec::new());
+    };
+    array::elements(&text).ok_or_else(|| {
+        SqlError::new(
+            sqlstate::INVALID_TEXT_REPRESENTATION,
+            format!("malformed array literal: \"{text}\""),
+        )
+    })
+}
+
+/// The rows `function` returns for these argument values.
+pub(super) fn values(function: SetFunction, args: &[Value]) -> SqlResult<Vec<Value>> {
+    Ok(match function {
+        SetFunction::Unnest { integers } => elements(&args[0])?
+            .into_iter()
+            .map(|element| match element {
+                None => Ok(Value::Null),
+                Some(text) if integers => text.parse().map(Value::Int).map_err(|_| {
+                    SqlError::new(
+                        sqlstate::INVALID_TEXT_REPRESENTATION,
+                        format!("invalid input syntax for type integer: \"{text}\""),
+                    )
+                }),
+                Some(text) => Ok(Value::Text(text)),
+            })
+            .collect::<SqlResult<_>>()?,
+        SetFunction::Subscripts => {
+            let length = elements(&args[0])?.len() as i64;
+            (1..=length).map(Value::Int).collect()
+        }
+        SetFunction::Series => {
+            let int = |value: &Value| match value {
+                Value::Int(v) => Ok(Some(*v)),
+                Value::Null => Ok(None),
+                other => Err(SqlError::mismatch(format!(
+                    "generate_series takes integers, not {other:?}"
+                ))),
+            };
+            let (Some(start), Some(stop)) = (int(&args[0])?, int(&args[1])?) else {
+                return Ok(Vec::new());
+            };
+            let step = match args.get(2) {
+                Some(step) => match int(step)? {
+                    Some(0) => {
+                        return Err(SqlError::new(
+                            sqlstate::INVALID_PARAMETER_VALUE,
+                            "step size cannot equal zero",
+                        ))
+                    }
+                    Some(step) => step,
+                    None => return Ok(Vec::new()),
+                },
+                None => 1,
+            };
+            let mut out = Vec::new();
+            let mut value = start;
+            while (step > 0 && value <= stop) || (step < 0 && value >= stop) {
+                out.push(Value::Int(value));
+                crate::interrupt::check()?;
+                match value.checked_add(step) {
+                    Some(next) => value = next,
+                    None => break,
+                }
+            }
+            out
+        }
+    })
+}
