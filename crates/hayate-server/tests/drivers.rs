@@ -1,6 +1,7 @@
-//! Real drivers, unmodified, against the server: psycopg 3 (Python) and the PostgreSQL JDBC
-//! driver each run a script of DDL, parameterized queries and transactions that checks every
-//! answer itself (tests/drivers/). Missing drivers: see common/clients.rs.
+//! Real drivers, unmodified, against the server: psycopg 3 (Python), the PostgreSQL JDBC
+//! driver and SQLAlchemy's ORM and reflection each run a script of DDL, parameterized
+//! queries and transactions that checks every answer itself (tests/drivers/). Missing
+//! drivers: see common/clients.rs.
 
 mod common;
 
@@ -41,6 +42,28 @@ fn psycopg() {
         .arg(scripts().join("psycopg_check.py"))
         .arg(server.addr.port().to_string());
     run_check(command, "psycopg ok");
+    server.stop();
+}
+
+#[test]
+fn sqlalchemy() {
+    // Debian's python3-sqlalchemy (1.4) and python3-psycopg2, for the system interpreter.
+    let python = std::env::var("HAYATE_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into());
+    let available = runs(&python, &["-c", "import sqlalchemy, psycopg2"]);
+    if !require(
+        available,
+        "SQLAlchemy",
+        "python3-sqlalchemy and python3-psycopg2",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut command = Command::new(&python);
+    command
+        .arg(scripts().join("sqlalchemy_check.py"))
+        .arg(server.addr.port().to_string());
+    run_check(command, "sqlalchemy ok");
     server.stop();
 }
 
