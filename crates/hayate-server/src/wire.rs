@@ -26,6 +26,7 @@ pub fn pg_type(data_type: DataType) -> Type {
         DataType::Date => Type::DATE,
         DataType::Timestamp => Type::TIMESTAMP,
         DataType::TimestampTz => Type::TIMESTAMPTZ,
+        DataType::Int2Array => Type::INT2_ARRAY,
         DataType::Text | DataType::Unknown => Type::TEXT,
     }
 }
@@ -124,6 +125,11 @@ pub fn decode_parameter(
         DataType::TimestampTz => Value::TimestampTz(i64::from_be_bytes(array(bytes, wrong_size)?)),
         DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Unknown => {
             Value::Text(utf8(bytes)?)
+        }
+        DataType::Int2Array => {
+            return Err(SqlError::unsupported(
+                "a smallint[] parameter in binary format",
+            ))
         }
     };
     // Checks lengths and typmods as the text form would.
@@ -246,6 +252,32 @@ fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> S
         | (Value::TimestampTz(v), DataType::TimestampTz) => buffer.put_i64(*v),
         (Value::Text(text), t) if t.is_text() || t == DataType::Unknown => {
             put_text(buffer, text, t)
+        }
+        (Value::Text(text), DataType::Int2Array) => {
+            // One dimension, lower bound 1, int2 elements (oid 21), each length-prefixed.
+            let elements = hayate_sql::system::array::elements(text).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::INTERNAL_ERROR,
+                    format!("cannot send {text:?} as smallint[]"),
+                )
+            })?;
+            let has_null = elements.iter().any(Option::is_none);
+            buffer.put_i32(if elements.is_empty() { 0 } else { 1 });
+            buffer.put_i32(has_null as i32);
+            buffer.put_i32(21);
+            if !elements.is_empty() {
+                buffer.put_i32(elements.len() as i32);
+                buffer.put_i32(1);
+            }
+            for element in elements {
+                match element.and_then(|e| e.trim().parse::<i16>().ok()) {
+                    Some(value) => {
+                        buffer.put_i32(2);
+                        buffer.put_i16(value);
+                    }
+                    None => buffer.put_i32(-1),
+                }
+            }
         }
         // A value of another type than its column (e.g. a system table's): its text form
         // converted to the column's type.

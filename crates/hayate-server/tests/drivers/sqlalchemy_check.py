@@ -6,8 +6,8 @@ Usage: sqlalchemy_check.py PORT"""
 
 import sys
 
-from sqlalchemy import (CheckConstraint, Column, ForeignKey, Integer, String, create_engine, exc,
-                        inspect, select)
+from sqlalchemy import (CheckConstraint, Column, ForeignKey, Integer, MetaData, String, Table,
+                        create_engine, exc, inspect, select)
 from sqlalchemy.orm import Session, declarative_base, relationship
 
 engine = create_engine(f"postgresql+psycopg2://tester@127.0.0.1:{sys.argv[1]}/test")
@@ -74,6 +74,12 @@ assert keys[0]["options"].get("ondelete") == "CASCADE", keys
 indexes = inspector.get_indexes("addresses")
 assert [(i["name"], i["column_names"]) for i in indexes] == [
     ("ix_addresses_email", ["email"])], indexes
-# Not yet: get_unique_constraints and Table(..., autoload_with=...), which read
-# pg_constraint.conkey as an int2[] (it is text here).
+uniques = inspector.get_unique_constraints("users")
+assert [(u["name"], u["column_names"]) for u in uniques] == [("users_name_key", ["name"])], uniques
+checks = inspector.get_check_constraints("addresses")
+assert [c["name"] for c in checks] == ["email_len"], checks
+assert "length(email) > 3" in checks[0]["sqltext"], checks
+reflected = Table("addresses", MetaData(), autoload_with=engine)
+assert [fk.target_fullname for fk in reflected.foreign_keys] == ["users.id"]
+assert [c.name for c in reflected.primary_key] == ["id"]
 print("sqlalchemy ok")

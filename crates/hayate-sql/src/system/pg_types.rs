@@ -174,6 +174,7 @@ pub fn type_of(data_type: DataType) -> (i64, i64) {
         DataType::Date => (1082, -1),
         DataType::Timestamp => (1114, -1),
         DataType::TimestampTz => (1184, -1),
+        DataType::Int2Array => (1005, -1),
         DataType::Unknown => (705, -1),
     }
 }

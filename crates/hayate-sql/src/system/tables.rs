@@ -954,8 +954,8 @@ const PG_CONSTRAINT_COLUMNS: &[(&str, DataType)] = &[
     ("conislocal", BOOL),
     ("coninhcount", INT4),
     ("connoinherit", BOOL),
-    ("conkey", TEXT),
-    ("confkey", TEXT),
+    ("conkey", DataType::Int2Array),
+    ("confkey", DataType::Int2Array),
     ("conbin", TEXT),
 ];
 

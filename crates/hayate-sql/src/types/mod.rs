@@ -41,6 +41,9 @@ pub enum DataType {
     Timestamp,
     /// timestamp with time zone (the session zone is UTC).
     TimestampTz,
+    /// smallint[] (int2[]): the catalog's key arrays (pg_constraint.conkey), carried as
+    /// text values in the array text form `{1,2}`; clients see an int2[] column.
+    Int2Array,
     /// The type of a NULL literal or an untyped parameter before it is inferred.
     Unknown,
 }
@@ -63,6 +66,7 @@ impl DataType {
             DataType::Date => 12,
             DataType::Timestamp => 13,
             DataType::TimestampTz => 14,
+            DataType::Int2Array => 15,
             DataType::Unknown => 0,
         }
     }
@@ -97,6 +101,7 @@ impl DataType {
             12 => DataType::Date,
             13 => DataType::Timestamp,
             14 => DataType::TimestampTz,
+            15 => DataType::Int2Array,
             _ => return None,
         })
     }
@@ -118,6 +123,7 @@ impl DataType {
             DataType::Date => 1082,
             DataType::Timestamp => 1114,
             DataType::TimestampTz => 1184,
+            DataType::Int2Array => 1005,
             DataType::Unknown => 705,
         }
     }
@@ -200,6 +206,7 @@ impl DataType {
             DataType::Date => "date",
             DataType::Timestamp => "timestamp without time zone",
             DataType::TimestampTz => "timestamp with time zone",
+            DataType::Int2Array => "smallint[]",
             DataType::Unknown => "unknown",
         }
     }
@@ -525,6 +532,14 @@ impl Value {
             DataType::Date => Ok(Value::Date(datetime::parse_date(text)?)),
             DataType::Timestamp => Ok(Value::Timestamp(datetime::parse_timestamp(text)?)),
             DataType::TimestampTz => Ok(Value::TimestampTz(datetime::parse_timestamptz(text)?)),
+            DataType::Int2Array => {
+                let elements = crate::system::array::elements(text).ok_or_else(invalid)?;
+                for element in elements.iter().flatten() {
+                    let value: i64 = element.trim().parse().map_err(|_| invalid())?;
+                    DataType::Int2.check_integer(value)?;
+                }
+                Ok(Value::Text(crate::system::array::format(&elements)))
+            }
         }
     }
 
