@@ -3,11 +3,7 @@
 //! psycopg 3), run against Hayate with the same table the capture used. (sysbench's pgsql
 //! driver sends no catalog queries: its prepare/run/cleanup logged only DDL and DML.)
 //!
-//! Every captured query is in exactly one of two lists:
-//! - `WORKING`: runs here and its result is checked;
-//! - `NEEDS_JOINS`: needs joins, subqueries, UNION or LATERAL, which the query planner
-//!   branch adds; asserted to fail with 0A000 (feature not supported) until then. After that
-//!   branch is merged, move each to `WORKING` with a check of its result.
+//! Every captured query is in `WORKING`: it runs here and its result is checked.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,11 +42,8 @@ const WORKING: &[&str] = &[
     "psql15/d_t_publications",
     "pgbench15/run_partitions",
     "jdbc42/dbmd_get_columns",
+    "jdbc42/dbmd_get_primary_keys",
 ];
-
-/// Captured queries that still fail: information_schema._pg_expandarray, a set-returning
-/// function of records in the SELECT list (README "Missing").
-const NEEDS_JOINS: &[&str] = &["jdbc42/dbmd_get_primary_keys"];
 
 /// The captured queries by "fixture/name".
 fn fixtures() -> BTreeMap<String, String> {
@@ -155,11 +148,10 @@ fn every_captured_query_is_listed_once() {
     let queries = fixtures();
     assert!(queries.len() >= 20, "{queries:?}");
     for name in queries.keys() {
-        let listed = WORKING.contains(&name.as_str()) as usize
-            + NEEDS_JOINS.contains(&name.as_str()) as usize;
-        assert_eq!(listed, 1, "{name} must be in WORKING or NEEDS_JOINS");
+        let listed = WORKING.iter().filter(|w| **w == name.as_str()).count();
+        assert_eq!(listed, 1, "{name} must be in WORKING once");
     }
-    for name in WORKING.iter().chain(NEEDS_JOINS) {
+    for name in WORKING {
         assert!(
             queries.contains_key(*name),
             "{name} is not a captured query"
@@ -198,6 +190,18 @@ fn working_captured_queries_give_postgres_results() {
         vec![vec![text("public"), text("tester")]]
     );
     assert_eq!(results["pgbench15/run_scale"], vec![vec![Value::Int(1)]]);
+    // JDBC's getPrimaryKeys: information_schema._pg_expandarray's records in a derived table.
+    assert_eq!(
+        results["jdbc42/dbmd_get_primary_keys"],
+        vec![vec![
+            Value::Null,
+            text("public"),
+            text("t"),
+            text("id"),
+            Value::Int(1),
+            text("t_pkey")
+        ]]
+    );
     // \d and \dt: the user tables, sorted, as tables owned by the session's user.
     for name in ["psql15/d_list", "psql15/dt_list"] {
         assert_eq!(
@@ -297,22 +301,6 @@ fn working_captured_queries_give_postgres_results() {
             text(",")
         ]]
     );
-}
-
-#[test]
-fn captured_queries_needing_joins_fail_as_unsupported() {
-    let queries = fixtures();
-    let mut setup = setup();
-    for name in NEEDS_JOINS {
-        let params = match *name {
-            "jdbc42/type_by_oid" | "jdbc42/type_is_array_by_oid" => vec![Value::Int(2205)],
-            _ => Vec::new(),
-        };
-        match run_captured(&mut setup, &queries[*name], params) {
-            Ok(rows) => panic!("{name} runs now ({rows:?}): move it to WORKING with a check"),
-            Err(error) => assert!(["0A000", "42883"].contains(&error.code), "{name}: {error}"),
-        }
-    }
 }
 
 /// The pieces of psql's \d queries, one table at a time (the joins put them together).
@@ -705,4 +693,26 @@ fn set_returning_functions_in_the_select_list() {
         ),
     );
     assert_eq!(rows, [[text("id")]]);
+    // Bitwise & and | on integers (getIndexInfo's `indoption[i] & 1`), records' fields.
+    assert_eq!(
+        query(session, "SELECT 6 & 3, 6 | 3::int2"),
+        [[Value::Int(2), Value::Int(7)]]
+    );
+    let error = session
+        .execute_sql("SELECT 'x'::text & 1")
+        .pop()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(error.code, "42883");
+    let rows = query(
+        session,
+        "SELECT (r).x, (r).n FROM (SELECT information_schema._pg_expandarray('{7,9}'::text) AS r) s",
+    );
+    assert_eq!(
+        rows,
+        [
+            [Value::Int(7), Value::Int(1)],
+            [Value::Int(9), Value::Int(2)]
+        ]
+    );
 }

@@ -1,4 +1,5 @@
 import java.sql.Connection;
+import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -8,8 +9,9 @@ import java.sql.Statement;
 /**
  * The PostgreSQL JDBC driver, unmodified, against Hayate: DDL, parameterized statements
  * (server-side prepared once past the driver's prepareThreshold), explicit transactions with
- * commit and rollback, and a unique violation's SQLSTATE. Exits non-zero on the first
- * difference from PostgreSQL's behaviour.
+ * commit and rollback, a unique violation's SQLSTATE, and the DatabaseMetaData calls
+ * BenchBase and ORMs make at start (primary keys, imported and exported keys, index info).
+ * Exits non-zero on the first difference from PostgreSQL's behaviour.
  */
 public class JdbcCheck {
     static void check(Object actual, Object expected, String what) {
@@ -23,6 +25,53 @@ public class JdbcCheck {
              ResultSet rs = st.executeQuery("SELECT sum(balance) FROM jaccounts")) {
             rs.next();
             return rs.getLong(1);
+        }
+    }
+
+    /** What BenchBase and ORMs ask the driver about the schema. */
+    static void metadata(Connection conn) throws SQLException {
+        try (Statement st = conn.createStatement()) {
+            st.execute("CREATE TABLE jparent (a int, b int, PRIMARY KEY (b, a))");
+            st.execute("CREATE TABLE jchild (id int PRIMARY KEY, pa int, pb int, note text, "
+                + "FOREIGN KEY (pb, pa) REFERENCES jparent (b, a) ON DELETE CASCADE)");
+            st.execute("CREATE INDEX jchild_note ON jchild (note, id)");
+        }
+        conn.commit();
+        DatabaseMetaData meta = conn.getMetaData();
+        try (ResultSet rs = meta.getPrimaryKeys(null, "public", "jparent")) {
+            StringBuilder keys = new StringBuilder();
+            while (rs.next()) {
+                keys.append(rs.getString("COLUMN_NAME")).append(rs.getInt("KEY_SEQ")).append(' ');
+            }
+            check(keys.toString(), "b1 a2 ", "getPrimaryKeys");
+        }
+        try (ResultSet rs = meta.getImportedKeys(null, "public", "jchild")) {
+            StringBuilder keys = new StringBuilder();
+            while (rs.next()) {
+                keys.append(rs.getString("FKCOLUMN_NAME")).append("->")
+                    .append(rs.getString("PKTABLE_NAME")).append('.')
+                    .append(rs.getString("PKCOLUMN_NAME")).append(rs.getInt("KEY_SEQ"))
+                    .append(rs.getInt("DELETE_RULE") == DatabaseMetaData.importedKeyCascade ? "c " : "? ");
+            }
+            check(keys.toString(), "pb->jparent.b1c pa->jparent.a2c ", "getImportedKeys");
+        }
+        try (ResultSet rs = meta.getExportedKeys(null, "public", "jparent")) {
+            int count = 0;
+            while (rs.next()) {
+                check(rs.getString("FKTABLE_NAME"), "jchild", "getExportedKeys");
+                count++;
+            }
+            check(count, 2, "getExportedKeys columns");
+        }
+        try (ResultSet rs = meta.getIndexInfo(null, "public", "jchild", false, false)) {
+            StringBuilder indexes = new StringBuilder();
+            while (rs.next()) {
+                indexes.append(rs.getString("INDEX_NAME")).append(':')
+                    .append(rs.getString("COLUMN_NAME")).append(rs.getInt("ORDINAL_POSITION"))
+                    .append(rs.getBoolean("NON_UNIQUE") ? "n " : "u ");
+            }
+            check(indexes.toString(), "jchild_pkey:id1u jchild_note:note1n jchild_note:id2n ",
+                "getIndexInfo");
         }
     }
 
@@ -79,6 +128,7 @@ public class JdbcCheck {
             conn.rollback();
             check(sum(conn), 1000L, "sum after the transfer");
             conn.commit();
+            metadata(conn);
         }
         System.out.println("jdbc ok");
     }

@@ -35,6 +35,14 @@ pub(super) fn values(function: SetFunction, args: &[Value]) -> SqlResult<Vec<Val
                 Some(text) => Ok(Value::Text(text)),
             })
             .collect::<SqlResult<_>>()?,
+        SetFunction::ExpandArray => elements(&args[0])?
+            .into_iter()
+            .enumerate()
+            .map(|(position, element)| {
+                let element = element.unwrap_or_default();
+                Value::Text(format!("({element},{})", position + 1))
+            })
+            .collect(),
         SetFunction::Subscripts => {
             let length = elements(&args[0])?.len() as i64;
             (1..=length).map(Value::Int).collect()

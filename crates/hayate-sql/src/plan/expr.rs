@@ -17,6 +17,9 @@ pub enum BinaryOp {
     Multiply,
     Divide,
     Modulo,
+    /// Bitwise & and | of integers.
+    BitAnd,
+    BitOr,
     Equal,
     NotEqual,
     Less,
@@ -545,6 +548,8 @@ pub(crate) fn eval_binary(
                 BinaryOp::Divide | BinaryOp::Modulo if b == 0 => return Err(division_by_zero()),
                 BinaryOp::Divide => a.checked_div(b),
                 BinaryOp::Modulo => a.checked_rem(b),
+                BinaryOp::BitAnd => Some(a & b),
+                BinaryOp::BitOr => Some(a | b),
                 _ => return Err(SqlError::mismatch("operator does not apply to integers")),
             };
             let value = result.ok_or_else(out_of_range)?;

@@ -90,6 +90,8 @@ pub enum SetFunction {
     Subscripts,
     /// generate_series(start, stop [, step]) over integers.
     Series,
+    /// information_schema._pg_expandarray(array): records `(element, position)` as text.
+    ExpandArray,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -31,6 +31,7 @@ pub(super) fn default_settings(user: &str, database: &str) -> BTreeMap<String, S
         ("application_name", ""),
         ("extra_float_digits", "1"),
         ("max_identifier_length", "63"),
+        ("max_index_keys", "32"),
         ("lc_messages", "C"),
         ("synchronous_commit", "on"),
         ("work_mem", crate::exec::WORK_MEM_DEFAULT),

@@ -97,8 +97,13 @@ pub fn format<S: AsRef<str>>(elements: &[Option<S>]) -> String {
 /// The elements of an array's text form or of an int2vector/oidvector's (numbers separated
 /// by spaces, as pg_index.indkey holds them); None if `text` is neither.
 pub fn elements(text: &str) -> Option<Vec<Option<String>>> {
-    if text.trim_start().starts_with('{') {
+    let trimmed = text.trim();
+    if trimmed.starts_with('{') {
         return parse(text);
+    }
+    // A record's text form, `(x,n)`: its fields.
+    if let Some(fields) = trimmed.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+        return parse(&format!("{{{fields}}}"));
     }
     let numbers: Vec<Option<String>> = text
         .split_whitespace()

@@ -568,6 +568,8 @@ impl Binder<'_> {
             B::Multiply => BinaryOp::Multiply,
             B::Divide => BinaryOp::Divide,
             B::Modulo => BinaryOp::Modulo,
+            B::BitwiseAnd => BinaryOp::BitAnd,
+            B::BitwiseOr => BinaryOp::BitOr,
             B::Eq => BinaryOp::Equal,
             B::NotEq => BinaryOp::NotEqual,
             B::Lt => BinaryOp::Less,
@@ -583,6 +585,13 @@ impl Binder<'_> {
             if let Some(bound) = self.bind_interval_arithmetic(left, op, right)? {
                 return Ok(bound);
             }
+        }
+        if matches!(op, BinaryOp::BitAnd | BinaryOp::BitOr) {
+            // Integers only: an element of a catalog array (`indoption[i] & 1`) is one.
+            let (left, left_type) = self.bind_expr(left, Some(DataType::Int8))?;
+            let (right, right_type) = self.bind_expr(right, Some(left_type))?;
+            let result_type = result_type(op, left_type, right_type)?;
+            return Ok((binary(op, left, right, result_type), result_type));
         }
         if matches!(op, BinaryOp::And | BinaryOp::Or) {
             let left = self.bind_typed(left, DataType::Bool)?;
@@ -681,7 +690,7 @@ impl Binder<'_> {
         if self.set_calls.is_some()
             && matches!(
                 name.as_str(),
-                "unnest" | "generate_subscripts" | "generate_series"
+                "unnest" | "generate_subscripts" | "generate_series" | "_pg_expandarray"
             )
         {
             let exprs = args
@@ -864,6 +873,12 @@ pub(super) fn result_type(op: BinaryOp, left: DataType, right: DataType) -> SqlR
         return Ok(DataType::Text);
     }
     let (l, r) = (known(left).unwrap_or(right), known(right).unwrap_or(left));
+    if matches!(op, BinaryOp::BitAnd | BinaryOp::BitOr) {
+        return match (l.is_integer(), r.is_integer()) {
+            (true, true) => Ok(l.wider_integer(r)),
+            _ => Err(undefined(l, r)),
+        };
+    }
     if let Some(common) = l.common_numeric(r) {
         return Ok(common);
     }
@@ -887,6 +902,8 @@ fn operator_symbol(op: BinaryOp) -> &'static str {
         BinaryOp::Multiply => "*",
         BinaryOp::Divide => "/",
         BinaryOp::Modulo => "%",
+        BinaryOp::BitAnd => "&",
+        BinaryOp::BitOr => "|",
         BinaryOp::Concat => "||",
         BinaryOp::Equal => "=",
         BinaryOp::NotEqual => "<>",

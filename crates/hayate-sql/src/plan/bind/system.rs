@@ -284,6 +284,67 @@ pub(super) fn bind_cast(
     }
 }
 
+/// `(record).x` / `(record).n`: the fields of information_schema._pg_expandarray's records
+/// (pgJDBC's getPrimaryKeys and getIndexInfo). On a call of the function in a SELECT list
+/// they are the set-returning calls unnest (x) and generate_subscripts (n), which run side
+/// by side as PostgreSQL's do; on a value (a derived table's column of those records) they
+/// read the record's text `(x,n)`.
+fn bind_record_field(
+    binder: &mut Binder,
+    catalog: &Catalog,
+    root: &ast::Expr,
+    dots: &[ast::AccessExpr],
+    expr: &ast::Expr,
+) -> SqlResult<(Expr, DataType)> {
+    let field = match dots {
+        [ast::AccessExpr::Dot(ast::Expr::Identifier(ident))] => ident.value.to_lowercase(),
+        _ => return Err(SqlError::unsupported(format!("the expression {expr}"))),
+    };
+    let position = match field.as_str() {
+        "x" => 1,
+        "n" => 2,
+        _ => {
+            return Err(SqlError::unsupported(format!(
+                "the field {field} of a record"
+            )))
+        }
+    };
+    let mut inner = root;
+    while let ast::Expr::Nested(nested) = inner {
+        inner = nested;
+    }
+    if let ast::Expr::Function(function) = inner {
+        if super::expr::function_name(function) == "_pg_expandarray" {
+            let args: Vec<ast::Expr> = super::expr::function_args(function)
+                .into_iter()
+                .filter_map(|arg| match arg {
+                    super::expr::FunctionArg::Expr(e) => Some(e.clone()),
+                    _ => None,
+                })
+                .collect();
+            let name = if position == 1 {
+                "unnest_integers"
+            } else {
+                "generate_subscripts"
+            };
+            return binder.bind_set_call(name, &args);
+        }
+    }
+    let (record, _) = binder.bind_expr(root, None)?;
+    let field = call(
+        Function::Subscript,
+        vec![record, Expr::Literal(Value::Int(position))],
+        catalog,
+    );
+    Ok((
+        Expr::Cast {
+            expr: Box::new(field),
+            to: DataType::Int4,
+        },
+        DataType::Int4,
+    ))
+}
+
 /// Binds the expressions the binder does not know: COLLATE (ignored), `x = ANY(array)`,
 /// CASE, ARRAY[...] and subscripts.
 pub(super) fn bind_other(
@@ -376,25 +437,58 @@ pub(super) fn bind_other(
             Ok((call(Function::ArrayLiteral, args, catalog), DataType::Text))
         }
         E::CompoundFieldAccess { root, access_chain } => {
-            let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] =
-                access_chain.as_slice()
-            else {
+            // `con.confkey[i]` parses as `con` with the chain `.confkey`, `[i]`: the leading
+            // names are the column's.
+            let names = access_chain
+                .iter()
+                .take_while(|access| matches!(access, ast::AccessExpr::Dot(_)))
+                .count();
+            let (dots, rest) = access_chain.split_at(names);
+            let mut parts = match root.as_ref() {
+                ast::Expr::Identifier(ident) => vec![ident.clone()],
+                ast::Expr::CompoundIdentifier(idents) => idents.clone(),
+                _ if dots.is_empty() => Vec::new(),
+                // `(record).field`: the fields of _pg_expandarray's records.
+                _ => return bind_record_field(binder, catalog, root, dots, expr),
+            };
+            for dot in dots {
+                let ast::AccessExpr::Dot(ast::Expr::Identifier(ident)) = dot else {
+                    return Err(SqlError::unsupported(format!("the expression {expr}")));
+                };
+                parts.push(ident.clone());
+            }
+            let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] = rest else {
                 return Err(SqlError::unsupported(format!("the expression {expr}")));
             };
-            let array = binder.bind_typed(root, DataType::Text)?;
+            let root = match parts.len() {
+                0 => root.as_ref().clone(),
+                1 => ast::Expr::Identifier(parts.remove(0)),
+                _ => ast::Expr::CompoundIdentifier(parts),
+            };
+            let (array, array_type) = binder.bind_expr(&root, Some(DataType::Text))?;
+            if array_type != DataType::Int2Array && !array_type.is_text() {
+                return Err(SqlError::mismatch(format!(
+                    "cannot subscript type {array_type} because it is not an array"
+                )));
+            }
             let index = binder.bind_typed(index, DataType::Int4)?;
             let element = call(Function::Subscript, vec![array, index], catalog);
             // Arrays are carried as text; an element compared with an integer is one, as
-            // the elements of int2vector / oid[] columns are in PostgreSQL.
-            match expected {
-                Some(target) if target.is_integer() => Ok((
+            // the elements of int2vector / int2[] / oid[] columns are in PostgreSQL.
+            let integer = match expected {
+                Some(target) if target.is_integer() => Some(target),
+                _ if array_type == DataType::Int2Array => Some(DataType::Int2),
+                _ => None,
+            };
+            match integer {
+                Some(target) => Ok((
                     Expr::Cast {
                         expr: Box::new(element),
                         to: target,
                     },
                     target,
                 )),
-                _ => Ok((element, DataType::Text)),
+                None => Ok((element, DataType::Text)),
             }
         }
         other => Err(SqlError::unsupported(format!("the expression {other}"))),

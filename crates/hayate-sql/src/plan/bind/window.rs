@@ -64,9 +64,10 @@ impl Binder<'_> {
         name: &str,
         args: &[ast::Expr],
     ) -> SqlResult<(Expr, DataType)> {
+        // generate_subscripts' dimension is always 1 here: one-dimensional arrays only.
         let arity = match name {
-            "unnest" => 1..=1,
-            "generate_subscripts" => 2..=2,
+            "unnest" | "unnest_integers" | "_pg_expandarray" => 1..=1,
+            "generate_subscripts" => 1..=2,
             _ => 2..=3,
         };
         if !arity.contains(&args.len()) {
@@ -85,6 +86,7 @@ impl Binder<'_> {
         };
         let bound: SqlResult<Vec<(Expr, DataType)>> = args
             .iter()
+            .take(if name == "generate_subscripts" { 1 } else { 3 })
             .map(|arg| {
                 let expected = (name == "generate_series").then_some(DataType::Int8);
                 self.bind_expr(arg, expected)
@@ -114,6 +116,11 @@ impl Binder<'_> {
                 };
                 (crate::plan::SetFunction::Unnest { integers }, data_type)
             }
+            "unnest_integers" => (
+                crate::plan::SetFunction::Unnest { integers: true },
+                DataType::Int2,
+            ),
+            "_pg_expandarray" => (crate::plan::SetFunction::ExpandArray, DataType::Text),
             "generate_subscripts" => (crate::plan::SetFunction::Subscripts, DataType::Int4),
             _ => {
                 let data_type = bound.iter().fold(DataType::Int4, |wide, (_, t)| {
