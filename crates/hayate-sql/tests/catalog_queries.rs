@@ -635,6 +635,13 @@ fn set_config_and_current_setting_as_pg_dump_sends_them() {
         .unwrap();
     assert!(failed.is_err());
     assert_eq!(query(session, "SHOW application_name"), [[text("dump")]]);
+    // SHOW ALL: every setting (BenchBase's collector reads it), name order.
+    let all = query(session, "SHOW ALL");
+    assert!(all.contains(&vec![text("application_name"), text("dump"), text("")]));
+    assert!(all.iter().any(|row| row[0] == text("work_mem")));
+    assert!(all
+        .windows(2)
+        .all(|w| w[0][0].to_text() < w[1][0].to_text()));
 }
 
 /// Set-returning functions in a SELECT list, as SQLAlchemy's reflection of a primary key

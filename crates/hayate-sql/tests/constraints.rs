@@ -381,3 +381,36 @@ fn pg_constraint_shows_checks_and_foreign_keys() {
         .map(|row| row.into_iter().map(String::from).collect::<Vec<_>>())
     );
 }
+
+/// Rows referencing one row, inserted by two open transactions: the referenced row is
+/// locked shared, so neither waits for the other (PostgreSQL's FOR KEY SHARE); a delete of
+/// it then waits for both and fails.
+#[test]
+fn inserts_referencing_one_row_do_not_wait_for_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = catalog(dir.path());
+    let mut a = Session::new(catalog.clone(), "a", "test");
+    let mut b = Session::new(catalog.clone(), "b", "test");
+    ok(
+        &mut a,
+        "CREATE TABLE p (id int PRIMARY KEY); \
+         CREATE TABLE c (id int PRIMARY KEY, p_id int REFERENCES p); \
+         INSERT INTO p VALUES (1)",
+    );
+    ok(&mut a, "BEGIN; INSERT INTO c VALUES (1, 1)");
+    // In this same thread: a wait for a's lock would time out (55P03) instead of passing.
+    ok(&mut b, "BEGIN; INSERT INTO c VALUES (2, 1)");
+    let mut deleter = Session::new(catalog.clone(), "d", "test");
+    let waiter = std::thread::spawn(move || {
+        let result = deleter
+            .execute_sql("DELETE FROM p WHERE id = 1")
+            .pop()
+            .unwrap();
+        result.err().map(|error| error.code)
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    ok(&mut a, "COMMIT");
+    ok(&mut b, "COMMIT");
+    assert_eq!(waiter.join().unwrap(), Some("23503"));
+    assert_eq!(ints(&mut a, "SELECT count(*) FROM c"), [[Some(2)]]);
+}

@@ -1,7 +1,10 @@
 //! Row locks for writers.
 //!
 //! A writer locks a row before changing it and keeps the lock until it commits or aborts, so
-//! two writers of one row never overlap. A lock wait first spins (`spin_count` polls), then
+//! two writers of one row never overlap. A shared lock (`lock_shared`: a foreign key's check
+//! of its referenced row, as PostgreSQL's FOR KEY SHARE) is held by any number of
+//! transactions at once and keeps writers out; a transaction that holds the only shared lock
+//! may take the row exclusively. A lock wait first spins (`spin_count` polls), then
 //! parks on its shard's condition variable, which every release notifies, so a waiter wakes
 //! as soon as the lock is free (a classic engine's 1 ms sleep per poll would cost more than
 //! the microsecond I/O the owner waits for). `park_time` only bounds one park between checks
@@ -47,8 +50,49 @@ impl Default for LockConfig {
 
 pub type LockKey = (u32, Vec<u8>);
 
+/// Who holds a row lock.
+enum Holder {
+    Exclusive(u64),
+    /// Transactions holding it shared (at least one).
+    Shared(Vec<u64>),
+}
+
+/// What a request found.
+enum Grant {
+    /// Taken; true if this request took it (false: the transaction already had it).
+    Taken(bool),
+    /// Held by another transaction, which the request waits for.
+    Blocked(u64),
+}
+
+impl Holder {
+    /// Grants `txn_id` the lock in the mode asked if the holders allow it.
+    fn grant(&mut self, txn_id: u64, shared: bool) -> Grant {
+        match self {
+            Holder::Exclusive(owner) if *owner == txn_id => Grant::Taken(false),
+            Holder::Exclusive(owner) => Grant::Blocked(*owner),
+            Holder::Shared(owners) if shared => {
+                if owners.contains(&txn_id) {
+                    Grant::Taken(false)
+                } else {
+                    owners.push(txn_id);
+                    Grant::Taken(true)
+                }
+            }
+            Holder::Shared(owners) => match owners.iter().find(|owner| **owner != txn_id) {
+                Some(other) => Grant::Blocked(*other),
+                None => {
+                    // The only shared holder upgrades; it is already in its list.
+                    *self = Holder::Exclusive(txn_id);
+                    Grant::Taken(false)
+                }
+            },
+        }
+    }
+}
+
 struct Shard {
-    owners: Mutex<HashMap<LockKey, u64>>,
+    owners: Mutex<HashMap<LockKey, Holder>>,
     released: Condvar,
 }
 
@@ -110,31 +154,54 @@ impl LockTable {
     /// call took it (false: `txn_id` already owned it), as `lock` answers.
     pub fn try_take(&self, txn_id: u64, key: &LockKey) -> Option<bool> {
         let mut owners = self.shard(key).owners.lock();
-        match owners.get(key) {
-            Some(&owner) => (owner == txn_id).then_some(false),
-            None => {
-                owners.insert(key.clone(), txn_id);
-                self.acquired.fetch_add(1, Ordering::Relaxed);
-                Some(true)
-            }
+        match self.request(&mut owners, txn_id, key, false) {
+            Grant::Taken(took) => Some(took),
+            Grant::Blocked(_) => None,
         }
     }
 
-    /// Takes the lock, waiting for the owner to finish. Returns true if this call took it
-    /// (false if `txn_id` already owned it).
+    /// One attempt of a request with the shard locked.
+    fn request(
+        &self,
+        owners: &mut HashMap<LockKey, Holder>,
+        txn_id: u64,
+        key: &LockKey,
+        shared: bool,
+    ) -> Grant {
+        match owners.get_mut(key) {
+            None => {
+                let holder = match shared {
+                    true => Holder::Shared(vec![txn_id]),
+                    false => Holder::Exclusive(txn_id),
+                };
+                owners.insert(key.clone(), holder);
+                self.acquired.fetch_add(1, Ordering::Relaxed);
+                Grant::Taken(true)
+            }
+            Some(holder) => holder.grant(txn_id, shared),
+        }
+    }
+
+    /// Takes the lock exclusively, waiting for its holders to finish. Returns true if this
+    /// call took it (false if `txn_id` already held it).
     pub fn lock(&self, txn_id: u64, key: &LockKey) -> Result<bool> {
+        self.acquire(txn_id, key, false)
+    }
+
+    /// Takes the lock shared (other shared holders are no obstacle, an exclusive one is
+    /// waited for). Returns true if this call took it (false if `txn_id` already held it,
+    /// in either mode).
+    pub fn lock_shared(&self, txn_id: u64, key: &LockKey) -> Result<bool> {
+        self.acquire(txn_id, key, true)
+    }
+
+    fn acquire(&self, txn_id: u64, key: &LockKey, shared: bool) -> Result<bool> {
         let shard = self.shard(key);
         for _ in 0..self.config.spin_count {
             {
                 let mut owners = shard.owners.lock();
-                match owners.get(key) {
-                    Some(&owner) if owner == txn_id => return Ok(false),
-                    Some(_) => {}
-                    None => {
-                        owners.insert(key.clone(), txn_id);
-                        self.acquired.fetch_add(1, Ordering::Relaxed);
-                        return Ok(true);
-                    }
+                if let Grant::Taken(took) = self.request(&mut owners, txn_id, key, shared) {
+                    return Ok(took);
                 }
             }
             std::hint::spin_loop();
@@ -144,15 +211,12 @@ impl LockTable {
         let mut owners = shard.owners.lock();
         let mut turn = 0;
         loop {
-            let owner = match owners.get(key) {
-                Some(&owner) if owner == txn_id => return Ok(false),
-                Some(&owner) => owner,
-                None => {
-                    owners.insert(key.clone(), txn_id);
+            let owner = match self.request(&mut owners, txn_id, key, shared) {
+                Grant::Taken(took) => {
                     self.waits_for.lock().remove(&txn_id);
-                    self.acquired.fetch_add(1, Ordering::Relaxed);
-                    return Ok(true);
+                    return Ok(took);
                 }
+                Grant::Blocked(owner) => owner,
             };
             if self.closes_cycle(txn_id, owner) {
                 self.deadlocks.fetch_add(1, Ordering::Relaxed);
@@ -203,7 +267,20 @@ impl LockTable {
         for key in keys {
             let shard = self.shard(key);
             let mut owners = shard.owners.lock();
-            if owners.get(key) == Some(&txn_id) {
+            let free = match owners.get_mut(key) {
+                Some(Holder::Exclusive(owner)) => *owner == txn_id,
+                Some(Holder::Shared(holders)) => {
+                    let before = holders.len();
+                    holders.retain(|holder| *holder != txn_id);
+                    if holders.len() != before && !holders.is_empty() {
+                        // One fewer holder: a waiting upgrade may go on.
+                        shard.released.notify_all();
+                    }
+                    holders.is_empty()
+                }
+                None => false,
+            };
+            if free {
                 owners.remove(key);
                 shard.released.notify_all();
             }
@@ -265,6 +342,52 @@ mod tests {
         assert!(
             matches!(second, Err(Error::Deadlock)) || matches!(first_result, Err(Error::Deadlock)),
             "one side must see a deadlock: {second:?} {first_result:?}"
+        );
+    }
+
+    #[test]
+    fn shared_holders_keep_writers_out_until_all_release() {
+        let table = Arc::new(LockTable::new(LockConfig::default()));
+        assert!(table.lock_shared(1, &key("p")).unwrap());
+        assert!(table.lock_shared(2, &key("p")).unwrap());
+        assert!(!table.lock_shared(2, &key("p")).unwrap(), "re-entrant");
+        assert_eq!(table.try_take(3, &key("p")), None);
+        let writer = {
+            let table = table.clone();
+            std::thread::spawn(move || table.lock(3, &key("p")))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        table.release_all(1, &[key("p")]);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!writer.is_finished(), "one shared holder is left");
+        table.release_all(2, &[key("p")]);
+        assert!(writer.join().unwrap().unwrap());
+        // A writer's lock keeps shared requests waiting; the only shared holder upgrades.
+        assert_eq!(table.try_take(4, &key("p")), None);
+        table.release_all(3, &[key("p")]);
+        assert!(table.lock_shared(4, &key("p")).unwrap());
+        assert!(!table.lock(4, &key("p")).unwrap());
+        assert_eq!(table.try_take(5, &key("p")), None);
+    }
+
+    #[test]
+    fn two_upgrades_of_one_shared_lock_deadlock() {
+        let table = Arc::new(LockTable::new(LockConfig::default()));
+        table.lock_shared(1, &key("p")).unwrap();
+        table.lock_shared(2, &key("p")).unwrap();
+        let first = {
+            let table = table.clone();
+            std::thread::spawn(move || table.lock(1, &key("p")))
+        };
+        std::thread::sleep(Duration::from_millis(30));
+        let second = table.lock(2, &key("p"));
+        if second.is_err() {
+            table.release_all(2, &[key("p")]);
+        }
+        let first = first.join().unwrap();
+        assert!(
+            matches!(second, Err(Error::Deadlock)) || matches!(first, Err(Error::Deadlock)),
+            "one side must see a deadlock: {second:?} {first:?}"
         );
     }
 

@@ -260,6 +260,32 @@ impl Transaction {
         self.manager.read_visible(tree, key, u64::MAX)
     }
 
+    /// Locks a row shared (other shared holders allowed, writers kept out until this
+    /// transaction ends) and returns its newest committed version, or this transaction's own
+    /// write: a foreign key's check that its referenced row exists and stays (PostgreSQL's
+    /// FOR KEY SHARE). Rows inserting references to one row no longer queue behind each other.
+    pub fn lock_shared_latest(&mut self, tree: TreeId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(write) = self.writes.get(&(tree, key.to_vec())) {
+            return Ok(write.clone());
+        }
+        if self.finished {
+            return Err(Error::TransactionClosed);
+        }
+        if self.read_only {
+            return Err(Error::ReadOnlyTransaction);
+        }
+        let lock_key = (tree, key.to_vec());
+        let taken = self
+            .manager
+            .locks
+            .lock_shared(self.txn_id, &lock_key)
+            .map_err(|error| self.fail(error))?;
+        if taken {
+            self.locked.push(lock_key);
+        }
+        self.manager.read_visible(tree, key, u64::MAX)
+    }
+
     /// Moves the snapshot to the newest published commit (READ COMMITTED: each statement
     /// reads what was committed before it started). Writes and locks are kept.
     pub fn refresh_snapshot(&mut self) {

@@ -3,10 +3,11 @@
 //! 1. A new or changed row must pass every CHECK of its table (`check_row`; NULL passes).
 //! 2. A row whose foreign key columns are all non-NULL and new (an insert, or an update that
 //!    changed them) needs its referenced row (`check_references`): the referenced table's
-//!    row with those values in its primary key or unique index is locked and read at its
-//!    newest committed version (`Transaction::lock_latest`). The lock orders us against a
-//!    transaction deleting that row: whichever comes second sees the other's commit, so no
-//!    referencing row is ever left without its referenced row.
+//!    row with those values in its primary key or unique index is locked shared and read at
+//!    its newest committed version (`Transaction::lock_shared_latest`). The lock orders us
+//!    against a transaction deleting that row (which locks it exclusively): whichever comes
+//!    second sees the other's commit, so no referencing row is ever left without its
+//!    referenced row, while inserts referencing one row do not wait for each other.
 //! 3. When a referenced row is deleted or its key changed (`referenced_row_changed`, after the
 //!    write locked it), the referencing rows are found at their newest committed versions
 //!    (`Transaction::scan_latest`, through an index whose leading columns are the foreign key
@@ -105,7 +106,7 @@ impl Executor<'_> {
             }
             let parent = self.catalog.table(&foreign.table)?;
             let found = match self.referenced_key(&parent, foreign, &values)? {
-                Some((tree, key)) => txn.lock_latest(tree, &key)?.is_some(),
+                Some((tree, key)) => txn.lock_shared_latest(tree, &key)?.is_some(),
                 None => false,
             };
             if !found {

@@ -625,6 +625,13 @@ impl Plan {
                 name: "QUERY PLAN".into(),
                 data_type: DataType::Text,
             }],
+            Plan::Show { name } if name == "all" => ["name", "setting", "description"]
+                .into_iter()
+                .map(|name| OutputColumn {
+                    name: name.into(),
+                    data_type: DataType::Text,
+                })
+                .collect(),
             Plan::Show { name } => vec![OutputColumn {
                 name: name.clone(),
                 data_type: DataType::Text,

@@ -329,6 +329,22 @@ impl Session {
                 self.settings_changed();
                 Ok(command("SET"))
             }
+            Plan::Show { name } if name == "all" => Ok(Outcome::Rows {
+                columns: plan.columns(),
+                rows: self
+                    .settings
+                    .iter()
+                    .filter(|(name, _)| !name.starts_with("hayate."))
+                    .map(|(name, value)| {
+                        vec![
+                            Value::Text(name.clone()),
+                            Value::Text(value.clone()),
+                            Value::Text(String::new()),
+                        ]
+                    })
+                    .collect(),
+                command: "SHOW".into(),
+            }),
             Plan::Show { name } => {
                 let value = self.settings.get(name).cloned().ok_or_else(|| {
                     SqlError::new(

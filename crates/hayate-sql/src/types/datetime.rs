@@ -165,6 +165,10 @@ fn parse_time(rest: &str, text: &str, type_name: &str) -> SqlResult<(i64, Option
     if rest.is_empty() {
         return Ok((0, None));
     }
+    // A date followed by a zone alone ('2026-11-25 +00', what BenchBase sends): midnight there.
+    if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+        return Ok((0, parse_zone(rest.trim()).ok_or_else(syntax)?));
+    }
     let zone_at = rest.find(['+', '-', 'z', 'u', ' ']).unwrap_or(rest.len());
     let (time, zone) = (&rest[..zone_at], rest[zone_at..].trim());
     let mut fields = time.split(':');
@@ -370,6 +374,20 @@ mod tests {
             parse_date("2021-02-29").unwrap_err().code,
             sqlstate::DATETIME_FIELD_OVERFLOW
         );
+        // A date with a zone and no time is midnight there.
+        assert_eq!(
+            parse_timestamptz("2026-11-25 +00"),
+            parse_timestamptz("2026-11-25 00:00:00+00")
+        );
+        assert_eq!(
+            parse_timestamptz("2026-11-25 -02"),
+            parse_timestamptz("2026-11-25 02:00:00+00")
+        );
+        assert_eq!(
+            parse_timestamp("2026-11-25 +00"),
+            parse_timestamp("2026-11-25 00:00")
+        );
+        assert!(parse_timestamp("2026-11-25 x").is_err());
     }
 
     #[test]
