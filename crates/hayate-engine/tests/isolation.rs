@@ -410,7 +410,7 @@ fn serializable_threads_never_overdraw_two_accounts() {
                         if x + y < 100 {
                             break;
                         }
-                        let (key, balance) = if (round + thread as u32) % 2 == 0 {
+                        let (key, balance) = if (round + thread as u32).is_multiple_of(2) {
                             (&b"x"[..], x)
                         } else {
                             (&b"y"[..], y)

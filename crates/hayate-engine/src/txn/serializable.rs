@@ -23,11 +23,17 @@ use std::ops::Bound;
 
 use super::TreeId;
 
+/// A key range of one tree, as a scan asked for it.
+type KeyRange = (TreeId, Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// The keys one commit wrote, with its timestamp.
+type CommitKeys = (u64, Vec<(TreeId, Vec<u8>)>);
+
 /// What a serializable transaction read.
 #[derive(Debug, Default)]
 pub(crate) struct ReadSet {
     points: HashSet<(TreeId, Vec<u8>)>,
-    ranges: Vec<(TreeId, Bound<Vec<u8>>, Bound<Vec<u8>>)>,
+    ranges: Vec<KeyRange>,
 }
 
 impl ReadSet {
@@ -78,7 +84,7 @@ pub(crate) struct RecentWrites {
     /// of each running serializable transaction -> how many.
     floors: BTreeMap<u64, usize>,
     /// (commit timestamp, written keys), oldest first.
-    commits: VecDeque<(u64, Vec<(TreeId, Vec<u8>)>)>,
+    commits: VecDeque<CommitKeys>,
 }
 
 impl RecentWrites {

@@ -32,13 +32,19 @@ use crate::plan::bind::Binder;
 use crate::plan::Expr;
 use crate::types::Value;
 
+/// A table's CHECKs, bound: (name, expression).
+type BoundChecks = Rc<Vec<(String, Expr)>>;
+
+/// The foreign keys referencing a table: (referencing table, key position).
+type Referencing = Rc<Vec<(Arc<Table>, usize)>>;
+
 /// What one statement looked up about constraints, kept for its other rows.
 #[derive(Default)]
 pub struct ConstraintCache {
-    /// Table name -> its CHECKs, bound.
-    checks: RefCell<HashMap<String, Rc<Vec<(String, Expr)>>>>,
-    /// Table name -> the foreign keys referencing it: (referencing table, key position).
-    referencing: RefCell<HashMap<String, Rc<Vec<(Arc<Table>, usize)>>>>,
+    /// Table name -> its CHECKs.
+    checks: RefCell<HashMap<String, BoundChecks>>,
+    /// Table name -> the foreign keys referencing it.
+    referencing: RefCell<HashMap<String, Referencing>>,
 }
 
 impl Executor<'_> {
@@ -63,7 +69,7 @@ impl Executor<'_> {
         Ok(())
     }
 
-    fn bound_checks(&self, table: &Table) -> SqlResult<Rc<Vec<(String, Expr)>>> {
+    fn bound_checks(&self, table: &Table) -> SqlResult<BoundChecks> {
         if let Some(checks) = self.constraints.checks.borrow().get(&table.def.name) {
             return Ok(checks.clone());
         }
@@ -278,7 +284,7 @@ impl Executor<'_> {
     }
 
     /// The foreign keys referencing `table`, looked up once per statement.
-    fn referencing(&self, table: &Table) -> Rc<Vec<(Arc<Table>, usize)>> {
+    fn referencing(&self, table: &Table) -> Referencing {
         if let Some(found) = self.constraints.referencing.borrow().get(&table.def.name) {
             return found.clone();
         }

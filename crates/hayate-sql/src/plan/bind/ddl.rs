@@ -485,7 +485,7 @@ impl Binder<'_> {
 /// A constraint written with a column or in the table's list, not yet named.
 enum Constraint {
     Check(Option<String>, String),
-    ForeignKey(Option<String>, Vec<String>, ast::ForeignKeyConstraint),
+    ForeignKey(Option<String>, Vec<String>, Box<ast::ForeignKeyConstraint>),
 }
 
 /// A column definition; the key flag says PRIMARY KEY (true) or UNIQUE (false).
@@ -534,7 +534,7 @@ fn column_def_with_constraints(
                     .or(foreign.name.as_ref())
                     .map(ident_name),
                 vec![ident_name(&column.name)],
-                foreign.clone(),
+                Box::new(foreign.clone()),
             )),
             ast::ColumnOption::Generated {
                 generated_as,
@@ -578,7 +578,7 @@ fn table_constraint(constraint: &ast::TableConstraint) -> Option<Constraint> {
         ast::TableConstraint::ForeignKey(foreign) => Some(Constraint::ForeignKey(
             foreign.name.as_ref().map(ident_name),
             foreign.columns.iter().map(ident_name).collect(),
-            foreign.clone(),
+            Box::new(foreign.clone()),
         )),
         _ => None,
     }
