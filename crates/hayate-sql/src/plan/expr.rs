@@ -10,6 +10,8 @@ use crate::types::{datetime, numeric, DataType, Value};
 
 mod functions;
 
+pub(crate) use functions::BACKEND_PID_SETTING;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryOp {
     Add,

@@ -40,7 +40,6 @@ use crate::plan::{EvalContext, Isolation, OutputColumn, Plan};
 use crate::types::DataType;
 
 use settings::default_settings;
-pub(crate) use settings::BACKEND_PID_SETTING;
 pub use statement::parse;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

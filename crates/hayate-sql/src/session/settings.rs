@@ -9,10 +9,8 @@
 use std::collections::BTreeMap;
 
 use super::Session;
+use crate::plan::expr::BACKEND_PID_SETTING;
 use crate::plan::Isolation;
-
-/// The setting that holds the connection's process id (pg_backend_pid).
-pub(crate) const BACKEND_PID_SETTING: &str = "hayate.backend_pid";
 
 pub(super) fn default_settings(user: &str, database: &str) -> BTreeMap<String, String> {
     let pairs = [

@@ -18,7 +18,7 @@ use crate::plan::expr::{BinaryOp, EvalContext, Expr, SystemCall};
 use crate::system::functions::{Function, SystemFunction};
 use crate::types::{DataType, Value};
 
-fn call(function: Function, args: Vec<Expr>, catalog: &Catalog) -> Expr {
+pub(super) fn call(function: Function, args: Vec<Expr>, catalog: &Catalog) -> Expr {
     Expr::System(Box::new(SystemCall {
         function: SystemFunction::new(function, catalog),
         args,
@@ -284,67 +284,6 @@ pub(super) fn bind_cast(
     }
 }
 
-/// `(record).x` / `(record).n`: the fields of information_schema._pg_expandarray's records
-/// (pgJDBC's getPrimaryKeys and getIndexInfo). On a call of the function in a SELECT list
-/// they are the set-returning calls unnest (x) and generate_subscripts (n), which run side
-/// by side as PostgreSQL's do; on a value (a derived table's column of those records) they
-/// read the record's text `(x,n)`.
-fn bind_record_field(
-    binder: &mut Binder,
-    catalog: &Catalog,
-    root: &ast::Expr,
-    dots: &[ast::AccessExpr],
-    expr: &ast::Expr,
-) -> SqlResult<(Expr, DataType)> {
-    let field = match dots {
-        [ast::AccessExpr::Dot(ast::Expr::Identifier(ident))] => ident.value.to_lowercase(),
-        _ => return Err(SqlError::unsupported(format!("the expression {expr}"))),
-    };
-    let position = match field.as_str() {
-        "x" => 1,
-        "n" => 2,
-        _ => {
-            return Err(SqlError::unsupported(format!(
-                "the field {field} of a record"
-            )))
-        }
-    };
-    let mut inner = root;
-    while let ast::Expr::Nested(nested) = inner {
-        inner = nested;
-    }
-    if let ast::Expr::Function(function) = inner {
-        if super::expr::function_name(function) == "_pg_expandarray" {
-            let args: Vec<ast::Expr> = super::expr::function_args(function)
-                .into_iter()
-                .filter_map(|arg| match arg {
-                    super::expr::FunctionArg::Expr(e) => Some(e.clone()),
-                    _ => None,
-                })
-                .collect();
-            let name = if position == 1 {
-                "unnest_integers"
-            } else {
-                "generate_subscripts"
-            };
-            return binder.bind_set_call(name, &args);
-        }
-    }
-    let (record, _) = binder.bind_expr(root, None)?;
-    let field = call(
-        Function::Subscript,
-        vec![record, Expr::Literal(Value::Int(position))],
-        catalog,
-    );
-    Ok((
-        Expr::Cast {
-            expr: Box::new(field),
-            to: DataType::Int4,
-        },
-        DataType::Int4,
-    ))
-}
-
 /// Binds the expressions the binder does not know: COLLATE (ignored), `x = ANY(array)`,
 /// CASE, ARRAY[...] and subscripts.
 pub(super) fn bind_other(
@@ -449,7 +388,7 @@ pub(super) fn bind_other(
                 ast::Expr::CompoundIdentifier(idents) => idents.clone(),
                 _ if dots.is_empty() => Vec::new(),
                 // `(record).field`: the fields of _pg_expandarray's records.
-                _ => return bind_record_field(binder, catalog, root, dots, expr),
+                _ => return binder.bind_record_field(catalog, root, dots, expr),
             };
             for dot in dots {
                 let ast::AccessExpr::Dot(ast::Expr::Identifier(ident)) = dot else {

@@ -7,12 +7,15 @@
 
 use sqlparser::ast;
 
-use super::expr::{aggregate_function, function_args, function_name};
+use super::expr::{aggregate_function, function_args, function_name, FunctionArg};
 use super::Binder;
+use crate::catalog::Catalog;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
 use crate::plan::{SortKey, WindowCall, WindowFunction};
+use crate::system::functions::Function;
 use crate::types::DataType;
+use crate::types::Value;
 
 const WINDOWING_ERROR: &str = "42P20";
 
@@ -213,5 +216,68 @@ impl Binder<'_> {
             });
         }
         Ok((partition_by, order_by))
+    }
+}
+
+impl Binder<'_> {
+    /// `(record).x` / `(record).n`: the fields of information_schema._pg_expandarray's records
+    /// (pgJDBC's getPrimaryKeys and getIndexInfo). On a call of the function in a SELECT list
+    /// they are the set-returning calls unnest (x) and generate_subscripts (n), which run side
+    /// by side as PostgreSQL's do; on a value (a derived table's column of those records) they
+    /// read the record's text `(x,n)`.
+    pub(super) fn bind_record_field(
+        &mut self,
+        catalog: &Catalog,
+        root: &ast::Expr,
+        dots: &[ast::AccessExpr],
+        expr: &ast::Expr,
+    ) -> SqlResult<(Expr, DataType)> {
+        let field = match dots {
+            [ast::AccessExpr::Dot(ast::Expr::Identifier(ident))] => ident.value.to_lowercase(),
+            _ => return Err(SqlError::unsupported(format!("the expression {expr}"))),
+        };
+        let position = match field.as_str() {
+            "x" => 1,
+            "n" => 2,
+            _ => {
+                return Err(SqlError::unsupported(format!(
+                    "the field {field} of a record"
+                )))
+            }
+        };
+        let mut inner = root;
+        while let ast::Expr::Nested(nested) = inner {
+            inner = nested;
+        }
+        if let ast::Expr::Function(function) = inner {
+            if function_name(function) == "_pg_expandarray" {
+                let args: Vec<ast::Expr> = function_args(function)
+                    .into_iter()
+                    .filter_map(|arg| match arg {
+                        FunctionArg::Expr(e) => Some(e.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let name = if position == 1 {
+                    "unnest_integers"
+                } else {
+                    "generate_subscripts"
+                };
+                return self.bind_set_call(name, &args);
+            }
+        }
+        let (record, _) = self.bind_expr(root, None)?;
+        let field = super::system::call(
+            Function::Subscript,
+            vec![record, Expr::Literal(Value::Int(position))],
+            catalog,
+        );
+        Ok((
+            Expr::Cast {
+                expr: Box::new(field),
+                to: DataType::Int4,
+            },
+            DataType::Int4,
+        ))
     }
 }

@@ -9,8 +9,10 @@ use md5::{Digest, Md5};
 
 use super::{float_result, out_of_range, EvalContext, Expr, ScalarFunction};
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::session::BACKEND_PID_SETTING;
 use crate::types::{datetime, numeric, DataType, Value};
+
+/// The session setting that holds the connection's process id (pg_backend_pid).
+pub(crate) const BACKEND_PID_SETTING: &str = "hayate.backend_pid";
 
 /// A JSON string literal.
 fn json_string(text: &str) -> String {
