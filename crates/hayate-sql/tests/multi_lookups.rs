@@ -47,6 +47,14 @@ fn load(session: &mut Session) {
     }
 }
 
+/// A database with the tables of `load`.
+fn loaded() -> (tempfile::TempDir, Session) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session(dir.path());
+    load(&mut session);
+    (dir, session)
+}
+
 fn query_ok(session: &mut Session, sql: &str) {
     session
         .execute_sql(sql)
@@ -99,9 +107,7 @@ fn predicate(rng: &mut StdRng, round: usize, c: &dyn Fn(&str) -> String) -> Stri
 
 #[test]
 fn in_lists_and_ors_are_unions_of_lookups_with_the_scan_rows() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut session = session(dir.path());
-    load(&mut session);
+    let (_dir, mut session) = loaded();
     let plan = explain(
         &mut session,
         "SELECT q FROM s WHERE w = 1 AND i IN (10, 20, 30)",
@@ -164,9 +170,7 @@ fn in_lists_and_ors_are_unions_of_lookups_with_the_scan_rows() {
 
 #[test]
 fn constants_pass_through_join_equalities() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut session = session(dir.path());
-    load(&mut session);
+    let (_dir, mut session) = loaded();
     // TPC-C kits' customer-and-warehouse read, the big table first.
     let sql = "SELECT q, tax FROM s, wh WHERE w_id = 2 AND w = w_id AND i = 77";
     let plan = explain(&mut session, sql);
@@ -207,4 +211,47 @@ fn constants_pass_through_join_equalities() {
     );
     let expected = query(&mut session, "SELECT w, q FROM s WHERE i = 10 ORDER BY w");
     assert_eq!(rows, expected);
+}
+
+/// A FROM list whose first table would be read whole while a later one has a point lookup
+/// starts with the later one (the columns still come in the written order).
+#[test]
+fn a_narrow_table_written_second_is_read_first() {
+    let (_dir, mut session) = loaded();
+    let sql = "SELECT * FROM wh, s WHERE s.w = 1 AND s.i = 5 AND wh.w_id = s.q % 3 + 1";
+    let plan = explain(&mut session, sql);
+    assert!(!plan.contains("Full Scan"), "{plan}");
+    assert!(plan.contains("Point Lookup on s"), "{plan}");
+    // The same query with its keys hidden keeps the written order and scans.
+    let hidden = "SELECT * FROM wh, s WHERE s.w + 0 = 1 AND s.i + 0 = 5 AND wh.w_id = s.q % 3 + 1";
+    assert!(explain(&mut session, hidden).contains("Full Scan"));
+    let rows = query(&mut session, sql);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows, query(&mut session, hidden));
+    // wh's columns first, as written.
+    assert_eq!(rows[0].len(), 6);
+    assert_eq!(rows[0][2], Value::Int(1));
+    assert_eq!(rows[0][3], Value::Int(5));
+    // Three tables, the narrow one last; with a LEFT JOIN the order stays as written.
+    let three = "SELECT wh.w_id, s.q, w2.tax FROM wh, wh AS w2, s \
+                 WHERE s.w = 2 AND s.i = 7 AND wh.w_id = s.w AND w2.w_id = wh.w_id";
+    let plan = explain(&mut session, three);
+    assert!(!plan.contains("Full Scan"), "{plan}");
+    let rows = query(&mut session, three);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][0], Value::Int(2));
+    let left = "SELECT * FROM wh LEFT JOIN s ON s.w = wh.w_id AND s.i = 5 WHERE wh.w_id < 3";
+    assert_eq!(query(&mut session, left).len(), 2);
+    // A few rows from an index look their partners up by key instead of merging with a
+    // scan of the whole other table.
+    let lookup = "SELECT b.q FROM s AS a, s AS b WHERE a.w = 1 AND a.name = 'n3' \
+                  AND b.w = a.w AND b.i = a.i";
+    let plan = explain(&mut session, lookup);
+    assert!(plan.contains("Index Nested Loop"), "{plan}");
+    assert!(!plan.contains("Full Scan"), "{plan}");
+    let expected = query(
+        &mut session,
+        "SELECT q FROM s WHERE w = 1 AND name = 'n3' ORDER BY i",
+    );
+    assert_eq!(query(&mut session, lookup), expected);
 }

@@ -116,7 +116,7 @@ const MAX_UNION: usize = 1024;
 /// How narrow a path is, comparable: a point lookup (3), an index lookup (2, unique or not
 /// and its width), a range scan (1, equal columns, bounded), a full scan (0). A union is
 /// as narrow as its widest branch.
-fn narrowness(table: &Table, access: &Access) -> (u8, usize, bool) {
+pub(crate) fn narrowness(table: &Table, access: &Access) -> (u8, usize, bool) {
     match access {
         Access::Point(_) => (3, 0, false),
         Access::Index(IndexAccess {

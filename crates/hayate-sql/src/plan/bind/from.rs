@@ -700,7 +700,133 @@ fn implied_constants<'a>(conjuncts: impl Iterator<Item = &'a Expr>) -> Vec<Expr>
     implied
 }
 
+/// Plans the joins, the items first put in a better order when the written order starts with
+/// an item read whole while another has a narrow path (`reorder`); a Project then puts the
+/// columns back in the written order.
 fn plan_joins(items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> SqlResult<Relation> {
+    let width = items.last().map_or(0, |item| item.end);
+    match reorder(items, where_conjuncts) {
+        Ok((items, where_conjuncts, new_position)) => {
+            let root = plan_joins_in_order(items, where_conjuncts)?;
+            let exprs = (0..width)
+                .map(|old| Expr::Column(new_position[old]))
+                .collect();
+            Ok(Relation::Project {
+                input: Box::new(root),
+                exprs,
+            })
+        }
+        Err((items, where_conjuncts)) => plan_joins_in_order(items, where_conjuncts),
+    }
+}
+
+/// FROM items with their conditions (handed back when `reorder` keeps the written order).
+type Unordered = (Vec<FromItem>, Vec<Expr>);
+
+/// FROM items and conditions in a new order, and where each written column went.
+type Reordered = (Vec<FromItem>, Vec<Expr>, Vec<usize>);
+
+/// Join order for inner joins of plain items (no outer join, no LATERAL, no correlated
+/// subquery in a condition): the written order unless its first item is read whole
+/// (no key narrows it) while another item has a point lookup, an index lookup or a range scan
+/// from its own and implied conditions (`FROM customer, frequent_flyer WHERE ff_c_id_str = ?
+/// AND ff_c_id = c_id` starts with frequent_flyer's index). The narrowest item goes first,
+/// then, greedily, the narrowest item joined by an equality to those placed (else the next
+/// written). Returns the items and conditions renumbered and where each written column went;
+/// Err hands everything back unchanged. No statistics: shape only.
+fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered, Unordered> {
+    let plain = items.len() >= 2
+        && items
+            .iter()
+            .all(|item| item.kind == ItemJoin::Inner && !item.lateral)
+        && !items
+            .iter()
+            .flat_map(|item| item.on.iter())
+            .chain(conditions.iter())
+            .any(has_correlated_subquery);
+    if !plain {
+        return Err((items, conditions));
+    }
+    let mut all: Vec<Expr> = conditions.clone();
+    all.extend(items.iter().flat_map(|item| item.on.iter().cloned()));
+    all.extend(implied_constants(all.clone().iter()));
+    let rank = |item: &FromItem| -> (u8, usize, bool) {
+        let Relation::Table { read, .. } = &item.relation else {
+            return (0, 0, false);
+        };
+        let own: Vec<Expr> = all
+            .iter()
+            .filter(|e| {
+                column_range(e).is_some_and(|(low, high)| low >= item.start && high < item.end)
+            })
+            .map(|e| shift(e.clone(), item.start))
+            .collect();
+        let mut filter = read.filter.clone().into_iter().collect::<Vec<_>>();
+        filter.extend(own);
+        let access = access::choose(&read.table, and_all(filter).as_ref());
+        access::narrowness(&read.table, &access)
+    };
+    let ranks: Vec<_> = items.iter().map(rank).collect();
+    let best = (0..items.len())
+        .max_by(|a, b| ranks[*a].cmp(&ranks[*b]).then(b.cmp(a)))
+        .expect("two items or more");
+    if ranks[0].0 > 0 || ranks[best].0 == 0 || best == 0 {
+        return Err((items, conditions));
+    }
+    // Greedy order: joined to what is placed, narrowest first.
+    let joins = |a: &FromItem, b: &FromItem| {
+        all.iter().any(|e| {
+            let Some((l, r)) = equality(e) else {
+                return false;
+            };
+            let within = |x: &Expr, item: &FromItem| {
+                column_range(x).is_some_and(|(low, high)| low >= item.start && high < item.end)
+            };
+            (within(l, a) && within(r, b)) || (within(l, b) && within(r, a))
+        })
+    };
+    let mut order = vec![best];
+    while order.len() < items.len() {
+        let next = (0..items.len())
+            .filter(|i| !order.contains(i))
+            .filter(|i| order.iter().any(|p| joins(&items[*p], &items[*i])))
+            .max_by(|a, b| ranks[*a].cmp(&ranks[*b]).then(b.cmp(a)))
+            .or_else(|| (0..items.len()).find(|i| !order.contains(i)))
+            .expect("an item is left");
+        order.push(next);
+    }
+    // Renumber: the columns of the items in their new order.
+    let width = items.last().map_or(0, |item| item.end);
+    let mut new_position = vec![0; width];
+    let mut offset = 0;
+    for position in &order {
+        let item = &items[*position];
+        for (k, column) in (item.start..item.end).enumerate() {
+            new_position[column] = offset + k;
+        }
+        offset += item.end - item.start;
+    }
+    let mut slots: Vec<Option<FromItem>> = items.into_iter().map(Some).collect();
+    let mut reordered = Vec::with_capacity(slots.len());
+    let mut offset = 0;
+    for position in &order {
+        let mut item = slots[*position].take().expect("each item once");
+        // Inner joins: ON conditions are conditions of the whole join.
+        conditions.append(&mut item.on);
+        let width = item.end - item.start;
+        item.start = offset;
+        item.end = offset + width;
+        offset += width;
+        reordered.push(item);
+    }
+    let conditions = conditions
+        .into_iter()
+        .map(|e| remap(e, &|column| new_position[column]))
+        .collect();
+    Ok((reordered, conditions, new_position))
+}
+
+fn plan_joins_in_order(items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> SqlResult<Relation> {
     if items.is_empty() {
         let root = Relation::Values(vec![Vec::new()]);
         return Ok(filter(root, where_conjuncts));
@@ -901,7 +1027,10 @@ fn join(
     // Merge join: two key-ordered scans joined on a prefix of both primary keys arrive
     // sorted on the join keys, so they merge in one pass of each (sequential reads).
     if let (Relation::Table { read: l, .. }, Relation::Table { read: r, .. }) = (&left, &right) {
-        let scans = !matches!(l.access, Access::Point(_)) && !matches!(r.access, Access::Point(_));
+        // Two primary key scans; a left side of a few lookups (a point, an index lookup, a
+        // union) joins better by looking its rows up on the right.
+        let scan = |access: &Access| matches!(access, Access::Full | Access::Range { .. });
+        let scans = scan(&l.access) && scan(&r.access);
         let mut pairs = Vec::new();
         for (lc, rc) in l.table.def.primary_key.iter().zip(&r.table.def.primary_key) {
             let (lk, rk) = (Expr::Column(*lc), Expr::Column(start + rc));
