@@ -38,9 +38,7 @@ pub(crate) struct ReadSet {
 
 impl ReadSet {
     pub(crate) fn point(&mut self, tree: TreeId, key: &[u8]) {
-        if !self.points.contains(&(tree, key.to_vec())) {
-            self.points.insert((tree, key.to_vec()));
-        }
+        self.points.insert((tree, key.to_vec()));
     }
 
     pub(crate) fn range(&mut self, tree: TreeId, start: Bound<&[u8]>, end: Bound<&[u8]>) {

@@ -311,6 +311,27 @@ impl Catalog {
         })
     }
 
+    /// The foreign keys of other tables (and of the table itself) that reference `table`:
+    /// (referencing table, position in its `foreign_keys`), by table name.
+    pub fn referencing(&self, table: &str) -> Vec<(Arc<Table>, usize)> {
+        let state = self.state.read();
+        let mut found: Vec<(Arc<Table>, usize)> = state
+            .tables
+            .values()
+            .flat_map(|child| {
+                child
+                    .def
+                    .foreign_keys
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, key)| key.table == table)
+                    .map(|(position, _)| (child.clone(), position))
+            })
+            .collect();
+        found.sort_by(|(a, x), (b, y)| (&a.def.name, x).cmp(&(&b.def.name, y)));
+        found
+    }
+
     pub fn table_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.state.read().tables.keys().cloned().collect();
         names.sort();

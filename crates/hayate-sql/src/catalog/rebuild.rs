@@ -100,10 +100,9 @@ impl Catalog {
                         ));
                     }
                     let column_name = def.columns[*column].name.clone();
-                    for other in self.state.read().tables.values() {
-                        if let Some(key) = other.def.foreign_keys.iter().find(|key| {
-                            key.table == def.name && key.referenced.contains(&column_name)
-                        }) {
+                    for (other, position) in self.referencing(&def.name) {
+                        let key = &other.def.foreign_keys[position];
+                        if key.referenced.contains(&column_name) {
                             return Err(SqlError::new(
                                 sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
                                 format!(

@@ -288,18 +288,7 @@ impl Executor<'_> {
         if let Some(found) = self.constraints.referencing.borrow().get(&table.def.name) {
             return found.clone();
         }
-        let mut found = Vec::new();
-        for name in self.catalog.table_names() {
-            let Ok(child) = self.catalog.table(&name) else {
-                continue;
-            };
-            for (position, foreign) in child.def.foreign_keys.iter().enumerate() {
-                if foreign.table == table.def.name {
-                    found.push((child.clone(), position));
-                }
-            }
-        }
-        let found = Rc::new(found);
+        let found = Rc::new(self.catalog.referencing(&table.def.name));
         self.constraints
             .referencing
             .borrow_mut()

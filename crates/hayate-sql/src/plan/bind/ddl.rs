@@ -203,21 +203,16 @@ impl Binder<'_> {
             }
         }
         let names: Vec<&str> = tables.iter().map(|t| t.def.name.as_str()).collect();
-        for child in self.catalog.table_names() {
-            if names.contains(&child.as_str()) {
-                continue;
-            }
-            let child = self.catalog.table(&child)?;
-            if let Some(key) = child
-                .def
-                .foreign_keys
+        for name in &names {
+            let referencing = self.catalog.referencing(name);
+            if let Some((child, _)) = referencing
                 .iter()
-                .find(|key| names.contains(&key.table.as_str()))
+                .find(|(child, _)| !names.contains(&child.def.name.as_str()))
             {
                 return Err(SqlError::unsupported(format!(
                     "TRUNCATE of a table referenced in a foreign key constraint: table \"{}\" \
-                     references \"{}\" (truncate it in the same command)",
-                    child.def.name, key.table
+                     references \"{name}\" (truncate it in the same command)",
+                    child.def.name
                 )));
             }
         }
