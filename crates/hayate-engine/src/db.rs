@@ -8,8 +8,10 @@
 //! 5. Replay the log (`txn::recovery`), then checkpoint so the next start begins here.
 //! 6. Start the maintenance thread: purge, cleaner passes, checkpoints by log volume or time.
 
+mod backup;
 mod replication;
 
+pub use backup::{is_backup_file, BackupReport, BackupWriter};
 pub use replication::ApplyReport;
 
 use std::collections::HashSet;

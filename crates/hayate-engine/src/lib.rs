@@ -37,7 +37,8 @@ mod wal;
 pub use btree::TreeCheckReport;
 pub use buffer::{BufferStats, LatchConfig};
 pub use db::{
-    ApplyReport, BufferSize, CheckReport, Database, DatabaseConfig, DatabaseStats, IoBackend,
+    is_backup_file, ApplyReport, BackupReport, BackupWriter, BufferSize, CheckReport, Database,
+    DatabaseConfig, DatabaseStats, IoBackend,
 };
 pub use error::{Error, Result};
 pub use page::{validate_page_size, PAGE_SIZE_DEFAULT};

@@ -697,6 +697,11 @@ impl TxnManager {
         Ok(())
     }
 
+    /// Holds off checkpoints until the guard drops (a base backup's copy).
+    pub(crate) fn hold_checkpoints(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.checkpoint_lock.lock()
+    }
+
     /// Takes a checkpoint (see docs/design.md, "Checkpoint protocol").
     pub fn checkpoint(&self) -> Result<u64> {
         let _single = self.checkpoint_lock.lock();
