@@ -30,6 +30,7 @@ mod commit_wait;
 mod connection;
 mod extended;
 mod fiber_task;
+pub mod ha;
 pub mod handler;
 pub mod replication;
 mod send_batch;

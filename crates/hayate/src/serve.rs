@@ -17,6 +17,8 @@ use std::sync::Arc;
 use clap::Args;
 use hayate::error::{CliError, CliResult, Context};
 use hayate_engine::{BufferSize, Database, DatabaseConfig};
+use hayate_server::ha::{Coordinator, HaConfig, Role, RoleEnd};
+use hayate_server::replication::{Identity, Primary};
 use hayate_server::unix_socket::UnixSocket;
 use hayate_server::{AuthMethod, Listeners, ServerConfig};
 use hayate_sql::Catalog;
@@ -36,6 +38,10 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   log_level = \"info\"          # error | warn | info | debug | trace (RUST_LOG wins)
   ha_replication_listen = \"127.0.0.1:6433\"  # primary: standbys connect here; commits wait for one
   ha_follow = \"127.0.0.1:6433\"              # standby: follow this primary (read-only, hot)
+  ha_etcd = \"http://127.0.0.1:2379\"         # HA through etcd (with ha_node, ha_replication_listen)
+  ha_cluster = \"hayate\"                     # the cluster's name in etcd
+  ha_node = \"a\"                             # this node's name
+  ha_ttl = 2                                # leader lease, seconds
   [users]                     # user = password, for every method but trust
   alice = \"secret\"
 See docs/hayate.toml.example.";
@@ -91,6 +97,22 @@ pub struct ServeArgs {
     /// copy of the primary's taken while it was stopped.
     #[arg(long, value_name = "HOST:PORT")]
     pub ha_follow: Option<String>,
+    /// High availability through etcd: the endpoints (comma-separated URLs). The node that
+    /// holds the leader key is the primary; the others seed themselves from it, follow it,
+    /// and the synchronous standby takes over when its lease runs out. Needs --ha-node and
+    /// --ha-replication-listen.
+    #[arg(long, value_name = "URLS")]
+    pub ha_etcd: Option<String>,
+    /// The cluster's name in etcd [default: hayate].
+    #[arg(long, value_name = "NAME")]
+    pub ha_cluster: Option<String>,
+    /// This node's name, unique in the cluster.
+    #[arg(long, value_name = "NAME")]
+    pub ha_node: Option<String>,
+    /// The leader lease's time to live in seconds: a dead primary is replaced after about
+    /// this long [default: 2].
+    #[arg(long, value_name = "SECONDS")]
+    pub ha_ttl: Option<u64>,
 }
 
 /// How long a stopping primary lets its standby acknowledge the commits in flight.
@@ -123,6 +145,10 @@ struct ConfigFile {
     log_level: Option<String>,
     ha_replication_listen: Option<std::net::SocketAddr>,
     ha_follow: Option<String>,
+    ha_etcd: Option<String>,
+    ha_cluster: Option<String>,
+    ha_node: Option<String>,
+    ha_ttl: Option<u64>,
     #[serde(default)]
     users: HashMap<String, String>,
 }
@@ -143,6 +169,8 @@ pub struct Settings {
     pub ha_replication_listen: Option<std::net::SocketAddr>,
     /// The primary this standby follows.
     pub ha_follow: Option<String>,
+    /// High availability through etcd.
+    pub ha: Option<HaConfig>,
 }
 
 fn read_config(path: &Path) -> CliResult<ConfigFile> {
@@ -210,14 +238,53 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
         })?;
     let ha_follow = args.ha_follow.clone().or(file.ha_follow);
     let ha_replication_listen = args.ha_replication_listen.or(file.ha_replication_listen);
+    let listen = args
+        .listen
+        .or(file.listen)
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    let port = args.port.or(file.port).unwrap_or(5432);
+    let ha = match args.ha_etcd.clone().or(file.ha_etcd) {
+        None => None,
+        Some(etcd) => {
+            let node = args.ha_node.clone().or(file.ha_node).ok_or_else(|| {
+                CliError::new("--ha-etcd needs --ha-node NAME (this node's name in the cluster)")
+            })?;
+            let replication = ha_replication_listen.ok_or_else(|| {
+                CliError::new(
+                    "--ha-etcd needs --ha-replication-listen HOST:PORT (where standbys reach \
+                     this node)",
+                )
+            })?;
+            if ha_follow.is_some() {
+                return Err(CliError::new(
+                    "--ha-follow and --ha-etcd exclude each other: with etcd the leader key \
+                     names the primary",
+                ));
+            }
+            let ttl = args.ha_ttl.or(file.ha_ttl).unwrap_or(2);
+            if !(1..=3600).contains(&ttl) {
+                return Err(CliError::new("ha_ttl must be 1 to 3600 seconds"));
+            }
+            Some(HaConfig {
+                etcd,
+                cluster: args
+                    .ha_cluster
+                    .clone()
+                    .or(file.ha_cluster)
+                    .unwrap_or("hayate".into()),
+                node,
+                ttl: std::time::Duration::from_secs(ttl),
+                replication: replication.to_string(),
+                client: format!("{listen}:{port}"),
+            })
+        }
+    };
     Ok(Settings {
+        ha,
         ha_replication_listen,
         ha_follow,
-        listen: args
-            .listen
-            .or(file.listen)
-            .unwrap_or(IpAddr::from([127, 0, 0, 1])),
-        port: args.port.or(file.port).unwrap_or(5432),
+        listen,
+        port,
         unix_socket_dir: Some(
             args.unix_socket_dir
                 .clone()
@@ -256,22 +323,76 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
     let data_dir = &settings.data_dir;
     std::fs::create_dir_all(data_dir)
         .context(|| format!("creating data directory {}", data_dir.display()))?;
+    if let Some(ha) = settings.ha.clone() {
+        return run_ha(&settings, ha);
+    }
+    let db = open_database(&settings, settings.ha_follow.is_some())?;
+    let catalog = open_catalog(&db)?;
+    let replication = start_replication(&settings, &db, &catalog)?;
+    let primary = Arc::new(parking_lot::Mutex::new(replication.primary.clone()));
+    let result = serve_until(&settings, catalog, &primary, None).map(|_| ());
+    replication.stop();
+    result.and(close_database(db))
+}
+
+fn open_database(settings: &Settings, standby: bool) -> CliResult<Database> {
+    let data_dir = &settings.data_dir;
     let config = DatabaseConfig {
         buffer_size: BufferSize::Bytes(settings.buffer_bytes),
         ..DatabaseConfig::default()
     };
     let db = Database::open(data_dir, config)
         .context(|| format!("opening database in {}", data_dir.display()))?;
-    if settings.ha_follow.is_some() {
+    if standby {
         db.start_standby()
             .map_err(|error| CliError::new(format!("starting as a standby: {error}")))?;
     }
-    let catalog = Arc::new(
-        Catalog::open(db.clone()).map_err(|error| CliError::new(format!("catalog: {error}")))?,
-    );
-    let replication = start_replication(&settings, &db, &catalog)?;
+    Ok(db)
+}
+
+fn open_catalog(db: &Database) -> CliResult<Arc<Catalog>> {
+    Ok(Arc::new(Catalog::open(db.clone()).map_err(|error| {
+        CliError::new(format!("catalog: {error}"))
+    })?))
+}
+
+fn close_database(db: Database) -> CliResult<()> {
+    let closed = match db.close() {
+        // Commits were logged here but never acknowledged (their standby was gone): no final
+        // checkpoint; the next start recovers them from the log.
+        Err(hayate_engine::Error::NotPrimary(reason)) => {
+            eprintln!("hayate: no final checkpoint: {reason}");
+            Ok(())
+        }
+        other => other.context(|| "closing the database".into()),
+    };
+    eprintln!("hayate: stopped");
+    closed
+}
+
+/// Why `serve_until` returned.
+#[derive(Debug, PartialEq, Eq)]
+enum Served {
+    /// SIGTERM or SIGINT.
+    Signal,
+    /// The node changes role (HA): serve again after reopening.
+    Restart,
+}
+
+/// Serves SQL until a signal or, with `restart`, until it is notified. A primary in
+/// `primary` (when there is one) gets `HA_SHUTDOWN_GRACE` after a signal for its standby to
+/// acknowledge the commits in flight; then they fail (57P01) rather than hold their
+/// connections, and so the shutdown, forever.
+fn serve_until(
+    settings: &Settings,
+    catalog: Arc<Catalog>,
+    primary: &Arc<parking_lot::Mutex<Option<Arc<Primary>>>>,
+    restart: Option<Arc<tokio::sync::Notify>>,
+) -> CliResult<Served> {
     let runtime = hayate_server::runtime().context(|| "starting the async runtime".into())?;
     let address = (settings.listen, settings.port);
+    let data_dir = &settings.data_dir;
+    let served = Arc::new(parking_lot::Mutex::new(Served::Signal));
     let result = runtime.block_on(async {
         let tcp = tokio::net::TcpListener::bind(address)
             .await
@@ -294,40 +415,217 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
             settings.server.auth.name()
         );
         let listeners = Listeners { tcp, unix };
-        // After the signal a standby has `HA_SHUTDOWN_GRACE` to acknowledge the commits in
-        // flight; then they fail (57P01) rather than hold their connections, and so the
-        // shutdown, forever.
         let shutdown = async {
-            shutdown_signal().await;
-            if let Some(primary) = replication.primary.clone() {
-                std::thread::spawn(move || {
-                    std::thread::sleep(HA_SHUTDOWN_GRACE);
-                    primary.release_waiters();
-                });
+            let restarted = async {
+                match &restart {
+                    Some(notify) => notify.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = shutdown_signal() => {
+                    if let Some(primary) = primary.lock().clone() {
+                        std::thread::spawn(move || {
+                            std::thread::sleep(HA_SHUTDOWN_GRACE);
+                            primary.release_waiters();
+                        });
+                    }
+                }
+                _ = restarted => *served.lock() = Served::Restart,
             }
         };
-        hayate_server::serve_with(listeners, catalog, settings.server, shutdown)
+        hayate_server::serve_with(listeners, catalog, settings.server.clone(), shutdown)
             .await
             .context(|| "serving".into())
     });
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
-    replication.stop();
-    let closed = match db.close() {
-        // Commits were logged here but never acknowledged (their standby was gone): no final
-        // checkpoint; the next start recovers them from the log.
-        Err(hayate_engine::Error::NotPrimary(reason)) => {
-            eprintln!("hayate: no final checkpoint: {reason}");
-            Ok(())
+    result?;
+    let served = std::mem::replace(&mut *served.lock(), Served::Signal);
+    Ok(served)
+}
+
+/// A node of an etcd-coordinated cluster: choose a role (take the leader key, or follow the
+/// primary it names, seeding an empty data directory from it), serve, and start over when
+/// the role ends (the lease ran out, the data must be seeded again) until a signal.
+fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
+    let data_dir = settings.data_dir.clone();
+    let coordinator = Coordinator::start(ha.clone())
+        .map_err(|error| CliError::new(format!("{error} (is etcd running at {}?)", ha.etcd)))?;
+    eprintln!(
+        "hayate: node {} of cluster {} (etcd {}, lease {} s)",
+        ha.node,
+        ha.cluster,
+        ha.etcd,
+        ha.ttl.as_secs()
+    );
+    let listen: std::net::SocketAddr = ha.replication.parse().expect("a socket address");
+    let result = loop {
+        let has_data = data_dir.join(hayate_engine::CONTROL_FILE).exists();
+        let role = match coordinator.choose_role(has_data) {
+            Ok(role) => role,
+            Err(error) => break Err(CliError::new(format!("choosing a role: {error}"))),
+        };
+        if let Role::Standby { primary } = &role {
+            if !has_data {
+                eprintln!(
+                    "hayate: seeding {} from the primary at {primary}",
+                    data_dir.display()
+                );
+                if let Err(error) =
+                    hayate_server::replication::seed_from(primary, &data_dir, &ha.node)
+                {
+                    eprintln!("hayate: seeding failed ({error}); trying again");
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                    continue;
+                }
+            }
         }
-        other => other.context(|| "closing the database".into()),
+        let standby = matches!(role, Role::Standby { .. });
+        let db = open_database(settings, standby)?;
+        let catalog = open_catalog(&db)?;
+        let identity = match (Identity::load(&data_dir), &role) {
+            (Ok(Some(mut identity)), Role::Primary { epoch }) => {
+                if *epoch > identity.current().number {
+                    identity.begin_epoch(*epoch, db.log_end_lsn());
+                }
+                identity
+            }
+            (Ok(Some(identity)), _) => identity,
+            (Ok(None), Role::Primary { epoch }) => {
+                let mut identity = Identity::new_system();
+                if *epoch > 1 {
+                    identity.begin_epoch(*epoch, db.log_end_lsn());
+                }
+                identity
+            }
+            (Ok(None), _) => Identity::new_system(),
+            (Err(error), _) => break Err(CliError::new(format!("reading the identity: {error}"))),
+        };
+        if !standby {
+            identity
+                .store(&data_dir)
+                .context(|| format!("writing the identity in {}", data_dir.display()))?;
+        }
+        eprintln!(
+            "hayate: {} (epoch {})",
+            match &role {
+                Role::Primary { .. } => "primary".to_string(),
+                Role::Standby { primary } => format!("standby of {primary}"),
+            },
+            identity.current().number
+        );
+        let primary_slot = Arc::new(parking_lot::Mutex::new(None));
+        let restart = Arc::new(tokio::sync::Notify::new());
+        let watcher = {
+            let (coordinator, db, catalog, primary_slot, restart, data_dir, node) = (
+                coordinator.clone(),
+                db.clone(),
+                catalog.clone(),
+                primary_slot.clone(),
+                restart.clone(),
+                data_dir.clone(),
+                ha.node.clone(),
+            );
+            std::thread::Builder::new()
+                .name("hayate-ha-watch".into())
+                .spawn(move || {
+                    let end = watch_role(WatchedNode {
+                        coordinator: &coordinator,
+                        role,
+                        db: &db,
+                        catalog: &catalog,
+                        primary_slot: &primary_slot,
+                        listen,
+                        identity,
+                        dir: data_dir,
+                        node,
+                    });
+                    if end != RoleEnd::Stopped {
+                        restart.notify_one();
+                    }
+                    end
+                })
+                .context(|| "starting the HA watcher".into())?
+        };
+        let served = serve_until(settings, catalog, &primary_slot, Some(restart));
+        coordinator.request_stop();
+        let end = watcher.join().unwrap_or(RoleEnd::Stopped);
+        if let Some(primary) = primary_slot.lock().take() {
+            primary.stop();
+        }
+        close_database(db)?;
+        match served {
+            Ok(Served::Restart) => {}
+            Ok(Served::Signal) => break Ok(()),
+            Err(error) => break Err(error),
+        }
+        coordinator.resume();
+        if let RoleEnd::Reseed(why) = end {
+            eprintln!("hayate: this node's data must be seeded again: {why}");
+            for file in [hayate_engine::CONTROL_FILE, "identity"] {
+                let _ = std::fs::remove_file(data_dir.join(file));
+            }
+        }
     };
-    eprintln!("hayate: stopped");
-    result.and(closed)
+    coordinator.resign();
+    result
+}
+
+/// What the HA watcher runs a role with.
+struct WatchedNode<'a> {
+    coordinator: &'a Arc<Coordinator>,
+    role: Role,
+    db: &'a Database,
+    catalog: &'a Arc<Catalog>,
+    primary_slot: &'a parking_lot::Mutex<Option<Arc<Primary>>>,
+    listen: std::net::SocketAddr,
+    identity: Identity,
+    dir: PathBuf,
+    node: String,
+}
+
+/// Runs the node's role until it ends: a standby until promoted, then (or from the start) a
+/// primary until its lease runs out.
+fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
+    use hayate_server::replication::{Standby, StandbyConfig};
+    let coordinator = node.coordinator;
+    let mut identity = node.identity;
+    if let Role::Standby { primary } = node.role {
+        let config = StandbyConfig {
+            primary,
+            dir: node.dir.clone(),
+            name: node.node.clone(),
+        };
+        let standby = match Standby::start(node.db.clone(), node.catalog.clone(), config) {
+            Ok(standby) => standby,
+            Err(error) => return RoleEnd::Reseed(format!("starting the standby: {error}")),
+        };
+        let end = coordinator.watch_standby(&standby);
+        standby.stop();
+        match end {
+            RoleEnd::Promoted(promoted) => identity = promoted,
+            other => return other,
+        }
+    }
+    let primary = match Primary::start(
+        node.db.clone(),
+        node.listen,
+        identity,
+        Some(coordinator.sync_gate()),
+    ) {
+        Ok(primary) => primary,
+        Err(error) => {
+            log::error!("ha: listening for standbys on {}: {error}", node.listen);
+            return RoleEnd::LostLease;
+        }
+    };
+    *node.primary_slot.lock() = Some(primary.clone());
+    coordinator.watch_primary(&primary)
 }
 
 /// The replication role a server runs in (`--ha-follow`, `--ha-replication-listen`).
 struct Replication {
-    primary: Option<Arc<hayate_server::replication::Primary>>,
+    primary: Option<Arc<Primary>>,
     standby: Option<hayate_server::replication::Standby>,
 }
 
@@ -342,25 +640,21 @@ impl Replication {
     }
 }
 
-/// Starts following the primary (a standby) or serving standbys (a primary). A standby that
-/// also has a replication address serves standbys once promoted (not yet: it becomes a
-/// primary without one).
+/// Starts following the primary (a standby) or serving standbys (a primary).
 fn start_replication(
     settings: &Settings,
     db: &Database,
     catalog: &Arc<Catalog>,
 ) -> CliResult<Replication> {
-    use hayate_server::replication::{Primary, Standby, PROMOTE_FILE};
+    use hayate_server::replication::{Standby, StandbyConfig};
     if let Some(primary) = &settings.ha_follow {
-        let promote_file = settings.data_dir.join(PROMOTE_FILE);
-        let _ = std::fs::remove_file(&promote_file);
-        let standby = Standby::start(
-            db.clone(),
-            catalog.clone(),
-            primary.clone(),
-            Some(promote_file),
-        )
-        .context(|| "starting the standby".into())?;
+        let config = StandbyConfig {
+            primary: primary.clone(),
+            dir: settings.data_dir.clone(),
+            name: String::new(),
+        };
+        let standby = Standby::start(db.clone(), catalog.clone(), config)
+            .context(|| "starting the standby".into())?;
         eprintln!("hayate: standby of {primary} (read-only until `hayate promote`)");
         return Ok(Replication {
             primary: None,
@@ -369,7 +663,18 @@ fn start_replication(
     }
     let primary = match settings.ha_replication_listen {
         Some(address) => {
-            let primary = Primary::start(db.clone(), address)
+            let identity = match Identity::load(&settings.data_dir) {
+                Ok(Some(identity)) => identity,
+                Ok(None) => {
+                    let identity = Identity::new_system();
+                    identity
+                        .store(&settings.data_dir)
+                        .context(|| "writing the identity".into())?;
+                    identity
+                }
+                Err(error) => return Err(CliError::new(format!("reading the identity: {error}"))),
+            };
+            let primary = Primary::start(db.clone(), address, identity, None)
                 .context(|| format!("listening for standbys on {address}"))?;
             eprintln!(
                 "hayate: primary; standbys connect to {} (commits wait for one)",
@@ -437,6 +742,10 @@ mod tests {
             log_level: None,
             ha_replication_listen: None,
             ha_follow: None,
+            ha_etcd: None,
+            ha_cluster: None,
+            ha_node: None,
+            ha_ttl: None,
         }
     }
 

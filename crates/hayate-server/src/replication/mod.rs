@@ -1,0 +1,124 @@
+//! Log shipping between two servers over TCP (docs/design.md 8.5): the transport of the
+//! engine's synchronous replication (`hayate_engine::LogShipper`, design 5.6).
+//!
+//! Messages, each a tag byte, a big-endian u32 payload length and the payload:
+//! - `H` (standby -> primary): `HELLO_MAGIC`, then the u64 log position the standby needs.
+//! - `D` (primary -> standby): the u64 position of the bytes, then log bytes.
+//! - `A` (standby -> primary): the u64 position up to which the standby's log is durable.
+//! - `E` (primary -> standby): why the primary refuses to serve it (text).
+//!
+//! Primary (`Primary::start`): a listener thread accepts standbys; the newest one is the
+//! synchronous standby (an older connection ends). Its sender thread sends what the standby
+//! lacks: from the primary's files while it is behind (`Database::read_log`), then each flush's
+//! bytes as the flush leader hands them over (`ship`, before the primary's own write); its
+//! reader thread takes the acknowledgements. `wait_replicated` returns once the standby
+//! acknowledged the position: strict, so with no standby connected commits wait.
+//!
+//! Standby (`Standby::start`): a thread connects to the primary (again every
+//! `RECONNECT_PAUSE` while it cannot), says where its log ends, and for each `D` message makes
+//! the bytes durable (`Database::receive_log`), acknowledges and wakes the applier thread,
+//! which applies them (`apply_received`) and reloads the SQL catalog when they changed it. A `promote` file in
+//! the data directory (`hayate promote`) ends the standby: it applies what it holds and
+//! opens for writes (`Database::promote`).
+//!
+//! Not here yet: authentication and TLS of replication connections, system ids and epochs,
+//! fencing through etcd (a primary waits for its standby indefinitely).
+
+mod identity;
+mod primary;
+mod seed;
+mod standby;
+
+pub use identity::{Epoch, Identity};
+pub use primary::Primary;
+pub use primary::SyncGate;
+pub use seed::seed_from;
+pub use standby::{Standby, StandbyConfig, StandbyState};
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use hayate_engine::Lsn;
+
+/// First bytes of a standby's hello: the protocol and its version.
+pub(crate) const HELLO_MAGIC: &[u8; 12] = b"HAYATE-REPL1";
+/// Largest message accepted (a flush is at most a log buffer, 16 MiB by default).
+pub(crate) const MESSAGE_BYTES_MAX: usize = 256 << 20;
+/// Pause between a standby's connection attempts.
+pub(crate) const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
+/// Pause before trying again after the primary refused this standby (it must be seeded again).
+pub(crate) const REFUSED_PAUSE: Duration = Duration::from_secs(5);
+/// How often waiting threads look at their stop flags.
+pub(crate) const POLL: Duration = Duration::from_millis(100);
+/// Log bytes a sender reads from the files per message while the standby is behind.
+pub(crate) const CATCH_UP_BYTES_MAX: u64 = 4 << 20;
+/// The file whose appearance promotes a standby (`hayate promote`).
+pub const PROMOTE_FILE: &str = "promote";
+
+pub(crate) fn write_message(socket: &mut TcpStream, tag: u8, parts: &[&[u8]]) -> io::Result<()> {
+    let length: usize = parts.iter().map(|part| part.len()).sum();
+    let mut message = Vec::with_capacity(5 + length);
+    message.push(tag);
+    message.extend_from_slice(&(length as u32).to_be_bytes());
+    for part in parts {
+        message.extend_from_slice(part);
+    }
+    socket.write_all(&message)
+}
+
+/// Reads one message. With a read timeout on the socket, returns `Ok(None)` when the timeout
+/// passed before the first byte; once a message has begun it is read whole.
+pub(crate) fn read_message(socket: &mut TcpStream) -> io::Result<Option<(u8, Vec<u8>)>> {
+    let mut header = [0u8; 5];
+    if !fill(socket, &mut header, false)? {
+        return Ok(None);
+    }
+    let length = u32::from_be_bytes(header[1..5].try_into().expect("4 bytes")) as usize;
+    if length > MESSAGE_BYTES_MAX {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("replication message of {length} bytes"),
+        ));
+    }
+    let mut payload = vec![0u8; length];
+    fill(socket, &mut payload, true)?;
+    Ok(Some((header[0], payload)))
+}
+
+/// Fills `buf` from the socket. Returns false if a read timed out before any byte and
+/// `begun` is false (nothing consumed); otherwise keeps reading through timeouts.
+pub(crate) fn fill(socket: &mut TcpStream, buf: &mut [u8], mut begun: bool) -> io::Result<bool> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match socket.read(&mut buf[filled..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(read) => {
+                filled += read;
+                begun = true;
+            }
+            Err(error) if is_timeout(&error) => {
+                if !begun {
+                    return Ok(false);
+                }
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(true)
+}
+
+pub(crate) fn is_timeout(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+pub(crate) fn lsn_of(payload: &[u8]) -> io::Result<Lsn> {
+    payload
+        .get(..8)
+        .map(|bytes| u64::from_be_bytes(bytes.try_into().expect("8 bytes")))
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "short replication message"))
+}

@@ -1,0 +1,481 @@
+//! The primary's side of replication (module documentation of `replication`).
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hayate_engine::{Database, Error, LogShipper, Lsn};
+use parking_lot::{Condvar, Mutex};
+
+use super::{lsn_of, read_message, write_message, Identity, CATCH_UP_BYTES_MAX, HELLO_MAGIC, POLL};
+
+#[derive(Default)]
+struct ShipperState {
+    /// Flushed ranges handed over and not yet sent to the current standby, in order.
+    queue: std::collections::VecDeque<(Lsn, Arc<Vec<u8>>)>,
+    /// The synchronous standby's durable log end.
+    acked: Lsn,
+    /// Counts standby connections: a sender or reader of an older one ends.
+    connection: u64,
+    /// Whether a standby is connected now.
+    connected: bool,
+    /// The server stops: waits end.
+    stop: bool,
+    /// Name of the standby whose acknowledgements count (recorded in the synchronous set
+    /// through `SyncGate` before any of them acknowledges a commit).
+    sync_name: Option<String>,
+}
+
+/// Records a standby as the synchronous one (in etcd) before its acknowledgements count;
+/// false: not recorded, its acknowledgements do not count yet (asked again at its next one).
+pub type SyncGate = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// The primary's side: the engine's `LogShipper` and the threads serving the standby.
+pub struct Primary {
+    db: Database,
+    identity: Identity,
+    sync_gate: Option<SyncGate>,
+    /// Nanoseconds after `clock_base` past which commits are no longer acknowledged (the
+    /// leader lease's deadline); `u64::MAX`: none.
+    lease_deadline: AtomicU64,
+    clock_base: Instant,
+    state: Mutex<ShipperState>,
+    changed: Condvar,
+    listen: SocketAddr,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl LogShipper for Primary {
+    fn ship(&self, lsn: Lsn, bytes: &[u8]) {
+        let mut state = self.state.lock();
+        if state.connected {
+            state.queue.push_back((lsn, Arc::new(bytes.to_vec())));
+            self.changed.notify_all();
+        }
+    }
+
+    fn wait_replicated(&self, lsn: Lsn) -> hayate_engine::Result<()> {
+        let mut state = self.state.lock();
+        loop {
+            if state.stop {
+                return Err(Error::NotPrimary("the server is shutting down".into()));
+            }
+            if !self.lease_held() {
+                return Err(Error::NotPrimary(
+                    "the leader lease ran out: this node is no longer the primary".into(),
+                ));
+            }
+            if state.acked >= lsn {
+                return Ok(());
+            }
+            self.changed.wait_for(&mut state, POLL);
+        }
+    }
+}
+
+impl Primary {
+    /// Listens for standbys on `listen` and installs the shipper on `db`: from now on every
+    /// commit waits for the synchronous standby.
+    /// `identity`: this node's system id and epochs (sent to standbys, checked against
+    /// theirs); `sync_gate`: how a standby becomes the synchronous one (None: at once).
+    pub fn start(
+        db: Database,
+        listen: SocketAddr,
+        identity: Identity,
+        sync_gate: Option<SyncGate>,
+    ) -> io::Result<Arc<Primary>> {
+        let listener = TcpListener::bind(listen)?;
+        listener.set_nonblocking(true)?;
+        let primary = Arc::new(Primary {
+            db: db.clone(),
+            identity,
+            sync_gate,
+            lease_deadline: AtomicU64::new(u64::MAX),
+            clock_base: Instant::now(),
+            state: Mutex::new(ShipperState::default()),
+            changed: Condvar::new(),
+            listen: listener.local_addr()?,
+            threads: Mutex::new(Vec::new()),
+        });
+        let shipped_from = db.set_log_shipper(Some(primary.clone()));
+        primary.state.lock().acked = shipped_from;
+        // A slot: the log a standby still needs stays through checkpoints (no size cap yet).
+        db.retain_log_from(shipped_from);
+        let accepting = primary.clone();
+        let thread = std::thread::Builder::new()
+            .name("hayate-repl-listen".into())
+            .spawn(move || accepting.accept_loop(listener))?;
+        primary.threads.lock().push(thread);
+        log::info!(
+            "replication: primary, standbys connect to {}",
+            primary.listen
+        );
+        Ok(primary)
+    }
+
+    /// Where standbys connect.
+    pub fn address(&self) -> SocketAddr {
+        self.listen
+    }
+
+    /// The synchronous standby's acknowledged (durable) log position.
+    pub fn acknowledged_lsn(&self) -> Lsn {
+        self.state.lock().acked
+    }
+
+    /// Whether a standby is connected.
+    pub fn standby_connected(&self) -> bool {
+        self.state.lock().connected
+    }
+
+    /// The synchronous standby's name, once recorded.
+    pub fn sync_standby(&self) -> Option<String> {
+        self.state.lock().sync_name.clone()
+    }
+
+    /// Commits are acknowledged only before `deadline` (the leader lease's end, on the
+    /// monotonic clock); renewing the lease moves it.
+    pub fn set_lease_deadline(&self, deadline: Instant) {
+        let nanos = deadline
+            .saturating_duration_since(self.clock_base)
+            .as_nanos() as u64;
+        self.lease_deadline.store(nanos, Ordering::Release);
+        self.changed.notify_all();
+    }
+
+    fn lease_held(&self) -> bool {
+        let deadline = self.lease_deadline.load(Ordering::Acquire);
+        deadline == u64::MAX || (self.clock_base.elapsed().as_nanos() as u64) < deadline
+    }
+
+    /// Makes commits waiting for the standby fail with `Error::NotPrimary` (a shutdown), and
+    /// every later one: this node stops acknowledging.
+    pub fn release_waiters(&self) {
+        self.state.lock().stop = true;
+        self.changed.notify_all();
+    }
+
+    /// Stops serving standbys and uninstalls the shipper (`release_waiters` first).
+    pub fn stop(&self) {
+        self.release_waiters();
+        self.db.set_log_shipper(None);
+        for thread in self.threads.lock().drain(..) {
+            let _ = thread.join();
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.state.lock().stop
+    }
+
+    fn accept_loop(self: Arc<Self>, listener: TcpListener) {
+        while !self.stopping() {
+            match listener.accept() {
+                Ok((socket, peer)) => {
+                    if let Err(error) = self.clone().serve_standby(socket, peer) {
+                        log::warn!("replication: standby {peer}: {error}");
+                    }
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(error) => {
+                    log::warn!("replication: accepting a standby: {error}");
+                    std::thread::sleep(POLL);
+                }
+            }
+        }
+    }
+
+    /// Reads the standby's hello; a base backup request is served on a thread of its own,
+    /// a follower gets the identity and its sender and reader threads.
+    fn serve_standby(self: Arc<Self>, mut socket: TcpStream, peer: SocketAddr) -> io::Result<()> {
+        socket.set_nonblocking(false)?;
+        socket.set_nodelay(true)?;
+        socket.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let (tag, payload) = read_message(&mut socket)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "no hello within 10 s"))?;
+        let Some(body) = payload.strip_prefix(HELLO_MAGIC) else {
+            let _ = write_message(&mut socket, b'E', &[b"not a Hayate replication hello"]);
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "bad hello"));
+        };
+        match tag {
+            b'B' => {
+                let name = String::from_utf8_lossy(body).into_owned();
+                let primary = self.clone();
+                let thread = std::thread::Builder::new()
+                    .name("hayate-repl-backup".into())
+                    .spawn(move || {
+                        if let Err(error) = primary.send_backup(socket, &name) {
+                            log::warn!("replication: base backup for {name} ({peer}): {error}");
+                        }
+                    })?;
+                self.threads.lock().push(thread);
+                Ok(())
+            }
+            b'H' => self.start_following(socket, peer, body),
+            _ => {
+                let _ = write_message(&mut socket, b'E', &[b"not a Hayate replication hello"]);
+                Err(io::Error::new(io::ErrorKind::InvalidData, "bad hello"))
+            }
+        }
+    }
+
+    /// Streams a base backup (`Database::base_backup`): the identity, the files, the end.
+    fn send_backup(&self, mut socket: TcpStream, name: &str) -> io::Result<()> {
+        log::info!("replication: base backup for standby {name} begins");
+        write_message(&mut socket, b'I', &[&self.identity.encode()])?;
+        let report = self
+            .db
+            .base_backup(&mut |file, offset, bytes| {
+                write_message(
+                    &mut socket,
+                    b'F',
+                    &[
+                        &(file.len() as u16).to_be_bytes(),
+                        file.as_bytes(),
+                        &offset.to_be_bytes(),
+                        bytes,
+                    ],
+                )
+                .map_err(|error| Error::io("replication socket", error))
+            })
+            .map_err(io::Error::other)?;
+        // The seeded standby follows from the copy's end: keep the log from there.
+        {
+            let state = self.state.lock();
+            self.db.retain_log_from(report.log_end.min(state.acked));
+        }
+        write_message(&mut socket, b'Z', &[&report.log_end.to_be_bytes()])?;
+        log::info!(
+            "replication: base backup for standby {name} sent: {} files, {} bytes, log to {}",
+            report.files,
+            report.bytes,
+            report.log_end
+        );
+        Ok(())
+    }
+
+    /// Checks a follower's hello (`need | system id | epoch | name`) against this primary's
+    /// identity and log, then starts its threads.
+    fn start_following(
+        self: Arc<Self>,
+        mut socket: TcpStream,
+        peer: SocketAddr,
+        body: &[u8],
+    ) -> io::Result<()> {
+        if body.len() < 24 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "short hello"));
+        }
+        let need = lsn_of(body)?;
+        let system_id = lsn_of(&body[8..])?;
+        let epoch = lsn_of(&body[16..])?;
+        let name = String::from_utf8_lossy(&body[24..]).into_owned();
+        let refuse = |socket: &mut TcpStream, tag: u8, message: String| {
+            let _ = write_message(socket, tag, &[message.as_bytes()]);
+            Err(io::Error::new(io::ErrorKind::InvalidData, message))
+        };
+        if system_id != 0 && system_id != self.identity.system_id {
+            return refuse(
+                &mut socket,
+                b'E',
+                format!(
+                    "the standby belongs to database system {system_id:016x}, this primary to \
+                     {:016x}",
+                    self.identity.system_id
+                ),
+            );
+        }
+        if system_id != 0 {
+            match self.identity.fork_point(epoch) {
+                Err(message) => return refuse(&mut socket, b'R', message),
+                Ok(Some(fork)) if need > fork => {
+                    return refuse(
+                        &mut socket,
+                        b'R',
+                        format!(
+                            "the standby's log ends at {need}, past position {fork} where this \
+                             primary's epoch {} began: it holds commits that were never \
+                             acknowledged",
+                            self.identity.current().number
+                        ),
+                    )
+                }
+                Ok(_) => {}
+            }
+        }
+        if need > self.db.log_end_lsn() {
+            let message = format!(
+                "the standby's log ends at {need}, past this primary's end {}: it is not a copy \
+                 of this database, or it has commits this primary never had",
+                self.db.log_end_lsn()
+            );
+            return refuse(&mut socket, b'R', message);
+        }
+        let durable = self.db.log_local_durable_lsn();
+        if need < durable {
+            if let Err(error) = self.db.read_log(need, need + 1) {
+                let message = format!(
+                    "the log from position {need} is no longer here ({error}): the standby \
+                     must be seeded again"
+                );
+                return refuse(&mut socket, b'R', message);
+            }
+        }
+        write_message(&mut socket, b'I', &[&self.identity.encode()])?;
+        let peer_name = if name.is_empty() {
+            peer.to_string()
+        } else {
+            name
+        };
+        socket.set_read_timeout(Some(POLL))?;
+        let connection = {
+            let mut state = self.state.lock();
+            state.connection += 1;
+            state.connected = true;
+            state.queue.clear();
+            state.connection
+        };
+        let reader_name = peer_name.clone();
+        self.changed.notify_all();
+        log::info!(
+            "replication: standby {peer_name} ({peer}) connected, needs the log from {need}"
+        );
+        let reader_socket = socket.try_clone()?;
+        let reader = self.clone();
+        let sender = self.clone();
+        let mut threads = self.threads.lock();
+        threads.retain(|thread| !thread.is_finished());
+        threads.push(
+            std::thread::Builder::new()
+                .name("hayate-repl-acks".into())
+                .spawn(move || reader.read_acks(reader_socket, connection, &reader_name))?,
+        );
+        threads.push(
+            std::thread::Builder::new()
+                .name("hayate-repl-send".into())
+                .spawn(move || {
+                    if let Err(error) = sender.send_log(socket, connection, need) {
+                        log::warn!("replication: sending to standby {peer_name}: {error}");
+                    }
+                    sender.disconnected(connection);
+                })?,
+        );
+        Ok(())
+    }
+
+    fn disconnected(&self, connection: u64) {
+        let mut state = self.state.lock();
+        if state.connection == connection {
+            state.connected = false;
+            state.queue.clear();
+        }
+    }
+
+    /// What the sender sends next, from `sent` on: queued bytes, or bytes from the files.
+    fn next_bytes(&self, connection: u64, sent: Lsn) -> Option<(Lsn, Arc<Vec<u8>>)> {
+        let mut state = self.state.lock();
+        loop {
+            if state.stop || state.connection != connection {
+                return None;
+            }
+            while let Some((lsn, bytes)) = state.queue.front() {
+                if lsn + bytes.len() as u64 <= sent {
+                    state.queue.pop_front();
+                    continue;
+                }
+                if *lsn <= sent {
+                    let (lsn, bytes) = state.queue.pop_front().expect("front exists");
+                    let skip = (sent - lsn) as usize;
+                    if skip == 0 {
+                        return Some((lsn, bytes));
+                    }
+                    return Some((sent, Arc::new(bytes[skip..].to_vec())));
+                }
+                break;
+            }
+            // Behind the queue (or nothing queued): what the files hold. The flush that ended
+            // where the queue starts is durable here, since flushes run one at a time.
+            let until = match state.queue.front() {
+                Some((lsn, _)) => *lsn,
+                None => self.db.log_local_durable_lsn(),
+            };
+            if until > sent {
+                drop(state);
+                let until = until.min(sent + CATCH_UP_BYTES_MAX);
+                return match self.db.read_log(sent, until) {
+                    Ok(bytes) => Some((sent, Arc::new(bytes))),
+                    Err(error) => {
+                        log::error!("replication: reading the log {sent}..{until}: {error}");
+                        None
+                    }
+                };
+            }
+            self.changed.wait_for(&mut state, POLL);
+        }
+    }
+
+    fn send_log(&self, mut socket: TcpStream, connection: u64, mut sent: Lsn) -> io::Result<()> {
+        while let Some((lsn, bytes)) = self.next_bytes(connection, sent) {
+            write_message(&mut socket, b'D', &[&lsn.to_be_bytes(), &bytes])?;
+            sent = lsn + bytes.len() as u64;
+        }
+        let _ = socket.shutdown(std::net::Shutdown::Both);
+        Ok(())
+    }
+
+    fn read_acks(&self, mut socket: TcpStream, connection: u64, peer: &str) {
+        loop {
+            {
+                let state = self.state.lock();
+                if state.stop || state.connection != connection {
+                    return;
+                }
+            }
+            match read_message(&mut socket) {
+                Ok(None) => continue,
+                Ok(Some((b'A', payload))) => match lsn_of(&payload) {
+                    Ok(lsn) => {
+                        let mut state = self.state.lock();
+                        if state.connection == connection && lsn > state.acked {
+                            // It holds every acknowledged commit now: it becomes the
+                            // synchronous standby (recorded first) before its acks count.
+                            if state.sync_name.as_deref() != Some(peer) {
+                                drop(state);
+                                let recorded =
+                                    self.sync_gate.as_ref().is_none_or(|gate| gate(peer));
+                                state = self.state.lock();
+                                if !recorded || state.connection != connection {
+                                    continue;
+                                }
+                                log::info!("replication: {peer} is the synchronous standby");
+                                state.sync_name = Some(peer.to_string());
+                            }
+                            state.acked = state.acked.max(lsn);
+                            self.db.retain_log_from(state.acked);
+                            self.changed.notify_all();
+                        }
+                    }
+                    Err(error) => {
+                        log::warn!("replication: standby {peer}: {error}");
+                        break;
+                    }
+                },
+                Ok(Some((tag, _))) => {
+                    log::warn!("replication: standby {peer} sent message {tag:#x}");
+                    break;
+                }
+                Err(error) => {
+                    log::info!("replication: standby {peer} disconnected: {error}");
+                    break;
+                }
+            }
+        }
+        self.disconnected(connection);
+        let _ = socket.shutdown(std::net::Shutdown::Both);
+        self.changed.notify_all();
+    }
+}

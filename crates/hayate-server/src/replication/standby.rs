@@ -1,0 +1,325 @@
+//! The standby's side of replication (module documentation of `replication`).
+
+use std::io;
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use hayate_engine::Database;
+use hayate_sql::Catalog;
+use parking_lot::{Condvar, Mutex};
+
+use super::{
+    lsn_of, read_message, write_message, Identity, HELLO_MAGIC, POLL, PROMOTE_FILE,
+    RECONNECT_PAUSE, REFUSED_PAUSE,
+};
+
+/// Where a standby is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StandbyState {
+    /// Following (or trying to reach) its primary.
+    Following,
+    /// Promoted: the database takes writes; this is its identity (with the new epoch).
+    Promoted(Identity),
+    /// Its primary refused it: its data must be seeded again (why).
+    NeedsSeed(String),
+    /// Stopped by its owner.
+    Stopped,
+}
+
+/// What a standby follows and how it calls itself.
+#[derive(Debug, Clone)]
+pub struct StandbyConfig {
+    /// The primary's replication address.
+    pub primary: String,
+    /// The data directory (identity file, `promote` file).
+    pub dir: PathBuf,
+    /// The name the primary knows it by (the synchronous set records it).
+    pub name: String,
+}
+
+struct Shared {
+    db: Database,
+    catalog: Arc<Catalog>,
+    config: StandbyConfig,
+    primary: Mutex<String>,
+    identity: Mutex<Option<Identity>>,
+    stop: AtomicBool,
+    /// Nonzero: promote, to at least this epoch.
+    promote_to: AtomicU64,
+    state: Mutex<StandbyState>,
+    received: Received,
+}
+
+/// The standby's side: a thread that follows the primary until promoted or stopped, and one
+/// that applies what it received (so acknowledging the next bytes never waits for applying).
+pub struct Standby {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// Wakes the applier: bytes were received.
+#[derive(Default)]
+struct Received {
+    pending: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Received {
+    fn notify(&self) {
+        *self.pending.lock() = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits until something was received (or `POLL` passed); true if it was.
+    fn wait(&self) -> bool {
+        let mut pending = self.pending.lock();
+        if !*pending {
+            self.wake.wait_for(&mut pending, POLL);
+        }
+        std::mem::take(&mut *pending)
+    }
+}
+
+/// The applier: applies what was received and reloads the SQL catalog when the applied
+/// records changed it.
+fn apply_loop(shared: &Shared) {
+    let (db, catalog) = (&shared.db, &shared.catalog);
+    let catalog_trees = catalog.catalog_trees();
+    while !shared.stop.load(Ordering::Acquire) && db.is_standby() {
+        if !shared.received.wait() {
+            continue;
+        }
+        let applied = match db.apply_received() {
+            Ok(applied) => applied,
+            Err(error) => {
+                log::error!("replication: applying the primary's log: {error}");
+                std::thread::sleep(REFUSED_PAUSE);
+                continue;
+            }
+        };
+        let catalog_changed = applied.ddl
+            || catalog_trees
+                .iter()
+                .any(|tree| applied.trees.contains(tree));
+        if catalog_changed {
+            if let Err(error) = catalog.reload() {
+                log::error!("replication: reloading the catalog: {error}");
+            }
+        }
+    }
+}
+
+impl Standby {
+    /// Makes `db` a standby (if it is not one already) and follows the primary named in
+    /// `config`. A `promote` file appearing in the data directory promotes it.
+    pub fn start(
+        db: Database,
+        catalog: Arc<Catalog>,
+        config: StandbyConfig,
+    ) -> io::Result<Standby> {
+        let identity = Identity::load(&config.dir)?;
+        let shared = Arc::new(Shared {
+            db,
+            catalog,
+            primary: Mutex::new(config.primary.clone()),
+            config,
+            identity: Mutex::new(identity),
+            stop: AtomicBool::new(false),
+            promote_to: AtomicU64::new(0),
+            state: Mutex::new(StandbyState::Following),
+            received: Received::default(),
+        });
+        let _ = std::fs::remove_file(shared.config.dir.join(PROMOTE_FILE));
+        let applier_shared = shared.clone();
+        let applier = std::thread::Builder::new()
+            .name("hayate-repl-apply".into())
+            .spawn(move || apply_loop(&applier_shared))?;
+        let follower_shared = shared.clone();
+        let follower = std::thread::Builder::new()
+            .name("hayate-repl-follow".into())
+            .spawn(move || {
+                let end = follow(&follower_shared);
+                *follower_shared.state.lock() = end;
+            })?;
+        Ok(Standby {
+            shared,
+            threads: Mutex::new(vec![follower, applier]),
+        })
+    }
+
+    /// Where it is now.
+    pub fn state(&self) -> StandbyState {
+        self.shared.state.lock().clone()
+    }
+
+    /// Follows another primary from its next connection on.
+    pub fn set_primary(&self, primary: &str) {
+        *self.shared.primary.lock() = primary.to_string();
+    }
+
+    /// The primary it follows.
+    pub fn primary(&self) -> String {
+        self.shared.primary.lock().clone()
+    }
+
+    /// The identity of its data (None until a primary sent one, for data copied offline).
+    pub fn identity(&self) -> Option<Identity> {
+        self.shared.identity.lock().clone()
+    }
+
+    /// Asks it to promote itself, starting an epoch numbered at least `epoch` (and above its
+    /// own); `state` says when it did.
+    pub fn request_promotion(&self, epoch: u64) {
+        self.shared
+            .promote_to
+            .store(epoch.max(1), Ordering::Release);
+    }
+
+    /// Stops following (the database stays a standby unless it was promoted).
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        for thread in self.threads.lock().drain(..) {
+            let _ = thread.join();
+        }
+        let mut state = self.shared.state.lock();
+        if *state == StandbyState::Following {
+            *state = StandbyState::Stopped;
+        }
+    }
+}
+
+impl Shared {
+    fn promotion_requested(&self) -> bool {
+        self.promote_to.load(Ordering::Acquire) != 0 || self.config.dir.join(PROMOTE_FILE).exists()
+    }
+}
+
+/// The standby's loop: connect, receive, acknowledge, apply; promote when asked. Returns how
+/// it ended.
+fn follow(shared: &Shared) -> StandbyState {
+    while !shared.stop.load(Ordering::Acquire) {
+        if shared.promotion_requested() {
+            return promote(shared);
+        }
+        let primary = shared.primary.lock().clone();
+        match follow_once(shared, &primary) {
+            Ok(()) => std::thread::sleep(RECONNECT_PAUSE),
+            Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {
+                log::error!("replication: {error}");
+                std::thread::sleep(REFUSED_PAUSE);
+            }
+            Err(error) if error.kind() == io::ErrorKind::InvalidInput => {
+                log::error!("replication: {error}");
+                return StandbyState::NeedsSeed(error.to_string());
+            }
+            Err(error) => {
+                log::warn!("replication: following {primary}: {error}");
+                std::thread::sleep(RECONNECT_PAUSE);
+            }
+        }
+    }
+    StandbyState::Stopped
+}
+
+fn promote(shared: &Shared) -> StandbyState {
+    let _ = std::fs::remove_file(shared.config.dir.join(PROMOTE_FILE));
+    if let Err(error) = shared.db.promote() {
+        log::error!("replication: promotion failed: {error}");
+        return StandbyState::NeedsSeed(format!("promotion failed: {error}"));
+    }
+    let mut identity = shared
+        .identity
+        .lock()
+        .clone()
+        .unwrap_or_else(Identity::new_system);
+    let epoch = (identity.current().number + 1).max(shared.promote_to.load(Ordering::Acquire));
+    identity.begin_epoch(epoch, shared.db.log_end_lsn());
+    if let Err(error) = identity.store(&shared.config.dir) {
+        log::error!("replication: writing the identity after promotion: {error}");
+    }
+    log::warn!(
+        "replication: promoted, this node takes writes now (epoch {epoch} from log position {})",
+        shared.db.log_end_lsn()
+    );
+    if let Err(error) = shared.catalog.reload() {
+        log::error!("replication: reloading the catalog after promotion: {error}");
+    }
+    StandbyState::Promoted(identity)
+}
+
+/// One connection to the primary, until it ends, a stop, or a promotion request. A refusal
+/// that only a new seed can mend is an `InvalidInput` error.
+fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
+    let db = &shared.db;
+    let mut socket = TcpStream::connect(primary)?;
+    socket.set_nodelay(true)?;
+    socket.set_read_timeout(Some(POLL))?;
+    let need = db.log_end_lsn();
+    let (system_id, epoch) = shared.identity.lock().as_ref().map_or((0, 0), |identity| {
+        (identity.system_id, identity.current().number)
+    });
+    write_message(
+        &mut socket,
+        b'H',
+        &[
+            HELLO_MAGIC,
+            &need.to_be_bytes(),
+            &system_id.to_be_bytes(),
+            &epoch.to_be_bytes(),
+            shared.config.name.as_bytes(),
+        ],
+    )?;
+    log::info!("replication: following {primary} from log position {need}");
+    loop {
+        if shared.stop.load(Ordering::Acquire) || shared.promotion_requested() {
+            return Ok(());
+        }
+        let Some((tag, payload)) = read_message(&mut socket)? else {
+            continue;
+        };
+        match tag {
+            b'D' => {
+                let lsn = lsn_of(&payload)?;
+                let durable = db
+                    .receive_log(lsn, &payload[8..])
+                    .map_err(io::Error::other)?;
+                write_message(&mut socket, b'A', &[&durable.to_be_bytes()])?;
+                shared.received.notify();
+            }
+            b'I' => {
+                let identity = Identity::decode(&payload)?;
+                if shared.identity.lock().as_ref() != Some(&identity) {
+                    identity.store(&shared.config.dir)?;
+                    *shared.identity.lock() = Some(identity);
+                }
+            }
+            b'R' => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "the primary {primary} cannot feed this standby: {}",
+                        String::from_utf8_lossy(&payload)
+                    ),
+                ))
+            }
+            b'E' => {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "the primary {primary} refused this standby: {}",
+                        String::from_utf8_lossy(&payload)
+                    ),
+                ))
+            }
+            other => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("replication message {other:#x}"),
+                ))
+            }
+        }
+    }
+}
