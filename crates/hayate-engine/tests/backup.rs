@@ -9,9 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hayate_engine::{
-    BackupWriter, BufferSize, Database, DatabaseConfig, TreeId, WritePolicy,
-};
+use hayate_engine::{BackupWriter, BufferSize, Database, DatabaseConfig, TreeId, WritePolicy};
 
 const ACCOUNTS: u64 = 64;
 const START_BALANCE: i64 = 1_000;
@@ -103,7 +101,9 @@ fn backup_under_load(policy: WritePolicy) {
             std::thread::spawn(move || {
                 let mut seed = worker + 1;
                 while !stop.load(Ordering::Relaxed) {
-                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     let from = (seed >> 33) % ACCOUNTS;
                     let to = (from + 1 + (seed >> 20) % (ACCOUNTS - 1)) % ACCOUNTS;
                     let id = next_id.fetch_add(1, Ordering::Relaxed);
@@ -130,7 +130,10 @@ fn backup_under_load(policy: WritePolicy) {
             }
         })
     };
-    let before: Vec<_> = rows(&primary, tables.1).into_iter().map(|(key, _)| key).collect();
+    let before: Vec<_> = rows(&primary, tables.1)
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect();
     let mut writer = BackupWriter::new(&copy_dir).unwrap();
     let mut pieces = 0;
     let report = primary
@@ -155,10 +158,15 @@ fn backup_under_load(policy: WritePolicy) {
     let copy = Database::open(&copy_dir, config(policy)).unwrap();
     copy.check().unwrap();
     assert_eq!(total(&copy, tables.0), START_BALANCE * ACCOUNTS as i64);
-    let copied: std::collections::HashSet<_> =
-        rows(&copy, tables.1).into_iter().map(|(key, _)| key).collect();
+    let copied: std::collections::HashSet<_> = rows(&copy, tables.1)
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect();
     for key in &before {
-        assert!(copied.contains(key), "a transfer committed before the copy is missing");
+        assert!(
+            copied.contains(key),
+            "a transfer committed before the copy is missing"
+        );
     }
     assert!(copied.len() >= before.len());
 

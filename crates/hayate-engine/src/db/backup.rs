@@ -76,9 +76,12 @@ impl Database {
             .iter()
             .filter(|name| name.starts_with(CHECKPOINT_PREFIX) && is_backup_file(name))
             .collect();
-        store_files.insert(0, names.iter().find(|n| *n == CONTROL_FILE).ok_or_else(|| {
-            Error::InvalidArgument("no control file: not a database directory".into())
-        })?);
+        store_files.insert(
+            0,
+            names.iter().find(|n| *n == CONTROL_FILE).ok_or_else(|| {
+                Error::InvalidArgument("no control file: not a database directory".into())
+            })?,
+        );
         store_files.extend(names.iter().filter(|name| *name == DATA_FILE));
         store_files.extend(names.iter().filter(|name| *name == JOURNAL_FILE));
         let mut report = BackupReport::default();
@@ -109,7 +112,9 @@ impl Database {
             if first >= durable {
                 break;
             }
-            let end = segments.get(index + 1).map_or(durable, |next| (*next).min(durable));
+            let end = segments
+                .get(index + 1)
+                .map_or(durable, |next| (*next).min(durable));
             let name = segment_name(first);
             sink(&name, 0, &[])?;
             let mut from = first;
@@ -153,7 +158,8 @@ impl BackupWriter {
             let name = entry.map_err(|e| Error::io(&dir_name, e))?.file_name();
             let name = name.to_string_lossy();
             if is_backup_file(&name) || name == CONTROL_STAGED {
-                std::fs::remove_file(dir.join(&*name)).map_err(|e| Error::io(name.to_string(), e))?;
+                std::fs::remove_file(dir.join(&*name))
+                    .map_err(|e| Error::io(name.to_string(), e))?;
             }
         }
         Ok(BackupWriter {
