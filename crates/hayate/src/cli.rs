@@ -29,6 +29,22 @@ pub enum Command {
     Serve(crate::serve::ServeArgs),
     /// Promote the standby serving --dir: it applies the log it holds and takes writes.
     Promote(DirArgs),
+    /// Show an etcd-coordinated cluster: its primary, synchronous set, members, positions and
+    /// lag.
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// etcd endpoints (comma-separated URLs).
+    #[arg(long, value_name = "URLS", default_value = "http://127.0.0.1:2379")]
+    pub ha_etcd: String,
+    /// The cluster's name in etcd.
+    #[arg(long, value_name = "NAME", default_value = "hayate")]
+    pub ha_cluster: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

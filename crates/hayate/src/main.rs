@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => check::run_stats(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Promote(args) => serve::request_promotion(&args.dir),
+        Command::Status(args) => serve::status(&args.ha_etcd, &args.ha_cluster, args.json),
     };
     exit_code(result)
 }

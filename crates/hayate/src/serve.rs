@@ -589,35 +589,47 @@ struct WatchedNode<'a> {
 fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
     use hayate_server::replication::{Standby, StandbyConfig};
     let coordinator = node.coordinator;
-    let mut identity = node.identity;
-    if let Role::Standby { primary } = node.role {
-        let config = StandbyConfig {
-            primary,
-            dir: node.dir.clone(),
-            name: node.node.clone(),
-        };
-        let standby = match Standby::start(node.db.clone(), node.catalog.clone(), config) {
-            Ok(standby) => standby,
-            Err(error) => return RoleEnd::Reseed(format!("starting the standby: {error}")),
-        };
-        let end = coordinator.watch_standby(&standby);
-        standby.stop();
-        match end {
-            RoleEnd::Promoted(promoted) => identity = promoted,
-            other => return other,
+    let primary = match node.role {
+        Role::Standby { primary } => {
+            // The primary this node becomes if promoted, installed before its first write.
+            let successor =
+                match Primary::prepare(node.db.clone(), node.listen, Some(coordinator.sync_gate()))
+                {
+                    Ok(successor) => successor,
+                    Err(error) => {
+                        log::error!("ha: listening for standbys on {}: {error}", node.listen);
+                        return RoleEnd::LostLease;
+                    }
+                };
+            let config = StandbyConfig {
+                primary,
+                dir: node.dir.clone(),
+                name: node.node.clone(),
+                successor: Some(successor.clone()),
+            };
+            let standby = match Standby::start(node.db.clone(), node.catalog.clone(), config) {
+                Ok(standby) => standby,
+                Err(error) => return RoleEnd::Reseed(format!("starting the standby: {error}")),
+            };
+            let end = coordinator.watch_standby(&standby);
+            standby.stop();
+            match end {
+                RoleEnd::Promoted(_) => successor,
+                other => return other,
+            }
         }
-    }
-    let primary = match Primary::start(
-        node.db.clone(),
-        node.listen,
-        identity,
-        Some(coordinator.sync_gate()),
-    ) {
-        Ok(primary) => primary,
-        Err(error) => {
-            log::error!("ha: listening for standbys on {}: {error}", node.listen);
-            return RoleEnd::LostLease;
-        }
+        Role::Primary { .. } => match Primary::start(
+            node.db.clone(),
+            node.listen,
+            node.identity,
+            Some(coordinator.sync_gate()),
+        ) {
+            Ok(primary) => primary,
+            Err(error) => {
+                log::error!("ha: listening for standbys on {}: {error}", node.listen);
+                return RoleEnd::LostLease;
+            }
+        },
     };
     *node.primary_slot.lock() = Some(primary.clone());
     coordinator.watch_primary(&primary)
@@ -648,10 +660,20 @@ fn start_replication(
 ) -> CliResult<Replication> {
     use hayate_server::replication::{Standby, StandbyConfig};
     if let Some(primary) = &settings.ha_follow {
+        // A replication address makes the promoted node a primary with a synchronous standby
+        // of its own; without one it acknowledges alone after `hayate promote`.
+        let successor = match settings.ha_replication_listen {
+            Some(address) => Some(
+                Primary::prepare(db.clone(), address, None)
+                    .context(|| format!("listening for standbys on {address}"))?,
+            ),
+            None => None,
+        };
         let config = StandbyConfig {
             primary: primary.clone(),
             dir: settings.data_dir.clone(),
             name: String::new(),
+            successor,
         };
         let standby = Standby::start(db.clone(), catalog.clone(), config)
             .context(|| "starting the standby".into())?;
@@ -701,6 +723,59 @@ pub fn request_promotion(dir: &Path) -> CliResult<()> {
     }
     std::fs::write(&file, b"").context(|| format!("writing {}", file.display()))?;
     eprintln!("hayate: promotion requested ({})", file.display());
+    Ok(())
+}
+
+/// `hayate status`: the cluster as etcd sees it.
+pub fn status(etcd: &str, cluster: &str, json: bool) -> CliResult<()> {
+    let status = Coordinator::status(etcd, cluster)
+        .map_err(|error| CliError::new(format!("{error} (is etcd running at {etcd}?)")))?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&status).expect("serializable")
+        );
+        return Ok(());
+    }
+    println!("cluster {cluster} (etcd {etcd})");
+    match &status.leader {
+        Some(leader) => println!(
+            "primary: {} (epoch {}), clients {}, standbys connect to {}",
+            leader.node, leader.epoch, leader.client, leader.replication
+        ),
+        None => println!("primary: none (no node holds the leader key)"),
+    }
+    match &status.sync {
+        Some(sync) => println!(
+            "synchronous set (epoch {}): {}{}",
+            sync.epoch,
+            sync.primary,
+            sync.standby
+                .as_ref()
+                .map_or(" alone: commits wait for a standby".into(), |s| format!(
+                    ", {s}"
+                ))
+        ),
+        None => println!("synchronous set: none yet (a new cluster)"),
+    }
+    let primary_end = status
+        .members
+        .iter()
+        .find(|member| member.role == "primary")
+        .map(|member| member.log_end);
+    println!(
+        "{:<12} {:<9} {:<22} {:>14} {:>14} {:>12}",
+        "node", "role", "client", "log end", "applied", "lag (bytes)"
+    );
+    for member in &status.members {
+        let lag = primary_end.map_or("-".to_string(), |end| {
+            end.saturating_sub(member.applied).to_string()
+        });
+        println!(
+            "{:<12} {:<9} {:<22} {:>14} {:>14} {:>12}",
+            member.node, member.role, member.client, member.log_end, member.applied, lag
+        );
+    }
     Ok(())
 }
 

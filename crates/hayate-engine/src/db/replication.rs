@@ -152,6 +152,13 @@ impl Database {
     /// Opens this standby for writes (step 4). The caller must know the old primary is gone
     /// (fenced) and that this node held every acknowledged commit (it was synchronous).
     pub fn promote(&self) -> Result<()> {
+        self.promote_shipping_to(None).map(|_| ())
+    }
+
+    /// `promote`, installing `shipper` before the node takes its first write, so that no
+    /// commit of the new primary is acknowledged before its standby has it; returns the
+    /// position from which the shipper sees every flushed byte (`set_log_shipper`).
+    pub fn promote_shipping_to(&self, shipper: Option<Arc<dyn LogShipper>>) -> Result<Lsn> {
         let mut standby = self.inner.standby.lock();
         let Some(receiver) = standby.take() else {
             return Err(Error::InvalidArgument("not a standby".into()));
@@ -168,8 +175,9 @@ impl Database {
             );
             wal.cut_back(resume)?;
         }
+        let shipped_from = wal.set_shipper(shipper);
         self.inner.manager.set_standby(false);
-        Ok(())
+        Ok(shipped_from)
     }
 
     /// Installs (or, with None, removes) the shipper of this primary's log; returns the

@@ -31,7 +31,8 @@ use crate::wal::{Lsn, Wal};
 struct State {
     requested: Lsn,
     stop: bool,
-    failure: Option<String>,
+    /// Why flushing stopped: (this node is no longer the primary, the reason).
+    failure: Option<(bool, String)>,
     /// Async waiters: the position each waits for.
     wakers: Vec<(Lsn, Waker)>,
 }
@@ -145,7 +146,12 @@ impl Future for Durable {
             return Poll::Ready(Ok(()));
         }
         if let Some(failure) = &state.failure {
-            return Poll::Ready(Err(Error::Poisoned(failure.clone())));
+            let (not_primary, reason) = failure.clone();
+            return Poll::Ready(Err(if not_primary {
+                Error::NotPrimary(reason)
+            } else {
+                Error::Poisoned(reason)
+            }));
         }
         if state.stop {
             return Poll::Ready(Err(Error::Poisoned("the database is closing".into())));
@@ -194,7 +200,12 @@ fn run(shared: &Shared) {
         let mut state = shared.state.lock();
         if let Err(error) = result {
             log::error!("log flush failed: {error}");
-            state.failure = Some(error.to_string());
+            // A replication failure (this node is no longer the primary) is reported as such
+            // (57P01 through SQL); anything else poisoned the log.
+            state.failure = Some(match error {
+                Error::NotPrimary(reason) => (true, reason),
+                other => (false, other.to_string()),
+            });
             state.requested = 0;
             wake_covered(shared, &mut state, true);
             shared.done.notify_all();

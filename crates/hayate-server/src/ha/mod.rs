@@ -72,6 +72,27 @@ pub struct Member {
     pub role: String,
     pub client: String,
     pub replication: String,
+    /// Position just past the last log byte this node holds.
+    #[serde(default)]
+    pub log_end: u64,
+    /// Standby: position just past the last record applied; primary: its log end.
+    #[serde(default)]
+    pub applied: u64,
+    /// Primary: the synchronous standby's acknowledged position.
+    #[serde(default)]
+    pub acknowledged: Option<u64>,
+    /// Primary: the synchronous standby's name.
+    #[serde(default)]
+    pub sync_standby: Option<String>,
+}
+
+/// Log positions a member publishes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Positions {
+    log_end: u64,
+    applied: u64,
+    acknowledged: Option<u64>,
+    sync_standby: Option<String>,
 }
 
 /// The role `Coordinator::choose_role` settled on.
@@ -112,6 +133,7 @@ pub struct Coordinator {
     /// The sync key's value as this primary last wrote it.
     sync_written: Mutex<Option<Vec<u8>>>,
     role: Mutex<&'static str>,
+    positions: Mutex<Positions>,
     lease_lost: AtomicBool,
     /// Ends the lease renewal (`resign`).
     stop: AtomicBool,
@@ -142,6 +164,7 @@ impl Coordinator {
             leading: Mutex::new(None),
             sync_written: Mutex::new(None),
             role: Mutex::new("starting"),
+            positions: Mutex::new(Positions::default()),
             lease_lost: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             watch_stop: AtomicBool::new(false),
@@ -184,12 +207,26 @@ impl Coordinator {
 
     fn renew_loop(&self) {
         let period = self.config.ttl / 4;
+        let mut renewed = Instant::now();
         while !self.stop.load(Ordering::Acquire) {
             std::thread::sleep(period);
             let id = self.lease_id();
             let sent = Instant::now();
-            match self.etcd.keep_alive(id) {
-                Ok(Some(ttl)) => self.lease.lock().deadline = sent + Self::safe_ttl(ttl),
+            if sent - renewed > self.config.ttl / 2 {
+                log::warn!(
+                    "ha: {:?} since the lease was last renewed (renewals every {period:?})",
+                    sent - renewed
+                );
+            }
+            let answer = self.etcd.keep_alive(id);
+            if matches!(answer, Ok(Some(_))) {
+                renewed = sent;
+            }
+            match answer {
+                Ok(Some(ttl)) => {
+                    self.lease.lock().deadline = sent + Self::safe_ttl(ttl);
+                    self.publish_member();
+                }
                 Ok(None) => {
                     log::warn!("ha: lease {id:x} ran out; taking a new one");
                     self.lease_lost.store(true, Ordering::Release);
@@ -209,11 +246,16 @@ impl Coordinator {
     }
 
     fn publish_member(&self) {
+        let positions = self.positions.lock().clone();
         let member = Member {
             node: self.config.node.clone(),
             role: self.role.lock().to_string(),
             client: self.config.client.clone(),
             replication: self.config.replication.clone(),
+            log_end: positions.log_end,
+            applied: positions.applied,
+            acknowledged: positions.acknowledged,
+            sync_standby: positions.sync_standby,
         };
         let key = self.key(&format!("members/{}", self.config.node));
         if let Err(error) = self.etcd.put(&key, &to_json(&member), self.lease_id()) {
@@ -311,7 +353,14 @@ impl Coordinator {
                 Ok(Some((leader, lease, value))) if lease == self.lease_id() => {
                     // This process's own lease, alive in etcd: it gave up the role (its
                     // deadline passed while etcd was unreachable) but nobody could take it.
-                    let sync = self.etcd.get(&self.key("sync"))?.map(|kv| kv.value);
+                    let sync = match self.etcd.get(&self.key("sync")) {
+                        Ok(sync) => sync.map(|kv| kv.value),
+                        Err(error) => {
+                            log::warn!("ha: reading the sync set: {error}");
+                            std::thread::sleep(poll);
+                            continue;
+                        }
+                    };
                     *self.leading.lock() = Some(value);
                     *self.sync_written.lock() = sync;
                     self.lease_lost.store(false, Ordering::Release);
@@ -334,12 +383,16 @@ impl Coordinator {
                     }
                 }
                 Ok(None) => match self.eligible(has_data) {
-                    Ok(true) => {
-                        if let Some(epoch) = self.try_lead()? {
+                    Ok(true) => match self.try_lead() {
+                        Ok(Some(epoch)) => {
                             self.set_role("primary");
                             return Ok(Role::Primary { epoch });
                         }
-                    }
+                        Ok(None) => {}
+                        // Unreachable, or the lease ran out meanwhile (the renewal takes a
+                        // new one): try again.
+                        Err(error) => log::warn!("ha: taking the leader key: {error}"),
+                    },
                     Ok(false) => {
                         if waited_for != "sync" {
                             log::warn!(
@@ -407,6 +460,12 @@ impl Coordinator {
             }
             let deadline = self.lease_deadline();
             primary.set_lease_deadline(deadline);
+            *self.positions.lock() = Positions {
+                log_end: primary.log_end_lsn(),
+                applied: primary.log_end_lsn(),
+                acknowledged: Some(primary.acknowledged_lsn()),
+                sync_standby: primary.sync_standby(),
+            };
             if Instant::now() >= deadline
                 || self.lease_lost.load(Ordering::Acquire)
                 || self.lease_generation.load(Ordering::Acquire) != generation
@@ -440,6 +499,12 @@ impl Coordinator {
                 StandbyState::Stopped => return RoleEnd::Stopped,
                 StandbyState::Following => {}
             }
+            let (log_end, applied) = standby.positions();
+            *self.positions.lock() = Positions {
+                log_end,
+                applied,
+                ..Positions::default()
+            };
             if self.leading.lock().is_none() {
                 match self.read::<Leader>("leader") {
                     Ok(Some((leader, _, _))) => {

@@ -36,7 +36,10 @@ pub type SyncGate = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 /// The primary's side: the engine's `LogShipper` and the threads serving the standby.
 pub struct Primary {
     db: Database,
-    identity: Identity,
+    /// This node's system id and epochs (set by `activate`).
+    identity: Mutex<Option<Identity>>,
+    /// The bound listener until `activate` starts accepting on it.
+    listener: Mutex<Option<TcpListener>>,
     sync_gate: Option<SyncGate>,
     /// Nanoseconds after `clock_base` past which commits are no longer acknowledged (the
     /// leader lease's deadline); `u64::MAX`: none.
@@ -78,42 +81,70 @@ impl LogShipper for Primary {
 
 impl Primary {
     /// Listens for standbys on `listen` and installs the shipper on `db`: from now on every
-    /// commit waits for the synchronous standby.
-    /// `identity`: this node's system id and epochs (sent to standbys, checked against
-    /// theirs); `sync_gate`: how a standby becomes the synchronous one (None: at once).
+    /// commit waits for the synchronous standby. `identity`: this node's system id and epochs
+    /// (sent to standbys, checked against theirs); `sync_gate`: how a standby becomes the
+    /// synchronous one (None: at once).
     pub fn start(
         db: Database,
         listen: SocketAddr,
         identity: Identity,
         sync_gate: Option<SyncGate>,
     ) -> io::Result<Arc<Primary>> {
+        let primary = Primary::prepare(db.clone(), listen, sync_gate)?;
+        let shipped_from = db.set_log_shipper(Some(primary.clone()));
+        primary.activate(identity, shipped_from)?;
+        Ok(primary)
+    }
+
+    /// Binds the listener; nothing is shipped or accepted until `activate` (a standby
+    /// prepares its successor before it promotes, `Database::promote_shipping_to`).
+    pub fn prepare(
+        db: Database,
+        listen: SocketAddr,
+        sync_gate: Option<SyncGate>,
+    ) -> io::Result<Arc<Primary>> {
         let listener = TcpListener::bind(listen)?;
         listener.set_nonblocking(true)?;
-        let primary = Arc::new(Primary {
-            db: db.clone(),
-            identity,
+        Ok(Arc::new(Primary {
+            db,
+            identity: Mutex::new(None),
             sync_gate,
             lease_deadline: AtomicU64::new(u64::MAX),
             clock_base: Instant::now(),
             state: Mutex::new(ShipperState::default()),
             changed: Condvar::new(),
             listen: listener.local_addr()?,
+            listener: Mutex::new(Some(listener)),
             threads: Mutex::new(Vec::new()),
-        });
-        let shipped_from = db.set_log_shipper(Some(primary.clone()));
-        primary.state.lock().acked = shipped_from;
+        }))
+    }
+
+    /// Starts serving standbys, with this shipper installed on the database from
+    /// `shipped_from` on.
+    pub fn activate(self: &Arc<Self>, identity: Identity, shipped_from: Lsn) -> io::Result<()> {
+        *self.identity.lock() = Some(identity);
+        self.state.lock().acked = shipped_from;
         // A slot: the log a standby still needs stays through checkpoints (no size cap yet).
-        db.retain_log_from(shipped_from);
-        let accepting = primary.clone();
+        self.db.retain_log_from(shipped_from);
+        let listener = self
+            .listener
+            .lock()
+            .take()
+            .ok_or_else(|| io::Error::other("the primary is active already"))?;
+        let accepting = self.clone();
         let thread = std::thread::Builder::new()
             .name("hayate-repl-listen".into())
             .spawn(move || accepting.accept_loop(listener))?;
-        primary.threads.lock().push(thread);
-        log::info!(
-            "replication: primary, standbys connect to {}",
-            primary.listen
-        );
-        Ok(primary)
+        self.threads.lock().push(thread);
+        log::info!("replication: primary, standbys connect to {}", self.listen);
+        Ok(())
+    }
+
+    fn identity(&self) -> Identity {
+        self.identity
+            .lock()
+            .clone()
+            .expect("an active primary has an identity")
     }
 
     /// Where standbys connect.
@@ -129,6 +160,11 @@ impl Primary {
     /// Whether a standby is connected.
     pub fn standby_connected(&self) -> bool {
         self.state.lock().connected
+    }
+
+    /// Position just past the last byte of this primary's log.
+    pub fn log_end_lsn(&self) -> Lsn {
+        self.db.log_end_lsn()
     }
 
     /// The synchronous standby's name, once recorded.
@@ -227,7 +263,7 @@ impl Primary {
     /// Streams a base backup (`Database::base_backup`): the identity, the files, the end.
     fn send_backup(&self, mut socket: TcpStream, name: &str) -> io::Result<()> {
         log::info!("replication: base backup for standby {name} begins");
-        write_message(&mut socket, b'I', &[&self.identity.encode()])?;
+        write_message(&mut socket, b'I', &[&self.identity().encode()])?;
         let report = self
             .db
             .base_backup(&mut |file, offset, bytes| {
@@ -278,19 +314,20 @@ impl Primary {
             let _ = write_message(socket, tag, &[message.as_bytes()]);
             Err(io::Error::new(io::ErrorKind::InvalidData, message))
         };
-        if system_id != 0 && system_id != self.identity.system_id {
+        let identity = self.identity();
+        if system_id != 0 && system_id != identity.system_id {
             return refuse(
                 &mut socket,
                 b'E',
                 format!(
                     "the standby belongs to database system {system_id:016x}, this primary to \
                      {:016x}",
-                    self.identity.system_id
+                    identity.system_id
                 ),
             );
         }
         if system_id != 0 {
-            match self.identity.fork_point(epoch) {
+            match identity.fork_point(epoch) {
                 Err(message) => return refuse(&mut socket, b'R', message),
                 Ok(Some(fork)) if need > fork => {
                     return refuse(
@@ -300,7 +337,7 @@ impl Primary {
                             "the standby's log ends at {need}, past position {fork} where this \
                              primary's epoch {} began: it holds commits that were never \
                              acknowledged",
-                            self.identity.current().number
+                            identity.current().number
                         ),
                     )
                 }
@@ -325,7 +362,7 @@ impl Primary {
                 return refuse(&mut socket, b'R', message);
             }
         }
-        write_message(&mut socket, b'I', &[&self.identity.encode()])?;
+        write_message(&mut socket, b'I', &[&identity.encode()])?;
         let peer_name = if name.is_empty() {
             peer.to_string()
         } else {

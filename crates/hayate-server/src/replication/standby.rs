@@ -12,7 +12,7 @@ use hayate_sql::Catalog;
 use parking_lot::{Condvar, Mutex};
 
 use super::{
-    lsn_of, read_message, write_message, Identity, HELLO_MAGIC, POLL, PROMOTE_FILE,
+    lsn_of, read_message, write_message, Identity, Primary, HELLO_MAGIC, POLL, PROMOTE_FILE,
     RECONNECT_PAUSE, REFUSED_PAUSE,
 };
 
@@ -30,7 +30,7 @@ pub enum StandbyState {
 }
 
 /// What a standby follows and how it calls itself.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StandbyConfig {
     /// The primary's replication address.
     pub primary: String,
@@ -38,6 +38,11 @@ pub struct StandbyConfig {
     pub dir: PathBuf,
     /// The name the primary knows it by (the synchronous set records it).
     pub name: String,
+    /// The primary this node becomes when promoted (`Primary::prepare`d): installed as the
+    /// log shipper before the first write, so the new primary acknowledges nothing its own
+    /// standby lacks. None: the promoted node acknowledges alone (manual promotion without a
+    /// replication address).
+    pub successor: Option<Arc<Primary>>,
 }
 
 struct Shared {
@@ -160,6 +165,11 @@ impl Standby {
         *self.shared.primary.lock() = primary.to_string();
     }
 
+    /// Its log end and the position past the last record applied.
+    pub fn positions(&self) -> (u64, u64) {
+        (self.shared.db.log_end_lsn(), self.shared.db.applied_lsn())
+    }
+
     /// The primary it follows.
     pub fn primary(&self) -> String {
         self.shared.primary.lock().clone()
@@ -226,10 +236,17 @@ fn follow(shared: &Shared) -> StandbyState {
 
 fn promote(shared: &Shared) -> StandbyState {
     let _ = std::fs::remove_file(shared.config.dir.join(PROMOTE_FILE));
-    if let Err(error) = shared.db.promote() {
-        log::error!("replication: promotion failed: {error}");
-        return StandbyState::NeedsSeed(format!("promotion failed: {error}"));
-    }
+    let successor = shared.config.successor.clone();
+    let shipper = successor
+        .clone()
+        .map(|primary| primary as Arc<dyn hayate_engine::LogShipper>);
+    let shipped_from = match shared.db.promote_shipping_to(shipper) {
+        Ok(shipped_from) => shipped_from,
+        Err(error) => {
+            log::error!("replication: promotion failed: {error}");
+            return StandbyState::NeedsSeed(format!("promotion failed: {error}"));
+        }
+    };
     let mut identity = shared
         .identity
         .lock()
@@ -246,6 +263,11 @@ fn promote(shared: &Shared) -> StandbyState {
     );
     if let Err(error) = shared.catalog.reload() {
         log::error!("replication: reloading the catalog after promotion: {error}");
+    }
+    if let Some(primary) = successor {
+        if let Err(error) = primary.activate(identity.clone(), shipped_from) {
+            log::error!("replication: serving standbys after promotion: {error}");
+        }
     }
     StandbyState::Promoted(identity)
 }
@@ -271,6 +293,13 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
             &epoch.to_be_bytes(),
             shared.config.name.as_bytes(),
         ],
+    )?;
+    // What this node holds durably counts at once: a standby seeded by a base backup may
+    // hold bytes the primary's commits still wait for.
+    write_message(
+        &mut socket,
+        b'A',
+        &[&db.log_local_durable_lsn().to_be_bytes()],
     )?;
     log::info!("replication: following {primary} from log position {need}");
     loop {

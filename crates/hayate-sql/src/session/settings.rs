@@ -32,6 +32,9 @@ pub(super) fn default_settings(user: &str, database: &str) -> BTreeMap<String, S
         ("max_index_keys", "32"),
         ("lc_messages", "C"),
         ("synchronous_commit", "on"),
+        ("transaction_read_only", "off"),
+        ("default_transaction_read_only", "off"),
+        ("in_hot_standby", "off"),
         ("work_mem", crate::exec::WORK_MEM_DEFAULT),
     ];
     let mut settings: BTreeMap<String, String> = pairs
@@ -58,6 +61,20 @@ impl Session {
                 .insert("transaction_isolation".into(), name.into());
         }
         self.work_mem_bytes = self.read_work_mem_bytes();
+    }
+
+    /// A setting's value as SHOW reads it: on a hot standby (which may be promoted while
+    /// the session lasts) the read-only settings are on, as PostgreSQL reports them to
+    /// libpq's and rust-postgres' `target_session_attrs` checks.
+    pub(super) fn setting(&self, name: &str) -> Option<String> {
+        let standby_on = matches!(
+            name,
+            "transaction_read_only" | "default_transaction_read_only" | "in_hot_standby"
+        );
+        if standby_on && self.catalog.database().is_standby() {
+            return Some("on".into());
+        }
+        self.settings.get(name).cloned()
     }
 
     /// The connection's process id, as its cancel key gives it (pg_backend_pid()).

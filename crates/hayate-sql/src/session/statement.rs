@@ -346,7 +346,7 @@ impl Session {
                 command: "SHOW".into(),
             }),
             Plan::Show { name } => {
-                let value = self.settings.get(name).cloned().ok_or_else(|| {
+                let value = self.setting(name).ok_or_else(|| {
                     SqlError::new(
                         sqlstate::UNDEFINED_OBJECT,
                         format!("unrecognized configuration parameter \"{name}\""),
