@@ -26,7 +26,7 @@ pub enum Command {
     /// Open an existing database and print its statistics.
     Stats(DirArgs),
     /// Serve SQL over the PostgreSQL wire protocol (psql and drivers connect unmodified).
-    Serve(crate::serve::ServeArgs),
+    Serve(Box<crate::serve::ServeArgs>),
     /// Promote the standby serving --dir: it applies the log it holds and takes writes.
     Promote(DirArgs),
     /// Show an etcd-coordinated cluster: its primary, synchronous set, members, positions and

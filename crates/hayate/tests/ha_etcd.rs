@@ -41,6 +41,35 @@ fn watchdog(test: &'static str, limit: Duration) {
     });
 }
 
+/// The test's directory (etcd's and the nodes' data, the nodes' logs); kept, and named on
+/// stderr, with `HAYATE_KEEP_TEST_DIRS=1`.
+struct TestDir {
+    path: PathBuf,
+    _removed_on_drop: Option<tempfile::TempDir>,
+}
+
+impl TestDir {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn test_dir() -> TestDir {
+    let dir = tempfile::tempdir().unwrap();
+    if std::env::var_os("HAYATE_KEEP_TEST_DIRS").is_some() {
+        let path = dir.keep();
+        eprintln!("test directory kept: {}", path.display());
+        return TestDir {
+            path,
+            _removed_on_drop: None,
+        };
+    }
+    TestDir {
+        path: dir.path().to_path_buf(),
+        _removed_on_drop: Some(dir),
+    }
+}
+
 /// A real etcd on free ports, its data in a directory that outlives restarts.
 struct Etcd {
     dir: PathBuf,
@@ -282,6 +311,65 @@ fn status_json(etcd: &Etcd, cluster: &str) -> serde_json::Value {
     }
 }
 
+/// Whether a client program runs; without it a loud notice, or a failure when
+/// HAYATE_REQUIRE_CLIENTS is set (CI).
+fn client_runs(program: &str, args: &[&str], install: &str) -> bool {
+    let runs = Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !runs {
+        let message = format!("{program} NOT FOUND: its multi-host check did NOT run ({install})");
+        eprintln!("\n!!!!!!!! {message} !!!!!!!!\n");
+        assert!(
+            std::env::var_os("HAYATE_REQUIRE_CLIENTS").is_none(),
+            "{message}"
+        );
+    }
+    runs
+}
+
+/// Writes row `id` through psql and then `id + 1` through psycopg, each given the multi-host
+/// connection string with `target_session_attrs=read-write`; returns the ids written.
+fn write_through_multi_host_clients(nodes: &[&Node], id: i64) -> Vec<i64> {
+    let conninfo = format!(
+        "host={} port={} user=tester dbname=test target_session_attrs=read-write",
+        vec!["127.0.0.1"; nodes.len()].join(","),
+        nodes
+            .iter()
+            .map(|node| node.port.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let mut written = Vec::new();
+    if client_runs("psql", &["--version"], "postgresql-client") {
+        let output = Command::new("psql")
+            .arg(&conninfo)
+            .args(["-v", "ON_ERROR_STOP=1", "-c"])
+            .arg(format!("INSERT INTO acked VALUES ({id}, 'psql')"))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "psql: {output:?}");
+        written.push(id);
+    }
+    let script = "import psycopg, sys\n\
+                  with psycopg.connect(sys.argv[1], autocommit=True) as c:\n\
+                  \x20   c.execute('INSERT INTO acked VALUES (%s, %s)', (int(sys.argv[2]), 'psycopg'))";
+    if client_runs(
+        "/usr/bin/python3",
+        &["-c", "import psycopg"],
+        "python3-psycopg",
+    ) {
+        let output = Command::new("/usr/bin/python3")
+            .args(["-c", script, &conninfo, &(id + 1).to_string()])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "psycopg: {output:?}");
+        written.push(id + 1);
+    }
+    written
+}
+
 fn primary_index(nodes: &[&Node]) -> Option<usize> {
     nodes
         .iter()
@@ -294,7 +382,7 @@ fn empty_nodes_seed_fail_over_with_every_acknowledged_commit_and_rejoin() {
         "empty_nodes_seed_fail_over_with_every_acknowledged_commit_and_rejoin",
         Duration::from_secs(180),
     );
-    let base = tempfile::tempdir().unwrap();
+    let base = test_dir();
     let etcd = Etcd::start(&base.path().join("etcd"));
     let mut a = Node::new(base.path(), "a", &etcd, "pair");
     let mut b = Node::new(base.path(), "b", &etcd, "pair");
@@ -354,6 +442,8 @@ fn empty_nodes_seed_fail_over_with_every_acknowledged_commit_and_rejoin() {
         });
         acked.insert(id);
     }
+    // psql and psycopg find the new primary through a multi-host connection string.
+    acked.extend(write_through_multi_host_clients(&[&a, &b], 1_000));
     let status = status_json(&etcd, "pair");
     assert_eq!(status["leader"]["node"], standby_name);
     assert_eq!(status["sync"]["standby"], first.as_str(), "{status}");
@@ -372,7 +462,7 @@ fn an_old_primary_with_an_unacknowledged_tail_is_seeded_again() {
         "an_old_primary_with_an_unacknowledged_tail_is_seeded_again",
         Duration::from_secs(180),
     );
-    let base = tempfile::tempdir().unwrap();
+    let base = test_dir();
     let etcd = Etcd::start(&base.path().join("etcd"));
     let mut a = Node::new(base.path(), "a", &etcd, "tail");
     a.start();
@@ -428,7 +518,7 @@ fn a_primary_cut_off_from_etcd_acknowledges_nothing_after_its_lease() {
         "a_primary_cut_off_from_etcd_acknowledges_nothing_after_its_lease",
         Duration::from_secs(180),
     );
-    let base = tempfile::tempdir().unwrap();
+    let base = test_dir();
     let etcd = Etcd::start(&base.path().join("etcd"));
     let mut a = Node::new(base.path(), "a", &etcd, "cut");
     let mut b = Node::new(base.path(), "b", &etcd, "cut");
@@ -540,7 +630,7 @@ fn bank_torture_through_repeated_failovers() {
         "bank_torture_through_repeated_failovers",
         Duration::from_secs(120 + 30 * rounds as u64),
     );
-    let base = tempfile::tempdir().unwrap();
+    let base = test_dir();
     let mut etcd = Etcd::start(&base.path().join("etcd"));
     let mut nodes = [
         Node::new(base.path(), "a", &etcd, "bank"),

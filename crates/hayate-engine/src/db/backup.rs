@@ -37,6 +37,9 @@ const DATA_FILE: &str = "data.hyt";
 const JOURNAL_FILE: &str = "journal.hyt";
 const CHECKPOINT_PREFIX: &str = "checkpoint.";
 
+/// Where a base backup's pieces go: `(file name, offset, bytes)`.
+pub type BackupSink<'a> = dyn FnMut(&str, u64, &[u8]) -> Result<()> + 'a;
+
 /// What a base backup copied.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BackupReport {
@@ -44,6 +47,9 @@ pub struct BackupReport {
     pub files: usize,
     /// Bytes handed to the sink.
     pub bytes: u64,
+    /// The copy's log begins here (its first segment): the original must keep its log from
+    /// here until the seeded standby connects.
+    pub log_start: Lsn,
     /// The copy's log ends here: a standby seeded from it follows the original from this
     /// position (or from where its recovery cut a commit whose last part was not copied).
     pub log_end: Lsn,
@@ -64,10 +70,7 @@ impl Database {
     /// Copies this database's files while it runs (see the module documentation): `sink`
     /// gets `(file name, offset, bytes)` pieces, every file at least once (an empty one with
     /// no bytes at offset 0), each file's pieces in order. Checkpoints wait until it returns.
-    pub fn base_backup(
-        &self,
-        sink: &mut dyn FnMut(&str, u64, &[u8]) -> Result<()>,
-    ) -> Result<BackupReport> {
+    pub fn base_backup(&self, sink: &mut BackupSink<'_>) -> Result<BackupReport> {
         let manager = &self.inner.manager;
         let _no_checkpoints = manager.hold_checkpoints();
         let io = self.io().clone();
@@ -108,6 +111,7 @@ impl Database {
         let wal = manager.wal();
         let durable = wal.local_durable_lsn();
         let segments = list_segments(&*io)?;
+        report.log_start = segments.first().copied().unwrap_or(durable);
         for (index, &first) in segments.iter().enumerate() {
             if first >= durable {
                 break;
@@ -221,5 +225,5 @@ const CONTROL_STAGED: &str = "control.hyt.incoming";
 fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|handle| handle.sync_all())
-        .map_err(|e| Error::io(&dir.display().to_string(), e))
+        .map_err(|e| Error::io(dir.display().to_string(), e))
 }

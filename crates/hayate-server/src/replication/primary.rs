@@ -280,10 +280,11 @@ impl Primary {
                 .map_err(|error| Error::io("replication socket", error))
             })
             .map_err(io::Error::other)?;
-        // The seeded standby follows from the copy's end: keep the log from there.
+        // The seeded standby follows from about the copy's end (earlier if its recovery cuts
+        // an incomplete commit): keep the log the copy holds.
         {
             let state = self.state.lock();
-            self.db.retain_log_from(report.log_end.min(state.acked));
+            self.db.retain_log_from(report.log_start.min(state.acked));
         }
         write_message(&mut socket, b'Z', &[&report.log_end.to_be_bytes()])?;
         log::info!(
