@@ -158,3 +158,37 @@ impl Error {
         )
     }
 }
+
+/// A failure that many waiters report (a failed log flush), kept so each gets the same error:
+/// a primary that lost its role stays `NotPrimary` (57P01 through SQL), anything else is
+/// `Poisoned`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedFailure {
+    not_primary: bool,
+    reason: String,
+}
+
+impl SharedFailure {
+    /// Keeps `error` for the waiters.
+    pub fn of(error: &Error) -> SharedFailure {
+        match error {
+            Error::NotPrimary(reason) => SharedFailure {
+                not_primary: true,
+                reason: reason.clone(),
+            },
+            other => SharedFailure {
+                not_primary: false,
+                reason: other.to_string(),
+            },
+        }
+    }
+
+    /// The error a waiter gets.
+    pub fn error(&self) -> Error {
+        if self.not_primary {
+            Error::NotPrimary(self.reason.clone())
+        } else {
+            Error::Poisoned(self.reason.clone())
+        }
+    }
+}

@@ -40,7 +40,7 @@ pub use db::{
     is_backup_file, ApplyReport, BackupReport, BackupWriter, BufferSize, CheckReport, Database,
     DatabaseConfig, DatabaseStats, IoBackend,
 };
-pub use error::{Error, Result};
+pub use error::{Error, Result, SharedFailure};
 pub use page::{validate_page_size, PAGE_SIZE_DEFAULT};
 pub use store::control::{ControlFile, CONTROL_FILE};
 pub use store::{CleanerConfig, StoreConfig, StoreStats, VictimPolicy, WritePolicy};

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::future::poll_fn;
 use std::task::{Poll, Waker};
 
-use hayate_engine::{Database, Error};
+use hayate_engine::{Database, Error, SharedFailure};
 
 #[derive(Default)]
 struct Waiters {
@@ -25,7 +25,7 @@ struct Waiters {
     /// A watcher task is running on this loop.
     watching: bool,
     /// The error of a failed flush.
-    failure: Option<String>,
+    failure: Option<SharedFailure>,
 }
 
 thread_local! {
@@ -42,7 +42,7 @@ pub async fn durable(db: &Database, lsn: u64) -> Result<(), Error> {
         WAITERS.with(|waiters| {
             let mut waiters = waiters.borrow_mut();
             if let Some(failure) = &waiters.failure {
-                return Poll::Ready(Err(Error::Poisoned(failure.clone())));
+                return Poll::Ready(Err(failure.error()));
             }
             let waker = context.waker();
             if !waiters
@@ -82,7 +82,7 @@ async fn watch(db: Database) {
         WAITERS.with(|waiters| {
             let mut waiters = waiters.borrow_mut();
             if let Err(error) = result {
-                waiters.failure = Some(error.to_string());
+                waiters.failure = Some(SharedFailure::of(&error));
             }
             let failed = waiters.failure.is_some();
             waiters.waiting.retain(|(lsn, waker)| {

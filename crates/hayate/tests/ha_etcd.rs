@@ -584,20 +584,28 @@ fn transfer(client: &mut postgres::Client, id: i64) -> Result<(), postgres::Erro
 
 /// Every acknowledged transfer is there, balances agree with the transfer rows, the total
 /// is conserved.
-fn check_bank(client: &mut postgres::Client, acknowledged: &BTreeSet<i64>) {
-    // One snapshot for both tables: transfers go on meanwhile.
+fn check_bank(
+    client: &mut postgres::Client,
+    acknowledged: &BTreeSet<i64>,
+) -> Result<(), postgres::Error> {
+    // One snapshot for both tables: transfers go on meanwhile. A connection lost to a
+    // failover is an error to retry (`with_primary`), not a failed check.
     let mut client = client
         .build_transaction()
         .isolation_level(postgres::IsolationLevel::RepeatableRead)
         .read_only(true)
-        .start()
-        .unwrap();
+        .start()?;
     let transfers: Vec<(i64, i64, i64)> = client
-        .query("SELECT id, src, dst FROM transfers", &[])
-        .unwrap()
+        .query("SELECT id, src, dst FROM transfers", &[])?
         .iter()
         .map(|row| (row.get(0), row.get(1), row.get(2)))
         .collect();
+    let balances: Vec<i64> = client
+        .query("SELECT balance FROM accounts ORDER BY id", &[])?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    client.commit()?;
     let present: BTreeSet<i64> = transfers.iter().map(|t| t.0).collect();
     let lost: Vec<_> = acknowledged.difference(&present).collect();
     assert!(lost.is_empty(), "acknowledged transfers lost: {lost:?}");
@@ -606,18 +614,9 @@ fn check_bank(client: &mut postgres::Client, acknowledged: &BTreeSet<i64>) {
         expected[*from as usize] -= 1;
         expected[*to as usize] += 1;
     }
-    let balances: Vec<i64> = client
-        .query("SELECT balance FROM accounts ORDER BY id", &[])
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
-    assert_eq!(
-        balances, expected,
-        "balances disagree with the transfer rows"
-    );
+    assert_eq!(balances, expected, "balances disagree with the transfer rows");
     assert_eq!(balances.iter().sum::<i64>(), START_BALANCE * ACCOUNTS);
-    client.commit().unwrap();
+    Ok(())
 }
 
 #[test]
@@ -739,19 +738,13 @@ fn bank_torture_through_repeated_failovers() {
         epochs.push(epoch);
         let refs = [&nodes[0], &nodes[1]];
         let acked = acknowledged.lock().unwrap().clone();
-        with_primary(&refs, |client| {
-            check_bank(client, &acked);
-            Ok(())
-        });
+        with_primary(&refs, |client| check_bank(client, &acked));
     }
     stop.store(true, Ordering::Relaxed);
     worker.join().unwrap();
     let acked = acknowledged.lock().unwrap().clone();
     let refs = [&nodes[0], &nodes[1]];
-    with_primary(&refs, |client| {
-        check_bank(client, &acked);
-        Ok(())
-    });
+    with_primary(&refs, |client| check_bank(client, &acked));
     failover_times.sort();
     let percentile = |p: f64| failover_times[((failover_times.len() - 1) as f64 * p) as usize];
     eprintln!(

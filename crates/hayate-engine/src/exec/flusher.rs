@@ -25,14 +25,14 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SharedFailure};
 use crate::wal::{Lsn, Wal};
 
 struct State {
     requested: Lsn,
     stop: bool,
-    /// Why flushing stopped: (this node is no longer the primary, the reason).
-    failure: Option<(bool, String)>,
+    /// Why flushing stopped.
+    failure: Option<SharedFailure>,
     /// Async waiters: the position each waits for.
     wakers: Vec<(Lsn, Waker)>,
 }
@@ -146,12 +146,7 @@ impl Future for Durable {
             return Poll::Ready(Ok(()));
         }
         if let Some(failure) = &state.failure {
-            let (not_primary, reason) = failure.clone();
-            return Poll::Ready(Err(if not_primary {
-                Error::NotPrimary(reason)
-            } else {
-                Error::Poisoned(reason)
-            }));
+            return Poll::Ready(Err(failure.error()));
         }
         if state.stop {
             return Poll::Ready(Err(Error::Poisoned("the database is closing".into())));
@@ -200,12 +195,7 @@ fn run(shared: &Shared) {
         let mut state = shared.state.lock();
         if let Err(error) = result {
             log::error!("log flush failed: {error}");
-            // A replication failure (this node is no longer the primary) is reported as such
-            // (57P01 through SQL); anything else poisoned the log.
-            state.failure = Some(match error {
-                Error::NotPrimary(reason) => (true, reason),
-                other => (false, other.to_string()),
-            });
+            state.failure = Some(SharedFailure::of(&error));
             state.requested = 0;
             wake_covered(shared, &mut state, true);
             shared.done.notify_all();

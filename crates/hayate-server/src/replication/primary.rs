@@ -466,6 +466,10 @@ impl Primary {
     }
 
     fn read_acks(&self, mut socket: TcpStream, connection: u64, peer: &str) {
+        // An acknowledgement the sync gate has not let count yet (etcd unreachable): tried
+        // again at each read timeout, since commits waiting for it send no new bytes, and so
+        // the standby no new acknowledgements.
+        let mut unrecorded = None;
         loop {
             {
                 let state = self.state.lock();
@@ -474,29 +478,13 @@ impl Primary {
                 }
             }
             match read_message(&mut socket) {
-                Ok(None) => continue,
-                Ok(Some((b'A', payload))) => match lsn_of(&payload) {
-                    Ok(lsn) => {
-                        let mut state = self.state.lock();
-                        if state.connection == connection && lsn > state.acked {
-                            // It holds every acknowledged commit now: it becomes the
-                            // synchronous standby (recorded first) before its acks count.
-                            if state.sync_name.as_deref() != Some(peer) {
-                                drop(state);
-                                let recorded =
-                                    self.sync_gate.as_ref().is_none_or(|gate| gate(peer));
-                                state = self.state.lock();
-                                if !recorded || state.connection != connection {
-                                    continue;
-                                }
-                                log::info!("replication: {peer} is the synchronous standby");
-                                state.sync_name = Some(peer.to_string());
-                            }
-                            state.acked = state.acked.max(lsn);
-                            self.db.retain_log_from(state.acked);
-                            self.changed.notify_all();
-                        }
+                Ok(None) => {
+                    if let Some(lsn) = unrecorded.take() {
+                        unrecorded = self.acknowledged(connection, peer, lsn);
                     }
+                }
+                Ok(Some((b'A', payload))) => match lsn_of(&payload) {
+                    Ok(lsn) => unrecorded = self.acknowledged(connection, peer, lsn),
                     Err(error) => {
                         log::warn!("replication: standby {peer}: {error}");
                         break;
@@ -515,5 +503,33 @@ impl Primary {
         self.disconnected(connection);
         let _ = socket.shutdown(std::net::Shutdown::Both);
         self.changed.notify_all();
+    }
+
+    /// Counts the standby's acknowledgement of `lsn`. The first one that raises the
+    /// acknowledged position makes it the synchronous standby, recorded through the sync
+    /// gate first (it holds every acknowledged commit now); returns `lsn` if the gate did not
+    /// record it (to be tried again).
+    fn acknowledged(&self, connection: u64, peer: &str, lsn: Lsn) -> Option<Lsn> {
+        let mut state = self.state.lock();
+        if state.connection != connection || lsn <= state.acked {
+            return None;
+        }
+        if state.sync_name.as_deref() != Some(peer) {
+            drop(state);
+            let recorded = self.sync_gate.as_ref().is_none_or(|gate| gate(peer));
+            state = self.state.lock();
+            if state.connection != connection {
+                return None;
+            }
+            if !recorded {
+                return Some(lsn);
+            }
+            log::info!("replication: {peer} is the synchronous standby");
+            state.sync_name = Some(peer.to_string());
+        }
+        state.acked = state.acked.max(lsn);
+        self.db.retain_log_from(state.acked);
+        self.changed.notify_all();
+        None
     }
 }

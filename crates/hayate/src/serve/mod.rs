@@ -17,12 +17,16 @@ use std::sync::Arc;
 use clap::Args;
 use hayate::error::{CliError, CliResult, Context};
 use hayate_engine::{BufferSize, Database, DatabaseConfig};
-use hayate_server::ha::{Coordinator, HaConfig, Role, RoleEnd};
+use hayate_server::ha::HaConfig;
 use hayate_server::replication::{Identity, Primary};
 use hayate_server::unix_socket::UnixSocket;
 use hayate_server::{AuthMethod, Listeners, ServerConfig};
 use hayate_sql::Catalog;
 use serde::Deserialize;
+
+mod ha;
+
+pub use ha::status;
 
 const CONFIG_HELP: &str = "\
 Config file (--config FILE, TOML; every key optional, flags override it):
@@ -324,7 +328,7 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
     std::fs::create_dir_all(data_dir)
         .context(|| format!("creating data directory {}", data_dir.display()))?;
     if let Some(ha) = settings.ha.clone() {
-        return run_ha(&settings, ha);
+        return ha::run_ha(&settings, ha);
     }
     let db = open_database(&settings, settings.ha_follow.is_some())?;
     let catalog = open_catalog(&db)?;
@@ -444,197 +448,6 @@ fn serve_until(
     Ok(served)
 }
 
-/// A node of an etcd-coordinated cluster: choose a role (take the leader key, or follow the
-/// primary it names, seeding an empty data directory from it), serve, and start over when
-/// the role ends (the lease ran out, the data must be seeded again) until a signal.
-fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
-    let data_dir = settings.data_dir.clone();
-    let coordinator = Coordinator::start(ha.clone())
-        .map_err(|error| CliError::new(format!("{error} (is etcd running at {}?)", ha.etcd)))?;
-    eprintln!(
-        "hayate: node {} of cluster {} (etcd {}, lease {} s)",
-        ha.node,
-        ha.cluster,
-        ha.etcd,
-        ha.ttl.as_secs()
-    );
-    let listen: std::net::SocketAddr = ha.replication.parse().expect("a socket address");
-    let result = loop {
-        let has_data = data_dir.join(hayate_engine::CONTROL_FILE).exists();
-        let role = match coordinator.choose_role(has_data) {
-            Ok(role) => role,
-            Err(error) => break Err(CliError::new(format!("choosing a role: {error}"))),
-        };
-        if let Role::Standby { primary } = &role {
-            if !has_data {
-                eprintln!(
-                    "hayate: seeding {} from the primary at {primary}",
-                    data_dir.display()
-                );
-                if let Err(error) =
-                    hayate_server::replication::seed_from(primary, &data_dir, &ha.node)
-                {
-                    eprintln!("hayate: seeding failed ({error}); trying again");
-                    std::thread::sleep(std::time::Duration::from_secs(1));
-                    continue;
-                }
-            }
-        }
-        let standby = matches!(role, Role::Standby { .. });
-        let db = open_database(settings, standby)?;
-        let catalog = open_catalog(&db)?;
-        let identity = match (Identity::load(&data_dir), &role) {
-            (Ok(Some(mut identity)), Role::Primary { epoch }) => {
-                if *epoch > identity.current().number {
-                    identity.begin_epoch(*epoch, db.log_end_lsn());
-                }
-                identity
-            }
-            (Ok(Some(identity)), _) => identity,
-            (Ok(None), Role::Primary { epoch }) => {
-                let mut identity = Identity::new_system();
-                if *epoch > 1 {
-                    identity.begin_epoch(*epoch, db.log_end_lsn());
-                }
-                identity
-            }
-            (Ok(None), _) => Identity::new_system(),
-            (Err(error), _) => break Err(CliError::new(format!("reading the identity: {error}"))),
-        };
-        if !standby {
-            identity
-                .store(&data_dir)
-                .context(|| format!("writing the identity in {}", data_dir.display()))?;
-        }
-        eprintln!(
-            "hayate: {} (epoch {})",
-            match &role {
-                Role::Primary { .. } => "primary".to_string(),
-                Role::Standby { primary } => format!("standby of {primary}"),
-            },
-            identity.current().number
-        );
-        let primary_slot = Arc::new(parking_lot::Mutex::new(None));
-        let restart = Arc::new(tokio::sync::Notify::new());
-        let watcher = {
-            let (coordinator, db, catalog, primary_slot, restart, data_dir, node) = (
-                coordinator.clone(),
-                db.clone(),
-                catalog.clone(),
-                primary_slot.clone(),
-                restart.clone(),
-                data_dir.clone(),
-                ha.node.clone(),
-            );
-            std::thread::Builder::new()
-                .name("hayate-ha-watch".into())
-                .spawn(move || {
-                    let end = watch_role(WatchedNode {
-                        coordinator: &coordinator,
-                        role,
-                        db: &db,
-                        catalog: &catalog,
-                        primary_slot: &primary_slot,
-                        listen,
-                        identity,
-                        dir: data_dir,
-                        node,
-                    });
-                    if end != RoleEnd::Stopped {
-                        restart.notify_one();
-                    }
-                    end
-                })
-                .context(|| "starting the HA watcher".into())?
-        };
-        let served = serve_until(settings, catalog, &primary_slot, Some(restart));
-        coordinator.request_stop();
-        let end = watcher.join().unwrap_or(RoleEnd::Stopped);
-        if let Some(primary) = primary_slot.lock().take() {
-            primary.stop();
-        }
-        close_database(db)?;
-        match served {
-            Ok(Served::Restart) => {}
-            Ok(Served::Signal) => break Ok(()),
-            Err(error) => break Err(error),
-        }
-        coordinator.resume();
-        if let RoleEnd::Reseed(why) = end {
-            eprintln!("hayate: this node's data must be seeded again: {why}");
-            for file in [hayate_engine::CONTROL_FILE, "identity"] {
-                let _ = std::fs::remove_file(data_dir.join(file));
-            }
-        }
-    };
-    coordinator.resign();
-    result
-}
-
-/// What the HA watcher runs a role with.
-struct WatchedNode<'a> {
-    coordinator: &'a Arc<Coordinator>,
-    role: Role,
-    db: &'a Database,
-    catalog: &'a Arc<Catalog>,
-    primary_slot: &'a parking_lot::Mutex<Option<Arc<Primary>>>,
-    listen: std::net::SocketAddr,
-    identity: Identity,
-    dir: PathBuf,
-    node: String,
-}
-
-/// Runs the node's role until it ends: a standby until promoted, then (or from the start) a
-/// primary until its lease runs out.
-fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
-    use hayate_server::replication::{Standby, StandbyConfig};
-    let coordinator = node.coordinator;
-    let primary = match node.role {
-        Role::Standby { primary } => {
-            // The primary this node becomes if promoted, installed before its first write.
-            let successor =
-                match Primary::prepare(node.db.clone(), node.listen, Some(coordinator.sync_gate()))
-                {
-                    Ok(successor) => successor,
-                    Err(error) => {
-                        log::error!("ha: listening for standbys on {}: {error}", node.listen);
-                        return RoleEnd::LostLease;
-                    }
-                };
-            let config = StandbyConfig {
-                primary,
-                dir: node.dir.clone(),
-                name: node.node.clone(),
-                successor: Some(successor.clone()),
-            };
-            let standby = match Standby::start(node.db.clone(), node.catalog.clone(), config) {
-                Ok(standby) => standby,
-                Err(error) => return RoleEnd::Reseed(format!("starting the standby: {error}")),
-            };
-            let end = coordinator.watch_standby(&standby);
-            standby.stop();
-            match end {
-                RoleEnd::Promoted(_) => successor,
-                other => return other,
-            }
-        }
-        Role::Primary { .. } => match Primary::start(
-            node.db.clone(),
-            node.listen,
-            node.identity,
-            Some(coordinator.sync_gate()),
-        ) {
-            Ok(primary) => primary,
-            Err(error) => {
-                log::error!("ha: listening for standbys on {}: {error}", node.listen);
-                return RoleEnd::LostLease;
-            }
-        },
-    };
-    *node.primary_slot.lock() = Some(primary.clone());
-    coordinator.watch_primary(&primary)
-}
-
 /// The replication role a server runs in (`--ha-follow`, `--ha-replication-listen`).
 struct Replication {
     primary: Option<Arc<Primary>>,
@@ -723,59 +536,6 @@ pub fn request_promotion(dir: &Path) -> CliResult<()> {
     }
     std::fs::write(&file, b"").context(|| format!("writing {}", file.display()))?;
     eprintln!("hayate: promotion requested ({})", file.display());
-    Ok(())
-}
-
-/// `hayate status`: the cluster as etcd sees it.
-pub fn status(etcd: &str, cluster: &str, json: bool) -> CliResult<()> {
-    let status = Coordinator::status(etcd, cluster)
-        .map_err(|error| CliError::new(format!("{error} (is etcd running at {etcd}?)")))?;
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&status).expect("serializable")
-        );
-        return Ok(());
-    }
-    println!("cluster {cluster} (etcd {etcd})");
-    match &status.leader {
-        Some(leader) => println!(
-            "primary: {} (epoch {}), clients {}, standbys connect to {}",
-            leader.node, leader.epoch, leader.client, leader.replication
-        ),
-        None => println!("primary: none (no node holds the leader key)"),
-    }
-    match &status.sync {
-        Some(sync) => println!(
-            "synchronous set (epoch {}): {}{}",
-            sync.epoch,
-            sync.primary,
-            sync.standby
-                .as_ref()
-                .map_or(" alone: commits wait for a standby".into(), |s| format!(
-                    ", {s}"
-                ))
-        ),
-        None => println!("synchronous set: none yet (a new cluster)"),
-    }
-    let primary_end = status
-        .members
-        .iter()
-        .find(|member| member.role == "primary")
-        .map(|member| member.log_end);
-    println!(
-        "{:<12} {:<9} {:<22} {:>14} {:>14} {:>12}",
-        "node", "role", "client", "log end", "applied", "lag (bytes)"
-    );
-    for member in &status.members {
-        let lag = primary_end.map_or("-".to_string(), |end| {
-            end.saturating_sub(member.applied).to_string()
-        });
-        println!(
-            "{:<12} {:<9} {:<22} {:>14} {:>14} {:>12}",
-            member.node, member.role, member.client, member.log_end, member.applied, lag
-        );
-    }
     Ok(())
 }
 
