@@ -614,7 +614,10 @@ fn check_bank(
         expected[*from as usize] -= 1;
         expected[*to as usize] += 1;
     }
-    assert_eq!(balances, expected, "balances disagree with the transfer rows");
+    assert_eq!(
+        balances, expected,
+        "balances disagree with the transfer rows"
+    );
     assert_eq!(balances.iter().sum::<i64>(), START_BALANCE * ACCOUNTS);
     Ok(())
 }

@@ -255,4 +255,3 @@ pub fn status(etcd: &str, cluster: &str, json: bool) -> CliResult<()> {
     }
     Ok(())
 }
-
