@@ -5,7 +5,8 @@
 //!
 //! - Two empty nodes: one takes the leader key, the other seeds itself by base backup and
 //!   follows; after `kill -9` of the primary the synchronous standby takes over with every
-//!   acknowledged commit, and the old primary rejoins as its standby.
+//!   acknowledged commit, and the old primary rejoins as its standby; psql, psycopg and
+//!   pgJDBC (`targetServerType=primary`) find the new primary through multi-host strings.
 //! - An old primary with a logged but never acknowledged commit (its standby was gone) is
 //!   seeded again when it rejoins: the commit is gone, the new primary's commits are there.
 //! - A primary cut off from etcd (etcd stopped with SIGSTOP) acknowledges no commit begun
@@ -329,8 +330,9 @@ fn client_runs(program: &str, args: &[&str], install: &str) -> bool {
     runs
 }
 
-/// Writes row `id` through psql and then `id + 1` through psycopg, each given the multi-host
-/// connection string with `target_session_attrs=read-write`; returns the ids written.
+/// Writes row `id` through psql, `id + 1` through psycopg (each given the multi-host
+/// connection string with `target_session_attrs=read-write`) and `id + 2` through pgJDBC
+/// (a multi-host URL with `targetServerType=primary`); returns the ids written.
 fn write_through_multi_host_clients(nodes: &[&Node], id: i64) -> Vec<i64> {
     let conninfo = format!(
         "host={} port={} user=tester dbname=test target_session_attrs=read-write",
@@ -366,6 +368,27 @@ fn write_through_multi_host_clients(nodes: &[&Node], id: i64) -> Vec<i64> {
             .unwrap();
         assert!(output.status.success(), "psycopg: {output:?}");
         written.push(id + 1);
+    }
+    let jar = std::env::var("HAYATE_JDBC_JAR")
+        .unwrap_or_else(|_| "/usr/share/java/postgresql.jar".into());
+    let java = client_runs("java", &["-version"], "a Java runtime");
+    if java && client_runs("test", &["-f", &jar], "libpostgresql-jdbc-java") {
+        let hosts = nodes
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port))
+            .collect::<Vec<_>>()
+            .join(",");
+        let output = Command::new("java")
+            .args(["-cp", &jar])
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers/JdbcFailover.java"))
+            .args([&hosts, &(id + 2).to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success() && String::from_utf8_lossy(&output.stdout).contains("jdbc ok"),
+            "pgJDBC: {output:?}"
+        );
+        written.push(id + 2);
     }
     written
 }
