@@ -81,7 +81,8 @@ impl Etcd {
                     let text = response.into_string().unwrap_or_default();
                     last = EtcdError(format!("{endpoint}{path}: HTTP {code}: {text}"));
                 }
-                Err(error) => last = EtcdError(format!("{endpoint}{path}: {error}")),
+                // ureq's message names the URL already.
+                Err(error) => last = EtcdError(error.to_string()),
             }
         }
         Err(last)

@@ -663,6 +663,21 @@ mod tests {
             ("buffer_size = \"16kB\"\n", "invalid buffer_size"),
             ("work_mem = \"4 parsecs\"\n", "work_mem: invalid value"),
             ("work_mem = \"1kB\"\n", "outside the valid range"),
+            ("ha_etcd = \"http://127.0.0.1:2379\"\n", "needs --ha-node"),
+            (
+                "ha_etcd = \"http://127.0.0.1:2379\"\nha_node = \"a\"\n",
+                "needs --ha-replication-listen",
+            ),
+            (
+                "ha_etcd = \"http://127.0.0.1:2379\"\nha_node = \"a\"\n\
+                 ha_replication_listen = \"127.0.0.1:6433\"\nha_ttl = 0\n",
+                "ha_ttl must be",
+            ),
+            (
+                "ha_etcd = \"http://127.0.0.1:2379\"\nha_node = \"a\"\n\
+                 ha_replication_listen = \"127.0.0.1:6433\"\nha_follow = \"127.0.0.1:1\"\n",
+                "exclude each other",
+            ),
         ] {
             std::fs::write(&path, text).unwrap();
             let error = settings(&args(Some(path.clone()))).unwrap_err().to_string();
