@@ -471,12 +471,30 @@ fn empty_nodes_seed_fail_over_with_every_acknowledged_commit_and_rejoin() {
     assert_eq!(status["leader"]["node"], standby_name);
     assert_eq!(status["sync"]["standby"], first.as_str(), "{status}");
     assert!(status["leader"]["epoch"].as_u64().unwrap() >= 2);
-    let (old, _) = if first == "a" { (&a, &b) } else { (&b, &a) };
+    let (old, new) = if first == "a" { (&a, &b) } else { (&b, &a) };
     let mut reader = old.client();
     wait_for("the old primary to apply as a standby", || {
         keys(&mut reader, "acked") == acked
     });
     assert!(!old.is_primary().unwrap());
+    // pg_stat_replication on the new primary shows its synchronous standby; a standby has none.
+    let rows = new
+        .client()
+        .query(
+            "SELECT application_name, state, sync_state, sent_lsn, flush_lsn \
+             FROM pg_stat_replication",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<_, String>(0), first);
+    assert_eq!(rows[0].get::<_, String>(1), "streaming");
+    assert_eq!(rows[0].get::<_, String>(2), "sync");
+    assert!(rows[0].get::<_, String>(4).contains('/'));
+    let none = reader
+        .query("SELECT count(*) FROM pg_stat_replication", &[])
+        .unwrap();
+    assert_eq!(none[0].get::<_, i64>(0), 0);
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hayate_engine::{Database, Error, LogShipper, Lsn};
+use hayate_sql::catalog::{ReplicationSource, ReplicationStat};
 use parking_lot::{Condvar, Mutex};
 
 use super::{lsn_of, read_message, write_message, Identity, CATCH_UP_BYTES_MAX, HELLO_MAGIC, POLL};
@@ -24,6 +25,9 @@ struct ShipperState {
     connected: bool,
     /// The server stops: waits end.
     stop: bool,
+    /// The connected standby's name and address, and the position sent to it up to.
+    standby: Option<(String, SocketAddr)>,
+    sent: Lsn,
     /// Name of the standby whose acknowledgements count (recorded in the synchronous set
     /// through `SyncGate` before any of them acknowledges a commit).
     sync_name: Option<String>,
@@ -165,6 +169,37 @@ impl Primary {
     /// Position just past the last byte of this primary's log.
     pub fn log_end_lsn(&self) -> Lsn {
         self.db.log_end_lsn()
+    }
+
+    /// The connected standby as pg_stat_replication shows it.
+    pub fn replication_stats(&self) -> Vec<ReplicationStat> {
+        let state = self.state.lock();
+        let Some((name, address)) = state.standby.as_ref().filter(|_| state.connected) else {
+            return Vec::new();
+        };
+        vec![ReplicationStat {
+            application_name: name.clone(),
+            client_addr: address.ip().to_string(),
+            client_port: address.port(),
+            sent_lsn: state.sent,
+            flush_lsn: state.acked.min(state.sent),
+            sync_state: if state.sync_name.as_ref() == Some(name) {
+                "sync"
+            } else {
+                "potential"
+            },
+        }]
+    }
+
+    /// What pg_stat_replication reads (`Catalog::set_replication_source`), for as long as
+    /// this primary lives.
+    pub fn stat_source(self: &Arc<Self>) -> ReplicationSource {
+        let primary = Arc::downgrade(self);
+        Arc::new(move || {
+            primary
+                .upgrade()
+                .map_or(Vec::new(), |primary| primary.replication_stats())
+        })
     }
 
     /// The synchronous standby's name, once recorded.
@@ -375,6 +410,8 @@ impl Primary {
             state.connection += 1;
             state.connected = true;
             state.queue.clear();
+            state.standby = Some((peer_name.clone(), peer));
+            state.sent = need;
             state.connection
         };
         let reader_name = peer_name.clone();
@@ -460,6 +497,10 @@ impl Primary {
         while let Some((lsn, bytes)) = self.next_bytes(connection, sent) {
             write_message(&mut socket, b'D', &[&lsn.to_be_bytes(), &bytes])?;
             sent = lsn + bytes.len() as u64;
+            let mut state = self.state.lock();
+            if state.connection == connection {
+                state.sent = sent;
+            }
         }
         let _ = socket.shutdown(std::net::Shutdown::Both);
         Ok(())

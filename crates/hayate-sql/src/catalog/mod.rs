@@ -85,6 +85,8 @@ struct CatalogState {
 /// The tables of the database, loaded at open and changed by DDL.
 pub struct Catalog {
     db: Database,
+    /// What a primary's replication reports (pg_stat_replication); set by the server.
+    replication: RwLock<Option<ReplicationSource>>,
     tree: TreeId,
     sequence_tree: TreeId,
     state: RwLock<CatalogState>,
@@ -101,6 +103,24 @@ fn open_or_create(db: &Database, name: &str) -> SqlResult<TreeId> {
         Err(error) => Err(error.into()),
     }
 }
+
+/// One standby as a primary sees it (a row of pg_stat_replication).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicationStat {
+    /// The standby's name (`--ha-node`), or its address.
+    pub application_name: String,
+    pub client_addr: String,
+    pub client_port: u16,
+    /// Log bytes sent to it up to here.
+    pub sent_lsn: u64,
+    /// Durable on it up to here (what commits waited for).
+    pub flush_lsn: u64,
+    /// "sync" for the standby whose acknowledgements count, else "potential".
+    pub sync_state: &'static str,
+}
+
+/// Reports the primary's standbys now.
+pub type ReplicationSource = Arc<dyn Fn() -> Vec<ReplicationStat> + Send + Sync>;
 
 /// Sequences by name.
 type Sequences = HashMap<String, Arc<Sequence>>;
@@ -148,6 +168,17 @@ pub(super) fn duplicate_relation(name: &str) -> SqlError {
 }
 
 impl Catalog {
+    /// Installs (or, with None, removes) what pg_stat_replication reads.
+    pub fn set_replication_source(&self, source: Option<ReplicationSource>) {
+        *self.replication.write() = source;
+    }
+
+    /// The standbys the primary serves now (none on a standby or standalone).
+    pub fn replication_stats(&self) -> Vec<ReplicationStat> {
+        let source = self.replication.read().clone();
+        source.map_or(Vec::new(), |source| source())
+    }
+
     /// Opens the SQL catalog of `db`, creating its trees on first use. On a standby it
     /// writes nothing (the trees come with the primary's log).
     pub fn open(db: Database) -> SqlResult<Catalog> {
@@ -172,6 +203,7 @@ impl Catalog {
         let (defs, sequences) = read_definitions(&db, tree, sequence_tree)?;
         let mut catalog = Catalog {
             db,
+            replication: RwLock::new(None),
             tree,
             sequence_tree,
             state: RwLock::new(CatalogState {

@@ -195,6 +195,8 @@ pub struct Snapshot {
     pub sequences: Vec<SequenceInfo>,
     /// The database is a standby (`pg_is_in_recovery()`).
     pub in_recovery: bool,
+    /// The standbys this primary serves (pg_stat_replication).
+    pub replication: Vec<crate::catalog::ReplicationStat>,
 }
 
 impl Snapshot {
@@ -248,6 +250,7 @@ impl Snapshot {
             tables,
             sequences,
             in_recovery: catalog.is_standby(),
+            replication: catalog.replication_stats(),
         }
     }
 

@@ -51,6 +51,7 @@ pub(super) const NAMES: &[&str] = &[
     "pg_range",
     "pg_enum",
     "pg_sequence",
+    "pg_stat_replication",
     "tables",
     "columns",
     "schemata",
@@ -396,6 +397,33 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                 ("seqcycle", BOOL),
             ],
             pg_sequence,
+        ),
+        "pg_stat_replication" => (
+            "pg_catalog",
+            12020,
+            &[
+                ("pid", INT4),
+                ("usesysid", OID),
+                ("usename", NAME),
+                ("application_name", TEXT),
+                ("client_addr", TEXT),
+                ("client_hostname", TEXT),
+                ("client_port", INT4),
+                ("backend_start", TEXT),
+                ("backend_xmin", TEXT),
+                ("state", TEXT),
+                ("sent_lsn", TEXT),
+                ("write_lsn", TEXT),
+                ("flush_lsn", TEXT),
+                ("replay_lsn", TEXT),
+                ("write_lag", TEXT),
+                ("flush_lag", TEXT),
+                ("replay_lag", TEXT),
+                ("sync_priority", INT4),
+                ("sync_state", TEXT),
+                ("reply_time", TEXT),
+            ],
+            pg_stat_replication,
         ),
         "tables" => (
             "information_schema",
@@ -1203,6 +1231,44 @@ const PG_SETTINGS_COLUMNS: &[(&str, DataType)] = &[
     ("boot_val", TEXT),
     ("reset_val", TEXT),
 ];
+
+/// A log position as PostgreSQL writes an LSN (`X/Y`, the high and low 32 bits in hex).
+fn lsn_text(lsn: u64) -> Value {
+    text(&format!("{:X}/{:X}", lsn >> 32, lsn & 0xFFFF_FFFF))
+}
+
+/// The primary's standbys. Write and flush are the acknowledged (durable) position; the
+/// standby does not report its replay position, and the lags and times are not measured.
+fn pg_stat_replication(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    snapshot
+        .replication
+        .iter()
+        .map(|standby| {
+            vec![
+                NULL,
+                NULL,
+                NULL,
+                text(&standby.application_name),
+                text(&standby.client_addr),
+                NULL,
+                int(standby.client_port.into()),
+                NULL,
+                NULL,
+                text("streaming"),
+                lsn_text(standby.sent_lsn),
+                lsn_text(standby.flush_lsn),
+                lsn_text(standby.flush_lsn),
+                NULL,
+                NULL,
+                NULL,
+                NULL,
+                int(i64::from(standby.sync_state == "sync")),
+                text(standby.sync_state),
+                NULL,
+            ]
+        })
+        .collect()
+}
 
 fn pg_settings(_: &Snapshot, _: &SessionNames) -> Rows {
     [

@@ -200,7 +200,11 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
         },
     };
     *node.primary_slot.lock() = Some(primary.clone());
-    coordinator.watch_primary(&primary)
+    node.catalog
+        .set_replication_source(Some(primary.stat_source()));
+    let end = coordinator.watch_primary(&primary);
+    node.catalog.set_replication_source(None);
+    end
 }
 
 /// `hayate status`: the cluster as etcd sees it.

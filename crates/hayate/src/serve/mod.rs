@@ -476,10 +476,12 @@ fn start_replication(
         // A replication address makes the promoted node a primary with a synchronous standby
         // of its own; without one it acknowledges alone after `hayate promote`.
         let successor = match settings.ha_replication_listen {
-            Some(address) => Some(
-                Primary::prepare(db.clone(), address, None)
-                    .context(|| format!("listening for standbys on {address}"))?,
-            ),
+            Some(address) => {
+                let successor = Primary::prepare(db.clone(), address, None)
+                    .context(|| format!("listening for standbys on {address}"))?;
+                catalog.set_replication_source(Some(successor.stat_source()));
+                Some(successor)
+            }
             None => None,
         };
         let config = StandbyConfig {
@@ -511,6 +513,7 @@ fn start_replication(
             };
             let primary = Primary::start(db.clone(), address, identity, None)
                 .context(|| format!("listening for standbys on {address}"))?;
+            catalog.set_replication_source(Some(primary.stat_source()));
             eprintln!(
                 "hayate: primary; standbys connect to {} (commits wait for one)",
                 primary.address()
