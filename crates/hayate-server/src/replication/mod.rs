@@ -1,28 +1,33 @@
-//! Log shipping between two servers over TCP (docs/design.md 8.5): the transport of the
+//! Log shipping between two servers over TCP (docs/design.md 8.6): the transport of the
 //! engine's synchronous replication (`hayate_engine::LogShipper`, design 5.6).
 //!
 //! Messages, each a tag byte, a big-endian u32 payload length and the payload:
-//! - `H` (standby -> primary): `HELLO_MAGIC`, then the u64 log position the standby needs.
-//! - `D` (primary -> standby): the u64 position of the bytes, then log bytes.
+//! - `H` (standby -> primary): `HELLO_MAGIC`, the u64 log position the standby needs, its
+//!   system id and epoch (0: none yet), its name.
+//! - `B` (standby -> primary): `HELLO_MAGIC` and its name: send a base backup (`seed`).
 //! - `A` (standby -> primary): the u64 position up to which the standby's log is durable.
-//! - `E` (primary -> standby): why the primary refuses to serve it (text).
+//! - `I` (primary -> standby): the primary's identity (`identity`).
+//! - `D` (primary -> standby): the u64 position of the bytes, then log bytes.
+//! - `F`, `Z` (primary -> standby): a base backup's pieces and its end.
+//! - `E` (primary -> standby): why the primary refuses to serve it (text); `R`: a refusal only
+//!   a new seed mends (the standby's log forked from the primary's, or is no longer held).
 //!
-//! Primary (`Primary::start`): a listener thread accepts standbys; the newest one is the
-//! synchronous standby (an older connection ends). Its sender thread sends what the standby
-//! lacks: from the primary's files while it is behind (`Database::read_log`), then each flush's
-//! bytes as the flush leader hands them over (`ship`, before the primary's own write); its
-//! reader thread takes the acknowledgements. `wait_replicated` returns once the standby
-//! acknowledged the position: strict, so with no standby connected commits wait.
+//! Primary (`Primary::start`, or `prepare` then `activate` for a standby's successor): a
+//! listener thread accepts standbys; the newest one's acknowledgements count, once the sync
+//! gate recorded it. Its sender thread sends what the standby lacks: from the primary's files
+//! while it is behind (`Database::read_log`), then each flush's bytes as the flush leader hands
+//! them over (`ship`, before the primary's own write); its reader thread takes the
+//! acknowledgements. `wait_replicated` returns once the standby acknowledged the position:
+//! strict, so with no standby connected commits wait; past the lease deadline it fails.
 //!
 //! Standby (`Standby::start`): a thread connects to the primary (again every
 //! `RECONNECT_PAUSE` while it cannot), says where its log ends, and for each `D` message makes
 //! the bytes durable (`Database::receive_log`), acknowledges and wakes the applier thread,
-//! which applies them (`apply_received`) and reloads the SQL catalog when they changed it. A `promote` file in
-//! the data directory (`hayate promote`) ends the standby: it applies what it holds and
-//! opens for writes (`Database::promote`).
+//! which applies them (`apply_received`) and reloads the SQL catalog when they changed it. A
+//! `promote` file in the data directory (`hayate promote`) or `request_promotion` ends the
+//! standby: it applies what it holds, installs its successor primary, and opens for writes.
 //!
-//! Not here yet: authentication and TLS of replication connections, system ids and epochs,
-//! fencing through etcd (a primary waits for its standby indefinitely).
+//! Not here yet: authentication and TLS of replication connections.
 
 mod identity;
 mod primary;
