@@ -599,6 +599,45 @@ fn a_primary_cut_off_from_etcd_acknowledges_nothing_after_its_lease() {
     });
 }
 
+#[test]
+fn a_node_waiting_for_a_primary_stops_cleanly_on_sigterm() {
+    watchdog(
+        "a_node_waiting_for_a_primary_stops_cleanly_on_sigterm",
+        Duration::from_secs(120),
+    );
+    let base = test_dir();
+    let etcd = Etcd::start(&base.path().join("etcd"));
+    let mut a = Node::new(base.path(), "a", &etcd, "wait");
+    a.start();
+    wait_for("a to lead", || a.is_primary().unwrap_or(false));
+    a.kill();
+    // An empty node cannot lead (the sync set names a) and has no primary to seed from.
+    let mut b = Node::new(base.path(), "b", &etcd, "wait");
+    b.start();
+    std::thread::sleep(Duration::from_secs(4));
+    let mut child = b.child.take().unwrap();
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "b gave up instead of waiting"
+    );
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "SIGTERM did not stop a waiting node"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    let log = std::fs::read_to_string(b.dir.with_extension("log")).unwrap();
+    assert!(log.contains("not in the synchronous set"), "{log}");
+}
+
 /// The bank: accounts and a row per transfer.
 const ACCOUNTS: i64 = 20;
 const START_BALANCE: i64 = 1_000;

@@ -536,6 +536,17 @@ impl Coordinator {
         self.watch_stop.store(true, Ordering::Release);
     }
 
+    /// The node shuts down (a signal): `choose_role` gives up, the lease is no longer renewed.
+    pub fn request_shutdown(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.watch_stop.store(true, Ordering::Release);
+    }
+
+    /// Whether `request_shutdown` or `resign` was called.
+    pub fn shutting_down(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
     /// Lets the next role's watch run (after `request_stop`).
     pub fn resume(&self) {
         self.watch_stop.store(false, Ordering::Release);

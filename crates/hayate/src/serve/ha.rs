@@ -27,10 +27,26 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
         ha.ttl.as_secs()
     );
     let listen: std::net::SocketAddr = ha.replication.parse().expect("a socket address");
+    // A signal stops the node also while it waits for a role (etcd unreachable, no primary)
+    // or seeds itself, not only while it serves.
+    let signalled = coordinator.clone();
+    std::thread::Builder::new()
+        .name("hayate-signals".into())
+        .spawn(move || {
+            if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                runtime.block_on(super::shutdown_signal());
+                signalled.request_shutdown();
+            }
+        })
+        .context(|| "starting the signal thread".into())?;
     let result = loop {
         let has_data = data_dir.join(hayate_engine::CONTROL_FILE).exists();
         let role = match coordinator.choose_role(has_data) {
             Ok(role) => role,
+            Err(_) if coordinator.shutting_down() => break Ok(()),
             Err(error) => break Err(CliError::new(format!("choosing a role: {error}"))),
         };
         if let Role::Standby { primary } = &role {

@@ -543,7 +543,7 @@ pub fn request_promotion(dir: &Path) -> CliResult<()> {
 }
 
 /// Completes on SIGTERM or SIGINT.
-async fn shutdown_signal() {
+pub(super) async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let terminate = signal(SignalKind::terminate());
     let interrupt = signal(SignalKind::interrupt());
