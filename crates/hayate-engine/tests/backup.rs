@@ -4,7 +4,9 @@
 //! copy began and conserves the total; as a standby fed the primary's log from its own end
 //! on, it ends equal to the primary. Both page-store policies.
 
-use std::ops::Bound;
+mod common;
+
+use common::rows;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,17 +56,6 @@ fn transfer(
     row.resize(200, 0xAB);
     txn.put(transfers, &id.to_be_bytes(), &row)?;
     txn.commit().map(|_| ())
-}
-
-fn rows(db: &Database, table: TreeId) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let txn = db.begin_read_only();
-    let rows = txn
-        .scan(table, Bound::Unbounded, Bound::Unbounded)
-        .unwrap()
-        .collect::<hayate_engine::Result<Vec<_>>>()
-        .unwrap();
-    txn.commit().unwrap();
-    rows
 }
 
 fn total(db: &Database, accounts: TreeId) -> i64 {

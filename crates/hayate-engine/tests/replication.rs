@@ -6,6 +6,9 @@
 //! A standby starts as a copy of the primary's files taken while it was closed (an offline
 //! base backup), so both logs hold the same bytes at the same positions.
 
+mod common;
+
+use common::rows;
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::path::Path;
@@ -215,17 +218,6 @@ fn put(db: &Database, table: TreeId, key: u64, value: &[u8]) -> hayate_engine::R
     let mut txn = db.begin();
     txn.put(table, &key.to_be_bytes(), value)?;
     txn.commit().map(|_| ())
-}
-
-fn rows(db: &Database, table: TreeId) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let txn = db.begin_read_only();
-    let rows = txn
-        .scan(table, Bound::Unbounded, Bound::Unbounded)
-        .unwrap()
-        .collect::<hayate_engine::Result<Vec<_>>>()
-        .unwrap();
-    txn.commit().unwrap();
-    rows
 }
 
 #[test]

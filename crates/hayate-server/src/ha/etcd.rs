@@ -113,17 +113,10 @@ impl Etcd {
 
     /// The key's value, if it exists.
     pub fn get(&self, key: &str) -> EtcdResult<Option<KeyValue>> {
-        let answer = self.call("/v3/kv/range", json!({ "key": b64(key.as_bytes()) }))?;
-        let Some(kv) = answer["kvs"].as_array().and_then(|kvs| kvs.first()) else {
-            return Ok(None);
-        };
-        let value = BASE64
-            .decode(kv["value"].as_str().unwrap_or(""))
-            .map_err(|error| EtcdError(format!("value of {key}: {error}")))?;
-        Ok(Some(KeyValue {
-            value,
-            lease: int(&kv["lease"]),
-        }))
+        Ok(self
+            .range(json!({ "key": b64(key.as_bytes()) }))?
+            .into_iter()
+            .next())
     }
 
     /// Every key starting with `prefix`, in key order.
@@ -132,16 +125,18 @@ impl Etcd {
         if let Some(last) = end.last_mut() {
             *last += 1;
         }
-        let answer = self.call(
-            "/v3/kv/range",
-            json!({ "key": b64(prefix.as_bytes()), "range_end": b64(&end) }),
-        )?;
+        self.range(json!({ "key": b64(prefix.as_bytes()), "range_end": b64(&end) }))
+    }
+
+    /// The key-values a range request answers.
+    fn range(&self, request: Value) -> EtcdResult<Vec<KeyValue>> {
+        let answer = self.call("/v3/kv/range", request)?;
         let mut values = Vec::new();
         for kv in answer["kvs"].as_array().into_iter().flatten() {
             values.push(KeyValue {
                 value: BASE64
                     .decode(kv["value"].as_str().unwrap_or(""))
-                    .map_err(|error| EtcdError(format!("value under {prefix}: {error}")))?,
+                    .map_err(|error| EtcdError(format!("a value in {answer}: {error}")))?,
                 lease: int(&kv["lease"]),
             });
         }

@@ -84,6 +84,11 @@ impl Identity {
         Self::parse(&text).map(Some)
     }
 
+    /// The identity of the data in `dir`, or a new system's (not stored yet).
+    pub fn load_or_new(dir: &Path) -> io::Result<Identity> {
+        Ok(Self::load(dir)?.unwrap_or_else(Identity::new_system))
+    }
+
     fn parse(text: &str) -> io::Result<Identity> {
         let mut lines = text.lines();
         let system_id = lines

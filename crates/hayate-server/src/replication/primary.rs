@@ -457,6 +457,8 @@ impl Primary {
             if state.stop || state.connection != connection {
                 return None;
             }
+            // Everything before `sent` went out (pg_stat_replication's sent_lsn).
+            state.sent = sent;
             while let Some((lsn, bytes)) = state.queue.front() {
                 if lsn + bytes.len() as u64 <= sent {
                     state.queue.pop_front();
@@ -497,10 +499,6 @@ impl Primary {
         while let Some((lsn, bytes)) = self.next_bytes(connection, sent) {
             write_message(&mut socket, b'D', &[&lsn.to_be_bytes(), &bytes])?;
             sent = lsn + bytes.len() as u64;
-            let mut state = self.state.lock();
-            if state.connection == connection {
-                state.sent = sent;
-            }
         }
         let _ = socket.shutdown(std::net::Shutdown::Both);
         Ok(())

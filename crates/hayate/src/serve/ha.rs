@@ -67,24 +67,15 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
         let standby = matches!(role, Role::Standby { .. });
         let db = open_database(settings, standby)?;
         let catalog = open_catalog(&db)?;
-        let identity = match (Identity::load(&data_dir), &role) {
-            (Ok(Some(mut identity)), Role::Primary { epoch }) => {
-                if *epoch > identity.current().number {
-                    identity.begin_epoch(*epoch, db.log_end_lsn());
-                }
-                identity
-            }
-            (Ok(Some(identity)), _) => identity,
-            (Ok(None), Role::Primary { epoch }) => {
-                let mut identity = Identity::new_system();
-                if *epoch > 1 {
-                    identity.begin_epoch(*epoch, db.log_end_lsn());
-                }
-                identity
-            }
-            (Ok(None), _) => Identity::new_system(),
-            (Err(error), _) => break Err(CliError::new(format!("reading the identity: {error}"))),
+        let mut identity = match Identity::load_or_new(&data_dir) {
+            Ok(identity) => identity,
+            Err(error) => break Err(CliError::new(format!("reading the identity: {error}"))),
         };
+        if let Role::Primary { epoch } = role {
+            if epoch > identity.current().number {
+                identity.begin_epoch(epoch, db.log_end_lsn());
+            }
+        }
         if !standby {
             identity
                 .store(&data_dir)

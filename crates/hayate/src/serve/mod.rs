@@ -500,17 +500,11 @@ fn start_replication(
     }
     let primary = match settings.ha_replication_listen {
         Some(address) => {
-            let identity = match Identity::load(&settings.data_dir) {
-                Ok(Some(identity)) => identity,
-                Ok(None) => {
-                    let identity = Identity::new_system();
-                    identity
-                        .store(&settings.data_dir)
-                        .context(|| "writing the identity".into())?;
-                    identity
-                }
-                Err(error) => return Err(CliError::new(format!("reading the identity: {error}"))),
-            };
+            let identity = Identity::load_or_new(&settings.data_dir)
+                .context(|| "reading the identity".into())?;
+            identity
+                .store(&settings.data_dir)
+                .context(|| "writing the identity".into())?;
             let primary = Primary::start(db.clone(), address, identity, None)
                 .context(|| format!("listening for standbys on {address}"))?;
             catalog.set_replication_source(Some(primary.stat_source()));
