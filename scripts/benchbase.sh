@@ -20,6 +20,7 @@ for b in $BENCHMARKS; do
       rm -rf "$WORK/data"
       $H serve --data-dir "$WORK/data" --port 5433 --unix-socket-dir "" >"$WORK/server-$b.log" 2>&1 &
       SERVER=$!; port=5433; sleep 1
+      psql -h 127.0.0.1 -p 5433 -U admin -d postgres -q -c 'CREATE DATABASE benchbase'
     else
       su postgres -c "psql -q -c 'DROP DATABASE IF EXISTS benchbase'"
       su postgres -c "psql -q -c 'CREATE DATABASE benchbase OWNER admin'"

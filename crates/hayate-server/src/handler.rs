@@ -30,7 +30,7 @@ use async_trait::async_trait;
 use futures::{stream, Sink, SinkExt};
 use hayate_sql::copy::{self, CopyDirection, CopyFailure, CopyIn, CopyStatement};
 use hayate_sql::interrupt::{self, Interrupt};
-use hayate_sql::{sqlstate, Catalog, Outcome, Session, SqlError, SqlResult, TransactionStatus};
+use hayate_sql::{sqlstate, Outcome, Session, SqlError, SqlResult, TransactionStatus};
 use parking_lot::Mutex;
 use pgwire::api::copy::{send_copy_in_response, CopyHandler};
 use pgwire::api::portal::Format;
@@ -39,9 +39,7 @@ use pgwire::api::query::{
 };
 use pgwire::api::results::{CopyResponse, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::store::PortalStore;
-use pgwire::api::{
-    ClientInfo, ClientPortalStore, PgWireConnectionState, METADATA_DATABASE, METADATA_USER,
-};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 use pgwire::messages::data::{NoData, RowDescription};
@@ -49,12 +47,13 @@ use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus as Wire};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::PgWireBackendMessage;
 
+use crate::databases::Databases;
 use crate::{wire, ServerConfig};
 
-/// The session of one connection, created when its first statement arrives (the user and
+/// The session of one connection, created once it authenticated (`attach`: the user and
 /// database names come from the startup message).
 pub struct ConnectionState {
-    catalog: Arc<Catalog>,
+    databases: Arc<Databases>,
     config: Arc<ServerConfig>,
     session: Mutex<Option<Session>>,
     interrupt: Interrupt,
@@ -69,14 +68,32 @@ pub(crate) enum CopyStart {
 }
 
 impl ConnectionState {
-    pub fn new(catalog: Arc<Catalog>, config: Arc<ServerConfig>) -> Arc<ConnectionState> {
+    pub fn new(databases: Arc<Databases>, config: Arc<ServerConfig>) -> Arc<ConnectionState> {
         Arc::new(ConnectionState {
-            catalog,
+            databases,
             config,
             session: Mutex::new(None),
             interrupt: Interrupt::new(),
             copy: Mutex::new(None),
         })
+    }
+
+    /// Starts the connection's session on the database it named: FATAL 3D000 if there is
+    /// none (or DROP DATABASE is taking it).
+    pub(crate) fn attach(&self, user: &str, database: &str, pid: i32) -> SqlResult<()> {
+        let catalog = self.databases.catalog(database)?;
+        let mut session = Session::new(catalog.clone(), user);
+        if catalog.is_dropped() {
+            return Err(SqlError::new(
+                sqlstate::INVALID_CATALOG_NAME,
+                format!("database \"{database}\" does not exist"),
+            ));
+        }
+        session.set_setting("work_mem", &self.config.work_mem);
+        session.set_backend_pid(pid);
+        session.set_defer_commits(true);
+        *self.session.lock() = Some(session);
+        Ok(())
     }
 
     /// The flag a cancel request for this connection sets.
@@ -129,7 +146,8 @@ impl ConnectionState {
             })
             .await;
         if let Some(pending) = pending {
-            let durable = crate::commit_wait::durable(self.catalog.database(), pending.lsn()).await;
+            let durable =
+                crate::commit_wait::durable(self.databases.database(), pending.lsn()).await;
             // Publishing waits for every earlier commit to be published, and an earlier one
             // may belong to a fiber of this loop suspended in the middle of its apply step:
             // the wait must suspend, not block the loop.
@@ -165,28 +183,13 @@ impl ConnectionState {
         self.session_do(client, work)
     }
 
-    /// Runs `work` on the session, created on first use.
-    fn session_do<C: ClientInfo, T>(&self, client: &C, work: impl FnOnce(&mut Session) -> T) -> T {
-        {
-            let mut session = self.session.lock();
-            let session = session.get_or_insert_with(|| {
-                let metadata = client.metadata();
-                let user = metadata
-                    .get(METADATA_USER)
-                    .map(String::as_str)
-                    .unwrap_or("hayate");
-                let database = metadata
-                    .get(METADATA_DATABASE)
-                    .map(String::as_str)
-                    .unwrap_or(user);
-                let mut session = Session::new(self.catalog.clone(), user, database);
-                session.set_setting("work_mem", &self.config.work_mem);
-                session.set_backend_pid(client.pid_and_secret_key().0);
-                session.set_defer_commits(true);
-                session
-            });
-            work(session)
-        }
+    /// Runs `work` on the session (`attach` made it before the first statement).
+    fn session_do<C: ClientInfo, T>(&self, _client: &C, work: impl FnOnce(&mut Session) -> T) -> T {
+        let mut session = self.session.lock();
+        let session = session
+            .as_mut()
+            .expect("statements come only after the startup attached the session");
+        work(session)
     }
 
     /// The names of the statements a DEALLOCATE dropped since the last call (the

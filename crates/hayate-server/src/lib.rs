@@ -28,6 +28,7 @@ pub mod auth;
 pub mod cancel;
 mod commit_wait;
 mod connection;
+pub mod databases;
 mod extended;
 mod fiber_task;
 pub mod ha;
@@ -44,7 +45,7 @@ use std::future::Future;
 use std::io;
 use std::sync::Arc;
 
-use hayate_sql::Catalog;
+use hayate_sql::Cluster;
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
@@ -217,10 +218,10 @@ impl fmt::Display for Peer {
 /// authentication) until `shutdown` completes.
 pub async fn serve(
     listeners: impl Into<Listeners>,
-    catalog: Arc<Catalog>,
+    cluster: Arc<Cluster>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    serve_with(listeners, catalog, ServerConfig::default(), shutdown).await
+    serve_with(listeners, cluster, ServerConfig::default(), shutdown).await
 }
 
 /// Serves connections on `listeners` until `shutdown` completes. Each connection is a task
@@ -229,11 +230,12 @@ pub async fn serve(
 /// have exited.
 pub async fn serve_with(
     listeners: impl Into<Listeners>,
-    catalog: Arc<Catalog>,
+    cluster: Arc<Cluster>,
     config: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let listeners = listeners.into();
+    let databases = Arc::new(databases::Databases::new(cluster));
     let config = Arc::new(config);
     let cancels = Arc::new(CancelRegistry::default());
     let slots = Arc::new(Semaphore::new(config.max_connections));
@@ -247,15 +249,16 @@ pub async fn serve_with(
             _ = &mut shutdown => break,
             accepted = listeners.accept() => accepted,
         };
-        let state = ConnectionState::new(catalog.clone(), config.clone());
+        let state = ConnectionState::new(databases.clone(), config.clone());
         let startup = Startup::new(
             config.clone(),
             cancels.clone(),
             state.interrupt().clone(),
             slots.clone().try_acquire_owned().ok(),
             peer,
+            state.clone(),
         )
-        .standby(catalog.is_standby());
+        .standby(databases.database().is_standby());
         let handlers = ConnectionHandlers {
             state,
             startup: Arc::new(startup),

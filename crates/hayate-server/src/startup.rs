@@ -18,7 +18,9 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     ServerParameterProvider, StartupHandler,
 };
-use pgwire::api::{ClientInfo, PgWireConnectionState, METADATA_APPLICATION_NAME, METADATA_USER};
+use pgwire::api::{
+    ClientInfo, PgWireConnectionState, METADATA_APPLICATION_NAME, METADATA_DATABASE, METADATA_USER,
+};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::startup::{Authentication, PasswordMessageFamily};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -26,6 +28,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::auth::{self, Scram, ScramError};
 use crate::cancel::CancelRegistry;
+use crate::handler::ConnectionState;
 use crate::{AuthMethod, Peer, ServerConfig};
 
 /// The parameter statuses sent after authentication; `standby`: the server is a hot standby
@@ -111,6 +114,8 @@ pub struct Startup {
     pid: Mutex<Option<i32>>,
     /// The server is a hot standby (`ServerParameters`).
     standby: bool,
+    /// The connection whose session starts once authenticated.
+    connection: Arc<ConnectionState>,
 }
 
 impl Startup {
@@ -120,6 +125,7 @@ impl Startup {
         interrupt: Interrupt,
         slot: Option<OwnedSemaphorePermit>,
         peer: Peer,
+        connection: Arc<ConnectionState>,
     ) -> Startup {
         Startup {
             config,
@@ -130,6 +136,7 @@ impl Startup {
             step: Mutex::new(Step::Start),
             pid: Mutex::new(None),
             standby: false,
+            connection,
         }
     }
 
@@ -270,6 +277,12 @@ impl Startup {
         self.cancels
             .register(pid, secret_key.clone(), self.interrupt.clone());
         *self.pid.lock() = Some(pid);
+        let metadata = client.metadata();
+        let user = metadata.get(METADATA_USER).cloned().unwrap_or_default();
+        let database = metadata.get(METADATA_DATABASE).unwrap_or(&user).clone();
+        self.connection
+            .attach(&user, &database, pid)
+            .map_err(|error| self.fatal(error.code, error.message))?;
         client.set_pid_and_secret_key(pid, secret_key);
         finish_authentication(
             client,

@@ -61,6 +61,10 @@ pub mod sqlstate {
     pub const CHECK_VIOLATION: &str = "23514";
     pub const INVALID_FOREIGN_KEY: &str = "42830";
     pub const DUPLICATE_OBJECT: &str = "42710";
+    pub const DUPLICATE_DATABASE: &str = "42P04";
+    pub const INVALID_CATALOG_NAME: &str = "3D000";
+    pub const OBJECT_IN_USE: &str = "55006";
+    pub const WRONG_OBJECT_TYPE: &str = "42809";
     pub const INTERNAL_ERROR: &str = "XX000";
     /// The server stops serving this session (a primary that lost its role).
     pub const ADMIN_SHUTDOWN: &str = "57P01";

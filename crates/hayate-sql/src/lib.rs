@@ -24,7 +24,7 @@ pub mod system;
 pub mod table_lock;
 pub mod types;
 
-pub use catalog::{sequence, Catalog};
+pub use catalog::{sequence, Catalog, Cluster};
 pub use error::{sqlstate, SqlError, SqlResult};
 pub use exec::Outcome;
 pub use plan::OutputColumn;

@@ -3,16 +3,14 @@
 //! key columns and/or a bound on the next one a range scan, anything else a full scan.
 //! Results are checked too.
 
-use std::sync::Arc;
-
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::plan::{Access, Plan};
 use hayate_sql::{parse, Catalog, DataType, Outcome, Session, Value};
 
 fn session(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    Session::new(catalog, "tester", "test")
+    let catalog = Catalog::open(db).unwrap();
+    Session::new(catalog, "tester")
 }
 
 fn run(session: &mut Session, sql: &str) -> Vec<Outcome> {

@@ -6,7 +6,6 @@
 //! Every captured query is in `WORKING`: it runs here and its result is checked.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{parse, Catalog, Outcome, Session, Value};
@@ -80,8 +79,8 @@ struct Setup {
 fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    let mut session = Session::new(catalog, "tester", "test");
+    let catalog = Catalog::open(db).unwrap();
+    let mut session = Session::new(catalog, "tester");
     run(
         &mut session,
         "CREATE TABLE t (id int4 PRIMARY KEY, name varchar(20) NOT NULL DEFAULT 'x', v int8)",
@@ -181,7 +180,7 @@ fn working_captured_queries_give_postgres_results() {
     assert_eq!(databases.len(), 1);
     assert_eq!(
         databases[0][..3],
-        [text("test"), text("tester"), text("UTF8")]
+        [text("postgres"), text("tester"), text("UTF8")]
     );
     assert_eq!(databases[0][6], text("libc"));
     // \dn: public only (pg_* and information_schema are filtered by the regex).

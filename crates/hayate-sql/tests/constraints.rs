@@ -11,7 +11,7 @@ use hayate_sql::{Catalog, Outcome, Session, Value};
 
 fn catalog(dir: &std::path::Path) -> Arc<Catalog> {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    Arc::new(Catalog::open(db).unwrap())
+    Catalog::open(db).unwrap()
 }
 
 fn ok(session: &mut Session, sql: &str) {
@@ -49,7 +49,7 @@ fn error(session: &mut Session, sql: &str) -> (&'static str, String) {
 #[test]
 fn checks_refuse_rows_and_null_passes() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    let mut s = Session::new(catalog(dir.path()), "t");
     ok(
         &mut s,
         "CREATE TABLE items (id int PRIMARY KEY, price int CHECK (price > 0), \
@@ -101,7 +101,7 @@ fn checks_refuse_rows_and_null_passes() {
     );
     // The constraints outlive a restart.
     drop(s);
-    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    let mut s = Session::new(catalog(dir.path()), "t");
     assert_eq!(
         error(&mut s, "INSERT INTO items VALUES (5, -1, NULL)").0,
         "23514"
@@ -115,7 +115,7 @@ fn checks_refuse_rows_and_null_passes() {
 #[test]
 fn foreign_keys_need_their_referenced_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    let mut s = Session::new(catalog(dir.path()), "t");
     ok(
         &mut s,
         "CREATE TABLE authors (id int PRIMARY KEY, email text UNIQUE); \
@@ -175,7 +175,7 @@ fn foreign_keys_need_their_referenced_rows() {
 #[test]
 fn referential_actions_cascade_set_null_and_default() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    let mut s = Session::new(catalog(dir.path()), "t");
     ok(
         &mut s,
         "CREATE TABLE a (id int PRIMARY KEY); \
@@ -219,7 +219,7 @@ fn referential_actions_cascade_set_null_and_default() {
 #[test]
 fn alter_drop_and_truncate_respect_references() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    let mut s = Session::new(catalog(dir.path()), "t");
     ok(
         &mut s,
         "CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE q (id int PRIMARY KEY, p_id int); \
@@ -271,8 +271,8 @@ fn concurrent_deletes_leave_no_orphans() {
         for insert_first in [true, false] {
             let dir = tempfile::tempdir().unwrap();
             let catalog = catalog(dir.path());
-            let mut a = Session::new(catalog.clone(), "a", "test");
-            let mut b = Session::new(catalog.clone(), "b", "test");
+            let mut a = Session::new(catalog.clone(), "a");
+            let mut b = Session::new(catalog.clone(), "b");
             ok(
                 &mut a,
                 "CREATE TABLE p (id int PRIMARY KEY); \
@@ -303,7 +303,7 @@ fn concurrent_deletes_leave_no_orphans() {
             ok(&mut first, "COMMIT");
             let code = waiter.join().unwrap();
             assert_eq!(code, Some("23503"), "{level}, insert first: {insert_first}");
-            let mut check = Session::new(catalog, "check", "test");
+            let mut check = Session::new(catalog, "check");
             let orphans = ints(
                 &mut check,
                 "SELECT count(*) FROM c WHERE NOT EXISTS (SELECT 1 FROM p WHERE p.id = c.p_id)",
@@ -318,7 +318,7 @@ fn concurrent_deletes_leave_no_orphans() {
 #[test]
 fn pg_constraint_shows_checks_and_foreign_keys() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Session::new(catalog(dir.path()), "t", "test");
+    let mut s = Session::new(catalog(dir.path()), "t");
     ok(
         &mut s,
         "CREATE TABLE p (a int, b int, PRIMARY KEY (a, b)); \
@@ -389,8 +389,8 @@ fn pg_constraint_shows_checks_and_foreign_keys() {
 fn inserts_referencing_one_row_do_not_wait_for_each_other() {
     let dir = tempfile::tempdir().unwrap();
     let catalog = catalog(dir.path());
-    let mut a = Session::new(catalog.clone(), "a", "test");
-    let mut b = Session::new(catalog.clone(), "b", "test");
+    let mut a = Session::new(catalog.clone(), "a");
+    let mut b = Session::new(catalog.clone(), "b");
     ok(
         &mut a,
         "CREATE TABLE p (id int PRIMARY KEY); \
@@ -400,7 +400,7 @@ fn inserts_referencing_one_row_do_not_wait_for_each_other() {
     ok(&mut a, "BEGIN; INSERT INTO c VALUES (1, 1)");
     // In this same thread: a wait for a's lock would time out (55P03) instead of passing.
     ok(&mut b, "BEGIN; INSERT INTO c VALUES (2, 1)");
-    let mut deleter = Session::new(catalog.clone(), "d", "test");
+    let mut deleter = Session::new(catalog.clone(), "d");
     let waiter = std::thread::spawn(move || {
         let result = deleter
             .execute_sql("DELETE FROM p WHERE id = 1")

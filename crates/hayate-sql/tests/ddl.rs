@@ -12,7 +12,7 @@ mod common;
 use common::{rows, run, try_run};
 
 fn session_on(db: Database) -> Session {
-    Session::new(Arc::new(Catalog::open(db).unwrap()), "tester", "test")
+    Session::new(Catalog::open(db).unwrap(), "tester")
 }
 
 fn open(dir: &std::path::Path) -> Session {

@@ -15,7 +15,7 @@ mod common;
 use common::{rows, run, try_run};
 
 fn session_on(db: Database) -> Session {
-    Session::new(Arc::new(Catalog::open(db).unwrap()), "tester", "test")
+    Session::new(Catalog::open(db).unwrap(), "tester")
 }
 
 fn access(session: &Session, sql: &str, declared: &[DataType]) -> Access {

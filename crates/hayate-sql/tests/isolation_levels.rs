@@ -3,24 +3,22 @@
 //! Hermitage's cases (github.com/ept/hermitage, its PostgreSQL outcomes) end as in PostgreSQL
 //! at each level; SERIALIZABLE refuses write skew and phantoms.
 
-use std::sync::Arc;
-
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
 
 /// Three sessions on one database.
 fn sessions(dir: &std::path::Path) -> (Session, Session, Session) {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    let mut setup = Session::new(catalog.clone(), "setup", "test");
+    let catalog = Catalog::open(db).unwrap();
+    let mut setup = Session::new(catalog.clone(), "setup");
     ok(
         &mut setup,
         "CREATE TABLE test (id int PRIMARY KEY, value int); \
          INSERT INTO test VALUES (1, 10), (2, 20)",
     );
     (
-        Session::new(catalog.clone(), "t1", "test"),
-        Session::new(catalog, "t2", "test"),
+        Session::new(catalog.clone(), "t1"),
+        Session::new(catalog, "t2"),
         setup,
     )
 }

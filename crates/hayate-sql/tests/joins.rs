@@ -2,8 +2,6 @@
 //! test by nested loops over the same (seeded random) data, and EXPLAIN checked for the
 //! algorithm picked.
 
-use std::sync::Arc;
-
 use hayate_engine::fiber::{Fiber, Step};
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
@@ -12,17 +10,17 @@ use rand::{Rng, SeedableRng};
 
 fn session(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    Session::new(catalog, "tester", "test")
+    let catalog = Catalog::open(db).unwrap();
+    Session::new(catalog, "tester")
 }
 
 /// Two sessions on one database.
 fn two_sessions(dir: &std::path::Path) -> (Session, Session) {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
+    let catalog = Catalog::open(db).unwrap();
     (
-        Session::new(catalog.clone(), "one", "test"),
-        Session::new(catalog, "two", "test"),
+        Session::new(catalog.clone(), "one"),
+        Session::new(catalog, "two"),
     )
 }
 

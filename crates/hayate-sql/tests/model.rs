@@ -3,7 +3,6 @@
 //! Reproducible from the printed seed (`HAYATE_TEST_SEED=S`).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
@@ -33,8 +32,8 @@ fn value(v: Option<i64>) -> Value {
 fn check_seed(seed: u64) {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    let mut session = Session::new(catalog, "tester", "test");
+    let catalog = Catalog::open(db).unwrap();
+    let mut session = Session::new(catalog, "tester");
     run(&mut session, "CREATE TABLE m (k int4 PRIMARY KEY, v int8)");
     let mut committed: BTreeMap<i64, Option<i64>> = BTreeMap::new();
     let mut rng = StdRng::seed_from_u64(seed);

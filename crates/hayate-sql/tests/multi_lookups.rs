@@ -2,8 +2,6 @@
 //! turns them into lookups (EXPLAIN checked), and the rows are those of the same query
 //! evaluated by a full scan (the column hidden behind `+ 0`, which no access path reads).
 
-use std::sync::Arc;
-
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
 use rand::rngs::StdRng;
@@ -11,8 +9,8 @@ use rand::{Rng, SeedableRng};
 
 fn session(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    Session::new(catalog, "tester", "test")
+    let catalog = Catalog::open(db).unwrap();
+    Session::new(catalog, "tester")
 }
 
 fn query(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {

@@ -2,15 +2,13 @@
 //! statements the server reports (`protocol_statement_parsed`), as in PostgreSQL: psycopg
 //! prepares through Parse and drops through `DEALLOCATE name` / `DEALLOCATE ALL`.
 
-use std::sync::Arc;
-
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, SqlError, Value};
 
 fn session() -> (tempfile::TempDir, Session) {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
-    let session = Session::new(Arc::new(Catalog::open(db).unwrap()), "tester", "test");
+    let session = Session::new(Catalog::open(db).unwrap(), "tester");
     (dir, session)
 }
 

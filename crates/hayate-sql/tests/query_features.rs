@@ -2,15 +2,13 @@
 //! WITH, INTERSECT / EXCEPT [ALL], RIGHT and FULL joins, LATERAL, window functions; each
 //! checked on small tables with NULLs, and what stays unsupported checked for its SQLSTATE.
 
-use std::sync::Arc;
-
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
 
 fn session(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    let mut session = Session::new(catalog, "tester", "test");
+    let catalog = Catalog::open(db).unwrap();
+    let mut session = Session::new(catalog, "tester");
     for outcome in session.execute_sql(
         "CREATE TABLE a (id int4 PRIMARY KEY, x int4, name text); \
          CREATE TABLE b (id int4 PRIMARY KEY, x int4); \

@@ -2,14 +2,12 @@
 //! statement aborts the block (25P02) until ROLLBACK TO a savepoint taken before it, which
 //! undoes the writes (and DDL) after the savepoint and lets the block go on.
 
-use std::sync::Arc;
-
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, SqlError, TransactionStatus, Value};
 
 fn open(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    Session::new(Arc::new(Catalog::open(db).unwrap()), "tester", "test")
+    Session::new(Catalog::open(db).unwrap(), "tester")
 }
 
 fn try_run(session: &mut Session, sql: &str) -> Result<Outcome, SqlError> {

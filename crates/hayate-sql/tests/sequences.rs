@@ -11,12 +11,12 @@ mod common;
 use common::{rows, run, try_run};
 
 fn session_on(catalog: &Arc<Catalog>) -> Session {
-    Session::new(catalog.clone(), "tester", "test")
+    Session::new(catalog.clone(), "tester")
 }
 
 fn open(dir: &std::path::Path) -> Arc<Catalog> {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    Arc::new(Catalog::open(db).unwrap())
+    Catalog::open(db).unwrap()
 }
 
 fn ints(session: &mut Session, sql: &str) -> Vec<i64> {
@@ -203,7 +203,7 @@ fn nextval_is_not_transactional_and_survives_restarts_and_crashes() {
 
     let io = Arc::new(SimIo::new(SimConfig::with_seed(7)));
     let db = Database::open_with_io(io.clone(), DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
+    let catalog = Catalog::open(db).unwrap();
     let mut session = session_on(&catalog);
     run(&mut session, "CREATE SEQUENCE c START 100");
     let before = ints(&mut session, "SELECT nextval('c'), nextval('c')");
@@ -213,7 +213,7 @@ fn nextval_is_not_transactional_and_survives_restarts_and_crashes() {
     drop(session);
     drop(catalog);
     let db = Database::open_with_io(image, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
+    let catalog = Catalog::open(db).unwrap();
     let mut session = session_on(&catalog);
     assert_eq!(ints(&mut session, "SELECT nextval('c')"), vec![501]);
 }

@@ -3,8 +3,6 @@
 //! everything give the same rows; the small one really wrote temporary files, and none are
 //! left afterwards. The data has NULLs and many duplicate keys.
 
-use std::sync::Arc;
-
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
 
@@ -21,8 +19,8 @@ struct Fixture {
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db.clone()).unwrap());
-    let mut session = Session::new(catalog, "tester", "test");
+    let catalog = Catalog::open(db.clone()).unwrap();
+    let mut session = Session::new(catalog, "tester");
     // g: 0..99 with NULL every 7th row; k: 0..4999 with NULL every 11th; s: text.
     for sql in [
         "CREATE TABLE t (id int PRIMARY KEY, g int, k int, s text, f float8)",
@@ -199,8 +197,8 @@ fn group_by_and_distinct_spill_with_the_same_results() {
 fn work_mem_is_checked_and_shown() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    let mut session = Session::new(catalog, "tester", "test");
+    let catalog = Catalog::open(db).unwrap();
+    let mut session = Session::new(catalog, "tester");
     assert_eq!(
         execute(&mut session, "SHOW work_mem"),
         vec![vec![Value::Text("4MB".into())]]

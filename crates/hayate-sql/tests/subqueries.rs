@@ -1,15 +1,13 @@
 //! Subqueries: in FROM (derived tables), IN / NOT IN, EXISTS / NOT EXISTS and scalar
 //! subqueries, correlated or not, compared with results computed here over the same data.
 
-use std::sync::Arc;
-
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
 
 fn session(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    Session::new(catalog, "tester", "test")
+    let catalog = Catalog::open(db).unwrap();
+    Session::new(catalog, "tester")
 }
 
 fn query(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {

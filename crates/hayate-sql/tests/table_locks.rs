@@ -54,7 +54,7 @@ fn start_writers(
             let stop = stop.clone();
             let committed = committed.clone();
             std::thread::spawn(move || {
-                let mut session = Session::new(catalog, "writer", "test");
+                let mut session = Session::new(catalog, "writer");
                 let mut id = base + writer * 10_000_000;
                 let mut round = 0u64;
                 while !stop.load(Ordering::Relaxed) || round < 20 {
@@ -102,8 +102,8 @@ fn finish(stop: Arc<AtomicBool>, threads: Vec<std::thread::JoinHandle<()>>) {
 fn rows_committed_during_ddl_rebuilds_are_kept() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    let mut ddl = Session::new(catalog.clone(), "ddl", "test");
+    let catalog = Catalog::open(db).unwrap();
+    let mut ddl = Session::new(catalog.clone(), "ddl");
     run(&mut ddl, "CREATE TABLE t (id int8 PRIMARY KEY, v int8)");
     run(
         &mut ddl,
@@ -160,14 +160,14 @@ fn rows_committed_during_ddl_rebuilds_are_kept() {
 fn a_block_that_wrote_a_table_holds_ddl_off_until_it_ends() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    let mut writer = Session::new(catalog.clone(), "writer", "test");
+    let catalog = Catalog::open(db).unwrap();
+    let mut writer = Session::new(catalog.clone(), "writer");
     run(&mut writer, "CREATE TABLE t (id int8 PRIMARY KEY, v int8)");
     run(&mut writer, "BEGIN");
     run(&mut writer, "INSERT INTO t VALUES (1, 1)");
     let ddl_catalog = catalog.clone();
     let ddl = std::thread::spawn(move || {
-        let mut ddl = Session::new(ddl_catalog, "ddl", "test");
+        let mut ddl = Session::new(ddl_catalog, "ddl");
         run(&mut ddl, "CREATE INDEX t_v ON t (v)");
         count(&mut ddl, "SELECT count(*) FROM t WHERE v = 1")
     });

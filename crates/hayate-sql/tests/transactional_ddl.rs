@@ -10,12 +10,12 @@ use hayate_sql::{Catalog, Outcome, Session, SqlError, Value};
 
 fn open(dir: &std::path::Path) -> (Database, Arc<Catalog>) {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db.clone()).unwrap());
+    let catalog = Catalog::open(db.clone()).unwrap();
     (db, catalog)
 }
 
 fn session(catalog: &Arc<Catalog>) -> Session {
-    Session::new(catalog.clone(), "tester", "test")
+    Session::new(catalog.clone(), "tester")
 }
 
 fn try_run(session: &mut Session, sql: &str) -> Result<Outcome, SqlError> {
@@ -170,7 +170,7 @@ fn an_error_after_ddl_aborts_it_with_the_block() {
 fn a_client_gone_mid_block_or_a_crash_rolls_ddl_back() {
     let io = Arc::new(SimIo::new(SimConfig::with_seed(7)));
     let db = Database::open_with_io(io.clone(), DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db.clone()).unwrap());
+    let catalog = Catalog::open(db.clone()).unwrap();
     let mut s = session(&catalog);
     run(&mut s, "BEGIN");
     run(&mut s, "CREATE TABLE t (id int4 PRIMARY KEY)");
@@ -188,7 +188,7 @@ fn a_client_gone_mid_block_or_a_crash_rolls_ddl_back() {
     let image = Arc::new(io.crash());
     drop((s, other, catalog, db));
     let db = Database::open_with_io(image, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db.clone()).unwrap());
+    let catalog = Catalog::open(db.clone()).unwrap();
     let mut s = session(&catalog);
     assert_eq!(code(&mut s, "SELECT * FROM u"), "42P01");
     assert_eq!(ints(&mut s, "SELECT count(*) FROM kept"), vec![0]);

@@ -1,15 +1,13 @@
 //! The SQL types, functions and operators at the SQL level: every expected text below is
 //! what PostgreSQL 15 prints for the same query (checked against a real server).
 
-use std::sync::Arc;
-
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session};
 
 fn session(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let catalog = Arc::new(Catalog::open(db).unwrap());
-    Session::new(catalog, "tester", "test")
+    let catalog = Catalog::open(db).unwrap();
+    Session::new(catalog, "tester")
 }
 
 /// The rows of the last statement as PostgreSQL's text forms joined by `|`, NULL as empty,

@@ -37,7 +37,13 @@ fn serve(dir: &Path, port: u16, extra: &[String]) -> Child {
 }
 
 fn connect(port: u16) -> postgres::Client {
-    let config = format!("host=127.0.0.1 port={port} user=tester dbname=test");
+    connect_to(port, "postgres")
+}
+
+/// A connection to `database`, retried for a minute (the server starting, or a standby yet to
+/// apply the database's creation).
+fn connect_to(port: u16, database: &str) -> postgres::Client {
+    let config = format!("host=127.0.0.1 port={port} user=tester dbname={database}");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         match postgres::Client::connect(&config, postgres::NoTls) {
@@ -143,6 +149,22 @@ fn a_standby_follows_serves_reads_and_takes_over_with_every_acknowledged_commit(
         count(&mut reader, "later") == 2
     });
 
+    // A second database and its tables reach the standby; the namespaces stay apart.
+    writer.batch_execute("CREATE DATABASE shop").unwrap();
+    let mut shop = connect_to(port_a, "shop");
+    shop.batch_execute("CREATE TABLE later (k int4 PRIMARY KEY); INSERT INTO later VALUES (7)")
+        .unwrap();
+    let mut shop_reader = connect_to(port_b, "shop");
+    eventually("the standby to see the second database's table", || {
+        count(&mut shop_reader, "later") == 1
+    });
+    assert_eq!(
+        count(&mut reader, "later"),
+        2,
+        "postgres.later is another table"
+    );
+    drop((shop, shop_reader));
+
     // Replay is complete: SERIAL, sequences, an index, COPY and a commit over 16 MiB (logged
     // in parts across flushes) read the same on both nodes.
     writer
@@ -232,7 +254,7 @@ fn a_standby_follows_serves_reads_and_takes_over_with_every_acknowledged_commit(
     // libpq's multi-host failover: the first host is down, the second takes writes.
     if let Ok(output) = Command::new("psql")
         .arg(format!(
-            "host=127.0.0.1,127.0.0.1 port={port_a},{port_b} user=tester dbname=test \
+            "host=127.0.0.1,127.0.0.1 port={port_a},{port_b} user=tester dbname=postgres \
              target_session_attrs=read-write connect_timeout=5"
         ))
         .args([

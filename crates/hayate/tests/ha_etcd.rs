@@ -209,7 +209,7 @@ impl Node {
             .host("127.0.0.1")
             .port(self.port)
             .user("tester")
-            .dbname("test")
+            .dbname("postgres")
             .connect_timeout(Duration::from_secs(1))
             .connect(postgres::NoTls)?;
         let row = client.query_one("SELECT pg_is_in_recovery()", &[])?;
@@ -223,7 +223,7 @@ impl Node {
                 .host("127.0.0.1")
                 .port(self.port)
                 .user("tester")
-                .dbname("test")
+                .dbname("postgres")
                 .connect_timeout(Duration::from_secs(1))
                 .connect(postgres::NoTls)
             {
@@ -251,7 +251,7 @@ fn read_write(nodes: &[&Node]) -> Result<postgres::Client, postgres::Error> {
     }
     config
         .user("tester")
-        .dbname("test")
+        .dbname("postgres")
         .connect_timeout(Duration::from_secs(1))
         .target_session_attrs(postgres::config::TargetSessionAttrs::ReadWrite)
         .connect(postgres::NoTls)
@@ -335,7 +335,7 @@ fn client_runs(program: &str, args: &[&str], install: &str) -> bool {
 /// (a multi-host URL with `targetServerType=primary`); returns the ids written.
 fn write_through_multi_host_clients(nodes: &[&Node], id: i64) -> Vec<i64> {
     let conninfo = format!(
-        "host={} port={} user=tester dbname=test target_session_attrs=read-write",
+        "host={} port={} user=tester dbname=postgres target_session_attrs=read-write",
         vec!["127.0.0.1"; nodes.len()].join(","),
         nodes
             .iter()
@@ -753,7 +753,7 @@ fn bank_torture_through_repeated_failovers() {
                     }
                     client = config
                         .user("tester")
-                        .dbname("test")
+                        .dbname("postgres")
                         .connect_timeout(Duration::from_secs(1))
                         .target_session_attrs(postgres::config::TargetSessionAttrs::ReadWrite)
                         .connect(postgres::NoTls)

@@ -20,7 +20,7 @@ fn start(dir: &Path, port: u16) -> (Child, postgres::Client) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start hayate serve");
-    let config = format!("host=127.0.0.1 port={port} user=tester dbname=test");
+    let config = format!("host=127.0.0.1 port={port} user=tester dbname=postgres");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         match postgres::Client::connect(&config, postgres::NoTls) {
@@ -60,7 +60,7 @@ fn serve_survives_kill_and_stops_on_sigterm() {
     let (child, mut client) = start(&dir, port);
     // The stale socket file was replaced by a live one.
     let local = format!(
-        "host={} port={port} user=tester dbname=test",
+        "host={} port={port} user=tester dbname=postgres",
         parent.path().display()
     );
     let mut local = postgres::Client::connect(&local, postgres::NoTls).expect("unix socket");
@@ -135,7 +135,7 @@ fn kill_during_pgbench_keeps_every_committed_transaction() {
         command
             .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "tester"])
             .args(args)
-            .arg("test")
+            .arg("postgres")
             .current_dir(parent.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -221,7 +221,7 @@ fn serve_reads_its_config_file() {
             .port(port)
             .user("alice")
             .password(password)
-            .dbname("test")
+            .dbname("postgres")
             .connect(postgres::NoTls)
     };
     let deadline = Instant::now() + Duration::from_secs(60);

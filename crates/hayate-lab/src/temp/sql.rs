@@ -91,7 +91,7 @@ pub fn run(args: &TempArgs, base: &std::path::Path) -> CliResult<Vec<SqlPoint>> 
     let db = Database::open(dir.path(), DatabaseConfig::default())
         .context(|| "cannot open the database".into())?;
     let catalog = Catalog::open(db.clone()).map_err(|error| CliError::new(error.to_string()))?;
-    let mut session = Session::new(std::sync::Arc::new(catalog), "lab", "lab");
+    let mut session = Session::new(catalog, "lab");
 
     let queries = queries(rows);
     let bar = crate::progress::progress_bar((1 + queries.len() * work_mems.len()) as u64, "sql");

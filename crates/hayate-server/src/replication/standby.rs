@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use hayate_engine::Database;
-use hayate_sql::Catalog;
+use hayate_sql::Cluster;
 use parking_lot::{Condvar, Mutex};
 
 use super::{
@@ -47,7 +47,7 @@ pub struct StandbyConfig {
 
 struct Shared {
     db: Database,
-    catalog: Arc<Catalog>,
+    cluster: Arc<Cluster>,
     config: StandbyConfig,
     primary: Mutex<String>,
     identity: Mutex<Option<Identity>>,
@@ -91,8 +91,7 @@ impl Received {
 /// The applier: applies what was received and reloads the SQL catalog when the applied
 /// records changed it.
 fn apply_loop(shared: &Shared) {
-    let (db, catalog) = (&shared.db, &shared.catalog);
-    let catalog_trees = catalog.catalog_trees();
+    let (db, cluster) = (&shared.db, &shared.cluster);
     while !shared.stop.load(Ordering::Acquire) && db.is_standby() {
         if !shared.received.wait() {
             continue;
@@ -106,11 +105,12 @@ fn apply_loop(shared: &Shared) {
             }
         };
         let catalog_changed = applied.ddl
-            || catalog_trees
+            || cluster
+                .catalog_trees()
                 .iter()
                 .any(|tree| applied.trees.contains(tree));
         if catalog_changed {
-            if let Err(error) = catalog.reload() {
+            if let Err(error) = cluster.reload() {
                 log::error!("replication: reloading the catalog: {error}");
             }
         }
@@ -122,13 +122,13 @@ impl Standby {
     /// `config`. A `promote` file appearing in the data directory promotes it.
     pub fn start(
         db: Database,
-        catalog: Arc<Catalog>,
+        cluster: Arc<Cluster>,
         config: StandbyConfig,
     ) -> io::Result<Standby> {
         let identity = Identity::load(&config.dir)?;
         let shared = Arc::new(Shared {
             db,
-            catalog,
+            cluster,
             primary: Mutex::new(config.primary.clone()),
             config,
             identity: Mutex::new(identity),
@@ -261,7 +261,7 @@ fn promote(shared: &Shared) -> StandbyState {
         "replication: promoted, this node takes writes now (epoch {epoch} from log position {})",
         shared.db.log_end_lsn()
     );
-    if let Err(error) = shared.catalog.reload() {
+    if let Err(error) = shared.cluster.reload() {
         log::error!("replication: reloading the catalog after promotion: {error}");
     }
     if let Some(primary) = successor {

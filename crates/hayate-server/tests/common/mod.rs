@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use hayate_engine::{Database, DatabaseConfig};
-use hayate_sql::Catalog;
 
 pub mod clients;
 
@@ -64,7 +63,11 @@ impl TestServer {
         config: hayate_server::ServerConfig,
         socket_dir: Option<PathBuf>,
     ) -> TestServer {
-        let catalog = Arc::new(Catalog::open(db.clone()).expect("open catalog"));
+        let cluster = hayate_sql::Cluster::open(db.clone()).expect("open the databases");
+        // The database the tests connect to (`connection_string`).
+        cluster
+            .create_database("test", true)
+            .expect("create database test");
         let (addr_sender, addr_receiver) = std::sync::mpsc::channel();
         let (shutdown, shutdown_receiver) = tokio::sync::oneshot::channel::<()>();
         let local_dir = socket_dir.clone();
@@ -84,7 +87,7 @@ impl TestServer {
                     let _ = shutdown_receiver.await;
                 };
                 let listeners = hayate_server::Listeners { tcp, unix };
-                hayate_server::serve_with(listeners, catalog, config, shutdown)
+                hayate_server::serve_with(listeners, cluster, config, shutdown)
                     .await
                     .expect("serve");
             });

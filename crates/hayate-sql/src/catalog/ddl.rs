@@ -19,6 +19,7 @@ use super::definition::{CheckDef, ForeignKeyDef, IndexDef, TableDef, TABLE_TREE_
 use super::index_entry;
 use super::sequence::{Sequence, SequenceOptions};
 use super::table::Table;
+use super::view::{view_not_table, View};
 use super::{duplicate_relation, Catalog, INDEX_TREE_PREFIX, SEQUENCE_TREE_PREFIX};
 use crate::error::{sqlstate, SqlError, SqlResult};
 
@@ -31,6 +32,8 @@ pub struct DdlUndo {
     pub(super) on_commit: Vec<String>,
     /// Engine trees the change created, dropped if it rolls back.
     pub(super) on_rollback: Vec<String>,
+    /// The views as they were before (None: there was none), restored by a rollback.
+    pub(super) previous_views: Vec<(String, Option<Arc<View>>)>,
 }
 
 impl Catalog {
@@ -73,6 +76,12 @@ impl Catalog {
                         None => state.tables.remove(&name),
                     };
                 }
+                for (name, view) in undo.previous_views.into_iter().rev() {
+                    match view {
+                        Some(view) => state.views.insert(name, view),
+                        None => state.views.remove(&name),
+                    };
+                }
                 state.version += 1;
             }
             self.drop_trees(&undo.on_rollback);
@@ -110,12 +119,12 @@ impl Catalog {
         let mut created = Vec::new();
         let trees = (|| -> SqlResult<()> {
             let (tree_name, _) =
-                self.fresh_tree(&format!("{TABLE_TREE_PREFIX}{}", def.name), None)?;
+                self.fresh_tree(&self.tree_name(TABLE_TREE_PREFIX, &def.name), None)?;
             created.push(tree_name.clone());
             def.tree = tree_name;
             for index in &mut def.indexes {
                 let (tree_name, _) = self.fresh_tree(
-                    &format!("{INDEX_TREE_PREFIX}{}", index.name),
+                    &self.tree_name(INDEX_TREE_PREFIX, &index.name),
                     Some(index.unique),
                 )?;
                 created.push(tree_name.clone());
@@ -152,6 +161,7 @@ impl Catalog {
             previous: vec![(table.def.name.clone(), None)],
             on_commit: Vec::new(),
             on_rollback: created,
+            previous_views: Vec::new(),
         };
         self.publish(table);
         Ok(self.finish_or_defer(in_block, undo))
@@ -167,6 +177,9 @@ impl Catalog {
     ) -> SqlResult<DdlUndo> {
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let Some(table) = self.state.read().tables.get(name).cloned() else {
+            if self.state.read().views.contains_key(name) {
+                return Err(view_not_table(name));
+            }
             if if_exists {
                 return Ok(DdlUndo::default());
             }
@@ -192,6 +205,7 @@ impl Catalog {
             on_commit: trees_of(&table.def),
             previous: vec![(name.to_string(), Some(table))],
             on_rollback: Vec::new(),
+            previous_views: Vec::new(),
         };
         Ok(self.finish_or_defer(in_block, undo))
     }
@@ -249,7 +263,7 @@ impl Catalog {
             }
         };
         let (tree_name, tree) =
-            self.fresh_tree(&format!("{INDEX_TREE_PREFIX}{name}"), Some(unique))?;
+            self.fresh_tree(&self.tree_name(INDEX_TREE_PREFIX, &name), Some(unique))?;
         let index_def = IndexDef {
             name,
             columns,
@@ -282,6 +296,7 @@ impl Catalog {
             previous: vec![(table.def.name.clone(), Some(table))],
             on_commit: Vec::new(),
             on_rollback: vec![tree_name],
+            previous_views: Vec::new(),
         };
         self.publish(new_table);
         Ok(self.finish_or_defer(in_block, undo))
@@ -308,6 +323,7 @@ impl Catalog {
             previous: vec![(table.def.name.clone(), Some(table))],
             on_commit: Vec::new(),
             on_rollback: Vec::new(),
+            previous_views: Vec::new(),
         };
         self.publish(new_table);
         Ok(self.finish_or_defer(in_block, undo))
@@ -347,6 +363,7 @@ impl Catalog {
             previous: vec![(table.def.name.clone(), Some(table))],
             on_commit: vec![removed.tree],
             on_rollback: Vec::new(),
+            previous_views: Vec::new(),
         };
         self.publish(new_table);
         Ok(self.finish_or_defer(in_block, undo))
@@ -367,7 +384,8 @@ impl Catalog {
             }
             return Err(duplicate_relation(name));
         }
-        let (tree_name, tree) = self.fresh_tree(&format!("{SEQUENCE_TREE_PREFIX}{name}"), None)?;
+        let (tree_name, tree) =
+            self.fresh_tree(&self.tree_name(SEQUENCE_TREE_PREFIX, name), None)?;
         let sequence = Sequence::new(
             name.to_string(),
             options,

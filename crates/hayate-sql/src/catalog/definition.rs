@@ -370,7 +370,7 @@ impl CheckDef {
     }
 }
 
-fn put_string(out: &mut Vec<u8>, text: &str) {
+pub(super) fn put_string(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(&(text.len() as u32).to_le_bytes());
     out.extend_from_slice(text.as_bytes());
 }

@@ -43,6 +43,7 @@
 //! make the DDL wait for the writers and hold new ones off.
 
 mod batch;
+pub mod cluster;
 mod ddl;
 mod definition;
 pub(crate) mod index_entry;
@@ -50,9 +51,11 @@ mod reader;
 mod rebuild;
 pub mod sequence;
 mod table;
+mod view;
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use hayate_engine::{Database, Transaction, TreeId};
@@ -61,6 +64,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
 
+pub use cluster::{Cluster, DatabaseInfo, DEFAULT_DATABASE};
 pub use ddl::DdlUndo;
 pub use definition::{
     CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, ReferentialAction, TableDef,
@@ -68,6 +72,7 @@ pub use definition::{
 pub use rebuild::Rebuild;
 pub use sequence::{Sequence, SequenceOptions, SessionSequences};
 pub use table::Table;
+pub use view::{View, ViewDef};
 
 const SEQUENCE_TREE: &str = "sql.sequence";
 const INDEX_TREE_PREFIX: &str = "sql.index.";
@@ -78,15 +83,24 @@ struct CatalogState {
     tables: HashMap<String, Arc<Table>>,
     /// CREATE SEQUENCE sequences (a column's sequence belongs to its `Table`).
     sequences: HashMap<String, Arc<Sequence>>,
+    views: HashMap<String, Arc<View>>,
     /// Bumped by every DDL: prepared statements bound at an older version are bound again.
     version: u64,
 }
 
-/// The tables of the database, loaded at open and changed by DDL.
+/// The tables of one database, loaded at open and changed by DDL.
 pub struct Catalog {
     db: Database,
-    /// What a primary's replication reports (pg_stat_replication); set by the server.
-    replication: RwLock<Option<ReplicationSource>>,
+    /// The databases this one belongs to.
+    cluster: Arc<Cluster>,
+    /// The database's name.
+    name: String,
+    /// Prepended to the names of the database's engine trees (`cluster`).
+    prefix: String,
+    /// Sessions using the database now (`Session::new`, until dropped).
+    pub(crate) sessions: AtomicUsize,
+    /// DROP DATABASE took it (or is taking it; see `Cluster::drop_database`).
+    pub(crate) dropped: AtomicBool,
     tree: TreeId,
     sequence_tree: TreeId,
     state: RwLock<CatalogState>,
@@ -125,18 +139,26 @@ pub type ReplicationSource = Arc<dyn Fn() -> Vec<ReplicationStat> + Send + Sync>
 /// Sequences by name.
 type Sequences = HashMap<String, Arc<Sequence>>;
 
-/// The table definitions and the sequences stored in the catalog's trees.
-fn read_definitions(
-    db: &Database,
-    tree: TreeId,
-    sequence_tree: TreeId,
-) -> SqlResult<(Vec<TableDef>, Sequences)> {
+/// What the catalog's trees hold.
+struct Definitions {
+    tables: Vec<TableDef>,
+    sequences: Sequences,
+    views: Vec<ViewDef>,
+}
+
+/// The table and view definitions and the sequences stored in the catalog's trees.
+fn read_definitions(db: &Database, tree: TreeId, sequence_tree: TreeId) -> SqlResult<Definitions> {
     let mut defs = Vec::new();
+    let mut views = Vec::new();
     let mut sequences = HashMap::new();
     let txn = db.begin_read_only();
     for row in txn.scan(tree, Bound::Unbounded, Bound::Unbounded)? {
         let (_, value) = row?;
-        defs.push(TableDef::decode(&value)?);
+        if value.first() == Some(&view::VIEW_TAG) {
+            views.push(ViewDef::decode(&value)?);
+        } else {
+            defs.push(TableDef::decode(&value)?);
+        }
     }
     for row in txn.scan(sequence_tree, Bound::Unbounded, Bound::Unbounded)? {
         let (name, value) = row?;
@@ -157,7 +179,11 @@ fn read_definitions(
         sequences.insert(name, Arc::new(sequence));
     }
     txn.abort();
-    Ok((defs, sequences))
+    Ok(Definitions {
+        tables: defs,
+        sequences,
+        views,
+    })
 }
 
 pub(super) fn duplicate_relation(name: &str) -> SqlError {
@@ -168,20 +194,25 @@ pub(super) fn duplicate_relation(name: &str) -> SqlError {
 }
 
 impl Catalog {
-    /// Installs (or, with None, removes) what pg_stat_replication reads.
-    pub fn set_replication_source(&self, source: Option<ReplicationSource>) {
-        *self.replication.write() = source;
+    /// Opens the SQL catalog of the default database of `db` (`Cluster`), creating its
+    /// trees on first use. On a standby it writes nothing (the trees come with the
+    /// primary's log).
+    pub fn open(db: Database) -> SqlResult<Arc<Catalog>> {
+        Cluster::open(db)?.catalog(DEFAULT_DATABASE)
     }
 
-    /// The standbys the primary serves now (none on a standby or standalone).
-    pub fn replication_stats(&self) -> Vec<ReplicationStat> {
-        let source = self.replication.read().clone();
-        source.map_or(Vec::new(), |source| source())
-    }
-
-    /// Opens the SQL catalog of `db`, creating its trees on first use. On a standby it
-    /// writes nothing (the trees come with the primary's log).
-    pub fn open(db: Database) -> SqlResult<Catalog> {
+    /// Opens the catalog of the database `name` of `cluster`, whose trees are named with
+    /// `prefix`.
+    pub(super) fn open_in(
+        cluster: Arc<Cluster>,
+        name: String,
+        prefix: String,
+    ) -> SqlResult<Catalog> {
+        let db = cluster.database().clone();
+        let (catalog_tree, sequence_tree) = (
+            format!("{prefix}{CATALOG_TREE}"),
+            format!("{prefix}{SEQUENCE_TREE}"),
+        );
         let (tree, sequence_tree) = if db.is_standby() {
             let missing = |_| {
                 SqlError::new(
@@ -191,48 +222,75 @@ impl Catalog {
                 )
             };
             (
-                db.table(CATALOG_TREE).map_err(missing)?,
-                db.table(SEQUENCE_TREE).map_err(missing)?,
+                db.table(&catalog_tree).map_err(missing)?,
+                db.table(&sequence_tree).map_err(missing)?,
             )
         } else {
             (
-                open_or_create(&db, CATALOG_TREE)?,
-                open_or_create(&db, SEQUENCE_TREE)?,
+                open_or_create(&db, &catalog_tree)?,
+                open_or_create(&db, &sequence_tree)?,
             )
         };
-        let (defs, sequences) = read_definitions(&db, tree, sequence_tree)?;
+        let definitions = read_definitions(&db, tree, sequence_tree)?;
         let mut catalog = Catalog {
             db,
-            replication: RwLock::new(None),
+            cluster,
+            name,
+            prefix,
+            sessions: AtomicUsize::new(0),
+            dropped: AtomicBool::new(false),
             tree,
             sequence_tree,
             state: RwLock::new(CatalogState {
                 tables: HashMap::new(),
-                sequences,
+                sequences: definitions.sequences,
+                views: HashMap::new(),
                 version: 1,
             }),
             ddl: Mutex::new(()),
             table_locks: Default::default(),
         };
         let mut tables = HashMap::new();
-        for def in defs {
+        for def in definitions.tables {
             let table = catalog.load(def)?;
             tables.insert(table.def.name.clone(), Arc::new(table));
         }
         catalog.state.get_mut().tables = tables;
+        catalog.state.get_mut().views = catalog.load_views(definitions.views);
         if !catalog.db.is_standby() {
             catalog.drop_unreferenced()?;
         }
         Ok(catalog)
     }
 
+    /// The databases this one belongs to.
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// True once DROP DATABASE took the database: a session must not start on it.
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::SeqCst)
+    }
+
+    /// The name of an engine tree of this database: `kind` (a `*_PREFIX`) and `name`.
+    pub(super) fn tree_name(&self, kind: &str, name: &str) -> String {
+        format!("{}{kind}{name}", self.prefix)
+    }
+
     /// Reads the definitions again (a standby, after applying the primary's DDL): tables and
     /// sequences as committed now; prepared statements are bound again. A definition whose
     /// trees are not there (yet, or any more: the rest of its DDL is still to come) is skipped.
     pub fn reload(&self) -> SqlResult<()> {
-        let (defs, sequences) = read_definitions(&self.db, self.tree, self.sequence_tree)?;
+        let definitions = read_definitions(&self.db, self.tree, self.sequence_tree)?;
+        let views = self.load_views(definitions.views);
         let mut tables = HashMap::new();
-        for def in defs {
+        for def in definitions.tables {
             let name = def.name.clone();
             match self.load(def) {
                 Ok(table) => {
@@ -243,7 +301,8 @@ impl Catalog {
         }
         let mut state = self.state.write();
         state.tables = tables;
-        state.sequences = sequences;
+        state.sequences = definitions.sequences;
+        state.views = views;
         state.version += 1;
         Ok(())
     }
@@ -256,6 +315,20 @@ impl Catalog {
     /// True on a standby: writes fail with 25006, `pg_is_in_recovery()` is true.
     pub fn is_standby(&self) -> bool {
         self.db.is_standby()
+    }
+
+    /// The views of these definitions; one whose tree is not there (a standby yet to apply
+    /// the rest of its DDL) is skipped.
+    fn load_views(&self, defs: Vec<ViewDef>) -> HashMap<String, Arc<View>> {
+        defs.into_iter()
+            .filter_map(|def| match self.db.table(&def.tree) {
+                Ok(tree) => Some((def.name.clone(), Arc::new(View { def, tree }))),
+                Err(error) => {
+                    log::debug!("catalog: view {} skipped: {error}", def.name);
+                    None
+                }
+            })
+            .collect()
     }
 
     /// Builds the in-memory table of a definition whose engine trees exist.
@@ -309,12 +382,18 @@ impl Catalog {
                         .values()
                         .filter_map(|sequence| Some(sequence.tree.as_ref()?.0.clone())),
                 )
+                .chain(state.views.values().map(|view| view.def.tree.clone()))
                 .collect()
         };
         for info in self.db.tables() {
-            let ours = info.name.starts_with(TABLE_TREE_PREFIX)
-                || info.name.starts_with(INDEX_TREE_PREFIX)
-                || info.name.starts_with(SEQUENCE_TREE_PREFIX);
+            let ours = [
+                TABLE_TREE_PREFIX,
+                INDEX_TREE_PREFIX,
+                SEQUENCE_TREE_PREFIX,
+                view::VIEW_TREE_PREFIX,
+            ]
+            .iter()
+            .any(|kind| info.name.starts_with(&format!("{}{kind}", self.prefix)));
             if ours && !referenced.contains(&info.name) {
                 log::warn!(
                     "dropping engine tree {} that no definition names",
@@ -376,6 +455,7 @@ impl Catalog {
         let state = self.state.read();
         state.tables.contains_key(name)
             || state.sequences.contains_key(name)
+            || state.views.contains_key(name)
             || state.tables.values().any(|table| {
                 table.def.indexes.iter().any(|index| index.name == name)
                     || (0..table.def.columns.len()).any(|column| {

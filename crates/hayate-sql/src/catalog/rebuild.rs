@@ -50,6 +50,7 @@ impl Catalog {
                     previous: Vec::new(),
                     on_commit: old_trees,
                     on_rollback: created,
+                    previous_views: Vec::new(),
                 };
                 for table in new_tables {
                     let name = table.def.name.clone();
@@ -137,13 +138,13 @@ impl Catalog {
                 }
             }
             let (tree_name, tree) =
-                self.fresh_tree(&format!("{TABLE_TREE_PREFIX}{}", def.name), None)?;
+                self.fresh_tree(&self.tree_name(TABLE_TREE_PREFIX, &def.name), None)?;
             created.push(tree_name.clone());
             def.tree = tree_name;
             let mut index_trees = Vec::new();
             for index in &mut def.indexes {
                 let (tree_name, tree) = self.fresh_tree(
-                    &format!("{INDEX_TREE_PREFIX}{}", index.name),
+                    &self.tree_name(INDEX_TREE_PREFIX, &index.name),
                     Some(index.unique),
                 )?;
                 created.push(tree_name.clone());

@@ -264,6 +264,30 @@ impl Sequence {
         })
     }
 
+    /// The value before the one the next nextval returns, None if that one is the start
+    /// (pg_sequence_last_value, and `last_value` / `is_called` of `SELECT ... FROM s`):
+    /// `setval(last, true)` on a copy makes it go on where this one does.
+    pub fn last_value(&self) -> SqlResult<Option<i64>> {
+        let reserved = hayate_engine::fiber::lock(&self.reserved);
+        let next = if reserved.left > 0 {
+            reserved.next
+        } else {
+            let txn = self.db.begin_read_only();
+            let stored = txn.get(self.state_tree, self.name.as_bytes())?;
+            txn.abort();
+            match stored {
+                Some(bytes) => decode_next(&bytes).ok_or_else(|| {
+                    SqlError::new(
+                        sqlstate::DATA_CORRUPTED,
+                        format!("corrupt sequence \"{}\"", self.name),
+                    )
+                })?,
+                None => self.options.start,
+            }
+        };
+        Ok((next != self.options.start).then(|| next - self.options.increment))
+    }
+
     /// setval(value, is_called): the next nextval returns `value` (is_called false) or the
     /// one after it. Written durably at once; with is_called it is the session's currval.
     pub fn set_value(

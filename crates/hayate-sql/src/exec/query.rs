@@ -76,7 +76,8 @@ impl<'r, 'e> Run<'r, 'e> {
                 let context = &self.exec.context;
                 let rows =
                     table.rows_for(self.exec.catalog, context.user_name, context.database_name);
-                for row in rows {
+                for mut row in rows {
+                    row.push(Value::Int(table.oid)); // tableoid
                     if !sink(row)? {
                         return Ok(false);
                     }

@@ -274,7 +274,8 @@ impl Relation {
         match self {
             Relation::Values(rows) => rows.first().map_or(0, Vec::len),
             Relation::Table { read, .. } => read.table.def.columns.len(),
-            Relation::System(table) => table.columns.len(),
+            // Its columns, then `tableoid`.
+            Relation::System(table) => table.columns.len() + 1,
             Relation::Series { .. } => 1,
             Relation::Project { exprs, .. } => exprs.len(),
             Relation::NestedLoopJoin { left, right, .. }
@@ -542,6 +543,31 @@ pub enum Plan {
         table: String,
         actions: Vec<write::AlterAction>,
     },
+    /// LOCK TABLE, inside a transaction block: the table lock (`table_lock`) until the block
+    /// ends; `exclusive` for the modes that hold off writers (SHARE and stronger).
+    LockTables {
+        tables: Vec<String>,
+        exclusive: bool,
+    },
+    /// CREATE [OR REPLACE] VIEW.
+    CreateView {
+        def: crate::catalog::ViewDef,
+        or_replace: bool,
+    },
+    DropView {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    /// CREATE DATABASE, outside a transaction block.
+    CreateDatabase {
+        name: String,
+        if_not_exists: bool,
+    },
+    /// DROP DATABASE, outside a transaction block.
+    DropDatabase {
+        name: String,
+        if_exists: bool,
+    },
     /// Outside a transaction block: fresh engine trees; inside: deletes the rows.
     Truncate {
         tables: Vec<Arc<Table>>,
@@ -648,6 +674,10 @@ impl Plan {
                 | Plan::CreateIndex { .. }
                 | Plan::DropIndex { .. }
                 | Plan::AlterTable { .. }
+                | Plan::CreateView { .. }
+                | Plan::DropView { .. }
+                | Plan::CreateDatabase { .. }
+                | Plan::DropDatabase { .. }
         )
     }
 

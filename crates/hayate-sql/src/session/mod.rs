@@ -23,6 +23,7 @@
 //! (PREPARE/EXECUTE/DEALLOCATE and the protocol-level statement names) and `settings`
 //! (SET/SHOW values and what statements read of them); this file holds the session's state.
 
+mod database;
 mod prepared;
 mod settings;
 mod statement;
@@ -133,17 +134,26 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.state = State::Idle;
         self.end_block(false);
+        self.catalog
+            .sessions
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
 impl Session {
-    pub fn new(catalog: Arc<Catalog>, user: &str, database: &str) -> Session {
+    /// A session of `user` on the database of `catalog`.
+    pub fn new(catalog: Arc<Catalog>, user: &str) -> Session {
+        let database = catalog.name().to_string();
+        // Counted before anything looks at `Catalog::is_dropped` (`Cluster::drop_database`).
+        catalog
+            .sessions
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Session {
             catalog,
             state: State::Idle,
-            settings: default_settings(user, database),
+            settings: default_settings(user, &database),
             user: user.into(),
-            database: database.into(),
+            database,
             block_timestamp: None,
             block_isolation: Isolation::ReadCommitted,
             block_queried: false,

@@ -30,6 +30,9 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
     if let Some(statement) = maintenance_statement(sql) {
         return Ok(vec![statement]);
     }
+    if let Some(statement) = super::database::database_statement(sql) {
+        return Ok(vec![statement?]);
+    }
     Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|error| {
         let message = error.to_string();
         let message = message
@@ -119,6 +122,8 @@ impl Session {
                         | Statement::Commit { .. }
                         | Statement::Rollback { .. }
                         | Statement::CreateTable(_)
+                        | Statement::CreateDatabase { .. }
+                        | Statement::CreateView(_)
                         | Statement::CreateIndex(_)
                         | Statement::AlterTable(_)
                         | Statement::Drop { .. }
@@ -284,6 +289,27 @@ impl Session {
                 }
                 Ok(command("DROP INDEX"))
             }
+            // Its locks were taken before it ran (`lock_tables`).
+            Plan::LockTables { .. } => Ok(command("LOCK TABLE")),
+            Plan::CreateView { def, or_replace } => {
+                let catalog = self.catalog.clone();
+                let undo = catalog.create_view(def.clone(), *or_replace, self.ddl_block())?;
+                self.note_ddl(undo);
+                Ok(command("CREATE VIEW"))
+            }
+            Plan::DropView { names, if_exists } => {
+                for name in names {
+                    let catalog = self.catalog.clone();
+                    let undo = catalog.drop_view(name, *if_exists, self.ddl_block())?;
+                    self.note_ddl(undo);
+                }
+                Ok(command("DROP VIEW"))
+            }
+            Plan::CreateDatabase {
+                name,
+                if_not_exists,
+            } => self.create_database(name, *if_not_exists),
+            Plan::DropDatabase { name, if_exists } => self.drop_database(name, *if_exists),
             Plan::AlterTable { table, actions } => {
                 for action in actions {
                     self.alter_table(table, action)?;

@@ -120,6 +120,15 @@ impl Session {
             Plan::CreateTable { def, .. } => (vec![&def.name], true),
             Plan::DropTable { names, .. } => (names.iter().map(String::as_str).collect(), true),
             Plan::CreateIndex { table, .. } | Plan::AlterTable { table, .. } => (vec![table], true),
+            Plan::LockTables { .. } if !in_block => {
+                return Err(SqlError::new(
+                    sqlstate::NO_ACTIVE_SQL_TRANSACTION,
+                    "LOCK TABLE can only be used in transaction blocks",
+                ))
+            }
+            Plan::LockTables { tables, exclusive } => {
+                (tables.iter().map(String::as_str).collect(), *exclusive)
+            }
             _ => return Ok(()),
         };
         for table in tables {

@@ -66,6 +66,8 @@ pub const NAMES: &[&str] = &[
     "currval",
     "setval",
     "lastval",
+    "pg_sequence_last_value",
+    "acldefault",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +78,8 @@ pub enum Function {
     /// pg_get_expr: the stored expression text as it is.
     GetExpr,
     GetIndexDef,
+    /// pg_get_viewdef(view oid [, pretty]): the view's query.
+    GetViewDef,
     GetConstraintDef,
     /// Always true (one superuser owns everything).
     True,
@@ -119,6 +123,8 @@ pub enum Function {
     NextVal,
     CurrVal,
     SetVal,
+    /// pg_sequence_last_value(sequence): `Sequence::last_value`.
+    SequenceLastValue,
     LastVal,
 }
 
@@ -200,7 +206,11 @@ impl SystemFunction {
     pub fn is_volatile(&self) -> bool {
         matches!(
             self.function,
-            Function::NextVal | Function::CurrVal | Function::SetVal | Function::LastVal
+            Function::NextVal
+                | Function::CurrVal
+                | Function::SetVal
+                | Function::LastVal
+                | Function::SequenceLastValue
         )
     }
 
@@ -229,6 +239,10 @@ impl SystemFunction {
         let value = match self.function {
             Function::NextVal => sequence.next_value(sequences)?,
             Function::CurrVal => sequences.ok_or_else(no_session)?.current(&sequence.name)?,
+            Function::SequenceLastValue => match sequence.last_value()? {
+                Some(value) => value,
+                None => return Ok(Value::Null),
+            },
             _ => {
                 let Value::Int(value) = values[1] else {
                     return Err(SqlError::mismatch("setval takes a bigint value"));
@@ -293,6 +307,16 @@ impl SystemFunction {
                 ))
             }
             F::GetExpr => Ok(values[0].clone()),
+            F::GetViewDef => {
+                let oid = int_of(&values[0]).unwrap_or_default();
+                Ok(snapshot
+                    .views
+                    .iter()
+                    .find(|(view_oid, _)| *view_oid == oid)
+                    .map_or(Value::Null, |(_, view)| {
+                        Value::Text(format!(" {};", view.def.query))
+                    }))
+            }
             F::GetIndexDef => {
                 let oid = int_of(&values[0]).unwrap_or_default();
                 let Some((table, index)) = snapshot.index_by_oid(oid) else {
@@ -502,6 +526,7 @@ impl SystemFunction {
             | F::NextVal
             | F::CurrVal
             | F::SetVal
+            | F::SequenceLastValue
             | F::LastVal => {
                 unreachable!("handled above (CASE by the expression holding the call)")
             }

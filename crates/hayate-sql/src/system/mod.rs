@@ -27,6 +27,7 @@
 //! PostgreSQL text form (`{pg_catalog,public}`) in text values: see `array`.
 
 pub mod array;
+mod empty;
 pub mod functions;
 mod pg_types;
 mod tables;
@@ -46,8 +47,6 @@ pub const PG_CATALOG_NAMESPACE_OID: i64 = 11;
 pub const INFORMATION_SCHEMA_NAMESPACE_OID: i64 = 13000;
 /// The one role: it owns every object; its name is the session's user.
 pub const OWNER_ROLE_OID: i64 = 10;
-/// The one database (its name is the one the session connected to).
-pub const DATABASE_OID: i64 = 5;
 /// The first oid of user objects.
 pub const FIRST_USER_OID: i64 = 16384;
 /// pg_am: the table access method and the B+tree index method.
@@ -119,6 +118,7 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<SystemTable> {
 pub fn all_tables() -> impl Iterator<Item = SystemTable> {
     tables::NAMES
         .iter()
+        .chain(empty::NAMES)
         .filter_map(|name| tables::definition(name))
 }
 
@@ -197,6 +197,10 @@ pub struct Snapshot {
     pub in_recovery: bool,
     /// The standbys this primary serves (pg_stat_replication).
     pub replication: Vec<crate::catalog::ReplicationStat>,
+    /// Every database (pg_database).
+    pub databases: Vec<crate::catalog::DatabaseInfo>,
+    /// The views, each with its oid (that of its engine tree).
+    pub views: Vec<(i64, Arc<crate::catalog::View>)>,
 }
 
 impl Snapshot {
@@ -250,7 +254,13 @@ impl Snapshot {
             tables,
             sequences,
             in_recovery: catalog.is_standby(),
-            replication: catalog.replication_stats(),
+            replication: catalog.cluster().replication_stats(),
+            databases: catalog.cluster().databases(),
+            views: catalog
+                .views()
+                .into_iter()
+                .map(|view| (tree_oid(view.tree), view))
+                .collect(),
         }
     }
 
@@ -348,6 +358,9 @@ impl Snapshot {
         if let Some(info) = self.sequences.iter().find(|info| info.oid == oid) {
             return Some((PUBLIC_SCHEMA, info.sequence.name.clone()));
         }
+        if let Some((_, view)) = self.views.iter().find(|(view_oid, _)| *view_oid == oid) {
+            return Some((PUBLIC_SCHEMA, view.def.name.clone()));
+        }
         all_tables()
             .find(|table| table.oid == oid)
             .map(|table| (table.schema, table.name.to_string()))
@@ -375,6 +388,9 @@ impl Snapshot {
                 if let Some(index) = table.indexes.iter().find(|index| index.name == name) {
                     return Some(index.oid);
                 }
+            }
+            if let Some((oid, _)) = self.views.iter().find(|(_, view)| view.def.name == name) {
+                return Some(*oid);
             }
             return self
                 .sequences
@@ -470,7 +486,7 @@ mod tests {
     #[test]
     fn every_listed_table_is_defined_with_a_unique_oid() {
         let tables: Vec<SystemTable> = all_tables().collect();
-        assert_eq!(tables.len(), tables::NAMES.len());
+        assert_eq!(tables.len(), tables::NAMES.len() + empty::NAMES.len());
         let mut oids: Vec<i64> = tables.iter().map(|table| table.oid).collect();
         oids.sort();
         oids.dedup();

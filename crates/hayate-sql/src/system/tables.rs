@@ -5,19 +5,19 @@
 use super::array;
 use super::pg_types::{builtin_types, type_of};
 use super::{
-    all_tables, Rule, SessionNames, Snapshot, SystemTable, BTREE_AM_OID, DATABASE_OID,
-    DEFAULT_COLLATION_OID, HEAP_AM_OID, INFORMATION_SCHEMA_NAMESPACE_OID, OWNER_ROLE_OID,
-    PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA,
+    all_tables, Rule, SessionNames, Snapshot, SystemTable, BTREE_AM_OID, DEFAULT_COLLATION_OID,
+    HEAP_AM_OID, INFORMATION_SCHEMA_NAMESPACE_OID, OWNER_ROLE_OID, PG_CATALOG_NAMESPACE_OID,
+    PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA,
 };
 use crate::catalog::Identity;
 use crate::types::{DataType, Value};
 
-const OID: DataType = DataType::Int8;
-const NAME: DataType = DataType::Text;
-const TEXT: DataType = DataType::Text;
-const BOOL: DataType = DataType::Bool;
-const INT2: DataType = DataType::Int2;
-const INT4: DataType = DataType::Int4;
+pub(super) const OID: DataType = DataType::Int8;
+pub(super) const NAME: DataType = DataType::Text;
+pub(super) const TEXT: DataType = DataType::Text;
+pub(super) const BOOL: DataType = DataType::Bool;
+pub(super) const INT2: DataType = DataType::Int2;
+pub(super) const INT4: DataType = DataType::Int4;
 const FLOAT: DataType = DataType::Float8;
 const INT8: DataType = DataType::Int8;
 
@@ -52,6 +52,7 @@ pub(super) const NAMES: &[&str] = &[
     "pg_enum",
     "pg_sequence",
     "pg_stat_replication",
+    "pg_views",
     "tables",
     "columns",
     "schemata",
@@ -60,7 +61,7 @@ pub(super) const NAMES: &[&str] = &[
 type Rows = Vec<Vec<Value>>;
 
 /// (schema, oid, columns, rows) of a system table.
-type Definition = (
+pub(super) type Definition = (
     &'static str,
     i64,
     &'static [(&'static str, DataType)],
@@ -425,6 +426,30 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
             ],
             pg_stat_replication,
         ),
+        "pg_views" => (
+            "pg_catalog",
+            12004,
+            &[
+                ("schemaname", NAME),
+                ("viewname", NAME),
+                ("viewowner", NAME),
+                ("definition", TEXT),
+            ],
+            |snapshot, names| {
+                snapshot
+                    .views
+                    .iter()
+                    .map(|(_, view)| {
+                        vec![
+                            text(PUBLIC_SCHEMA),
+                            text(&view.def.name),
+                            text(&names.user),
+                            text(&view.def.query),
+                        ]
+                    })
+                    .collect()
+            },
+        ),
         "tables" => (
             "information_schema",
             13100,
@@ -479,9 +504,12 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                     .collect()
             },
         ),
-        _ => return None,
+        _ => super::empty::definition(name)?,
     };
-    let name = NAMES.iter().find(|known| **known == name)?;
+    let name = NAMES
+        .iter()
+        .chain(super::empty::NAMES)
+        .find(|known| **known == name)?;
     Some(SystemTable {
         schema,
         name,
@@ -627,6 +655,17 @@ fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
             ));
         }
     }
+    for (view_oid, view) in &snapshot.views {
+        rows.push(class_row(
+            *view_oid,
+            &view.def.name,
+            PUBLIC_NAMESPACE_OID,
+            0,
+            "v",
+            view.def.columns.len(),
+            false,
+        ));
+    }
     for info in &snapshot.sequences {
         rows.push(class_row(
             info.oid,
@@ -765,6 +804,19 @@ fn pg_attribute(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                     "",
                 ));
             }
+        }
+    }
+    for (view_oid, view) in &snapshot.views {
+        for (position, (name, data_type)) in view.def.columns.iter().enumerate() {
+            rows.push(attribute_row(
+                *view_oid,
+                name,
+                *data_type,
+                position + 1,
+                false,
+                false,
+                "",
+            ));
         }
     }
     for system in all_tables() {
@@ -1161,27 +1213,32 @@ const PG_DATABASE_COLUMNS: &[(&str, DataType)] = &[
     ("datacl", TEXT),
 ];
 
-/// Hayate has one database; every database name a client connects with reaches it, so it is
-/// listed under the session's database name.
-fn pg_database(_: &Snapshot, names: &SessionNames) -> Rows {
-    vec![vec![
-        oid(DATABASE_OID),
-        text(&names.database),
-        oid(OWNER_ROLE_OID),
-        int(6),
-        text("c"),
-        bool(false),
-        bool(true),
-        int(-1),
-        oid(0),
-        oid(0),
-        oid(1663),
-        text("C.UTF-8"),
-        text("C.UTF-8"),
-        NULL,
-        NULL,
-        NULL,
-    ]]
+/// Every database of the data directory (`catalog::cluster`).
+fn pg_database(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    snapshot
+        .databases
+        .iter()
+        .map(|database| {
+            vec![
+                oid(database.oid as i64),
+                text(&database.name),
+                oid(OWNER_ROLE_OID),
+                int(6),
+                text("c"),
+                bool(false),
+                bool(true),
+                int(-1),
+                oid(0),
+                oid(0),
+                oid(1663),
+                text("C.UTF-8"),
+                text("C.UTF-8"),
+                NULL,
+                NULL,
+                NULL,
+            ]
+        })
+        .collect()
 }
 
 const PG_ROLES_COLUMNS: &[(&str, DataType)] = &[
@@ -1344,6 +1401,9 @@ fn information_schema_tables(snapshot: &Snapshot, names: &SessionNames) -> Rows 
     };
     for table in &snapshot.tables {
         push(PUBLIC_SCHEMA, table.name(), "BASE TABLE");
+    }
+    for (_, view) in &snapshot.views {
+        push(PUBLIC_SCHEMA, &view.def.name, "VIEW");
     }
     for system in all_tables() {
         push(system.schema, system.name, "VIEW");

@@ -8,9 +8,9 @@ use hayate::error::{CliError, CliResult, Context};
 use hayate_engine::Database;
 use hayate_server::ha::{Coordinator, HaConfig, Role, RoleEnd};
 use hayate_server::replication::{Identity, Primary};
-use hayate_sql::Catalog;
+use hayate_sql::Cluster;
 
-use super::{close_database, open_catalog, open_database, serve_until, Served, Settings};
+use super::{close_database, open_cluster, open_database, serve_until, Served, Settings};
 
 /// A node of an etcd-coordinated cluster: choose a role (take the leader key, or follow the
 /// primary it names, seeding an empty data directory from it), serve, and start over when
@@ -66,7 +66,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
         }
         let standby = matches!(role, Role::Standby { .. });
         let db = open_database(settings, standby)?;
-        let catalog = open_catalog(&db)?;
+        let cluster = open_cluster(&db)?;
         let mut identity = match Identity::load_or_new(&data_dir) {
             Ok(identity) => identity,
             Err(error) => break Err(CliError::new(format!("reading the identity: {error}"))),
@@ -92,10 +92,10 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
         let primary_slot = Arc::new(parking_lot::Mutex::new(None));
         let restart = Arc::new(tokio::sync::Notify::new());
         let watcher = {
-            let (coordinator, db, catalog, primary_slot, restart, data_dir, node) = (
+            let (coordinator, db, cluster, primary_slot, restart, data_dir, node) = (
                 coordinator.clone(),
                 db.clone(),
-                catalog.clone(),
+                cluster.clone(),
                 primary_slot.clone(),
                 restart.clone(),
                 data_dir.clone(),
@@ -108,7 +108,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
                         coordinator: &coordinator,
                         role,
                         db: &db,
-                        catalog: &catalog,
+                        cluster: &cluster,
                         primary_slot: &primary_slot,
                         listen,
                         identity,
@@ -122,7 +122,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
                 })
                 .context(|| "starting the HA watcher".into())?
         };
-        let served = serve_until(settings, catalog, &primary_slot, Some(restart));
+        let served = serve_until(settings, cluster, &primary_slot, Some(restart));
         coordinator.request_stop();
         let end = watcher.join().unwrap_or(RoleEnd::Stopped);
         if let Some(primary) = primary_slot.lock().take() {
@@ -151,7 +151,7 @@ struct WatchedNode<'a> {
     coordinator: &'a Arc<Coordinator>,
     role: Role,
     db: &'a Database,
-    catalog: &'a Arc<Catalog>,
+    cluster: &'a Arc<Cluster>,
     primary_slot: &'a parking_lot::Mutex<Option<Arc<Primary>>>,
     listen: std::net::SocketAddr,
     identity: Identity,
@@ -182,7 +182,7 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
                 name: node.node.clone(),
                 successor: Some(successor.clone()),
             };
-            let standby = match Standby::start(node.db.clone(), node.catalog.clone(), config) {
+            let standby = match Standby::start(node.db.clone(), node.cluster.clone(), config) {
                 Ok(standby) => standby,
                 Err(error) => return RoleEnd::Reseed(format!("starting the standby: {error}")),
             };
@@ -207,10 +207,10 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
         },
     };
     *node.primary_slot.lock() = Some(primary.clone());
-    node.catalog
+    node.cluster
         .set_replication_source(Some(primary.stat_source()));
     let end = coordinator.watch_primary(&primary);
-    node.catalog.set_replication_source(None);
+    node.cluster.set_replication_source(None);
     end
 }
 

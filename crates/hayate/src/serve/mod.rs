@@ -3,7 +3,7 @@
 //! 1. Read the settings: built-in defaults, then the config file (`--config`, TOML), then
 //!    the flags given on the command line, each overriding the one before.
 //! 2. Create the data directory if needed and open the database (recovering from the log
-//!    after a crash), then load the SQL catalog.
+//!    after a crash), then load the SQL cluster.
 //! 3. Listen (TCP, and the Unix-domain socket unless turned off) and serve connections
 //!    until SIGTERM or SIGINT.
 //! 4. Stop accepting, end the connections (open transactions abort), and close the
@@ -21,7 +21,7 @@ use hayate_server::ha::HaConfig;
 use hayate_server::replication::{Identity, Primary};
 use hayate_server::unix_socket::UnixSocket;
 use hayate_server::{AuthMethod, Listeners, ServerConfig};
-use hayate_sql::Catalog;
+use hayate_sql::Cluster;
 use serde::Deserialize;
 
 mod ha;
@@ -331,10 +331,10 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
         return ha::run_ha(&settings, ha);
     }
     let db = open_database(&settings, settings.ha_follow.is_some())?;
-    let catalog = open_catalog(&db)?;
-    let replication = start_replication(&settings, &db, &catalog)?;
+    let cluster = open_cluster(&db)?;
+    let replication = start_replication(&settings, &db, &cluster)?;
     let primary = Arc::new(parking_lot::Mutex::new(replication.primary.clone()));
-    let result = serve_until(&settings, catalog, &primary, None).map(|_| ());
+    let result = serve_until(&settings, cluster, &primary, None).map(|_| ());
     replication.stop();
     result.and(close_database(db))
 }
@@ -354,10 +354,8 @@ fn open_database(settings: &Settings, standby: bool) -> CliResult<Database> {
     Ok(db)
 }
 
-fn open_catalog(db: &Database) -> CliResult<Arc<Catalog>> {
-    Ok(Arc::new(Catalog::open(db.clone()).map_err(|error| {
-        CliError::new(format!("catalog: {error}"))
-    })?))
+fn open_cluster(db: &Database) -> CliResult<Arc<Cluster>> {
+    Cluster::open(db.clone()).map_err(|error| CliError::new(format!("catalog: {error}")))
 }
 
 fn close_database(db: Database) -> CliResult<()> {
@@ -389,7 +387,7 @@ enum Served {
 /// connections, and so the shutdown, forever.
 fn serve_until(
     settings: &Settings,
-    catalog: Arc<Catalog>,
+    cluster: Arc<Cluster>,
     primary: &Arc<parking_lot::Mutex<Option<Arc<Primary>>>>,
     restart: Option<Arc<tokio::sync::Notify>>,
 ) -> CliResult<Served> {
@@ -438,7 +436,7 @@ fn serve_until(
                 _ = restarted => *served.lock() = Served::Restart,
             }
         };
-        hayate_server::serve_with(listeners, catalog, settings.server.clone(), shutdown)
+        hayate_server::serve_with(listeners, cluster, settings.server.clone(), shutdown)
             .await
             .context(|| "serving".into())
     });
@@ -469,7 +467,7 @@ impl Replication {
 fn start_replication(
     settings: &Settings,
     db: &Database,
-    catalog: &Arc<Catalog>,
+    cluster: &Arc<Cluster>,
 ) -> CliResult<Replication> {
     use hayate_server::replication::{Standby, StandbyConfig};
     if let Some(primary) = &settings.ha_follow {
@@ -479,7 +477,7 @@ fn start_replication(
             Some(address) => {
                 let successor = Primary::prepare(db.clone(), address, None)
                     .context(|| format!("listening for standbys on {address}"))?;
-                catalog.set_replication_source(Some(successor.stat_source()));
+                cluster.set_replication_source(Some(successor.stat_source()));
                 Some(successor)
             }
             None => None,
@@ -490,7 +488,7 @@ fn start_replication(
             name: String::new(),
             successor,
         };
-        let standby = Standby::start(db.clone(), catalog.clone(), config)
+        let standby = Standby::start(db.clone(), cluster.clone(), config)
             .context(|| "starting the standby".into())?;
         eprintln!("hayate: standby of {primary} (read-only until `hayate promote`)");
         return Ok(Replication {
@@ -507,7 +505,7 @@ fn start_replication(
                 .context(|| "writing the identity".into())?;
             let primary = Primary::start(db.clone(), address, identity, None)
                 .context(|| format!("listening for standbys on {address}"))?;
-            catalog.set_replication_source(Some(primary.stat_source()));
+            cluster.set_replication_source(Some(primary.stat_source()));
             eprintln!(
                 "hayate: primary; standbys connect to {} (commits wait for one)",
                 primary.address()

@@ -10,7 +10,7 @@ import java.sql.PreparedStatement;
 public class JdbcFailover {
     public static void main(String[] args) throws Exception {
         String url = "jdbc:postgresql://" + args[0]
-            + "/test?user=tester&targetServerType=primary&connectTimeout=2";
+            + "/postgres?user=tester&targetServerType=primary&connectTimeout=2";
         try (Connection connection = DriverManager.getConnection(url);
              PreparedStatement insert =
                  connection.prepareStatement("INSERT INTO acked VALUES (?, 'jdbc')")) {

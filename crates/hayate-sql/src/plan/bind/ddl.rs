@@ -8,7 +8,7 @@ use sqlparser::ast;
 
 use super::{data_type, ident_name, object_name, undefined_column, Binder};
 use crate::catalog::{
-    CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, ReferentialAction, TableDef,
+    CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, ReferentialAction, TableDef, ViewDef,
 };
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
@@ -45,6 +45,49 @@ fn key_columns<'a>(columns: impl Iterator<Item = &'a ast::Expr>) -> SqlResult<Ve
 }
 
 impl Binder<'_> {
+    /// CREATE [OR REPLACE] VIEW: the query is bound once here to check it and name the
+    /// view's columns (the list given, else the query's own names).
+    pub(super) fn bind_create_view(&mut self, create: &ast::CreateView) -> SqlResult<Plan> {
+        if create.materialized {
+            return Err(SqlError::unsupported("CREATE MATERIALIZED VIEW"));
+        }
+        if create.temporary {
+            return Err(SqlError::unsupported("CREATE TEMPORARY VIEW"));
+        }
+        let name = object_name(&create.name)?;
+        let query = self.bind_query(&create.query)?;
+        if create.columns.len() > query.columns.len() {
+            return Err(SqlError::syntax(
+                "CREATE VIEW specifies more column names than columns",
+            ));
+        }
+        let mut columns: Vec<(String, DataType)> = query
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.data_type))
+            .collect();
+        for ((column, _), given) in columns.iter_mut().zip(&create.columns) {
+            *column = ident_name(&given.name);
+        }
+        for (position, (column, _)) in columns.iter().enumerate() {
+            if columns[..position].iter().any(|(other, _)| other == column) {
+                return Err(SqlError::new(
+                    sqlstate::DUPLICATE_COLUMN,
+                    format!("column \"{column}\" specified more than once"),
+                ));
+            }
+        }
+        Ok(Plan::CreateView {
+            def: ViewDef {
+                name,
+                columns,
+                query: create.query.to_string(),
+                tree: String::new(),
+            },
+            or_replace: create.or_replace,
+        })
+    }
+
     pub(super) fn bind_create_table(&mut self, create: &ast::CreateTable) -> SqlResult<Plan> {
         let name = object_name(&create.name)?;
         let mut columns: Vec<ColumnDef> = Vec::new();

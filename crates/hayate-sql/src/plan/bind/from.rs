@@ -204,6 +204,11 @@ impl Binder<'_> {
                 name, alias, args, ..
             } => {
                 if let Some(args) = args {
+                    if let Some(bound) =
+                        self.bind_array_function(name, &args.args, alias.as_ref(), scope)
+                    {
+                        return bound;
+                    }
                     return self.bind_table_function(name, &args.args, alias.as_ref());
                 }
                 if let Some(bound) = self.bind_cte_reference(name, alias.as_ref()) {
@@ -230,7 +235,10 @@ impl Binder<'_> {
                 args,
                 alias,
                 ..
-            } => self.bind_table_function(name, args, alias.as_ref()),
+            } => match self.bind_array_function(name, args, alias.as_ref(), scope) {
+                Some(bound) => bound,
+                None => self.bind_table_function(name, args, alias.as_ref()),
+            },
             TableFactor::Derived {
                 lateral: true,
                 subquery,
@@ -290,6 +298,78 @@ impl Binder<'_> {
         );
         entry.alias(Some(alias))?;
         Ok((plan.root, entry))
+    }
+
+    /// A view in FROM: its query bound as a derived table named after the view. It sees none
+    /// of the statement's WITH queries.
+    fn bind_view(&mut self, view: &crate::catalog::View) -> SqlResult<(Relation, ScopeEntry)> {
+        let name = &view.def.name;
+        if self.views.contains(name) {
+            return Err(SqlError::new(
+                "42P17",
+                format!("infinite recursion detected in rules for relation \"{name}\""),
+            ));
+        }
+        let query = match crate::session::parse(&view.def.query)?.pop() {
+            Some(ast::Statement::Query(query)) => query,
+            _ => {
+                return Err(SqlError::new(
+                    sqlstate::DATA_CORRUPTED,
+                    format!("the query of view \"{name}\" is not a query"),
+                ))
+            }
+        };
+        let alias = ast::TableAlias {
+            explicit: true,
+            name: ast::Ident::with_quote('"', name.clone()),
+            columns: view
+                .def
+                .columns
+                .iter()
+                .map(|(column, _)| ast::TableAliasColumnDef {
+                    name: ast::Ident::with_quote('"', column.clone()),
+                    data_type: None,
+                })
+                .collect(),
+            at: None,
+        };
+        let ctes = std::mem::take(&mut self.ctes);
+        self.views.push(name.clone());
+        let bound = self.bind_derived(&query, Some(&alias), None);
+        self.views.pop();
+        self.ctes = ctes;
+        bound
+    }
+
+    /// A sequence in FROM (`SELECT last_value, is_called FROM s`, as pg_dump reads it): its
+    /// one row, from pg_sequence_last_value.
+    fn bind_sequence_relation(
+        &mut self,
+        sequence: &crate::catalog::Sequence,
+    ) -> SqlResult<(Relation, ScopeEntry)> {
+        let name = format!(
+            "'\"{}\"'",
+            sequence.name.replace('"', "\"\"").replace('\'', "''")
+        );
+        let sql = format!(
+            "SELECT coalesce(pg_sequence_last_value({name}), {start}) AS last_value, \
+             0::int8 AS log_cnt, pg_sequence_last_value({name}) IS NOT NULL AS is_called",
+            start = sequence.options.start,
+        );
+        let query = match crate::session::parse(&sql)?.pop() {
+            Some(ast::Statement::Query(query)) => query,
+            _ => return Err(SqlError::syntax("a sequence in FROM")),
+        };
+        let alias = ast::TableAlias {
+            explicit: true,
+            name: ast::Ident::with_quote('"', sequence.name.clone()),
+            columns: Vec::new(),
+            at: None,
+        };
+        let ctes = std::mem::take(&mut self.ctes);
+        let bound = self.bind_derived(&query, Some(&alias), None);
+        self.ctes = ctes;
+        bound
     }
 
     /// A reference to a WITH query in view (None: the name is not one). The WITH query is
@@ -370,6 +450,12 @@ impl Binder<'_> {
                     return Ok((Relation::Table { read, lock }, entry));
                 }
                 Err(error) if error.code == sqlstate::UNDEFINED_TABLE => {
+                    if let Some(view) = self.catalog.view(table_name) {
+                        return self.bind_view(&view);
+                    }
+                    if let Ok(sequence) = self.catalog.sequence(table_name) {
+                        return self.bind_sequence_relation(&sequence);
+                    }
                     if schema.is_some() {
                         return Err(undefined());
                     }
@@ -378,16 +464,52 @@ impl Binder<'_> {
             }
         }
         let system = crate::system::lookup(schema, table_name).ok_or_else(undefined)?;
-        let entry = ScopeEntry::new(
+        let mut entry = ScopeEntry::new(
             Some(system.name.to_string()),
             Some(system.schema.to_string()),
             system
                 .columns
                 .iter()
                 .map(|(name, data_type)| (name.to_string(), *data_type))
+                .chain(std::iter::once(("tableoid".to_string(), DataType::Int8)))
                 .collect(),
         );
+        // `tableoid`, as on every PostgreSQL table: read by name, not by `*`.
+        entry.star_width = system.columns.len();
         Ok((Relation::System(system), entry))
+    }
+
+    /// `unnest(array)`, `generate_subscripts(array, n)` or `_pg_expandarray(array)` in FROM
+    /// (None: `name` is none of them): bound as the derived table `(SELECT f(args)) AS f`,
+    /// lateral to the FROM items before it as in PostgreSQL, so the SELECT-list set function
+    /// does the work.
+    fn bind_array_function(
+        &mut self,
+        name: &ast::ObjectName,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+        scope: &Scope,
+    ) -> Option<SqlResult<(Relation, ScopeEntry)>> {
+        let function = ident_name(name.0.last()?.as_ident()?);
+        if !["unnest", "generate_subscripts", "_pg_expandarray"].contains(&function.as_str()) {
+            return None;
+        }
+        let args: Vec<String> = args.iter().map(ToString::to_string).collect();
+        let sql = format!("SELECT {function}({})", args.join(", "));
+        let query = match crate::session::parse(&sql) {
+            Ok(mut statements) => match statements.pop() {
+                Some(ast::Statement::Query(query)) => query,
+                _ => return Some(Err(SqlError::syntax(format!("FROM {function}(...)")))),
+            },
+            Err(error) => return Some(Err(error)),
+        };
+        let named = ast::TableAlias {
+            explicit: true,
+            name: ast::Ident::new(function),
+            columns: Vec::new(),
+            at: None,
+        };
+        Some(self.bind_derived(&query, Some(alias.unwrap_or(&named)), Some(scope)))
     }
 
     /// `generate_series(start, stop[, step])` in FROM.

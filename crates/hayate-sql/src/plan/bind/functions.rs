@@ -72,6 +72,8 @@ pub(super) fn data_type(data_type: &ast::DataType) -> Option<SqlResult<DataType>
                 }
                 ("float4", []) => Ok(DataType::Float4),
                 ("timestamptz", []) => Ok(DataType::TimestampTz),
+                // Object identifiers are bigints here (the system tables' oid columns).
+                ("oid", []) => Ok(DataType::Int8),
                 _ => return None,
             }
         }

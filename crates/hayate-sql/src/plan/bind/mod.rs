@@ -48,6 +48,8 @@ pub struct Binder<'a> {
     correlated: Vec<bool>,
     /// The WITH queries in view, outermost first (a later one hides an earlier one).
     ctes: Vec<ast::Cte>,
+    /// The views being expanded, outermost first (a view that reads itself is an error).
+    views: Vec<String>,
     /// Window calls of the SELECT list / ORDER BY being bound (None: not allowed here).
     windows: Option<Vec<crate::plan::WindowCall>>,
     /// Set-returning calls of the SELECT list being bound (None: not allowed here).
@@ -126,6 +128,7 @@ impl<'a> Binder<'a> {
             outer: Vec::new(),
             correlated: Vec::new(),
             ctes: Vec::new(),
+            views: Vec::new(),
             windows: None,
             set_calls: None,
         }
@@ -178,6 +181,32 @@ impl<'a> Binder<'a> {
                 owned_by.as_ref(),
             ),
             Statement::AlterTable(alter) => self.bind_alter_table(alter),
+            Statement::CreateView(create) => self.bind_create_view(create),
+            Statement::Lock(lock) => {
+                use ast::LockTableMode as M;
+                let tables = lock
+                    .tables
+                    .iter()
+                    .map(|target| {
+                        let name = object_name(&target.name)?;
+                        self.catalog.table(&name)?;
+                        Ok(name)
+                    })
+                    .collect::<SqlResult<_>>()?;
+                let exclusive = !matches!(
+                    lock.lock_mode,
+                    Some(M::AccessShare | M::RowShare | M::RowExclusive)
+                );
+                Ok(Plan::LockTables { tables, exclusive })
+            }
+            Statement::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            } => Ok(Plan::CreateDatabase {
+                name: object_name(db_name)?,
+                if_not_exists: *if_not_exists,
+            }),
             Statement::Truncate(truncate) => self.bind_truncate(truncate),
             Statement::Drop {
                 object_type,
@@ -197,6 +226,14 @@ impl<'a> Binder<'a> {
                     }),
                     ast::ObjectType::Index => Ok(Plan::DropIndex { names, if_exists }),
                     ast::ObjectType::Sequence => Ok(Plan::DropSequence { names, if_exists }),
+                    ast::ObjectType::View => Ok(Plan::DropView { names, if_exists }),
+                    ast::ObjectType::Database => match names.as_slice() {
+                        [name] => Ok(Plan::DropDatabase {
+                            name: name.clone(),
+                            if_exists,
+                        }),
+                        _ => Err(SqlError::syntax("DROP DATABASE drops one database")),
+                    },
                     other => Err(SqlError::unsupported(format!("DROP {other}"))),
                 }
             }

@@ -20,6 +20,9 @@ pub(super) struct ScopeEntry {
     /// Columns merged into an earlier entry's by USING/NATURAL: not found unqualified,
     /// not part of `*`.
     pub hidden: Vec<bool>,
+    /// How many of the columns, from the first, `*` reads (the rest are system columns
+    /// such as a system table's `tableoid`).
+    pub star_width: usize,
     pub offset: usize,
 }
 
@@ -33,6 +36,7 @@ impl ScopeEntry {
             qualifier,
             schema,
             hidden: vec![false; columns.len()],
+            star_width: columns.len(),
             columns,
             offset: 0,
         }
@@ -163,7 +167,7 @@ impl Scope {
                 _ => {}
             }
             for (index, (name, data_type)) in entry.columns.iter().enumerate() {
-                if qualifier.is_none() && entry.hidden[index] {
+                if (qualifier.is_none() && entry.hidden[index]) || index >= entry.star_width {
                     continue;
                 }
                 out.push((entry.offset + index, name.clone(), *data_type));

@@ -48,11 +48,13 @@ pub(super) fn bind_function(
         "pg_get_indexdef" => (F::GetIndexDef, DataType::Text, &[1, 3]),
         "pg_get_constraintdef" => (F::GetConstraintDef, DataType::Text, &[1, 2]),
         "obj_description" | "shobj_description" => (F::Null, DataType::Text, &[1, 2]),
+        // No privileges are kept: every object has the default ones, shown as NULL.
+        "acldefault" => (F::Null, DataType::Text, &[2]),
         "col_description" => (F::Null, DataType::Text, &[2]),
         "pg_get_statisticsobjdef_columns" | "pg_get_partkeydef" | "pg_get_triggerdef" => {
             (F::Null, DataType::Text, &[1, 2])
         }
-        "pg_get_viewdef" => (F::Null, DataType::Text, &[1, 2]),
+        "pg_get_viewdef" => (F::GetViewDef, DataType::Text, &[1, 2]),
         "pg_get_serial_sequence" => (F::Null, DataType::Text, &[2]),
         "current_schemas" => (F::CurrentSchemas, DataType::Text, &[1]),
         "has_table_privilege"
@@ -74,6 +76,7 @@ pub(super) fn bind_function(
         "nextval" => (F::NextVal, DataType::Int8, &[1]),
         "currval" => (F::CurrVal, DataType::Int8, &[1]),
         "setval" => (F::SetVal, DataType::Int8, &[2, 3]),
+        "pg_sequence_last_value" => (F::SequenceLastValue, DataType::Int8, &[1]),
         "lastval" => (F::LastVal, DataType::Int8, &[0]),
         "_pg_expandarray" => {
             return Err(SqlError::unsupported(
@@ -91,7 +94,10 @@ pub(super) fn bind_function(
             ),
         ));
     }
-    if matches!(function, F::NextVal | F::CurrVal | F::SetVal) {
+    if matches!(
+        function,
+        F::NextVal | F::CurrVal | F::SetVal | F::SequenceLastValue
+    ) {
         return Ok((
             bind_sequence_call(function, args, types, catalog)?,
             data_type,

@@ -59,6 +59,26 @@ const INTEGER_ARRAYS: &[&str] = &[
     "partattrs",
 ];
 
+/// The element type of a cast to an integer array (`'{1,2}'::oid[]`, `int4[]`), if the
+/// expression is one.
+fn integer_array_cast(expr: &ast::Expr) -> Option<DataType> {
+    let ast::Expr::Cast { data_type, .. } = expr else {
+        return None;
+    };
+    let element = match data_type {
+        ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(element, _))
+        | ast::DataType::Array(ast::ArrayElemTypeDef::AngleBracket(element)) => element,
+        _ => return None,
+    };
+    let name = element.to_string().to_lowercase();
+    match name.trim_start_matches("pg_catalog.") {
+        "smallint" | "int2" => Some(DataType::Int2),
+        "int" | "integer" | "int4" => Some(DataType::Int4),
+        "bigint" | "int8" | "oid" | "regclass" => Some(DataType::Int8),
+        _ => None,
+    }
+}
+
 impl Binder<'_> {
     /// unnest, generate_subscripts and generate_series in a SELECT list: bound to a
     /// placeholder column the ProjectSet operator fills.
@@ -111,11 +131,13 @@ impl Binder<'_> {
                     }
                     _ => None,
                 };
-                let integers = column.is_some_and(|c| INTEGER_ARRAYS.contains(&c.as_str()));
-                let data_type = if integers {
-                    DataType::Int2
-                } else {
-                    DataType::Text
+                let cast = integer_array_cast(&args[0]);
+                let integers =
+                    cast.is_some() || column.is_some_and(|c| INTEGER_ARRAYS.contains(&c.as_str()));
+                let data_type = match cast {
+                    Some(element) => element,
+                    None if integers => DataType::Int2,
+                    None => DataType::Text,
                 };
                 (crate::plan::SetFunction::Unnest { integers }, data_type)
             }

@@ -1,0 +1,145 @@
+//! Databases are namespaces (issue 21): CREATE/DROP DATABASE, a missing database is FATAL
+//! 3D000, the same table name in two databases holds two tables, pg_database lists them,
+//! and both survive a restart.
+
+mod common;
+
+use common::{sqlstate, TestServer};
+
+fn connect_to(server: &TestServer, database: &str) -> Result<postgres::Client, postgres::Error> {
+    let config = format!(
+        "host={} port={} user=tester dbname='{database}'",
+        server.addr.ip(),
+        server.addr.port()
+    );
+    postgres::Client::connect(&config, postgres::NoTls)
+}
+
+/// The error connecting to `database` gives (a connection is a failure).
+fn refused(server: &TestServer, database: &str) -> postgres::Error {
+    match connect_to(server, database) {
+        Ok(_) => panic!("connected to {database}"),
+        Err(error) => error,
+    }
+}
+
+fn values(client: &mut postgres::Client, sql: &str) -> Vec<String> {
+    client
+        .query(sql, &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+#[test]
+fn databases_are_separate_namespaces_that_survive_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+
+    let missing = refused(&server, "shop");
+    assert_eq!(sqlstate(&missing), "3D000", "{missing}");
+
+    let mut admin = server.connect(); // database "test"
+    admin.batch_execute("CREATE DATABASE Shop").unwrap();
+    let again = admin.batch_execute("CREATE DATABASE shop").unwrap_err();
+    assert_eq!(sqlstate(&again), "42P04", "{again}");
+    admin
+        .batch_execute("CREATE DATABASE \"Mixed Case\" WITH OWNER = tester ENCODING = 'UTF8' TEMPLATE = template0")
+        .unwrap();
+    admin.batch_execute("BEGIN").unwrap();
+    let in_block = admin.batch_execute("CREATE DATABASE later").unwrap_err();
+    assert_eq!(sqlstate(&in_block), "25001", "{in_block}");
+    admin.batch_execute("ROLLBACK").unwrap();
+
+    // The same table name in two databases: two tables.
+    let mut shop = connect_to(&server, "shop").unwrap();
+    admin
+        .batch_execute("CREATE TABLE items (id int PRIMARY KEY, name text); INSERT INTO items VALUES (1, 'test db')")
+        .unwrap();
+    let none = shop.query("SELECT * FROM items", &[]).unwrap_err();
+    assert_eq!(
+        sqlstate(&none),
+        "42P01",
+        "a table of another database: {none}"
+    );
+    shop.batch_execute(
+        "CREATE TABLE items (id serial PRIMARY KEY, name text NOT NULL); \
+         CREATE INDEX items_name ON items (name); \
+         INSERT INTO items (name) VALUES ('apple'), ('pear')",
+    )
+    .unwrap();
+    assert_eq!(values(&mut admin, "SELECT name FROM items"), ["test db"]);
+    assert_eq!(
+        values(&mut shop, "SELECT name FROM items ORDER BY id"),
+        ["apple", "pear"]
+    );
+    assert_eq!(
+        values(&mut shop, "SELECT current_database()::text"),
+        ["shop"]
+    );
+    assert_eq!(
+        values(
+            &mut shop,
+            "SELECT relname::text FROM pg_class WHERE relname LIKE 'items%' ORDER BY 1"
+        ),
+        ["items", "items_id_seq", "items_name", "items_pkey"]
+    );
+    assert_eq!(
+        values(
+            &mut admin,
+            "SELECT datname::text FROM pg_database ORDER BY datname"
+        ),
+        ["Mixed Case", "postgres", "shop", "test"]
+    );
+
+    // DROP DATABASE: never one in use.
+    let own = shop.batch_execute("DROP DATABASE shop").unwrap_err();
+    assert_eq!(sqlstate(&own), "55006", "{own}");
+    let in_use = admin.batch_execute("DROP DATABASE shop").unwrap_err();
+    assert_eq!(sqlstate(&in_use), "55006", "{in_use}");
+    let default = admin.batch_execute("DROP DATABASE postgres").unwrap_err();
+    assert_eq!(sqlstate(&default), "0A000", "{default}");
+    admin.batch_execute("DROP DATABASE \"Mixed Case\"").unwrap();
+    let gone = admin
+        .batch_execute("DROP DATABASE \"Mixed Case\"")
+        .unwrap_err();
+    assert_eq!(sqlstate(&gone), "3D000", "{gone}");
+    admin
+        .batch_execute("DROP DATABASE IF EXISTS \"Mixed Case\"")
+        .unwrap();
+    drop((admin, shop));
+    server.stop();
+
+    // After a restart: the databases, their tables and sequences.
+    let server = TestServer::start(dir.path());
+    let mut shop = connect_to(&server, "shop").unwrap();
+    shop.batch_execute("INSERT INTO items (name) VALUES ('plum')")
+        .unwrap();
+    // The sequence goes on past what it handed out (a reopen skips the values it had
+    // reserved, as a crash would: sequence.rs).
+    let ids: Vec<i32> = shop
+        .query("SELECT id FROM items ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert!(ids[2] > 2, "{ids:?}");
+    let dropped = refused(&server, "Mixed Case");
+    assert_eq!(sqlstate(&dropped), "3D000", "{dropped}");
+    drop(shop);
+
+    // Dropped with its tables: a new database of the same name starts empty.
+    let mut admin = server.connect();
+    admin.batch_execute("DROP DATABASE shop").unwrap();
+    let dropped = refused(&server, "shop");
+    assert_eq!(sqlstate(&dropped), "3D000", "{dropped}");
+    admin.batch_execute("CREATE DATABASE shop").unwrap();
+    let mut shop = connect_to(&server, "shop").unwrap();
+    let none = shop.query("SELECT * FROM items", &[]).unwrap_err();
+    assert_eq!(sqlstate(&none), "42P01", "{none}");
+    assert_eq!(values(&mut admin, "SELECT name FROM items"), ["test db"]);
+    drop((admin, shop));
+    server.stop();
+}
