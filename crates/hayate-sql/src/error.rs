@@ -65,6 +65,7 @@ pub mod sqlstate {
     pub const INVALID_CATALOG_NAME: &str = "3D000";
     pub const OBJECT_IN_USE: &str = "55006";
     pub const WRONG_OBJECT_TYPE: &str = "42809";
+    pub const INVALID_SCHEMA_NAME: &str = "3F000";
     pub const INTERNAL_ERROR: &str = "XX000";
     /// The server stops serving this session (a primary that lost its role).
     pub const ADMIN_SHUTDOWN: &str = "57P01";

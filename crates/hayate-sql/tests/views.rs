@@ -7,7 +7,7 @@ use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Session, Value};
 
 mod common;
-use common::{rows, run, try_run};
+use common::{error_code, rows, run};
 
 fn open(dir: &std::path::Path) -> (Database, Session) {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
@@ -24,13 +24,6 @@ fn texts(session: &mut Session, sql: &str) -> Vec<String> {
             other => panic!("{sql}: {other:?}"),
         })
         .collect()
-}
-
-fn code(session: &mut Session, sql: &str) -> &'static str {
-    try_run(session, sql)
-        .map(|outcome| panic!("{sql} succeeded: {outcome:?}"))
-        .unwrap_err()
-        .code
 }
 
 #[test]
@@ -86,22 +79,25 @@ fn views_read_like_tables_and_survive_a_reopen() {
 
     // Names: views share the namespace of tables.
     assert_eq!(
-        code(&mut session, "CREATE VIEW orders AS SELECT 1"),
+        error_code(&mut session, "CREATE VIEW orders AS SELECT 1"),
         "42809"
     );
-    assert_eq!(code(&mut session, "CREATE VIEW spend AS SELECT 1"), "42P07");
-    assert_eq!(code(&mut session, "DROP TABLE spend"), "42809");
-    assert_eq!(code(&mut session, "DROP VIEW orders"), "42809");
     assert_eq!(
-        code(&mut session, "CREATE VIEW v (a, b) AS SELECT 1"),
+        error_code(&mut session, "CREATE VIEW spend AS SELECT 1"),
+        "42P07"
+    );
+    assert_eq!(error_code(&mut session, "DROP TABLE spend"), "42809");
+    assert_eq!(error_code(&mut session, "DROP VIEW orders"), "42809");
+    assert_eq!(
+        error_code(&mut session, "CREATE VIEW v (a, b) AS SELECT 1"),
         "42601"
     );
     assert_eq!(
-        code(&mut session, "CREATE VIEW v AS SELECT 1 AS a, 2 AS a"),
+        error_code(&mut session, "CREATE VIEW v AS SELECT 1 AS a, 2 AS a"),
         "42701"
     );
     assert_eq!(
-        code(&mut session, "CREATE VIEW v AS SELECT * FROM nowhere"),
+        error_code(&mut session, "CREATE VIEW v AS SELECT * FROM nowhere"),
         "42P01"
     );
 
@@ -109,7 +105,7 @@ fn views_read_like_tables_and_survive_a_reopen() {
     run(&mut session, "CREATE VIEW a AS SELECT 1 AS x");
     run(&mut session, "CREATE VIEW b AS SELECT x FROM a");
     run(&mut session, "CREATE OR REPLACE VIEW a AS SELECT x FROM b");
-    assert_eq!(code(&mut session, "SELECT * FROM a"), "42P17");
+    assert_eq!(error_code(&mut session, "SELECT * FROM a"), "42P17");
     run(&mut session, "CREATE OR REPLACE VIEW a AS SELECT 2 AS x");
     assert_eq!(texts(&mut session, "SELECT x FROM b"), ["2"]);
 
@@ -120,10 +116,10 @@ fn views_read_like_tables_and_survive_a_reopen() {
     );
     assert_eq!(texts(&mut session, "SELECT one FROM later"), ["1"]);
     run(&mut session, "ROLLBACK");
-    assert_eq!(code(&mut session, "SELECT * FROM later"), "42P01");
+    assert_eq!(error_code(&mut session, "SELECT * FROM later"), "42P01");
     assert_eq!(texts(&mut session, "SELECT x FROM b"), ["2"]);
     run(&mut session, "DROP VIEW IF EXISTS later, b");
-    assert_eq!(code(&mut session, "DROP VIEW b"), "42P01");
+    assert_eq!(error_code(&mut session, "DROP VIEW b"), "42P01");
 
     // The system catalogs.
     assert_eq!(

@@ -138,6 +138,14 @@ impl Drop for TestServer {
 }
 
 /// The SQLSTATE of a failed statement.
+/// A TCP port free on 127.0.0.1 now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free port")
+}
+
 pub fn sqlstate(error: &postgres::Error) -> String {
     error
         .code()

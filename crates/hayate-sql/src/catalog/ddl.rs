@@ -1,5 +1,6 @@
-//! DDL on the catalog: CREATE/DROP TABLE, CREATE/DROP INDEX and CREATE/DROP SEQUENCE, each
-//! by the steps of the `catalog` module doc, and the end of a transaction block's DDL.
+//! DDL on the catalog: CREATE/DROP TABLE, CREATE/DROP INDEX, CREATE/DROP SEQUENCE and
+//! CREATE/DROP VIEW (`view` holds a view's definition), each by the steps of the `catalog`
+//! module doc, and the end of a transaction block's DDL.
 //!
 //! 1. A DDL takes the catalog's DDL mutex, checks names (tables, indexes and sequences share
 //!    one namespace) and creates its engine trees.
@@ -15,11 +16,11 @@ use std::sync::Arc;
 use hayate_engine::Transaction;
 
 use super::batch::{for_each_row, BatchWriter};
-use super::definition::{CheckDef, ForeignKeyDef, IndexDef, TableDef, TABLE_TREE_PREFIX};
+use super::definition::{IndexDef, TableDef, TABLE_TREE_PREFIX};
 use super::index_entry;
 use super::sequence::{Sequence, SequenceOptions};
 use super::table::Table;
-use super::view::{view_not_table, View};
+use super::view::{View, ViewDef, VIEW_TREE_PREFIX};
 use super::{duplicate_relation, Catalog, INDEX_TREE_PREFIX, SEQUENCE_TREE_PREFIX};
 use crate::error::{sqlstate, SqlError, SqlResult};
 
@@ -302,20 +303,19 @@ impl Catalog {
         Ok(self.finish_or_defer(in_block, undo))
     }
 
-    /// ALTER TABLE ADD/DROP CONSTRAINT: the table's CHECK and FOREIGN KEY constraints become
-    /// these (the caller checked the rows against added ones).
-    pub fn set_constraints(
+    /// An ALTER TABLE that changes the definition only, not the rows (ADD/DROP CONSTRAINT,
+    /// ALTER COLUMN SET/DROP DEFAULT and NOT NULL): `change` edits it (the caller checked the
+    /// rows against what it adds).
+    pub fn alter_definition(
         &self,
         table_name: &str,
-        checks: Vec<CheckDef>,
-        foreign_keys: Vec<ForeignKeyDef>,
+        change: impl FnOnce(&mut TableDef),
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let table = self.table(table_name)?;
         let mut def = table.def.clone();
-        def.checks = checks;
-        def.foreign_keys = foreign_keys;
+        change(&mut def);
         let in_block = block.is_some();
         self.write_defs(block, |txn| self.write_def(txn, &def))?;
         let new_table = self.load(def)?;
@@ -460,4 +460,116 @@ pub(super) fn trees_of(def: &TableDef) -> Vec<String> {
     std::iter::once(def.tree.clone())
         .chain(def.indexes.iter().map(|index| index.tree.clone()))
         .collect()
+}
+
+impl Catalog {
+    /// CREATE [OR REPLACE] VIEW (`def.tree` empty: named here).
+    pub fn create_view(
+        &self,
+        mut def: ViewDef,
+        or_replace: bool,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
+        let previous = self.view(&def.name);
+        match &previous {
+            Some(_) if !or_replace => return Err(duplicate_relation(&def.name)),
+            None if self.relation_exists(&def.name) => {
+                return Err(match self.state.read().tables.contains_key(&def.name) {
+                    true => not_a(&def.name, "view"),
+                    false => duplicate_relation(&def.name),
+                })
+            }
+            _ => {}
+        }
+        let mut on_rollback = Vec::new();
+        let tree = match &previous {
+            Some(view) => {
+                def.tree = view.def.tree.clone();
+                view.tree
+            }
+            None => {
+                let (tree_name, tree) =
+                    self.fresh_tree(&self.tree_name(VIEW_TREE_PREFIX, &def.name), None)?;
+                def.tree = tree_name.clone();
+                on_rollback.push(tree_name);
+                tree
+            }
+        };
+        let in_block = block.is_some();
+        let written = self.write_defs(block, |txn| {
+            Ok(txn.put(self.tree, def.name.as_bytes(), &def.encode())?)
+        });
+        if let Err(error) = written {
+            self.drop_trees(&on_rollback);
+            return Err(error);
+        }
+        let name = def.name.clone();
+        {
+            let mut state = self.state.write();
+            state
+                .views
+                .insert(name.clone(), Arc::new(View { def, tree }));
+            state.version += 1;
+        }
+        let undo = DdlUndo {
+            previous_views: vec![(name, previous)],
+            on_rollback,
+            ..DdlUndo::default()
+        };
+        Ok(self.finish_or_defer(in_block, undo))
+    }
+
+    /// DROP VIEW; nothing if it does not exist and `if_exists` is set.
+    pub fn drop_view(
+        &self,
+        name: &str,
+        if_exists: bool,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
+        let Some(view) = self.view(name) else {
+            if self.state.read().tables.contains_key(name) {
+                return Err(not_a(name, "view"));
+            }
+            if if_exists {
+                return Ok(DdlUndo::default());
+            }
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_TABLE,
+                format!("view \"{name}\" does not exist"),
+            ));
+        };
+        let in_block = block.is_some();
+        self.write_defs(block, |txn| {
+            txn.delete(self.tree, name.as_bytes())?;
+            Ok(())
+        })?;
+        {
+            let mut state = self.state.write();
+            state.views.remove(name);
+            state.version += 1;
+        }
+        let undo = DdlUndo {
+            on_commit: vec![view.def.tree.clone()],
+            previous_views: vec![(name.to_string(), Some(view))],
+            ..DdlUndo::default()
+        };
+        Ok(self.finish_or_defer(in_block, undo))
+    }
+}
+
+fn not_a(name: &str, what: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::WRONG_OBJECT_TYPE,
+        format!("\"{name}\" is not a {what}"),
+    )
+}
+
+/// The error for DROP TABLE naming a view.
+fn view_not_table(name: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::WRONG_OBJECT_TYPE,
+        format!("\"{name}\" is not a table (DROP VIEW removes a view)"),
+    )
 }

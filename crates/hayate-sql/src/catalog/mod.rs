@@ -165,17 +165,18 @@ fn read_definitions(db: &Database, tree: TreeId, sequence_tree: TreeId) -> SqlRe
         let Some(definition) = sequence::decode_definition(&value) else {
             continue; // a column's sequence
         };
-        let (options, tree_name) = definition?;
+        let stored = definition?;
         let name = String::from_utf8(name)
             .map_err(|_| SqlError::new(sqlstate::DATA_CORRUPTED, "corrupt sequence name"))?;
-        let tree = db.table(&tree_name)?;
+        let tree = db.table(&stored.tree)?;
         let sequence = Sequence::new(
             name.clone(),
-            options,
-            Some((tree_name, tree)),
+            stored.options,
+            Some((stored.tree, tree)),
             db.clone(),
             sequence_tree,
         );
+        sequence.set_owner_in_memory(stored.owner);
         sequences.insert(name, Arc::new(sequence));
     }
     txn.abort();
@@ -411,6 +412,12 @@ impl Catalog {
 
     pub fn version(&self) -> u64 {
         self.state.read().version
+    }
+
+    /// Marks a change that prepared statements and the system tables must see (a sequence's
+    /// owner).
+    pub fn bump_version(&self) {
+        self.state.write().version += 1;
     }
 
     pub fn table(&self, name: &str) -> SqlResult<Arc<Table>> {

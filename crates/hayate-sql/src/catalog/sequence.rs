@@ -17,8 +17,9 @@
 //! - 8 bytes: i64 next value. A column's sequence; its options follow from the column type.
 //! - format 2: u8 2, i64 next value, i64 increment, i64 minimum, i64 maximum, i64 start,
 //!   i64 cache, u8 data type tag (`DataType::tag`), then the name of its engine tree (u32
-//!   length + UTF-8). A CREATE SEQUENCE sequence; the (empty) engine tree gives it a stable
-//!   oid (`system` module comment) and is dropped with it.
+//!   length + UTF-8), then, if it is OWNED BY a column, that table's and column's names
+//!   (rows without them are owned by nothing). A CREATE SEQUENCE sequence; the (empty)
+//!   engine tree gives it a stable oid (`system` module comment) and is dropped with it.
 //!
 //! currval and lastval are per session (`SessionSequences`), kept by the session that calls.
 
@@ -144,6 +145,8 @@ pub struct Sequence {
     /// The engine table holding every sequence's row (`sql.sequence`).
     state_tree: TreeId,
     reserved: Mutex<Reserved>,
+    /// ALTER SEQUENCE ... OWNED BY table.column (a CREATE SEQUENCE sequence only).
+    owner: Mutex<Option<(String, String)>>,
 }
 
 impl std::fmt::Debug for Sequence {
@@ -169,7 +172,32 @@ impl Sequence {
             db,
             state_tree,
             reserved: Mutex::new(Reserved { next: 0, left: 0 }),
+            owner: Mutex::new(None),
         }
+    }
+
+    /// The (table, column) the sequence is OWNED BY.
+    pub fn owner(&self) -> Option<(String, String)> {
+        self.owner.lock().clone()
+    }
+
+    /// Sets the owner in memory (the row is read or written by the caller).
+    pub(crate) fn set_owner_in_memory(&self, owner: Option<(String, String)>) {
+        *self.owner.lock() = owner;
+    }
+
+    /// ALTER SEQUENCE ... OWNED BY: written durably at once, the next value kept.
+    pub fn set_owner(&self, owner: Option<(String, String)>) -> SqlResult<()> {
+        let _reserved = hayate_engine::fiber::lock(&self.reserved);
+        let mut txn = self.db.begin();
+        let stored = txn
+            .get_for_update(self.state_tree, self.name.as_bytes())?
+            .and_then(|bytes| decode_next(&bytes))
+            .unwrap_or(self.options.start);
+        *self.owner.lock() = owner;
+        txn.put(self.state_tree, self.name.as_bytes(), &self.encode(stored))?;
+        txn.commit()?;
+        Ok(())
     }
 
     /// The row that stores the sequence with `next` as its next value.
@@ -192,6 +220,12 @@ impl Sequence {
         out.push(options.data_type.tag());
         out.extend_from_slice(&(tree.len() as u32).to_le_bytes());
         out.extend_from_slice(tree.as_bytes());
+        if let Some((table, column)) = &*self.owner.lock() {
+            for name in [table, column] {
+                out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+                out.extend_from_slice(name.as_bytes());
+            }
+        }
         out
     }
 
@@ -342,14 +376,21 @@ fn decode_next(bytes: &[u8]) -> Option<i64> {
     reader.i64()
 }
 
-/// A CREATE SEQUENCE sequence as its row stores it: (options, engine tree name); None for a
-/// column's sequence (8-byte row).
-pub(crate) fn decode_definition(bytes: &[u8]) -> Option<SqlResult<(SequenceOptions, String)>> {
+/// What a CREATE SEQUENCE sequence's row stores besides its next value.
+pub(crate) struct StoredDefinition {
+    pub options: SequenceOptions,
+    pub tree: String,
+    pub owner: Option<(String, String)>,
+}
+
+/// A CREATE SEQUENCE sequence as its row stores it; None for a column's sequence (8-byte
+/// row).
+pub(crate) fn decode_definition(bytes: &[u8]) -> Option<SqlResult<StoredDefinition>> {
     if bytes.len() == 8 {
         return None;
     }
     let corrupt = || SqlError::new(sqlstate::DATA_CORRUPTED, "corrupt sequence definition");
-    let parse = || -> Option<(SequenceOptions, String)> {
+    let parse = || -> Option<StoredDefinition> {
         let mut reader = Reader::new(bytes);
         if reader.u8()? != FORMAT_VERSION {
             return None;
@@ -367,7 +408,15 @@ pub(crate) fn decode_definition(bytes: &[u8]) -> Option<SqlResult<(SequenceOptio
             cache,
             data_type,
         };
-        reader.at_end().then_some((options, tree))
+        let owner = match reader.at_end() {
+            true => None,
+            false => Some((reader.string()?, reader.string()?)),
+        };
+        reader.at_end().then_some(StoredDefinition {
+            options,
+            tree,
+            owner,
+        })
     };
     Some(parse().ok_or_else(corrupt))
 }
@@ -454,11 +503,26 @@ mod tests {
             out.extend_from_slice(b"abc");
             out
         };
-        let (options, tree) = decode_definition(&bytes).unwrap().unwrap();
+        let stored = decode_definition(&bytes).unwrap().unwrap();
         assert_eq!(
-            (options.increment, options.max, tree.as_str()),
+            (
+                stored.options.increment,
+                stored.options.max,
+                stored.tree.as_str()
+            ),
             (5, 20, "abc")
         );
+        assert_eq!(stored.owner, None);
+        let mut owned = bytes.clone();
+        for name in ["t", "id"] {
+            owned.extend_from_slice(&(name.len() as u32).to_le_bytes());
+            owned.extend_from_slice(name.as_bytes());
+        }
+        let stored = decode_definition(&owned).unwrap().unwrap();
+        assert_eq!(stored.owner, Some(("t".into(), "id".into())));
+        assert!(decode_definition(&owned[..owned.len() - 1])
+            .unwrap()
+            .is_err());
         assert_eq!(decode_next(&bytes), Some(7));
         assert!(decode_definition(&7i64.to_le_bytes()).is_none());
         for cut in 1..bytes.len() {

@@ -12,17 +12,16 @@
 //!
 //! Row format (a value of `sql.catalog`, told from a table's by its first byte): u8 `VIEW_TAG`,
 //! name, u16 column count, per column its name, u8 type tag and u32 type modifier (as in a
-//! table definition), query text, engine tree name (strings as u32 length + UTF-8). The
-//! column types are those the query had at CREATE VIEW, as PostgreSQL keeps them.
+//! table definition), query text, engine tree name, u16 count and the names of the tables,
+//! views and sequences the query reads (strings as u32 length + UTF-8). The column types are
+//! those the query had at CREATE VIEW, as PostgreSQL keeps them; the names read give the
+//! view's dependencies (pg_depend), which order pg_dump's output.
 
 use std::sync::Arc;
 
-use hayate_engine::Transaction;
-
-use super::ddl::DdlUndo;
 use super::definition::put_string;
 use super::reader::Reader;
-use super::{duplicate_relation, Catalog};
+use super::Catalog;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::types::DataType;
 
@@ -40,6 +39,8 @@ pub struct ViewDef {
     pub query: String,
     /// The (empty) engine tree its oid comes from; set by the catalog.
     pub tree: String,
+    /// The relations the query named when the view was created.
+    pub reads: Vec<String>,
 }
 
 impl ViewDef {
@@ -54,6 +55,10 @@ impl ViewDef {
         }
         put_string(&mut out, &self.query);
         put_string(&mut out, &self.tree);
+        out.extend_from_slice(&(self.reads.len() as u16).to_le_bytes());
+        for read in &self.reads {
+            put_string(&mut out, read);
+        }
         out
     }
 
@@ -80,6 +85,11 @@ impl ViewDef {
             .ok_or_else(|| corrupt("columns"))?;
         let query = reader.string().ok_or_else(|| corrupt("query"))?;
         let tree = reader.string().ok_or_else(|| corrupt("tree name"))?;
+        let count = reader.u16().ok_or_else(|| corrupt("read count"))?;
+        let reads = (0..count)
+            .map(|_| reader.string())
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| corrupt("relations read"))?;
         if !reader.at_end() {
             return Err(corrupt("trailing bytes"));
         }
@@ -88,6 +98,7 @@ impl ViewDef {
             columns,
             query,
             tree,
+            reads,
         })
     }
 }
@@ -98,13 +109,6 @@ pub struct View {
     pub def: ViewDef,
     /// Its engine tree's id (the view's oid, `system::tree_oid`).
     pub tree: hayate_engine::TreeId,
-}
-
-fn not_a(name: &str, what: &str) -> SqlError {
-    SqlError::new(
-        sqlstate::WRONG_OBJECT_TYPE,
-        format!("\"{name}\" is not a {what}"),
-    )
 }
 
 impl Catalog {
@@ -119,109 +123,6 @@ impl Catalog {
         views.sort_by(|a, b| a.def.name.cmp(&b.def.name));
         views
     }
-
-    /// CREATE [OR REPLACE] VIEW (`def.tree` empty: named here).
-    pub fn create_view(
-        &self,
-        mut def: ViewDef,
-        or_replace: bool,
-        block: Option<&mut Transaction>,
-    ) -> SqlResult<DdlUndo> {
-        let _ddl = hayate_engine::fiber::lock(&self.ddl);
-        let previous = self.view(&def.name);
-        match &previous {
-            Some(_) if !or_replace => return Err(duplicate_relation(&def.name)),
-            None if self.relation_exists(&def.name) => {
-                return Err(match self.state.read().tables.contains_key(&def.name) {
-                    true => not_a(&def.name, "view"),
-                    false => duplicate_relation(&def.name),
-                })
-            }
-            _ => {}
-        }
-        let mut on_rollback = Vec::new();
-        let tree = match &previous {
-            Some(view) => {
-                def.tree = view.def.tree.clone();
-                view.tree
-            }
-            None => {
-                let (tree_name, tree) =
-                    self.fresh_tree(&self.tree_name(VIEW_TREE_PREFIX, &def.name), None)?;
-                def.tree = tree_name.clone();
-                on_rollback.push(tree_name);
-                tree
-            }
-        };
-        let in_block = block.is_some();
-        let written = self.write_defs(block, |txn| {
-            Ok(txn.put(self.tree, def.name.as_bytes(), &def.encode())?)
-        });
-        if let Err(error) = written {
-            self.drop_trees(&on_rollback);
-            return Err(error);
-        }
-        let name = def.name.clone();
-        {
-            let mut state = self.state.write();
-            state
-                .views
-                .insert(name.clone(), Arc::new(View { def, tree }));
-            state.version += 1;
-        }
-        let undo = DdlUndo {
-            previous_views: vec![(name, previous)],
-            on_rollback,
-            ..DdlUndo::default()
-        };
-        Ok(self.finish_or_defer(in_block, undo))
-    }
-
-    /// DROP VIEW; nothing if it does not exist and `if_exists` is set.
-    pub fn drop_view(
-        &self,
-        name: &str,
-        if_exists: bool,
-        block: Option<&mut Transaction>,
-    ) -> SqlResult<DdlUndo> {
-        let _ddl = hayate_engine::fiber::lock(&self.ddl);
-        let Some(view) = self.view(name) else {
-            if self.state.read().tables.contains_key(name) {
-                return Err(not_a(name, "view"));
-            }
-            if if_exists {
-                return Ok(DdlUndo::default());
-            }
-            return Err(SqlError::new(
-                sqlstate::UNDEFINED_TABLE,
-                format!("view \"{name}\" does not exist"),
-            ));
-        };
-        let in_block = block.is_some();
-        self.write_defs(block, |txn| {
-            txn.delete(self.tree, name.as_bytes())?;
-            Ok(())
-        })?;
-        {
-            let mut state = self.state.write();
-            state.views.remove(name);
-            state.version += 1;
-        }
-        let undo = DdlUndo {
-            on_commit: vec![view.def.tree.clone()],
-            previous_views: vec![(name.to_string(), Some(view))],
-            ..DdlUndo::default()
-        };
-        Ok(self.finish_or_defer(in_block, undo))
-    }
-}
-
-/// The error for DROP TABLE naming a view.
-pub(super) fn view_not_table(name: &str) -> SqlError {
-    SqlError::new(
-        sqlstate::WRONG_OBJECT_TYPE,
-        format!("\"{name}\" is not a table (DROP VIEW removes a view)"),
-    )
 }
 
 #[cfg(test)]
@@ -238,6 +139,7 @@ mod tests {
             ],
             query: "SELECT id, total FROM orders WHERE total > 100".into(),
             tree: "sql.view.big_orders".into(),
+            reads: vec!["orders".into()],
         };
         let bytes = def.encode();
         assert_eq!(ViewDef::decode(&bytes).unwrap(), def);

@@ -29,6 +29,8 @@ enum Accumulator {
     Max(Value),
     /// string_agg: the text so far (None before the first non-NULL value).
     StringAgg(Option<String>),
+    /// array_agg: the elements so far.
+    ArrayAgg(Vec<Option<String>>),
 }
 
 impl Accumulator {
@@ -55,6 +57,7 @@ impl Accumulator {
             AggregateFunction::Min => Accumulator::Min(Value::Null),
             AggregateFunction::Max => Accumulator::Max(Value::Null),
             AggregateFunction::StringAgg => Accumulator::StringAgg(None),
+            AggregateFunction::ArrayAgg => Accumulator::ArrayAgg(Vec::new()),
         }
     }
 
@@ -66,6 +69,10 @@ impl Accumulator {
             }
             return Ok(());
         };
+        if let Accumulator::ArrayAgg(elements) = self {
+            elements.push(value.to_text());
+            return Ok(());
+        }
         if value.is_null() {
             return Ok(());
         }
@@ -169,6 +176,8 @@ impl Accumulator {
             }
             Accumulator::Min(value) | Accumulator::Max(value) => value,
             Accumulator::StringAgg(text) => text.map_or(Value::Null, Value::Text),
+            Accumulator::ArrayAgg(elements) if elements.is_empty() => Value::Null,
+            Accumulator::ArrayAgg(elements) => Value::Text(crate::system::array::format(&elements)),
         })
     }
 }

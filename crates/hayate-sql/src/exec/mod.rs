@@ -110,9 +110,14 @@ impl Executor<'_> {
                 name,
                 options,
                 if_not_exists,
+                owner,
             } => {
                 self.catalog
                     .create_sequence(name, *options, *if_not_exists)?;
+                if owner.is_some() {
+                    self.catalog.sequence(name)?.set_owner(owner.clone())?;
+                    self.catalog.bump_version();
+                }
                 Ok(Outcome::Command {
                     tag: "CREATE SEQUENCE".into(),
                 })

@@ -41,6 +41,45 @@ fn distinct_columns(exprs: &[Expr]) -> bool {
 }
 
 impl<'r, 'e> Run<'r, 'e> {
+    /// WITH RECURSIVE: the base rows, then the step over the rows its last run added, until
+    /// a run adds none (or the sink stops it: a LIMIT ends an endless recursion; a cancel
+    /// ends any).
+    fn recursive_union(
+        &self,
+        base: &Relation,
+        step: &Relation,
+        work: usize,
+        all: bool,
+        sink: &mut Sink,
+    ) -> SqlResult<bool> {
+        let mut seen = HashSet::new();
+        let mut added = Vec::new();
+        let mut keep = |row: Vec<Value>, added: &mut Vec<Vec<Value>>| -> SqlResult<bool> {
+            if !all && !seen.insert(hash_key(&row)) {
+                return Ok(true);
+            }
+            added.push(row.clone());
+            sink(row)
+        };
+        if !self.produce(base, &mut |row| keep(row, &mut added))? {
+            return Ok(false);
+        }
+        while !added.is_empty() {
+            crate::interrupt::check()?;
+            self.work_tables
+                .borrow_mut()
+                .insert(work, Rc::new(std::mem::take(&mut added)));
+            let mut next = Vec::new();
+            let going = self.produce(step, &mut |row| keep(row, &mut next))?;
+            added = next;
+            if !going {
+                return Ok(false);
+            }
+        }
+        self.work_tables.borrow_mut().remove(&work);
+        Ok(true)
+    }
+
     /// All rows of a relation.
     pub fn collect(&self, relation: &Relation, limit: Option<usize>) -> SqlResult<Vec<Vec<Value>>> {
         let mut rows = Vec::new();
@@ -215,6 +254,21 @@ impl<'r, 'e> Run<'r, 'e> {
                 operator,
                 all,
             } => super::set_operation::produce(self, left, right, *operator, *all, sink),
+            Relation::RecursiveUnion {
+                base,
+                step,
+                work,
+                all,
+            } => self.recursive_union(base, step, *work, *all, sink),
+            Relation::WorkTable { work, .. } => {
+                let rows = self.work_tables.borrow().get(work).cloned();
+                for row in rows.iter().flat_map(|rows| rows.iter()) {
+                    if !sink(row.clone())? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
             Relation::ProjectSet { input, calls } => self.produce(input, &mut |row| {
                 let mut columns = Vec::with_capacity(calls.len());
                 for call in calls {

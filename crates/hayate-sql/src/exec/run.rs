@@ -31,6 +31,8 @@ pub(super) struct Run<'r, 'e> {
     pub txn: RefCell<&'r mut Transaction>,
     pub(super) outer: RefCell<Vec<Vec<Value>>>,
     pub(super) cache: RefCell<HashMap<usize, Rc<Vec<Vec<Value>>>>>,
+    /// The rows of each recursive WITH query's work table (`Relation::WorkTable`).
+    pub(super) work_tables: RefCell<HashMap<usize, Rc<Vec<Vec<Value>>>>>,
 }
 
 impl<'r, 'e> Run<'r, 'e> {
@@ -40,6 +42,7 @@ impl<'r, 'e> Run<'r, 'e> {
             txn: RefCell::new(txn),
             outer: RefCell::new(Vec::new()),
             cache: RefCell::new(HashMap::new()),
+            work_tables: RefCell::new(HashMap::new()),
         }
     }
 

@@ -100,6 +100,10 @@ pub enum ScalarFunction {
     Sqrt,
     Random,
     Md5,
+    /// quote_ident(text): double-quoted unless a plain lower-case, non-reserved identifier.
+    QuoteIdent,
+    /// quote_literal(text): a string literal (E'...' when it holds a backslash).
+    QuoteLiteral,
     Left,
     Right,
     Repeat,

@@ -37,6 +37,8 @@ pub enum AggregateFunction {
     Avg,
     /// string_agg(value, delimiter): its argument is the array text `{value,delimiter}`.
     StringAgg,
+    /// array_agg(value): the values in input order, NULLs included, as array text.
+    ArrayAgg,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -252,6 +254,17 @@ pub enum Relation {
         right: Box<Relation>,
         all: bool,
     },
+    /// A recursive WITH query: the `base` rows, then `step` run again and again over the
+    /// rows the last run added (its work table `work`), until a run adds none; without
+    /// `all`, rows seen before are not added again.
+    RecursiveUnion {
+        base: Box<Relation>,
+        step: Box<Relation>,
+        work: usize,
+        all: bool,
+    },
+    /// The rows the last run of a `RecursiveUnion`'s step added (in its step only).
+    WorkTable { work: usize, width: usize },
     /// INTERSECT / EXCEPT [ALL]: left rows by how often they occur on the right
     /// (`exec/set_operation.rs`).
     SetOperation {
@@ -294,6 +307,8 @@ impl Relation {
             | Relation::Distinct { input, .. }
             | Relation::Limit { input, .. } => input.width(),
             Relation::Union { left, .. } | Relation::SetOperation { left, .. } => left.width(),
+            Relation::RecursiveUnion { base, .. } => base.width(),
+            Relation::WorkTable { width, .. } => *width,
         }
     }
 
@@ -302,6 +317,7 @@ impl Relation {
             Relation::Values(_)
             | Relation::Table { .. }
             | Relation::System(_)
+            | Relation::WorkTable { .. }
             | Relation::Series { .. } => Vec::new(),
             Relation::Filter { input, .. }
             | Relation::Project { input, .. }
@@ -319,6 +335,7 @@ impl Relation {
             | Relation::LateralJoin { left, right, .. }
             | Relation::Union { left, right, .. }
             | Relation::SetOperation { left, right, .. } => vec![left, right],
+            Relation::RecursiveUnion { base, step, .. } => vec![base, step],
         }
     }
 
@@ -393,6 +410,8 @@ impl Relation {
             Relation::Limit { .. } => "Limit".into(),
             Relation::Union { all: true, .. } => "Union All".into(),
             Relation::Union { all: false, .. } => "Union".into(),
+            Relation::RecursiveUnion { .. } => "Recursive Union".into(),
+            Relation::WorkTable { .. } => "WorkTable Scan".into(),
             Relation::SetOperation { operator, all, .. } => {
                 format!("Hash {operator:?}{}", if *all { " All" } else { "" })
             }
@@ -533,6 +552,8 @@ pub enum Plan {
         name: String,
         options: crate::catalog::SequenceOptions,
         if_not_exists: bool,
+        /// OWNED BY (table, column).
+        owner: Option<(String, String)>,
     },
     /// DROP SEQUENCE: committed on its own, also inside a transaction block.
     DropSequence {

@@ -55,6 +55,13 @@ pub enum AlterAction {
         name: String,
         if_exists: bool,
     },
+    /// ALTER COLUMN SET/DROP DEFAULT (`default`: Some(new default or None)), SET/DROP NOT
+    /// NULL (`not_null`): the definition changes, the rows stay (SET NOT NULL checks them).
+    AlterColumn {
+        name: String,
+        default: Option<Option<String>>,
+        not_null: Option<bool>,
+    },
     /// ADD/DROP CONSTRAINT (CHECK, FOREIGN KEY): the table's constraints afterwards (the rows
     /// are checked against added ones).
     SetConstraints {

@@ -143,9 +143,9 @@ fn drop_options(tokens: &mut Tokens) -> SqlResult<()> {
     Ok(())
 }
 
-struct Tokens {
-    tokens: Vec<Token>,
-    at: usize,
+pub(super) struct Tokens {
+    pub(super) tokens: Vec<Token>,
+    pub(super) at: usize,
 }
 
 impl Tokens {

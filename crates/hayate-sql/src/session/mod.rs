@@ -25,6 +25,7 @@
 
 mod database;
 mod prepared;
+mod sequence;
 mod settings;
 mod statement;
 mod transaction;
@@ -214,6 +215,14 @@ impl Session {
             }
         }
     }
+}
+
+/// The error of a statement in a block an earlier error aborted.
+pub(super) fn in_failed_block() -> crate::error::SqlError {
+    crate::error::SqlError::new(
+        crate::error::sqlstate::IN_FAILED_SQL_TRANSACTION,
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
 }
 
 fn command(tag: &str) -> Outcome {

@@ -13,7 +13,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use super::{command, Prepared, Session, State};
+use super::{command, in_failed_block, Prepared, Session, State};
 use crate::catalog::Rebuild;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::{Executor, Outcome};
@@ -25,13 +25,29 @@ use crate::types::{DataType, Value};
 /// How often an autocommitted statement is run again after a write conflict.
 const AUTOCOMMIT_ATTEMPTS_MAX: u32 = 16;
 
-/// Parses a query string into its statements.
+/// Parses a query string into its statements. The forms read here rather than by sqlparser
+/// (VACUUM/ANALYZE, CREATE/DROP DATABASE, CREATE SEQUENCE in any option order) are found in
+/// each statement of the string.
 pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
-    if let Some(statement) = maintenance_statement(sql) {
-        return Ok(vec![statement]);
+    // Only a string that names one of those forms is split (the usual query is not).
+    let lower = sql.to_ascii_lowercase();
+    let special = ["vacuum", "analy", "database", "sequence"]
+        .iter()
+        .any(|word| lower.contains(word));
+    let pieces = if special {
+        split_statements(sql)
+    } else {
+        vec![sql]
+    };
+    if pieces.len() > 1 && pieces.iter().any(|piece| preparsed(piece).is_some()) {
+        let mut statements = Vec::with_capacity(pieces.len());
+        for piece in pieces {
+            statements.extend(parse(piece)?);
+        }
+        return Ok(statements);
     }
-    if let Some(statement) = super::database::database_statement(sql) {
-        return Ok(vec![statement?]);
+    if let Some(statement) = preparsed(sql) {
+        return statement.map(|statement| vec![statement]);
     }
     Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|error| {
         let message = error.to_string();
@@ -40,6 +56,58 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
             .unwrap_or(&message);
         SqlError::syntax(format!("syntax error: {message}"))
     })
+}
+
+/// The statements of a query string as text: split at the semicolons outside literals,
+/// quoted names and comments (empty ones dropped). A string the tokenizer rejects is one
+/// piece (the parser reports the error).
+fn split_statements(sql: &str) -> Vec<&str> {
+    let Ok(tokens) =
+        sqlparser::tokenizer::Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location()
+    else {
+        return vec![sql];
+    };
+    // Byte offset of each line's start (locations count lines and characters from 1).
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(sql.match_indices('\n').map(|(at, _)| at + 1))
+        .collect();
+    let offset = |line: u64, column: u64| -> Option<usize> {
+        let start = *line_starts.get(usize::try_from(line).ok()?.checked_sub(1)?)?;
+        let column = usize::try_from(column).ok()?.checked_sub(1)?;
+        Some(start + sql[start..].char_indices().nth(column)?.0)
+    };
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for token in &tokens {
+        if token.token == sqlparser::tokenizer::Token::SemiColon {
+            let Some(at) = offset(token.span.start.line, token.span.start.column) else {
+                return vec![sql];
+            };
+            pieces.push(&sql[from..at]);
+            from = at + 1;
+        }
+    }
+    pieces.push(&sql[from..]);
+    pieces.retain(|piece| !piece.trim().is_empty());
+    pieces
+}
+
+/// A statement of the forms read here, not by sqlparser (see `parse`).
+fn preparsed(sql: &str) -> Option<SqlResult<Statement>> {
+    if let Some(statement) = maintenance_statement(sql) {
+        return Some(Ok(statement));
+    }
+    if let Some(statement) = super::database::database_statement(sql) {
+        return Some(statement);
+    }
+    match super::sequence::sequence_statement(sql)? {
+        Ok(super::sequence::SequenceStatement::Create(statement)) => Some(Ok(*statement)),
+        Ok(super::sequence::SequenceStatement::OwnedBy { .. }) => Some(Err(SqlError::unsupported(
+            "ALTER SEQUENCE in a prepared statement or a string of several statements \
+             (send it as a query of its own)",
+        ))),
+        Err(error) => Some(Err(error)),
+    }
 }
 
 /// VACUUM and ANALYZE in PostgreSQL's forms (`vacuum analyze t`, `VACUUM (VERBOSE) t`,
@@ -94,6 +162,18 @@ impl Session {
     /// outside a block run as one implicit transaction, as in PostgreSQL, unless they contain
     /// transaction control or DDL (then each statement is its own transaction).
     pub fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
+        if let Some(Ok(super::sequence::SequenceStatement::OwnedBy {
+            name,
+            owner,
+            if_exists,
+        })) = super::sequence::sequence_statement(sql)
+        {
+            let outcome = self.set_sequence_owner(&name, owner, if_exists);
+            if outcome.is_err() {
+                self.note_error();
+            }
+            return vec![outcome];
+        }
         let statements = match parse(sql) {
             Ok(statements) => statements,
             Err(error) => {
@@ -174,10 +254,7 @@ impl Session {
             Statement::Commit { .. } | Statement::Rollback { .. }
         );
         if matches!(self.state, State::Failed(_)) && !ends_block {
-            return Err(SqlError::new(
-                sqlstate::IN_FAILED_SQL_TRANSACTION,
-                "current transaction is aborted, commands ignored until end of transaction block",
-            ));
+            return Err(in_failed_block());
         }
         Ok(())
     }
@@ -259,6 +336,13 @@ impl Session {
                     let catalog = self.catalog.clone();
                     let undo = catalog.drop_table(name, *if_exists, self.ddl_block())?;
                     self.note_ddl(undo);
+                    // The sequences OWNED BY its columns go with it (at once: sequences are
+                    // not transactional here).
+                    for sequence in catalog.sequences() {
+                        if sequence.owner().is_some_and(|(table, _)| table == *name) {
+                            catalog.drop_sequence(&sequence.name, true)?;
+                        }
+                    }
                 }
                 Ok(command("DROP TABLE"))
             }
@@ -489,10 +573,52 @@ impl Session {
                     }
                 }
                 let catalog = self.catalog.clone();
-                let undo = catalog.set_constraints(
+                let undo = catalog.alter_definition(
                     name,
-                    checks.clone(),
-                    foreign_keys.clone(),
+                    |def| {
+                        def.checks = checks.clone();
+                        def.foreign_keys = foreign_keys.clone();
+                    },
+                    self.ddl_block(),
+                )?;
+                self.note_ddl(undo);
+                return Ok(());
+            }
+            AlterAction::AlterColumn {
+                name: column,
+                default,
+                not_null,
+            } => {
+                let index = def
+                    .column_index(column)
+                    .ok_or_else(|| undefined_column(column, name))?;
+                if *not_null == Some(true) && !def.columns[index].not_null {
+                    let sql = format!(
+                        "SELECT 1 FROM {} WHERE {} IS NULL LIMIT 1",
+                        quote(name),
+                        quote(column)
+                    );
+                    if self.any_row(&sql)? {
+                        return Err(SqlError::new(
+                            sqlstate::NOT_NULL_VIOLATION,
+                            format!(
+                                "column \"{column}\" of relation \"{name}\" contains null values"
+                            ),
+                        ));
+                    }
+                }
+                let catalog = self.catalog.clone();
+                let undo = catalog.alter_definition(
+                    name,
+                    |def| {
+                        let column = &mut def.columns[index];
+                        if let Some(default) = default {
+                            column.default = default.clone();
+                        }
+                        if let Some(not_null) = not_null {
+                            column.not_null = *not_null;
+                        }
+                    },
                     self.ddl_block(),
                 )?;
                 self.note_ddl(undo);
@@ -536,10 +662,9 @@ impl Session {
                 )));
             }
             let catalog = self.catalog.clone();
-            let undo = catalog.set_constraints(
+            let undo = catalog.alter_definition(
                 &child_name,
-                child.def.checks.clone(),
-                kept,
+                |def| def.foreign_keys = kept,
                 self.ddl_block(),
             )?;
             self.note_ddl(undo);

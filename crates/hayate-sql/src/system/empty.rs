@@ -1,20 +1,20 @@
 //! System tables that are empty here, with PostgreSQL's columns, so the catalog queries of
-//! pg_dump, ORMs and drivers bind and find nothing: no extensions, dependencies recorded in
-//! pg_depend, procedural languages, user operators, casts, text search objects, foreign data,
+//! pg_dump, ORMs and drivers bind and find nothing: no extensions, procedural languages, user operators, casts, text search objects, foreign data,
 //! default privileges, rewrite rules (views are kept in the catalog, `catalog::view`),
 //! subscriptions, large objects or security labels.
 
-use super::tables::{Definition, BOOL, INT2, INT4, NAME, OID, TEXT};
+use super::{SystemTable, BOOL, INT2, INT4, NAME, OID, TEXT};
 
 /// Their names.
 pub(super) const NAMES: &[&str] = &[
     "pg_amop",
+    "pg_amproc",
     "pg_cast",
     "pg_conversion",
     "pg_default_acl",
-    "pg_depend",
     "pg_event_trigger",
     "pg_extension",
+    "pg_foreign_table",
     "pg_foreign_data_wrapper",
     "pg_foreign_server",
     "pg_init_privs",
@@ -33,8 +33,8 @@ pub(super) const NAMES: &[&str] = &[
     "pg_ts_template",
 ];
 
-/// The definition of the empty system table `name`.
-pub(super) fn definition(name: &str) -> Option<Definition> {
+/// The empty system table `name`.
+pub(super) fn definition(name: &str) -> Option<SystemTable> {
     let (oid, columns): (i64, &'static [(&'static str, crate::types::DataType)]) = match name {
         "pg_amop" => (
             2602,
@@ -82,18 +82,6 @@ pub(super) fn definition(name: &str) -> Option<Definition> {
                 ("defaclnamespace", OID),
                 ("defaclobjtype", TEXT),
                 ("defaclacl", TEXT),
-            ],
-        ),
-        "pg_depend" => (
-            2608,
-            &[
-                ("classid", OID),
-                ("objid", OID),
-                ("objsubid", INT4),
-                ("refclassid", OID),
-                ("refobjid", OID),
-                ("refobjsubid", INT4),
-                ("deptype", TEXT),
             ],
         ),
         "pg_event_trigger" => (
@@ -314,7 +302,29 @@ pub(super) fn definition(name: &str) -> Option<Definition> {
                 ("tmpllexize", OID),
             ],
         ),
+        "pg_amproc" => (
+            2603,
+            &[
+                ("oid", OID),
+                ("amprocfamily", OID),
+                ("amproclefttype", OID),
+                ("amprocrighttype", OID),
+                ("amprocnum", INT2),
+                ("amproc", OID),
+            ],
+        ),
+        "pg_foreign_table" => (
+            3118,
+            &[("ftrelid", OID), ("ftserver", OID), ("ftoptions", TEXT)],
+        ),
         _ => return None,
     };
-    Some(("pg_catalog", oid, columns, |_, _| Vec::new()))
+    let name = NAMES.iter().find(|known| **known == name)?;
+    Some(SystemTable {
+        schema: "pg_catalog",
+        name,
+        oid,
+        columns,
+        compute: |_, _| Vec::new(),
+    })
 }

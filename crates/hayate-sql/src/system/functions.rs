@@ -47,6 +47,7 @@ pub const NAMES: &[&str] = &[
     "has_any_column_privilege",
     "pg_has_role",
     "array_position",
+    "array_remove",
     "array_to_string",
     "array_upper",
     "array_lower",
@@ -87,6 +88,8 @@ pub enum Function {
     Null,
     CurrentSchemas,
     ArrayPosition,
+    /// array_remove(array, value): the array without the elements equal to `value`.
+    ArrayRemove,
     ArrayToString,
     ArrayUpper,
     ArrayLower,
@@ -113,8 +116,10 @@ pub enum Function {
     RegClassName,
     RegTypeName,
     RegNamespaceName,
-    /// 'name'::regclass, 'name'::regtype: the oid (an error if there is none).
+    /// 'name'::regclass, 'name'::regtype, 'name'::regnamespace: the oid (an error if there
+    /// is none).
     RegClassOid,
+    RegNamespaceOid,
     RegTypeOid,
     /// 'pg_catalog.f'::regproc: the function's name.
     RegProcName,
@@ -363,6 +368,15 @@ impl SystemFunction {
                 };
                 Ok(Value::Text(format!("{kind} ({})", names.join(", "))))
             }
+            F::ArrayRemove => {
+                if values[0].is_null() {
+                    return Ok(Value::Null);
+                }
+                let needle = values[1].to_text();
+                let mut elements = array_of(&values[0])?;
+                elements.retain(|element| *element != needle);
+                Ok(Value::Text(array::format(&elements)))
+            }
             F::ArrayPosition => {
                 let needle = values[1].to_text();
                 let position = array_of(&values[0])?
@@ -405,8 +419,15 @@ impl SystemFunction {
                 })
             }
             F::Subscript => {
-                let elements = array_of(&values[0])?;
                 let index = int_of(&values[1]).unwrap_or(0);
+                let Ok(elements) = array_of(&values[0]) else {
+                    // A name is an array of its characters from 0 (pg_dump: typname[0]).
+                    let name = values[0].to_text().unwrap_or_default();
+                    return Ok(usize::try_from(index)
+                        .ok()
+                        .and_then(|index| name.chars().nth(index))
+                        .map_or(Value::Null, |c| Value::Text(c.to_string())));
+                };
                 Ok(usize::try_from(index - 1)
                     .ok()
                     .and_then(|index| elements.get(index).cloned().flatten())
@@ -475,6 +496,19 @@ impl SystemFunction {
                         .or_else(|| format_type(oid, None))
                         .unwrap_or_else(|| oid.to_string()),
                 ))
+            }
+            F::RegNamespaceOid => {
+                let name = values[0].to_text().unwrap_or_default();
+                let name = super::split_qualified(&name).pop().unwrap_or_default();
+                match name.as_str() {
+                    "pg_catalog" => Ok(Value::Int(super::PG_CATALOG_NAMESPACE_OID)),
+                    "information_schema" => Ok(Value::Int(super::INFORMATION_SCHEMA_NAMESPACE_OID)),
+                    PUBLIC_SCHEMA => Ok(Value::Int(super::PUBLIC_NAMESPACE_OID)),
+                    other => Err(SqlError::new(
+                        sqlstate::INVALID_SCHEMA_NAME,
+                        format!("schema \"{other}\" does not exist"),
+                    )),
+                }
             }
             F::RegNamespaceName => {
                 let oid = int_of(&values[0]).unwrap_or_default();

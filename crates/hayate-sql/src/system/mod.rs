@@ -47,6 +47,21 @@ pub const PG_CATALOG_NAMESPACE_OID: i64 = 11;
 pub const INFORMATION_SCHEMA_NAMESPACE_OID: i64 = 13000;
 /// The one role: it owns every object; its name is the session's user.
 pub const OWNER_ROLE_OID: i64 = 10;
+pub(super) const OID: DataType = DataType::Int8;
+pub(super) const NAME: DataType = DataType::Text;
+pub(super) const TEXT: DataType = DataType::Text;
+pub(super) const BOOL: DataType = DataType::Bool;
+pub(super) const INT2: DataType = DataType::Int2;
+pub(super) const INT4: DataType = DataType::Int4;
+
+/// (schema, oid, columns, rows) of a system table.
+pub(super) type Definition = (
+    &'static str,
+    i64,
+    &'static [(&'static str, DataType)],
+    fn(&Snapshot, &SessionNames) -> Vec<Vec<Value>>,
+);
+
 /// The first oid of user objects.
 pub const FIRST_USER_OID: i64 = 16384;
 /// pg_am: the table access method and the B+tree index method.
@@ -107,7 +122,7 @@ impl SystemTable {
 
 /// The system table `schema.name` (`schema` None: any system schema).
 pub fn lookup(schema: Option<&str>, name: &str) -> Option<SystemTable> {
-    let table = tables::definition(name)?;
+    let table = tables::definition(name).or_else(|| empty::definition(name))?;
     match schema {
         Some(schema) if schema != table.schema => None,
         _ => Some(table),
@@ -118,8 +133,12 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<SystemTable> {
 pub fn all_tables() -> impl Iterator<Item = SystemTable> {
     tables::NAMES
         .iter()
-        .chain(empty::NAMES)
         .filter_map(|name| tables::definition(name))
+        .chain(
+            empty::NAMES
+                .iter()
+                .filter_map(|name| empty::definition(name)),
+        )
 }
 
 /// A secondary index as the system tables show it.
@@ -231,12 +250,19 @@ impl Snapshot {
         }
         let mut sequences = Vec::new();
         for sequence in catalog.sequences() {
+            // A column's own sequence, or one OWNED BY a column.
             let owner = tables.iter().find_map(|table| {
                 let column = table.table.sequences.iter().position(|column| {
                     column
                         .as_ref()
                         .is_some_and(|column| Arc::ptr_eq(column, &sequence))
                 })?;
+                Some((table.oid, column as i64 + 1))
+            });
+            let owner = owner.or_else(|| {
+                let (table, column) = sequence.owner()?;
+                let table = tables.iter().find(|t| t.name() == table)?;
+                let column = table.table.def.column_index(&column)?;
                 Some((table.oid, column as i64 + 1))
             });
             let oid = match (&sequence.tree, owner) {

@@ -5,19 +5,13 @@
 use super::array;
 use super::pg_types::{builtin_types, type_of};
 use super::{
-    all_tables, Rule, SessionNames, Snapshot, SystemTable, BTREE_AM_OID, DEFAULT_COLLATION_OID,
-    HEAP_AM_OID, INFORMATION_SCHEMA_NAMESPACE_OID, OWNER_ROLE_OID, PG_CATALOG_NAMESPACE_OID,
-    PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA,
+    all_tables, Definition, Rule, SessionNames, Snapshot, SystemTable, UserTable, BOOL,
+    BTREE_AM_OID, DEFAULT_COLLATION_OID, HEAP_AM_OID, INFORMATION_SCHEMA_NAMESPACE_OID, INT2, INT4,
+    NAME, OID, OWNER_ROLE_OID, PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA, TEXT,
 };
 use crate::catalog::Identity;
 use crate::types::{DataType, Value};
 
-pub(super) const OID: DataType = DataType::Int8;
-pub(super) const NAME: DataType = DataType::Text;
-pub(super) const TEXT: DataType = DataType::Text;
-pub(super) const BOOL: DataType = DataType::Bool;
-pub(super) const INT2: DataType = DataType::Int2;
-pub(super) const INT4: DataType = DataType::Int4;
 const FLOAT: DataType = DataType::Float8;
 const INT8: DataType = DataType::Int8;
 
@@ -45,6 +39,7 @@ pub(super) const NAMES: &[&str] = &[
     "pg_publication_namespace",
     "pg_trigger",
     "pg_description",
+    "pg_depend",
     "pg_collation",
     "pg_tablespace",
     "pg_proc",
@@ -59,14 +54,6 @@ pub(super) const NAMES: &[&str] = &[
 ];
 
 type Rows = Vec<Vec<Value>>;
-
-/// (schema, oid, columns, rows) of a system table.
-pub(super) type Definition = (
-    &'static str,
-    i64,
-    &'static [(&'static str, DataType)],
-    fn(&Snapshot, &SessionNames) -> Rows,
-);
 
 fn oid(value: i64) -> Value {
     Value::Int(value)
@@ -286,7 +273,29 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                 ("objsubid", INT4),
                 ("description", TEXT),
             ],
-            no_rows,
+            |_, _| {
+                // PostgreSQL's comment on the public schema (pg_dump compares with it).
+                vec![vec![
+                    oid(PUBLIC_NAMESPACE_OID),
+                    oid(2615),
+                    int(0),
+                    text("standard public schema"),
+                ]]
+            },
+        ),
+        "pg_depend" => (
+            "pg_catalog",
+            2608,
+            &[
+                ("classid", OID),
+                ("objid", OID),
+                ("objsubid", INT4),
+                ("refclassid", OID),
+                ("refobjid", OID),
+                ("refobjsubid", INT4),
+                ("deptype", TEXT),
+            ],
+            pg_depend,
         ),
         "pg_collation" => (
             "pg_catalog",
@@ -356,6 +365,8 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                 ("prorettype", OID),
                 ("pronargs", INT2),
                 ("proargtypes", TEXT),
+                ("prolang", OID),
+                ("proacl", TEXT),
             ],
             pg_proc,
         ),
@@ -504,12 +515,9 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                     .collect()
             },
         ),
-        _ => super::empty::definition(name)?,
+        _ => return None,
     };
-    let name = NAMES
-        .iter()
-        .chain(super::empty::NAMES)
-        .find(|known| **known == name)?;
+    let name = NAMES.iter().find(|known| **known == name)?;
     Some(SystemTable {
         schema,
         name,
@@ -586,7 +594,7 @@ fn class_row(
     row_type: i64,
     kind: &str,
     attributes: usize,
-    has_index: bool,
+    (has_index, checks, triggers): (bool, usize, bool),
 ) -> Vec<Value> {
     let am = match kind {
         "i" => BTREE_AM_OID,
@@ -612,9 +620,9 @@ fn class_row(
         text("p"),
         text(kind),
         int(attributes as i64),
-        int(0),
+        int(checks as i64),
         bool(false),
-        bool(false),
+        bool(triggers),
         bool(false),
         bool(false),
         bool(false),
@@ -630,6 +638,89 @@ fn class_row(
     ]
 }
 
+/// The sequence name of a default `nextval('name'[::regclass])`.
+fn nextval_argument(default: &str) -> Option<String> {
+    let start = default.find("nextval('")? + "nextval('".len();
+    let length = default[start..].find('\'')?;
+    Some(default[start..start + length].to_string())
+}
+
+/// True if the table has foreign keys or is referenced by one.
+fn has_foreign_keys(snapshot: &Snapshot, table: &UserTable) -> bool {
+    !table.table.def.foreign_keys.is_empty()
+        || snapshot.tables.iter().any(|other| {
+            other
+                .table
+                .def
+                .foreign_keys
+                .iter()
+                .any(|key| key.table == table.name())
+        })
+}
+
+/// The dependencies pg_dump orders its output by: a column's sequence on its column
+/// ('a' for SERIAL, 'i' for identity: `ALTER SEQUENCE ... OWNED BY`), a SERIAL default on its
+/// sequence, a view on the tables and views it reads.
+fn pg_depend(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    const PG_CLASS: i64 = 1259;
+    const PG_ATTRDEF: i64 = 2604;
+    let row = |classid, objid, refobjid, refobjsubid, deptype| {
+        vec![
+            oid(classid),
+            oid(objid),
+            int(0),
+            oid(PG_CLASS),
+            oid(refobjid),
+            int(refobjsubid),
+            text(deptype),
+        ]
+    };
+    let mut rows = Vec::new();
+    for info in &snapshot.sequences {
+        let Some((table_oid, attnum)) = info.owner else {
+            continue;
+        };
+        let Some(table) = snapshot.table_by_oid(table_oid) else {
+            continue;
+        };
+        let column = &table.table.def.columns[(attnum - 1) as usize];
+        let identity = matches!(
+            column.identity,
+            Some(Identity::Always | Identity::ByDefault)
+        );
+        rows.push(row(
+            PG_CLASS,
+            info.oid,
+            table_oid,
+            attnum,
+            if identity { "i" } else { "a" },
+        ));
+    }
+    // A default that calls nextval('s') depends on s.
+    for table in &snapshot.tables {
+        for position in 0..table.table.def.columns.len() {
+            let Some(default) = table.table.def.default_text(position) else {
+                continue;
+            };
+            let Some(sequence) = nextval_argument(&default) else {
+                continue;
+            };
+            if let Some(info) = snapshot.sequence(&Value::Text(sequence)) {
+                let attnum = position as i64 + 1;
+                rows.push(row(PG_ATTRDEF, table.oid << 16 | attnum, info.oid, 0, "n"));
+            }
+        }
+    }
+    for (view_oid, view) in &snapshot.views {
+        for read in &view.def.reads {
+            if let Some(read_oid) = snapshot.relation_oid(&format!("\"{read}\"")) {
+                rows.push(row(PG_CLASS, *view_oid, read_oid, 0, "n"));
+            }
+        }
+    }
+    rows
+}
+
 fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
     let mut rows = Vec::new();
     for table in &snapshot.tables {
@@ -641,7 +732,13 @@ fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
             table.row_type_oid(),
             "r",
             def.columns.len(),
-            !table.indexes.is_empty(),
+            // pg_dump reads the CHECKs of tables with relchecks and the foreign keys of
+            // tables with triggers (PostgreSQL enforces foreign keys by triggers).
+            (
+                !table.indexes.is_empty(),
+                def.checks.len(),
+                has_foreign_keys(snapshot, table),
+            ),
         ));
         for index in &table.indexes {
             rows.push(class_row(
@@ -651,7 +748,7 @@ fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 0,
                 "i",
                 index.columns.len(),
-                false,
+                (false, 0, false),
             ));
         }
     }
@@ -663,7 +760,7 @@ fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
             0,
             "v",
             view.def.columns.len(),
-            false,
+            (false, 0, false),
         ));
     }
     for info in &snapshot.sequences {
@@ -674,7 +771,7 @@ fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
             0,
             "S",
             3,
-            false,
+            (false, 0, false),
         ));
     }
     for system in all_tables() {
@@ -686,7 +783,7 @@ fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
             0,
             kind,
             system.columns.len(),
-            false,
+            (false, 0, false),
         ));
     }
     rows
@@ -1376,6 +1473,8 @@ fn pg_proc(_: &Snapshot, _: &SessionNames) -> Rows {
                 oid(25),
                 int(0),
                 text(""),
+                oid(12), // internal
+                NULL,
             ]
         })
         .collect()

@@ -378,6 +378,8 @@ impl Value {
         match (self, target) {
             (Value::Null, _) | (_, T::Unknown) => Ok(Value::Null),
             (Value::Text(text), t) => Value::parse(&text, t),
+            // boolean::text is the word, unlike boolean's output form t/f.
+            (Value::Bool(v), t) if t.is_text() => Value::parse(if v { "true" } else { "false" }, t),
             (value, t) if t.is_text() => {
                 let text = value.to_text().unwrap_or_default();
                 Value::parse(&text, t)

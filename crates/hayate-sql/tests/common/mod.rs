@@ -28,3 +28,11 @@ pub fn rows(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
         other => panic!("{sql}: expected rows, got {other:?}"),
     }
 }
+
+/// The SQLSTATE of the error `sql` gives (panics if it succeeds).
+pub fn error_code(session: &mut Session, sql: &str) -> &'static str {
+    try_run(session, sql)
+        .map(|outcome| panic!("{sql} succeeded: {outcome:?}"))
+        .unwrap_err()
+        .code
+}

@@ -55,7 +55,11 @@ impl Binder<'_> {
             return Err(SqlError::unsupported("CREATE TEMPORARY VIEW"));
         }
         let name = object_name(&create.name)?;
+        let before = self.relations_read.len();
         let query = self.bind_query(&create.query)?;
+        let mut reads = self.relations_read.split_off(before);
+        reads.sort();
+        reads.dedup();
         if create.columns.len() > query.columns.len() {
             return Err(SqlError::syntax(
                 "CREATE VIEW specifies more column names than columns",
@@ -83,6 +87,7 @@ impl Binder<'_> {
                 columns,
                 query: create.query.to_string(),
                 tree: String::new(),
+                reads,
             },
             or_replace: create.or_replace,
         })
@@ -264,6 +269,24 @@ impl Binder<'_> {
 
     pub(super) fn bind_alter_table(&mut self, alter: &ast::AlterTable) -> SqlResult<Plan> {
         let name = object_name(&alter.name)?;
+        // OWNER TO (pg_dump's ALTER TABLE ... OWNER TO, also for views and sequences): one
+        // role owns every object, so it changes nothing.
+        let owner_only = alter
+            .operations
+            .iter()
+            .all(|op| matches!(op, ast::AlterTableOperation::OwnerTo { .. }));
+        if owner_only {
+            let exists = self.catalog.table(&name).is_ok()
+                || self.catalog.view(&name).is_some()
+                || self.catalog.sequence(&name).is_ok();
+            if !exists && !alter.if_exists {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_TABLE,
+                    format!("relation \"{name}\" does not exist"),
+                ));
+            }
+            return Ok(Plan::NoOp { tag: "ALTER TABLE" });
+        }
         let table = match self.catalog.table(&name) {
             Ok(table) => table,
             Err(_) if alter.if_exists => return Ok(Plan::NoOp { tag: "ALTER TABLE" }),
@@ -340,6 +363,33 @@ impl Binder<'_> {
                         column,
                         fill,
                         if_not_exists: *if_not_exists,
+                    });
+                }
+                Op::AlterColumn { column_name, op } => {
+                    use ast::AlterColumnOperation as C;
+                    let column = ident_name(column_name);
+                    let index = table
+                        .def
+                        .column_index(&column)
+                        .ok_or_else(|| undefined_column(&column))?;
+                    let (default, not_null) = match op {
+                        C::SetDefault { value } => {
+                            // Bound now to check it, stored as text like CREATE TABLE's.
+                            let text = stored_text(value);
+                            self.bind_default(&text, table.def.columns[index].data_type)?;
+                            (Some(Some(text)), None)
+                        }
+                        C::DropDefault => (Some(None), None),
+                        C::SetNotNull => (None, Some(true)),
+                        C::DropNotNull => (None, Some(false)),
+                        other => {
+                            return Err(SqlError::unsupported(format!("ALTER COLUMN {other}")))
+                        }
+                    };
+                    actions.push(AlterAction::AlterColumn {
+                        name: column,
+                        default,
+                        not_null,
                     });
                 }
                 Op::DropColumn {
@@ -558,12 +608,12 @@ fn column_def_with_constraints(
         match &option.option {
             ast::ColumnOption::Null => {}
             ast::ColumnOption::NotNull => def.not_null = true,
-            ast::ColumnOption::Default(expr) => def.default = Some(expr.to_string()),
+            ast::ColumnOption::Default(expr) => def.default = Some(stored_text(expr)),
             ast::ColumnOption::PrimaryKey(_) => key = Some(true),
             ast::ColumnOption::Unique(_) => key = key.or(Some(false)),
             ast::ColumnOption::Check(check) => constraints.push(Constraint::Check(
                 option.name.as_ref().or(check.name.as_ref()).map(ident_name),
-                check.expr.to_string(),
+                stored_text(&check.expr),
             )),
             ast::ColumnOption::ForeignKey(foreign) => constraints.push(Constraint::ForeignKey(
                 option
@@ -606,12 +656,52 @@ fn column_def_with_constraints(
     Ok((def, key, constraints))
 }
 
+/// An expression as the catalog keeps it (a DEFAULT, a CHECK): its SQL text without the
+/// parentheses around the whole, type names of casts in lower case as PostgreSQL shows them
+/// (`nextval('s'::regclass)`), so a definition read back by pg_dump is the one written.
+fn stored_text(expr: &ast::Expr) -> String {
+    let mut expr = expr;
+    while let ast::Expr::Nested(inner) = expr {
+        expr = inner;
+    }
+    let text = expr.to_string();
+    let mut out = String::with_capacity(text.len());
+    let (mut quoted, mut cast) = (None, false);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quoted {
+            Some(quote) => {
+                quoted = (c != quote).then_some(quote);
+                out.push(c);
+            }
+            None if c == '\'' || c == '"' => {
+                quoted = Some(c);
+                cast = false;
+                out.push(c);
+            }
+            None if c == ':' && chars.peek() == Some(&':') => {
+                chars.next();
+                out.push_str("::");
+                cast = true;
+            }
+            None if cast && (c.is_ascii_alphanumeric() || c == '_' || c == ' ') => {
+                out.push(c.to_ascii_lowercase());
+            }
+            None => {
+                cast = false;
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
 /// A table constraint that is a CHECK or a FOREIGN KEY.
 fn table_constraint(constraint: &ast::TableConstraint) -> Option<Constraint> {
     match constraint {
         ast::TableConstraint::Check(check) => Some(Constraint::Check(
             check.name.as_ref().map(ident_name),
-            check.expr.to_string(),
+            stored_text(&check.expr),
         )),
         ast::TableConstraint::ForeignKey(foreign) => Some(Constraint::ForeignKey(
             foreign.name.as_ref().map(ident_name),

@@ -19,6 +19,7 @@ pub(super) fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "max" => AggregateFunction::Max,
         "avg" => AggregateFunction::Avg,
         "string_agg" => AggregateFunction::StringAgg,
+        "array_agg" => AggregateFunction::ArrayAgg,
         _ => return None,
     })
 }
@@ -770,6 +771,8 @@ impl Binder<'_> {
                             DataType::Numeric(None)
                         }
                         AggregateFunction::Min | AggregateFunction::Max => arg_type,
+                        // Arrays are text in the array text form.
+                        AggregateFunction::ArrayAgg => DataType::Text,
                         _ => {
                             return Err(SqlError::new(
                                 sqlstate::UNDEFINED_FUNCTION,

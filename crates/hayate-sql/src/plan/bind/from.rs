@@ -23,7 +23,7 @@ use super::{ident_name, Binder};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::{self, Access};
 use crate::plan::expr::{BinaryOp, Expr, SubqueryKind};
-use crate::plan::{JoinKind, Relation, TableRead};
+use crate::plan::{JoinKind, QueryPlan, Relation, TableRead};
 use crate::system::PUBLIC_SCHEMA;
 use crate::types::DataType;
 
@@ -49,6 +49,23 @@ struct FromItem {
     end: usize,
 }
 
+/// `(a JOIN b ON ...) JOIN c ...` as `a JOIN b ON ... JOIN c ...` (joins associate to the
+/// left, so the parentheses around a leading join without an alias change nothing; PostgreSQL
+/// writes them in view definitions).
+fn flatten_leading_join(table: &ast::TableWithJoins) -> ast::TableWithJoins {
+    match &table.relation {
+        TableFactor::NestedJoin {
+            table_with_joins,
+            alias: None,
+        } => {
+            let mut inner = flatten_leading_join(table_with_joins);
+            inner.joins.extend(table.joins.iter().cloned());
+            inner
+        }
+        _ => table.clone(),
+    }
+}
+
 impl Binder<'_> {
     /// Binds FROM and WHERE into a join tree; leaves the FROM list as the scope.
     pub(super) fn bind_from_where(
@@ -59,7 +76,16 @@ impl Binder<'_> {
     ) -> SqlResult<Relation> {
         let mut scope = Scope::default();
         let mut items = Vec::new();
-        for table in from {
+        let from: Vec<std::borrow::Cow<ast::TableWithJoins>> = from
+            .iter()
+            .map(|table| match table.relation {
+                TableFactor::NestedJoin { alias: None, .. } => {
+                    std::borrow::Cow::Owned(flatten_leading_join(table))
+                }
+                _ => std::borrow::Cow::Borrowed(table),
+            })
+            .collect();
+        for table in &from {
             self.bind_from_item(
                 &table.relation,
                 ItemJoin::Inner,
@@ -251,6 +277,16 @@ impl Binder<'_> {
                 alias,
                 ..
             } => self.bind_derived(subquery, alias.as_ref(), None),
+            TableFactor::UNNEST {
+                alias,
+                array_exprs,
+                with_offset: false,
+                with_ordinality: false,
+                ..
+            } if array_exprs.len() == 1 => {
+                let args = vec![array_exprs[0].to_string()];
+                self.bind_set_function_in_from("unnest", &args, alias.as_ref(), scope)
+            }
             other => Err(SqlError::unsupported(format!("FROM {other}"))),
         }
     }
@@ -383,15 +419,38 @@ impl Binder<'_> {
             return None;
         };
         let wanted = ident_name(part.as_ident()?);
+        // Inside a recursive query's step, its own name is its work table.
+        if let Some((name, work, columns)) = self
+            .work_tables
+            .iter()
+            .rev()
+            .find(|(name, ..)| *name == wanted)
+        {
+            let relation = Relation::WorkTable {
+                work: *work,
+                width: columns.len(),
+            };
+            self.work_tables_read.push(*work);
+            let mut entry = ScopeEntry::new(Some(name.clone()), None, columns.clone());
+            return Some(entry.alias(alias).map(|()| (relation, entry)));
+        }
         let position = self
             .ctes
             .iter()
-            .rposition(|cte| ident_name(&cte.alias.name) == wanted)?;
+            .rposition(|(cte, _)| ident_name(&cte.alias.name) == wanted)?;
         let later = self.ctes.split_off(position);
-        let cte = &later[0];
+        let (cte, recursive) = &later[0];
         let saved_scope = self.scope.take();
         let saved_grouping = self.grouping.take();
-        let plan = self.bind_query(&cte.query);
+        let recursive = recursive.then(|| self.bind_recursive_cte(cte)).flatten();
+        let plan = match recursive {
+            Some(bound) => bound.map(|(root, columns)| QueryPlan {
+                root,
+                columns,
+                locks: false,
+            }),
+            None => self.bind_query(&cte.query),
+        };
         self.scope = saved_scope;
         self.grouping = saved_grouping;
         let bound = plan.and_then(|plan| {
@@ -441,6 +500,7 @@ impl Binder<'_> {
         if schema.is_none() || schema == Some(PUBLIC_SCHEMA) {
             match self.catalog.table(table_name) {
                 Ok(table) => {
+                    self.relations_read.push(table_name.to_string());
                     let entry = ScopeEntry::table(&table);
                     let read = TableRead {
                         table,
@@ -451,9 +511,11 @@ impl Binder<'_> {
                 }
                 Err(error) if error.code == sqlstate::UNDEFINED_TABLE => {
                     if let Some(view) = self.catalog.view(table_name) {
+                        self.relations_read.push(table_name.to_string());
                         return self.bind_view(&view);
                     }
                     if let Ok(sequence) = self.catalog.sequence(table_name) {
+                        self.relations_read.push(table_name.to_string());
                         return self.bind_sequence_relation(&sequence);
                     }
                     if schema.is_some() {
@@ -491,17 +553,57 @@ impl Binder<'_> {
         scope: &Scope,
     ) -> Option<SqlResult<(Relation, ScopeEntry)>> {
         let function = ident_name(name.0.last()?.as_ident()?);
+        let args: Vec<String> = args.iter().map(ToString::to_string).collect();
+        if function == "pg_options_to_table" && args.len() == 1 {
+            // name=value options (a foreign server's, a table's): split at the first '='.
+            let sql = format!(
+                "SELECT substr(o, 1, strpos(o, '=') - 1) AS option_name, \
+                 substr(o, strpos(o, '=') + 1) AS option_value FROM unnest({}) AS u(o)",
+                args[0]
+            );
+            return Some(self.bind_sql_in_from(&sql, &function, alias, scope));
+        }
         if !["unnest", "generate_subscripts", "_pg_expandarray"].contains(&function.as_str()) {
             return None;
         }
-        let args: Vec<String> = args.iter().map(ToString::to_string).collect();
+        Some(self.bind_set_function_in_from(&function, &args, alias, scope))
+    }
+
+    /// `function(args)` in FROM as the derived table `(SELECT function(args)) AS function`.
+    fn bind_set_function_in_from(
+        &mut self,
+        function: &str,
+        args: &[String],
+        alias: Option<&ast::TableAlias>,
+        scope: &Scope,
+    ) -> SqlResult<(Relation, ScopeEntry)> {
         let sql = format!("SELECT {function}({})", args.join(", "));
-        let query = match crate::session::parse(&sql) {
-            Ok(mut statements) => match statements.pop() {
-                Some(ast::Statement::Query(query)) => query,
-                _ => return Some(Err(SqlError::syntax(format!("FROM {function}(...)")))),
-            },
-            Err(error) => return Some(Err(error)),
+        // A function of one scalar column names it after its table alias, as PostgreSQL
+        // does (`FROM unnest(a) o` reads `o`).
+        let scalar_alias = alias
+            .filter(|alias| alias.columns.is_empty() && function != "_pg_expandarray")
+            .map(|alias| ast::TableAlias {
+                columns: vec![ast::TableAliasColumnDef {
+                    name: alias.name.clone(),
+                    data_type: None,
+                }],
+                ..alias.clone()
+            });
+        self.bind_sql_in_from(&sql, function, scalar_alias.as_ref().or(alias), scope)
+    }
+
+    /// The query `sql` as a derived table in FROM standing for `function(...)`: named
+    /// `alias`, else after the function; lateral to the FROM items before it.
+    fn bind_sql_in_from(
+        &mut self,
+        sql: &str,
+        function: &str,
+        alias: Option<&ast::TableAlias>,
+        scope: &Scope,
+    ) -> SqlResult<(Relation, ScopeEntry)> {
+        let query = match crate::session::parse(sql)?.pop() {
+            Some(ast::Statement::Query(query)) => query,
+            _ => return Err(SqlError::syntax(format!("FROM {function}(...)"))),
         };
         let named = ast::TableAlias {
             explicit: true,
@@ -509,7 +611,7 @@ impl Binder<'_> {
             columns: Vec::new(),
             at: None,
         };
-        Some(self.bind_derived(&query, Some(alias.unwrap_or(&named)), Some(scope)))
+        self.bind_derived(&query, Some(alias.unwrap_or(&named)), Some(scope))
     }
 
     /// `generate_series(start, stop[, step])` in FROM.

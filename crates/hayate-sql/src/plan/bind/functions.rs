@@ -385,6 +385,8 @@ impl Binder<'_> {
             "lower" => Some((F::Lower, &[T::Text], T::Text)),
             "upper" => Some((F::Upper, &[T::Text], T::Text)),
             "md5" => Some((F::Md5, &[T::Text], T::Text)),
+            "quote_ident" => Some((F::QuoteIdent, &[T::Text], T::Text)),
+            "quote_literal" => Some((F::QuoteLiteral, &[T::Text], T::Text)),
             "btrim" => Some((F::BTrim, &[T::Text, T::Text], T::Text)),
             "ltrim" => Some((F::LTrim, &[T::Text, T::Text], T::Text)),
             "rtrim" => Some((F::RTrim, &[T::Text, T::Text], T::Text)),

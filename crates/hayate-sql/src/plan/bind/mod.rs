@@ -46,8 +46,18 @@ pub struct Binder<'a> {
     outer: Vec<OuterLevel>,
     /// Per subquery level being bound: whether it reads an enclosing level's columns.
     correlated: Vec<bool>,
-    /// The WITH queries in view, outermost first (a later one hides an earlier one).
-    ctes: Vec<ast::Cte>,
+    /// The WITH queries in view, outermost first (a later one hides an earlier one), each
+    /// with whether its WITH was RECURSIVE.
+    ctes: Vec<(ast::Cte, bool)>,
+    /// The work tables of the recursive WITH queries whose recursive part is being bound:
+    /// (name, work table id, columns), innermost last.
+    work_tables: Vec<WorkTableRef>,
+    /// The next work table id.
+    next_work_table: usize,
+    /// The work tables a reference was bound to.
+    work_tables_read: Vec<usize>,
+    /// The user tables, views and sequences named so far (a view's dependencies).
+    relations_read: Vec<String>,
     /// The views being expanded, outermost first (a view that reads itself is an error).
     views: Vec<String>,
     /// Window calls of the SELECT list / ORDER BY being bound (None: not allowed here).
@@ -62,6 +72,9 @@ struct OuterLevel {
     scope: Option<Scope>,
     grouped: bool,
 }
+
+/// A recursive WITH query's work table while its step binds: (name, id, columns).
+type WorkTableRef = (String, usize, Vec<(String, DataType)>);
 
 /// An identifier as PostgreSQL folds it: unquoted names are lower case.
 pub fn ident_name(ident: &ast::Ident) -> String {
@@ -128,6 +141,10 @@ impl<'a> Binder<'a> {
             outer: Vec::new(),
             correlated: Vec::new(),
             ctes: Vec::new(),
+            work_tables: Vec::new(),
+            next_work_table: 0,
+            work_tables_read: Vec::new(),
+            relations_read: Vec::new(),
             views: Vec::new(),
             windows: None,
             set_calls: None,
@@ -182,6 +199,24 @@ impl<'a> Binder<'a> {
             ),
             Statement::AlterTable(alter) => self.bind_alter_table(alter),
             Statement::CreateView(create) => self.bind_create_view(create),
+            // One role owns every object: a change of owner changes nothing.
+            Statement::AlterSchema(alter)
+                if alter
+                    .operations
+                    .iter()
+                    .all(|op| matches!(op, ast::AlterSchemaOperation::OwnerTo { .. })) =>
+            {
+                let schema = object_name(&alter.name)?;
+                if schema != crate::system::PUBLIC_SCHEMA && !alter.if_exists {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_SCHEMA_NAME,
+                        format!("schema \"{schema}\" does not exist"),
+                    ));
+                }
+                Ok(Plan::NoOp {
+                    tag: "ALTER SCHEMA",
+                })
+            }
             Statement::Lock(lock) => {
                 use ast::LockTableMode as M;
                 let tables = lock

@@ -20,13 +20,15 @@ impl Binder<'_> {
         let Some(with) = &query.with else {
             return self.bind_query_body(query);
         };
-        if with.recursive {
-            return Err(SqlError::unsupported("WITH RECURSIVE"));
-        }
         // Each reference to a WITH query binds it in place, as a derived table (PostgreSQL
-        // inlines non-recursive WITH queries too); `ctes` holds them while the body binds.
+        // inlines non-recursive WITH queries too; a recursive one is bound by
+        // `bind_recursive_cte` at each reference); `ctes` holds them while the body binds.
         let in_view = self.ctes.len();
-        self.ctes.extend(with.cte_tables.iter().cloned());
+        self.ctes.extend(
+            with.cte_tables
+                .iter()
+                .map(|cte| (cte.clone(), with.recursive)),
+        );
         let plan = self.bind_query_body(query);
         self.ctes.truncate(in_view);
         plan
@@ -72,6 +74,71 @@ impl Binder<'_> {
             columns,
             locks: false,
         })
+    }
+
+    /// A WITH RECURSIVE query `base UNION [ALL] step` whose step reads the query itself: the
+    /// step is bound with that name as the work table of the rows the last run added
+    /// (`Relation::RecursiveUnion`). None if the query is not of that form (it is then an
+    /// ordinary WITH query).
+    pub(super) fn bind_recursive_cte(
+        &mut self,
+        cte: &ast::Cte,
+    ) -> Option<SqlResult<(Relation, Vec<OutputColumn>)>> {
+        let SetExpr::SetOperation {
+            left,
+            op: ast::SetOperator::Union,
+            set_quantifier,
+            right,
+        } = cte.query.body.as_ref()
+        else {
+            return None;
+        };
+        let name = ident_name(&cte.alias.name);
+        if cte.query.order_by.is_some() || cte.query.limit_clause.is_some() {
+            return Some(Err(SqlError::unsupported(
+                "ORDER BY or LIMIT in a recursive query",
+            )));
+        }
+        let all = matches!(set_quantifier, ast::SetQuantifier::All);
+        Some((|| {
+            let (base, mut columns) = self.bind_set_expr(left)?;
+            for (column, given) in columns.iter_mut().zip(&cte.alias.columns) {
+                column.name = ident_name(&given.name);
+            }
+            let work = self.next_work_table;
+            self.next_work_table += 1;
+            let work_columns = columns
+                .iter()
+                .map(|column| (column.name.clone(), column.data_type))
+                .collect();
+            self.work_tables.push((name, work, work_columns));
+            let step = self.bind_set_expr(right);
+            self.work_tables.pop();
+            let (step, step_columns) = step?;
+            if step_columns.len() != columns.len() {
+                return Err(SqlError::syntax(
+                    "each UNION query must have the same number of columns",
+                ));
+            }
+            let step = cast_to(step, &step_columns, &columns);
+            let (base, step) = (Box::new(base), Box::new(step));
+            let relation = if self.work_tables_read.contains(&work) {
+                Relation::RecursiveUnion {
+                    base,
+                    step,
+                    work,
+                    all,
+                }
+            } else {
+                // The step does not read the query: an ordinary UNION.
+                Relation::Union {
+                    left: base,
+                    right: step,
+                    all,
+                }
+            };
+            Ok((relation, columns))
+        })())
     }
 
     /// A query body without its ORDER BY/LIMIT: a SELECT, a parenthesized query, VALUES or

@@ -18,9 +18,30 @@ impl Binder<'_> {
         options: &[ast::SequenceOptions],
         owned_by: Option<&ast::ObjectName>,
     ) -> SqlResult<Plan> {
-        if owned_by.is_some() {
-            return Err(SqlError::unsupported("CREATE SEQUENCE ... OWNED BY"));
-        }
+        let owner = match owned_by {
+            None => None,
+            Some(owned_by) => {
+                let mut parts: Vec<String> = owned_by
+                    .0
+                    .iter()
+                    .filter_map(|part| part.as_ident().map(super::ident_name))
+                    .collect();
+                if parts.len() == 1 && parts[0] == "none" {
+                    None
+                } else {
+                    let column = parts
+                        .pop()
+                        .filter(|_| !parts.is_empty())
+                        .ok_or_else(|| SqlError::syntax("OWNED BY takes table.column or NONE"))?;
+                    let table = parts.pop().expect("checked above");
+                    let found = self.catalog.table(&table)?;
+                    if found.def.column_index(&column).is_none() {
+                        return Err(super::undefined_column(&column));
+                    }
+                    Some((table, column))
+                }
+            }
+        };
         let sequence_type = match as_type.map(data_type).transpose()? {
             None => DataType::Int8,
             Some(integer) if integer.is_integer() => integer,
@@ -55,6 +76,7 @@ impl Binder<'_> {
             name: object_name(name)?,
             options: SequenceOptions::new(sequence_type, increment, min, max, start, cache)?,
             if_not_exists,
+            owner,
         })
     }
 

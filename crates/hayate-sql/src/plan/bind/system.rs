@@ -64,6 +64,7 @@ pub(super) fn bind_function(
         | "pg_has_role" => (F::True, DataType::Bool, &[2, 3]),
         "has_column_privilege" => (F::True, DataType::Bool, &[3, 4]),
         "array_position" => (F::ArrayPosition, DataType::Int4, &[2]),
+        "array_remove" => (F::ArrayRemove, DataType::Text, &[2]),
         "array_to_string" => (F::ArrayToString, DataType::Text, &[2, 3]),
         "array_upper" | "array_length" => (F::ArrayUpper, DataType::Int4, &[2]),
         "array_lower" => (F::ArrayLower, DataType::Int4, &[2]),
@@ -269,6 +270,7 @@ pub(super) fn bind_cast(
                 ("regnamespace", true) => (Function::RegNamespaceName, DataType::Text),
                 ("regclass", false) => (Function::RegClassOid, DataType::Int8),
                 ("regtype", false) => (Function::RegTypeOid, DataType::Int8),
+                ("regnamespace", false) => (Function::RegNamespaceOid, DataType::Int8),
                 (_, false) => (Function::RegProcName, DataType::Text),
                 (_, true) => return Ok((bound, DataType::Int8)),
             };
