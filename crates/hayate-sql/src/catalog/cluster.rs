@@ -21,7 +21,7 @@ use std::sync::{Arc, Weak};
 use hayate_engine::{Database, TreeId};
 use parking_lot::{Mutex, RwLock};
 
-use super::{open_or_create, Catalog, ReplicationSource, ReplicationStat};
+use super::{create_catalog_trees, open_or_create, Catalog, ReplicationSource, ReplicationStat};
 use crate::error::{sqlstate, SqlError, SqlResult};
 
 /// The database every data directory has, and the one whose trees have no prefix.
@@ -109,6 +109,9 @@ impl Cluster {
         let tree = if db.is_standby() {
             db.table(DATABASES_TREE).ok()
         } else {
+            // The default database's trees now, not when its first session opens it: by then
+            // this may be a primary whose every write waits for its standby.
+            create_catalog_trees(&db, "")?;
             let tree = open_or_create(&db, DATABASES_TREE)?;
             let txn = db.begin_read_only();
             let empty = txn.get(tree, DEFAULT_DATABASE.as_bytes())?.is_none();

@@ -110,6 +110,23 @@ pub struct Catalog {
     pub table_locks: crate::table_lock::TableLocks,
 }
 
+/// The names of the trees holding a database's definitions and sequences.
+fn catalog_tree_names(prefix: &str) -> (String, String) {
+    (
+        format!("{prefix}{CATALOG_TREE}"),
+        format!("{prefix}{SEQUENCE_TREE}"),
+    )
+}
+
+/// Creates the trees of a database's definitions and sequences if they are missing (a
+/// primary only).
+pub(super) fn create_catalog_trees(db: &Database, prefix: &str) -> SqlResult<()> {
+    let (catalog_tree, sequence_tree) = catalog_tree_names(prefix);
+    open_or_create(db, &catalog_tree)?;
+    open_or_create(db, &sequence_tree)?;
+    Ok(())
+}
+
 fn open_or_create(db: &Database, name: &str) -> SqlResult<TreeId> {
     match db.table(name) {
         Ok(tree) => Ok(tree),
@@ -210,10 +227,7 @@ impl Catalog {
         prefix: String,
     ) -> SqlResult<Catalog> {
         let db = cluster.database().clone();
-        let (catalog_tree, sequence_tree) = (
-            format!("{prefix}{CATALOG_TREE}"),
-            format!("{prefix}{SEQUENCE_TREE}"),
-        );
+        let (catalog_tree, sequence_tree) = catalog_tree_names(&prefix);
         let (tree, sequence_tree) = if db.is_standby() {
             let missing = |_| {
                 SqlError::new(

@@ -55,9 +55,10 @@ impl Binder<'_> {
             return Err(SqlError::unsupported("CREATE TEMPORARY VIEW"));
         }
         let name = object_name(&create.name)?;
-        let before = self.relations_read.len();
-        let query = self.bind_query(&create.query)?;
-        let mut reads = self.relations_read.split_off(before);
+        let outer = self.relations_read.replace(Vec::new());
+        let query = self.bind_query(&create.query);
+        let mut reads = std::mem::replace(&mut self.relations_read, outer).unwrap_or_default();
+        let query = query?;
         reads.sort();
         reads.dedup();
         if create.columns.len() > query.columns.len() {

@@ -76,16 +76,17 @@ impl Binder<'_> {
     ) -> SqlResult<Relation> {
         let mut scope = Scope::default();
         let mut items = Vec::new();
-        let from: Vec<std::borrow::Cow<ast::TableWithJoins>> = from
-            .iter()
-            .map(|table| match table.relation {
-                TableFactor::NestedJoin { alias: None, .. } => {
-                    std::borrow::Cow::Owned(flatten_leading_join(table))
-                }
-                _ => std::borrow::Cow::Borrowed(table),
-            })
-            .collect();
-        for table in &from {
+        let nested = |table: &ast::TableWithJoins| {
+            matches!(table.relation, TableFactor::NestedJoin { alias: None, .. })
+        };
+        let flattened: Vec<ast::TableWithJoins>;
+        let from = if from.iter().any(nested) {
+            flattened = from.iter().map(flatten_leading_join).collect();
+            &flattened
+        } else {
+            from
+        };
+        for table in from {
             self.bind_from_item(
                 &table.relation,
                 ItemJoin::Inner,
@@ -336,6 +337,13 @@ impl Binder<'_> {
         Ok((plan.root, entry))
     }
 
+    /// Notes a relation the query names, while a view's query is bound (`relations_read`).
+    fn note_read(&mut self, name: &str) {
+        if let Some(read) = &mut self.relations_read {
+            read.push(name.to_string());
+        }
+    }
+
     /// A view in FROM: its query bound as a derived table named after the view. It sees none
     /// of the statement's WITH queries.
     fn bind_view(&mut self, view: &crate::catalog::View) -> SqlResult<(Relation, ScopeEntry)> {
@@ -500,7 +508,7 @@ impl Binder<'_> {
         if schema.is_none() || schema == Some(PUBLIC_SCHEMA) {
             match self.catalog.table(table_name) {
                 Ok(table) => {
-                    self.relations_read.push(table_name.to_string());
+                    self.note_read(table_name);
                     let entry = ScopeEntry::table(&table);
                     let read = TableRead {
                         table,
@@ -511,11 +519,11 @@ impl Binder<'_> {
                 }
                 Err(error) if error.code == sqlstate::UNDEFINED_TABLE => {
                     if let Some(view) = self.catalog.view(table_name) {
-                        self.relations_read.push(table_name.to_string());
+                        self.note_read(table_name);
                         return self.bind_view(&view);
                     }
                     if let Ok(sequence) = self.catalog.sequence(table_name) {
-                        self.relations_read.push(table_name.to_string());
+                        self.note_read(table_name);
                         return self.bind_sequence_relation(&sequence);
                     }
                     if schema.is_some() {

@@ -56,8 +56,9 @@ pub struct Binder<'a> {
     next_work_table: usize,
     /// The work tables a reference was bound to.
     work_tables_read: Vec<usize>,
-    /// The user tables, views and sequences named so far (a view's dependencies).
-    relations_read: Vec<String>,
+    /// The user tables, views and sequences named while CREATE VIEW binds its query (the
+    /// view's dependencies); None otherwise.
+    relations_read: Option<Vec<String>>,
     /// The views being expanded, outermost first (a view that reads itself is an error).
     views: Vec<String>,
     /// Window calls of the SELECT list / ORDER BY being bound (None: not allowed here).
@@ -144,7 +145,7 @@ impl<'a> Binder<'a> {
             work_tables: Vec::new(),
             next_work_table: 0,
             work_tables_read: Vec::new(),
-            relations_read: Vec::new(),
+            relations_read: None,
             views: Vec::new(),
             windows: None,
             set_calls: None,
