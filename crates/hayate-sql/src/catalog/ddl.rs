@@ -162,7 +162,7 @@ impl Catalog {
             previous: vec![(table.def.name.clone(), None)],
             on_commit: Vec::new(),
             on_rollback: created,
-            previous_views: Vec::new(),
+            ..DdlUndo::default()
         };
         self.publish(table);
         Ok(self.finish_or_defer(in_block, undo))
@@ -206,7 +206,7 @@ impl Catalog {
             on_commit: trees_of(&table.def),
             previous: vec![(name.to_string(), Some(table))],
             on_rollback: Vec::new(),
-            previous_views: Vec::new(),
+            ..DdlUndo::default()
         };
         Ok(self.finish_or_defer(in_block, undo))
     }
@@ -297,7 +297,7 @@ impl Catalog {
             previous: vec![(table.def.name.clone(), Some(table))],
             on_commit: Vec::new(),
             on_rollback: vec![tree_name],
-            previous_views: Vec::new(),
+            ..DdlUndo::default()
         };
         self.publish(new_table);
         Ok(self.finish_or_defer(in_block, undo))
@@ -323,7 +323,7 @@ impl Catalog {
             previous: vec![(table.def.name.clone(), Some(table))],
             on_commit: Vec::new(),
             on_rollback: Vec::new(),
-            previous_views: Vec::new(),
+            ..DdlUndo::default()
         };
         self.publish(new_table);
         Ok(self.finish_or_defer(in_block, undo))
@@ -363,7 +363,7 @@ impl Catalog {
             previous: vec![(table.def.name.clone(), Some(table))],
             on_commit: vec![removed.tree],
             on_rollback: Vec::new(),
-            previous_views: Vec::new(),
+            ..DdlUndo::default()
         };
         self.publish(new_table);
         Ok(self.finish_or_defer(in_block, undo))

@@ -50,7 +50,7 @@ impl Catalog {
                     previous: Vec::new(),
                     on_commit: old_trees,
                     on_rollback: created,
-                    previous_views: Vec::new(),
+                    ..DdlUndo::default()
                 };
                 for table in new_tables {
                     let name = table.def.name.clone();

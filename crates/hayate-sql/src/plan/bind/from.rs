@@ -49,6 +49,15 @@ struct FromItem {
     end: usize,
 }
 
+/// SQL text of one query (a view's, or one the binder writes for a relation in FROM).
+fn parsed_query(sql: &str) -> SqlResult<Box<ast::Query>> {
+    let mut statements = crate::session::parse(sql)?;
+    match (statements.pop(), statements.is_empty()) {
+        (Some(ast::Statement::Query(query)), true) => Ok(query),
+        _ => Err(SqlError::syntax(format!("not one query: {sql}"))),
+    }
+}
+
 /// `(a JOIN b ON ...) JOIN c ...` as `a JOIN b ON ... JOIN c ...` (joins associate to the
 /// left, so the parentheses around a leading join without an alias change nothing; PostgreSQL
 /// writes them in view definitions).
@@ -354,15 +363,12 @@ impl Binder<'_> {
                 format!("infinite recursion detected in rules for relation \"{name}\""),
             ));
         }
-        let query = match crate::session::parse(&view.def.query)?.pop() {
-            Some(ast::Statement::Query(query)) => query,
-            _ => {
-                return Err(SqlError::new(
-                    sqlstate::DATA_CORRUPTED,
-                    format!("the query of view \"{name}\" is not a query"),
-                ))
-            }
-        };
+        let query = parsed_query(&view.def.query).map_err(|_| {
+            SqlError::new(
+                sqlstate::DATA_CORRUPTED,
+                format!("the query of view \"{name}\" is not a query"),
+            )
+        })?;
         let alias = ast::TableAlias {
             explicit: true,
             name: ast::Ident::with_quote('"', name.clone()),
@@ -377,10 +383,21 @@ impl Binder<'_> {
                 .collect(),
             at: None,
         };
-        let ctes = std::mem::take(&mut self.ctes);
         self.views.push(name.clone());
-        let bound = self.bind_derived(&query, Some(&alias), None);
+        let bound = self.bind_apart(&query, &alias);
         self.views.pop();
+        bound
+    }
+
+    /// A query the binder wrote or stored (a view's, a sequence's row) as a derived table
+    /// named `alias`, blind to the statement's WITH queries.
+    fn bind_apart(
+        &mut self,
+        query: &ast::Query,
+        alias: &ast::TableAlias,
+    ) -> SqlResult<(Relation, ScopeEntry)> {
+        let ctes = std::mem::take(&mut self.ctes);
+        let bound = self.bind_derived(query, Some(alias), None);
         self.ctes = ctes;
         bound
     }
@@ -400,20 +417,13 @@ impl Binder<'_> {
              0::int8 AS log_cnt, pg_sequence_last_value({name}) IS NOT NULL AS is_called",
             start = sequence.options.start,
         );
-        let query = match crate::session::parse(&sql)?.pop() {
-            Some(ast::Statement::Query(query)) => query,
-            _ => return Err(SqlError::syntax("a sequence in FROM")),
-        };
         let alias = ast::TableAlias {
             explicit: true,
             name: ast::Ident::with_quote('"', sequence.name.clone()),
             columns: Vec::new(),
             at: None,
         };
-        let ctes = std::mem::take(&mut self.ctes);
-        let bound = self.bind_derived(&query, Some(&alias), None);
-        self.ctes = ctes;
-        bound
+        self.bind_apart(&*parsed_query(&sql)?, &alias)
     }
 
     /// A reference to a WITH query in view (None: the name is not one). The WITH query is
@@ -609,10 +619,7 @@ impl Binder<'_> {
         alias: Option<&ast::TableAlias>,
         scope: &Scope,
     ) -> SqlResult<(Relation, ScopeEntry)> {
-        let query = match crate::session::parse(sql)?.pop() {
-            Some(ast::Statement::Query(query)) => query,
-            _ => return Err(SqlError::syntax(format!("FROM {function}(...)"))),
-        };
+        let query = parsed_query(sql)?;
         let named = ast::TableAlias {
             explicit: true,
             name: ast::Ident::new(function),
