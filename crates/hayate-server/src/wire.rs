@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use bytes::{BufMut, BytesMut};
-use hayate_sql::types::numeric;
+use hayate_sql::types::{numeric, uuid, Interval};
 use hayate_sql::{sqlstate, DataType, OutputColumn, SqlError, SqlResult, Value};
 use pgwire::api::portal::Format;
 use pgwire::api::results::{FieldFormat, FieldInfo};
@@ -27,6 +27,10 @@ pub fn pg_type(data_type: DataType) -> Type {
         DataType::Timestamp => Type::TIMESTAMP,
         DataType::TimestampTz => Type::TIMESTAMPTZ,
         DataType::Int2Array => Type::INT2_ARRAY,
+        DataType::Uuid => Type::UUID,
+        DataType::Json => Type::JSON,
+        DataType::Jsonb => Type::JSONB,
+        DataType::Interval => Type::INTERVAL,
         DataType::Text | DataType::Unknown => Type::TEXT,
     }
 }
@@ -51,6 +55,10 @@ pub fn declared_type(pg_type: Option<&Type>) -> DataType {
         (Type::DATE, DataType::Date),
         (Type::TIMESTAMP, DataType::Timestamp),
         (Type::TIMESTAMPTZ, DataType::TimestampTz),
+        (Type::UUID, DataType::Uuid),
+        (Type::JSON, DataType::Json),
+        (Type::JSONB, DataType::Jsonb),
+        (Type::INTERVAL, DataType::Interval),
     ];
     types
         .into_iter()
@@ -123,8 +131,40 @@ pub fn decode_parameter(
         DataType::Date => Value::Date(i32::from_be_bytes(array(bytes, wrong_size)?)),
         DataType::Timestamp => Value::Timestamp(i64::from_be_bytes(array(bytes, wrong_size)?)),
         DataType::TimestampTz => Value::TimestampTz(i64::from_be_bytes(array(bytes, wrong_size)?)),
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Unknown => {
-            Value::Text(utf8(bytes)?)
+        DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Json
+        | DataType::Unknown => Value::Text(utf8(bytes)?),
+        // jsonb's binary form is a version byte (1) and the text.
+        DataType::Jsonb => match bytes.split_first() {
+            Some((1, text)) => Value::Text(utf8(text)?),
+            _ => {
+                return Err(SqlError::new(
+                    "22P03",
+                    "unsupported jsonb version number in a binary parameter",
+                ))
+            }
+        },
+        DataType::Uuid => Value::Text(uuid::format(&array(bytes, wrong_size)?)),
+        DataType::Interval => {
+            let bytes: [u8; 16] = array(bytes, wrong_size)?;
+            let field = |range: std::ops::Range<usize>| {
+                let mut buffer = [0u8; 8];
+                let width = range.len();
+                buffer[8 - width..].copy_from_slice(&bytes[range]);
+                let value = i64::from_be_bytes(buffer);
+                // Sign-extend the 4-byte fields.
+                match width {
+                    4 => value as i32 as i64,
+                    _ => value,
+                }
+            };
+            Value::Interval(Interval {
+                micros: field(0..8),
+                days: field(8..12),
+                months: field(12..16),
+            })
         }
         DataType::Int2Array => {
             return Err(SqlError::unsupported(
@@ -250,8 +290,20 @@ fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> S
         (Value::Date(v), DataType::Date) => buffer.put_i32(*v),
         (Value::Timestamp(v), DataType::Timestamp)
         | (Value::TimestampTz(v), DataType::TimestampTz) => buffer.put_i64(*v),
-        (Value::Text(text), t) if t.is_text() || t == DataType::Unknown => {
+        (Value::Text(text), t)
+            if t.is_text() || matches!(t, DataType::Unknown | DataType::Json) =>
+        {
             put_text(buffer, text, t)
+        }
+        (Value::Text(text), DataType::Jsonb) => {
+            buffer.put_u8(1);
+            buffer.put_slice(text.as_bytes());
+        }
+        (Value::Text(text), DataType::Uuid) => buffer.put_slice(&uuid::parse(text)?),
+        (Value::Interval(v), DataType::Interval) => {
+            buffer.put_i64(v.micros);
+            buffer.put_i32(v.days as i32);
+            buffer.put_i32(v.months as i32);
         }
         (Value::Text(text), DataType::Int2Array) => {
             // One dimension, lower bound 1, int2 elements (oid 21), each length-prefixed.

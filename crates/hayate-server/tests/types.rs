@@ -173,3 +173,79 @@ fn new_types_round_trip_in_binary_and_text() {
         .unwrap_err();
     assert_eq!(sqlstate(&bad_date), "22008");
 }
+
+/// uuid, json, jsonb and interval in PostgreSQL's binary forms: 16 bytes; the text; a
+/// version byte 1 and the text; microseconds (i64), days (i32), months (i32).
+#[test]
+fn uuid_json_and_interval_in_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut client = server.connect();
+    client
+        .batch_execute("CREATE TABLE d (id uuid PRIMARY KEY, j json, b jsonb, i interval)")
+        .unwrap();
+    let insert = client
+        .prepare("INSERT INTO d VALUES ($1, $2, $3, $4)")
+        .unwrap();
+    assert_eq!(
+        insert.params(),
+        &[Type::UUID, Type::JSON, Type::JSONB, Type::INTERVAL]
+    );
+    let uuid: Vec<u8> = (0u8..16).collect();
+    let mut jsonb = vec![1u8];
+    jsonb.extend_from_slice(br#"{"b":1,"a":[true]}"#);
+    // 1 year 2 mons 3 days 04:00:00.5
+    let mut interval = Vec::new();
+    interval.extend_from_slice(&(4 * 3_600_000_000i64 + 500_000).to_be_bytes());
+    interval.extend_from_slice(&3i32.to_be_bytes());
+    interval.extend_from_slice(&14i32.to_be_bytes());
+    client
+        .execute(
+            &insert,
+            &[
+                &Raw(uuid.clone()),
+                &Raw(br#"{"z": 1, "a": 2}"#.to_vec()),
+                &Raw(jsonb),
+                &Raw(interval.clone()),
+            ],
+        )
+        .unwrap();
+    let row = client
+        .query_one(
+            "SELECT id, j, b, i FROM d WHERE id = $1",
+            &[&Raw(uuid.clone())],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, Raw>(0), Raw(uuid));
+    assert_eq!(row.get::<_, Raw>(1), Raw(br#"{"z": 1, "a": 2}"#.to_vec()));
+    let mut canonical = vec![1u8];
+    canonical.extend_from_slice(br#"{"a": [true], "b": 1}"#);
+    assert_eq!(row.get::<_, Raw>(2), Raw(canonical));
+    assert_eq!(row.get::<_, Raw>(3), Raw(interval));
+    let text = client
+        .simple_query("SELECT id, i FROM d")
+        .unwrap()
+        .into_iter()
+        .find_map(|message| match message {
+            postgres::SimpleQueryMessage::Row(row) => Some((
+                row.get(0).unwrap().to_string(),
+                row.get(1).unwrap().to_string(),
+            )),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        text,
+        (
+            "00010203-0405-0607-0809-0a0b0c0d0e0f".to_string(),
+            "1 year 2 mons 3 days 04:00:00.5".to_string()
+        )
+    );
+    let error = client
+        .execute(
+            &insert,
+            &[&Raw(vec![1, 2]), &Raw(vec![]), &Raw(vec![1]), &Raw(vec![])],
+        )
+        .unwrap_err();
+    assert_eq!(sqlstate(&error), "22P03");
+}

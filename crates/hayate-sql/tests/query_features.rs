@@ -487,8 +487,14 @@ fn interval_arithmetic() {
         query(&mut s, "SELECT CAST(NULL AS timestamp) + interval '1 day'"),
         vec![vec![NULL]]
     );
-    let (code, message) = error(&mut s, "SELECT interval '1 day'");
-    assert_eq!(code, "0A000", "{message}");
+    assert_eq!(
+        query(&mut s, "SELECT interval '1 day' - interval '1 hour'"),
+        vec![vec![Value::Interval(hayate_sql::types::Interval {
+            months: 0,
+            days: 1,
+            micros: -3_600_000_000
+        })]]
+    );
     assert_eq!(error(&mut s, "SELECT 1 + interval '1 day'").0, "42883");
     assert_eq!(
         error(&mut s, "SELECT now() + interval '1 fortnight'").0,

@@ -35,6 +35,12 @@ fn query(session: &mut Session, sql: &str) -> (Vec<String>, Vec<String>) {
     (text, types)
 }
 
+fn run(session: &mut Session, sql: &str) {
+    if let Err(error) = session.execute_sql(sql).pop().unwrap() {
+        panic!("{sql}: {error}");
+    }
+}
+
 fn one(session: &mut Session, sql: &str) -> String {
     query(session, sql).0.join("\n")
 }
@@ -303,5 +309,139 @@ fn new_types_as_keys_and_columns() {
     assert_eq!(
         one(&mut s, "SELECT b FROM bk WHERE b = '\\x0100'"),
         "\\x0100"
+    );
+}
+
+#[test]
+fn uuid_json_and_interval_as_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    let cases = [
+        ("SELECT 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'::uuid", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+        ("SELECT '{a0eebc99-9c0b4ef8-bb6d6bb9-bd380a11}'::uuid = 'a0eebc999c0b4ef8bb6d6bb9bd380a11'::uuid", "t"),
+        (r#"SELECT '{"b": 1, "a": [1, 2.50, 1e2], "b": 2}'::jsonb"#, r#"{"a": [1, 2.50, 100], "b": 2}"#),
+        (r#"SELECT '{"b": 1,  "a": 2}'::json"#, r#"{"b": 1,  "a": 2}"#),
+        (r#"SELECT '{"a": {"b": [10, 20, {"c": "x"}]}}'::jsonb -> 'a' -> 'b' -> -1"#, r#"{"c": "x"}"#),
+        (r#"SELECT '{"a": {"b": [10, 20, {"c": "x"}]}}'::jsonb #>> '{a,b,2,c}'"#, "x"),
+        (r#"SELECT '{"a": {"b": [10, 20, {"c": "x"}]}}'::jsonb #> '{a,b}'"#, r#"[10, 20, {"c": "x"}]"#),
+        (r#"SELECT '{"a": 1, "tags": ["x", "y"]}'::jsonb @> '{"tags": ["y"]}'"#, "t"),
+        (r#"SELECT '{"tags": ["y"]}'::jsonb <@ '{"a": 1, "tags": ["x", "y"]}'"#, "t"),
+        (r#"SELECT '{"a": 1, "tags": ["x", "y"]}'::jsonb ? 'tags'"#, "t"),
+        (r#"SELECT '{"a": 1, "tags": ["x", "y"]}'::jsonb ?| array['q', 'a']"#, "t"),
+        (r#"SELECT '{"a": 1, "tags": ["x", "y"]}'::jsonb ?& array['q', 'a']"#, "f"),
+        (r#"SELECT '{"a": 1}'::jsonb || '{"b": [true, null]}'"#, r#"{"a": 1, "b": [true, null]}"#),
+        (r#"SELECT '{"a": 1, "b": 2}'::jsonb - 'a'"#, r#"{"b": 2}"#),
+        ("SELECT '[1, 2, 3]'::jsonb - 1", "[1, 3]"),
+        (r#"SELECT '{"z": 1, "a": {"y": 2}}'::json -> 'a'"#, r#"{"y": 2}"#),
+        (r#"SELECT '{"z": 1, "a": "text"}'::json ->> 'a'"#, "text"),
+        (r#"SELECT jsonb_build_object('a', 1, 'b', 'x', 'c', NULL, 'd', '{"q": 1}'::jsonb, 'e', true)"#, r#"{"a": 1, "b": "x", "c": null, "d": {"q": 1}, "e": true}"#),
+        ("SELECT json_build_object('k', 2, 'l', 'v')", r#"{"k" : 2, "l" : "v"}"#),
+        ("SELECT jsonb_build_array(1, 'two', 3.5, NULL)", r#"[1, "two", 3.5, null]"#),
+        (r#"SELECT to_jsonb('he said "hi"'::text)"#, r#""he said \"hi\"""#),
+        ("SELECT to_json(12.50)", "12.50"),
+        (r#"SELECT jsonb_typeof('[1]'), json_typeof('"s"'), jsonb_array_length('[1, [2, 3]]')"#, "array|string|2"),
+        (r#"SELECT jsonb_set('{"a": {"b": 1}}', '{a,c}', '[5]')"#, r#"{"a": {"b": 1, "c": [5]}}"#),
+        (r#"SELECT jsonb_set('{"a": {"b": 1}}', '{a,c}', '5', false)"#, r#"{"a": {"b": 1}}"#),
+        (r#"SELECT jsonb_strip_nulls('{"a": null, "b": {"c": null, "d": 1}}')"#, r#"{"b": {"d": 1}}"#),
+        (r#"SELECT jsonb_extract_path_text('{"a": {"b": "x"}}', 'a', 'b')"#, "x"),
+        ("SELECT interval '1 year 2 mons 3 days 04:05:06.5'", "1 year 2 mons 3 days 04:05:06.5"),
+        ("SELECT interval '-1 days 2 hours', interval '36 hours', interval '0 seconds'", "-1 days +02:00:00|36:00:00|00:00:00"),
+        ("SELECT interval 'P1Y2M3DT4H5M6S', interval '@ 1 day 2 hours ago'", "1 year 2 mons 3 days 04:05:06|-1 days -02:00:00"),
+        ("SELECT interval '1 day 2 hours' * 2, interval '1 day 2 hours' / 4, - interval '3 mons' / 4", "2 days 04:00:00|06:30:00|-22 days -12:00:00"),
+        ("SELECT timestamp '2020-01-31 10:00' + interval '1 month', date '2020-01-31' - interval '1 day'", "2020-02-29 10:00:00|2020-01-30 00:00:00"),
+        ("SELECT timestamp '2020-03-01 12:00' - timestamp '2020-02-28 06:30'", "2 days 05:30:00"),
+        ("SELECT interval '1 mon' = interval '30 days', interval '2 days' > interval '47 hours'", "t|t"),
+        ("SELECT interval '1 day' + interval '-3 hours' - interval '1 mon'", "-1 mons +1 day -03:00:00"),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(one(&mut s, sql), expected, "{sql}");
+    }
+    assert_eq!(error_code(&mut s, "SELECT 'a0eebc99'::uuid"), "22P02");
+    assert_eq!(error_code(&mut s, "SELECT '{bad'::jsonb"), "22P02");
+    assert_eq!(
+        error_code(&mut s, "SELECT '1 fortnight'::interval"),
+        "22007"
+    );
+    assert_eq!(error_code(&mut s, "SELECT '[1]'::json @> '[1]'"), "42883");
+    assert_eq!(
+        error_code(&mut s, "SELECT jsonb_array_length('{}')"),
+        "22023"
+    );
+}
+
+/// Columns of the types: stored, indexed (a uuid key, an interval key equal by span),
+/// grouped, and read back after a restart.
+#[test]
+fn uuid_json_and_interval_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut s = session(dir.path());
+        run(
+            &mut s,
+            "CREATE TABLE docs (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), body jsonb, \
+             raw json, wait interval)",
+        );
+        run(&mut s, "CREATE INDEX docs_wait ON docs (wait)");
+        run(
+            &mut s,
+            r#"INSERT INTO docs (body, raw, wait) VALUES
+               ('{"kind": "a", "n": 1}', '{"z": 1, "a": 2}', '1 mon'),
+               ('{"kind": "b", "n": 2}', '[1, 2]', '30 days'),
+               ('{"kind": "a", "n": 3}', NULL, '2 hours')"#,
+        );
+        run(
+            &mut s,
+            "INSERT INTO docs (id, body) VALUES ('A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', '[]')",
+        );
+        assert_eq!(
+            error_code(
+                &mut s,
+                "INSERT INTO docs (id) VALUES ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')"
+            ),
+            "23505"
+        );
+    }
+    let mut s = session(dir.path());
+    assert_eq!(one(&mut s, "SELECT count(DISTINCT id) FROM docs"), "4");
+    assert_eq!(
+        one(
+            &mut s,
+            "SELECT body FROM docs WHERE id = '{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}'"
+        ),
+        "[]"
+    );
+    assert_eq!(
+        one(
+            &mut s,
+            "SELECT body ->> 'kind', sum((body ->> 'n')::int) FROM docs \
+             WHERE body ? 'kind' GROUP BY 1 ORDER BY 1"
+        ),
+        "a|4\nb|2"
+    );
+    assert_eq!(
+        one(&mut s, r#"SELECT raw FROM docs WHERE body @> '{"n": 1}'"#),
+        r#"{"z": 1, "a": 2}"#
+    );
+    assert_eq!(
+        one(
+            &mut s,
+            "SELECT count(*) FROM docs WHERE wait = interval '720 hours'"
+        ),
+        "2"
+    );
+    assert_eq!(
+        one(
+            &mut s,
+            "SELECT wait, count(*) FROM docs WHERE wait IS NOT NULL GROUP BY wait ORDER BY wait"
+        ),
+        "02:00:00|1\n1 mon|2"
+    );
+    let (_, types) = query(
+        &mut s,
+        "SELECT id, body, raw, wait, body -> 'n', raw -> 'z' FROM docs",
+    );
+    assert_eq!(
+        types,
+        ["uuid", "jsonb", "json", "interval", "jsonb", "json"]
     );
 }

@@ -12,10 +12,14 @@
 //!   as 0x00 0xFF, ended by 0x00 0x01. The terminator sorts below every escaped byte, so a
 //!   prefix sorts first and each column is self-delimiting;
 //! - date: i32 days, 4 bytes big-endian, sign bit flipped;
-//! - timestamp, timestamptz: i64 microseconds, as integers.
+//! - timestamp, timestamptz: i64 microseconds, as integers;
+//! - uuid: its 16 bytes;
+//! - json, jsonb: as text (jsonb's canonical text);
+//! - interval: its span (`Interval::span`) as an i128, 16 bytes big-endian, sign bit
+//!   flipped (intervals of equal span are equal keys, as they are equal in PostgreSQL).
 
 use crate::error::{SqlError, SqlResult};
-use crate::types::{numeric, DataType, Value};
+use crate::types::{numeric, uuid, DataType, Value};
 
 /// Appends the key encoding of `value`, already of column type `data_type`.
 pub fn encode_column(out: &mut Vec<u8>, value: &Value, data_type: DataType) -> SqlResult<()> {
@@ -37,7 +41,13 @@ pub fn encode_column(out: &mut Vec<u8>, value: &Value, data_type: DataType) -> S
         }
         (Value::Numeric(v), DataType::Numeric(_)) => numeric::encode_key(out, v),
         (Value::Bool(v), DataType::Bool) => out.push(*v as u8),
-        (Value::Text(text), t) if t.is_text() => encode_bytes(out, text.as_bytes()),
+        (Value::Text(text), t) if t.is_text() || matches!(t, DataType::Json | DataType::Jsonb) => {
+            encode_bytes(out, text.as_bytes())
+        }
+        (Value::Text(text), DataType::Uuid) => out.extend_from_slice(&uuid::parse(text)?),
+        (Value::Interval(v), DataType::Interval) => {
+            out.extend_from_slice(&((v.span() as u128) ^ (1 << 127)).to_be_bytes())
+        }
         (Value::Bytes(bytes), DataType::Bytea) => encode_bytes(out, bytes),
         (Value::Date(v), DataType::Date) => {
             out.extend_from_slice(&((*v as u32) ^ (1 << 31)).to_be_bytes())
@@ -110,6 +120,7 @@ pub fn key_value(value: Value, data_type: DataType) -> SqlResult<Option<Value>> 
         },
         (value @ Value::Bool(_), T::Bool) => Some(value),
         (value @ Value::Bytes(_), T::Bytea) => Some(value),
+        (value @ Value::Interval(_), T::Interval) => Some(value),
         (value @ (Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_)), t)
             if t.is_datetime() =>
         {

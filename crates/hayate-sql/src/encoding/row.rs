@@ -12,6 +12,9 @@
 //!   bytea          -> u32 length + bytes
 //!   date           -> i32 days since 2000-01-01
 //!   timestamp/timestamptz -> i64 microseconds since 2000-01-01 00:00:00 (UTC for tz)
+//!   uuid           -> its 16 bytes
+//!   json/jsonb     -> as text (jsonb in its canonical text)
+//!   interval       -> i32 months, i32 days, i64 microseconds (16 bytes)
 //! ```
 //!
 //! Every column is stored, the primary key columns too, so a row decodes without its key.
@@ -19,7 +22,7 @@
 //! read the missing ones as NULL.
 
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::types::{numeric, DataType, Value};
+use crate::types::{numeric, uuid, DataType, Interval, Value};
 
 const FORMAT_VERSION: u8 = 1;
 
@@ -56,7 +59,23 @@ fn encode_value(out: &mut Vec<u8>, value: &Value, data_type: DataType) -> SqlRes
         (Value::Float4(v), DataType::Float4) => out.extend_from_slice(&v.to_bits().to_le_bytes()),
         (Value::Numeric(v), DataType::Numeric(_)) => numeric::encode_row(out, v),
         (Value::Bool(v), DataType::Bool) => out.push(*v as u8),
-        (Value::Text(text), t) if t.is_text() => put_bytes(out, text.as_bytes())?,
+        (Value::Text(text), t) if t.is_text() || matches!(t, DataType::Json | DataType::Jsonb) => {
+            put_bytes(out, text.as_bytes())?
+        }
+        (Value::Text(text), DataType::Uuid) => out.extend_from_slice(&uuid::parse(text)?),
+        (Value::Interval(v), DataType::Interval) => {
+            let narrow = |field: i64| {
+                i32::try_from(field).map_err(|_| {
+                    SqlError::new(
+                        sqlstate::DATETIME_VALUE_OUT_OF_RANGE,
+                        "interval out of range",
+                    )
+                })
+            };
+            out.extend_from_slice(&narrow(v.months)?.to_le_bytes());
+            out.extend_from_slice(&narrow(v.days)?.to_le_bytes());
+            out.extend_from_slice(&v.micros.to_le_bytes());
+        }
         (Value::Bytes(bytes), DataType::Bytea) => put_bytes(out, bytes)?,
         (Value::Date(v), DataType::Date) => out.extend_from_slice(&v.to_le_bytes()),
         (Value::Timestamp(v), DataType::Timestamp)
@@ -132,6 +151,12 @@ fn decode_value(reader: &mut Reader, data_type: DataType) -> Option<Value> {
             let length = u32::from_le_bytes(array(reader)?) as usize;
             Value::Bytes(reader.take(length)?.to_vec())
         }
+        DataType::Uuid => Value::Text(uuid::format(&array(reader)?)),
+        DataType::Interval => Value::Interval(Interval {
+            months: i32::from_le_bytes(array(reader)?) as i64,
+            days: i32::from_le_bytes(array(reader)?) as i64,
+            micros: i64::from_le_bytes(array(reader)?),
+        }),
         _ => {
             let length = u32::from_le_bytes(array(reader)?) as usize;
             Value::Text(std::str::from_utf8(reader.take(length)?).ok()?.to_string())

@@ -216,6 +216,11 @@ fn group_key(values: &[Value]) -> Vec<u8> {
                 out.push(8);
                 out.extend_from_slice(&v.to_le_bytes());
             }
+            // Equal spans are one group, as '1 mon' = '30 days'.
+            Value::Interval(v) => {
+                out.push(9);
+                out.extend_from_slice(&v.span().to_le_bytes());
+            }
         }
     }
     out

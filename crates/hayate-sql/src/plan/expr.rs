@@ -9,6 +9,9 @@ pub use crate::types::truth;
 use crate::types::{datetime, numeric, DataType, Value};
 
 mod functions;
+mod json;
+
+pub use json::JsonFunction;
 
 pub(crate) use functions::BACKEND_PID_SETTING;
 
@@ -112,9 +115,8 @@ pub enum ScalarFunction {
     CurrentDate,
     LocalTimestamp,
     ClockTimestamp,
-    /// date/timestamp + interval: args are the value, then the interval's months, days and
-    /// microseconds (`types::interval`).
-    AddInterval,
+    /// gen_random_uuid(): a version 4 uuid.
+    GenRandomUuid,
     /// current_setting(name [, missing_ok]).
     CurrentSetting,
     /// set_config(name, value, is_local): the value; the session takes the change when the
@@ -122,8 +124,11 @@ pub enum ScalarFunction {
     SetConfig,
     /// pg_backend_pid(): the connection's process id (its cancel key's).
     BackendPid,
-    /// json_build_object(key, value, ...): JSON text (no json type yet: a text value).
-    JsonBuildObject,
+    /// A json/jsonb operator or function; `binary`: its documents are jsonb.
+    Json {
+        function: JsonFunction,
+        binary: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -268,6 +273,7 @@ impl Expr {
                 !matches!(
                     function,
                     ScalarFunction::Random
+                        | ScalarFunction::GenRandomUuid
                         | ScalarFunction::ClockTimestamp
                         | ScalarFunction::SetConfig
                 ) && args.iter().all(Expr::is_constant)
@@ -387,6 +393,7 @@ impl Expr {
                 Value::Float(v) => Ok(Value::Float(-v)),
                 Value::Float4(v) => Ok(Value::Float4(-v)),
                 Value::Numeric(v) => Ok(Value::Numeric(-v)),
+                Value::Interval(v) => Ok(Value::Interval(v.negate())),
                 Value::Null => Ok(Value::Null),
                 _ => Err(SqlError::mismatch("cannot negate a non-numeric value")),
             },
@@ -543,7 +550,11 @@ pub(crate) fn eval_binary(
             let matched = like(text.as_bytes(), pattern.as_bytes());
             Ok(Value::Bool(matched == (op == BinaryOp::ILike)))
         }
-        (op, left, right) if data_type.is_datetime() || left_is_date(&left, &right) => {
+        (op, left, right)
+            if data_type.is_datetime()
+                || data_type == DataType::Interval
+                || left_is_date(&left, &right) =>
+        {
             eval_datetime(op, left, right)
         }
         (op, Value::Int(a), Value::Int(b)) if data_type.is_integer() || !data_type.is_numeric() => {
@@ -597,8 +608,8 @@ pub(crate) fn eval_binary(
 fn left_is_date(left: &Value, right: &Value) -> bool {
     matches!(
         left,
-        Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_)
-    ) || matches!(right, Value::Date(_))
+        Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) | Value::Interval(_)
+    ) || matches!(right, Value::Date(_) | Value::Interval(_))
 }
 
 /// A float result in its type, 22003 on an overflow to infinity (as PostgreSQL checks).
@@ -622,9 +633,51 @@ pub(crate) fn float_result(
     Ok(value)
 }
 
-/// date + integer, integer + date, date - integer (days), date - date (days).
+/// date + integer, integer + date, date - integer (days), date - date (days); a date or
+/// timestamp ± interval, timestamp - timestamp (an interval), interval ± interval, interval
+/// * or / a number.
 fn eval_datetime(op: BinaryOp, left: Value, right: Value) -> SqlResult<Value> {
+    use crate::types::interval::{add_to_timestamp, Interval};
+    let shifted = |value: Value, interval: Interval| -> SqlResult<Value> {
+        Ok(match value {
+            Value::Timestamp(t) => Value::Timestamp(add_to_timestamp(t, interval)?),
+            Value::TimestampTz(t) => Value::TimestampTz(add_to_timestamp(t, interval)?),
+            Value::Date(d) => {
+                Value::Timestamp(add_to_timestamp(datetime::date_to_timestamp(d), interval)?)
+            }
+            other => return Err(SqlError::mismatch(format!("{other:?} + interval"))),
+        })
+    };
+    let factor = |value: &Value| {
+        value
+            .as_f64()
+            .ok_or_else(|| SqlError::mismatch("interval * ?"))
+    };
     match (op, left, right) {
+        (BinaryOp::Add, Value::Interval(a), Value::Interval(b)) => {
+            Ok(Value::Interval(a.checked_add(b)?))
+        }
+        (BinaryOp::Subtract, Value::Interval(a), Value::Interval(b)) => {
+            Ok(Value::Interval(a.checked_add(b.negate())?))
+        }
+        (BinaryOp::Add, value, Value::Interval(i)) | (BinaryOp::Add, Value::Interval(i), value) => {
+            shifted(value, i)
+        }
+        (BinaryOp::Subtract, value, Value::Interval(i)) => shifted(value, i.negate()),
+        (
+            BinaryOp::Subtract,
+            Value::Timestamp(a) | Value::TimestampTz(a),
+            Value::Timestamp(b) | Value::TimestampTz(b),
+        ) => Ok(Value::Interval(Interval::between(a, b)?)),
+        (BinaryOp::Multiply, Value::Interval(i), n)
+        | (BinaryOp::Multiply, n, Value::Interval(i)) => Ok(Value::Interval(i.scale(factor(&n)?)?)),
+        (BinaryOp::Divide, Value::Interval(i), n) => {
+            let n = factor(&n)?;
+            if n == 0.0 {
+                return Err(division_by_zero());
+            }
+            Ok(Value::Interval(i.scale(1.0 / n)?))
+        }
         (BinaryOp::Add, Value::Date(d), Value::Int(n))
         | (BinaryOp::Add, Value::Int(n), Value::Date(d)) => {
             Ok(Value::Date(datetime::add_days(d, n)?))
@@ -648,7 +701,7 @@ fn eval_datetime(op: BinaryOp, left: Value, right: Value) -> SqlResult<Value> {
         (op, left, right) => Err(SqlError::new(
             sqlstate::UNDEFINED_FUNCTION,
             format!(
-                "operator does not exist: {:?} {op:?} {:?} (intervals are not supported yet)",
+                "operator does not exist: {:?} {op:?} {:?}",
                 left.to_text().unwrap_or_default(),
                 right.to_text().unwrap_or_default()
             ),

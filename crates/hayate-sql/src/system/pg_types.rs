@@ -175,6 +175,10 @@ pub fn type_of(data_type: DataType) -> (i64, i64) {
         DataType::Timestamp => (1114, -1),
         DataType::TimestampTz => (1184, -1),
         DataType::Int2Array => (1005, -1),
+        DataType::Uuid => (2950, -1),
+        DataType::Json => (114, -1),
+        DataType::Jsonb => (3802, -1),
+        DataType::Interval => (1186, -1),
         DataType::Unknown => (705, -1),
     }
 }

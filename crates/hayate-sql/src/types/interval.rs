@@ -1,8 +1,9 @@
-//! Interval constants in date/time arithmetic: `timestamp ± interval '...'`,
-//! `now() - interval '1 day'`, `date + interval '2 hours'`. An interval is (months, days,
-//! microseconds), as in PostgreSQL: months are added on the calendar (the day clamped to the
-//! month's length), then days, then microseconds. Intervals are not a column type yet:
-//! an interval alone (`SELECT interval '1 day'`) is 0A000.
+//! interval: (months, days, microseconds), as in PostgreSQL. Added to a timestamp, months
+//! go on the calendar (the day clamped to the month's length), then days, then
+//! microseconds. Intervals compare (and index) by their span with 30-day months and 24-hour
+//! days, so `'1 mon' = '30 days'` as in PostgreSQL. Text input takes PostgreSQL's forms
+//! (`1 year 2 mons -3 days 04:05:06.5`, `@ 1 day ago`, ISO 8601 `P1DT2H`); output is
+//! PostgreSQL's default style.
 
 use super::datetime::{
     civil_from_days, days_from_civil, days_in_month, timestamp_out_of_range, MICROS_PER_DAY,
@@ -17,6 +18,9 @@ pub struct Interval {
     pub micros: i64,
 }
 
+/// The days of a month and the microseconds of a day in an interval's span.
+const DAYS_PER_MONTH: i128 = 30;
+
 impl Interval {
     pub fn negate(self) -> Interval {
         Interval {
@@ -25,6 +29,131 @@ impl Interval {
             micros: -self.micros,
         }
     }
+
+    /// The span PostgreSQL compares intervals by: 30-day months, 24-hour days.
+    pub fn span(self) -> i128 {
+        (self.months as i128 * DAYS_PER_MONTH + self.days as i128) * MICROS_PER_DAY as i128
+            + self.micros as i128
+    }
+
+    /// Field by field (interval + interval).
+    pub fn checked_add(self, other: Interval) -> SqlResult<Interval> {
+        let overflow = || interval_out_of_range();
+        Ok(Interval {
+            months: self.months.checked_add(other.months).ok_or_else(overflow)?,
+            days: self.days.checked_add(other.days).ok_or_else(overflow)?,
+            micros: self.micros.checked_add(other.micros).ok_or_else(overflow)?,
+        })
+    }
+
+    /// interval * factor: fractions of months pass down to days (30 per month), of days to
+    /// microseconds, as PostgreSQL's interval_mul does.
+    pub fn scale(self, factor: f64) -> SqlResult<Interval> {
+        if !factor.is_finite() {
+            return Err(interval_out_of_range());
+        }
+        let months = self.months as f64 * factor;
+        let whole_months = months.trunc();
+        let days = self.days as f64 * factor + (months - whole_months) * DAYS_PER_MONTH as f64;
+        let whole_days = days.trunc();
+        let micros = self.micros as f64 * factor + (days - whole_days) * MICROS_PER_DAY as f64;
+        let fits = |v: f64| v.abs() < 9.2e18;
+        if !fits(whole_months) || !fits(whole_days) || !fits(micros) {
+            return Err(interval_out_of_range());
+        }
+        Ok(Interval {
+            months: whole_months as i64,
+            days: whole_days as i64,
+            micros: micros.round() as i64,
+        })
+    }
+
+    /// extract(epoch from interval): seconds, with 365.25-day years (30-day months count
+    /// as PostgreSQL counts them: a year's 12th).
+    pub fn epoch_seconds(self) -> f64 {
+        let years = (self.months / 12) as f64;
+        let months = (self.months % 12) as f64;
+        (years * 365.25 + months * DAYS_PER_MONTH as f64 + self.days as f64) * 86_400.0
+            + self.micros as f64 / MICROS_PER_SECOND as f64
+    }
+
+    /// The difference of two timestamps: whole days and the rest (timestamp - timestamp).
+    pub fn between(later: i64, earlier: i64) -> SqlResult<Interval> {
+        let infinite = [later, earlier]
+            .iter()
+            .any(|t| *t == TIMESTAMP_INFINITY || *t == TIMESTAMP_NEG_INFINITY);
+        if infinite {
+            return Err(SqlError::new(
+                sqlstate::DATETIME_VALUE_OUT_OF_RANGE,
+                "cannot subtract infinite timestamps",
+            ));
+        }
+        let difference = later
+            .checked_sub(earlier)
+            .ok_or_else(interval_out_of_range)?;
+        Ok(Interval {
+            months: 0,
+            days: difference / MICROS_PER_DAY,
+            micros: difference % MICROS_PER_DAY,
+        })
+    }
+}
+
+fn interval_out_of_range() -> SqlError {
+    SqlError::new(
+        sqlstate::DATETIME_VALUE_OUT_OF_RANGE,
+        "interval out of range",
+    )
+}
+
+/// PostgreSQL's default output: `1 year 2 mons -3 days +04:05:06.5`, `00:00:00` for zero.
+pub fn format(interval: Interval) -> String {
+    let mut out = String::new();
+    let mut negative_before = false;
+    let mut field = |out: &mut String, value: i64, unit: &str| {
+        if value == 0 {
+            return;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        if negative_before && value > 0 {
+            out.push('+');
+        }
+        out.push_str(&format!("{value} {unit}"));
+        if value != 1 {
+            out.push('s');
+        }
+        negative_before = value < 0;
+    };
+    field(&mut out, interval.months / 12, "year");
+    field(&mut out, interval.months % 12, "mon");
+    field(&mut out, interval.days, "day");
+    if interval.micros != 0 || out.is_empty() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        if interval.micros < 0 {
+            out.push('-');
+        } else if negative_before {
+            out.push('+');
+        }
+        let micros = interval.micros.unsigned_abs();
+        let seconds = micros / MICROS_PER_SECOND as u64;
+        let fraction = micros % MICROS_PER_SECOND as u64;
+        out.push_str(&format!(
+            "{:02}:{:02}:{:02}",
+            seconds / 3600,
+            seconds / 60 % 60,
+            seconds % 60
+        ));
+        if fraction != 0 {
+            let digits = format!("{fraction:06}");
+            out.push('.');
+            out.push_str(digits.trim_end_matches('0'));
+        }
+    }
+    out
 }
 
 fn invalid(text: &str) -> SqlError {
@@ -38,8 +167,20 @@ fn invalid(text: &str) -> SqlError {
 /// `3 mons`, `1.5 seconds`, units singular or plural or abbreviated) and an optional
 /// `[-]hh:mm[:ss[.ffffff]]`; `unit` is the unit of a bare number (`interval '5' minute`).
 pub fn parse(text: &str, unit: Option<&str>) -> SqlResult<Interval> {
+    let trimmed = text.trim();
+    if let Some(iso) = trimmed.strip_prefix('P') {
+        return parse_iso(iso).ok_or_else(|| invalid(text));
+    }
     let mut interval = Interval::default();
-    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut words: Vec<&str> = trimmed
+        .strip_prefix('@')
+        .unwrap_or(trimmed)
+        .split_whitespace()
+        .collect();
+    let ago = words.last() == Some(&"ago");
+    if ago {
+        words.pop();
+    }
     if words.is_empty() {
         return Err(invalid(text));
     }
@@ -67,14 +208,44 @@ pub fn parse(text: &str, unit: Option<&str>) -> SqlResult<Interval> {
         };
         add(&mut interval, number, unit_word).ok_or_else(|| invalid(text))?;
     }
-    Ok(interval)
+    Ok(if ago { interval.negate() } else { interval })
+}
+
+/// ISO 8601's `P[nY][nM][nW][nD][T[nH][nM][nS]]` (after the P).
+fn parse_iso(text: &str) -> Option<Interval> {
+    let mut interval = Interval::default();
+    let (date, time) = match text.split_once('T') {
+        Some((date, time)) => (date, Some(time)),
+        None => (text, None),
+    };
+    let mut fields = |part: &str, units: &[(char, &str)]| -> Option<()> {
+        let mut number = String::new();
+        for c in part.chars() {
+            if c.is_ascii_digit() || c == '.' || c == '-' {
+                number.push(c);
+                continue;
+            }
+            let unit = units.iter().find(|(letter, _)| *letter == c)?.1;
+            add(&mut interval, number.parse().ok()?, unit)?;
+            number.clear();
+        }
+        number.is_empty().then_some(())
+    };
+    fields(
+        date,
+        &[('Y', "year"), ('M', "month"), ('W', "week"), ('D', "day")],
+    )?;
+    if let Some(time) = time {
+        fields(time, &[('H', "hour"), ('M', "minute"), ('S', "second")])?;
+    }
+    (!text.is_empty()).then_some(interval)
 }
 
 /// `hh:mm[:ss[.f]]` as microseconds.
 fn clock(word: &str) -> Option<i64> {
     let (negative, word) = match word.strip_prefix('-') {
         Some(rest) => (true, rest),
-        None => (false, word),
+        None => (false, word.strip_prefix('+').unwrap_or(word)),
     };
     let parts: Vec<&str> = word.split(':').collect();
     let (hours, minutes, seconds) = match parts.as_slice() {
@@ -151,6 +322,53 @@ mod tests {
         assert_eq!(parse("2 hours", None).unwrap().micros, 7_200_000_000);
         assert!(parse("1 fortnight", None).is_err());
         assert!(parse("", None).is_err());
+        let ago = parse("@ 1 day 2 hours ago", None).unwrap();
+        assert_eq!((ago.days, ago.micros), (-1, -7_200_000_000));
+        let iso = parse("P1Y2M3DT4H5M6.5S", None).unwrap();
+        assert_eq!(iso, mixed_positive());
+        assert_eq!(parse("PT0S", None).unwrap(), Interval::default());
+        assert!(parse("P1X", None).is_err());
+    }
+
+    fn mixed_positive() -> Interval {
+        Interval {
+            months: 14,
+            days: 3,
+            micros: (4 * 3600 + 5 * 60 + 6) * 1_000_000 + 500_000,
+        }
+    }
+
+    #[test]
+    fn prints_and_compares_as_postgres() {
+        let cases = [
+            (
+                "1 year 2 mons 3 days 04:05:06.5",
+                "1 year 2 mons 3 days 04:05:06.5",
+            ),
+            ("0 seconds", "00:00:00"),
+            ("-1 days 2 hours", "-1 days +02:00:00"),
+            ("-2 hours", "-02:00:00"),
+            ("1 mon -1 day", "1 mon -1 days"),
+            ("36 hours", "36:00:00"),
+            ("1 day 0.000001 seconds", "1 day 00:00:00.000001"),
+        ];
+        for (input, output) in cases {
+            assert_eq!(format(parse(input, None).unwrap()), output, "{input}");
+        }
+        let month = parse("1 mon", None).unwrap();
+        let days = parse("30 days", None).unwrap();
+        assert_eq!(month.span(), days.span());
+        assert_eq!(
+            month.scale(1.5).unwrap(),
+            Interval {
+                months: 1,
+                days: 15,
+                micros: 0
+            }
+        );
+        let difference = Interval::between(MICROS_PER_DAY + 5, 0).unwrap();
+        assert_eq!((difference.days, difference.micros), (1, 5));
+        assert_eq!(parse("1 day", None).unwrap().epoch_seconds(), 86_400.0);
     }
 
     #[test]

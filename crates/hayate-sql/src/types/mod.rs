@@ -10,7 +10,9 @@
 pub mod bytea;
 pub mod datetime;
 pub mod interval;
+pub mod json;
 pub mod numeric;
+pub mod uuid;
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -18,6 +20,7 @@ use std::fmt;
 pub use rust_decimal::Decimal;
 
 use crate::error::{sqlstate, SqlError, SqlResult};
+pub use interval::Interval;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DataType {
@@ -44,6 +47,14 @@ pub enum DataType {
     /// smallint[] (int2[]): the catalog's key arrays (pg_constraint.conkey), carried as
     /// text values in the array text form `{1,2}`; clients see an int2[] column.
     Int2Array,
+    /// uuid: a `Value::Text` in canonical form (`types::uuid`), stored as 16 bytes.
+    Uuid,
+    /// json: a `Value::Text`, the input text checked to be JSON (`types::json`).
+    Json,
+    /// jsonb: a `Value::Text`, the document's canonical text (`types::json`).
+    Jsonb,
+    /// interval: a `Value::Interval`.
+    Interval,
     /// The type of a NULL literal or an untyped parameter before it is inferred.
     Unknown,
 }
@@ -67,6 +78,10 @@ impl DataType {
             DataType::Timestamp => 13,
             DataType::TimestampTz => 14,
             DataType::Int2Array => 15,
+            DataType::Uuid => 16,
+            DataType::Json => 17,
+            DataType::Jsonb => 18,
+            DataType::Interval => 19,
             DataType::Unknown => 0,
         }
     }
@@ -102,6 +117,10 @@ impl DataType {
             13 => DataType::Timestamp,
             14 => DataType::TimestampTz,
             15 => DataType::Int2Array,
+            16 => DataType::Uuid,
+            17 => DataType::Json,
+            18 => DataType::Jsonb,
+            19 => DataType::Interval,
             _ => return None,
         })
     }
@@ -124,6 +143,10 @@ impl DataType {
             DataType::Timestamp => 1114,
             DataType::TimestampTz => 1184,
             DataType::Int2Array => 1005,
+            DataType::Uuid => 2950,
+            DataType::Json => 114,
+            DataType::Jsonb => 3802,
+            DataType::Interval => 1186,
             DataType::Unknown => 705,
         }
     }
@@ -159,6 +182,7 @@ impl DataType {
             DataType::Int4 | DataType::Float4 | DataType::Date => 4,
             DataType::Int8 | DataType::Float8 | DataType::Timestamp | DataType::TimestampTz => 8,
             DataType::Bool => 1,
+            DataType::Uuid | DataType::Interval => 16,
             _ => -1,
         }
     }
@@ -207,6 +231,10 @@ impl DataType {
             DataType::Timestamp => "timestamp without time zone",
             DataType::TimestampTz => "timestamp with time zone",
             DataType::Int2Array => "smallint[]",
+            DataType::Uuid => "uuid",
+            DataType::Json => "json",
+            DataType::Jsonb => "jsonb",
+            DataType::Interval => "interval",
             DataType::Unknown => "unknown",
         }
     }
@@ -314,6 +342,7 @@ pub enum Value {
     Timestamp(i64),
     /// Microseconds since 2000-01-01 00:00:00 UTC.
     TimestampTz(i64),
+    Interval(Interval),
 }
 
 fn out_of_range_for(data_type: DataType) -> SqlError {
@@ -423,6 +452,7 @@ impl Value {
             (Value::Timestamp(v) | Value::TimestampTz(v), T::TimestampTz) => {
                 Ok(Value::TimestampTz(v))
             }
+            (Value::Interval(v), T::Interval) => Ok(Value::Interval(v)),
             (value, t) => Err(SqlError::new(
                 sqlstate::CANNOT_COERCE,
                 format!("cannot cast type {} to {t}", value.type_name()),
@@ -443,6 +473,7 @@ impl Value {
             Value::Date(_) => "date",
             Value::Timestamp(_) => "timestamp without time zone",
             Value::TimestampTz(_) => "timestamp with time zone",
+            Value::Interval(_) => "interval",
         }
     }
 
@@ -542,6 +573,10 @@ impl Value {
                 }
                 Ok(Value::Text(crate::system::array::format(&elements)))
             }
+            DataType::Uuid => Ok(Value::Text(uuid::format(&uuid::parse(text)?))),
+            DataType::Json => json::parse(text, false).map(|_| Value::Text(text.to_string())),
+            DataType::Jsonb => Ok(Value::Text(json::format(&json::parse(text, true)?))),
+            DataType::Interval => Ok(Value::Interval(interval::parse(text, None)?)),
         }
     }
 
@@ -559,6 +594,7 @@ impl Value {
             Value::Date(v) => datetime::format_date(*v),
             Value::Timestamp(v) => datetime::format_timestamp(*v, ""),
             Value::TimestampTz(v) => datetime::format_timestamp(*v, "+00"),
+            Value::Interval(v) => interval::format(*v),
         })
     }
 
@@ -614,6 +650,7 @@ impl Value {
             (V::Text(a), V::Text(b)) => a.cmp(b),
             (V::Bytes(a), V::Bytes(b)) => a.cmp(b),
             (V::Date(a), V::Date(b)) => a.cmp(b),
+            (V::Interval(a), V::Interval(b)) => a.span().cmp(&b.span()),
             (V::Float(_) | V::Float4(_), _) | (_, V::Float(_) | V::Float4(_))
                 if self.as_f64().is_some() && other.as_f64().is_some() =>
             {

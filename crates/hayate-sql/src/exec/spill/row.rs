@@ -7,7 +7,7 @@
 //!    temporary block's checksum, so a failure is a bug or a damaged device, an error.
 
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::types::{numeric, Value};
+use crate::types::{numeric, Interval, Value};
 
 /// What a row costs in memory beyond its values (the Vec and the allocator's rounding).
 const ROW_OVERHEAD_BYTES: usize = 48;
@@ -45,6 +45,12 @@ pub fn encode_row(out: &mut Vec<u8>, row: &[Value]) {
             Value::Date(v) => put(out, 8, &v.to_le_bytes()),
             Value::Timestamp(v) => put(out, 9, &v.to_le_bytes()),
             Value::TimestampTz(v) => put(out, 10, &v.to_le_bytes()),
+            Value::Interval(v) => {
+                out.push(11);
+                for field in [v.months, v.days, v.micros] {
+                    out.extend_from_slice(&field.to_le_bytes());
+                }
+            }
         }
     }
 }
@@ -96,6 +102,11 @@ pub fn decode_row(bytes: &[u8]) -> SqlResult<Vec<Value>> {
             8 => Value::Date(i32::from_le_bytes(array(take(4)?))),
             9 => Value::Timestamp(i64::from_le_bytes(array(take(8)?))),
             10 => Value::TimestampTz(i64::from_le_bytes(array(take(8)?))),
+            11 => Value::Interval(Interval {
+                months: i64::from_le_bytes(array(take(8)?)),
+                days: i64::from_le_bytes(array(take(8)?)),
+                micros: i64::from_le_bytes(array(take(8)?)),
+            }),
             _ => return Err(corrupt()),
         };
         row.push(value);
@@ -124,6 +135,11 @@ mod tests {
             Value::Date(-3),
             Value::Timestamp(1 << 40),
             Value::TimestampTz(-1),
+            Value::Interval(Interval {
+                months: -1,
+                days: 2,
+                micros: -3,
+            }),
         ];
         let mut bytes = Vec::new();
         encode_row(&mut bytes, &row);

@@ -347,6 +347,22 @@ impl Binder<'_> {
                 Ok((Expr::Literal(Value::parse(&text, target)?), target))
             }
             E::Function(function) => self.bind_function(function),
+            E::Interval(interval) => {
+                let ast::Expr::Value(literal) = interval.value.as_ref() else {
+                    return Err(SqlError::unsupported("an interval that is not a constant"));
+                };
+                let (ast::Value::SingleQuotedString(text) | ast::Value::Number(text, _)) =
+                    &literal.value
+                else {
+                    return Err(SqlError::unsupported(format!("the interval {interval}")));
+                };
+                let unit = interval
+                    .leading_field
+                    .as_ref()
+                    .map(|field| field.to_string().to_lowercase());
+                let parsed = crate::types::interval::parse(text, unit.as_deref())?;
+                Ok((Expr::Literal(Value::Interval(parsed)), DataType::Interval))
+            }
             E::Subquery(query) => self.bind_subquery(query, None, false),
             E::InSubquery {
                 expr: left,
@@ -400,7 +416,9 @@ impl Binder<'_> {
             }
             ast::UnaryOperator::Minus => {
                 let (inner, data_type) = self.bind_expr(expr, expected)?;
-                if !data_type.is_numeric() && data_type != DataType::Unknown {
+                if !data_type.is_numeric()
+                    && !matches!(data_type, DataType::Unknown | DataType::Interval)
+                {
                     return Err(SqlError::mismatch(format!(
                         "operator does not exist: - {data_type}"
                     )));
@@ -580,13 +598,13 @@ impl Binder<'_> {
             B::And => BinaryOp::And,
             B::Or => BinaryOp::Or,
             B::StringConcat => BinaryOp::Concat,
-            other => return super::system::bind_operator(self, self.catalog, left, other, right),
-        };
-        if matches!(op, BinaryOp::Add | BinaryOp::Subtract) {
-            if let Some(bound) = self.bind_interval_arithmetic(left, op, right)? {
-                return Ok(bound);
+            other => {
+                if let Some(bound) = self.bind_json_operator(left, other, right)? {
+                    return Ok(bound);
+                }
+                return super::system::bind_operator(self, self.catalog, left, other, right);
             }
-        }
+        };
         if matches!(op, BinaryOp::BitAnd | BinaryOp::BitOr) {
             // Integers only: an element of a catalog array (`indoption[i] & 1`) is one.
             let (left, left_type) = self.bind_expr(left, Some(DataType::Int8))?;
@@ -612,66 +630,14 @@ impl Binder<'_> {
             (l, lt, r, rt)
         } else {
             let (l, lt) = self.bind_expr(left, None)?;
+            if lt == DataType::Jsonb && matches!(op, BinaryOp::Concat | BinaryOp::Subtract) {
+                return self.bind_jsonb_edit(op == BinaryOp::Concat, l, right);
+            }
             let (r, rt) = self.bind_expr(right, Some(hint(lt)))?;
             (l, lt, r, rt)
         };
         let result_type = result_type(op, left_type, right_type)?;
         Ok((binary(op, left, right, result_type), result_type))
-    }
-
-    /// `date/timestamp ± interval '...'` and `interval '...' + date/timestamp` (None: no
-    /// interval literal in that place).
-    fn bind_interval_arithmetic(
-        &mut self,
-        left: &ast::Expr,
-        op: BinaryOp,
-        right: &ast::Expr,
-    ) -> SqlResult<Option<(Expr, DataType)>> {
-        let (value, interval) = match (left, right) {
-            (value, ast::Expr::Interval(interval)) => (value, interval),
-            (ast::Expr::Interval(interval), value) if op == BinaryOp::Add => (value, interval),
-            _ => return Ok(None),
-        };
-        let ast::Expr::Value(literal) = interval.value.as_ref() else {
-            return Err(SqlError::unsupported("an interval that is not a constant"));
-        };
-        let (ast::Value::SingleQuotedString(text) | ast::Value::Number(text, _)) = &literal.value
-        else {
-            return Err(SqlError::unsupported(format!("the interval {interval}")));
-        };
-        let unit = interval
-            .leading_field
-            .as_ref()
-            .map(|field| field.to_string().to_lowercase());
-        let mut parsed = crate::types::interval::parse(text, unit.as_deref())?;
-        if op == BinaryOp::Subtract {
-            parsed = parsed.negate();
-        }
-        let (value, value_type) = self.bind_expr(value, Some(DataType::Timestamp))?;
-        let result_type = match value_type {
-            DataType::Timestamp | DataType::TimestampTz => value_type,
-            DataType::Date => DataType::Timestamp,
-            other => {
-                return Err(SqlError::new(
-                    sqlstate::UNDEFINED_FUNCTION,
-                    format!(
-                        "operator does not exist: {other} {} interval",
-                        operator_symbol(op)
-                    ),
-                ))
-            }
-        };
-        let args = vec![
-            value,
-            Expr::Literal(Value::Int(parsed.months)),
-            Expr::Literal(Value::Int(parsed.days)),
-            Expr::Literal(Value::Int(parsed.micros)),
-        ];
-        let call = Expr::Function {
-            function: ScalarFunction::AddInterval,
-            args,
-        };
-        Ok(Some((call, result_type)))
     }
 
     pub(super) fn bind_function(
@@ -893,8 +859,36 @@ pub(super) fn result_type(op: BinaryOp, left: DataType, right: DataType) -> SqlR
         }
         (BinaryOp::Subtract, DataType::Date, t) if t.is_integer() => Ok(DataType::Date),
         (BinaryOp::Subtract, DataType::Date, DataType::Date) => Ok(DataType::Int4),
+        (BinaryOp::Add | BinaryOp::Subtract, DataType::Interval, DataType::Interval) => {
+            Ok(DataType::Interval)
+        }
+        (BinaryOp::Add, DataType::Interval, t) if t.is_datetime() => Ok(timestamp_of(t)),
+        (BinaryOp::Add | BinaryOp::Subtract, t, DataType::Interval) if t.is_datetime() => {
+            Ok(timestamp_of(t))
+        }
+        (BinaryOp::Subtract, a, b)
+            if matches!(a, DataType::Timestamp | DataType::TimestampTz)
+                && matches!(b, DataType::Timestamp | DataType::TimestampTz) =>
+        {
+            Ok(DataType::Interval)
+        }
+        (BinaryOp::Multiply, DataType::Interval, n)
+        | (BinaryOp::Multiply, n, DataType::Interval)
+            if n.is_numeric() =>
+        {
+            Ok(DataType::Interval)
+        }
+        (BinaryOp::Divide, DataType::Interval, n) if n.is_numeric() => Ok(DataType::Interval),
         (_, DataType::Unknown, DataType::Unknown) => Ok(DataType::Unknown),
         _ => Err(undefined(l, r)),
+    }
+}
+
+/// The type of a date or timestamp plus an interval: a date becomes a timestamp.
+fn timestamp_of(data_type: DataType) -> DataType {
+    match data_type {
+        DataType::Date => DataType::Timestamp,
+        other => other,
     }
 }
 

@@ -60,6 +60,10 @@ pub(super) fn data_type(data_type: &ast::DataType) -> Option<SqlResult<DataType>
             Ok(DataType::TimestampTz)
         }
         T::Timestamp(_, _) => Ok(DataType::Timestamp),
+        T::Uuid => Ok(DataType::Uuid),
+        T::JSON => Ok(DataType::Json),
+        T::JSONB => Ok(DataType::Jsonb),
+        T::Interval { .. } => Ok(DataType::Interval),
         T::Custom(name, modifiers) => {
             let name = name.to_string().to_lowercase();
             let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
@@ -130,7 +134,7 @@ fn common_type(types: &[DataType]) -> SqlResult<DataType> {
 impl Binder<'_> {
     /// Converts a bound expression of type `from` to `to`: literals now, parameters of no
     /// type yet by typing them, anything else with a cast at run time.
-    fn coerce(&mut self, expr: Expr, from: DataType, to: DataType) -> SqlResult<Expr> {
+    pub(super) fn coerce(&mut self, expr: Expr, from: DataType, to: DataType) -> SqlResult<Expr> {
         if from == to || to == DataType::Unknown {
             return Ok(expr);
         }
@@ -172,7 +176,7 @@ impl Binder<'_> {
 
     /// Binds an expression that PostgreSQL would convert to `target` (numbers to numbers,
     /// anything to text, untyped literals to anything).
-    fn bind_as(&mut self, expr: &ast::Expr, target: DataType) -> SqlResult<Expr> {
+    pub(super) fn bind_as(&mut self, expr: &ast::Expr, target: DataType) -> SqlResult<Expr> {
         let (bound, data_type) = self.bind_expr(expr, Some(target))?;
         if untyped(expr) {
             return self.coerce(bound, DataType::Unknown, target);
@@ -412,6 +416,7 @@ impl Binder<'_> {
             "current_setting" => Some((F::CurrentSetting, &[T::Text, T::Bool], T::Text)),
             "set_config" => Some((F::SetConfig, &[T::Text, T::Text, T::Bool], T::Text)),
             "pg_backend_pid" => Some((F::BackendPid, &[], T::Int4)),
+            "gen_random_uuid" | "uuid_generate_v4" => Some((F::GenRandomUuid, &[], T::Uuid)),
             _ => None,
         };
         if let Some((scalar, types, result)) = fixed {
@@ -426,6 +431,9 @@ impl Binder<'_> {
                 bound.push(self.bind_as(expr, *target)?);
             }
             return Ok((function(scalar, bound), result));
+        }
+        if let Some(bound) = self.bind_json_function(name, &exprs)? {
+            return Ok(bound);
         }
         match name {
             "length" | "char_length" | "character_length" | "octet_length" => {
@@ -442,19 +450,6 @@ impl Binder<'_> {
                     F::Length
                 };
                 Ok((function(scalar, vec![arg]), T::Int4))
-            }
-            "json_build_object" | "jsonb_build_object" => {
-                if exprs.len() % 2 != 0 {
-                    return Err(SqlError::new(
-                        sqlstate::INVALID_PARAMETER_VALUE,
-                        "argument list must have even number of elements",
-                    ));
-                }
-                let mut bound = Vec::with_capacity(exprs.len());
-                for expr in &exprs {
-                    bound.push(self.bind_expr(expr, None)?.0);
-                }
-                Ok((function(F::JsonBuildObject, bound), T::Text))
             }
             "concat" => {
                 let mut bound = Vec::with_capacity(exprs.len());

@@ -5,6 +5,7 @@ mod ddl;
 mod expr;
 mod from;
 mod functions;
+mod json;
 mod query;
 mod scope;
 mod sequence;

@@ -14,36 +14,6 @@ use crate::types::{datetime, numeric, DataType, Value};
 /// The session setting that holds the connection's process id (pg_backend_pid).
 pub(crate) const BACKEND_PID_SETTING: &str = "hayate.backend_pid";
 
-/// A JSON string literal.
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// A value as JSON: numbers and booleans bare, NULL as null, the rest as strings.
-fn json_value(value: &Value) -> String {
-    match value {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Int(_) | Value::Numeric(_) => value.to_text().unwrap_or_default(),
-        Value::Float(f) if f.is_finite() => value.to_text().unwrap_or_default(),
-        other => json_string(&other.to_text().unwrap_or_default()),
-    }
-}
-
 pub(super) fn eval(
     function: ScalarFunction,
     args: &[Expr],
@@ -67,19 +37,7 @@ pub(super) fn eval(
             let text: String = values.iter().filter_map(Value::to_text).collect();
             return Ok(Value::Text(text));
         }
-        F::JsonBuildObject => {
-            let mut fields = Vec::with_capacity(values.len() / 2);
-            for pair in values.chunks(2) {
-                let key = pair[0].to_text().ok_or_else(|| {
-                    SqlError::new(
-                        sqlstate::INVALID_PARAMETER_VALUE,
-                        "null value not allowed for object key",
-                    )
-                })?;
-                fields.push(format!("{} : {}", json_string(&key), json_value(&pair[1])));
-            }
-            return Ok(Value::Text(format!("{{{}}}", fields.join(", "))));
-        }
+        F::Json { function, binary } => return super::json::eval(function, binary, &values),
         F::NullIf => {
             let equal = values[0].compare(&values[1])? == Some(Ordering::Equal);
             return Ok(if equal {
@@ -236,20 +194,7 @@ pub(super) fn eval(
             Value::Float(value.sqrt())
         }
         F::Random => Value::Float(random()),
-        F::AddInterval => {
-            let interval = crate::types::interval::Interval {
-                months: integer(1)?,
-                days: integer(2)?,
-                micros: integer(3)?,
-            };
-            let add = |micros| crate::types::interval::add_to_timestamp(micros, interval);
-            match &values[0] {
-                Value::Timestamp(micros) => Value::Timestamp(add(*micros)?),
-                Value::TimestampTz(micros) => Value::TimestampTz(add(*micros)?),
-                Value::Date(days) => Value::Timestamp(add(datetime::date_to_timestamp(*days))?),
-                _ => return Err(wrong_argument(function)),
-            }
-        }
+        F::GenRandomUuid => Value::Text(crate::types::uuid::random()),
         F::Now => Value::TimestampTz(context.transaction_timestamp),
         F::LocalTimestamp => Value::Timestamp(context.transaction_timestamp),
         F::CurrentDate => Value::Date(datetime::timestamp_to_date(context.transaction_timestamp)),
@@ -300,7 +245,7 @@ pub(super) fn eval(
                 .unwrap_or(0);
             Value::Int(pid)
         }
-        F::Coalesce | F::Concat | F::NullIf | F::Greatest | F::Least | F::JsonBuildObject => {
+        F::Coalesce | F::Concat | F::NullIf | F::Greatest | F::Least | F::Json { .. } => {
             unreachable!("handled above")
         }
     })
