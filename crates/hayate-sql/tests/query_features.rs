@@ -603,3 +603,41 @@ fn concatenation_with_non_text_operands() {
         vec![vec![text("20-two")]]
     );
 }
+
+/// `agg(...) FILTER (WHERE ...)` aggregates only the rows it accepts; `array_agg(x ORDER BY
+/// ...)` and `string_agg(..., ORDER BY ...)` aggregate in that order (outputs as PostgreSQL
+/// 15's for the same rows).
+#[test]
+fn aggregate_filter_and_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    // a: (1, 10, 'one'), (2, 20, 'two'), (3, NULL, NULL), (4, 20, 'four')
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT count(id) FILTER (WHERE x = 20), count(*) FILTER (WHERE x IS NULL), \
+             sum(x) FILTER (WHERE name LIKE '%o%'), count(*) FROM a"
+        ),
+        vec![vec![int(2), int(1), int(50), int(4)]]
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT x, array_agg(name ORDER BY name DESC), string_agg(name, ',' ORDER BY id DESC), \
+             array_agg(id ORDER BY name NULLS FIRST) FILTER (WHERE id > 1) \
+             FROM a GROUP BY x ORDER BY x"
+        ),
+        vec![
+            vec![int(10), text("{one}"), text("one"), Value::Null],
+            vec![int(20), text("{two,four}"), text("four,two"), text("{4,2}")],
+            vec![Value::Null, text("{NULL}"), Value::Null, text("{3}")],
+        ]
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT array_agg(DISTINCT x ORDER BY x DESC) FROM a"
+        ),
+        vec![vec![text("{NULL,20,10}")]]
+    );
+}

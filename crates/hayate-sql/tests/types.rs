@@ -432,9 +432,10 @@ fn uuid_json_and_interval_columns() {
     assert_eq!(
         one(
             &mut s,
-            "SELECT wait, count(*) FROM docs WHERE wait IS NOT NULL GROUP BY wait ORDER BY wait"
+            "SELECT wait = interval '30 days', count(*) FROM docs WHERE wait IS NOT NULL \
+             GROUP BY wait ORDER BY 2"
         ),
-        "02:00:00|1\n1 mon|2"
+        "f|1\nt|2"
     );
     let (_, types) = query(
         &mut s,

@@ -31,10 +31,26 @@ enum Accumulator {
     StringAgg(Option<String>),
     /// array_agg: the elements so far.
     ArrayAgg(Vec<Option<String>>),
+    /// An aggregate with ORDER BY: its inputs with their sort keys, aggregated in order by
+    /// `inner` when the group is finished.
+    Ordered {
+        inputs: Vec<(Vec<Value>, Option<Value>)>,
+        inner: Box<Accumulator>,
+    },
 }
 
 impl Accumulator {
     fn new(call: &AggregateCall) -> Accumulator {
+        if !call.order_by.is_empty() {
+            let plain = AggregateCall {
+                order_by: Vec::new(),
+                ..call.clone()
+            };
+            return Accumulator::Ordered {
+                inputs: Vec::new(),
+                inner: Box::new(Accumulator::new(&plain)),
+            };
+        }
         let average = call.function == AggregateFunction::Avg;
         let float_input = call.data_type.is_float();
         match call.function {
@@ -133,8 +149,18 @@ impl Accumulator {
         Ok(())
     }
 
-    fn finish(self) -> SqlResult<Value> {
+    fn finish(self, call: &AggregateCall) -> SqlResult<Value> {
         Ok(match self {
+            Accumulator::Ordered {
+                mut inputs,
+                mut inner,
+            } => {
+                inputs.sort_by(|(a, _), (b, _)| super::compare_sort_keys(a, b, &call.order_by));
+                for (_, input) in inputs {
+                    inner.add(input)?;
+                }
+                return inner.finish(call);
+            }
             Accumulator::Count(count) => Value::Int(count),
             Accumulator::ExactSum { count: 0, .. } | Accumulator::FloatSum { count: 0, .. } => {
                 Value::Null
@@ -305,6 +331,11 @@ impl<'a> Groups<'a> {
                 .as_ref()
                 .map(|arg| arg.eval(&row, context))
                 .transpose()?;
+            if let Some(filter) = &call.filter {
+                if !crate::types::truth(&filter.eval(&row, context)?)? {
+                    continue;
+                }
+            }
             if let (Some(seen), Some(value)) = (seen.as_mut(), input.as_ref()) {
                 if !value.is_null() {
                     let key = group_key(std::slice::from_ref(value));
@@ -315,6 +346,19 @@ impl<'a> Groups<'a> {
                     self.bytes += size;
                 }
             }
+            if let Accumulator::Ordered { inputs, .. } = accumulator {
+                let keys = call
+                    .order_by
+                    .iter()
+                    .map(|key| key.expr.eval(&row, context))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                self.bytes += super::spill::row::row_bytes(&keys)
+                    + input
+                        .as_ref()
+                        .map_or(0, |v| super::spill::row::row_bytes(std::slice::from_ref(v)));
+                inputs.push((keys, input));
+                continue;
+            }
             accumulator.add(input)?;
         }
         Ok(None)
@@ -322,11 +366,12 @@ impl<'a> Groups<'a> {
 
     /// Each group's values followed by its aggregates' values.
     pub fn finish(self) -> SqlResult<Vec<Vec<Value>>> {
+        let calls = &self.aggregation.aggregates;
         self.groups
             .into_iter()
             .map(|(mut values, accumulators)| {
-                for accumulator in accumulators {
-                    values.push(accumulator.finish()?);
+                for (accumulator, call) in accumulators.into_iter().zip(calls) {
+                    values.push(accumulator.finish(call)?);
                 }
                 Ok(values)
             })

@@ -483,7 +483,7 @@ fn sort_output(output: &mut [(Vec<Value>, Vec<Value>)], order_by: &[SortKey]) {
 
 /// The order of two rows' ORDER BY values: NULLs last ascending and first descending unless
 /// NULLS FIRST/LAST says otherwise.
-fn compare_sort_keys(a: &[Value], b: &[Value], order_by: &[SortKey]) -> Ordering {
+pub(crate) fn compare_sort_keys(a: &[Value], b: &[Value], order_by: &[SortKey]) -> Ordering {
     for (index, key) in order_by.iter().enumerate() {
         let ordering = match (a[index].is_null(), b[index].is_null()) {
             (true, true) => Ordering::Equal,

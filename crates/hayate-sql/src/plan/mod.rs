@@ -48,6 +48,11 @@ pub struct AggregateCall {
     pub data_type: DataType,
     /// `count(DISTINCT x)`: each distinct non-NULL input counts once.
     pub distinct: bool,
+    /// `FILTER (WHERE ...)`: only rows for which it is true are aggregated.
+    pub filter: Option<Expr>,
+    /// `array_agg(x ORDER BY ...)`, `string_agg(..., ORDER BY ...)`: the order the inputs
+    /// are aggregated in (empty for the aggregates whose result does not depend on it).
+    pub order_by: Vec<SortKey>,
 }
 
 /// GROUP BY and aggregates. After it, a row is the group's key values followed by the

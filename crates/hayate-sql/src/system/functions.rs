@@ -81,6 +81,9 @@ pub enum Function {
     GetIndexDef,
     /// pg_get_viewdef(view oid [, pretty]): the view's query.
     GetViewDef,
+    /// pg_get_serial_sequence(table, column): the sequence of a SERIAL or identity column,
+    /// or the one OWNED BY it, schema-qualified (NULL for none).
+    SerialSequence,
     GetConstraintDef,
     /// Always true (one superuser owns everything).
     True,
@@ -312,6 +315,32 @@ impl SystemFunction {
                 ))
             }
             F::GetExpr => Ok(values[0].clone()),
+            F::SerialSequence => {
+                let table_name = values[0].to_text().unwrap_or_default();
+                let table = snapshot
+                    .relation_oid(&table_name)
+                    .and_then(|oid| snapshot.tables.iter().find(|t| t.oid == oid))
+                    .ok_or_else(|| undefined_relation(&values[0]))?;
+                // The column name is taken as it is (no case folding), as in PostgreSQL.
+                let column = values[1].to_text().unwrap_or_default();
+                let attnum = table.table.def.column_index(&column).ok_or_else(|| {
+                    SqlError::new(
+                        sqlstate::UNDEFINED_COLUMN,
+                        format!(
+                            "column \"{column}\" of relation \"{}\" does not exist",
+                            table.name()
+                        ),
+                    )
+                })? as i64
+                    + 1;
+                Ok(snapshot
+                    .sequences
+                    .iter()
+                    .find(|info| info.owner == Some((table.oid, attnum)))
+                    .map_or(Value::Null, |info| {
+                        Value::Text(format!("{PUBLIC_SCHEMA}.{}", info.sequence.name))
+                    }))
+            }
             F::GetViewDef => {
                 let oid = int_of(&values[0]).unwrap_or_default();
                 Ok(snapshot

@@ -702,6 +702,8 @@ impl Binder<'_> {
                 arg: None,
                 data_type: DataType::Int8,
                 distinct: false,
+                filter: None,
+                order_by: Vec::new(),
             }),
             (
                 AggregateFunction::StringAgg,
@@ -717,6 +719,8 @@ impl Binder<'_> {
                     arg: Some(arg),
                     data_type: DataType::Text,
                     distinct,
+                    filter: None,
+                    order_by: Vec::new(),
                 })
             }
             (aggregate, [FunctionArg::Expr(arg)]) if aggregate != AggregateFunction::StringAgg => {
@@ -751,6 +755,8 @@ impl Binder<'_> {
                         arg: Some(arg),
                         data_type,
                         distinct,
+                        filter: None,
+                        order_by: Vec::new(),
                     })
                 })
             }
@@ -759,6 +765,27 @@ impl Binder<'_> {
                 format!("function {function} does not exist"),
             )),
         };
+        // FILTER and ORDER BY read the input rows, as the argument does.
+        let call = call.and_then(|mut call| {
+            if let Some(filter) = &function.filter {
+                call.filter = Some(self.bind_typed(filter, DataType::Bool)?);
+            }
+            let order_sensitive = matches!(
+                call.function,
+                AggregateFunction::ArrayAgg | AggregateFunction::StringAgg
+            );
+            if let ast::FunctionArguments::List(list) = &function.args {
+                for clause in &list.clauses {
+                    if let ast::FunctionArgumentClause::OrderBy(order) = clause {
+                        let keys = self.bind_sort_keys(order)?;
+                        if order_sensitive {
+                            call.order_by = keys;
+                        }
+                    }
+                }
+            }
+            Ok(call)
+        });
         let call = match call {
             Ok(call) => call,
             Err(error) => {

@@ -386,10 +386,22 @@ impl<'a> Binder<'a> {
                 })
                 .collect::<SqlResult<_>>()?
         };
-        let Some(source) = &insert.source else {
-            return Err(SqlError::unsupported("INSERT without VALUES"));
+        // INSERT ... DEFAULT VALUES: one row of defaults.
+        let no_values: [&[ast::Expr]; 1] = [&[]];
+        let value_rows: Vec<&[ast::Expr]> = match &insert.source {
+            None => no_values.to_vec(),
+            Some(source) => match source.body.as_ref() {
+                SetExpr::Values(values) => {
+                    values.rows.iter().map(|r| r.content.as_slice()).collect()
+                }
+                _ => Vec::new(),
+            },
         };
-        let SetExpr::Values(values) = source.body.as_ref() else {
+        if let Some(source) = insert
+            .source
+            .as_ref()
+            .filter(|source| !matches!(source.body.as_ref(), SetExpr::Values(_)))
+        {
             let implicit = insert.columns.is_empty();
             return self.bind_insert_select(
                 table,
@@ -400,10 +412,9 @@ impl<'a> Binder<'a> {
                 insert.on.as_ref(),
             );
         };
-        let mut rows = Vec::with_capacity(values.rows.len());
+        let mut rows = Vec::with_capacity(value_rows.len());
         let mut sequences = self.sequence_fills(&table);
-        for row in &values.rows {
-            let row = &row.content;
+        for row in value_rows {
             // As PostgreSQL: without a column list, the values fill the first columns and
             // the rest take their defaults.
             if row.len() > targets.len() {

@@ -55,7 +55,7 @@ pub(super) fn bind_function(
             (F::Null, DataType::Text, &[1, 2])
         }
         "pg_get_viewdef" => (F::GetViewDef, DataType::Text, &[1, 2]),
-        "pg_get_serial_sequence" => (F::Null, DataType::Text, &[2]),
+        "pg_get_serial_sequence" => (F::SerialSequence, DataType::Text, &[2]),
         "current_schemas" => (F::CurrentSchemas, DataType::Text, &[1]),
         "has_table_privilege"
         | "has_schema_privilege"

@@ -228,16 +228,25 @@ impl Binder<'_> {
         for expr in &spec.partition_by {
             partition_by.push(self.bind_expr(expr, None)?.0);
         }
-        let mut order_by = Vec::with_capacity(spec.order_by.len());
-        for order in &spec.order_by {
+        Ok((partition_by, self.bind_sort_keys(&spec.order_by)?))
+    }
+
+    /// The keys of a window's or an aggregate's ORDER BY (NULLs last ascending, first
+    /// descending, unless NULLS FIRST/LAST says otherwise).
+    pub(super) fn bind_sort_keys(
+        &mut self,
+        orders: &[ast::OrderByExpr],
+    ) -> SqlResult<Vec<SortKey>> {
+        let mut keys = Vec::with_capacity(orders.len());
+        for order in orders {
             let descending = matches!(order.options.sort, Some(ast::OrderBySort::Desc));
-            order_by.push(SortKey {
+            keys.push(SortKey {
                 expr: self.bind_expr(&order.expr, None)?.0,
                 descending,
                 nulls_first: order.options.nulls_first.unwrap_or(descending),
             });
         }
-        Ok((partition_by, order_by))
+        Ok(keys)
     }
 }
 
