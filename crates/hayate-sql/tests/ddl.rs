@@ -608,3 +608,133 @@ fn insert_values_fill_the_first_columns_as_in_postgresql() {
         );
     }
 }
+
+/// What Django's migrations send: ADD CONSTRAINT ... UNIQUE (a constraint in pg_constraint,
+/// dropped by DROP CONSTRAINT), a named table UNIQUE, ALTER COLUMN TYPE between varchar
+/// lengths and integer widths (checked against the rows when narrower), SET CONSTRAINTS,
+/// and TRUNCATE ... RESTART IDENTITY; results as PostgreSQL 15 gives them.
+#[test]
+fn migration_ddl_of_orms() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let code = |s: &mut Session, sql: &str| try_run(s, sql).unwrap_err().code;
+    run(
+        &mut s,
+        "CREATE TABLE ct (id serial PRIMARY KEY, app varchar(10), model varchar(10), qty int, \
+         CONSTRAINT ct_named UNIQUE (qty))",
+    );
+    run(
+        &mut s,
+        "INSERT INTO ct (app, model, qty) VALUES ('a', 'x', 1), ('a', 'y', 2)",
+    );
+    run(
+        &mut s,
+        "ALTER TABLE ct ADD CONSTRAINT ct_app_model_uniq UNIQUE (app, model)",
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            "INSERT INTO ct (app, model, qty) VALUES ('a', 'x', 3)"
+        ),
+        "23505"
+    );
+    run(&mut s, "CREATE UNIQUE INDEX ct_plain ON ct (model, app)");
+    let constraints = rows(
+        &mut s,
+        "SELECT conname, contype FROM pg_constraint WHERE conrelid = 'ct'::regclass \
+         ORDER BY conname",
+    );
+    let text = |v: &str| Value::Text(v.into());
+    assert_eq!(
+        constraints,
+        vec![
+            vec![text("ct_app_model_uniq"), text("u")],
+            vec![text("ct_named"), text("u")],
+            vec![text("ct_pkey"), text("p")],
+        ]
+    );
+    assert_eq!(
+        code(&mut s, "ALTER TABLE ct DROP CONSTRAINT ct_plain"),
+        "42704"
+    );
+    run(&mut s, "ALTER TABLE ct DROP CONSTRAINT ct_app_model_uniq");
+    run(&mut s, "DROP INDEX ct_plain");
+    run(
+        &mut s,
+        "INSERT INTO ct (app, model, qty) VALUES ('a', 'x', 3)",
+    );
+    // Wider varchar, then back to a length some row exceeds.
+    run(&mut s, "ALTER TABLE ct ALTER COLUMN app TYPE varchar(150)");
+    run(
+        &mut s,
+        "INSERT INTO ct (app, model, qty) VALUES (repeat('z', 100), 'q', 4)",
+    );
+    assert_eq!(
+        code(&mut s, "ALTER TABLE ct ALTER COLUMN app TYPE varchar(50)"),
+        "22001"
+    );
+    run(
+        &mut s,
+        "ALTER TABLE ct ALTER COLUMN qty TYPE bigint USING qty::bigint",
+    );
+    run(
+        &mut s,
+        "INSERT INTO ct (app, model, qty) VALUES ('b', 'b', 5000000000)",
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            "ALTER TABLE ct ALTER COLUMN qty TYPE integer USING \"qty\"::integer"
+        ),
+        "22003"
+    );
+    assert_eq!(
+        code(&mut s, "ALTER TABLE ct ALTER COLUMN qty TYPE text"),
+        "0A000"
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            "ALTER TABLE ct ALTER COLUMN qty TYPE bigint USING qty + 1"
+        ),
+        "0A000"
+    );
+    assert_eq!(
+        rows(
+            &mut s,
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+             WHERE attrelid = 'ct'::regclass AND attname IN ('app', 'qty') ORDER BY attname"
+        ),
+        vec![vec![text("character varying(150)")], vec![text("bigint")]]
+    );
+    assert_eq!(
+        ints(&mut s, "SELECT qty FROM ct WHERE qty > 4 ORDER BY qty"),
+        vec![5_000_000_000]
+    );
+    for sql in [
+        "SET CONSTRAINTS ALL IMMEDIATE",
+        "SET CONSTRAINTS ALL DEFERRED",
+        "SET CONSTRAINTS ct_named, \"ct_pkey\" IMMEDIATE",
+    ] {
+        assert_eq!(tag(run(&mut s, sql)), "SET CONSTRAINTS");
+    }
+    assert_eq!(code(&mut s, "SET CONSTRAINTS nope IMMEDIATE"), "42704");
+    run(&mut s, "TRUNCATE ct RESTART IDENTITY");
+    assert_eq!(
+        ints(
+            &mut s,
+            "INSERT INTO ct (app, model, qty) VALUES ('a', 'x', 1) RETURNING id"
+        ),
+        vec![1]
+    );
+    // The constraint flag survives a restart.
+    drop(s);
+    let mut s = open(dir.path());
+    assert_eq!(
+        rows(
+            &mut s,
+            "SELECT count(*) FROM pg_constraint WHERE conname = 'ct_named' AND contype = 'u'"
+        ),
+        vec![vec![Value::Int(1)]]
+    );
+}

@@ -446,3 +446,51 @@ fn uuid_json_and_interval_columns() {
         ["uuid", "jsonb", "json", "interval", "jsonb", "json"]
     );
 }
+
+/// EXTRACT, date_part, date_trunc and AT TIME ZONE 'UTC' (what ORMs' date lookups send).
+#[test]
+fn date_fields_as_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    let cases = [
+        ("SELECT EXTRACT('month' FROM timestamp '2020-07-15 10:11:05.5'), EXTRACT(YEAR FROM date '2021-03-01'), extract(dow from date '2024-02-29'), extract(isodow from date '2024-03-03')", "7|2021|4|7"),
+        ("SELECT extract(second from timestamp '2020-07-15 10:11:05.5'), extract(milliseconds from timestamp '2020-07-15 10:11:05.5'), extract(microseconds from timestamp '2020-07-15 10:11:05.5')", "5.500000|5500.000|5500000"),
+        ("SELECT extract(epoch from timestamp '2020-01-01 00:00:01.25'), extract(epoch from date '2020-01-01'), extract(epoch from timestamptz '2020-01-01 00:00:00+00')", "1577836801.250000|1577836800|1577836800.000000"),
+        ("SELECT extract(week from date '2021-01-03'), extract(isoyear from date '2021-01-03'), extract(doy from date '2020-12-31'), extract(quarter from date '2020-08-01')", "53|2020|366|3"),
+        ("SELECT extract(century from date '2000-12-31'), extract(century from date '2001-01-01'), extract(decade from date '2019-05-05'), extract(millennium from date '2001-01-01')", "20|21|201|3"),
+        ("SELECT date_part('hour', timestamp '2020-07-15 10:11:05'), date_part('day', interval '3 days 04:00'), extract(epoch from interval '1 year 2 mons 3 days 04:05:06.5')", "10|3|37015506.500000"),
+        ("SELECT date_trunc('month', timestamp '2020-07-15 10:11:05'), date_trunc('week', timestamp '2024-02-29 10:00'), date_trunc('quarter', timestamptz '2020-08-15 10:00+00'), date_trunc('hour', interval '1 day 04:05:06')", "2020-07-01 00:00:00|2024-02-26 00:00:00|2020-07-01 00:00:00+00|1 day 04:00:00"),
+        ("SELECT date_trunc('day', timestamptz '2020-07-15 10:11:05+00', 'UTC'), date_trunc('year', date '2020-07-15'), date_trunc('century', timestamp '2020-07-15'), date_trunc('decade', timestamp '2029-07-15')", "2020-07-15 00:00:00+00|2020-01-01 00:00:00+00|2001-01-01 00:00:00|2020-01-01 00:00:00"),
+        ("SELECT (timestamptz '2020-07-15 23:30:00+00' AT TIME ZONE 'UTC')::date, timestamp '2020-07-15 23:30:00' AT TIME ZONE 'UTC', EXTRACT('hour' FROM timestamptz '2020-07-15 23:30:00+00' AT TIME ZONE 'UTC')", "2020-07-15|2020-07-15 23:30:00+00|23"),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(one(&mut s, sql), expected, "{sql}");
+    }
+    assert_eq!(
+        error_code(&mut s, "SELECT extract(hour from date '2020-01-01')"),
+        "22023"
+    );
+    assert_eq!(
+        error_code(&mut s, "SELECT date_trunc('fortnight', now())"),
+        "22023"
+    );
+    assert_eq!(
+        error_code(&mut s, "SELECT now() AT TIME ZONE 'America/Chicago'"),
+        "22023"
+    );
+    let (_, types) = query(
+        &mut s,
+        "SELECT extract(year from now()), date_part('year', now()), date_trunc('day', now()), \
+         date_trunc('day', localtimestamp), now() AT TIME ZONE 'UTC'",
+    );
+    assert_eq!(
+        types,
+        [
+            "numeric",
+            "double precision",
+            "timestamp with time zone",
+            "timestamp without time zone",
+            "timestamp without time zone"
+        ]
+    );
+}

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use hayate_engine::Transaction;
 
 use super::batch::{for_each_row, BatchWriter};
-use super::definition::{IndexDef, TableDef, TABLE_TREE_PREFIX};
+use super::definition::{IndexDef, IndexKind, TableDef, TABLE_TREE_PREFIX};
 use super::index_entry;
 use super::sequence::{Sequence, SequenceOptions};
 use super::table::Table;
@@ -211,7 +211,7 @@ impl Catalog {
         Ok(self.finish_or_defer(in_block, undo))
     }
 
-    /// CREATE INDEX: creates the engine index, fills it from a snapshot of the table's rows
+    /// CREATE [UNIQUE] INDEX or ADD CONSTRAINT ... UNIQUE (`kind`): creates the engine index, fills it from a snapshot of the table's rows
     /// (in batches), then commits the new definition. False if the index exists and
     /// `if_not_exists` is set.
     pub fn create_index(
@@ -219,10 +219,12 @@ impl Catalog {
         table_name: &str,
         name: Option<&str>,
         columns: &[String],
-        unique: bool,
+        kind: IndexKind,
         if_not_exists: bool,
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
+        let unique = kind != IndexKind::Plain;
+        let constraint = kind == IndexKind::UniqueConstraint;
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let table = self.table(table_name)?;
         let columns = columns
@@ -269,6 +271,7 @@ impl Catalog {
             name,
             columns,
             unique,
+            constraint,
             tree: tree_name.clone(),
         };
         let mut def = table.def.clone();

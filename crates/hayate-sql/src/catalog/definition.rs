@@ -49,8 +49,20 @@ pub struct IndexDef {
     pub name: String,
     pub columns: Vec<usize>,
     pub unique: bool,
+    /// A UNIQUE constraint's index (CREATE TABLE ... UNIQUE, ADD CONSTRAINT ... UNIQUE):
+    /// pg_constraint lists it and DROP CONSTRAINT drops it.
+    pub constraint: bool,
     /// The engine index holding the entries.
     pub tree: String,
+}
+
+/// What CREATE INDEX or a UNIQUE constraint makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexKind {
+    Plain,
+    Unique,
+    /// A UNIQUE constraint's index (ADD CONSTRAINT ... UNIQUE).
+    UniqueConstraint,
 }
 
 /// What a foreign key does to the referencing rows when a referenced row is deleted or its
@@ -147,6 +159,20 @@ impl TableDef {
         self.columns.iter().position(|column| column.name == name)
     }
 
+    /// Whether `index` is a UNIQUE constraint's (flagged, or, in data written before the
+    /// flag, named as PostgreSQL names one: table_col1_col2_key).
+    pub fn is_unique_constraint(&self, index: &IndexDef) -> bool {
+        if !index.unique {
+            return false;
+        }
+        let columns: Vec<&str> = index
+            .columns
+            .iter()
+            .map(|column| self.columns[*column].name.as_str())
+            .collect();
+        index.constraint || index.name == format!("{}_{}_key", self.name, columns.join("_"))
+    }
+
     pub fn types(&self) -> Vec<DataType> {
         self.columns.iter().map(|column| column.data_type).collect()
     }
@@ -181,7 +207,7 @@ impl TableDef {
     /// (name, u8 type tag, u32 varchar length, u8 flags: 1 = NOT NULL, 2 = has default,
     /// 4 = identity always, 8 = identity by default, 16 = serial; default text if flag 2),
     /// u16 primary key length, u16 column index each, the table's engine tree name, u16 index
-    /// count, per index (name, u8 unique, u16 column count, u16 column index each, engine tree
+    /// count, per index (name, u8 flags: 1 = unique, 2 = a UNIQUE constraint's, u16 column count, u16 column index each, engine tree
     /// name), then (version 3) u16 check count, per check (name, expression text), u16 foreign
     /// key count, per key (name, u16 column count, u16 column index each, referenced table,
     /// u16 referenced column count, each name, u8 on delete, u8 on update action). Strings
@@ -212,7 +238,7 @@ impl TableDef {
         out.extend_from_slice(&(self.indexes.len() as u16).to_le_bytes());
         for index in &self.indexes {
             put_string(&mut out, &index.name);
-            out.push(index.unique as u8);
+            out.push(index.unique as u8 | (index.constraint as u8) << 1);
             put_columns(&mut out, &index.columns);
             put_string(&mut out, &index.tree);
         }
@@ -289,7 +315,7 @@ impl TableDef {
             let mut indexes = Vec::with_capacity(count as usize);
             for _ in 0..count {
                 let name = reader.string().ok_or_else(|| corrupt("index name"))?;
-                let unique = reader.u8().ok_or_else(|| corrupt("index flags"))? != 0;
+                let flags = reader.u8().ok_or_else(|| corrupt("index flags"))?;
                 let index_columns = reader
                     .columns(columns.len())
                     .ok_or_else(|| corrupt("index columns"))?;
@@ -297,7 +323,8 @@ impl TableDef {
                 indexes.push(IndexDef {
                     name,
                     columns: index_columns,
-                    unique,
+                    unique: flags & 1 != 0,
+                    constraint: flags & 2 != 0,
                     tree,
                 });
             }
@@ -411,6 +438,7 @@ mod tests {
                 name: "accounts_name_idx".into(),
                 columns: vec![1, 0],
                 unique: true,
+                constraint: true,
                 tree: "sql.index.accounts_name_idx".into(),
             }],
             tree: "sql.table.accounts.2".into(),

@@ -67,7 +67,7 @@ use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
 pub use cluster::{Cluster, DatabaseInfo, DEFAULT_DATABASE};
 pub use ddl::DdlUndo;
 pub use definition::{
-    CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, ReferentialAction, TableDef,
+    CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, IndexKind, ReferentialAction, TableDef,
 };
 pub use rebuild::Rebuild;
 pub use sequence::{Sequence, SequenceOptions, SessionSequences};
@@ -554,6 +554,26 @@ impl Catalog {
             .into_iter()
             .find(|sequence| sequence.name == name)
             .ok_or_else(|| undefined_sequence(name))
+    }
+
+    /// TRUNCATE ... RESTART IDENTITY: the sequences of `table`'s columns (its own and those
+    /// OWNED BY one of them) start again at their START value.
+    pub fn restart_identities(&self, table: &str) -> SqlResult<()> {
+        let own = self
+            .table(table)?
+            .sequences
+            .iter()
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>();
+        let owned = self
+            .sequences()
+            .into_iter()
+            .filter(|sequence| sequence.owner().is_some_and(|(owner, _)| owner == table));
+        for sequence in own.into_iter().chain(owned) {
+            sequence.set_value(sequence.options.start, false, None)?;
+        }
+        Ok(())
     }
 
     /// Every sequence, CREATE SEQUENCE ones first, each group by name.

@@ -183,6 +183,7 @@ impl Catalog {
                             name: def.primary_key_name(),
                             columns: def.primary_key.clone(),
                             unique: true,
+                            constraint: true,
                             tree: String::new(),
                         };
                         index_entry::duplicated(&def, &pk, &values)

@@ -98,7 +98,10 @@ impl Executor<'_> {
                 returning.as_ref(),
                 txn,
             ),
-            Plan::Truncate { tables } => self.truncate(tables, txn),
+            Plan::Truncate {
+                tables,
+                restart_identity,
+            } => self.truncate(tables, *restart_identity, txn),
             Plan::Update {
                 read,
                 assignments,

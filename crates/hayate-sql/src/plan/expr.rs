@@ -115,6 +115,10 @@ pub enum ScalarFunction {
     CurrentDate,
     LocalTimestamp,
     ClockTimestamp,
+    /// EXTRACT(field FROM value) (args: the field's name, the value): a numeric.
+    Extract,
+    /// date_trunc(field, value).
+    DateTrunc,
     /// gen_random_uuid(): a version 4 uuid.
     GenRandomUuid,
     /// current_setting(name [, missing_ok]).

@@ -597,6 +597,9 @@ pub enum Plan {
     /// Outside a transaction block: fresh engine trees; inside: deletes the rows.
     Truncate {
         tables: Vec<Arc<Table>>,
+        /// RESTART IDENTITY: the tables' column sequences (SERIAL, identity, OWNED BY)
+        /// start again (at once, as sequences are not transactional here).
+        restart_identity: bool,
     },
     Insert {
         table: Arc<Table>,

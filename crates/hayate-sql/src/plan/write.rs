@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::catalog::{CheckDef, ColumnDef, ForeignKeyDef, Sequence};
 use crate::plan::expr::Expr;
+use crate::types::DataType;
 
 /// An identity column of an INSERT: rows without a value for it take the sequence's next.
 #[derive(Debug, Clone)]
@@ -67,5 +68,18 @@ pub enum AlterAction {
     SetConstraints {
         checks: Vec<CheckDef>,
         foreign_keys: Vec<ForeignKeyDef>,
+    },
+    /// ADD CONSTRAINT ... UNIQUE (columns): a unique index of that name.
+    AddUnique {
+        name: String,
+        columns: Vec<String>,
+    },
+    /// DROP CONSTRAINT of a UNIQUE constraint: its index.
+    DropUnique(String),
+    /// ALTER COLUMN ... TYPE where the stored form stays (between integer widths, between
+    /// text and varchar(n)): the rows are checked against a narrower type, not rewritten.
+    SetType {
+        name: String,
+        data_type: DataType,
     },
 }

@@ -149,18 +149,18 @@ pub(super) struct Tokens {
 }
 
 impl Tokens {
-    fn peek(&self) -> Option<&Token> {
+    pub(super) fn peek(&self) -> Option<&Token> {
         self.tokens.get(self.at)
     }
 
-    fn eat(&mut self, token: &Token) -> bool {
+    pub(super) fn eat(&mut self, token: &Token) -> bool {
         let found = self.peek() == Some(token);
         self.at += usize::from(found);
         found
     }
 
     /// True (and past them) if the next tokens are these keywords.
-    fn keywords(&mut self, keywords: &[&str]) -> bool {
+    pub(super) fn keywords(&mut self, keywords: &[&str]) -> bool {
         let found = keywords.iter().enumerate().all(|(offset, keyword)| {
             matches!(
                 self.tokens.get(self.at + offset),
@@ -175,7 +175,7 @@ impl Tokens {
     }
 
     /// The next unquoted word, lower case.
-    fn word(&mut self) -> Option<String> {
+    pub(super) fn word(&mut self) -> Option<String> {
         match self.peek()? {
             Token::Word(Word {
                 value,
@@ -191,7 +191,7 @@ impl Tokens {
     }
 
     /// A database name, folded as PostgreSQL folds identifiers.
-    fn name(&mut self) -> SqlResult<String> {
+    pub(super) fn name(&mut self) -> SqlResult<String> {
         let name = match self.peek() {
             Some(Token::Word(Word {
                 value,

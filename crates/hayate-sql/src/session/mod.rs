@@ -23,6 +23,7 @@
 //! (PREPARE/EXECUTE/DEALLOCATE and the protocol-level statement names) and `settings`
 //! (SET/SHOW values and what statements read of them); this file holds the session's state.
 
+mod constraints;
 mod database;
 mod prepared;
 mod sequence;

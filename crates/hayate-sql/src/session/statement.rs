@@ -14,7 +14,7 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 use super::{command, in_failed_block, Prepared, Session, State};
-use crate::catalog::Rebuild;
+use crate::catalog::{IndexKind, Rebuild};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::{Executor, Outcome};
 use crate::plan::bind::Binder;
@@ -31,7 +31,7 @@ const AUTOCOMMIT_ATTEMPTS_MAX: u32 = 16;
 pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
     // Only a string that names one of those forms is split (the usual query is not).
     let lower = sql.to_ascii_lowercase();
-    let special = ["vacuum", "analy", "database", "sequence"]
+    let special = ["vacuum", "analy", "database", "sequence", "constraints"]
         .iter()
         .any(|word| lower.contains(word));
     let pieces = if special {
@@ -98,6 +98,9 @@ fn preparsed(sql: &str) -> Option<SqlResult<Statement>> {
         return Some(Ok(statement));
     }
     if let Some(statement) = super::database::database_statement(sql) {
+        return Some(statement);
+    }
+    if let Some(statement) = super::constraints::set_constraints_statement(sql) {
         return Some(statement);
     }
     match super::sequence::sequence_statement(sql)? {
@@ -358,7 +361,11 @@ impl Session {
                     table,
                     name.as_deref(),
                     columns,
-                    *unique,
+                    if *unique {
+                        IndexKind::Unique
+                    } else {
+                        IndexKind::Plain
+                    },
                     *if_not_exists,
                     self.ddl_block(),
                 )?;
@@ -400,13 +407,21 @@ impl Session {
                 }
                 Ok(command("ALTER TABLE"))
             }
-            Plan::Truncate { tables } if matches!(self.state, State::Idle) => {
+            Plan::Truncate {
+                tables,
+                restart_identity,
+            } if matches!(self.state, State::Idle) => {
                 // Outside a block: swap in empty trees (inside, `run_data` deletes the rows).
                 let changes = tables
                     .iter()
                     .map(|table| (table.def.name.clone(), Rebuild::Truncate))
                     .collect();
                 self.catalog.rebuild(changes, None)?;
+                if *restart_identity {
+                    for table in tables {
+                        self.catalog.restart_identities(&table.def.name)?;
+                    }
+                }
                 Ok(command("TRUNCATE TABLE"))
             }
             Plan::SetTransaction { isolation, session } => {
@@ -584,6 +599,32 @@ impl Session {
                 self.note_ddl(undo);
                 return Ok(());
             }
+            AlterAction::AddUnique {
+                name: index_name,
+                columns,
+            } => {
+                let catalog = self.catalog.clone();
+                let undo = catalog.create_index(
+                    name,
+                    Some(index_name),
+                    columns,
+                    IndexKind::UniqueConstraint,
+                    false,
+                    self.ddl_block(),
+                )?;
+                self.note_ddl(undo);
+                return Ok(());
+            }
+            AlterAction::DropUnique(index_name) => {
+                let catalog = self.catalog.clone();
+                let undo = catalog.drop_index(index_name, false, self.ddl_block())?;
+                self.note_ddl(undo);
+                return Ok(());
+            }
+            AlterAction::SetType {
+                name: column,
+                data_type,
+            } => return self.set_column_type(name, column, *data_type),
             AlterAction::AlterColumn {
                 name: column,
                 default,
@@ -627,6 +668,77 @@ impl Session {
         };
         let catalog = self.catalog.clone();
         let undo = catalog.rebuild(vec![(name.to_string(), change)], self.ddl_block())?;
+        self.note_ddl(undo);
+        Ok(())
+    }
+
+    /// ALTER COLUMN ... TYPE between types of one stored form: integers of any width (all
+    /// stored as i64, keys alike), text and varchar(n) (length-prefixed UTF-8). A narrower
+    /// type is checked against every row first; other changes would rewrite the rows, which
+    /// is not done (0A000).
+    fn set_column_type(&mut self, table: &str, column: &str, to: DataType) -> SqlResult<()> {
+        let def = self.catalog.table(table)?.def.clone();
+        let index = def
+            .column_index(column)
+            .ok_or_else(|| undefined_column(column, table))?;
+        let from = def.columns[index].data_type;
+        if from == to {
+            return Ok(());
+        }
+        let textual = |t: DataType| matches!(t, DataType::Text | DataType::Varchar(_));
+        if !(from.is_integer() && to.is_integer() || textual(from) && textual(to)) {
+            return Err(SqlError::unsupported(format!(
+                "ALTER COLUMN TYPE from {from} to {to} (only between integer widths, and \
+                 between text and varchar, which keep the stored rows)"
+            )));
+        }
+        if self
+            .catalog
+            .views()
+            .iter()
+            .any(|view| view.def.reads.iter().any(|r| r == table))
+        {
+            return Err(SqlError::unsupported(
+                "cannot alter type of a column used by a view or rule",
+            ));
+        }
+        let quoted = quote(column);
+        let violation = match to {
+            DataType::Int2 | DataType::Int4 if from.wider_integer(to) != to => {
+                let (low, high) = if to == DataType::Int2 {
+                    (i16::MIN as i64, i16::MAX as i64)
+                } else {
+                    (i32::MIN as i64, i32::MAX as i64)
+                };
+                Some((
+                    format!("{quoted} < {low} OR {quoted} > {high}"),
+                    SqlError::new(
+                        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                        format!("{} out of range", to.name()),
+                    ),
+                ))
+            }
+            DataType::Varchar(Some(length)) => Some((
+                format!("length({quoted}) > {length}"),
+                SqlError::new(
+                    sqlstate::STRING_DATA_RIGHT_TRUNCATION,
+                    format!("value too long for type character varying({length})"),
+                ),
+            )),
+            _ => None,
+        };
+        if let Some((condition, error)) = violation {
+            let sql = format!("SELECT 1 FROM {} WHERE {condition} LIMIT 1", quote(table));
+            if self.any_row(&sql)? {
+                return Err(error);
+            }
+        }
+        let catalog = self.catalog.clone();
+        let undo = catalog.alter_definition(
+            table,
+            |def| def.columns[index].data_type = to,
+            self.ddl_block(),
+        )?;
         self.note_ddl(undo);
         Ok(())
     }

@@ -113,7 +113,7 @@ impl Session {
             Plan::Update { read, .. } | Plan::Delete { read, .. } => {
                 (vec![&read.table.def.name], false)
             }
-            Plan::Truncate { tables } => (
+            Plan::Truncate { tables, .. } => (
                 tables.iter().map(|table| table.def.name.as_str()).collect(),
                 !in_block,
             ),

@@ -476,13 +476,7 @@ fn secondary_indexes(table: &Table) -> Vec<IndexInfo> {
         .zip(&table.index_trees)
         .map(|(index, tree)| {
             let oid = tree_oid(*tree);
-            let column_names: Vec<&str> = index
-                .columns
-                .iter()
-                .map(|column| def.columns[*column].name.as_str())
-                .collect();
-            let constraint_name = format!("{}_{}_key", def.name, column_names.join("_"));
-            let constraint = (index.unique && index.name == constraint_name).then_some(oid + 3);
+            let constraint = def.is_unique_constraint(index).then_some(oid + 3);
             IndexInfo {
                 oid,
                 name: index.name.clone(),

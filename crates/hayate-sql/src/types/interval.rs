@@ -68,15 +68,6 @@ impl Interval {
         })
     }
 
-    /// extract(epoch from interval): seconds, with 365.25-day years (30-day months count
-    /// as PostgreSQL counts them: a year's 12th).
-    pub fn epoch_seconds(self) -> f64 {
-        let years = (self.months / 12) as f64;
-        let months = (self.months % 12) as f64;
-        (years * 365.25 + months * DAYS_PER_MONTH as f64 + self.days as f64) * 86_400.0
-            + self.micros as f64 / MICROS_PER_SECOND as f64
-    }
-
     /// The difference of two timestamps: whole days and the rest (timestamp - timestamp).
     pub fn between(later: i64, earlier: i64) -> SqlResult<Interval> {
         let infinite = [later, earlier]
@@ -368,7 +359,6 @@ mod tests {
         );
         let difference = Interval::between(MICROS_PER_DAY + 5, 0).unwrap();
         assert_eq!((difference.days, difference.micros), (1, 5));
-        assert_eq!(parse("1 day", None).unwrap().epoch_seconds(), 86_400.0);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod bytea;
 pub mod datetime;
+pub mod fields;
 pub mod interval;
 pub mod json;
 pub mod numeric;

@@ -100,6 +100,9 @@ impl Binder<'_> {
         let mut primary_key: Vec<usize> = Vec::new();
         // UNIQUE constraints, by column names: each becomes a unique index.
         let mut unique: Vec<Vec<String>> = Vec::new();
+        // The names given to table UNIQUE constraints (CONSTRAINT name UNIQUE ...), after
+        // the column ones.
+        let mut named_unique: Vec<Option<String>> = Vec::new();
         let mut constraints: Vec<Constraint> = Vec::new();
         for column in &create.columns {
             let column_name = ident_name(&column.name);
@@ -142,9 +145,9 @@ impl Binder<'_> {
                     }
                 }
                 ast::TableConstraint::Unique(constraint) => {
-                    unique.push(key_columns(
-                        constraint.columns.iter().map(|c| &c.column.expr),
-                    )?);
+                    let names = key_columns(constraint.columns.iter().map(|c| &c.column.expr))?;
+                    named_unique.push(constraint.name.as_ref().map(ident_name));
+                    unique.push(names);
                 }
                 other => match table_constraint(other) {
                     Some(constraint) => constraints.push(constraint),
@@ -156,7 +159,10 @@ impl Binder<'_> {
             columns[*index].not_null = true;
         }
         let mut indexes = Vec::new();
+        let column_unique = unique.len() - named_unique.len();
+        let mut given_names = std::iter::repeat_n(None, column_unique).chain(named_unique);
         for names in unique {
+            let given = given_names.next().flatten();
             let index_columns = names
                 .iter()
                 .map(|column| {
@@ -167,7 +173,7 @@ impl Binder<'_> {
                 })
                 .collect::<SqlResult<Vec<usize>>>()?;
             // PostgreSQL names a UNIQUE constraint's index table_col1_col2_key.
-            let index_name = format!("{name}_{}_key", names.join("_"));
+            let index_name = given.unwrap_or_else(|| format!("{name}_{}_key", names.join("_")));
             if index_columns != primary_key
                 && !indexes.iter().any(|i: &IndexDef| i.name == index_name)
             {
@@ -175,6 +181,7 @@ impl Binder<'_> {
                     name: index_name,
                     columns: index_columns,
                     unique: true,
+                    constraint: true,
                     tree: String::new(),
                 });
             }
@@ -235,12 +242,6 @@ impl Binder<'_> {
     }
 
     pub(super) fn bind_truncate(&mut self, truncate: &ast::Truncate) -> SqlResult<Plan> {
-        if matches!(
-            truncate.identity,
-            Some(ast::TruncateIdentityOption::Restart)
-        ) {
-            return Err(SqlError::unsupported("TRUNCATE ... RESTART IDENTITY"));
-        }
         let mut tables = Vec::with_capacity(truncate.table_names.len());
         for target in &truncate.table_names {
             let table = self.catalog.table(&object_name(&target.name)?)?;
@@ -265,7 +266,14 @@ impl Binder<'_> {
                 )));
             }
         }
-        Ok(Plan::Truncate { tables })
+        let restart_identity = matches!(
+            truncate.identity,
+            Some(ast::TruncateIdentityOption::Restart)
+        );
+        Ok(Plan::Truncate {
+            tables,
+            restart_identity,
+        })
     }
 
     pub(super) fn bind_alter_table(&mut self, alter: &ast::AlterTable) -> SqlResult<Plan> {
@@ -310,6 +318,26 @@ impl Binder<'_> {
                     }
                     actions.push(AlterAction::AddPrimaryKey(columns));
                 }
+                Op::AddConstraint {
+                    constraint: ast::TableConstraint::Unique(unique),
+                    ..
+                } => {
+                    let columns = key_columns(unique.columns.iter().map(|c| &c.column.expr))?;
+                    for column in &columns {
+                        table
+                            .def
+                            .column_index(column)
+                            .ok_or_else(|| undefined_column(column))?;
+                    }
+                    let index_name = match &unique.name {
+                        Some(given) => ident_name(given),
+                        None => format!("{name}_{}_key", columns.join("_")),
+                    };
+                    actions.push(AlterAction::AddUnique {
+                        name: index_name,
+                        columns,
+                    });
+                }
                 Op::AddConstraint { constraint, .. } if table_constraint(constraint).is_some() => {
                     let mut def = table.def.clone();
                     let constraint = table_constraint(constraint).expect("checked by the guard");
@@ -330,6 +358,17 @@ impl Binder<'_> {
                     def.checks.retain(|check| check.name != constraint);
                     def.foreign_keys.retain(|key| key.name != constraint);
                     if def.checks.len() + def.foreign_keys.len() == before {
+                        let unique = table.def.indexes.iter().any(|index| {
+                            index.name == constraint && table.def.is_unique_constraint(index)
+                        });
+                        if unique {
+                            actions.push(AlterAction::DropUnique(constraint));
+                            continue;
+                        }
+                        if constraint == format!("{name}_pkey") && !table.def.primary_key.is_empty()
+                        {
+                            return Err(SqlError::unsupported("dropping a primary key"));
+                        }
                         if *if_exists {
                             continue;
                         }
@@ -383,6 +422,39 @@ impl Binder<'_> {
                         C::DropDefault => (Some(None), None),
                         C::SetNotNull => (None, Some(true)),
                         C::DropNotNull => (None, Some(false)),
+                        C::SetDataType {
+                            data_type: target,
+                            using,
+                            ..
+                        } => {
+                            let target = data_type(target)?;
+                            // USING the column itself, or cast to the new type: what the
+                            // type change does anyway (Django's `USING "col"::bigint`).
+                            let plain = match using {
+                                None => true,
+                                Some(ast::Expr::Identifier(ident)) => ident_name(ident) == column,
+                                Some(ast::Expr::Cast {
+                                    expr,
+                                    data_type: cast_to,
+                                    ..
+                                }) => {
+                                    matches!(expr.as_ref(), ast::Expr::Identifier(ident)
+                                        if ident_name(ident) == column)
+                                        && data_type(cast_to).ok() == Some(target)
+                                }
+                                Some(_) => false,
+                            };
+                            if !plain {
+                                return Err(SqlError::unsupported(
+                                    "ALTER COLUMN TYPE ... USING an expression other than the column",
+                                ));
+                            }
+                            actions.push(AlterAction::SetType {
+                                name: column,
+                                data_type: target,
+                            });
+                            continue;
+                        }
                         other => {
                             return Err(SqlError::unsupported(format!("ALTER COLUMN {other}")))
                         }
@@ -790,6 +862,40 @@ pub(super) fn set_value(expr: &ast::Expr) -> String {
         },
         ast::Expr::Identifier(ident) => ident.value.clone(),
         other => other.to_string(),
+    }
+}
+
+impl Binder<'_> {
+    /// SET CONSTRAINTS (`session::constraints`): nothing to change, as no constraint is
+    /// deferred; the named ones must exist.
+    pub(super) fn bind_set_constraints(&mut self, names: &[ast::Expr]) -> SqlResult<Plan> {
+        for name in names {
+            let ast::Expr::Identifier(ident) = name else {
+                return Err(SqlError::syntax("SET CONSTRAINTS takes constraint names"));
+            };
+            let exists = self.catalog.table_names().iter().any(|table_name| {
+                self.catalog.table(table_name).is_ok_and(|table| {
+                    let def = &table.def;
+                    def.checks.iter().any(|c| c.name == ident.value)
+                        || def.foreign_keys.iter().any(|k| k.name == ident.value)
+                        || def
+                            .indexes
+                            .iter()
+                            .any(|i| i.name == ident.value && def.is_unique_constraint(i))
+                        || (!def.primary_key.is_empty()
+                            && ident.value == format!("{table_name}_pkey"))
+                })
+            });
+            if !exists {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_OBJECT,
+                    format!("constraint \"{}\" does not exist", ident.value),
+                ));
+            }
+        }
+        Ok(Plan::NoOp {
+            tag: "SET CONSTRAINTS",
+        })
     }
 }
 

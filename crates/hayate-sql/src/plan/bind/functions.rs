@@ -285,6 +285,20 @@ impl Binder<'_> {
                 }
                 Ok((function(scalar, args), text))
             }
+            E::Extract {
+                field, expr: inner, ..
+            } => {
+                let unit = Expr::Literal(Value::Text(field.to_string()));
+                let (value, _) = self.bind_datetime(inner)?;
+                Ok((
+                    function(ScalarFunction::Extract, vec![unit, value]),
+                    DataType::Numeric(None),
+                ))
+            }
+            E::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => self.bind_at_time_zone(timestamp, time_zone),
             E::Ceil { expr: inner, field } | E::Floor { expr: inner, field } => {
                 if !matches!(
                     field,
@@ -451,6 +465,37 @@ impl Binder<'_> {
                 };
                 Ok((function(scalar, vec![arg]), T::Int4))
             }
+            "date_part" | "extract" => {
+                arity(&[2])?;
+                let unit = self.bind_as(exprs[0], T::Text)?;
+                let (value, _) = self.bind_datetime(exprs[1])?;
+                let call = function(F::Extract, vec![unit, value]);
+                // date_part is float8; EXTRACT numeric (PostgreSQL 14 and later).
+                Ok(match name {
+                    "date_part" => (
+                        Expr::Cast {
+                            expr: Box::new(call),
+                            to: T::Float8,
+                        },
+                        T::Float8,
+                    ),
+                    _ => (call, T::Numeric(None)),
+                })
+            }
+            "date_trunc" => {
+                arity(&[2, 3])?;
+                if let Some(zone) = exprs.get(2) {
+                    let zone = self.bind_as(zone, T::Text)?;
+                    check_utc(&zone)?;
+                }
+                let unit = self.bind_as(exprs[0], T::Text)?;
+                let (value, value_type) = self.bind_datetime(exprs[1])?;
+                let result = match value_type {
+                    T::Date => T::TimestampTz,
+                    other => other,
+                };
+                Ok((function(F::DateTrunc, vec![unit, value]), result))
+            }
             "concat" => {
                 let mut bound = Vec::with_capacity(exprs.len());
                 for expr in &exprs {
@@ -534,6 +579,82 @@ impl Binder<'_> {
                 super::system::bind_function(self.catalog, name, bound, &types)
             }
         }
+    }
+}
+
+/// A time zone argument: only UTC is known (the session's zone; there is no time zone
+/// database here).
+fn check_utc(zone: &Expr) -> SqlResult<()> {
+    let Expr::Literal(value) = zone else {
+        return Err(SqlError::unsupported("a time zone that is not a constant"));
+    };
+    let name = value.to_text().unwrap_or_default();
+    let utc = matches!(
+        name.to_ascii_lowercase().as_str(),
+        "utc"
+            | "etc/utc"
+            | "gmt"
+            | "etc/gmt"
+            | "z"
+            | "zulu"
+            | "uct"
+            | "universal"
+            | "+00"
+            | "-00"
+            | "+00:00"
+            | "-00:00"
+            | "00:00"
+    );
+    if !utc {
+        return Err(SqlError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            format!("time zone \"{name}\" not recognized (only UTC is known here)"),
+        ));
+    }
+    Ok(())
+}
+
+impl Binder<'_> {
+    /// A date, timestamp, timestamptz or interval operand (an untyped literal is a
+    /// timestamp).
+    fn bind_datetime(&mut self, expr: &ast::Expr) -> SqlResult<(Expr, DataType)> {
+        let (bound, data_type) = self.bind_expr(expr, Some(DataType::Timestamp))?;
+        match data_type {
+            DataType::Date | DataType::Timestamp | DataType::TimestampTz | DataType::Interval => {
+                Ok((bound, data_type))
+            }
+            DataType::Unknown | DataType::Text if super::expr::untyped(expr) => Ok((
+                self.coerce(bound, DataType::Unknown, DataType::Timestamp)?,
+                DataType::Timestamp,
+            )),
+            other => Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function for a date/time field of type {other} does not exist"),
+            )),
+        }
+    }
+
+    /// `value AT TIME ZONE zone` (UTC only): a timestamptz becomes the timestamp of its UTC
+    /// clock time, a timestamp (or date) the timestamptz of that UTC time.
+    pub(super) fn bind_at_time_zone(
+        &mut self,
+        value: &ast::Expr,
+        zone: &ast::Expr,
+    ) -> SqlResult<(Expr, DataType)> {
+        let zone = self.bind_as(zone, DataType::Text)?;
+        check_utc(&zone)?;
+        let (bound, data_type) = self.bind_datetime(value)?;
+        let target = match data_type {
+            DataType::TimestampTz => DataType::Timestamp,
+            DataType::Timestamp | DataType::Date => DataType::TimestampTz,
+            other => {
+                return Err(SqlError::new(
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!("operator does not exist: {other} AT TIME ZONE text"),
+                ))
+            }
+        };
+        Ok((self.coerce(bound, data_type, target)?, target))
     }
 }
 

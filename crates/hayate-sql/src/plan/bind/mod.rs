@@ -16,6 +16,10 @@ mod write;
 pub(crate) use ddl::unique_key_of;
 
 use ddl::{bind_set, check_transaction_modes};
+
+/// The variable a SET CONSTRAINTS statement is carried in from the session's parser: a SET
+/// of a name no SQL text can write (an unquoted identifier with a space).
+pub(crate) const SET_CONSTRAINTS: &str = "SET CONSTRAINTS";
 use scope::Scope;
 
 use std::sync::Arc;
@@ -319,6 +323,9 @@ impl<'a> Binder<'a> {
             Statement::Vacuum(vacuum) => Ok(Plan::NoOp {
                 tag: if vacuum.reindex { "ANALYZE" } else { "VACUUM" },
             }),
+            Statement::Set(ast::Set::SingleAssignment {
+                variable, values, ..
+            }) if variable.to_string() == SET_CONSTRAINTS => self.bind_set_constraints(values),
             Statement::Set(set) => bind_set(set),
             Statement::ShowVariable { variable } => {
                 let name = variable

@@ -195,6 +195,8 @@ pub(super) fn eval(
         }
         F::Random => Value::Float(random()),
         F::GenRandomUuid => Value::Text(crate::types::uuid::random()),
+        F::Extract => crate::types::fields::extract(&text(0), &values[1])?,
+        F::DateTrunc => crate::types::fields::truncate(&text(0), &values[1])?,
         F::Now => Value::TimestampTz(context.transaction_timestamp),
         F::LocalTimestamp => Value::Timestamp(context.transaction_timestamp),
         F::CurrentDate => Value::Date(datetime::timestamp_to_date(context.transaction_timestamp)),

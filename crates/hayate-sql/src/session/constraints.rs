@@ -1,0 +1,95 @@
+//! SET CONSTRAINTS { ALL | name [, ...] } { IMMEDIATE | DEFERRED }, which sqlparser does not
+//! read. Every constraint is checked when the statement that writes the row runs (none is
+//! postponed to COMMIT, DEFERRABLE or not), so the statement changes nothing here: it is
+//! accepted as PostgreSQL accepts it (Django sends it around foreign key changes and in its
+//! fixtures' and tests' constraint checks), and the constraints it names must exist (42704).
+//!
+//! It reaches the binder as a SET of a variable no SQL text can name (`SET_CONSTRAINTS`, an
+//! unquoted identifier with a space), whose values are the constraint names.
+
+use sqlparser::ast::{self, Statement};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+use super::database::Tokens;
+use crate::error::{SqlError, SqlResult};
+use crate::plan::bind::SET_CONSTRAINTS;
+
+/// The statement if `sql` is a single SET CONSTRAINTS.
+pub(super) fn set_constraints_statement(sql: &str) -> Option<SqlResult<Statement>> {
+    let text = sql.trim().trim_end_matches(';').trim();
+    let mut words = text.split_whitespace().map(str::to_ascii_lowercase);
+    if words.next()? != "set" || words.next()? != "constraints" || text.contains(';') {
+        return None;
+    }
+    Some(parse(text))
+}
+
+fn parse(text: &str) -> SqlResult<Statement> {
+    let syntax = |at: Option<&Token>| match at {
+        Some(token) => SqlError::syntax(format!("syntax error at or near \"{token}\"")),
+        None => SqlError::syntax("syntax error at end of input"),
+    };
+    let tokens: Vec<Token> = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .map_err(|error| SqlError::syntax(format!("syntax error: {error}")))?
+        .into_iter()
+        .filter(|token| !matches!(token, Token::Whitespace(_)))
+        .collect();
+    let mut tokens = Tokens { tokens, at: 2 };
+    let mut names = Vec::new();
+    if !tokens.keywords(&["all"]) {
+        loop {
+            names.push(tokens.name()?);
+            if !tokens.eat(&Token::Comma) {
+                break;
+            }
+        }
+    }
+    if !tokens.keywords(&["immediate"]) && !tokens.keywords(&["deferred"]) {
+        return Err(syntax(tokens.peek()));
+    }
+    if tokens.peek().is_some() {
+        return Err(syntax(tokens.peek()));
+    }
+    let values = names
+        .into_iter()
+        .map(|name| ast::Expr::Identifier(ast::Ident::with_quote('"', name)))
+        .collect();
+    Ok(Statement::Set(ast::Set::SingleAssignment {
+        scope: None,
+        hivevar: false,
+        variable: ast::ObjectName::from(vec![ast::Ident::new(SET_CONSTRAINTS)]),
+        values,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_forms_are_read() {
+        for sql in [
+            "SET CONSTRAINTS ALL IMMEDIATE",
+            "set constraints all deferred;",
+            "SET CONSTRAINTS \"a_fk\", b IMMEDIATE",
+        ] {
+            assert!(matches!(
+                set_constraints_statement(sql),
+                Some(Ok(Statement::Set(_)))
+            ));
+        }
+        assert!(set_constraints_statement("SET search_path = x").is_none());
+        for bad in [
+            "SET CONSTRAINTS ALL",
+            "SET CONSTRAINTS a b IMMEDIATE",
+            "SET CONSTRAINTS ALL NOW",
+        ] {
+            assert!(
+                matches!(set_constraints_statement(bad), Some(Err(_))),
+                "{bad}"
+            );
+        }
+    }
+}
