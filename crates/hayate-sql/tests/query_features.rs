@@ -641,3 +641,43 @@ fn aggregate_filter_and_order() {
         vec![vec![text("{NULL,20,10}")]]
     );
 }
+
+/// GROUP BY a table's primary key lets the query read the table's other columns (they are
+/// functionally dependent on it, as PostgreSQL allows: Django's annotate(Count(...)) groups
+/// by the id only); a column of a table whose key is not grouped stays 42803.
+#[test]
+fn group_by_primary_key_groups_the_rows_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    // a: (1, 10, 'one'), (2, 20, 'two'), (3, NULL, NULL), (4, 20, 'four');
+    // b: (10, 20), (11, 30), (12, NULL), (13, 20)
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT \"a\".\"id\", \"a\".\"name\", count(b.id) AS n FROM a LEFT JOIN b \
+             ON a.x = b.x GROUP BY \"a\".\"id\" HAVING count(b.id) >= 0 ORDER BY a.name, a.id"
+        ),
+        vec![
+            vec![int(4), text("four"), int(2)],
+            vec![int(1), text("one"), int(0)],
+            vec![int(2), text("two"), int(2)],
+            vec![int(3), Value::Null, int(0)],
+        ]
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT id + 1, upper(name) FROM a GROUP BY a.id ORDER BY 1 LIMIT 2"
+        ),
+        vec![vec![int(2), text("ONE")], vec![int(3), text("TWO")]]
+    );
+    assert_eq!(error(&mut s, "SELECT name FROM a GROUP BY x").0, "42803");
+    assert_eq!(
+        error(
+            &mut s,
+            "SELECT b.x FROM a JOIN b ON a.x = b.x GROUP BY a.id"
+        )
+        .0,
+        "42803"
+    );
+}

@@ -496,6 +496,11 @@ impl Binder<'_> {
         name: &str,
     ) -> SqlResult<(Expr, DataType)> {
         let (expr, data_type, outer) = self.column(qualifier, name)?;
+        if let (Some(grouping), Expr::Column(position), false) = (&self.grouping, &expr, outer) {
+            if let Some((_, key)) = grouping.columns.iter().find(|(p, _)| p == position) {
+                return Ok((Expr::Column(*key), data_type));
+            }
+        }
         if self.grouping.is_some() && !outer {
             // Reached only when the column is not a GROUP BY expression.
             return Err(SqlError::new(

@@ -38,6 +38,9 @@ struct Grouping {
     group_by: Vec<ast::Expr>,
     group_types: Vec<DataType>,
     aggregates: Vec<AggregateCall>,
+    /// (row position, group key index) of the grouped plain columns, however a reference
+    /// to them is written; the columns of a table whose primary key is grouped are keys too.
+    columns: Vec<(usize, usize)>,
 }
 
 pub struct Binder<'a> {

@@ -303,10 +303,17 @@ impl Binder<'_> {
                 aggregation_groups.push(bound);
                 group_types.push(data_type);
             }
+            let mut group_exprs = group_by.clone();
+            let columns = self.functional_dependencies(
+                &mut aggregation_groups,
+                &mut group_types,
+                &mut group_exprs,
+            );
             self.grouping = Some(Grouping {
-                group_by: group_by.clone(),
+                group_by: group_exprs,
                 group_types,
                 aggregates: Vec::new(),
+                columns,
             });
         }
         // Window calls are allowed in the SELECT list and ORDER BY only.
@@ -589,6 +596,54 @@ impl Binder<'_> {
 }
 
 /// A GROUP BY item: `GROUP BY 2` stands for the second select item's expression.
+impl Binder<'_> {
+    /// The grouped plain columns (row position, key index). When a FROM table's whole
+    /// primary key is grouped, its other columns become group keys too (appended, with AST
+    /// placeholders no query text can equal): they are functionally dependent on the key,
+    /// so grouping by them changes no group, and PostgreSQL lets a query read them.
+    fn functional_dependencies(
+        &self,
+        groups: &mut Vec<Expr>,
+        types: &mut Vec<DataType>,
+        exprs: &mut Vec<ast::Expr>,
+    ) -> Vec<(usize, usize)> {
+        let mut columns: Vec<(usize, usize)> = groups
+            .iter()
+            .enumerate()
+            .filter_map(|(key, expr)| match expr {
+                Expr::Column(position) => Some((*position, key)),
+                _ => None,
+            })
+            .collect();
+        let Some(scope) = &self.scope else {
+            return columns;
+        };
+        for entry in &scope.entries {
+            let grouped = |column: &usize| {
+                columns
+                    .iter()
+                    .any(|(position, _)| *position == entry.offset + column)
+            };
+            if entry.primary_key.is_empty() || !entry.primary_key.iter().all(grouped) {
+                continue;
+            }
+            for (column, (_, data_type)) in entry.columns.iter().enumerate() {
+                let position = entry.offset + column;
+                if columns.iter().any(|(p, _)| *p == position) {
+                    continue;
+                }
+                columns.push((position, groups.len()));
+                groups.push(Expr::Column(position));
+                types.push(*data_type);
+                exprs.push(ast::Expr::Identifier(ast::Ident::new(format!(
+                    "functionally dependent column {position}"
+                ))));
+            }
+        }
+        columns
+    }
+}
+
 fn group_by_position(expr: &ast::Expr, items: &[SelectItem]) -> SqlResult<ast::Expr> {
     let ast::Expr::Value(value) = expr else {
         return Ok(expr.clone());

@@ -23,6 +23,9 @@ pub(super) struct ScopeEntry {
     /// How many of the columns, from the first, `*` reads (the rest are system columns
     /// such as a system table's `tableoid`).
     pub star_width: usize,
+    /// A table's primary key columns (GROUP BY on them makes its other columns grouped,
+    /// as PostgreSQL's functional dependency does); empty for other entries.
+    pub primary_key: Vec<usize>,
     pub offset: usize,
 }
 
@@ -38,12 +41,13 @@ impl ScopeEntry {
             hidden: vec![false; columns.len()],
             star_width: columns.len(),
             columns,
+            primary_key: Vec::new(),
             offset: 0,
         }
     }
 
     pub fn table(table: &Table) -> ScopeEntry {
-        ScopeEntry::new(
+        let mut entry = ScopeEntry::new(
             Some(table.def.name.clone()),
             Some(crate::system::PUBLIC_SCHEMA.into()),
             table
@@ -52,7 +56,9 @@ impl ScopeEntry {
                 .iter()
                 .map(|column| (column.name.clone(), column.data_type))
                 .collect(),
-        )
+        );
+        entry.primary_key = table.def.primary_key.clone();
+        entry
     }
 
     /// Gives the entry an alias (and column aliases, the first columns renamed in order).
