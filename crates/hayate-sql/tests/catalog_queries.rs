@@ -722,3 +722,79 @@ fn set_returning_functions_in_the_select_list() {
         ]
     );
 }
+
+/// Django's constraint and index introspection (`get_constraints`, PostgreSQL backend):
+/// unnest(...) WITH ORDINALITY over catalog arrays, two arrays side by side, lateral to
+/// the FROM item before it, and array_agg(... ORDER BY ...). Results as PostgreSQL 15's,
+/// except index column ordering (ASC here: DESC is accepted by CREATE INDEX, not kept).
+#[test]
+fn django_constraint_introspection() {
+    let mut setup = setup();
+    let s = &mut setup.session;
+    run(
+        s,
+        "CREATE TABLE ct2 (id serial PRIMARY KEY, app varchar(10), model varchar(10), \
+         CONSTRAINT ct2_am UNIQUE (app, model))",
+    );
+    run(s, "CREATE INDEX ct2_model ON ct2 (model, app)");
+    assert_eq!(
+        query(
+            s,
+            "SELECT c.conname, array(SELECT attname FROM unnest(c.conkey) WITH ORDINALITY \
+             cols(colid, arridx) JOIN pg_attribute AS ca ON cols.colid = ca.attnum \
+             WHERE ca.attrelid = c.conrelid ORDER BY cols.arridx), c.contype \
+             FROM pg_constraint AS c JOIN pg_class AS cl ON c.conrelid = cl.oid \
+             WHERE cl.relname = 'ct2' AND pg_catalog.pg_table_is_visible(cl.oid) ORDER BY 1"
+        ),
+        vec![
+            vec![text("ct2_am"), text("{app,model}"), text("u")],
+            vec![text("ct2_pkey"), text("{id}"), text("p")],
+        ]
+    );
+    assert_eq!(
+        query(
+            s,
+            "SELECT indexname, array_agg(attname ORDER BY arridx), indisunique, indisprimary \
+             FROM (SELECT c2.relname as indexname, idx.*, attr.attname \
+             FROM (SELECT * FROM pg_index i, unnest(i.indkey, i.indoption) WITH ORDINALITY \
+             koi(key, option, arridx)) idx \
+             LEFT JOIN pg_class c ON idx.indrelid = c.oid \
+             LEFT JOIN pg_class c2 ON idx.indexrelid = c2.oid \
+             LEFT JOIN pg_attribute attr ON attr.attrelid = c.oid AND attr.attnum = idx.key \
+             WHERE c.relname = 'ct2' AND pg_catalog.pg_table_is_visible(c.oid)) s2 \
+             GROUP BY indexname, indisunique, indisprimary ORDER BY 1"
+        ),
+        vec![
+            vec![
+                text("ct2_am"),
+                text("{app,model}"),
+                Value::Bool(true),
+                Value::Bool(false)
+            ],
+            vec![
+                text("ct2_model"),
+                text("{model,app}"),
+                Value::Bool(false),
+                Value::Bool(false)
+            ],
+            vec![
+                text("ct2_pkey"),
+                text("{id}"),
+                Value::Bool(true),
+                Value::Bool(true)
+            ],
+        ]
+    );
+    assert_eq!(
+        query(
+            s,
+            "SELECT * FROM unnest(array[1,2,3], array['a','b']) WITH ORDINALITY AS t(x, y, n)"
+        ),
+        // Arrays are carried in their text form: unnest's elements are text here.
+        vec![
+            vec![text("1"), text("a"), Value::Int(1)],
+            vec![text("2"), text("b"), Value::Int(2)],
+            vec![text("3"), Value::Null, Value::Int(3)],
+        ]
+    );
+}

@@ -257,3 +257,72 @@ fn subqueries_match_results_computed_here() {
         vec![vec![Value::Int(zeroed as i64)]]
     );
 }
+
+/// A correlated subquery whose correlation column is indexed reads through the index with
+/// the enclosing row's value (it failed with 0A000 when the lookup value was evaluated
+/// without the enclosing row: every Django Subquery/Exists over a foreign key).
+#[test]
+fn correlated_subqueries_through_an_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    for sql in [
+        "CREATE TABLE product (id int PRIMARY KEY, name text)",
+        "CREATE TABLE review (id int PRIMARY KEY, product_id int, score int, posted int)",
+        "CREATE INDEX review_product ON review (product_id)",
+        "CREATE INDEX review_posted ON review (posted)",
+        "INSERT INTO product VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+        "INSERT INTO review VALUES (1, 1, 5, 10), (2, 1, 3, 20), (3, 2, 4, 5)",
+    ] {
+        query_or_command(&mut s, sql);
+    }
+    let optional = |values: &[Option<i64>]| -> Vec<Vec<Value>> {
+        values
+            .iter()
+            .map(|v| vec![v.map_or(Value::Null, Value::Int)])
+            .collect()
+    };
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT (SELECT r.score FROM review r WHERE r.product_id = p.id \
+             ORDER BY r.posted DESC LIMIT 1) FROM product p ORDER BY p.id"
+        ),
+        optional(&[Some(3), Some(4), None])
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT p.id FROM product p WHERE EXISTS (SELECT 1 FROM review r \
+             WHERE r.product_id = p.id LIMIT 1) ORDER BY 1"
+        ),
+        ints([1, 2])
+    );
+    // A range through the other index, bounded by the enclosing row.
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT (SELECT count(*) FROM review r WHERE r.posted > p.id * 6) \
+             FROM product p ORDER BY p.id"
+        ),
+        ints([2, 1, 1])
+    );
+    query_or_command(
+        &mut s,
+        "UPDATE product SET name = (SELECT max(r.score) FROM review r \
+         WHERE r.product_id = product.id)::text WHERE id < 3",
+    );
+    assert_eq!(
+        query(&mut s, "SELECT name FROM product ORDER BY id"),
+        vec![
+            vec![Value::Text("5".into())],
+            vec![Value::Text("4".into())],
+            vec![Value::Text("c".into())],
+        ]
+    );
+}
+
+fn query_or_command(session: &mut Session, sql: &str) {
+    if let Err(error) = session.execute_sql(sql).pop().unwrap() {
+        panic!("{sql}: {error}");
+    }
+}

@@ -19,6 +19,7 @@ use crate::catalog::{IndexDef, Table, TableDef};
 use crate::encoding::key;
 use crate::error::SqlResult;
 use crate::plan::access::{IndexAccess, IndexLookup, KeyBound};
+use crate::plan::EvalContext;
 use crate::types::{DataType, Value};
 
 /// Takes each row read: (primary key, raw row).
@@ -92,11 +93,12 @@ impl Executor<'_> {
         def: &TableDef,
         index: &IndexDef,
         values: &[crate::plan::Expr],
+        context: &EvalContext,
     ) -> SqlResult<Option<Vec<u8>>> {
         let mut out = Vec::new();
         for (expr, column) in values.iter().zip(&index.columns) {
             let data_type: DataType = def.columns[*column].data_type;
-            match key_value(self.eval_constant(expr)?, data_type)? {
+            match key_value(expr.eval(&[], context)?, data_type)? {
                 Some(value) => {
                     out.push(NOT_NULL);
                     key::encode_column(&mut out, &value, data_type)?;
@@ -108,12 +110,14 @@ impl Executor<'_> {
     }
 
     /// Reads through an index: calls `keep` with (primary key, raw row) of every row whose
-    /// entry matches, in primary key order.
+    /// entry matches, in primary key order. The lookup values are evaluated in `context`
+    /// (a correlated subquery's read them from the enclosing row).
     pub(super) fn read_index(
         &self,
         table: &Table,
         access: &IndexAccess,
         txn: &Transaction,
+        context: &EvalContext,
         keep: &mut RowSink<'_>,
     ) -> SqlResult<()> {
         let index = &table.def.indexes[access.index];
@@ -121,7 +125,7 @@ impl Executor<'_> {
         let mut keys: Vec<Vec<u8>> = Vec::new();
         match &access.lookup {
             IndexLookup::Point(values) => {
-                let Some(prefix) = self.index_prefix(&table.def, index, values)? else {
+                let Some(prefix) = self.index_prefix(&table.def, index, values, context)? else {
                     return Ok(());
                 };
                 if index.unique {
@@ -138,11 +142,12 @@ impl Executor<'_> {
                 lower,
                 upper,
             } => {
-                let Some(base) = self.index_prefix(&table.def, index, prefix)? else {
+                let Some(base) = self.index_prefix(&table.def, index, prefix, context)? else {
                     return Ok(());
                 };
                 let next = index.columns[prefix.len()];
-                let Some((start, end)) = self.index_range(&table.def, next, base, lower, upper)?
+                let Some((start, end)) =
+                    self.index_range(&table.def, next, base, lower, upper, context)?
                 else {
                     return Ok(());
                 };
@@ -171,6 +176,7 @@ impl Executor<'_> {
         base: Vec<u8>,
         lower: &Option<KeyBound>,
         upper: &Option<KeyBound>,
+        context: &EvalContext,
     ) -> SqlResult<Option<KeyRange>> {
         if lower.is_none() && upper.is_none() {
             return Ok(Some(prefix_range(base)));
@@ -183,7 +189,7 @@ impl Executor<'_> {
         };
         // Some(None): the bound cannot be encoded for this type and only the filter applies.
         let encode = |bound: &KeyBound| -> SqlResult<Option<Option<Vec<u8>>>> {
-            let value = self.eval_constant(&bound.value)?;
+            let value = bound.value.eval(&[], context)?;
             if value.is_null() {
                 return Ok(None);
             }

@@ -137,11 +137,6 @@ impl Executor<'_> {
         }
     }
 
-    /// Evaluates an expression without a row (index lookup values).
-    fn eval_constant(&self, expr: &Expr) -> SqlResult<Value> {
-        expr.eval(&[], &self.context)
-    }
-
     /// The key of a point lookup with expressions over `row`, or None if no row can match.
     fn point_key(
         &self,

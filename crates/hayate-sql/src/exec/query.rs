@@ -650,11 +650,16 @@ impl<'r, 'e> Run<'r, 'e> {
             Access::Index(index) => {
                 // Read first, then keep: a locking read borrows the transaction mutably.
                 let mut found = Vec::new();
-                self.exec
-                    .read_index(table, index, &self.txn.borrow(), &mut |key, raw| {
+                self.exec.read_index(
+                    table,
+                    index,
+                    &self.txn.borrow(),
+                    &context,
+                    &mut |key, raw| {
                         found.push((key, raw.to_vec()));
                         Ok(())
-                    })?;
+                    },
+                )?;
                 for (key, raw) in found {
                     if !keep(key, &raw)? {
                         return Ok(false);
@@ -713,10 +718,13 @@ impl<'r, 'e> Run<'r, 'e> {
                     }
                 }
             }
-            Access::Index(index) => self.exec.read_index(table, index, &txn, &mut |key, raw| {
-                found.insert(key, raw.to_vec());
-                Ok(())
-            })?,
+            Access::Index(index) => {
+                self.exec
+                    .read_index(table, index, &txn, context, &mut |key, raw| {
+                        found.insert(key, raw.to_vec());
+                        Ok(())
+                    })?
+            }
             access => {
                 let Some((lower, upper)) = self.exec.range(table, access, context)? else {
                     return Ok(());

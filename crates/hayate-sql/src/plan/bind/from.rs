@@ -210,7 +210,10 @@ impl Binder<'_> {
             self.scope = saved;
             split(bound?, &mut on);
         }
-        let lateral = matches!(factor, TableFactor::Derived { lateral: true, .. });
+        // A set function in FROM reads the items before it (implicitly LATERAL, as in
+        // PostgreSQL: `FROM pg_index i, unnest(i.indkey)`).
+        let lateral = matches!(factor, TableFactor::Derived { lateral: true, .. })
+            || (start > 0 && reads_earlier_items(factor));
         if lateral && matches!(kind, ItemJoin::Right | ItemJoin::Full) {
             return Err(SqlError::new(
                 sqlstate::INVALID_COLUMN_REFERENCE,
@@ -266,10 +269,10 @@ impl Binder<'_> {
                 Ok((relation, entry))
             }
             TableFactor::Function {
-                lateral: false,
                 name,
                 args,
                 alias,
+                with_ordinality: false,
                 ..
             } => match self.bind_array_function(name, args, alias.as_ref(), scope) {
                 Some(bound) => bound,
@@ -296,6 +299,26 @@ impl Binder<'_> {
             } if array_exprs.len() == 1 => {
                 let args = vec![array_exprs[0].to_string()];
                 self.bind_set_function_in_from("unnest", &args, alias.as_ref(), scope)
+            }
+            // unnest(a, b, ...) [WITH ORDINALITY]: the arrays side by side (the shorter
+            // padded with NULLs), then the position (arrays here start at 1), as the derived
+            // table `(SELECT unnest(a), unnest(b), generate_subscripts(a, 1))`.
+            TableFactor::UNNEST {
+                alias,
+                array_exprs,
+                with_offset: false,
+                with_ordinality,
+                ..
+            } if !array_exprs.is_empty() => {
+                let mut items: Vec<String> = array_exprs
+                    .iter()
+                    .map(|array| format!("unnest({array})"))
+                    .collect();
+                if *with_ordinality {
+                    items.push(format!("generate_subscripts({}, 1)", array_exprs[0]));
+                }
+                let sql = format!("SELECT {}", items.join(", "));
+                self.bind_sql_in_from(&sql, "unnest", alias.as_ref(), scope)
             }
             other => Err(SqlError::unsupported(format!("FROM {other}"))),
         }
@@ -1399,4 +1422,29 @@ fn join(
         kind,
         condition: and_all(residual),
     }
+}
+
+/// Whether a FROM item is a set function bound as a derived table lateral to the items
+/// before it (`bind_array_function`, unnest's own syntax), whose arguments may read them.
+fn reads_earlier_items(factor: &TableFactor) -> bool {
+    let name = match factor {
+        TableFactor::UNNEST { .. } => return true,
+        TableFactor::Table {
+            name,
+            args: Some(_),
+            ..
+        }
+        | TableFactor::Function { name, .. } => name,
+        _ => return false,
+    };
+    let function = name
+        .0
+        .last()
+        .and_then(|part| part.as_ident())
+        .map(ident_name)
+        .unwrap_or_default();
+    matches!(
+        function.as_str(),
+        "unnest" | "generate_subscripts" | "_pg_expandarray" | "pg_options_to_table"
+    )
 }
