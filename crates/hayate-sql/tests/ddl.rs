@@ -738,3 +738,72 @@ fn migration_ddl_of_orms() {
         vec![vec![Value::Int(1)]]
     );
 }
+
+/// ADD COLUMN with REFERENCES, CHECK and UNIQUE (Django's AddField of a foreign key sends
+/// `ADD COLUMN ... CONSTRAINT ... REFERENCES ... DEFERRABLE INITIALLY DEFERRED`): the column,
+/// then its constraints, each enforced and listed in pg_constraint.
+#[test]
+fn add_column_with_constraints() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let code = |s: &mut Session, sql: &str| try_run(s, sql).unwrap_err().code;
+    run(&mut s, "CREATE TABLE cat (id int PRIMARY KEY)");
+    run(&mut s, "CREATE TABLE item (id int PRIMARY KEY)");
+    run(
+        &mut s,
+        "INSERT INTO cat VALUES (1); INSERT INTO item VALUES (1)",
+    );
+    run(
+        &mut s,
+        "ALTER TABLE item ADD COLUMN cat_id integer NULL CONSTRAINT item_cat_fk \
+         REFERENCES cat(id) DEFERRABLE INITIALLY DEFERRED",
+    );
+    run(
+        &mut s,
+        "ALTER TABLE item ADD COLUMN code varchar(5) UNIQUE CHECK (length(code) > 1)",
+    );
+    assert_eq!(
+        code(&mut s, "INSERT INTO item (id, cat_id) VALUES (2, 77)"),
+        "23503"
+    );
+    assert_eq!(
+        code(&mut s, "INSERT INTO item (id, code) VALUES (3, 'a')"),
+        "23514"
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            "INSERT INTO item (id, code) VALUES (4, 'ab'), (5, 'ab')"
+        ),
+        "23505"
+    );
+    run(
+        &mut s,
+        "INSERT INTO item (id, cat_id, code) VALUES (6, 1, 'xy')",
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            "ALTER TABLE item ADD COLUMN bad int CONSTRAINT b CHECK (bad > 0) DEFAULT 0"
+        ),
+        "23514"
+    );
+    // One statement: the column went with its failed constraint.
+    assert_eq!(code(&mut s, "SELECT bad FROM item"), "42703");
+    assert_eq!(
+        rows(
+            &mut s,
+            "SELECT conname || ':' || contype FROM pg_constraint \
+             WHERE conrelid = 'item'::regclass ORDER BY 1"
+        ),
+        [
+            "item_cat_fk:f",
+            "item_code_check:c",
+            "item_code_key:u",
+            "item_pkey:p"
+        ]
+        .iter()
+        .map(|v| vec![Value::Text(v.to_string())])
+        .collect::<Vec<_>>()
+    );
+}

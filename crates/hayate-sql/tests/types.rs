@@ -367,6 +367,14 @@ fn uuid_json_and_interval_as_postgres() {
         error_code(&mut s, "SELECT jsonb_array_length('{}')"),
         "22023"
     );
+    assert_eq!(
+        one(
+            &mut s,
+            "SELECT sum(d), avg(d), count(d) FROM (VALUES (interval '1 day 2 hours'), \
+             (interval '3 hours'), (NULL), (interval '1 mon')) v(d)"
+        ),
+        "1 mon 1 day 05:00:00|10 days 09:40:00|3"
+    );
 }
 
 /// Columns of the types: stored, indexed (a uuid key, an interval key equal by span),

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::{AggregateCall, AggregateFunction, Aggregation, EvalContext};
-use crate::types::{numeric, DataType, Decimal, Value};
+use crate::types::{numeric, DataType, Decimal, Interval, Value};
 
 /// The running state of one aggregate of one group. Result types are PostgreSQL's: count is
 /// int8, sum(int2/int4) int8, sum(int8) and sum/avg of integers and numerics numeric,
@@ -24,6 +24,12 @@ enum Accumulator {
         count: u64,
         average: bool,
         data_type: DataType,
+    },
+    /// sum/avg of intervals, field by field (avg divides as interval / number does).
+    IntervalSum {
+        sum: Interval,
+        count: u64,
+        average: bool,
     },
     Min(Value),
     Max(Value),
@@ -55,6 +61,15 @@ impl Accumulator {
         let float_input = call.data_type.is_float();
         match call.function {
             AggregateFunction::CountStar | AggregateFunction::Count => Accumulator::Count(0),
+            AggregateFunction::Sum | AggregateFunction::Avg
+                if call.data_type == DataType::Interval =>
+            {
+                Accumulator::IntervalSum {
+                    sum: Interval::default(),
+                    count: 0,
+                    average,
+                }
+            }
             AggregateFunction::Sum | AggregateFunction::Avg if float_input => {
                 Accumulator::FloatSum {
                     sum: 0.0,
@@ -112,6 +127,10 @@ impl Accumulator {
                 *decimals = numeric::add(decimals, &v)?;
                 *count += 1;
             }
+            (Accumulator::IntervalSum { sum, count, .. }, Value::Interval(v)) => {
+                *sum = sum.checked_add(v)?;
+                *count += 1;
+            }
             (Accumulator::FloatSum { sum, count, .. }, value) if value.as_f64().is_some() => {
                 *sum += value.as_f64().unwrap_or(0.0);
                 *count += 1;
@@ -162,9 +181,18 @@ impl Accumulator {
                 return inner.finish(call);
             }
             Accumulator::Count(count) => Value::Int(count),
-            Accumulator::ExactSum { count: 0, .. } | Accumulator::FloatSum { count: 0, .. } => {
-                Value::Null
-            }
+            Accumulator::ExactSum { count: 0, .. }
+            | Accumulator::FloatSum { count: 0, .. }
+            | Accumulator::IntervalSum { count: 0, .. } => Value::Null,
+            Accumulator::IntervalSum {
+                sum,
+                count,
+                average,
+            } => Value::Interval(if average {
+                sum.scale(1.0 / count as f64)?
+            } else {
+                sum
+            }),
             Accumulator::ExactSum {
                 integers,
                 decimals,

@@ -402,9 +402,21 @@ impl Session {
             } => self.create_database(name, *if_not_exists),
             Plan::DropDatabase { name, if_exists } => self.drop_database(name, *if_exists),
             Plan::AlterTable { table, actions } => {
+                // Several actions are one statement: all or none (in an implicit block
+                // when none is open; a failure in a block fails the block).
+                let implicit = actions.len() > 1 && self.begin_implicit()?;
+                let mut result = Ok(());
                 for action in actions {
-                    self.alter_table(table, action)?;
+                    result = self.alter_table(table, action);
+                    if result.is_err() {
+                        break;
+                    }
                 }
+                if implicit {
+                    let ended = self.end_implicit(result.is_ok());
+                    result = result.and(ended);
+                }
+                result?;
                 Ok(command("ALTER TABLE"))
             }
             Plan::Truncate {

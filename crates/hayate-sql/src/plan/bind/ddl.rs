@@ -389,21 +389,46 @@ impl Binder<'_> {
                     column_def: definition,
                     ..
                 } => {
-                    let (column, key) = column_def(definition)?;
-                    if key.is_some() || column.identity.is_some() {
+                    let (column, key, constraints) = column_def_with_constraints(definition)?;
+                    if key == Some(true) || column.identity.is_some() {
                         return Err(SqlError::unsupported(
-                            "ADD COLUMN with a key or identity (add the key separately)",
+                            "ADD COLUMN with a primary key or identity (add the key separately)",
                         ));
                     }
                     let fill = match &column.default {
                         Some(default) => self.bind_default(default, column.data_type)?,
                         None => Expr::Literal(Value::Null),
                     };
+                    // Its UNIQUE, CHECK and REFERENCES follow as ADD CONSTRAINTs of the
+                    // column (appended last, so the definition below matches the rebuilt
+                    // table's).
+                    let mut def = table.def.clone();
+                    def.columns.push(column.clone());
+                    let name_taken = table.def.column_index(&column.name).is_some();
+                    let column_name = column.name.clone();
                     actions.push(AlterAction::AddColumn {
                         column,
                         fill,
                         if_not_exists: *if_not_exists,
                     });
+                    if name_taken && *if_not_exists {
+                        continue;
+                    }
+                    if key == Some(false) {
+                        actions.push(AlterAction::AddUnique {
+                            name: format!("{name}_{column_name}_key"),
+                            columns: vec![column_name],
+                        });
+                    }
+                    if !constraints.is_empty() {
+                        for constraint in constraints {
+                            self.add_constraint(&mut def, constraint)?;
+                        }
+                        actions.push(AlterAction::SetConstraints {
+                            checks: def.checks,
+                            foreign_keys: def.foreign_keys,
+                        });
+                    }
                 }
                 Op::AlterColumn { column_name, op } => {
                     use ast::AlterColumnOperation as C;
@@ -649,18 +674,8 @@ enum Constraint {
     ForeignKey(Option<String>, Vec<String>, Box<ast::ForeignKeyConstraint>),
 }
 
-/// A column definition; the key flag says PRIMARY KEY (true) or UNIQUE (false).
-fn column_def(column: &ast::ColumnDef) -> SqlResult<(ColumnDef, Option<bool>)> {
-    let (def, key, constraints) = column_def_with_constraints(column)?;
-    if !constraints.is_empty() {
-        return Err(SqlError::unsupported(
-            "a CHECK or REFERENCES with ADD COLUMN (add the constraint separately)",
-        ));
-    }
-    Ok((def, key))
-}
-
-/// `column_def` and the column's CHECK and REFERENCES constraints.
+/// A column definition, its key flag (PRIMARY KEY: true, UNIQUE: false) and its CHECK and
+/// REFERENCES constraints.
 fn column_def_with_constraints(
     column: &ast::ColumnDef,
 ) -> SqlResult<(ColumnDef, Option<bool>, Vec<Constraint>)> {

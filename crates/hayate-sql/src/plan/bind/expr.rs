@@ -739,6 +739,11 @@ impl Binder<'_> {
                             DataType::Int8
                         }
                         AggregateFunction::Sum if arg_type.is_float() => arg_type,
+                        AggregateFunction::Sum | AggregateFunction::Avg
+                            if arg_type == DataType::Interval =>
+                        {
+                            DataType::Interval
+                        }
                         AggregateFunction::Avg if arg_type.is_float() => DataType::Float8,
                         AggregateFunction::Sum | AggregateFunction::Avg
                             if arg_type.is_numeric() =>
