@@ -103,3 +103,63 @@ fn deallocate_drops_protocol_level_statements() {
     s.protocol_statement_closed("_pg3_3");
     assert_eq!(code(&mut s, "DEALLOCATE _pg3_3"), "26000");
 }
+
+/// DECLARE ... CURSOR / FETCH / CLOSE as Django's QuerySet.iterator() sends them: a WITH
+/// HOLD cursor outside a block, fetched in pieces; a cursor without HOLD only in a block
+/// and gone with it; 34000 for an unknown cursor, 42P03 for a second one of a name.
+#[test]
+fn cursors_declare_fetch_close() {
+    let (_dir, mut s) = session();
+    run(&mut s, "CREATE TABLE t (id int PRIMARY KEY)");
+    run(&mut s, "INSERT INTO t VALUES (1), (2), (3)");
+    let ints = |rows: Vec<Vec<Value>>| -> Vec<i64> {
+        rows.into_iter()
+            .map(|row| match row[0] {
+                Value::Int(v) => v,
+                ref other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        tag(
+            &mut s,
+            "DECLARE \"_django_curs_1\" NO SCROLL CURSOR WITH HOLD FOR SELECT id FROM t ORDER BY id"
+        ),
+        "DECLARE CURSOR"
+    );
+    // Rows written after DECLARE are not seen by the cursor.
+    run(&mut s, "INSERT INTO t VALUES (4)");
+    assert_eq!(
+        ints(rows(&mut s, "FETCH FORWARD 2 FROM \"_django_curs_1\"")),
+        vec![1, 2]
+    );
+    assert_eq!(
+        ints(rows(&mut s, "FETCH FORWARD 2 FROM \"_django_curs_1\"")),
+        vec![3]
+    );
+    assert!(rows(&mut s, "FETCH FORWARD 2 FROM \"_django_curs_1\"").is_empty());
+    assert_eq!(
+        code(
+            &mut s,
+            "DECLARE \"_django_curs_1\" CURSOR WITH HOLD FOR SELECT 1"
+        ),
+        "42P03"
+    );
+    assert_eq!(tag(&mut s, "CLOSE \"_django_curs_1\""), "CLOSE CURSOR");
+    assert_eq!(code(&mut s, "FETCH 1 FROM \"_django_curs_1\""), "34000");
+    assert_eq!(code(&mut s, "DECLARE c CURSOR FOR SELECT 1"), "25P01");
+    run(&mut s, "BEGIN");
+    run(
+        &mut s,
+        "DECLARE c CURSOR FOR SELECT id FROM t ORDER BY id DESC",
+    );
+    assert_eq!(ints(rows(&mut s, "FETCH NEXT FROM c")), vec![4]);
+    assert_eq!(ints(rows(&mut s, "FETCH ALL IN c")), vec![3, 2, 1]);
+    run(&mut s, "COMMIT");
+    assert_eq!(code(&mut s, "FETCH 1 FROM c"), "34000");
+    assert_eq!(code(&mut s, "FETCH BACKWARD 1 FROM c"), "0A000");
+    run(&mut s, "DECLARE a CURSOR WITH HOLD FOR SELECT 1");
+    run(&mut s, "DECLARE b CURSOR WITH HOLD FOR SELECT 2");
+    run(&mut s, "CLOSE ALL");
+    assert_eq!(code(&mut s, "FETCH 1 FROM b"), "34000");
+}

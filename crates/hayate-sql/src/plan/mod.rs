@@ -637,6 +637,21 @@ pub enum Plan {
         name: String,
         arguments: Vec<sqlparser::ast::Expr>,
     },
+    /// DECLARE name CURSOR [WITH HOLD] FOR query (`session::cursor`).
+    DeclareCursor {
+        name: String,
+        query: QueryPlan,
+        hold: bool,
+    },
+    /// FETCH [FORWARD] count (None: ALL) FROM name.
+    Fetch {
+        name: String,
+        count: Option<u64>,
+    },
+    /// CLOSE name (None: ALL).
+    CloseCursor {
+        name: Option<String>,
+    },
     /// DEALLOCATE [PREPARE] name (None: ALL).
     Deallocate {
         name: Option<String>,

@@ -24,6 +24,7 @@
 //! (SET/SHOW values and what statements read of them); this file holds the session's state.
 
 mod constraints;
+mod cursor;
 mod database;
 mod prepared;
 mod sequence;
@@ -127,6 +128,8 @@ pub struct Session {
     pending_commit: Option<PendingCommit>,
     /// currval/lastval of this session.
     sequences: crate::catalog::SessionSequences,
+    /// Open SQL-level cursors (DECLARE ... CURSOR), by name.
+    cursors: HashMap<String, cursor::Cursor>,
 }
 
 static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -171,6 +174,7 @@ impl Session {
             default_isolation: Isolation::ReadCommitted,
             work_mem_bytes: 0,
             sequences: Default::default(),
+            cursors: HashMap::new(),
         }
         .with_settings_read()
     }

@@ -323,6 +323,11 @@ impl Session {
             } => self.prepare_named(name, declared, statement),
             Plan::Execute { name, arguments } => self.execute_named(name, arguments),
             Plan::Deallocate { name } => self.deallocate(name.as_deref()),
+            Plan::DeclareCursor { name, query, hold } => {
+                self.declare_cursor(name, query, *hold, params)
+            }
+            Plan::Fetch { name, count } => self.fetch(name, *count),
+            Plan::CloseCursor { name } => self.close_cursor(name.as_deref()),
             Plan::CreateTable { def, if_not_exists } => {
                 let catalog = self.catalog.clone();
                 let undo = catalog.create_table(def.clone(), *if_not_exists, self.ddl_block())?;

@@ -155,6 +155,7 @@ impl Session {
     /// (`committed`) or was dropped.
     pub(super) fn end_block(&mut self, committed: bool) {
         self.savepoints.clear();
+        self.close_block_cursors();
         self.settings.insert(
             "transaction_isolation".into(),
             self.default_isolation.name().into(),

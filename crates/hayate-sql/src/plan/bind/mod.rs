@@ -1,6 +1,7 @@
 //! The binder: sqlparser's AST to a `Plan`, against the catalog. Statements and DML here;
 //! SELECT in `query`, expressions in `expr`, DDL and session statements in `ddl`.
 
+mod cursor;
 mod ddl;
 mod expr;
 mod from;
@@ -15,6 +16,7 @@ mod write;
 
 pub(crate) use ddl::unique_key_of;
 
+use cursor::fetch_count;
 use ddl::{bind_set, check_transaction_modes};
 
 /// The variable a SET CONSTRAINTS statement is carried in from the session's parser: a SET
@@ -317,6 +319,22 @@ impl<'a> Binder<'a> {
             } if into.is_empty() && using.is_empty() => Ok(Plan::Execute {
                 name: object_name(name)?,
                 arguments: parameters.clone(),
+            }),
+            Statement::Declare { stmts } => self.bind_declare(stmts),
+            Statement::Fetch {
+                name,
+                direction,
+                into: None,
+                ..
+            } => Ok(Plan::Fetch {
+                name: ident_name(name),
+                count: fetch_count(direction)?,
+            }),
+            Statement::Close { cursor } => Ok(Plan::CloseCursor {
+                name: match cursor {
+                    ast::CloseCursor::All => None,
+                    ast::CloseCursor::Specific { name } => Some(ident_name(name)),
+                },
             }),
             Statement::Deallocate { name, .. } => Ok(Plan::Deallocate {
                 name: (!(name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all")))
