@@ -1,7 +1,7 @@
 //! Real drivers, unmodified, against the server: psycopg 3 (Python), the PostgreSQL JDBC
-//! driver and SQLAlchemy's ORM and reflection each run a script of DDL, parameterized
-//! queries and transactions that checks every answer itself (tests/drivers/). Missing
-//! drivers: see common/clients.rs.
+//! driver, SQLAlchemy's ORM and reflection and Django's migrations and ORM each run a
+//! script of DDL, parameterized queries and transactions that checks every answer itself
+//! (tests/drivers/). Missing drivers: see common/clients.rs.
 
 mod common;
 
@@ -42,6 +42,35 @@ fn psycopg() {
         .arg(scripts().join("psycopg_check.py"))
         .arg(server.addr.port().to_string());
     run_check(command, "psycopg ok");
+    server.stop();
+}
+
+#[test]
+fn django() {
+    // Debian's python3-django (3.2) and python3-psycopg2, for the system interpreter: the
+    // project in tests/drivers/django migrates a fresh database (contenttypes, auth and its
+    // own app's five migrations) and runs an ORM scenario that asserts every answer.
+    let python = std::env::var("HAYATE_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into());
+    let available = runs(&python, &["-c", "import django, psycopg2"]);
+    if !require(available, "Django", "python3-django and python3-psycopg2") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    server
+        .connect()
+        .batch_execute("CREATE DATABASE djangoci")
+        .unwrap();
+    let project = scripts().join("django");
+    let mut command = Command::new(&python);
+    command
+        .current_dir(&project)
+        .arg(project.join("check.py"))
+        .env("HAYATE_HOST", server.addr.ip().to_string())
+        .env("HAYATE_PORT", server.addr.port().to_string())
+        .env("HAYATE_DB", "djangoci")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    run_check(command, "DJANGO CHECK OK");
     server.stop();
 }
 
