@@ -31,6 +31,9 @@ pub fn pg_type(data_type: DataType) -> Type {
         DataType::Json => Type::JSON,
         DataType::Jsonb => Type::JSONB,
         DataType::Interval => Type::INTERVAL,
+        DataType::TextArray => Type::TEXT_ARRAY,
+        DataType::Int4Array => Type::INT4_ARRAY,
+        DataType::Int8Array => Type::INT8_ARRAY,
         DataType::Text | DataType::Unknown => Type::TEXT,
     }
 }
@@ -166,10 +169,10 @@ pub fn decode_parameter(
                 months: field(12..16),
             })
         }
-        DataType::Int2Array => {
-            return Err(SqlError::unsupported(
-                "a smallint[] parameter in binary format",
-            ))
+        DataType::Int2Array | DataType::TextArray | DataType::Int4Array | DataType::Int8Array => {
+            return Err(SqlError::unsupported(format!(
+                "a {data_type} parameter in binary format"
+            )))
         }
     };
     // Checks lengths and typmods as the text form would.
@@ -290,6 +293,9 @@ fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> S
         (Value::Date(v), DataType::Date) => buffer.put_i32(*v),
         (Value::Timestamp(v), DataType::Timestamp)
         | (Value::TimestampTz(v), DataType::TimestampTz) => buffer.put_i64(*v),
+        (Value::Text(text), t) if t == DataType::Int2Array || t.is_text_form_array() => {
+            put_binary_array(buffer, text, t)?
+        }
         (Value::Text(text), t)
             if t.is_text() || matches!(t, DataType::Unknown | DataType::Json) =>
         {
@@ -305,32 +311,6 @@ fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> S
             buffer.put_i32(v.days as i32);
             buffer.put_i32(v.months as i32);
         }
-        (Value::Text(text), DataType::Int2Array) => {
-            // One dimension, lower bound 1, int2 elements (oid 21), each length-prefixed.
-            let elements = hayate_sql::system::array::elements(text).ok_or_else(|| {
-                SqlError::new(
-                    sqlstate::INTERNAL_ERROR,
-                    format!("cannot send {text:?} as smallint[]"),
-                )
-            })?;
-            let has_null = elements.iter().any(Option::is_none);
-            buffer.put_i32(if elements.is_empty() { 0 } else { 1 });
-            buffer.put_i32(has_null as i32);
-            buffer.put_i32(21);
-            if !elements.is_empty() {
-                buffer.put_i32(elements.len() as i32);
-                buffer.put_i32(1);
-            }
-            for element in elements {
-                match element.and_then(|e| e.trim().parse::<i16>().ok()) {
-                    Some(value) => {
-                        buffer.put_i32(2);
-                        buffer.put_i16(value);
-                    }
-                    None => buffer.put_i32(-1),
-                }
-            }
-        }
         // A value of another type than its column (e.g. a system table's): its text form
         // converted to the column's type.
         (value, t) if !value.is_null() && value.clone().cast(t).is_ok_and(|v| v != *value) => {
@@ -342,6 +322,64 @@ fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> S
                 sqlstate::INTERNAL_ERROR,
                 format!("cannot send {value:?} as {data_type}"),
             ))
+        }
+    }
+    Ok(())
+}
+
+/// An array (in its text form) in PostgreSQL's binary array form: one dimension, lower
+/// bound 1, the element type's oid, each element length-prefixed (-1: NULL).
+fn put_binary_array(buffer: &mut BytesMut, text: &str, data_type: DataType) -> SqlResult<()> {
+    let elements = hayate_sql::system::array::elements(text).ok_or_else(|| {
+        SqlError::new(
+            sqlstate::INTERNAL_ERROR,
+            format!("cannot send {text:?} as {data_type}"),
+        )
+    })?;
+    let element_oid = match data_type {
+        DataType::Int2Array => 21,
+        DataType::Int4Array => 23,
+        DataType::Int8Array => 20,
+        _ => 25,
+    };
+    let has_null = elements.iter().any(Option::is_none);
+    buffer.put_i32(if elements.is_empty() { 0 } else { 1 });
+    buffer.put_i32(has_null as i32);
+    buffer.put_i32(element_oid);
+    if !elements.is_empty() {
+        buffer.put_i32(elements.len() as i32);
+        buffer.put_i32(1);
+    }
+    for element in elements {
+        let Some(element) = element else {
+            buffer.put_i32(-1);
+            continue;
+        };
+        let integer = || {
+            element.trim().parse::<i64>().map_err(|_| {
+                SqlError::new(
+                    sqlstate::INTERNAL_ERROR,
+                    format!("cannot send {element:?} as an element of {data_type}"),
+                )
+            })
+        };
+        match element_oid {
+            21 => {
+                buffer.put_i32(2);
+                buffer.put_i16(integer()? as i16);
+            }
+            23 => {
+                buffer.put_i32(4);
+                buffer.put_i32(integer()? as i32);
+            }
+            20 => {
+                buffer.put_i32(8);
+                buffer.put_i64(integer()?);
+            }
+            _ => {
+                buffer.put_i32(element.len() as i32);
+                buffer.put_slice(element.as_bytes());
+            }
         }
     }
     Ok(())

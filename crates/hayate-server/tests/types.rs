@@ -249,3 +249,60 @@ fn uuid_json_and_interval_in_binary() {
         .unwrap_err();
     assert_eq!(sqlstate(&error), "22P03");
 }
+
+/// Array results (array_agg, ARRAY(subquery), ARRAY[...]) are typed text[], integer[] and
+/// bigint[] on the wire, in both formats: drivers get lists, not '{a,b}' strings.
+#[test]
+fn array_results_are_typed_arrays() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut client = server.connect();
+    client
+        .batch_execute(
+            "CREATE TABLE a (id int PRIMARY KEY, big int8, name text); \
+             INSERT INTO a VALUES (1, 10, 'x'), (2, NULL, 'y z'), (3, 30, NULL)",
+        )
+        .unwrap();
+    // Binary results (rust-postgres asks for binary).
+    let row = client
+        .query_one(
+            "SELECT array_agg(id ORDER BY id), array_agg(big ORDER BY id), \
+             array_agg(name ORDER BY id), ARRAY(SELECT name FROM a WHERE id < 3 ORDER BY id), \
+             ARRAY[7, 8] FROM a",
+            &[],
+        )
+        .unwrap();
+    let types: Vec<Type> = row.columns().iter().map(|c| c.type_().clone()).collect();
+    assert_eq!(
+        types,
+        [
+            Type::INT4_ARRAY,
+            Type::INT8_ARRAY,
+            Type::TEXT_ARRAY,
+            Type::TEXT_ARRAY,
+            Type::INT4_ARRAY
+        ]
+    );
+    assert_eq!(row.get::<_, Vec<i32>>(0), vec![1, 2, 3]);
+    assert_eq!(
+        row.get::<_, Vec<Option<i64>>>(1),
+        vec![Some(10), None, Some(30)]
+    );
+    assert_eq!(
+        row.get::<_, Vec<Option<String>>>(2),
+        vec![Some("x".into()), Some("y z".into()), None]
+    );
+    assert_eq!(row.get::<_, Vec<String>>(3), vec!["x", "y z"]);
+    assert_eq!(row.get::<_, Vec<i32>>(4), vec![7, 8]);
+    // Text results keep PostgreSQL's text form.
+    let text = client
+        .simple_query("SELECT array_agg(name ORDER BY id) FROM a")
+        .unwrap()
+        .into_iter()
+        .find_map(|message| match message {
+            postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).unwrap().to_string()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(text, "{x,\"y z\",NULL}");
+}

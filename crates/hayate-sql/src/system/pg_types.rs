@@ -179,6 +179,9 @@ pub fn type_of(data_type: DataType) -> (i64, i64) {
         DataType::Json => (114, -1),
         DataType::Jsonb => (3802, -1),
         DataType::Interval => (1186, -1),
+        DataType::TextArray => (1009, -1),
+        DataType::Int4Array => (1007, -1),
+        DataType::Int8Array => (1016, -1),
         DataType::Unknown => (705, -1),
     }
 }

@@ -56,6 +56,13 @@ pub enum DataType {
     Jsonb,
     /// interval: a `Value::Interval`.
     Interval,
+    /// text[], integer[], bigint[]: the types of array results (ARRAY(subquery), ARRAY[...],
+    /// array_agg), so that drivers see arrays. Their values are `Value::Text` in the array
+    /// text form `{a,b}`, as every array here is, and they count as text for operators and
+    /// functions. Not column types.
+    TextArray,
+    Int4Array,
+    Int8Array,
     /// The type of a NULL literal or an untyped parameter before it is inferred.
     Unknown,
 }
@@ -83,6 +90,9 @@ impl DataType {
             DataType::Json => 17,
             DataType::Jsonb => 18,
             DataType::Interval => 19,
+            DataType::TextArray => 20,
+            DataType::Int4Array => 21,
+            DataType::Int8Array => 22,
             DataType::Unknown => 0,
         }
     }
@@ -122,6 +132,9 @@ impl DataType {
             17 => DataType::Json,
             18 => DataType::Jsonb,
             19 => DataType::Interval,
+            20 => DataType::TextArray,
+            21 => DataType::Int4Array,
+            22 => DataType::Int8Array,
             _ => return None,
         })
     }
@@ -148,6 +161,9 @@ impl DataType {
             DataType::Json => 114,
             DataType::Jsonb => 3802,
             DataType::Interval => 1186,
+            DataType::TextArray => 1009,
+            DataType::Int4Array => 1007,
+            DataType::Int8Array => 1016,
             DataType::Unknown => 705,
         }
     }
@@ -204,7 +220,28 @@ impl DataType {
         matches!(
             self,
             DataType::Text | DataType::Varchar(_) | DataType::Char(_)
+        ) || self.is_text_form_array()
+    }
+
+    /// An array result type (`TextArray`, `Int4Array`, `Int8Array`).
+    pub fn is_text_form_array(self) -> bool {
+        matches!(
+            self,
+            DataType::TextArray | DataType::Int4Array | DataType::Int8Array
         )
+    }
+
+    /// The array type of results whose elements are of this type (Text: no typed array;
+    /// the value is an array in text form all the same).
+    pub fn array_of(self) -> DataType {
+        match self {
+            DataType::Int2 | DataType::Int4 => DataType::Int4Array,
+            DataType::Int8 => DataType::Int8Array,
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Unknown => {
+                DataType::TextArray
+            }
+            _ => DataType::Text,
+        }
     }
 
     pub fn is_datetime(self) -> bool {
@@ -236,6 +273,9 @@ impl DataType {
             DataType::Json => "json",
             DataType::Jsonb => "jsonb",
             DataType::Interval => "interval",
+            DataType::TextArray => "text[]",
+            DataType::Int4Array => "integer[]",
+            DataType::Int8Array => "bigint[]",
             DataType::Unknown => "unknown",
         }
     }
@@ -578,6 +618,20 @@ impl Value {
             DataType::Json => json::parse(text, false).map(|_| Value::Text(text.to_string())),
             DataType::Jsonb => Ok(Value::Text(json::format(&json::parse(text, true)?))),
             DataType::Interval => Ok(Value::Interval(interval::parse(text, None)?)),
+            DataType::TextArray | DataType::Int4Array | DataType::Int8Array => {
+                let elements = crate::system::array::parse(text).ok_or_else(|| {
+                    SqlError::new(
+                        sqlstate::INVALID_TEXT_REPRESENTATION,
+                        format!("malformed array literal: \"{text}\""),
+                    )
+                })?;
+                if target != DataType::TextArray {
+                    for element in elements.iter().flatten() {
+                        Value::parse(element, DataType::Int8)?;
+                    }
+                }
+                Ok(Value::Text(crate::system::array::format(&elements)))
+            }
         }
     }
 

@@ -4,7 +4,7 @@
     HAYATE_HOST=127.0.0.1 HAYATE_PORT=5441 HAYATE_DB=djangoci /usr/bin/python3 check.py
 
 Needs an EMPTY database HAYATE_DB (user postgres, no password) on a running Hayate
-server.  Runs `migrate` (contenttypes, auth, catalog 0001..0005), an ORM scenario with
+server.  Runs `migrate` (contenttypes, auth, catalog 0001..0006), an ORM scenario with
 assertions, `flush`, and a second `migrate` that must be a no-op.  Prints
 "DJANGO CHECK OK" and exits 0 on success; on the first failure prints the failing step
 with a traceback and exits 1.  Writes no files (bytecode caching is disabled).
@@ -115,7 +115,7 @@ def main():
         applied = MigrationRecorder(connection).applied_migrations()
         for key in [("contenttypes", "0002_remove_content_type_name"),
                     ("auth", "0012_alter_user_first_name_max_length"),
-                    ("catalog", "0005_drop_reviewer_swap_index")]:
+                    ("catalog", "0006_publisher_name_not_unique")]:
             assert key in applied, "migration %s not recorded" % (key,)
         # effects of catalog 0003 (ADD COLUMN DEFAULT, ALTER COLUMN TYPE) and auth 0008/0012
         assert column("catalog_publisher", "country").internal_size == 3
@@ -131,6 +131,11 @@ def main():
                                         ("catalog_publisher", "id")], fks
         assert any(n.startswith("catalog_book_translator_id_") for n in fks), fks
         assert book.get("book_title_pub_idx", {}).get("index") is True, sorted(book)
+        # get_constraints() gets the columns as lists (array results typed text[])
+        assert book["book_title_pub_idx"]["columns"] == ["title", "published"], book
+        # 0006 found Publisher.name's UNIQUE constraint and dropped it
+        assert not [c for c in constraints("catalog_publisher").values()
+                    if c["unique"] and c["columns"] == ["name"]], constraints("catalog_publisher")
         assert "book_pub_price_idx" not in book, sorted(book)
         review = constraints("catalog_review")
         assert [n for n in review if "reviewer" in n] == [], sorted(review)
@@ -226,6 +231,8 @@ def main():
         expect_integrity_error("23503", lambda: Book.objects.filter(pk=dune.pk).update(
             translator_id=Author.objects.aggregate(m=Max("id"))["m"] + 1000))
         assert Book.objects.get(translator__name="Banks").title == "Foundation"
+        # 0006 dropped Publisher.name's UNIQUE constraint: a second "Tor" is allowed.
+        Publisher.objects.create(name="Tor", country="NZL").delete()
 
     with step("filters / ordering / types"):
         titles = list(Book.objects.order_by("-price", "title").values_list("title", flat=True))

@@ -206,7 +206,7 @@ impl Binder<'_> {
                 if plan.columns.len() != 1 {
                     return Err(SqlError::syntax("subquery must return only one column"));
                 }
-                (SubqueryKind::Array, DataType::Text)
+                (SubqueryKind::Array, plan.columns[0].data_type.array_of())
             }
             None => {
                 if plan.columns.len() != 1 {
@@ -751,8 +751,8 @@ impl Binder<'_> {
                             DataType::Numeric(None)
                         }
                         AggregateFunction::Min | AggregateFunction::Max => arg_type,
-                        // Arrays are text in the array text form.
-                        AggregateFunction::ArrayAgg => DataType::Text,
+                        // Arrays are text in the array text form, typed for drivers.
+                        AggregateFunction::ArrayAgg => arg_type.array_of(),
                         _ => {
                             return Err(SqlError::new(
                                 sqlstate::UNDEFINED_FUNCTION,

@@ -378,10 +378,29 @@ pub(super) fn bind_other(
         }
         E::Array(ast::Array { elem, .. }) => {
             let mut args = Vec::new();
+            let mut types = Vec::new();
             for element in elem {
-                args.push(binder.bind_expr(element, None)?.0);
+                let (bound, data_type) = binder.bind_expr(element, None)?;
+                args.push(bound);
+                types.push(data_type);
             }
-            Ok((call(Function::ArrayLiteral, args, catalog), DataType::Text))
+            // Typed for drivers when the elements agree (integers, or text).
+            let known: Vec<DataType> = types
+                .into_iter()
+                .filter(|t| *t != DataType::Unknown)
+                .collect();
+            let array_type = match known.first() {
+                None => DataType::TextArray,
+                Some(first) if known.iter().all(|t| t.is_integer()) => known
+                    .iter()
+                    .fold(*first, |a, b| a.wider_integer(*b))
+                    .array_of(),
+                Some(_) if known.iter().all(|t| t.is_text() && !t.is_text_form_array()) => {
+                    DataType::TextArray
+                }
+                Some(_) => DataType::Text,
+            };
+            Ok((call(Function::ArrayLiteral, args, catalog), array_type))
         }
         E::CompoundFieldAccess { root, access_chain } => {
             // `con.confkey[i]` parses as `con` with the chain `.confkey`, `[i]`: the leading
@@ -425,6 +444,8 @@ pub(super) fn bind_other(
             let integer = match expected {
                 Some(target) if target.is_integer() => Some(target),
                 _ if array_type == DataType::Int2Array => Some(DataType::Int2),
+                _ if array_type == DataType::Int4Array => Some(DataType::Int4),
+                _ if array_type == DataType::Int8Array => Some(DataType::Int8),
                 _ => None,
             };
             match integer {
