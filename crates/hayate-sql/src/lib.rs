@@ -17,6 +17,7 @@ pub mod copy;
 pub mod encoding;
 pub mod error;
 pub mod exec;
+pub mod ident;
 pub mod interrupt;
 pub mod plan;
 pub mod session;

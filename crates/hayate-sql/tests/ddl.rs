@@ -807,3 +807,72 @@ fn add_column_with_constraints() {
         .collect::<Vec<_>>()
     );
 }
+
+/// RENAME COLUMN (Django's RenameField): the CHECK texts, the foreign keys naming it and
+/// the constraint definitions follow; names needing quotes are quoted in
+/// pg_get_constraintdef; a SERIAL column (its sequence is named after it) is refused.
+#[test]
+fn rename_column_follows_checks_and_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let code = |s: &mut Session, sql: &str| try_run(s, sql).unwrap_err().code;
+    run(
+        &mut s,
+        "CREATE TABLE par (id serial PRIMARY KEY, code text UNIQUE, qty int CHECK (qty > 0))",
+    );
+    run(
+        &mut s,
+        "CREATE TABLE kid (id int PRIMARY KEY, pcode text REFERENCES par(code))",
+    );
+    run(&mut s, "INSERT INTO par (code, qty) VALUES ('a', 1)");
+    run(&mut s, "ALTER TABLE par RENAME COLUMN code TO \"Code\"");
+    run(&mut s, "ALTER TABLE par RENAME COLUMN qty TO amount");
+    assert_eq!(
+        code(&mut s, "INSERT INTO par (\"Code\", amount) VALUES ('b', 0)"),
+        "23514"
+    );
+    assert_eq!(
+        code(&mut s, "INSERT INTO par (\"Code\", amount) VALUES ('a', 5)"),
+        "23505"
+    );
+    assert_eq!(code(&mut s, "INSERT INTO kid VALUES (2, 'zz')"), "23503");
+    run(&mut s, "INSERT INTO kid VALUES (3, 'a')");
+    assert_eq!(code(&mut s, "SELECT qty FROM par"), "42703");
+    assert_eq!(
+        rows(
+            &mut s,
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint \
+             WHERE conrelid IN ('par'::regclass, 'kid'::regclass) ORDER BY 1"
+        ),
+        [
+            "CHECK ((amount > 0))",
+            "FOREIGN KEY (pcode) REFERENCES par(\"Code\")",
+            "PRIMARY KEY (id)",
+            "PRIMARY KEY (id)",
+            "UNIQUE (\"Code\")",
+        ]
+        .iter()
+        .map(|v| vec![Value::Text(v.to_string())])
+        .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        code(&mut s, "ALTER TABLE par RENAME COLUMN id TO pid"),
+        "0A000"
+    );
+    assert_eq!(
+        code(&mut s, "ALTER TABLE par RENAME COLUMN nope TO x"),
+        "42703"
+    );
+    assert_eq!(
+        code(&mut s, "ALTER TABLE par RENAME COLUMN amount TO id"),
+        "42701"
+    );
+    // Durable: a restart reads the renamed definitions.
+    drop(s);
+    let mut s = open(dir.path());
+    assert_eq!(code(&mut s, "INSERT INTO kid VALUES (4, 'nope')"), "23503");
+    assert_eq!(
+        rows(&mut s, "SELECT \"Code\", amount FROM par"),
+        vec![vec![Value::Text("a".into()), Value::Int(1)]]
+    );
+}

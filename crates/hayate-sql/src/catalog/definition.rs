@@ -397,6 +397,57 @@ impl CheckDef {
     }
 }
 
+/// An expression's text with the column `from` named `to` (RENAME COLUMN of a CHECK's
+/// column): bare words equal to `from` case-insensitively, and `"from"` exactly, are
+/// replaced; string literals are left as they are.
+pub fn rename_column_in(text: &str, from: &str, to: &str) -> String {
+    let renamed = crate::ident::quote_ident(to);
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < chars.len() {
+        let c = chars[at];
+        if c == '\'' || c == '"' {
+            // A literal or a quoted name, up to its closing quote (doubled quotes inside).
+            let mut end = at + 1;
+            while end < chars.len() {
+                if chars[end] == c {
+                    if chars.get(end + 1) == Some(&c) {
+                        end += 2;
+                        continue;
+                    }
+                    break;
+                }
+                end += 1;
+            }
+            let token: String = chars[at..(end + 1).min(chars.len())].iter().collect();
+            let name: String = chars[at + 1..end.min(chars.len())].iter().collect();
+            if c == '"' && name.replace("\"\"", "\"") == from {
+                out.push_str(&renamed);
+            } else {
+                out.push_str(&token);
+            }
+            at = end + 1;
+        } else if c.is_alphabetic() || c == '_' {
+            let mut end = at;
+            while end < chars.len() && (chars[end].is_alphanumeric() || chars[end] == '_') {
+                end += 1;
+            }
+            let word: String = chars[at..end].iter().collect();
+            if word.to_lowercase() == from {
+                out.push_str(&renamed);
+            } else {
+                out.push_str(&word);
+            }
+            at = end;
+        } else {
+            out.push(c);
+            at += 1;
+        }
+    }
+    out
+}
+
 pub(super) fn put_string(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(&(text.len() as u32).to_le_bytes());
     out.extend_from_slice(text.as_bytes());
@@ -412,6 +463,23 @@ fn put_columns(out: &mut Vec<u8>, columns: &[usize]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn renaming_a_column_in_an_expression() {
+        assert_eq!(
+            rename_column_in(
+                "(qty > 0) AND (\"qty\" < 'qty') AND qty_max > QTY",
+                "qty",
+                "n"
+            ),
+            "(n > 0) AND (n < 'qty') AND qty_max > n"
+        );
+        assert_eq!(
+            rename_column_in("length(code) > 1", "code", "Code x"),
+            "length(\"Code x\") > 1"
+        );
+        assert_eq!(rename_column_in("'it''s' <> a", "a", "b"), "'it''s' <> b");
+    }
 
     #[test]
     fn table_def_round_trip() {

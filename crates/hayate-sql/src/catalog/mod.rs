@@ -67,7 +67,8 @@ use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
 pub use cluster::{Cluster, DatabaseInfo, DEFAULT_DATABASE};
 pub use ddl::DdlUndo;
 pub use definition::{
-    CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, IndexKind, ReferentialAction, TableDef,
+    rename_column_in, CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, IndexKind,
+    ReferentialAction, TableDef,
 };
 pub use rebuild::Rebuild;
 pub use sequence::{Sequence, SequenceOptions, SessionSequences};

@@ -76,6 +76,12 @@ pub enum AlterAction {
     },
     /// DROP CONSTRAINT of a UNIQUE constraint: its index.
     DropUnique(String),
+    /// RENAME COLUMN: the definition, its CHECKs' texts, the foreign keys naming it and the
+    /// sequence OWNED BY it follow.
+    RenameColumn {
+        from: String,
+        to: String,
+    },
     /// ALTER COLUMN ... TYPE where the stored form stays (between integer widths, between
     /// text and varchar(n)): the rows are checked against a narrower type, not rewritten.
     SetType {

@@ -409,7 +409,12 @@ impl Session {
             Plan::AlterTable { table, actions } => {
                 // Several actions are one statement: all or none (in an implicit block
                 // when none is open; a failure in a block fails the block).
-                let implicit = actions.len() > 1 && self.begin_implicit()?;
+                // RENAME COLUMN changes the definitions of the tables referencing it too.
+                let several = actions.len() > 1
+                    || actions
+                        .iter()
+                        .any(|action| matches!(action, AlterAction::RenameColumn { .. }));
+                let implicit = several && self.begin_implicit()?;
                 let mut result = Ok(());
                 for action in actions {
                     result = self.alter_table(table, action);
@@ -642,6 +647,7 @@ impl Session {
                 name: column,
                 data_type,
             } => return self.set_column_type(name, column, *data_type),
+            AlterAction::RenameColumn { from, to } => return self.rename_column(name, from, to),
             AlterAction::AlterColumn {
                 name: column,
                 default,
@@ -686,6 +692,76 @@ impl Session {
         let catalog = self.catalog.clone();
         let undo = catalog.rebuild(vec![(name.to_string(), change)], self.ddl_block())?;
         self.note_ddl(undo);
+        Ok(())
+    }
+
+    /// RENAME COLUMN `from` TO `to` of `table`: its definition and CHECK texts, the foreign
+    /// keys (of any table) that name it as a referenced column, and a sequence OWNED BY it.
+    /// A view reading the table would keep the old name in its query text: refused (0A000).
+    fn rename_column(&mut self, table: &str, from: &str, to: &str) -> SqlResult<()> {
+        if self
+            .catalog
+            .views()
+            .iter()
+            .any(|view| view.def.reads.iter().any(|r| r == table))
+        {
+            return Err(SqlError::unsupported(
+                "renaming a column of a table a view reads (drop the view first)",
+            ));
+        }
+        let index = self
+            .catalog
+            .table(table)?
+            .def
+            .column_index(from)
+            .ok_or_else(|| undefined_column(from, table))?;
+        let rename_referenced = |def: &mut crate::catalog::TableDef| {
+            for key in def.foreign_keys.iter_mut().filter(|key| key.table == table) {
+                for column in key.referenced.iter_mut().filter(|c| *c == from) {
+                    *column = to.to_string();
+                }
+            }
+        };
+        let catalog = self.catalog.clone();
+        let undo = catalog.alter_definition(
+            table,
+            |def| {
+                // A constraint's index known by its name only keeps being one.
+                let constraints: Vec<bool> = def
+                    .indexes
+                    .iter()
+                    .map(|index| def.is_unique_constraint(index))
+                    .collect();
+                for (index, constraint) in def.indexes.iter_mut().zip(constraints) {
+                    index.constraint = constraint;
+                }
+                def.columns[index].name = to.to_string();
+                for check in &mut def.checks {
+                    check.expr = crate::catalog::rename_column_in(&check.expr, from, to);
+                }
+                rename_referenced(def);
+            },
+            self.ddl_block(),
+        )?;
+        self.note_ddl(undo);
+        for child in self.catalog.table_names() {
+            let names_it = self
+                .catalog
+                .table(&child)?
+                .def
+                .foreign_keys
+                .iter()
+                .any(|key| key.table == table && key.referenced.iter().any(|c| c == from));
+            if child != table && names_it {
+                let undo = catalog.alter_definition(&child, rename_referenced, self.ddl_block())?;
+                self.note_ddl(undo);
+            }
+        }
+        for sequence in self.catalog.sequences() {
+            if sequence.owner() == Some((table.to_string(), from.to_string())) {
+                sequence.set_owner(Some((table.to_string(), to.to_string())))?;
+            }
+        }
         Ok(())
     }
 

@@ -14,6 +14,7 @@
 //!
 //! Data flows one way: the binder and the plan use this file; it uses the catalog only.
 
+use crate::ident::quote_ident;
 use std::sync::Arc;
 
 use regex::{Regex, RegexBuilder};
@@ -357,10 +358,10 @@ impl SystemFunction {
                     return Ok(Value::Null);
                 };
                 let columns = &table.table.def.columns;
-                let names: Vec<&str> = index
+                let names: Vec<String> = index
                     .columns
                     .iter()
-                    .map(|column| columns[*column].name.as_str())
+                    .map(|column| quote_ident(&columns[*column].name))
                     .collect();
                 // pg_get_indexdef(oid, n, pretty) with n > 0: the n-th column only.
                 if let Some(column) = values.get(1).and_then(int_of).filter(|n| *n > 0) {
@@ -371,8 +372,8 @@ impl SystemFunction {
                 Ok(Value::Text(format!(
                     "CREATE {}INDEX {} ON {PUBLIC_SCHEMA}.{} USING btree ({})",
                     if index.unique { "UNIQUE " } else { "" },
-                    index.name,
-                    table.name(),
+                    quote_ident(&index.name),
+                    quote_ident(table.name()),
                     names.join(", ")
                 )))
             }
@@ -385,10 +386,10 @@ impl SystemFunction {
                     return Ok(Value::Null);
                 };
                 let columns = &table.table.def.columns;
-                let names: Vec<&str> = index
+                let names: Vec<String> = index
                     .columns
                     .iter()
-                    .map(|column| columns[*column].name.as_str())
+                    .map(|column| quote_ident(&columns[*column].name))
                     .collect();
                 let kind = if index.primary {
                     "PRIMARY KEY"

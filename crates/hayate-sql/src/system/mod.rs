@@ -32,6 +32,7 @@ pub mod functions;
 mod pg_types;
 mod tables;
 
+use crate::ident::quote_ident;
 use std::sync::Arc;
 
 use crate::catalog::{Catalog, Sequence, Table};
@@ -341,16 +342,18 @@ impl Snapshot {
             Rule::Check(position) => format!("CHECK (({}))", def.checks[position].expr),
             Rule::ForeignKey(position) => {
                 let key = &def.foreign_keys[position];
-                let columns: Vec<&str> = key
+                let columns: Vec<String> = key
                     .columns
                     .iter()
-                    .map(|c| def.columns[*c].name.as_str())
+                    .map(|c| quote_ident(&def.columns[*c].name))
                     .collect();
+                let referenced: Vec<String> =
+                    key.referenced.iter().map(|c| quote_ident(c)).collect();
                 let mut text = format!(
                     "FOREIGN KEY ({}) REFERENCES {}({})",
                     columns.join(", "),
-                    key.table,
-                    key.referenced.join(", ")
+                    quote_ident(&key.table),
+                    referenced.join(", ")
                 );
                 if key.on_update != crate::catalog::ReferentialAction::NoAction {
                     text.push_str(&format!(" ON UPDATE {}", key.on_update.sql()));

@@ -502,6 +502,29 @@ impl Binder<'_> {
                         });
                     }
                 }
+                Op::RenameColumn {
+                    old_column_name,
+                    new_column_name,
+                } => {
+                    let (from, to) = (ident_name(old_column_name), ident_name(new_column_name));
+                    let index = table
+                        .def
+                        .column_index(&from)
+                        .ok_or_else(|| undefined_column(&from))?;
+                    // Its sequence is named after it (`TableDef::sequence_name`).
+                    if table.def.columns[index].identity.is_some() {
+                        return Err(SqlError::unsupported(
+                            "renaming a SERIAL or identity column",
+                        ));
+                    }
+                    if table.def.column_index(&to).is_some() {
+                        return Err(SqlError::new(
+                            sqlstate::DUPLICATE_COLUMN,
+                            format!("column \"{to}\" of relation \"{name}\" already exists"),
+                        ));
+                    }
+                    actions.push(AlterAction::RenameColumn { from, to });
+                }
                 other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
             }
         }
