@@ -719,6 +719,16 @@ fn migration_ddl_of_orms() {
         assert_eq!(tag(run(&mut s, sql)), "SET CONSTRAINTS");
     }
     assert_eq!(code(&mut s, "SET CONSTRAINTS nope IMMEDIATE"), "42704");
+    // Inside a block that rolls back, the sequence keeps its place with the rows: the next
+    // id is past the kept rows' (no 23505).
+    run(&mut s, "BEGIN");
+    run(&mut s, "TRUNCATE ct RESTART IDENTITY");
+    run(&mut s, "ROLLBACK");
+    run(
+        &mut s,
+        "INSERT INTO ct (app, model, qty) VALUES ('r', 'r', 7)",
+    );
+    run(&mut s, "DELETE FROM ct WHERE app = 'r'");
     run(&mut s, "TRUNCATE ct RESTART IDENTITY");
     assert_eq!(
         ints(
@@ -790,6 +800,30 @@ fn add_column_with_constraints() {
     );
     // One statement: the column went with its failed constraint.
     assert_eq!(code(&mut s, "SELECT bad FROM item"), "42703");
+    // Two new columns with constraints in one statement: each keeps its own.
+    run(
+        &mut s,
+        "ALTER TABLE item ADD COLUMN a int CHECK (a > 0), \
+         ADD COLUMN b int REFERENCES cat(id) CHECK (b < 100)",
+    );
+    assert_eq!(
+        code(&mut s, "INSERT INTO item (id, a) VALUES (7, 0)"),
+        "23514"
+    );
+    assert_eq!(
+        code(&mut s, "INSERT INTO item (id, b) VALUES (8, 50)"),
+        "23503"
+    );
+    run(&mut s, "INSERT INTO item (id, a, b) VALUES (9, 50, 1)");
+    // A UNIQUE constraint a foreign key references cannot be dropped.
+    run(
+        &mut s,
+        "CREATE TABLE ref (id int PRIMARY KEY, c varchar(5) REFERENCES item(code))",
+    );
+    assert_eq!(
+        code(&mut s, "ALTER TABLE item DROP CONSTRAINT item_code_key"),
+        "2BP01"
+    );
     assert_eq!(
         rows(
             &mut s,
@@ -797,6 +831,9 @@ fn add_column_with_constraints() {
              WHERE conrelid = 'item'::regclass ORDER BY 1"
         ),
         [
+            "item_a_check:c",
+            "item_b_check:c",
+            "item_b_fkey:f",
             "item_cat_fk:f",
             "item_code_check:c",
             "item_code_key:u",
@@ -827,6 +864,13 @@ fn rename_column_follows_checks_and_keys() {
     run(&mut s, "INSERT INTO par (code, qty) VALUES ('a', 1)");
     run(&mut s, "ALTER TABLE par RENAME COLUMN code TO \"Code\"");
     run(&mut s, "ALTER TABLE par RENAME COLUMN qty TO amount");
+    // A function named like the column is not renamed in a CHECK.
+    run(
+        &mut s,
+        "ALTER TABLE par ADD COLUMN length int CHECK (length(\"Code\") < 10)",
+    );
+    run(&mut s, "ALTER TABLE par RENAME COLUMN length TO len");
+    run(&mut s, "UPDATE par SET len = 1");
     assert_eq!(
         code(&mut s, "INSERT INTO par (\"Code\", amount) VALUES ('b', 0)"),
         "23514"
@@ -846,6 +890,7 @@ fn rename_column_follows_checks_and_keys() {
         ),
         [
             "CHECK ((amount > 0))",
+            "CHECK ((length(\"Code\") < 10))",
             "FOREIGN KEY (pcode) REFERENCES par(\"Code\")",
             "PRIMARY KEY (id)",
             "PRIMARY KEY (id)",

@@ -158,6 +158,18 @@ fn cursors_declare_fetch_close() {
     run(&mut s, "COMMIT");
     assert_eq!(code(&mut s, "FETCH 1 FROM c"), "34000");
     assert_eq!(code(&mut s, "FETCH BACKWARD 1 FROM c"), "0A000");
+    // A WITH HOLD cursor of a block that rolls back is gone with it.
+    run(&mut s, "BEGIN");
+    run(&mut s, "DECLARE h CURSOR WITH HOLD FOR SELECT id FROM t");
+    run(&mut s, "ROLLBACK");
+    assert_eq!(code(&mut s, "FETCH 1 FROM h"), "34000");
+    run(&mut s, "BEGIN");
+    run(
+        &mut s,
+        "DECLARE h CURSOR WITH HOLD FOR SELECT id FROM t ORDER BY id",
+    );
+    run(&mut s, "COMMIT");
+    assert_eq!(ints(rows(&mut s, "FETCH 1 FROM h")), vec![1]);
     run(&mut s, "DECLARE a CURSOR WITH HOLD FOR SELECT 1");
     run(&mut s, "DECLARE b CURSOR WITH HOLD FOR SELECT 2");
     run(&mut s, "CLOSE ALL");

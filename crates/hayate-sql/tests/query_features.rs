@@ -640,6 +640,35 @@ fn aggregate_filter_and_order() {
         ),
         vec![vec![text("{NULL,20,10}")]]
     );
+    // A row FILTER rejects is not evaluated (10/0 would fail).
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT sum(10 / x) FILTER (WHERE x <> 0) FROM (VALUES (0), (2)) v(x)"
+        ),
+        vec![vec![int(5)]]
+    );
+    // WITH ORDINALITY counts the longest array; an uncorrelated unnest is a plain FROM
+    // item (a RIGHT JOIN to it works).
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT y, n FROM unnest(ARRAY[1], ARRAY['a', 'b', 'c']) WITH ORDINALITY AS u(x, y, n)"
+        ),
+        vec![
+            vec![text("a"), int(1)],
+            vec![text("b"), int(2)],
+            vec![text("c"), int(3)],
+        ]
+    );
+    assert_eq!(
+        query(
+            &mut s,
+            "SELECT a.id, u.v FROM a RIGHT JOIN unnest(ARRAY[1, 9]) u(v) ON a.id = u.v::int \
+             ORDER BY u.v"
+        ),
+        vec![vec![int(1), text("1")], vec![Value::Null, text("9")]]
+    );
 }
 
 /// GROUP BY a table's primary key lets the query read the table's other columns (they are

@@ -341,6 +341,26 @@ fn pg_get_serial_sequence_finds_a_columns_sequence() {
         code(&mut session, "SELECT pg_get_serial_sequence('nope', 'id')"),
         "42P01"
     );
+    // A name that needs quotes comes back quoted, so that setval can read it.
+    run(&mut session, "CREATE TABLE \"Foo\" (id serial PRIMARY KEY)");
+    assert_eq!(
+        rows(
+            &mut session,
+            "SELECT pg_get_serial_sequence('\"Foo\"', 'id')"
+        ),
+        vec![vec![Value::Text("public.\"Foo_id_seq\"".into())]]
+    );
+    run(
+        &mut session,
+        "SELECT setval(pg_get_serial_sequence('\"Foo\"', 'id'), 41)",
+    );
+    assert_eq!(
+        ints(
+            &mut session,
+            "INSERT INTO \"Foo\" DEFAULT VALUES RETURNING id"
+        ),
+        vec![42]
+    );
     assert_eq!(
         code(&mut session, "SELECT pg_get_serial_sequence('t', 'ID')"),
         "42703"

@@ -363,6 +363,44 @@ fn uuid_json_and_interval_as_postgres() {
         "22007"
     );
     assert_eq!(error_code(&mut s, "SELECT '[1]'::json @> '[1]'"), "42883");
+    // Checked against PostgreSQL 15: fractions of units pass down, division is field by
+    // field, DISTINCT takes equal spans as one, `->` with text finds no array element.
+    for (sql, expected) in [
+        (
+            "SELECT interval '1.5 days', interval '1.5 mons', interval '1.5 weeks', \
+             interval '1.5 years', interval '0.5 day'",
+            "1 day 12:00:00|1 mon 15 days|10 days 12:00:00|1 year 6 mons|12:00:00",
+        ),
+        (
+            "SELECT interval '49 days' / 49, interval '1 day 36 hours' / 2, \
+             interval '1 mon' / 7, interval '-3 mons' / 4",
+            "1 day|30:00:00|4 days 06:51:25.6896|-22 days -12:00:00",
+        ),
+        (
+            "SELECT count(*) FROM (SELECT DISTINCT i FROM (VALUES (interval '1 mon'), \
+             (interval '30 days'), (interval '1 day')) v(i)) s",
+            "2",
+        ),
+        (
+            "SELECT '[10, 20]'::jsonb -> '1', '[10, 20]'::jsonb -> 1, '[10, 20]'::jsonb #> '{1}'",
+            "|20|20",
+        ),
+    ] {
+        assert_eq!(one(&mut s, sql), expected, "{sql}");
+    }
+    // Out of range input is an error, never a wrapped value.
+    for sql in [
+        "SELECT interval '3000000000:00'",
+        "SELECT interval '9223372036854775807 us 1 us'",
+        "SELECT interval '1e30 days 1 day'",
+        "SELECT interval 'NaN days'",
+        "SELECT interval '3000000000 days'",
+    ] {
+        assert!(
+            s.execute_sql(sql).pop().unwrap().is_err(),
+            "{sql} must fail"
+        );
+    }
     assert_eq!(
         error_code(&mut s, "SELECT jsonb_array_length('{}')"),
         "22023"

@@ -434,7 +434,10 @@ pub fn rename_column_in(text: &str, from: &str, to: &str) -> String {
                 end += 1;
             }
             let word: String = chars[at..end].iter().collect();
-            if word.to_lowercase() == from {
+            // A function's name (`length(`) or a type's (`::name`) is not the column.
+            let call = chars[end..].iter().find(|c| !c.is_whitespace()) == Some(&'(');
+            let cast = out.trim_end().ends_with("::");
+            if word.to_lowercase() == from && !call && !cast {
                 out.push_str(&renamed);
             } else {
                 out.push_str(&word);
@@ -479,6 +482,10 @@ mod tests {
             "length(\"Code x\") > 1"
         );
         assert_eq!(rename_column_in("'it''s' <> a", "a", "b"), "'it''s' <> b");
+        assert_eq!(
+            rename_column_in("length(length) < 10 AND x::length IS NULL", "length", "n"),
+            "length(n) < 10 AND x::length IS NULL"
+        );
     }
 
     #[test]

@@ -189,7 +189,7 @@ impl Accumulator {
                 count,
                 average,
             } => Value::Interval(if average {
-                sum.scale(1.0 / count as f64)?
+                sum.divide(count as f64)?
             } else {
                 sum
             }),
@@ -354,16 +354,17 @@ impl<'a> Groups<'a> {
             .zip(accumulators)
             .zip(seen)
         {
-            let input = call
-                .arg
-                .as_ref()
-                .map(|arg| arg.eval(&row, context))
-                .transpose()?;
+            // FILTER first: a rejected row's argument is not evaluated (as in PostgreSQL).
             if let Some(filter) = &call.filter {
                 if !crate::types::truth(&filter.eval(&row, context)?)? {
                     continue;
                 }
             }
+            let input = call
+                .arg
+                .as_ref()
+                .map(|arg| arg.eval(&row, context))
+                .transpose()?;
             if let (Some(seen), Some(value)) = (seen.as_mut(), input.as_ref()) {
                 if !value.is_null() {
                     let key = group_key(std::slice::from_ref(value));

@@ -98,10 +98,8 @@ impl Executor<'_> {
                 returning.as_ref(),
                 txn,
             ),
-            Plan::Truncate {
-                tables,
-                restart_identity,
-            } => self.truncate(tables, *restart_identity, txn),
+            // RESTART IDENTITY in a block happens when the block commits (`Session`).
+            Plan::Truncate { tables, .. } => self.truncate(tables, txn),
             Plan::Update {
                 read,
                 assignments,

@@ -104,6 +104,11 @@ pub(super) fn hash_key(values: &[Value]) -> Vec<u8> {
                 out.extend_from_slice(&(text.len() as u64).to_le_bytes());
                 out.extend_from_slice(text.as_bytes());
             }
+            // Equal spans are equal intervals ('1 mon' = '30 days').
+            Value::Interval(v) => {
+                out.push(6);
+                out.extend_from_slice(&v.span().to_le_bytes());
+            }
             #[allow(unreachable_patterns)]
             other => {
                 let text = format!("{other:?}");

@@ -187,13 +187,9 @@ impl Executor<'_> {
     pub(super) fn truncate(
         &self,
         tables: &[Arc<Table>],
-        restart_identity: bool,
         txn: &mut Transaction,
     ) -> SqlResult<Outcome> {
         for table in tables {
-            if restart_identity {
-                self.catalog.restart_identities(&table.def.name)?;
-            }
             for tree in std::iter::once(table.tree).chain(table.index_trees.iter().copied()) {
                 let mut keys = Vec::new();
                 for entry in txn.scan(tree, Bound::Unbounded, Bound::Unbounded)? {

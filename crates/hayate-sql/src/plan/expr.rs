@@ -675,13 +675,7 @@ fn eval_datetime(op: BinaryOp, left: Value, right: Value) -> SqlResult<Value> {
         ) => Ok(Value::Interval(Interval::between(a, b)?)),
         (BinaryOp::Multiply, Value::Interval(i), n)
         | (BinaryOp::Multiply, n, Value::Interval(i)) => Ok(Value::Interval(i.scale(factor(&n)?)?)),
-        (BinaryOp::Divide, Value::Interval(i), n) => {
-            let n = factor(&n)?;
-            if n == 0.0 {
-                return Err(division_by_zero());
-            }
-            Ok(Value::Interval(i.scale(1.0 / n)?))
-        }
+        (BinaryOp::Divide, Value::Interval(i), n) => Ok(Value::Interval(i.divide(factor(&n)?)?)),
         (BinaryOp::Add, Value::Date(d), Value::Int(n))
         | (BinaryOp::Add, Value::Int(n), Value::Date(d)) => {
             Ok(Value::Date(datetime::add_days(d, n)?))

@@ -598,7 +598,8 @@ pub enum Plan {
     Truncate {
         tables: Vec<Arc<Table>>,
         /// RESTART IDENTITY: the tables' column sequences (SERIAL, identity, OWNED BY)
-        /// start again (at once, as sequences are not transactional here).
+        /// start again: after the truncation outside a block, when the block commits inside
+        /// one (a rollback keeps them where they were).
         restart_identity: bool,
     },
     Insert {

@@ -5,8 +5,9 @@
 //! DECLARE runs the query to its end and keeps the rows in the session (no incremental
 //! portal: a cursor over a large result holds it in memory); FETCH hands them out in order.
 //! A cursor without HOLD belongs to its transaction block (DECLARE outside one is 25P01)
-//! and is gone when the block ends; one WITH HOLD lives until CLOSE or the session's end,
-//! and sees the rows as of its DECLARE, as in PostgreSQL.
+//! and is gone when the block ends; one WITH HOLD lives until CLOSE or the session's end
+//! (unless the block that declared it rolls back), and sees the rows as of its DECLARE, as
+//! in PostgreSQL.
 
 use std::collections::VecDeque;
 
@@ -21,6 +22,8 @@ pub(super) struct Cursor {
     columns: Vec<OutputColumn>,
     rows: VecDeque<Vec<Value>>,
     hold: bool,
+    /// Declared in the open block: gone if it rolls back.
+    in_block: bool,
 }
 
 fn no_cursor(name: &str) -> SqlError {
@@ -62,6 +65,7 @@ impl Session {
             columns,
             rows: rows.into(),
             hold,
+            in_block: !matches!(self.state, State::Idle),
         };
         self.cursors.insert(name.to_string(), cursor);
         Ok(command("DECLARE CURSOR"))
@@ -94,8 +98,13 @@ impl Session {
         Ok(command("CLOSE CURSOR"))
     }
 
-    /// The end of a transaction block: its cursors without HOLD close.
-    pub(super) fn close_block_cursors(&mut self) {
-        self.cursors.retain(|_, cursor| cursor.hold);
+    /// The end of a transaction block: its cursors without HOLD close, and so do those it
+    /// declared WITH HOLD when it rolls back.
+    pub(super) fn close_block_cursors(&mut self, committed: bool) {
+        self.cursors
+            .retain(|_, cursor| cursor.hold && (committed || !cursor.in_block));
+        for cursor in self.cursors.values_mut() {
+            cursor.in_block = false;
+        }
     }
 }

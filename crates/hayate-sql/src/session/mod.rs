@@ -128,6 +128,9 @@ pub struct Session {
     pending_commit: Option<PendingCommit>,
     /// currval/lastval of this session.
     sequences: crate::catalog::SessionSequences,
+    /// Tables of the open block's TRUNCATE ... RESTART IDENTITY: their sequences restart
+    /// when the block commits.
+    pending_restarts: Vec<String>,
     /// Open SQL-level cursors (DECLARE ... CURSOR), by name.
     cursors: HashMap<String, cursor::Cursor>,
 }
@@ -175,6 +178,7 @@ impl Session {
             work_mem_bytes: 0,
             sequences: Default::default(),
             cursors: HashMap::new(),
+            pending_restarts: Vec::new(),
         }
         .with_settings_read()
     }

@@ -446,6 +446,15 @@ impl Session {
                 }
                 Ok(command("TRUNCATE TABLE"))
             }
+            Plan::Truncate {
+                tables,
+                restart_identity: true,
+            } => {
+                let outcome = self.run_data(plan, params)?;
+                let names = tables.iter().map(|table| table.def.name.clone());
+                self.pending_restarts.extend(names);
+                Ok(outcome)
+            }
             Plan::SetTransaction { isolation, session } => {
                 self.set_transaction(*isolation, *session)
             }

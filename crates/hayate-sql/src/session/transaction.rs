@@ -155,7 +155,13 @@ impl Session {
     /// (`committed`) or was dropped.
     pub(super) fn end_block(&mut self, committed: bool) {
         self.savepoints.clear();
-        self.close_block_cursors();
+        self.close_block_cursors(committed);
+        for table in std::mem::take(&mut self.pending_restarts) {
+            if committed {
+                // The block committed; a table dropped since simply has no sequences left.
+                let _ = self.catalog.restart_identities(&table);
+            }
+        }
         self.settings.insert(
             "transaction_isolation".into(),
             self.default_isolation.name().into(),

@@ -339,7 +339,10 @@ impl SystemFunction {
                     .iter()
                     .find(|info| info.owner == Some((table.oid, attnum)))
                     .map_or(Value::Null, |info| {
-                        Value::Text(format!("{PUBLIC_SCHEMA}.{}", info.sequence.name))
+                        Value::Text(format!(
+                            "{PUBLIC_SCHEMA}.{}",
+                            quote_ident(&info.sequence.name)
+                        ))
                     }))
             }
             F::GetViewDef => {

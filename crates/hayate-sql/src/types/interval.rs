@@ -22,6 +22,18 @@ pub struct Interval {
 const DAYS_PER_MONTH: i128 = 30;
 
 impl Interval {
+    /// The interval if its fields are within PostgreSQL's range (months and days are i32
+    /// there; microseconds stop short of i64::MIN so that every interval negates), else
+    /// "interval out of range".
+    pub fn checked(self) -> SqlResult<Interval> {
+        let field = |v: i64| i32::try_from(v).is_ok();
+        if field(self.months) && field(self.days) && self.micros != i64::MIN {
+            Ok(self)
+        } else {
+            Err(interval_out_of_range())
+        }
+    }
+
     pub fn negate(self) -> Interval {
         Interval {
             months: -self.months,
@@ -39,11 +51,54 @@ impl Interval {
     /// Field by field (interval + interval).
     pub fn checked_add(self, other: Interval) -> SqlResult<Interval> {
         let overflow = || interval_out_of_range();
-        Ok(Interval {
+        Interval {
             months: self.months.checked_add(other.months).ok_or_else(overflow)?,
             days: self.days.checked_add(other.days).ok_or_else(overflow)?,
             micros: self.micros.checked_add(other.micros).ok_or_else(overflow)?,
-        })
+        }
+        .checked()
+    }
+
+    /// interval / divisor, field by field as PostgreSQL's interval_div: the fraction of
+    /// the months passes down as days (30 per month), that of the days as microseconds.
+    pub fn divide(self, divisor: f64) -> SqlResult<Interval> {
+        if divisor == 0.0 {
+            return Err(SqlError::new(
+                sqlstate::DIVISION_BY_ZERO,
+                "division by zero",
+            ));
+        }
+        if !divisor.is_finite() {
+            return Err(interval_out_of_range());
+        }
+        // PostgreSQL's interval_div, step by step (TSROUND: to the microsecond).
+        let round_micro = |v: f64| (v * 1e6).round() / 1e6;
+        let months = (self.months as f64 / divisor).trunc();
+        let days = (self.days as f64 / divisor).trunc();
+        let month_days =
+            round_micro((self.months as f64 / divisor - months) * DAYS_PER_MONTH as f64);
+        let seconds_per_day = (MICROS_PER_DAY / MICROS_PER_SECOND) as f64;
+        let mut seconds = round_micro(
+            (self.days as f64 / divisor - days + month_days - month_days.trunc()) * seconds_per_day,
+        );
+        let mut days = days;
+        // 24:00:00 from rounding, or more from the months' and days' cascade.
+        if seconds.abs() >= seconds_per_day {
+            let whole = (seconds / seconds_per_day).trunc();
+            days += whole;
+            seconds -= whole * seconds_per_day;
+        }
+        days += month_days.trunc();
+        let micros = self.micros as f64 / divisor + seconds * MICROS_PER_SECOND as f64;
+        if !(micros.abs() < 9.2e18 && months.abs() < 9.2e18 && days.abs() < 9.2e18) {
+            return Err(interval_out_of_range());
+        }
+        let result = Interval {
+            months: months as i64,
+            days: days as i64,
+            micros: micros.round() as i64,
+        };
+        result.checked()
     }
 
     /// interval * factor: fractions of months pass down to days (30 per month), of days to
@@ -61,11 +116,12 @@ impl Interval {
         if !fits(whole_months) || !fits(whole_days) || !fits(micros) {
             return Err(interval_out_of_range());
         }
-        Ok(Interval {
+        Interval {
             months: whole_months as i64,
             days: whole_days as i64,
             micros: micros.round() as i64,
-        })
+        }
+        .checked()
     }
 
     /// The difference of two timestamps: whole days and the rest (timestamp - timestamp).
@@ -82,11 +138,12 @@ impl Interval {
         let difference = later
             .checked_sub(earlier)
             .ok_or_else(interval_out_of_range)?;
-        Ok(Interval {
+        Interval {
             months: 0,
             days: difference / MICROS_PER_DAY,
             micros: difference % MICROS_PER_DAY,
-        })
+        }
+        .checked()
     }
 }
 
@@ -199,6 +256,12 @@ pub fn parse(text: &str, unit: Option<&str>) -> SqlResult<Interval> {
         };
         add(&mut interval, number, unit_word).ok_or_else(|| invalid(text))?;
     }
+    let interval = interval.checked().map_err(|_| {
+        SqlError::new(
+            sqlstate::DATETIME_FIELD_OVERFLOW,
+            format!("interval field value out of range: \"{text}\""),
+        )
+    })?;
     Ok(if ago { interval.negate() } else { interval })
 }
 
@@ -229,7 +292,7 @@ fn parse_iso(text: &str) -> Option<Interval> {
     if let Some(time) = time {
         fields(time, &[('H', "hour"), ('M', "minute"), ('S', "second")])?;
     }
-    (!text.is_empty()).then_some(interval)
+    (!text.is_empty()).then_some(interval)?.checked().ok()
 }
 
 /// `hh:mm[:ss[.f]]` as microseconds.
@@ -248,29 +311,52 @@ fn clock(word: &str) -> Option<i64> {
         ),
         _ => return None,
     };
-    let micros = (hours * 3600 + minutes * 60) * MICROS_PER_SECOND
-        + (seconds * MICROS_PER_SECOND as f64).round() as i64;
+    let seconds = seconds * MICROS_PER_SECOND as f64;
+    if !seconds.is_finite() || seconds.abs() > 9.2e18 {
+        return None;
+    }
+    let micros = hours
+        .checked_mul(3600)?
+        .checked_add(minutes.checked_mul(60)?)?
+        .checked_mul(MICROS_PER_SECOND)?
+        .checked_add(seconds.round() as i64)?;
     Some(if negative { -micros } else { micros })
 }
 
+/// Adds `number` `unit`s, as PostgreSQL reads them: a fraction of a year is rounded to
+/// months; a fraction of a month passes down as days (30 per month), of a week or a day as
+/// microseconds. None: an unknown unit, a number that is not finite, or an overflow.
 fn add(interval: &mut Interval, number: f64, unit: &str) -> Option<()> {
-    let micros = |per: i64| (number * per as f64).round() as i64;
-    match unit.to_ascii_lowercase().as_str() {
-        "year" | "years" | "yr" | "yrs" | "y" => interval.months += (number * 12.0).round() as i64,
-        "mon" | "mons" | "month" | "months" => interval.months += number.round() as i64,
-        "week" | "weeks" | "w" => interval.days += (number * 7.0).round() as i64,
-        "day" | "days" | "d" => interval.days += number.round() as i64,
-        "hour" | "hours" | "hr" | "hrs" | "h" => {
-            interval.micros += micros(3600 * MICROS_PER_SECOND)
-        }
-        "minute" | "minutes" | "min" | "mins" | "m" => {
-            interval.micros += micros(60 * MICROS_PER_SECOND)
-        }
-        "second" | "seconds" | "sec" | "secs" | "s" => interval.micros += micros(MICROS_PER_SECOND),
-        "millisecond" | "milliseconds" | "ms" => interval.micros += micros(1000),
-        "microsecond" | "microseconds" | "us" => interval.micros += micros(1),
-        _ => return None,
+    if !number.is_finite() {
+        return None;
     }
+    let second = MICROS_PER_SECOND as f64;
+    let (months, days, micros) = match unit.to_ascii_lowercase().as_str() {
+        "year" | "years" | "yr" | "yrs" | "y" => ((number * 12.0).round(), 0.0, 0.0),
+        "mon" | "mons" | "month" | "months" => (number, 0.0, 0.0),
+        "week" | "weeks" | "w" => (0.0, number * 7.0, 0.0),
+        "day" | "days" | "d" => (0.0, number, 0.0),
+        "hour" | "hours" | "hr" | "hrs" | "h" => (0.0, 0.0, number * 3600.0 * second),
+        "minute" | "minutes" | "min" | "mins" | "m" => (0.0, 0.0, number * 60.0 * second),
+        "second" | "seconds" | "sec" | "secs" | "s" => (0.0, 0.0, number * second),
+        "millisecond" | "milliseconds" | "ms" => (0.0, 0.0, number * 1000.0),
+        "microsecond" | "microseconds" | "us" => (0.0, 0.0, number),
+        _ => return None,
+    };
+    let whole_months = months.trunc();
+    let days = days + (months - whole_months) * DAYS_PER_MONTH as f64;
+    let whole_days = days.trunc();
+    let micros = micros + (days - whole_days) * MICROS_PER_DAY as f64;
+    let limit = |v: f64, max: f64| (v.abs() <= max).then_some(v as i64);
+    interval.months = interval
+        .months
+        .checked_add(limit(whole_months, i32::MAX as f64)?)?;
+    interval.days = interval
+        .days
+        .checked_add(limit(whole_days, i32::MAX as f64)?)?;
+    interval.micros = interval
+        .micros
+        .checked_add(limit(micros.round(), 9.2e18)?)?;
     Some(())
 }
 

@@ -5,8 +5,9 @@
 //! keys unique (the last one wins) and ordered shorter first, then bytewise; numbers in
 //! numeric's form (`1e2` is `100`, `1.50` stays `1.50`); `": "` and `", "` between items.
 //! Two equal jsonb documents therefore have equal texts, which is what `=`, DISTINCT, GROUP
-//! BY and unique indexes compare. (PostgreSQL's `<` on jsonb orders by an internal rule,
-//! here it is the texts' order.)
+//! BY and unique indexes compare, with one difference from PostgreSQL: numbers keep their
+//! scale, so `{"a": 1.0}` and `{"a": 1}` are two documents (containment compares numbers by
+//! value). PostgreSQL's `<` on jsonb orders by an internal rule; here it is the texts'.
 //!
 //! Operators and functions parse the text into a `Json` tree (serde_json reads it) and
 //! print their result in the jsonb form; on json values the result keeps the input's key
@@ -215,12 +216,10 @@ pub fn from_value(value: &Value, data_type: DataType) -> SqlResult<Json> {
     })
 }
 
-/// `->`'s and `#>`'s step: an object's key, or an array's element (negative counts from
-/// the end) when the step is an integer.
+/// `-> text`: an object's field (an array has none: `->` takes an integer for those).
 pub fn field<'a>(json: &'a Json, key: &str) -> Option<&'a Json> {
     match json {
         Json::Object(fields) => fields.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
-        Json::Array(_) => element(json, key.trim().parse().ok()?),
         _ => None,
     }
 }
@@ -240,6 +239,7 @@ pub fn element(json: &Json, index: i64) -> Option<&Json> {
 
 /// `#>`: the document at a path of keys and array indexes.
 pub fn at_path<'a>(json: &'a Json, path: &[String]) -> Option<&'a Json> {
+    // A path's steps are text; on an array, one is an element's index.
     path.iter().try_fold(json, |node, step| match node {
         Json::Object(_) => field(node, step),
         Json::Array(_) => element(node, step.trim().parse().ok()?),

@@ -82,7 +82,6 @@ def columns(table):
 
 
 def constraints(table):
-    # (the "columns" entries are not compared: Hayate sends arrays as text, see README.md)
     with connection.cursor() as cur:
         return connection.introspection.get_constraints(cur, table)
 

@@ -302,6 +302,16 @@ impl Binder<'_> {
             Err(error) => return Err(error),
         };
         let mut actions = Vec::with_capacity(alter.operations.len());
+        // The table as the statement's actions so far leave it: each constraint change
+        // builds on the ones before (two ADD COLUMNs with REFERENCES, two ADD CONSTRAINTs).
+        let mut working = table.def.clone();
+        // After a DROP COLUMN the column positions of `working` are stale.
+        let mut dropped = false;
+        let stale = || {
+            SqlError::unsupported(
+                "a constraint change after DROP COLUMN in one ALTER TABLE (use two statements)",
+            )
+        };
         for operation in &alter.operations {
             use ast::AlterTableOperation as Op;
             match operation {
@@ -339,12 +349,14 @@ impl Binder<'_> {
                     });
                 }
                 Op::AddConstraint { constraint, .. } if table_constraint(constraint).is_some() => {
-                    let mut def = table.def.clone();
+                    if dropped {
+                        return Err(stale());
+                    }
                     let constraint = table_constraint(constraint).expect("checked by the guard");
-                    self.add_constraint(&mut def, constraint)?;
+                    self.add_constraint(&mut working, constraint)?;
                     actions.push(AlterAction::SetConstraints {
-                        checks: def.checks,
-                        foreign_keys: def.foreign_keys,
+                        checks: working.checks.clone(),
+                        foreign_keys: working.foreign_keys.clone(),
                     });
                 }
                 Op::DropConstraint {
@@ -353,15 +365,47 @@ impl Binder<'_> {
                     ..
                 } => {
                     let constraint = ident_name(constraint);
-                    let mut def = table.def.clone();
+                    if dropped {
+                        return Err(stale());
+                    }
+                    let def = &mut working;
                     let before = def.checks.len() + def.foreign_keys.len();
                     def.checks.retain(|check| check.name != constraint);
                     def.foreign_keys.retain(|key| key.name != constraint);
                     if def.checks.len() + def.foreign_keys.len() == before {
-                        let unique = table.def.indexes.iter().any(|index| {
+                        let unique = table.def.indexes.iter().find(|index| {
                             index.name == constraint && table.def.is_unique_constraint(index)
                         });
-                        if unique {
+                        if let Some(index) = unique {
+                            // A foreign key referencing these columns depends on it.
+                            let columns: Vec<&str> = index
+                                .columns
+                                .iter()
+                                .map(|c| table.def.columns[*c].name.as_str())
+                                .collect();
+                            let dependent = self.catalog.referencing(&name).into_iter().find(
+                                |(child, position)| {
+                                    let key = &child.def.foreign_keys[*position];
+                                    key.referenced.len() == columns.len()
+                                        && key
+                                            .referenced
+                                            .iter()
+                                            .all(|c| columns.contains(&c.as_str()))
+                                },
+                            );
+                            if let Some((child, position)) = dependent {
+                                return Err(SqlError::new(
+                                    sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+                                    format!(
+                                        "cannot drop constraint {constraint} on table {name} \
+                                         because other objects depend on it"
+                                    ),
+                                )
+                                .with_detail(format!(
+                                    "constraint {} on table {} depends on index {constraint}",
+                                    child.def.foreign_keys[position].name, child.def.name
+                                )));
+                            }
                             actions.push(AlterAction::DropUnique(constraint));
                             continue;
                         }
@@ -380,8 +424,8 @@ impl Binder<'_> {
                         ));
                     }
                     actions.push(AlterAction::SetConstraints {
-                        checks: def.checks,
-                        foreign_keys: def.foreign_keys,
+                        checks: def.checks.clone(),
+                        foreign_keys: def.foreign_keys.clone(),
                     });
                 }
                 Op::AddColumn {
@@ -400,11 +444,14 @@ impl Binder<'_> {
                         None => Expr::Literal(Value::Null),
                     };
                     // Its UNIQUE, CHECK and REFERENCES follow as ADD CONSTRAINTs of the
-                    // column (appended last, so the definition below matches the rebuilt
-                    // table's).
-                    let mut def = table.def.clone();
-                    def.columns.push(column.clone());
-                    let name_taken = table.def.column_index(&column.name).is_some();
+                    // column (appended last, as the rebuilt table has it).
+                    if dropped {
+                        return Err(stale());
+                    }
+                    let name_taken = working.column_index(&column.name).is_some();
+                    if !name_taken {
+                        working.columns.push(column.clone());
+                    }
                     let column_name = column.name.clone();
                     actions.push(AlterAction::AddColumn {
                         column,
@@ -422,11 +469,11 @@ impl Binder<'_> {
                     }
                     if !constraints.is_empty() {
                         for constraint in constraints {
-                            self.add_constraint(&mut def, constraint)?;
+                            self.add_constraint(&mut working, constraint)?;
                         }
                         actions.push(AlterAction::SetConstraints {
-                            checks: def.checks,
-                            foreign_keys: def.foreign_keys,
+                            checks: working.checks.clone(),
+                            foreign_keys: working.foreign_keys.clone(),
                         });
                     }
                 }
@@ -495,6 +542,7 @@ impl Binder<'_> {
                     if_exists,
                     ..
                 } => {
+                    dropped = true;
                     for column in column_names {
                         actions.push(AlterAction::DropColumn {
                             name: ident_name(column),

@@ -150,6 +150,7 @@ impl Binder<'_> {
         scope: &mut Scope,
         items: &mut Vec<FromItem>,
     ) -> SqlResult<()> {
+        self.derived_correlated = false;
         let (relation, entry) = self.bind_factor(factor, lock, scope)?;
         let start = scope.width();
         let left_width = start;
@@ -210,10 +211,11 @@ impl Binder<'_> {
             self.scope = saved;
             split(bound?, &mut on);
         }
-        // A set function in FROM reads the items before it (implicitly LATERAL, as in
-        // PostgreSQL: `FROM pg_index i, unnest(i.indkey)`).
+        // A set function in FROM that reads the items before it is implicitly LATERAL, as in
+        // PostgreSQL (`FROM pg_index i, unnest(i.indkey)`); one that does not stays a plain
+        // item (`t RIGHT JOIN unnest(ARRAY[1, 2]) u ON ...`).
         let lateral = matches!(factor, TableFactor::Derived { lateral: true, .. })
-            || (start > 0 && reads_earlier_items(factor));
+            || (start > 0 && reads_earlier_items(factor) && self.derived_correlated);
         if lateral && matches!(kind, ItemJoin::Right | ItemJoin::Full) {
             return Err(SqlError::new(
                 sqlstate::INVALID_COLUMN_REFERENCE,
@@ -302,7 +304,8 @@ impl Binder<'_> {
             }
             // unnest(a, b, ...) [WITH ORDINALITY]: the arrays side by side (the shorter
             // padded with NULLs), then the position (arrays here start at 1), as the derived
-            // table `(SELECT unnest(a), unnest(b), generate_subscripts(a, 1))`.
+            // table `(SELECT unnest(a), unnest(b), generate_series(1, greatest(cardinality(a),
+            // cardinality(b))))`.
             TableFactor::UNNEST {
                 alias,
                 array_exprs,
@@ -315,7 +318,14 @@ impl Binder<'_> {
                     .map(|array| format!("unnest({array})"))
                     .collect();
                 if *with_ordinality {
-                    items.push(format!("generate_subscripts({}, 1)", array_exprs[0]));
+                    let lengths: Vec<String> = array_exprs
+                        .iter()
+                        .map(|array| format!("cardinality({array})"))
+                        .collect();
+                    items.push(format!(
+                        "generate_series(1, greatest({}))",
+                        lengths.join(", ")
+                    ));
                 }
                 let sql = format!("SELECT {}", items.join(", "));
                 self.bind_sql_in_from(&sql, "unnest", alias.as_ref(), scope)
@@ -351,7 +361,7 @@ impl Binder<'_> {
         }
         let plan = self.bind_query(subquery);
         if level.is_some() {
-            self.correlated.pop();
+            self.derived_correlated = self.correlated.pop().unwrap_or(false);
             self.outer.pop();
         }
         self.scope = saved_scope;

@@ -56,6 +56,9 @@ pub struct Binder<'a> {
     outer: Vec<OuterLevel>,
     /// Per subquery level being bound: whether it reads an enclosing level's columns.
     correlated: Vec<bool>,
+    /// Whether the derived table bound last read the FROM items before it (a set function
+    /// in FROM is a LATERAL item only then).
+    derived_correlated: bool,
     /// The WITH queries in view, outermost first (a later one hides an earlier one), each
     /// with whether its WITH was RECURSIVE.
     ctes: Vec<(ast::Cte, bool)>,
@@ -151,6 +154,7 @@ impl<'a> Binder<'a> {
             grouping: None,
             outer: Vec::new(),
             correlated: Vec::new(),
+            derived_correlated: false,
             ctes: Vec::new(),
             work_tables: Vec::new(),
             next_work_table: 0,
