@@ -123,6 +123,15 @@ impl Catalog {
         views.sort_by(|a, b| a.def.name.cmp(&b.def.name));
         views
     }
+
+    /// Whether some view's query reads `table` (its text names the table's columns).
+    pub fn read_by_view(&self, table: &str) -> bool {
+        let state = self.state.read();
+        state
+            .views
+            .values()
+            .any(|view| view.def.reads.iter().any(|read| read == table))
+    }
 }
 
 #[cfg(test)]

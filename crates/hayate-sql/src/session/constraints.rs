@@ -8,8 +8,7 @@
 //! unquoted identifier with a space), whose values are the constraint names.
 
 use sqlparser::ast::{self, Statement};
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::Token;
 
 use super::database::Tokens;
 use crate::error::{SqlError, SqlResult};
@@ -30,13 +29,7 @@ fn parse(text: &str) -> SqlResult<Statement> {
         Some(token) => SqlError::syntax(format!("syntax error at or near \"{token}\"")),
         None => SqlError::syntax("syntax error at end of input"),
     };
-    let tokens: Vec<Token> = Tokenizer::new(&PostgreSqlDialect {}, text)
-        .tokenize()
-        .map_err(|error| SqlError::syntax(format!("syntax error: {error}")))?
-        .into_iter()
-        .filter(|token| !matches!(token, Token::Whitespace(_)))
-        .collect();
-    let mut tokens = Tokens { tokens, at: 2 };
+    let mut tokens = Tokens::after_two_words(text)?;
     let mut names = Vec::new();
     if !tokens.keywords(&["all"]) {
         loop {

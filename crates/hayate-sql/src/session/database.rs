@@ -43,14 +43,7 @@ pub(super) fn database_statement(sql: &str) -> Option<SqlResult<Statement>> {
 }
 
 fn parse(text: &str, create: bool) -> SqlResult<Statement> {
-    let dialect = PostgreSqlDialect {};
-    let tokens: Vec<Token> = Tokenizer::new(&dialect, text)
-        .tokenize()
-        .map_err(|error| SqlError::syntax(format!("syntax error: {error}")))?
-        .into_iter()
-        .filter(|token| !matches!(token, Token::Whitespace(_)))
-        .collect();
-    let mut tokens = Tokens { tokens, at: 2 };
+    let mut tokens = Tokens::after_two_words(text)?;
     let guard = if create {
         ["if", "not", "exists"].as_slice()
     } else {
@@ -75,7 +68,7 @@ fn parse(text: &str, create: bool) -> SqlResult<Statement> {
         (false, false) => format!("DROP DATABASE {quoted}"),
         (false, true) => format!("DROP DATABASE IF EXISTS {quoted}"),
     };
-    let mut statements = Parser::parse_sql(&dialect, &canonical)
+    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, &canonical)
         .map_err(|error| SqlError::syntax(format!("syntax error: {error}")))?;
     Ok(statements.remove(0))
 }
@@ -149,6 +142,18 @@ pub(super) struct Tokens {
 }
 
 impl Tokens {
+    /// The tokens of `text` without whitespace, read from the third (past a statement's
+    /// two leading keywords, e.g. CREATE DATABASE, SET CONSTRAINTS).
+    pub(super) fn after_two_words(text: &str) -> SqlResult<Tokens> {
+        let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+            .tokenize()
+            .map_err(|error| SqlError::syntax(format!("syntax error: {error}")))?
+            .into_iter()
+            .filter(|token| !matches!(token, Token::Whitespace(_)))
+            .collect();
+        Ok(Tokens { tokens, at: 2 })
+    }
+
     pub(super) fn peek(&self) -> Option<&Token> {
         self.tokens.get(self.at)
     }

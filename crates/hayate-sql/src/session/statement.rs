@@ -708,12 +708,7 @@ impl Session {
     /// keys (of any table) that name it as a referenced column, and a sequence OWNED BY it.
     /// A view reading the table would keep the old name in its query text: refused (0A000).
     fn rename_column(&mut self, table: &str, from: &str, to: &str) -> SqlResult<()> {
-        if self
-            .catalog
-            .views()
-            .iter()
-            .any(|view| view.def.reads.iter().any(|r| r == table))
-        {
+        if self.catalog.read_by_view(table) {
             return Err(SqlError::unsupported(
                 "renaming a column of a table a view reads (drop the view first)",
             ));
@@ -794,12 +789,7 @@ impl Session {
                  between text and varchar, which keep the stored rows)"
             )));
         }
-        if self
-            .catalog
-            .views()
-            .iter()
-            .any(|view| view.def.reads.iter().any(|r| r == table))
-        {
+        if self.catalog.read_by_view(table) {
             return Err(SqlError::unsupported(
                 "cannot alter type of a column used by a view or rule",
             ));
