@@ -414,3 +414,176 @@ fn inserts_referencing_one_row_do_not_wait_for_each_other() {
     assert_eq!(waiter.join().unwrap(), Some("23503"));
     assert_eq!(ints(&mut a, "SELECT count(*) FROM c"), [[Some(2)]]);
 }
+
+/// Foreign key checks happen at the end of the statement, and at COMMIT for deferred keys
+/// (DEFERRABLE INITIALLY DEFERRED, SET CONSTRAINTS), as in PostgreSQL: a child may come
+/// before its parent, a parent may go before its children, and a key still broken at the
+/// check fails with 23503 (at COMMIT the block rolls back). Outputs as PostgreSQL 15 gives.
+#[test]
+fn foreign_key_checks_wait_for_the_statement_or_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new(catalog(dir.path()), "t");
+    ok(
+        &mut s,
+        "CREATE TABLE tree (id int PRIMARY KEY, parent int REFERENCES tree (id)); \
+         CREATE TABLE parents (id int PRIMARY KEY); \
+         CREATE TABLE later (id int PRIMARY KEY, p int REFERENCES parents \
+         DEFERRABLE INITIALLY DEFERRED); \
+         CREATE TABLE soon (id int PRIMARY KEY, p int, CONSTRAINT soon_p FOREIGN KEY (p) \
+         REFERENCES parents DEFERRABLE); \
+         CREATE TABLE strict (id int PRIMARY KEY, p int REFERENCES parents \
+         ON DELETE RESTRICT DEFERRABLE INITIALLY DEFERRED)",
+    );
+    // Within one statement: a child before its parent, a whole subtree deleted.
+    ok(
+        &mut s,
+        "INSERT INTO tree VALUES (2, 1), (1, NULL), (3, NULL)",
+    );
+    ok(&mut s, "DELETE FROM tree WHERE id IN (1, 2)");
+    assert_eq!(
+        ints(&mut s, "SELECT id, parent FROM tree"),
+        [[Some(3), None]]
+    );
+    assert_eq!(
+        error(&mut s, "INSERT INTO tree VALUES (5, 6), (7, 5)").0,
+        "23503"
+    );
+    // An immediate key is checked at the end of each statement, in a block too.
+    ok(&mut s, "INSERT INTO parents VALUES (1)");
+    ok(&mut s, "BEGIN");
+    assert_eq!(error(&mut s, "INSERT INTO soon VALUES (1, 2)").0, "23503");
+    ok(&mut s, "ROLLBACK");
+
+    // INITIALLY DEFERRED: checked at COMMIT.
+    ok(
+        &mut s,
+        "BEGIN; INSERT INTO later VALUES (1, 2); INSERT INTO parents VALUES (2); COMMIT",
+    );
+    ok(&mut s, "BEGIN; INSERT INTO later VALUES (2, 3)");
+    let (code, message) = error(&mut s, "COMMIT");
+    assert_eq!(code, "23503");
+    assert_eq!(
+        message,
+        "insert or update on table \"later\" violates foreign key constraint \"later_p_fkey\""
+    );
+    // The block rolled back and the session goes on.
+    assert_eq!(
+        ints(&mut s, "SELECT id FROM later ORDER BY id"),
+        [[Some(1)]]
+    );
+    // Outside a block a deferred key is checked at the statement's end (its commit).
+    assert_eq!(error(&mut s, "INSERT INTO later VALUES (3, 9)").0, "23503");
+    // NO ACTION deferred: the parent may go first, or come back.
+    ok(
+        &mut s,
+        "BEGIN; DELETE FROM parents WHERE id = 2; DELETE FROM later WHERE p = 2; COMMIT",
+    );
+    ok(
+        &mut s,
+        "INSERT INTO parents VALUES (2); INSERT INTO later VALUES (2, 2); \
+         BEGIN; DELETE FROM parents WHERE id = 2; INSERT INTO parents VALUES (2); COMMIT",
+    );
+    ok(&mut s, "BEGIN; DELETE FROM parents WHERE id = 2");
+    let (code, message) = error(&mut s, "COMMIT");
+    assert_eq!(code, "23503");
+    assert_eq!(
+        message,
+        "update or delete on table \"parents\" violates foreign key constraint \
+         \"later_p_fkey\" on table \"later\""
+    );
+    // RESTRICT is never deferred.
+    ok(&mut s, "INSERT INTO strict VALUES (1, 1)");
+    ok(&mut s, "BEGIN");
+    assert_eq!(error(&mut s, "DELETE FROM parents WHERE id = 1").0, "23503");
+    ok(&mut s, "ROLLBACK");
+
+    // SET CONSTRAINTS: DEFERRED defers a DEFERRABLE key; IMMEDIATE checks what waits, at once.
+    ok(
+        &mut s,
+        "BEGIN; SET CONSTRAINTS ALL DEFERRED; INSERT INTO soon VALUES (1, 7)",
+    );
+    assert_eq!(error(&mut s, "SET CONSTRAINTS ALL IMMEDIATE").0, "23503");
+    ok(&mut s, "ROLLBACK");
+    ok(
+        &mut s,
+        "BEGIN; SET CONSTRAINTS soon_p DEFERRED; INSERT INTO soon VALUES (1, 7); \
+         INSERT INTO parents VALUES (7); SET CONSTRAINTS soon_p IMMEDIATE; COMMIT",
+    );
+    ok(&mut s, "BEGIN; SET CONSTRAINTS ALL IMMEDIATE");
+    assert_eq!(error(&mut s, "INSERT INTO later VALUES (4, 8)").0, "23503");
+    ok(&mut s, "ROLLBACK");
+    // ROLLBACK TO a savepoint restores the modes and drops the checks after it.
+    ok(
+        &mut s,
+        "BEGIN; SAVEPOINT a; SET CONSTRAINTS ALL DEFERRED; INSERT INTO soon VALUES (2, 8); \
+         ROLLBACK TO a",
+    );
+    assert_eq!(error(&mut s, "INSERT INTO soon VALUES (3, 8)").0, "23503");
+    ok(&mut s, "ROLLBACK");
+    ok(
+        &mut s,
+        "BEGIN; INSERT INTO later VALUES (5, 8); SAVEPOINT b; INSERT INTO later VALUES (6, 9); \
+         ROLLBACK TO b; INSERT INTO parents VALUES (8); COMMIT",
+    );
+    // Naming a key that cannot be deferred, or none.
+    let (code, message) = error(&mut s, "BEGIN; SET CONSTRAINTS tree_parent_fkey DEFERRED");
+    assert_eq!(
+        (code, message.as_str()),
+        ("42809", "constraint \"tree_parent_fkey\" is not deferrable")
+    );
+    ok(&mut s, "ROLLBACK");
+    ok(
+        &mut s,
+        "BEGIN; SET CONSTRAINTS tree_parent_fkey, tree_pkey IMMEDIATE; COMMIT",
+    );
+    assert_eq!(
+        error(&mut s, "SET CONSTRAINTS nothing IMMEDIATE").0,
+        "42704"
+    );
+    assert_eq!(
+        error(
+            &mut s,
+            "CREATE TABLE bad (p int REFERENCES parents NOT DEFERRABLE INITIALLY DEFERRED)"
+        )
+        .0,
+        "42601"
+    );
+
+    // The catalog says so, after a restart too.
+    drop(s);
+    let mut s = Session::new(catalog(dir.path()), "t");
+    let rows = match s
+        .execute_sql(
+            "SELECT conname, condeferrable, condeferred, pg_get_constraintdef(oid) \
+             FROM pg_constraint WHERE contype = 'f' ORDER BY conname",
+        )
+        .pop()
+        .unwrap()
+        .unwrap()
+    {
+        Outcome::Rows { rows, .. } => rows,
+        other => panic!("{other:?}"),
+    };
+    let rows: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|v| v.to_text().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "later_p_fkey|t|t|FOREIGN KEY (p) REFERENCES parents(id) DEFERRABLE INITIALLY DEFERRED",
+            "soon_p|t|f|FOREIGN KEY (p) REFERENCES parents(id) DEFERRABLE",
+            "strict_p_fkey|t|t|FOREIGN KEY (p) REFERENCES parents(id) ON DELETE RESTRICT DEFERRABLE INITIALLY DEFERRED",
+            "tree_parent_fkey|f|f|FOREIGN KEY (parent) REFERENCES tree(id)",
+        ]
+    );
+    assert_eq!(
+        ints(&mut s, "SELECT id FROM later ORDER BY id"),
+        [[Some(2)], [Some(5)]]
+    );
+}

@@ -18,7 +18,7 @@ use crate::types::DataType;
 pub(super) const CATALOG_TREE: &str = "sql.catalog";
 /// Engine tables holding a table's rows: `sql.table.t`, or `sql.table.t.N` after a rebuild.
 pub(super) const TABLE_TREE_PREFIX: &str = "sql.table.";
-const FORMAT_VERSION: u8 = 3;
+const FORMAT_VERSION: u8 = 4;
 
 /// How a column generates its values from a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +131,50 @@ pub struct ForeignKeyDef {
     pub referenced: Vec<String>,
     pub on_delete: ReferentialAction,
     pub on_update: ReferentialAction,
+    /// When a row that breaks the key is refused: at the end of the statement, or at COMMIT
+    /// (DEFERRABLE INITIALLY DEFERRED, or SET CONSTRAINTS ... DEFERRED).
+    pub deferral: Deferral,
+}
+
+/// [NOT] DEFERRABLE [INITIALLY IMMEDIATE | INITIALLY DEFERRED] of a foreign key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Deferral {
+    /// Checked at the end of each statement, whatever SET CONSTRAINTS says.
+    #[default]
+    NotDeferrable,
+    /// Checked at the end of each statement unless SET CONSTRAINTS defers it.
+    InitiallyImmediate,
+    /// Checked at COMMIT unless SET CONSTRAINTS makes it immediate.
+    InitiallyDeferred,
+}
+
+impl Deferral {
+    pub fn deferrable(self) -> bool {
+        self != Deferral::NotDeferrable
+    }
+
+    /// As a constraint definition ends (pg_get_constraintdef): empty when not deferrable.
+    pub fn clause(self) -> &'static str {
+        match self {
+            Deferral::NotDeferrable => "",
+            Deferral::InitiallyImmediate => " DEFERRABLE",
+            Deferral::InitiallyDeferred => " DEFERRABLE INITIALLY DEFERRED",
+        }
+    }
+
+    fn tag(self) -> u8 {
+        self as u8
+    }
+
+    fn from_tag(tag: u8) -> Option<Deferral> {
+        [
+            Deferral::NotDeferrable,
+            Deferral::InitiallyImmediate,
+            Deferral::InitiallyDeferred,
+        ]
+        .get(tag as usize)
+        .copied()
+    }
 }
 
 /// CHECK (expression): a row for which it is false is refused (NULL passes).
@@ -210,9 +254,10 @@ impl TableDef {
     /// count, per index (name, u8 flags: 1 = unique, 2 = a UNIQUE constraint's, u16 column count, u16 column index each, engine tree
     /// name), then (version 3) u16 check count, per check (name, expression text), u16 foreign
     /// key count, per key (name, u16 column count, u16 column index each, referenced table,
-    /// u16 referenced column count, each name, u8 on delete, u8 on update action). Strings
-    /// are u32 length + UTF-8. Versions 1 (no identity flags, no tree name, no indexes) and 2
-    /// (no checks, no foreign keys) are still read.
+    /// u16 referenced column count, each name, u8 on delete, u8 on update action, and (version
+    /// 4) u8 deferral). Strings are u32 length + UTF-8. Versions 1 (no identity flags, no tree
+    /// name, no indexes), 2 (no checks, no foreign keys) and 3 (keys not deferrable) are
+    /// still read.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![FORMAT_VERSION];
         put_string(&mut out, &self.name);
@@ -258,6 +303,7 @@ impl TableDef {
             }
             out.push(key.on_delete.tag());
             out.push(key.on_update.tag());
+            out.push(key.deferral.tag());
         }
         out
     }
@@ -359,6 +405,13 @@ impl TableDef {
                 };
                 let on_delete = action()?;
                 let on_update = action()?;
+                let deferral = match version {
+                    3 => Deferral::NotDeferrable,
+                    _ => reader
+                        .u8()
+                        .and_then(Deferral::from_tag)
+                        .ok_or_else(|| corrupt("foreign key deferral"))?,
+                };
                 if referenced.len() != key_columns.len() {
                     return Err(corrupt("foreign key column counts differ"));
                 }
@@ -369,6 +422,7 @@ impl TableDef {
                     referenced,
                     on_delete,
                     on_update,
+                    deferral,
                 });
             }
         }
@@ -528,6 +582,7 @@ mod tests {
                 referenced: vec!["name".into()],
                 on_delete: ReferentialAction::Cascade,
                 on_update: ReferentialAction::SetNull,
+                deferral: Deferral::InitiallyDeferred,
             }],
         };
         let bytes = def.encode();
@@ -535,6 +590,12 @@ mod tests {
         for cut in 0..bytes.len() {
             assert!(TableDef::decode(&bytes[..cut]).is_err());
         }
+        // Format 3: the same without the deferral byte, read as NOT DEFERRABLE.
+        let mut old = bytes[..bytes.len() - 1].to_vec();
+        old[0] = 3;
+        let read = TableDef::decode(&old).unwrap();
+        assert_eq!(read.foreign_keys[0].deferral, Deferral::NotDeferrable);
+        assert_eq!(read.foreign_keys[0].on_update, ReferentialAction::SetNull);
     }
 
     #[test]

@@ -67,7 +67,7 @@ use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
 pub use cluster::{Cluster, DatabaseInfo, DEFAULT_DATABASE};
 pub use ddl::DdlUndo;
 pub use definition::{
-    rename_column_in, CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, IndexKind,
+    rename_column_in, CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, IndexKind,
     ReferentialAction, TableDef,
 };
 pub use rebuild::Rebuild;

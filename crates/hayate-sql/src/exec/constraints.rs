@@ -11,9 +11,16 @@
 //! 3. When a referenced row is deleted or its key changed (`referenced_row_changed`, after the
 //!    write locked it), the referencing rows are found at their newest committed versions
 //!    (`Transaction::scan_latest`, through an index whose leading columns are the foreign key
-//!    when one exists) and the key's action runs: NO ACTION/RESTRICT fail with 23503,
-//!    CASCADE deletes or updates them, SET NULL / SET DEFAULT update them (each such write
-//!    goes through the same checks, so cascades chain).
+//!    when one exists) and the key's action runs: RESTRICT fails with 23503, CASCADE deletes
+//!    or updates them, SET NULL / SET DEFAULT update them (each such write goes through the
+//!    same checks, so cascades chain).
+//! 4. A key that finds no referenced row (2) or a NO ACTION key whose referenced row went
+//!    away while rows still reference it (3) is not an error yet, as in PostgreSQL: it is a
+//!    `PendingCheck`, checked again (`recheck`) at the end of the statement, or at COMMIT when
+//!    the key is deferred (DEFERRABLE INITIALLY DEFERRED, or SET CONSTRAINTS ... DEFERRED:
+//!    `ConstraintModes`), and only then refused if still broken. So a statement may insert a
+//!    child before its parent, and a transaction may with a deferred key. The found case
+//!    stays the fast path: nothing is kept for it.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,7 +32,7 @@ use hayate_engine::Transaction;
 
 use super::{as_slice, index, key_value, prefix_range, Executor};
 use crate::catalog::index_entry::{self, NOT_NULL};
-use crate::catalog::{ForeignKeyDef, ReferentialAction, Table};
+use crate::catalog::{Catalog, Deferral, ForeignKeyDef, ReferentialAction, Table};
 use crate::encoding::{key, row};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::bind::Binder;
@@ -38,13 +45,105 @@ type BoundChecks = Rc<Vec<(String, Expr)>>;
 /// The foreign keys referencing a table: (referencing table, key position).
 type Referencing = Rc<Vec<(Arc<Table>, usize)>>;
 
-/// What one statement looked up about constraints, kept for its other rows.
+/// What one statement looked up about constraints, kept for its other rows, and the checks
+/// it postponed.
 #[derive(Default)]
 pub struct ConstraintCache {
     /// Table name -> its CHECKs.
     checks: RefCell<HashMap<String, BoundChecks>>,
     /// Table name -> the foreign keys referencing it.
     referencing: RefCell<HashMap<String, Referencing>>,
+    /// Checks for the end of the statement.
+    pending: RefCell<Vec<PendingCheck>>,
+    /// Checks of deferred keys, for the session to run at COMMIT.
+    deferred: RefCell<Vec<PendingCheck>>,
+}
+
+impl ConstraintCache {
+    /// The checks of deferred keys the statement left (`Session` keeps them until COMMIT).
+    pub fn take_deferred(&self) -> Vec<PendingCheck> {
+        std::mem::take(&mut self.deferred.borrow_mut())
+    }
+}
+
+/// The SET CONSTRAINTS modes of a transaction block.
+#[derive(Debug, Default, Clone)]
+pub struct ConstraintModes {
+    /// SET CONSTRAINTS ALL's mode (true: deferred).
+    all: Option<bool>,
+    /// Modes set by name since, newest last.
+    named: Vec<(String, bool)>,
+}
+
+impl ConstraintModes {
+    /// SET CONSTRAINTS `names` (empty: ALL) DEFERRED (`deferred`) or IMMEDIATE.
+    pub fn set(&mut self, names: &[String], deferred: bool) {
+        if names.is_empty() {
+            self.all = Some(deferred);
+            self.named.clear();
+        }
+        for name in names {
+            self.named.retain(|(named, _)| named != name);
+            self.named.push((name.clone(), deferred));
+        }
+    }
+
+    /// True if the key's checks wait for COMMIT.
+    pub fn deferred(&self, key: &ForeignKeyDef) -> bool {
+        if !key.deferral.deferrable() {
+            return false;
+        }
+        match self.named.iter().find(|(name, _)| *name == key.name) {
+            Some((_, deferred)) => *deferred,
+            None => self
+                .all
+                .unwrap_or(key.deferral == Deferral::InitiallyDeferred),
+        }
+    }
+}
+
+/// A foreign key check postponed to the end of the statement or to COMMIT.
+#[derive(Debug, Clone)]
+pub struct PendingCheck {
+    /// The referencing table and its key's name (found again by name: the key may have been
+    /// dropped since, and then nothing is checked).
+    pub table: String,
+    pub key: String,
+    /// The key's values.
+    values: Vec<Value>,
+    /// True: a referencing row found no referenced row; false: the referenced row went away
+    /// (NO ACTION) while rows referenced it.
+    missing: bool,
+}
+
+/// Checks postponed foreign key checks: each holds if the referenced row exists now (it is
+/// locked shared, as at once) or no row references those values any longer; else 23503 as
+/// the statement that broke it would have said.
+pub fn recheck(catalog: &Catalog, checks: &[PendingCheck], txn: &mut Transaction) -> SqlResult<()> {
+    for check in checks {
+        crate::interrupt::check()?;
+        let Ok(child) = catalog.table(&check.table) else {
+            continue; // dropped since
+        };
+        let Some(foreign) = child.def.foreign_keys.iter().find(|k| k.name == check.key) else {
+            continue;
+        };
+        let parent = catalog.table(&foreign.table)?;
+        let values: Vec<&Value> = check.values.iter().collect();
+        if let Some((tree, key)) = referenced_key(&parent, foreign, &values)? {
+            if txn.lock_shared_latest(tree, &key)?.is_some() {
+                continue;
+            }
+        }
+        if referencing_rows(&child, foreign, &check.values, txn)?.is_empty() {
+            continue;
+        }
+        return Err(match check.missing {
+            true => missing_reference(&child, foreign, &values),
+            false => still_referenced(&parent, foreign, &child, &check.values)?,
+        });
+    }
+    Ok(())
 }
 
 impl Executor<'_> {
@@ -111,80 +210,38 @@ impl Executor<'_> {
                 continue;
             }
             let parent = self.catalog.table(&foreign.table)?;
-            let found = match self.referenced_key(&parent, foreign, &values)? {
+            let found = match referenced_key(&parent, foreign, &values)? {
                 Some((tree, key)) => txn.lock_shared_latest(tree, &key)?.is_some(),
                 None => false,
             };
             if !found {
-                let names: Vec<&str> = foreign
-                    .columns
-                    .iter()
-                    .map(|c| table.def.columns[*c].name.as_str())
-                    .collect();
-                let shown: Vec<String> = values
-                    .iter()
-                    .map(|v| v.to_text().unwrap_or_default())
-                    .collect();
-                return Err(SqlError::new(
-                    sqlstate::FOREIGN_KEY_VIOLATION,
-                    format!(
-                        "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
-                        table.def.name, foreign.name
-                    ),
-                )
-                .with_detail(format!(
-                    "Key ({})=({}) is not present in table \"{}\".",
-                    names.join(", "),
-                    shown.join(", "),
-                    foreign.table
-                )));
+                self.postpone(table, foreign, values.into_iter().cloned().collect(), true);
             }
         }
         Ok(())
     }
 
-    /// The engine tree and key of the referenced row with `values` in the referenced columns:
-    /// the primary key, or the entry of the unique index (None: no row can have them, e.g. a
-    /// value outside the referenced column's type).
-    fn referenced_key(
-        &self,
-        parent: &Table,
-        foreign: &ForeignKeyDef,
-        values: &[&Value],
-    ) -> SqlResult<Option<(hayate_engine::TreeId, Vec<u8>)>> {
-        let def = &parent.def;
-        let referenced = referenced_columns(parent, foreign)?;
-        let mut row = vec![Value::Null; def.columns.len()];
-        for (column, value) in referenced.iter().zip(values) {
-            match key_value((*value).clone(), def.columns[*column].data_type)? {
-                Some(value) => row[*column] = value,
-                None => return Ok(None),
-            }
+    /// Keeps a broken key's check for the end of the statement, or for COMMIT when the key
+    /// is deferred in this block.
+    fn postpone(&self, table: &Table, foreign: &ForeignKeyDef, values: Vec<Value>, missing: bool) {
+        let check = PendingCheck {
+            table: table.def.name.clone(),
+            key: foreign.name.clone(),
+            values,
+            missing,
+        };
+        match self.constraint_modes {
+            Some(modes) if modes.deferred(foreign) => &self.constraints.deferred,
+            _ => &self.constraints.pending,
         }
-        match crate::plan::bind::unique_key_of(def, &referenced) {
-            Some(None) => {
-                let mut key_bytes = Vec::new();
-                for column in &def.primary_key {
-                    key::encode_column(
-                        &mut key_bytes,
-                        &row[*column],
-                        def.columns[*column].data_type,
-                    )?;
-                }
-                Ok(Some((parent.tree, key_bytes)))
-            }
-            Some(Some(position)) => {
-                let (entry, _) = index_entry::entry(def, &def.indexes[position], &row, &[])?;
-                Ok(Some((parent.index_trees[position], entry)))
-            }
-            None => Err(SqlError::new(
-                sqlstate::INVALID_FOREIGN_KEY,
-                format!(
-                    "there is no unique constraint matching given keys for referenced table \"{}\"",
-                    def.name
-                ),
-            )),
-        }
+        .borrow_mut()
+        .push(check);
+    }
+
+    /// Runs the checks the statement postponed to its end (`recheck`).
+    pub(super) fn check_pending(&self, txn: &mut Transaction) -> SqlResult<()> {
+        let pending = std::mem::take(&mut *self.constraints.pending.borrow_mut());
+        recheck(self.catalog, &pending, txn)
     }
 
     /// A row of `table` was deleted (`new` None) or updated: the rows whose foreign keys
@@ -211,30 +268,15 @@ impl Executor<'_> {
                 None => foreign.on_delete,
                 Some(_) => foreign.on_update,
             };
-            let rows = self.referencing_rows(child, foreign, &key, txn)?;
+            let rows = referencing_rows(child, foreign, &key, txn)?;
             if rows.is_empty() {
                 continue;
             }
             match action {
-                ReferentialAction::NoAction | ReferentialAction::Restrict => {
-                    let names: Vec<&str> = referenced
-                        .iter()
-                        .map(|c| table.def.columns[*c].name.as_str())
-                        .collect();
-                    return Err(SqlError::new(
-                        sqlstate::FOREIGN_KEY_VIOLATION,
-                        format!(
-                            "update or delete on table \"{}\" violates foreign key constraint \
-                             \"{}\" on table \"{}\"",
-                            table.def.name, foreign.name, child.def.name
-                        ),
-                    )
-                    .with_detail(format!(
-                        "Key ({})=({}) is still referenced from table \"{}\".",
-                        names.join(", "),
-                        row_text(&key),
-                        child.def.name
-                    )));
+                // NO ACTION: the rows may be gone, or the key back, by the check's time.
+                ReferentialAction::NoAction => self.postpone(child, foreign, key, false),
+                ReferentialAction::Restrict => {
+                    return Err(still_referenced(table, foreign, child, &key)?)
                 }
                 ReferentialAction::Cascade if new.is_none() => {
                     for (child_key, child_old) in rows {
@@ -295,80 +337,122 @@ impl Executor<'_> {
             .insert(table.def.name.clone(), found.clone());
         found
     }
+}
 
-    /// The rows of `child` whose foreign key equals `key`, at their newest committed
-    /// versions with this transaction's writes, each locked: through the primary key or an
-    /// index whose leading columns are the key's columns, else a scan.
-    fn referencing_rows(
-        &self,
-        child: &Table,
-        foreign: &ForeignKeyDef,
-        key: &[Value],
-        txn: &mut Transaction,
-    ) -> SqlResult<Vec<(Vec<u8>, Vec<Value>)>> {
-        let def = &child.def;
-        let types = def.types();
-        let leads = |columns: &[usize]| {
-            columns.len() >= foreign.columns.len()
-                && columns[..foreign.columns.len()]
-                    .iter()
-                    .all(|c| foreign.columns.contains(c))
-        };
-        // The key's value of a child column.
-        let value_of = |column: usize| {
-            let position = foreign.columns.iter().position(|c| *c == column)?;
-            key_value(key[position].clone(), def.columns[column].data_type).transpose()
-        };
-        let mut candidates: Vec<Vec<u8>> = Vec::new();
-        if !def.primary_key.is_empty() && leads(&def.primary_key) {
-            let mut prefix = Vec::new();
-            for column in &def.primary_key[..foreign.columns.len()] {
-                let Some(value) = value_of(*column).transpose()? else {
-                    return Ok(Vec::new());
-                };
-                key::encode_column(&mut prefix, &value, def.columns[*column].data_type)?;
-            }
-            let (start, end) = prefix_range(prefix);
-            for entry in txn.scan_latest(child.tree, as_slice(&start), as_slice(&end))? {
-                candidates.push(entry?.0);
-            }
-        } else if let Some(position) = def.indexes.iter().position(|i| leads(&i.columns)) {
-            let index = &def.indexes[position];
-            let mut prefix = Vec::new();
-            for column in &index.columns[..foreign.columns.len()] {
-                let Some(value) = value_of(*column).transpose()? else {
-                    return Ok(Vec::new());
-                };
-                prefix.push(NOT_NULL);
-                key::encode_column(&mut prefix, &value, def.columns[*column].data_type)?;
-            }
-            let (start, end) = prefix_range(prefix);
-            let tree = child.index_trees[position];
-            for entry in txn.scan_latest(tree, as_slice(&start), as_slice(&end))? {
-                candidates.push(entry?.1);
-            }
-        } else {
-            for entry in txn.scan_latest(child.tree, Bound::Unbounded, Bound::Unbounded)? {
-                crate::interrupt::check()?;
-                let (row_key, raw) = entry?;
-                let values = row::decode(&raw, &types, &def.name)?;
-                if matches(foreign, &values, key) {
-                    candidates.push(row_key);
-                }
-            }
+/// The engine tree and key of the referenced row with `values` in the referenced columns:
+/// the primary key, or the entry of the unique index (None: no row can have them, e.g. a
+/// value outside the referenced column's type).
+fn referenced_key(
+    parent: &Table,
+    foreign: &ForeignKeyDef,
+    values: &[&Value],
+) -> SqlResult<Option<(hayate_engine::TreeId, Vec<u8>)>> {
+    let def = &parent.def;
+    let referenced = referenced_columns(parent, foreign)?;
+    let mut row = vec![Value::Null; def.columns.len()];
+    for (column, value) in referenced.iter().zip(values) {
+        match key_value((*value).clone(), def.columns[*column].data_type)? {
+            Some(value) => row[*column] = value,
+            None => return Ok(None),
         }
-        let mut rows = Vec::new();
-        for row_key in candidates {
-            let Some(raw) = txn.lock_latest(child.tree, &row_key)? else {
-                continue;
+    }
+    match crate::plan::bind::unique_key_of(def, &referenced) {
+        Some(None) => {
+            let mut key_bytes = Vec::new();
+            for column in &def.primary_key {
+                key::encode_column(
+                    &mut key_bytes,
+                    &row[*column],
+                    def.columns[*column].data_type,
+                )?;
+            }
+            Ok(Some((parent.tree, key_bytes)))
+        }
+        Some(Some(position)) => {
+            let (entry, _) = index_entry::entry(def, &def.indexes[position], &row, &[])?;
+            Ok(Some((parent.index_trees[position], entry)))
+        }
+        None => Err(SqlError::new(
+            sqlstate::INVALID_FOREIGN_KEY,
+            format!(
+                "there is no unique constraint matching given keys for referenced table \"{}\"",
+                def.name
+            ),
+        )),
+    }
+}
+
+/// The rows of `child` whose foreign key equals `key`, at their newest committed
+/// versions with this transaction's writes, each locked: through the primary key or an
+/// index whose leading columns are the key's columns, else a scan.
+fn referencing_rows(
+    child: &Table,
+    foreign: &ForeignKeyDef,
+    key: &[Value],
+    txn: &mut Transaction,
+) -> SqlResult<Vec<(Vec<u8>, Vec<Value>)>> {
+    let def = &child.def;
+    let types = def.types();
+    let leads = |columns: &[usize]| {
+        columns.len() >= foreign.columns.len()
+            && columns[..foreign.columns.len()]
+                .iter()
+                .all(|c| foreign.columns.contains(c))
+    };
+    // The key's value of a child column.
+    let value_of = |column: usize| {
+        let position = foreign.columns.iter().position(|c| *c == column)?;
+        key_value(key[position].clone(), def.columns[column].data_type).transpose()
+    };
+    let mut candidates: Vec<Vec<u8>> = Vec::new();
+    if !def.primary_key.is_empty() && leads(&def.primary_key) {
+        let mut prefix = Vec::new();
+        for column in &def.primary_key[..foreign.columns.len()] {
+            let Some(value) = value_of(*column).transpose()? else {
+                return Ok(Vec::new());
             };
+            key::encode_column(&mut prefix, &value, def.columns[*column].data_type)?;
+        }
+        let (start, end) = prefix_range(prefix);
+        for entry in txn.scan_latest(child.tree, as_slice(&start), as_slice(&end))? {
+            candidates.push(entry?.0);
+        }
+    } else if let Some(position) = def.indexes.iter().position(|i| leads(&i.columns)) {
+        let index = &def.indexes[position];
+        let mut prefix = Vec::new();
+        for column in &index.columns[..foreign.columns.len()] {
+            let Some(value) = value_of(*column).transpose()? else {
+                return Ok(Vec::new());
+            };
+            prefix.push(NOT_NULL);
+            key::encode_column(&mut prefix, &value, def.columns[*column].data_type)?;
+        }
+        let (start, end) = prefix_range(prefix);
+        let tree = child.index_trees[position];
+        for entry in txn.scan_latest(tree, as_slice(&start), as_slice(&end))? {
+            candidates.push(entry?.1);
+        }
+    } else {
+        for entry in txn.scan_latest(child.tree, Bound::Unbounded, Bound::Unbounded)? {
+            crate::interrupt::check()?;
+            let (row_key, raw) = entry?;
             let values = row::decode(&raw, &types, &def.name)?;
             if matches(foreign, &values, key) {
-                rows.push((row_key, values));
+                candidates.push(row_key);
             }
         }
-        Ok(rows)
     }
+    let mut rows = Vec::new();
+    for row_key in candidates {
+        let Some(raw) = txn.lock_latest(child.tree, &row_key)? else {
+            continue;
+        };
+        let values = row::decode(&raw, &types, &def.name)?;
+        if matches(foreign, &values, key) {
+            rows.push((row_key, values));
+        }
+    }
+    Ok(rows)
 }
 
 /// True if the row's foreign key columns equal `key`.
@@ -395,6 +479,58 @@ fn referenced_columns(parent: &Table, foreign: &ForeignKeyDef) -> SqlResult<Vec<
             })
         })
         .collect()
+}
+
+/// 23503 of a row whose key finds no referenced row.
+fn missing_reference(child: &Table, foreign: &ForeignKeyDef, values: &[&Value]) -> SqlError {
+    let names: Vec<&str> = foreign
+        .columns
+        .iter()
+        .map(|c| child.def.columns[*c].name.as_str())
+        .collect();
+    let shown: Vec<String> = values
+        .iter()
+        .map(|v| v.to_text().unwrap_or_default())
+        .collect();
+    SqlError::new(
+        sqlstate::FOREIGN_KEY_VIOLATION,
+        format!(
+            "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
+            child.def.name, foreign.name
+        ),
+    )
+    .with_detail(format!(
+        "Key ({})=({}) is not present in table \"{}\".",
+        names.join(", "),
+        shown.join(", "),
+        foreign.table
+    ))
+}
+
+/// 23503 of a referenced row deleted or changed while `child`'s rows reference its `key`.
+fn still_referenced(
+    parent: &Table,
+    foreign: &ForeignKeyDef,
+    child: &Table,
+    key: &[Value],
+) -> SqlResult<SqlError> {
+    let names: Vec<&str> = referenced_columns(parent, foreign)?
+        .iter()
+        .map(|c| parent.def.columns[*c].name.as_str())
+        .collect();
+    Ok(SqlError::new(
+        sqlstate::FOREIGN_KEY_VIOLATION,
+        format!(
+            "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
+            parent.def.name, foreign.name, child.def.name
+        ),
+    )
+    .with_detail(format!(
+        "Key ({})=({}) is still referenced from table \"{}\".",
+        names.join(", "),
+        row_text(key),
+        child.def.name
+    )))
 }
 
 /// Values as PostgreSQL's DETAIL lines show a row: comma-separated, null for NULL.

@@ -31,7 +31,7 @@ use crate::plan::{
     EvalContext, Expr, InsertSelect, OutputColumn, Plan, QueryPlan, Returning, SortKey, TableRead,
 };
 use crate::types::{DataType, Value};
-pub use constraints::ConstraintCache;
+pub use constraints::{recheck, ConstraintCache, ConstraintModes, PendingCheck};
 use run::Run;
 pub use spill::{memory_size_bytes, parse_work_mem, WORK_MEM_DEFAULT};
 
@@ -61,6 +61,9 @@ pub struct Executor<'a> {
     pub work_mem_bytes: usize,
     /// Constraints bound and looked up by this statement (`constraints`).
     pub constraints: ConstraintCache,
+    /// The block's SET CONSTRAINTS modes; None outside a block, where a deferred key is
+    /// checked at the end of the statement (its transaction's end).
+    pub constraint_modes: Option<&'a ConstraintModes>,
 }
 
 /// A row read from a table: its key and its column values.
@@ -70,8 +73,15 @@ type KeyedRow = (Vec<u8>, Vec<Value>);
 type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 impl Executor<'_> {
-    /// Runs a query or a DML statement.
+    /// Runs a query or a DML statement, then the foreign key checks it postponed to its end
+    /// (`constraints`).
     pub fn run(&self, plan: &Plan, txn: &mut Transaction) -> SqlResult<Outcome> {
+        let outcome = self.run_plan(plan, txn)?;
+        self.check_pending(txn)?;
+        Ok(outcome)
+    }
+
+    fn run_plan(&self, plan: &Plan, txn: &mut Transaction) -> SqlResult<Outcome> {
         match plan {
             Plan::Select(select) => self.select(select, txn),
             Plan::InsertSelect(insert) => self.insert_select(insert, txn),

@@ -667,6 +667,11 @@ pub enum Plan {
         isolation: Option<Isolation>,
         session: bool,
     },
+    /// SET CONSTRAINTS { ALL | names } { IMMEDIATE | DEFERRED } (`names` empty: ALL).
+    SetConstraints {
+        names: Vec<String>,
+        deferred: bool,
+    },
     Show {
         name: String,
     },

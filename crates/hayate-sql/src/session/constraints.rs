@@ -1,11 +1,10 @@
 //! SET CONSTRAINTS { ALL | name [, ...] } { IMMEDIATE | DEFERRED }, which sqlparser does not
-//! read. Every constraint is checked when the statement that writes the row runs (none is
-//! postponed to COMMIT, DEFERRABLE or not), so the statement changes nothing here: it is
-//! accepted as PostgreSQL accepts it (Django sends it around foreign key changes and in its
-//! fixtures' and tests' constraint checks), and the constraints it names must exist (42704).
+//! read (Django sends it around foreign key changes and in its fixtures' constraint checks).
 //!
-//! It reaches the binder as a SET of a variable no SQL text can name (`SET_CONSTRAINTS`, an
-//! unquoted identifier with a space), whose values are the constraint names.
+//! It reaches the binder as a SET of a variable no SQL text can name (`SET_CONSTRAINTS` and
+//! the mode, an unquoted identifier with spaces), whose values are the constraint names; the
+//! session keeps the modes for the transaction (`exec::ConstraintModes`) and checks what
+//! becomes immediate at once (design 8.4).
 
 use sqlparser::ast::{self, Statement};
 use sqlparser::tokenizer::Token;
@@ -39,9 +38,13 @@ fn parse(text: &str) -> SqlResult<Statement> {
             }
         }
     }
-    if !tokens.keywords(&["immediate"]) && !tokens.keywords(&["deferred"]) {
+    let mode = if tokens.keywords(&["immediate"]) {
+        "IMMEDIATE"
+    } else if tokens.keywords(&["deferred"]) {
+        "DEFERRED"
+    } else {
         return Err(syntax(tokens.peek()));
-    }
+    };
     if tokens.peek().is_some() {
         return Err(syntax(tokens.peek()));
     }
@@ -52,7 +55,7 @@ fn parse(text: &str) -> SqlResult<Statement> {
     Ok(Statement::Set(ast::Set::SingleAssignment {
         scope: None,
         hivevar: false,
-        variable: ast::ObjectName::from(vec![ast::Ident::new(SET_CONSTRAINTS)]),
+        variable: ast::ObjectName::from(vec![ast::Ident::new(format!("{SET_CONSTRAINTS} {mode}"))]),
         values,
     }))
 }

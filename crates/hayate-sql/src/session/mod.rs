@@ -39,7 +39,7 @@ use hayate_engine::{PendingCommit, Transaction};
 use sqlparser::ast::Statement;
 
 use crate::catalog::{Catalog, DdlUndo};
-use crate::exec::Outcome;
+use crate::exec::{ConstraintModes, Outcome, PendingCheck};
 use crate::plan::{EvalContext, Isolation, OutputColumn, Plan};
 use crate::types::DataType;
 
@@ -65,8 +65,11 @@ enum State {
 struct SavepointEntry {
     name: String,
     mark: hayate_engine::Savepoint,
-    /// The block's DDLs (`Session::ddl_undo`) before it.
+    /// The block's DDLs (`Session::ddl_undo`) and deferred checks before it, and its
+    /// SET CONSTRAINTS modes then.
     ddl: usize,
+    deferred_checks: usize,
+    constraint_modes: ConstraintModes,
 }
 
 /// A statement parsed and bound, ready to run many times with different parameters.
@@ -133,6 +136,11 @@ pub struct Session {
     pending_restarts: Vec<String>,
     /// Open SQL-level cursors (DECLARE ... CURSOR), by name.
     cursors: HashMap<String, cursor::Cursor>,
+    /// The open block's SET CONSTRAINTS modes.
+    constraint_modes: ConstraintModes,
+    /// The open block's checks of deferred foreign keys, run at COMMIT (or when SET
+    /// CONSTRAINTS makes their key immediate).
+    deferred_checks: Vec<PendingCheck>,
 }
 
 static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -178,6 +186,8 @@ impl Session {
             work_mem_bytes: 0,
             sequences: Default::default(),
             cursors: HashMap::new(),
+            constraint_modes: ConstraintModes::default(),
+            deferred_checks: Vec::new(),
             pending_restarts: Vec::new(),
         }
         .with_settings_read()

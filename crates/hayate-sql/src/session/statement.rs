@@ -455,6 +455,7 @@ impl Session {
                 self.pending_restarts.extend(names);
                 Ok(outcome)
             }
+            Plan::SetConstraints { names, deferred } => self.set_constraints(names, *deferred),
             Plan::SetTransaction { isolation, session } => {
                 self.set_transaction(*isolation, *session)
             }
@@ -931,6 +932,10 @@ impl Session {
             read_committed,
             work_mem_bytes: self.work_mem_bytes,
             constraints: Default::default(),
+            constraint_modes: match self.state {
+                State::InBlock(_) => Some(&self.constraint_modes),
+                _ => None,
+            },
             context: EvalContext {
                 params,
                 database_name: &self.database,
@@ -943,7 +948,12 @@ impl Session {
             },
         };
         match &mut self.state {
-            State::InBlock(txn) => executor.run(plan, txn),
+            State::InBlock(txn) => {
+                let outcome = executor.run(plan, txn)?;
+                let deferred = executor.constraints.take_deferred();
+                self.deferred_checks.extend(deferred);
+                Ok(outcome)
+            }
             State::Failed(_) => unreachable!("checked by check_not_failed"),
             State::Idle => {
                 // A single statement that lost a write conflict has shown nothing to the

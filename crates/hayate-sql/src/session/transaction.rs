@@ -17,6 +17,7 @@ use super::{command, SavepointEntry, Session, State};
 use crate::catalog::DdlUndo;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::Outcome;
+use crate::exec::{ConstraintModes, PendingCheck};
 use crate::plan::{Isolation, Plan, TransactionControl};
 
 impl Session {
@@ -103,6 +104,45 @@ impl Session {
         Ok(())
     }
 
+    /// Runs the block's deferred foreign key checks (before its COMMIT).
+    fn check_deferred(&mut self, txn: &mut Transaction) -> SqlResult<()> {
+        let checks = std::mem::take(&mut self.deferred_checks);
+        crate::exec::recheck(&self.catalog, &checks, txn)
+    }
+
+    /// SET CONSTRAINTS: the modes change for the rest of the block; the deferred checks of
+    /// keys that become immediate run now. Outside a block it changes nothing (PostgreSQL
+    /// warns).
+    pub(super) fn set_constraints(
+        &mut self,
+        names: &[String],
+        deferred: bool,
+    ) -> SqlResult<Outcome> {
+        let State::InBlock(txn) = &mut self.state else {
+            return Ok(command("SET CONSTRAINTS"));
+        };
+        self.constraint_modes.set(names, deferred);
+        let modes = &self.constraint_modes;
+        let catalog = &self.catalog;
+        let (still, now): (Vec<PendingCheck>, Vec<PendingCheck>) =
+            std::mem::take(&mut self.deferred_checks)
+                .into_iter()
+                .partition(|check| {
+                    let key = catalog.table(&check.table).ok().and_then(|table| {
+                        table
+                            .def
+                            .foreign_keys
+                            .iter()
+                            .find(|k| k.name == check.key)
+                            .cloned()
+                    });
+                    key.is_some_and(|key| modes.deferred(&key))
+                });
+        self.deferred_checks = still;
+        crate::exec::recheck(catalog, &now, txn)?;
+        Ok(command("SET CONSTRAINTS"))
+    }
+
     /// Takes the table locks a plan needs (`table_lock`): the write lock on the tables it
     /// writes, the exclusive lock on those a DDL changes.
     pub(super) fn lock_tables(&mut self, plan: &Plan) -> SqlResult<()> {
@@ -155,6 +195,8 @@ impl Session {
     /// (`committed`) or was dropped.
     pub(super) fn end_block(&mut self, committed: bool) {
         self.savepoints.clear();
+        self.deferred_checks.clear();
+        self.constraint_modes = ConstraintModes::default();
         self.close_block_cursors(committed);
         for table in std::mem::take(&mut self.pending_restarts) {
             if committed {
@@ -191,7 +233,9 @@ impl Session {
     /// else aborts it. The session is idle afterwards.
     pub(crate) fn end_implicit(&mut self, commit: bool) -> SqlResult<()> {
         let result = match std::mem::replace(&mut self.state, State::Idle) {
-            State::InBlock(txn) if commit => txn.commit().map(|_| ()),
+            State::InBlock(mut txn) if commit => self
+                .check_deferred(&mut txn)
+                .and_then(|_| Ok(txn.commit().map(|_| ())?)),
             _ => Ok(()), // a dropped transaction aborts
         };
         self.end_block(commit && result.is_ok());
@@ -222,9 +266,12 @@ impl Session {
                     self.state = state;
                     command("BEGIN")
                 }
-                (TransactionControl::Commit, State::InBlock(txn)) => {
-                    // The block is over either way (state is Idle already).
-                    let committed = self.commit_transaction(txn);
+                (TransactionControl::Commit, State::InBlock(mut txn)) => {
+                    // The block is over either way (state is Idle already): a deferred key
+                    // still broken fails the COMMIT, which rolls back.
+                    let committed = self
+                        .check_deferred(&mut txn)
+                        .and_then(|_| self.commit_transaction(txn));
                     self.end_block(committed.is_ok());
                     committed?;
                     command("COMMIT")
@@ -254,6 +301,8 @@ impl Session {
             name: name.to_string(),
             mark,
             ddl: self.ddl_undo.len(),
+            deferred_checks: self.deferred_checks.len(),
+            constraint_modes: self.constraint_modes.clone(),
         });
         Ok(command("SAVEPOINT"))
     }
@@ -297,6 +346,8 @@ impl Session {
         let savepoint = &self.savepoints[index];
         let undone = txn.rollback_to(savepoint.mark);
         let ddl = self.ddl_undo.split_off(savepoint.ddl);
+        self.deferred_checks.truncate(savepoint.deferred_checks);
+        self.constraint_modes = savepoint.constraint_modes.clone();
         self.catalog.finish_ddl(ddl, false);
         self.state = State::InBlock(txn);
         undone?;

@@ -361,6 +361,7 @@ impl Snapshot {
                 if key.on_delete != crate::catalog::ReferentialAction::NoAction {
                     text.push_str(&format!(" ON DELETE {}", key.on_delete.sql()));
                 }
+                text.push_str(key.deferral.clause());
                 text
             }
         }

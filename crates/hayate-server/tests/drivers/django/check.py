@@ -16,6 +16,7 @@ sys.dont_write_bytecode = True
 import contextlib  # noqa: E402
 import datetime  # noqa: E402
 import io  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
@@ -528,6 +529,41 @@ def main():
         assert Book.objects.count() == 2 and Review.objects.count() == 1
         n, _ = Review.objects.filter(rating__gte=5).delete()
         assert n == 1 and not Review.objects.exists()
+
+    # ------------------------------------------------------------------ fixtures
+    def load(objects):
+        saved = sys.stdin
+        sys.stdin = io.StringIO(json.dumps(objects))
+        try:
+            call_command("loaddata", "-", format="json", verbosity=0)
+        finally:
+            sys.stdin = saved
+
+    with step("loaddata, children before parents"):
+        # Rows reference rows later in the fixture: the keys are DEFERRABLE INITIALLY
+        # DEFERRED, checked at loaddata's SET CONSTRAINTS ALL IMMEDIATE / COMMIT.
+        load([{"model": "catalog.review", "pk": str(uuid.uuid4()),
+               "fields": {"book": 900, "rating": 4, "body": "ocean"}},
+              {"model": "catalog.book", "pk": 900,
+               "fields": {"title": "Solaris", "publisher": 901, "price": "11.00",
+                          "published": "2023-05-01T00:00:00Z", "code": str(uuid.uuid4())}},
+              {"model": "catalog.publisher", "pk": 901,
+               "fields": {"name": "Walker", "country": "USA"}}])
+        assert Book.objects.get(pk=900).publisher.name == "Walker"
+        assert Review.objects.get(book_id=900).body == "ocean"
+        # loaddata reset the sequences past the fixture's keys.
+        assert Publisher.objects.create(name="Next").pk > 901
+        try:
+            load([{"model": "catalog.book", "pk": 902,
+                   "fields": {"title": "Orphan", "publisher": 999, "price": "1.00",
+                              "published": "2023-05-01T00:00:00Z",
+                              "code": str(uuid.uuid4())}}])
+        except IntegrityError as e:
+            got = getattr(e.__cause__, "pgcode", None)
+            assert got == "23503", "expected SQLSTATE 23503, got %s (%s)" % (got, e)
+        else:
+            raise AssertionError("a fixture row without its publisher was loaded")
+        assert not Book.objects.filter(pk=902).exists()
 
     # ------------------------------------------------------------------ flush / re-migrate
     with step("flush"):

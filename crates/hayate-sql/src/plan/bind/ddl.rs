@@ -8,7 +8,8 @@ use sqlparser::ast;
 
 use super::{data_type, ident_name, object_name, undefined_column, Binder};
 use crate::catalog::{
-    CheckDef, ColumnDef, ForeignKeyDef, Identity, IndexDef, ReferentialAction, TableDef, ViewDef,
+    CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, ReferentialAction, TableDef,
+    ViewDef,
 };
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
@@ -692,6 +693,7 @@ impl Binder<'_> {
                     referenced,
                     on_delete: referential_action(foreign.on_delete),
                     on_update: referential_action(foreign.on_update),
+                    deferral: deferral(foreign.characteristics.as_ref())?,
                 });
             }
         }
@@ -871,6 +873,31 @@ fn table_constraint(constraint: &ast::TableConstraint) -> Option<Constraint> {
     }
 }
 
+/// A foreign key's [NOT] DEFERRABLE [INITIALLY ...]: INITIALLY DEFERRED alone implies
+/// DEFERRABLE, as in PostgreSQL.
+fn deferral(characteristics: Option<&ast::ConstraintCharacteristics>) -> SqlResult<Deferral> {
+    let Some(characteristics) = characteristics else {
+        return Ok(Deferral::NotDeferrable);
+    };
+    if characteristics.enforced.is_some() {
+        return Err(SqlError::new(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            "foreign key constraints cannot be marked ENFORCED or NOT ENFORCED",
+        ));
+    }
+    let deferred = characteristics.initially == Some(ast::DeferrableInitial::Deferred);
+    Ok(match (characteristics.deferrable, deferred) {
+        (Some(false), true) => {
+            return Err(SqlError::syntax(
+                "constraint declared INITIALLY DEFERRED must be DEFERRABLE",
+            ))
+        }
+        (_, true) => Deferral::InitiallyDeferred,
+        (Some(true), false) => Deferral::InitiallyImmediate,
+        (_, false) => Deferral::NotDeferrable,
+    })
+}
+
 fn referential_action(action: Option<ast::ReferentialAction>) -> ReferentialAction {
     match action {
         None | Some(ast::ReferentialAction::NoAction) => ReferentialAction::NoAction,
@@ -952,35 +979,58 @@ pub(super) fn set_value(expr: &ast::Expr) -> String {
 }
 
 impl Binder<'_> {
-    /// SET CONSTRAINTS (`session::constraints`): nothing to change, as no constraint is
-    /// deferred; the named ones must exist.
-    pub(super) fn bind_set_constraints(&mut self, names: &[ast::Expr]) -> SqlResult<Plan> {
+    /// SET CONSTRAINTS (`session::constraints`): the named constraints (none: ALL) become
+    /// deferred or immediate for the rest of the transaction. A named one must exist (42704)
+    /// and, to be DEFERRED, be deferrable (42809): only foreign keys can be here.
+    pub(super) fn bind_set_constraints(
+        &mut self,
+        names: &[ast::Expr],
+        deferred: bool,
+    ) -> SqlResult<Plan> {
+        let mut bound = Vec::new();
         for name in names {
             let ast::Expr::Identifier(ident) = name else {
                 return Err(SqlError::syntax("SET CONSTRAINTS takes constraint names"));
             };
-            let exists = self.catalog.table_names().iter().any(|table_name| {
-                self.catalog.table(table_name).is_ok_and(|table| {
-                    let def = &table.def;
-                    def.checks.iter().any(|c| c.name == ident.value)
-                        || def.foreign_keys.iter().any(|k| k.name == ident.value)
-                        || def
-                            .indexes
-                            .iter()
-                            .any(|i| i.name == ident.value && def.is_unique_constraint(i))
-                        || (!def.primary_key.is_empty()
-                            && ident.value == format!("{table_name}_pkey"))
-                })
-            });
-            if !exists {
+            let name = &ident.value;
+            let mut found = false;
+            for table_name in self.catalog.table_names() {
+                let Ok(table) = self.catalog.table(&table_name) else {
+                    continue;
+                };
+                let def = &table.def;
+                let deferrable = def
+                    .foreign_keys
+                    .iter()
+                    .filter(|k| &k.name == name)
+                    .map(|k| k.deferral.deferrable());
+                let other = def.checks.iter().any(|c| &c.name == name)
+                    || def
+                        .indexes
+                        .iter()
+                        .any(|i| &i.name == name && def.is_unique_constraint(i))
+                    || (!def.primary_key.is_empty() && *name == def.primary_key_name());
+                for deferrable in deferrable.chain(other.then_some(false)) {
+                    found = true;
+                    if deferred && !deferrable {
+                        return Err(SqlError::new(
+                            sqlstate::WRONG_OBJECT_TYPE,
+                            format!("constraint \"{name}\" is not deferrable"),
+                        ));
+                    }
+                }
+            }
+            if !found {
                 return Err(SqlError::new(
                     sqlstate::UNDEFINED_OBJECT,
-                    format!("constraint \"{}\" does not exist", ident.value),
+                    format!("constraint \"{name}\" does not exist"),
                 ));
             }
+            bound.push(name.clone());
         }
-        Ok(Plan::NoOp {
-            tag: "SET CONSTRAINTS",
+        Ok(Plan::SetConstraints {
+            names: bound,
+            deferred,
         })
     }
 }

@@ -20,7 +20,8 @@ use cursor::fetch_count;
 use ddl::{bind_set, check_transaction_modes};
 
 /// The variable a SET CONSTRAINTS statement is carried in from the session's parser: a SET
-/// of a name no SQL text can write (an unquoted identifier with a space).
+/// of a name no SQL text can write (an unquoted identifier with spaces), followed by
+/// " IMMEDIATE" or " DEFERRED".
 pub(crate) const SET_CONSTRAINTS: &str = "SET CONSTRAINTS";
 use scope::Scope;
 
@@ -350,7 +351,10 @@ impl<'a> Binder<'a> {
             }),
             Statement::Set(ast::Set::SingleAssignment {
                 variable, values, ..
-            }) if variable.to_string() == SET_CONSTRAINTS => self.bind_set_constraints(values),
+            }) if variable.to_string().starts_with(SET_CONSTRAINTS) => {
+                let deferred = variable.to_string().ends_with("DEFERRED");
+                self.bind_set_constraints(values, deferred)
+            }
             Statement::Set(set) => bind_set(set),
             Statement::ShowVariable { variable } => {
                 let name = variable
