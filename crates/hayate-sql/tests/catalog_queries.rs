@@ -798,3 +798,53 @@ fn django_constraint_introspection() {
         ]
     );
 }
+
+/// The statistics views BenchBase's collector reads after each run (`SELECT * FROM` each):
+/// PostgreSQL 15's columns in its order, a row per database, table and index; counters
+/// Hayate does not keep are NULL, not zero.
+#[test]
+fn statistics_views_have_postgres_columns_and_list_the_objects() {
+    let mut setup = setup();
+    let s = &mut setup.session;
+    run(s, "CREATE INDEX t_name_idx ON t (name)");
+    let expected = [
+        ("pg_stat_archiver", "archived_count,last_archived_wal,last_archived_time,failed_count,last_failed_wal,last_failed_time,stats_reset"),
+        ("pg_stat_bgwriter", "checkpoints_timed,checkpoints_req,checkpoint_write_time,checkpoint_sync_time,buffers_checkpoint,buffers_clean,maxwritten_clean,buffers_backend,buffers_backend_fsync,buffers_alloc,stats_reset"),
+        ("pg_stat_database", "datid,datname,numbackends,xact_commit,xact_rollback,blks_read,blks_hit,tup_returned,tup_fetched,tup_inserted,tup_updated,tup_deleted,conflicts,temp_files,temp_bytes,deadlocks,checksum_failures,checksum_last_failure,blk_read_time,blk_write_time,session_time,active_time,idle_in_transaction_time,sessions,sessions_abandoned,sessions_fatal,sessions_killed,stats_reset"),
+        ("pg_stat_database_conflicts", "datid,datname,confl_tablespace,confl_lock,confl_snapshot,confl_bufferpin,confl_deadlock"),
+        ("pg_stat_user_tables", "relid,schemaname,relname,seq_scan,seq_tup_read,idx_scan,idx_tup_fetch,n_tup_ins,n_tup_upd,n_tup_del,n_tup_hot_upd,n_live_tup,n_dead_tup,n_mod_since_analyze,n_ins_since_vacuum,last_vacuum,last_autovacuum,last_analyze,last_autoanalyze,vacuum_count,autovacuum_count,analyze_count,autoanalyze_count"),
+        ("pg_statio_user_tables", "relid,schemaname,relname,heap_blks_read,heap_blks_hit,idx_blks_read,idx_blks_hit,toast_blks_read,toast_blks_hit,tidx_blks_read,tidx_blks_hit"),
+        ("pg_stat_user_indexes", "relid,indexrelid,schemaname,relname,indexrelname,idx_scan,idx_tup_read,idx_tup_fetch"),
+        ("pg_statio_user_indexes", "relid,indexrelid,schemaname,relname,indexrelname,idx_blks_read,idx_blks_hit"),
+    ];
+    for (view, columns) in expected {
+        let sql = format!("SELECT * FROM {view}");
+        let Outcome::Rows { columns: got, .. } = run(s, &sql) else {
+            panic!("{sql}: no rows");
+        };
+        let names: Vec<&str> = got.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names.join(","), columns, "{view}");
+    }
+    assert_eq!(
+        query(s, "SELECT relname, schemaname, relid = 't'::regclass FROM pg_stat_user_tables ORDER BY relname"),
+        [
+            vec![text("pgbench_branches"), text("public"), Value::Bool(false)],
+            vec![text("t"), text("public"), Value::Bool(true)],
+        ]
+    );
+    assert_eq!(
+        query(s, "SELECT indexrelname, seq_scan IS NULL FROM pg_stat_user_indexes JOIN pg_stat_user_tables USING (relid, relname) WHERE relname = 't' ORDER BY 1"),
+        [vec![text("t_name_idx"), Value::Bool(true)], vec![text("t_pkey"), Value::Bool(true)]]
+    );
+    assert_eq!(
+        query(
+            s,
+            "SELECT archived_count, failed_count FROM pg_stat_archiver"
+        ),
+        [vec![Value::Int(0), Value::Int(0)]]
+    );
+    assert_eq!(
+        query(s, "SELECT count(*) FROM pg_stat_database d JOIN pg_database USING (datname) WHERE d.datid = pg_database.oid"),
+        query(s, "SELECT count(*) FROM pg_database")
+    );
+}

@@ -30,6 +30,7 @@ pub mod array;
 mod empty;
 pub mod functions;
 mod pg_types;
+mod statistics;
 mod tables;
 
 use crate::ident::quote_ident;
@@ -123,7 +124,9 @@ impl SystemTable {
 
 /// The system table `schema.name` (`schema` None: any system schema).
 pub fn lookup(schema: Option<&str>, name: &str) -> Option<SystemTable> {
-    let table = tables::definition(name).or_else(|| empty::definition(name))?;
+    let table = tables::definition(name)
+        .or_else(|| empty::definition(name))
+        .or_else(|| statistics::definition(name))?;
     match schema {
         Some(schema) if schema != table.schema => None,
         _ => Some(table),
@@ -139,6 +142,11 @@ pub fn all_tables() -> impl Iterator<Item = SystemTable> {
             empty::NAMES
                 .iter()
                 .filter_map(|name| empty::definition(name)),
+        )
+        .chain(
+            statistics::NAMES
+                .iter()
+                .filter_map(|name| statistics::definition(name)),
         )
 }
 
@@ -510,7 +518,10 @@ mod tests {
     #[test]
     fn every_listed_table_is_defined_with_a_unique_oid() {
         let tables: Vec<SystemTable> = all_tables().collect();
-        assert_eq!(tables.len(), tables::NAMES.len() + empty::NAMES.len());
+        assert_eq!(
+            tables.len(),
+            tables::NAMES.len() + empty::NAMES.len() + statistics::NAMES.len()
+        );
         let mut oids: Vec<i64> = tables.iter().map(|table| table.oid).collect();
         oids.sort();
         oids.dedup();
