@@ -27,6 +27,8 @@
 //!   behind the same driver traits, one folder per peer over shared SQL code (`peers::sql`).
 //! - `server` (feature `peers`): Hayate's server and the peers' through sysbench over TCP
 //!   (`hayate-lab server`).
+//! - `benchbase` (feature `peers`): BenchBase, built by the user, against Hayate's server and
+//!   PostgreSQL (`hayate-lab benchbase`).
 //! - `temp`: the temporary space (external sort, partitioned hash join; `hayate-lab temp`),
 //!   through the engine's spill path (`temp::engine`) and through SQL queries with a small and
 //!   a large work_mem (`temp::sql`).
@@ -37,6 +39,8 @@
 
 mod args;
 mod bench;
+#[cfg(feature = "peers")]
+mod benchbase;
 mod device;
 mod driver;
 mod fibers;
@@ -105,6 +109,19 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         options: Vec<String>,
     },
+    /// BenchBase (built by the user) against Hayate's server and PostgreSQL, one after the
+    /// other: its sample configurations, requests/s side by side, and the procedures over
+    /// twice PostgreSQL's latency. Needs the feature `peers`.
+    #[cfg(feature = "peers")]
+    Benchbase(benchbase::BenchbaseArgs),
+    /// BenchBase against Hayate and PostgreSQL: this build lacks the feature `peers` it
+    /// needs (cargo run --release -p hayate-lab --features peers -- benchbase ...).
+    #[cfg(not(feature = "peers"))]
+    Benchbase {
+        /// The benchmark's options (read by a build with the feature `peers`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        options: Vec<String>,
+    },
     /// Micro benchmarks of the engine: in-memory B+tree, group commit on the real device,
     /// durable updates as tasks versus OS threads.
     Bench(bench::BenchArgs),
@@ -134,6 +151,14 @@ fn run(command: &Command) -> CliResult<()> {
             "this hayate-lab was built without the feature `peers`, which `server` needs (the \
              PostgreSQL and MariaDB clients): run `cargo run --release -p hayate-lab --features \
              peers -- server ...`",
+        )),
+        #[cfg(feature = "peers")]
+        Command::Benchbase(args) => benchbase::run(args),
+        #[cfg(not(feature = "peers"))]
+        Command::Benchbase { .. } => Err(hayate::error::CliError::new(
+            "this hayate-lab was built without the feature `peers`, which `benchbase` needs \
+             (the PostgreSQL server and client): run `cargo run --release -p hayate-lab \
+             --features peers -- benchbase --benchbase-dir DIR`",
         )),
         Command::Bench(args) => bench::run(args),
     }
