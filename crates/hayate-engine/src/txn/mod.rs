@@ -294,17 +294,29 @@ impl TxnManager {
     }
 
     /// `resolve` for a stored row read into `raw`: a visible value reuses its buffer.
-    fn resolve_owned(
+    fn resolve_owned(&self, id: TreeId, raw: Vec<u8>, snapshot_ts: u64) -> Result<Option<Vec<u8>>> {
+        self.visible(raw, snapshot_ts, || {
+            self.tree_by_id(id)
+                .map_or_else(|_| format!("#{id}"), |tree| tree.name)
+        })
+    }
+
+    /// The value a stored row shows to a snapshot: the row itself if committed at or before it,
+    /// otherwise the newest older version in its undo chain (None: absent or deleted).
+    fn resolve(&self, tree: &TreeInfo, raw: Vec<u8>, snapshot_ts: u64) -> Result<Option<Vec<u8>>> {
+        self.visible(raw, snapshot_ts, || tree.name.clone())
+    }
+
+    /// `resolve` of a row copied out of its page: its header is cut off in place (no second
+    /// copy of the row); `tree_name` names the tree in the error of a malformed row.
+    fn visible(
         &self,
-        id: TreeId,
         mut raw: Vec<u8>,
         snapshot_ts: u64,
+        tree_name: impl FnOnce() -> String,
     ) -> Result<Option<Vec<u8>>> {
         let Some((commit_ts, undo_pointer, tombstone)) = row::header(&raw) else {
-            let name = self
-                .tree_by_id(id)
-                .map_or_else(|_| format!("#{id}"), |tree| tree.name);
-            return Err(row::malformed(raw.len(), &name));
+            return Err(row::malformed(raw.len(), &tree_name()));
         };
         if commit_ts > snapshot_ts {
             return self.walk_undo(undo_pointer, snapshot_ts);
@@ -314,16 +326,6 @@ impl TxnManager {
         }
         raw.drain(..row::ROW_HEADER_SIZE);
         Ok(Some(raw))
-    }
-
-    /// The value a stored row shows to a snapshot: the row itself if committed at or before it,
-    /// otherwise the newest older version in its undo chain (None: absent or deleted).
-    fn resolve(&self, tree: &TreeInfo, raw: &[u8], snapshot_ts: u64) -> Result<Option<Vec<u8>>> {
-        let version = row::decode(raw, &tree.name)?;
-        if version.commit_ts <= snapshot_ts {
-            return Ok(version.value);
-        }
-        self.walk_undo(version.undo_pointer, snapshot_ts)
     }
 
     /// Follows an undo chain to the newest version committed at or before `snapshot_ts`.

@@ -696,7 +696,7 @@ impl Scan {
                 self.tree_done = true;
             }
             for (key, raw) in entries {
-                if let Some(value) = self.manager.resolve(&self.info, &raw, self.snapshot_ts)? {
+                if let Some(value) = self.manager.resolve(&self.info, raw, self.snapshot_ts)? {
                     self.batch.push_back((key, value));
                 }
             }

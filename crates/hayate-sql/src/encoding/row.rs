@@ -92,6 +92,27 @@ fn encode_value(out: &mut Vec<u8>, value: &Value, data_type: DataType) -> SqlRes
 /// Decodes a row of a table whose columns have `types`. Bytes come from disk: a malformed
 /// row is an error naming the table, never a panic.
 pub fn decode(bytes: &[u8], types: &[DataType], table: &str) -> SqlResult<Vec<Value>> {
+    decode_columns(bytes, types, None, table)
+}
+
+/// `decode` of the columns `wanted` marks only, the others read as NULL: what a scan's filter
+/// reads, before it decodes the whole of the rows that pass (most rows of a selective scan
+/// are never decoded further). Skipped text is not checked for UTF-8 here.
+pub fn decode_some(
+    bytes: &[u8],
+    types: &[DataType],
+    wanted: &[bool],
+    table: &str,
+) -> SqlResult<Vec<Value>> {
+    decode_columns(bytes, types, Some(wanted), table)
+}
+
+fn decode_columns(
+    bytes: &[u8],
+    types: &[DataType],
+    wanted: Option<&[bool]>,
+    table: &str,
+) -> SqlResult<Vec<Value>> {
     let corrupt = |what: &str| {
         SqlError::new(
             sqlstate::DATA_CORRUPTED,
@@ -119,6 +140,12 @@ pub fn decode(bytes: &[u8], types: &[DataType], table: &str) -> SqlResult<Vec<Va
     let mut values = Vec::with_capacity(types.len());
     for (index, data_type) in types.iter().enumerate().take(count) {
         if bitmap[index / 8] & (1 << (index % 8)) != 0 {
+            values.push(Value::Null);
+            continue;
+        }
+        if wanted.is_some_and(|wanted| !wanted.get(index).copied().unwrap_or(true)) {
+            skip_value(&mut reader, *data_type)
+                .ok_or_else(|| corrupt(&format!("column {index} truncated")))?;
             values.push(Value::Null);
             continue;
         }
@@ -164,6 +191,24 @@ fn decode_value(reader: &mut Reader, data_type: DataType) -> Option<Value> {
     })
 }
 
+/// Moves past one non-NULL column without making its value (None: truncated).
+fn skip_value(reader: &mut Reader, data_type: DataType) -> Option<()> {
+    let fixed = match data_type {
+        t if t.is_integer() => 8,
+        DataType::Float8 | DataType::Timestamp | DataType::TimestampTz => 8,
+        DataType::Float4 | DataType::Date => 4,
+        DataType::Numeric(_) => 17,
+        DataType::Bool => 1,
+        DataType::Uuid | DataType::Interval => 16,
+        // bytea, text and the text-like types: u32 length + bytes (as `decode_value`).
+        _ => {
+            let length = u32::from_le_bytes(reader.take(4)?.try_into().ok()?) as usize;
+            return reader.take(length).map(drop);
+        }
+    };
+    reader.take(fixed).map(drop)
+}
+
 struct Reader<'a> {
     bytes: &'a [u8],
     offset: usize,
@@ -198,6 +243,10 @@ mod tests {
         ];
         let bytes = encode(&values, &types).unwrap();
         assert_eq!(decode(&bytes, &types, "t").unwrap(), values);
+        assert_eq!(
+            decode_some(&bytes, &types, &[false, false, true, true], "t").unwrap(),
+            [Value::Null, Value::Null, Value::Null, Value::Bool(true)]
+        );
         for cut in 0..bytes.len() {
             assert!(decode(&bytes[..cut], &types, "t").is_err());
         }
@@ -243,5 +292,66 @@ mod tests {
         let mut bad = encode(&values[1..2], &types[1..2]).unwrap();
         *bad.last_mut().unwrap() = 200;
         assert!(decode(&bad, &types[1..2], "t").is_err());
+    }
+
+    /// Each column read alone, past every type before it: the skipped sizes match.
+    #[test]
+    fn decoding_some_columns_skips_every_type() {
+        use crate::types::numeric;
+        let types = [
+            DataType::Int2,
+            DataType::Int8,
+            DataType::Float8,
+            DataType::Float4,
+            DataType::Numeric(None),
+            DataType::Bool,
+            DataType::Date,
+            DataType::Timestamp,
+            DataType::TimestampTz,
+            DataType::Uuid,
+            DataType::Interval,
+            DataType::Bytea,
+            DataType::Text,
+            DataType::Varchar(Some(9)),
+            DataType::Json,
+            DataType::Jsonb,
+            DataType::Int4,
+        ];
+        let values = vec![
+            Value::Int(-2),
+            Value::Int(1 << 40),
+            Value::Float(2.5),
+            Value::Float4(-0.5),
+            Value::Numeric(numeric::parse("3.14").unwrap()),
+            Value::Bool(false),
+            Value::Date(7),
+            Value::Timestamp(-9),
+            Value::TimestampTz(11),
+            Value::Text("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11".into()),
+            Value::Interval(Interval {
+                months: 1,
+                days: -2,
+                micros: 3,
+            }),
+            Value::Bytes(vec![1, 2, 3]),
+            Value::Text("héllo".into()),
+            Value::Text("v".into()),
+            Value::Text("{\"a\": 1}".into()),
+            Value::Text("[1, 2]".into()),
+            Value::Int(42),
+        ];
+        let bytes = encode(&values, &types).unwrap();
+        for column in 0..types.len() {
+            let mut wanted = vec![false; types.len()];
+            wanted[column] = true;
+            let some = decode_some(&bytes, &types, &wanted, "t").unwrap();
+            for (index, value) in some.iter().enumerate() {
+                match index == column {
+                    true => assert_eq!(value, &values[index], "column {index}"),
+                    false => assert_eq!(value, &Value::Null, "column {index}"),
+                }
+            }
+        }
+        assert!(decode_some(&bytes[..bytes.len() - 1], &types, &[false; 17], "t").is_err());
     }
 }

@@ -339,8 +339,17 @@ impl<'a> Groups<'a> {
             .iter()
             .map(|expr| expr.eval(&row, context))
             .collect::<SqlResult<_>>()?;
-        let key = group_key(&values);
-        let position = match self.index.get(&key) {
+        // Without GROUP BY there is one group, made with the table: no key to look up.
+        let single = self.aggregation.group_by.is_empty() && !self.groups.is_empty();
+        let key = match single {
+            true => Vec::new(),
+            false => group_key(&values),
+        };
+        let found = match single {
+            true => Some(&0),
+            false => self.index.get(&key),
+        };
+        let position = match found {
             Some(position) => *position,
             None if may_add => self.new_group(key, values),
             None => return Ok(Some((key, row))),

@@ -607,13 +607,37 @@ impl<'r, 'e> Run<'r, 'e> {
         let table = &read.table;
         let types = table.def.types();
         let context = self.context();
-        let mut keep = |key: Vec<u8>, raw: &[u8]| -> SqlResult<bool> {
-            let values = row::decode(raw, &types, &table.def.name)?;
-            if let Some(filter) = &read.filter {
-                if !truth(&filter.eval(&values, &context)?)? {
-                    return Ok(true);
+        // A filter reading a few of many columns runs on those alone: only the rows it keeps
+        // are decoded whole.
+        let filter_columns = read.filter.as_ref().and_then(|filter| {
+            let mut columns = Vec::new();
+            let mut wanted = vec![false; types.len()];
+            (filter.columns_read(&mut columns) && columns.len() * 2 < types.len()).then(|| {
+                for column in columns {
+                    wanted[column] = true;
                 }
-            }
+                wanted
+            })
+        });
+        let mut keep = |key: Vec<u8>, raw: &[u8]| -> SqlResult<bool> {
+            let name = &table.def.name;
+            let values = match (&read.filter, &filter_columns) {
+                (Some(filter), Some(wanted)) => {
+                    let some = row::decode_some(raw, &types, wanted, name)?;
+                    if !truth(&filter.eval(&some, &context)?)? {
+                        return Ok(true);
+                    }
+                    row::decode(raw, &types, name)?
+                }
+                (Some(filter), None) => {
+                    let values = row::decode(raw, &types, name)?;
+                    if !truth(&filter.eval(&values, &context)?)? {
+                        return Ok(true);
+                    }
+                    values
+                }
+                (None, _) => row::decode(raw, &types, name)?,
+            };
             if !lock {
                 return f(key, values);
             }

@@ -306,6 +306,33 @@ impl Expr {
         }
     }
 
+    /// The value of a column, literal or parameter, without copying it (None: another
+    /// expression, or a parameter that is missing).
+    fn direct<'v>(&'v self, row: &'v [Value], context: &'v EvalContext) -> Option<&'v Value> {
+        match self {
+            Expr::Column(index) => row.get(*index),
+            Expr::Literal(value) => Some(value),
+            Expr::Parameter(index) => context.params.get(*index),
+            _ => None,
+        }
+    }
+
+    /// Adds the positions of the row's columns this expression reads to `columns`; false if
+    /// it may read more than its `Column`s (a correlated subquery is given the whole row).
+    pub fn columns_read(&self, columns: &mut Vec<usize>) -> bool {
+        match self {
+            Expr::Column(index) => {
+                columns.push(*index);
+                true
+            }
+            Expr::Subquery(subquery) if subquery.0.correlated => false,
+            _ => self
+                .children()
+                .into_iter()
+                .all(|child| child.columns_read(columns)),
+        }
+    }
+
     /// The expressions this one evaluates on the same row (a subquery's plan is not one).
     pub fn children(&self) -> Vec<&Expr> {
         match self {
@@ -383,6 +410,15 @@ impl Expr {
             } => {
                 if matches!(op, BinaryOp::And | BinaryOp::Or) {
                     return eval_logic(*op, left, right, row, context);
+                }
+                // A comparison of columns, literals and parameters compares them in place
+                // (a scan's filter would otherwise copy each row's text to compare it).
+                if op.is_comparison() {
+                    if let (Some(l), Some(r)) =
+                        (left.direct(row, context), right.direct(row, context))
+                    {
+                        return compare(*op, l, r);
+                    }
                 }
                 let left = left.eval(row, context)?;
                 let right = right.eval(row, context)?;
@@ -512,6 +548,22 @@ fn tri(value: &Value) -> SqlResult<Option<bool>> {
     }
 }
 
+/// A comparison operator (`BinaryOp::is_comparison`) on two values: NULL if either is.
+fn compare(op: BinaryOp, left: &Value, right: &Value) -> SqlResult<Value> {
+    let Some(ordering) = left.compare(right)? else {
+        return Ok(Value::Null);
+    };
+    let result = match op {
+        BinaryOp::Equal => ordering == Ordering::Equal,
+        BinaryOp::NotEqual => ordering != Ordering::Equal,
+        BinaryOp::Less => ordering == Ordering::Less,
+        BinaryOp::LessOrEqual => ordering != Ordering::Greater,
+        BinaryOp::Greater => ordering == Ordering::Greater,
+        _ => ordering != Ordering::Less,
+    };
+    Ok(Value::Bool(result))
+}
+
 pub(crate) fn eval_binary(
     op: BinaryOp,
     left: Value,
@@ -526,20 +578,11 @@ pub(crate) fn eval_binary(
         };
         return Ok(Value::Bool(same == (op == BinaryOp::IsNotDistinctFrom)));
     }
+    if op.is_comparison() {
+        return compare(op, &left, &right);
+    }
     if left.is_null() || right.is_null() {
         return Ok(Value::Null);
-    }
-    if op.is_comparison() {
-        let ordering = left.compare(&right)?.expect("NULLs handled above");
-        let result = match op {
-            BinaryOp::Equal => ordering == Ordering::Equal,
-            BinaryOp::NotEqual => ordering != Ordering::Equal,
-            BinaryOp::Less => ordering == Ordering::Less,
-            BinaryOp::LessOrEqual => ordering != Ordering::Greater,
-            BinaryOp::Greater => ordering == Ordering::Greater,
-            _ => ordering != Ordering::Less,
-        };
-        return Ok(Value::Bool(result));
     }
     match (op, left, right) {
         (BinaryOp::Concat, left, right) => {
