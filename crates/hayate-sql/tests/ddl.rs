@@ -847,7 +847,7 @@ fn add_column_with_constraints() {
 
 /// RENAME COLUMN (Django's RenameField): the CHECK texts, the foreign keys naming it and
 /// the constraint definitions follow; names needing quotes are quoted in
-/// pg_get_constraintdef; a SERIAL column (its sequence is named after it) is refused.
+/// pg_get_constraintdef; a SERIAL column keeps its sequence (and its name, as PostgreSQL).
 #[test]
 fn rename_column_follows_checks_and_keys() {
     let dir = tempfile::tempdir().unwrap();
@@ -900,16 +900,25 @@ fn rename_column_follows_checks_and_keys() {
         .map(|v| vec![Value::Text(v.to_string())])
         .collect::<Vec<_>>()
     );
+    run(&mut s, "ALTER TABLE par RENAME COLUMN id TO pid");
+    // 2 and 3 went to the inserts that failed above, as in PostgreSQL.
     assert_eq!(
-        code(&mut s, "ALTER TABLE par RENAME COLUMN id TO pid"),
-        "0A000"
+        ints(
+            &mut s,
+            "INSERT INTO par (\"Code\", amount) VALUES ('c', 3) RETURNING pid"
+        ),
+        [4]
+    );
+    assert_eq!(
+        rows(&mut s, "SELECT pg_get_serial_sequence('par', 'pid')"),
+        [[Value::Text("public.par_id_seq".into())]]
     );
     assert_eq!(
         code(&mut s, "ALTER TABLE par RENAME COLUMN nope TO x"),
         "42703"
     );
     assert_eq!(
-        code(&mut s, "ALTER TABLE par RENAME COLUMN amount TO id"),
+        code(&mut s, "ALTER TABLE par RENAME COLUMN amount TO pid"),
         "42701"
     );
     // Durable: a restart reads the renamed definitions.
@@ -917,7 +926,93 @@ fn rename_column_follows_checks_and_keys() {
     let mut s = open(dir.path());
     assert_eq!(code(&mut s, "INSERT INTO kid VALUES (4, 'nope')"), "23503");
     assert_eq!(
-        rows(&mut s, "SELECT \"Code\", amount FROM par"),
-        vec![vec![Value::Text("a".into()), Value::Int(1)]]
+        rows(&mut s, "SELECT \"Code\", amount FROM par ORDER BY pid"),
+        vec![
+            vec![Value::Text("a".into()), Value::Int(1)],
+            vec![Value::Text("c".into()), Value::Int(3)]
+        ]
+    );
+    let pid = ints(
+        &mut s,
+        "INSERT INTO par (\"Code\", amount) VALUES ('d', 4) RETURNING pid",
+    )[0];
+    assert!(pid > 4, "the sequence went back to {pid}");
+}
+
+/// ALTER TABLE RENAME TO (Django's RenameModel, Alembic's rename_table): rows, indexes,
+/// SERIAL sequences (their names kept, values going on), foreign keys of other tables and
+/// of itself follow, in a block it rolls back, and it lasts a restart. Outcomes as
+/// PostgreSQL 15 gives (which keeps the primary key's name; here it is `<table>_pkey`).
+#[test]
+fn rename_table_keeps_rows_sequences_and_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    let code = |s: &mut Session, sql: &str| try_run(s, sql).unwrap_err().code;
+    run(
+        &mut s,
+        "CREATE TABLE a (id serial PRIMARY KEY, v text UNIQUE); \
+         CREATE TABLE c (id int PRIMARY KEY, a_id int REFERENCES a); \
+         CREATE TABLE t2 (id int PRIMARY KEY, p int REFERENCES t2); \
+         INSERT INTO a (v) VALUES ('x'), ('y'); INSERT INTO c VALUES (1, 1)",
+    );
+    run(&mut s, "CREATE SEQUENCE s OWNED BY a.v");
+    run(&mut s, "ALTER TABLE a RENAME TO b");
+    run(&mut s, "ALTER TABLE t2 RENAME TO t3");
+    assert_eq!(code(&mut s, "SELECT * FROM a"), "42P01");
+    assert_eq!(
+        ints(&mut s, "INSERT INTO b (v) VALUES ('z') RETURNING id"),
+        [3]
+    );
+    assert_eq!(
+        rows(&mut s, "SELECT pg_get_serial_sequence('b', 'id')"),
+        [[Value::Text("public.a_id_seq".into())]]
+    );
+    assert_eq!(code(&mut s, "INSERT INTO b (v) VALUES ('x')"), "23505");
+    let error = try_run(&mut s, "INSERT INTO c VALUES (2, 9)").unwrap_err();
+    assert_eq!(error.code, "23503");
+    assert_eq!(
+        error.detail.as_deref(),
+        Some("Key (a_id)=(9) is not present in table \"b\".")
+    );
+    assert_eq!(code(&mut s, "DELETE FROM b WHERE id = 1"), "23503");
+    run(&mut s, "INSERT INTO t3 VALUES (1, NULL), (2, 1)");
+    assert_eq!(code(&mut s, "INSERT INTO t3 VALUES (3, 7)"), "23503");
+    assert_eq!(
+        rows(
+            &mut s,
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint \
+             WHERE contype = 'f' ORDER BY 1"
+        ),
+        [
+            [Value::Text("FOREIGN KEY (a_id) REFERENCES b(id)".into())],
+            [Value::Text("FOREIGN KEY (p) REFERENCES t3(id)".into())],
+        ]
+    );
+    // In a block that rolls back, nothing changed.
+    run(
+        &mut s,
+        "BEGIN; ALTER TABLE b RENAME TO d; INSERT INTO d (v) VALUES ('in d')",
+    );
+    run(&mut s, "ROLLBACK");
+    assert_eq!(ints(&mut s, "SELECT count(*) FROM b"), [3]);
+    assert_eq!(code(&mut s, "SELECT * FROM d"), "42P01");
+    assert_eq!(code(&mut s, "ALTER TABLE b RENAME TO c"), "42P07");
+    run(
+        &mut s,
+        "CREATE TABLE e (x int); CREATE VIEW ev AS SELECT x FROM e",
+    );
+    assert_eq!(code(&mut s, "ALTER TABLE e RENAME TO f"), "0A000");
+    // A restart reads the new names; the sequence goes on.
+    drop(s);
+    let mut s = open(dir.path());
+    let id = ints(&mut s, "INSERT INTO b (v) VALUES ('w') RETURNING id")[0];
+    assert!(id > 4, "the sequence went back to {id}");
+    assert_eq!(code(&mut s, "INSERT INTO c VALUES (3, 999)"), "23503");
+    run(&mut s, &format!("INSERT INTO c VALUES (3, {id})"));
+    // The sequence OWNED BY b.v goes with b.
+    run(&mut s, "DROP TABLE c; DROP TABLE b");
+    assert_eq!(
+        ints(&mut s, "SELECT count(*) FROM pg_class WHERE relname = 's'"),
+        [0]
     );
 }

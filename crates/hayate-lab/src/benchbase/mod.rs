@@ -119,6 +119,10 @@ pub fn run(args: &BenchbaseArgs) -> CliResult<()> {
              user and <time>; the engines run one after the other on this machine, each on a \
              fresh database (create, load, execute)."
                 .to_string(),
+            "twitter: when BenchBase's trace files are missing (they are not in its packaged \
+             build), 10,000 uniformly drawn tweet and user ids within the loaded data stand \
+             for them, the same for both engines."
+                .to_string(),
             format!(
                 "Hayate: `hayate serve` with its defaults; PostgreSQL: the lab's private \
                  server, shared_buffers {} MB, durable commits.",
@@ -130,7 +134,11 @@ pub fn run(args: &BenchbaseArgs) -> CliResult<()> {
     let path = file.write(&args.common.results)?;
     for benchmark in &args.benchmarks {
         for engine in &args.engines {
-            let run = run_one(args, &benchbase_dir, &base_dir, benchmark, engine);
+            let log = args.common.results.join(format!(
+                "benchbase-{}-{benchmark}-{engine}.log",
+                file.started_unix
+            ));
+            let run = run_one(args, &benchbase_dir, &base_dir, benchmark, engine, &log);
             eprintln!("{}", run_line(&run));
             file.results.runs.push(run);
             file.rewrite(&path)?;
@@ -195,6 +203,49 @@ fn configuration(sample: &str, port: u16, user: &str, seconds: u64) -> Result<St
     Ok(text)
 }
 
+/// Twitter replays two trace files (tweet ids and user ids, one per line) that BenchBase's
+/// repository keeps outside the packaged build: when they are missing, the same number of
+/// lines (10,000) of uniformly drawn ids within the loaded data (NUM_TWEETS 20,000 and
+/// NUM_USERS 500 per scale factor) are written to `dir`, the same for every engine (fixed
+/// seed), and the configuration names them.
+fn twitter_traces(config: &str, benchbase_dir: &Path, dir: &Path) -> Result<String, String> {
+    use rand::{Rng, SeedableRng};
+    let element = |tag: &str| {
+        let open = format!("<{tag}>");
+        let start = config.find(&open)? + open.len();
+        let end = config[start..].find(&format!("</{tag}>"))? + start;
+        Some(config[start..end].trim().to_string())
+    };
+    let (Some(tweets), Some(users)) = (element("tracefile"), element("tracefile2")) else {
+        return Ok(config.to_string());
+    };
+    if benchbase_dir.join(&tweets).is_file() && benchbase_dir.join(&users).is_file() {
+        return Ok(config.to_string());
+    }
+    let scale: f64 = element("scalefactor")
+        .and_then(|scale| scale.parse().ok())
+        .unwrap_or(1.0);
+    let tweet_count = ((20_000.0 * scale) as u64).max(1);
+    let user_count = ((500.0 * scale) as u64).max(1);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(21);
+    let (mut tweet_lines, mut user_lines) = (String::new(), String::new());
+    for _ in 0..10_000 {
+        tweet_lines.push_str(&format!("{}\n", rng.gen_range(1..=tweet_count)));
+        user_lines.push_str(&format!("{}\n", rng.gen_range(1..=user_count)));
+    }
+    let (tweet_path, user_path) = (dir.join("tweet_ids.txt"), dir.join("user_ids.txt"));
+    for (path, lines) in [(&tweet_path, tweet_lines), (&user_path, user_lines)] {
+        std::fs::write(path, lines)
+            .map_err(|error| format!("writing {}: {error}", path.display()))?;
+    }
+    let config = replace_elements(config, "tracefile", &tweet_path.display().to_string());
+    Ok(replace_elements(
+        &config,
+        "tracefile2",
+        &user_path.display().to_string(),
+    ))
+}
+
 /// `<tag>anything</tag>` -> `<tag>value</tag>`, every occurrence.
 fn replace_elements(text: &str, tag: &str, value: &str) -> String {
     let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
@@ -220,6 +271,7 @@ fn run_one(
     base_dir: &Path,
     benchmark: &str,
     engine: &str,
+    log: &Path,
 ) -> BenchbaseRun {
     let started = Instant::now();
     let mut run = BenchbaseRun {
@@ -231,7 +283,15 @@ fn run_one(
     let measured = Server::start(engine, base_dir, POSTGRES_BUFFER_BYTES)
         .map_err(|error| format!("starting {engine}: {error}"))
         .and_then(|server| {
-            let measured = measure(args, benchbase_dir, base_dir, benchmark, &server, &spinner);
+            let measured = measure(
+                args,
+                benchbase_dir,
+                base_dir,
+                benchmark,
+                &server,
+                &spinner,
+                log,
+            );
             let stopped = server.stop().map_err(|error| format!("stopping: {error}"));
             let measured = measured?;
             stopped.map(|_| measured)
@@ -262,6 +322,7 @@ fn measure(
     benchmark: &str,
     server: &Server,
     spinner: &indicatif::ProgressBar,
+    kept_log: &Path,
 ) -> Result<Measured, String> {
     let target = server.target(crate::server::Transport::Tcp);
     let crate::server::sysbench::Endpoint::Tcp { port } = target.endpoint else {
@@ -290,7 +351,10 @@ fn measure(
         })?;
     let sample = std::fs::read_to_string(sample_config(benchbase_dir, benchmark))
         .map_err(|error| format!("reading the sample configuration: {error}"))?;
-    let config = configuration(&sample, port, postgres::LAB_USER, args.seconds)?;
+    let mut config = configuration(&sample, port, postgres::LAB_USER, args.seconds)?;
+    if benchmark == "twitter" {
+        config = twitter_traces(&config, benchbase_dir, work.path())?;
+    }
     let config_path = work.path().join("config.xml");
     std::fs::write(&config_path, config)
         .map_err(|error| format!("writing the configuration: {error}"))?;
@@ -334,11 +398,21 @@ fn measure(
         std::thread::sleep(Duration::from_millis(250));
     };
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    // BenchBase's log stays beside the results.
+    let _ = std::fs::write(kept_log, &log);
     if !status.success() {
-        let tail: Vec<&str> = log.lines().rev().take(8).collect();
+        // The exception's own line says why; the stack frames after it do not.
+        let lines: Vec<&str> = log.lines().collect();
+        let cause = lines
+            .iter()
+            .rev()
+            .find(|line| line.contains("Exception") && !line.trim_start().starts_with("at "))
+            .or(lines.last())
+            .map(|line| line.trim())
+            .unwrap_or("no output");
         return Err(format!(
-            "BenchBase failed ({status}): {}",
-            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            "BenchBase failed ({status}): {cause} (log: {})",
+            kept_log.display()
         ));
     }
     let summary_path = output::find_file(&results_dir, ".summary.json")?;
@@ -483,6 +557,36 @@ mod tests {
             <work><time>12</time></work></works>\n</parameters>\n"
         );
         assert!(configuration("<url>jdbc:postgresql://db:5432/x</url>", 1, "lab", 1).is_err());
+    }
+
+    #[test]
+    fn twitter_gets_traces_when_they_are_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = "<scalefactor>2</scalefactor>\n\
+            <tracefile>data/twitter/twitter_tweetids.txt</tracefile>\n\
+            <tracefile2>data/twitter/twitter_user_ids.txt</tracefile2>\n";
+        let written = twitter_traces(config, dir.path(), dir.path()).unwrap();
+        let tweets = dir.path().join("tweet_ids.txt");
+        assert!(written.contains(&format!("<tracefile>{}</tracefile>", tweets.display())));
+        let ids: Vec<u64> = std::fs::read_to_string(&tweets)
+            .unwrap()
+            .lines()
+            .map(|line| line.parse().unwrap())
+            .collect();
+        assert_eq!(ids.len(), 10_000);
+        assert!(ids.iter().all(|id| (1..=40_000).contains(id)));
+        let users = std::fs::read_to_string(dir.path().join("user_ids.txt")).unwrap();
+        assert!(users
+            .lines()
+            .all(|id| (1..=1000).contains(&id.parse::<u64>().unwrap())));
+        // Present files are used as they are.
+        std::fs::create_dir_all(dir.path().join("data/twitter")).unwrap();
+        std::fs::write(dir.path().join("data/twitter/twitter_tweetids.txt"), "1\n").unwrap();
+        std::fs::write(dir.path().join("data/twitter/twitter_user_ids.txt"), "1\n").unwrap();
+        assert_eq!(
+            twitter_traces(config, dir.path(), dir.path()).unwrap(),
+            config
+        );
     }
 
     fn run(benchmark: &str, engine: &str, throughput: f64, mean_ms: f64) -> BenchbaseRun {

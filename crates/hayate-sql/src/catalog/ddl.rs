@@ -332,6 +332,87 @@ impl Catalog {
         Ok(self.finish_or_defer(in_block, undo))
     }
 
+    /// ALTER TABLE `from` RENAME TO `to`: one transaction deletes the old definition and
+    /// writes the new, with the foreign keys of every table that references it (itself
+    /// included) naming the new one. The engine trees, index names and identity sequences
+    /// keep their names (the sequences are pinned first: `TableDef::pin_sequence_names`), as
+    /// in PostgreSQL; the primary key's constraint is `<table>_pkey` of the new name.
+    pub fn rename_table(
+        &self,
+        from: &str,
+        to: &str,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
+        let _ddl = hayate_engine::fiber::lock(&self.ddl);
+        let table = self.table(from)?;
+        if self.relation_exists(to) {
+            return Err(duplicate_relation(to));
+        }
+        let rename_references = |def: &mut TableDef| {
+            for key in def.foreign_keys.iter_mut().filter(|key| key.table == from) {
+                key.table = to.to_string();
+            }
+        };
+        let mut def = table.def.clone();
+        def.pin_sequence_names();
+        rename_references(&mut def);
+        def.name = to.to_string();
+        let children: Vec<Arc<Table>> = self
+            .state
+            .read()
+            .tables
+            .values()
+            .filter(|child| {
+                child.def.name != from && child.def.foreign_keys.iter().any(|k| k.table == from)
+            })
+            .cloned()
+            .collect();
+        let child_defs: Vec<TableDef> = children
+            .iter()
+            .map(|child| {
+                let mut child_def = child.def.clone();
+                rename_references(&mut child_def);
+                child_def
+            })
+            .collect();
+        let in_block = block.is_some();
+        self.write_defs(block, |txn| {
+            txn.delete(self.tree, from.as_bytes())?;
+            self.write_def(txn, &def)?;
+            for child_def in &child_defs {
+                self.write_def(txn, child_def)?;
+            }
+            Ok(())
+        })?;
+        // The renamed table keeps its sequence objects (their reserved values).
+        let mut renamed = self.load(def)?;
+        renamed.sequences = table.sequences.clone();
+        let loaded_children = child_defs
+            .into_iter()
+            .map(|child_def| self.load(child_def))
+            .collect::<SqlResult<Vec<Table>>>()?;
+        let mut previous = vec![(from.to_string(), Some(table)), (to.to_string(), None)];
+        previous.extend(
+            children
+                .into_iter()
+                .map(|child| (child.def.name.clone(), Some(child))),
+        );
+        {
+            let mut state = self.state.write();
+            state.tables.remove(from);
+            state.version += 1;
+        }
+        self.publish(renamed);
+        for child in loaded_children {
+            self.publish(child);
+        }
+        let undo = DdlUndo {
+            previous,
+            ..DdlUndo::default()
+        };
+        Ok(self.finish_or_defer(in_block, undo))
+    }
+
     /// DROP INDEX; false if it does not exist and `if_exists` is set.
     pub fn drop_index(
         &self,

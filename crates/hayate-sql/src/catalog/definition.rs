@@ -18,7 +18,7 @@ use crate::types::DataType;
 pub(super) const CATALOG_TREE: &str = "sql.catalog";
 /// Engine tables holding a table's rows: `sql.table.t`, or `sql.table.t.N` after a rebuild.
 pub(super) const TABLE_TREE_PREFIX: &str = "sql.table.";
-const FORMAT_VERSION: u8 = 4;
+const FORMAT_VERSION: u8 = 5;
 
 /// How a column generates its values from a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,9 @@ pub struct ColumnDef {
     pub default: Option<String>,
     /// Values from the sequence `TableDef::sequence_name` when no value is given.
     pub identity: Option<Identity>,
+    /// The identity's sequence when it is not `<table>_<column>_seq`: the name it was made
+    /// with, kept when the table or the column is renamed (as PostgreSQL keeps it).
+    pub sequence: Option<String>,
 }
 
 /// A secondary index (docs/design.md, 8.2): its engine key is the memcomparable index
@@ -223,7 +226,20 @@ impl TableDef {
 
     /// The name of the sequence of an identity column, as PostgreSQL names it.
     pub fn sequence_name(&self, column: usize) -> String {
-        format!("{}_{}_seq", self.name, self.columns[column].name)
+        match &self.columns[column].sequence {
+            Some(name) => name.clone(),
+            None => format!("{}_{}_seq", self.name, self.columns[column].name),
+        }
+    }
+
+    /// Pins each identity column's sequence to its current name, before a rename would
+    /// change the name derived from the table's and column's.
+    pub fn pin_sequence_names(&mut self) {
+        for column in 0..self.columns.len() {
+            if self.columns[column].identity.is_some() && self.columns[column].sequence.is_none() {
+                self.columns[column].sequence = Some(self.sequence_name(column));
+            }
+        }
     }
 
     /// A column's default as PostgreSQL shows it: the DEFAULT text, or for a SERIAL column
@@ -249,7 +265,8 @@ impl TableDef {
 
     /// Format version 2, little-endian: u8 version, name, u16 column count, per column
     /// (name, u8 type tag, u32 varchar length, u8 flags: 1 = NOT NULL, 2 = has default,
-    /// 4 = identity always, 8 = identity by default, 16 = serial; default text if flag 2),
+    /// 4 = identity always, 8 = identity by default, 16 = serial, 32 = a sequence name of
+    /// its own (version 5); default text if flag 2, then the sequence name if flag 32),
     /// u16 primary key length, u16 column index each, the table's engine tree name, u16 index
     /// count, per index (name, u8 flags: 1 = unique, 2 = a UNIQUE constraint's, u16 column count, u16 column index each, engine tree
     /// name), then (version 3) u16 check count, per check (name, expression text), u16 foreign
@@ -272,10 +289,16 @@ impl TableDef {
                 Some(Identity::ByDefault) => 8,
                 Some(Identity::Serial) => 16,
             };
-            let flags = column.not_null as u8 | (column.default.is_some() as u8) << 1 | identity;
+            let flags = column.not_null as u8
+                | (column.default.is_some() as u8) << 1
+                | identity
+                | (column.sequence.is_some() as u8) << 5;
             out.push(flags);
             if let Some(default) = &column.default {
                 put_string(&mut out, default);
+            }
+            if let Some(sequence) = &column.sequence {
+                put_string(&mut out, sequence);
             }
         }
         put_columns(&mut out, &self.primary_key);
@@ -335,6 +358,11 @@ impl TableDef {
             } else {
                 None
             };
+            let sequence = if flags & 32 != 0 {
+                Some(reader.string().ok_or_else(|| corrupt("sequence name"))?)
+            } else {
+                None
+            };
             let identity = match flags & 28 {
                 0 => None,
                 4 => Some(Identity::Always),
@@ -348,6 +376,7 @@ impl TableDef {
                 not_null: flags & 1 != 0,
                 default,
                 identity,
+                sequence,
             });
         }
         let primary_key = reader
@@ -553,6 +582,7 @@ mod tests {
                     not_null: true,
                     default: None,
                     identity: Some(Identity::Serial),
+                    sequence: Some("old_id_seq".into()),
                 },
                 ColumnDef {
                     name: "name".into(),
@@ -560,6 +590,7 @@ mod tests {
                     not_null: false,
                     default: Some("'x'".into()),
                     identity: None,
+                    sequence: None,
                 },
             ],
             primary_key: vec![0],

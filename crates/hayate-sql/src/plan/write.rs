@@ -82,6 +82,8 @@ pub enum AlterAction {
         from: String,
         to: String,
     },
+    /// RENAME TO: the table's new name (its indexes, trees and sequences keep theirs).
+    RenameTable(String),
     /// ALTER COLUMN ... TYPE where the stored form stays (between integer widths, between
     /// text and varchar(n)): the rows are checked against a narrower type, not rewritten.
     SetType {

@@ -70,6 +70,7 @@ struct SavepointEntry {
     ddl: usize,
     deferred_checks: usize,
     constraint_modes: ConstraintModes,
+    owner_undo: usize,
 }
 
 /// A statement parsed and bound, ready to run many times with different parameters.
@@ -141,6 +142,10 @@ pub struct Session {
     /// The open block's checks of deferred foreign keys, run at COMMIT (or when SET
     /// CONSTRAINTS makes their key immediate).
     deferred_checks: Vec<PendingCheck>,
+    /// Sequences whose OWNED BY a renaming DDL of the open block changed (at once, as
+    /// sequences are not transactional), with their owner before: put back if the block
+    /// rolls back.
+    owner_undo: Vec<(Arc<crate::catalog::Sequence>, Option<(String, String)>)>,
 }
 
 static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -188,6 +193,7 @@ impl Session {
             cursors: HashMap::new(),
             constraint_modes: ConstraintModes::default(),
             deferred_checks: Vec::new(),
+            owner_undo: Vec::new(),
             pending_restarts: Vec::new(),
         }
         .with_settings_read()

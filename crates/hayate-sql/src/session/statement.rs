@@ -658,6 +658,7 @@ impl Session {
                 data_type,
             } => return self.set_column_type(name, column, *data_type),
             AlterAction::RenameColumn { from, to } => return self.rename_column(name, from, to),
+            AlterAction::RenameTable(to) => return self.rename_table(name, to),
             AlterAction::AlterColumn {
                 name: column,
                 default,
@@ -740,6 +741,8 @@ impl Session {
                 for (index, constraint) in def.indexes.iter_mut().zip(constraints) {
                     index.constraint = constraint;
                 }
+                // A SERIAL/identity column's sequence keeps its name.
+                def.pin_sequence_names();
                 def.columns[index].name = to.to_string();
                 for check in &mut def.checks {
                     check.expr = crate::catalog::rename_column_in(&check.expr, from, to);
@@ -764,10 +767,45 @@ impl Session {
         }
         for sequence in self.catalog.sequences() {
             if sequence.owner() == Some((table.to_string(), from.to_string())) {
-                sequence.set_owner(Some((table.to_string(), to.to_string())))?;
+                self.rename_sequence_owner(sequence, Some((table.to_string(), to.to_string())))?;
             }
         }
         Ok(())
+    }
+
+    /// ALTER TABLE `table` RENAME TO `to` (`Catalog::rename_table`); a sequence OWNED BY one
+    /// of its columns follows. A view reading the table would keep the old name in its query
+    /// text: refused (0A000).
+    fn rename_table(&mut self, table: &str, to: &str) -> SqlResult<()> {
+        if self.catalog.read_by_view(table) {
+            return Err(SqlError::unsupported(
+                "renaming a table a view reads (drop the view first)",
+            ));
+        }
+        let catalog = self.catalog.clone();
+        let undo = catalog.rename_table(table, to, self.ddl_block())?;
+        self.note_ddl(undo);
+        for sequence in self.catalog.sequences() {
+            if let Some((owner, column)) = sequence.owner() {
+                if owner == table {
+                    self.rename_sequence_owner(sequence, Some((to.to_string(), column)))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes a sequence's OWNED BY for a renaming DDL; in a block, the old owner comes back
+    /// if the block rolls back.
+    fn rename_sequence_owner(
+        &mut self,
+        sequence: std::sync::Arc<crate::catalog::Sequence>,
+        owner: Option<(String, String)>,
+    ) -> SqlResult<()> {
+        if matches!(self.state, State::InBlock(_)) {
+            self.owner_undo.push((sequence.clone(), sequence.owner()));
+        }
+        sequence.set_owner(owner)
     }
 
     /// ALTER COLUMN ... TYPE between types of one stored form: integers of any width (all

@@ -194,6 +194,10 @@ impl Session {
     /// Ends the block's savepoints and DDLs after its engine transaction committed
     /// (`committed`) or was dropped.
     pub(super) fn end_block(&mut self, committed: bool) {
+        let owners = std::mem::take(&mut self.owner_undo);
+        if !committed {
+            restore_owners(owners);
+        }
         self.savepoints.clear();
         self.deferred_checks.clear();
         self.constraint_modes = ConstraintModes::default();
@@ -303,6 +307,7 @@ impl Session {
             ddl: self.ddl_undo.len(),
             deferred_checks: self.deferred_checks.len(),
             constraint_modes: self.constraint_modes.clone(),
+            owner_undo: self.owner_undo.len(),
         });
         Ok(command("SAVEPOINT"))
     }
@@ -348,6 +353,8 @@ impl Session {
         let ddl = self.ddl_undo.split_off(savepoint.ddl);
         self.deferred_checks.truncate(savepoint.deferred_checks);
         self.constraint_modes = savepoint.constraint_modes.clone();
+        let owners = self.owner_undo.split_off(savepoint.owner_undo);
+        restore_owners(owners);
         self.catalog.finish_ddl(ddl, false);
         self.state = State::InBlock(txn);
         undone?;
@@ -381,4 +388,17 @@ pub(super) fn outside_block(what: &str) -> SqlError {
         sqlstate::NO_ACTIVE_SQL_TRANSACTION,
         format!("{what} can only be used in transaction blocks"),
     )
+}
+
+/// Puts back sequence owners a rolled-back DDL changed, newest change first (best effort: a
+/// sequence dropped since has nothing to restore).
+fn restore_owners(
+    owners: Vec<(
+        std::sync::Arc<crate::catalog::Sequence>,
+        Option<(String, String)>,
+    )>,
+) {
+    for (sequence, owner) in owners.into_iter().rev() {
+        let _ = sequence.set_owner(owner);
+    }
 }

@@ -4,7 +4,7 @@
     HAYATE_HOST=127.0.0.1 HAYATE_PORT=5441 HAYATE_DB=djangoci /usr/bin/python3 check.py
 
 Needs an EMPTY database HAYATE_DB (user postgres, no password) on a running Hayate
-server.  Runs `migrate` (contenttypes, auth, catalog 0001..0006), an ORM scenario with
+server.  Runs `migrate` (contenttypes, auth, catalog 0001..0007), an ORM scenario with
 assertions, `flush`, and a second `migrate` that must be a no-op.  Prints
 "DJANGO CHECK OK" and exits 0 on success; on the first failure prints the failing step
 with a traceback and exits 1.  Writes no files (bytecode caching is disabled).
@@ -43,7 +43,9 @@ from django.db.models import (Avg, Count, DateTimeField, DecimalField, Exists,  
 from django.db.models.functions import ExtractMonth, Length, TruncDate, TruncMonth  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from catalog.models import Author, Book, Publisher, Review, Tag  # noqa: E402
+from catalog.models import Author, Book, Label, Publisher, Review  # noqa: E402
+
+Tag = Label  # 0007 renamed the model
 
 UTC = datetime.timezone.utc
 TD = datetime.timedelta
@@ -109,13 +111,13 @@ def main():
         tables = set(connection.introspection.table_names())
         expected = {"django_migrations", "django_content_type", "auth_user", "auth_group",
                     "auth_permission", "auth_user_groups", "catalog_publisher", "catalog_author",
-                    "catalog_tag", "catalog_book", "catalog_book_authors", "catalog_book_tags",
+                    "catalog_label", "catalog_book", "catalog_book_authors", "catalog_book_tags",
                     "catalog_review"}
         assert expected <= tables, "missing tables: %s" % sorted(expected - tables)
         applied = MigrationRecorder(connection).applied_migrations()
         for key in [("contenttypes", "0002_remove_content_type_name"),
                     ("auth", "0012_alter_user_first_name_max_length"),
-                    ("catalog", "0006_publisher_name_not_unique")]:
+                    ("catalog", "0007_rename_tag_and_email")]:
             assert key in applied, "migration %s not recorded" % (key,)
         # effects of catalog 0003 (ADD COLUMN DEFAULT, ALTER COLUMN TYPE) and auth 0008/0012
         assert column("catalog_publisher", "country").internal_size == 3
@@ -139,6 +141,12 @@ def main():
         assert "book_pub_price_idx" not in book, sorted(book)
         review = constraints("catalog_review")
         assert [n for n in review if "reviewer" in n] == [], sorted(review)
+        # 0007: RenameModel (RENAME TO, the M2M column follows) and RenameField
+        assert "catalog_tag" not in tables, sorted(tables)
+        assert "label_id" in columns("catalog_book_tags"), sorted(columns("catalog_book_tags"))
+        m2m = constraints("catalog_book_tags")
+        assert ("catalog_label", "id") in [c["foreign_key"] for c in m2m.values()], m2m
+        assert "contact" in columns("catalog_author") and "email" not in columns("catalog_author")
 
     with step("makemigrations --check"):
         try:

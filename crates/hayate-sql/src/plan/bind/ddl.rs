@@ -556,16 +556,10 @@ impl Binder<'_> {
                     new_column_name,
                 } => {
                     let (from, to) = (ident_name(old_column_name), ident_name(new_column_name));
-                    let index = table
+                    table
                         .def
                         .column_index(&from)
                         .ok_or_else(|| undefined_column(&from))?;
-                    // Its sequence is named after it (`TableDef::sequence_name`).
-                    if table.def.columns[index].identity.is_some() {
-                        return Err(SqlError::unsupported(
-                            "renaming a SERIAL or identity column",
-                        ));
-                    }
                     if table.def.column_index(&to).is_some() {
                         return Err(SqlError::new(
                             sqlstate::DUPLICATE_COLUMN,
@@ -573,6 +567,11 @@ impl Binder<'_> {
                         ));
                     }
                     actions.push(AlterAction::RenameColumn { from, to });
+                }
+                Op::RenameTable { table_name } => {
+                    let (ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to)) =
+                        table_name;
+                    actions.push(AlterAction::RenameTable(object_name(to)?));
                 }
                 other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
             }
@@ -763,6 +762,7 @@ fn column_def_with_constraints(
         not_null: serial.is_some(),
         default: None,
         identity: serial.map(|_| Identity::Serial),
+        sequence: None,
     };
     let mut key = None;
     for option in &column.options {
