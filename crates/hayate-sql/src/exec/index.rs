@@ -120,13 +120,30 @@ impl Executor<'_> {
         context: &EvalContext,
         keep: &mut RowSink<'_>,
     ) -> SqlResult<()> {
+        for pk in self.index_keys(table, access, txn, context)? {
+            if let Some(raw) = txn.get(table.tree, &pk)? {
+                keep(pk, &raw)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The primary keys an index access finds, in primary key order (the caller reads the
+    /// rows, and may stop early: a LIMIT reads only the rows it needs).
+    pub(super) fn index_keys(
+        &self,
+        table: &Table,
+        access: &IndexAccess,
+        txn: &Transaction,
+        context: &EvalContext,
+    ) -> SqlResult<Vec<Vec<u8>>> {
         let index = &table.def.indexes[access.index];
         let tree = table.index_trees[access.index];
         let mut keys: Vec<Vec<u8>> = Vec::new();
         match &access.lookup {
             IndexLookup::Point(values) => {
                 let Some(prefix) = self.index_prefix(&table.def, index, values, context)? else {
-                    return Ok(());
+                    return Ok(Vec::new());
                 };
                 if index.unique {
                     keys.extend(txn.get(tree, &prefix)?);
@@ -143,13 +160,13 @@ impl Executor<'_> {
                 upper,
             } => {
                 let Some(base) = self.index_prefix(&table.def, index, prefix, context)? else {
-                    return Ok(());
+                    return Ok(Vec::new());
                 };
                 let next = index.columns[prefix.len()];
                 let Some((start, end)) =
                     self.index_range(&table.def, next, base, lower, upper, context)?
                 else {
-                    return Ok(());
+                    return Ok(Vec::new());
                 };
                 for entry in txn.scan(tree, as_slice(&start), as_slice(&end))? {
                     keys.push(entry?.1);
@@ -158,12 +175,7 @@ impl Executor<'_> {
                 keys.sort_unstable();
             }
         }
-        for pk in keys {
-            if let Some(raw) = txn.get(table.tree, &pk)? {
-                keep(pk, &raw)?;
-            }
-        }
-        Ok(())
+        Ok(keys)
     }
 
     /// The entry range of the entries starting with `base` (the encoded equal prefix) whose

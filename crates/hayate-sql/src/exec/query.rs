@@ -672,21 +672,17 @@ impl<'r, 'e> Run<'r, 'e> {
                 }
             }
             Access::Index(index) => {
-                // Read first, then keep: a locking read borrows the transaction mutably.
-                let mut found = Vec::new();
-                self.exec.read_index(
-                    table,
-                    index,
-                    &self.txn.borrow(),
-                    &context,
-                    &mut |key, raw| {
-                        found.push((key, raw.to_vec()));
-                        Ok(())
-                    },
-                )?;
-                for (key, raw) in found {
-                    if !keep(key, &raw)? {
-                        return Ok(false);
+                // The keys first, then each row, the transaction borrowed only for the read
+                // (a locking read borrows it mutably): a LIMIT stops the reads early.
+                let keys = self
+                    .exec
+                    .index_keys(table, index, &self.txn.borrow(), &context)?;
+                for key in keys {
+                    let raw = self.txn.borrow().get(table.tree, &key)?;
+                    if let Some(raw) = raw {
+                        if !keep(key, &raw)? {
+                            return Ok(false);
+                        }
                     }
                 }
                 Ok(true)
