@@ -587,3 +587,51 @@ fn foreign_key_checks_wait_for_the_statement_or_the_commit() {
         [[Some(2)], [Some(5)]]
     );
 }
+
+/// Cases a review found, each as PostgreSQL 15 gives it: a ROLLBACK TO after SET CONSTRAINTS
+/// ... IMMEDIATE ran a check brings the check back; a table renamed in the block keeps its
+/// deferred checks; RESTRICT is checked at the statement's end (a self-referencing tree
+/// deletes whole), never deferred; DEFERRABLE UNIQUE is refused, not ignored.
+#[test]
+fn deferred_checks_survive_savepoints_and_renames() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Session::new(catalog(dir.path()), "t");
+    ok(
+        &mut s,
+        "CREATE TABLE parents (id int PRIMARY KEY); \
+         CREATE TABLE later (id int PRIMARY KEY, p int REFERENCES parents \
+         DEFERRABLE INITIALLY DEFERRED)",
+    );
+    ok(
+        &mut s,
+        "BEGIN; SET CONSTRAINTS ALL DEFERRED; INSERT INTO later VALUES (10, 50); SAVEPOINT s; \
+         INSERT INTO parents VALUES (50); SET CONSTRAINTS ALL IMMEDIATE; ROLLBACK TO s",
+    );
+    assert_eq!(error(&mut s, "COMMIT").0, "23503");
+    ok(
+        &mut s,
+        "BEGIN; INSERT INTO later VALUES (11, 51); ALTER TABLE later RENAME TO later2",
+    );
+    let (code, message) = error(&mut s, "COMMIT");
+    assert_eq!(code, "23503");
+    assert_eq!(
+        message,
+        "insert or update on table \"later2\" violates foreign key constraint \"later_p_fkey\""
+    );
+    assert_eq!(ints(&mut s, "SELECT count(*) FROM later"), [[Some(0)]]);
+    ok(
+        &mut s,
+        "CREATE TABLE rtree (id int PRIMARY KEY, p int REFERENCES rtree ON DELETE RESTRICT); \
+         INSERT INTO rtree VALUES (1, NULL), (2, 1)",
+    );
+    assert_eq!(error(&mut s, "DELETE FROM rtree WHERE id = 1").0, "23503");
+    ok(&mut s, "DELETE FROM rtree");
+    assert_eq!(ints(&mut s, "SELECT count(*) FROM rtree"), [[Some(0)]]);
+    for sql in [
+        "CREATE TABLE du (a int UNIQUE DEFERRABLE)",
+        "CREATE TABLE du (a int, PRIMARY KEY (a) DEFERRABLE INITIALLY DEFERRED)",
+        "ALTER TABLE parents ADD CONSTRAINT u UNIQUE (id) DEFERRABLE",
+    ] {
+        assert_eq!(error(&mut s, sql).0, "0A000", "{sql}");
+    }
+}

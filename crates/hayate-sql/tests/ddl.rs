@@ -1009,6 +1009,16 @@ fn rename_table_keeps_rows_sequences_and_references() {
     assert!(id > 4, "the sequence went back to {id}");
     assert_eq!(code(&mut s, "INSERT INTO c VALUES (3, 999)"), "23503");
     run(&mut s, &format!("INSERT INTO c VALUES (3, {id})"));
+    // The old name is free again; its SERIAL sequence gets a number (PostgreSQL's too).
+    run(&mut s, "CREATE TABLE a (id serial PRIMARY KEY)");
+    assert_eq!(
+        rows(&mut s, "SELECT pg_get_serial_sequence('a', 'id')"),
+        [[Value::Text("public.a_id_seq1".into())]]
+    );
+    assert_eq!(
+        ints(&mut s, "INSERT INTO a DEFAULT VALUES RETURNING id"),
+        [1]
+    );
     // The sequence OWNED BY b.v goes with b.
     run(&mut s, "DROP TABLE c; DROP TABLE b");
     assert_eq!(

@@ -106,9 +106,17 @@ impl Catalog {
         }
         for column in 0..def.columns.len() {
             if def.columns[column].identity.is_some() {
-                let sequence = def.sequence_name(column);
-                if self.relation_exists(&sequence) {
-                    return Err(duplicate_relation(&sequence));
+                // A taken name (a renamed table kept its sequence's) gets a number, as in
+                // PostgreSQL: t_id_seq1, t_id_seq2, ...
+                let base = def.sequence_name(column);
+                let mut sequence = base.clone();
+                let mut number = 0;
+                while self.relation_exists(&sequence) {
+                    number += 1;
+                    sequence = format!("{base}{number}");
+                }
+                if number > 0 {
+                    def.columns[column].sequence = Some(sequence);
                 }
             }
         }

@@ -11,11 +11,10 @@
 //! 3. When a referenced row is deleted or its key changed (`referenced_row_changed`, after the
 //!    write locked it), the referencing rows are found at their newest committed versions
 //!    (`Transaction::scan_latest`, through an index whose leading columns are the foreign key
-//!    when one exists) and the key's action runs: RESTRICT fails with 23503, CASCADE deletes
-//!    or updates them, SET NULL / SET DEFAULT update them (each such write goes through the
+//!    when one exists) and the key's action runs: CASCADE deletes or updates them, SET NULL / SET DEFAULT update them (each such write goes through the
 //!    same checks, so cascades chain).
-//! 4. A key that finds no referenced row (2) or a NO ACTION key whose referenced row went
-//!    away while rows still reference it (3) is not an error yet, as in PostgreSQL: it is a
+//! 4. A key that finds no referenced row (2) or a NO ACTION or RESTRICT key whose referenced
+//!    row went away while rows still reference it (3) is not an error yet, as in PostgreSQL: a
 //!    `PendingCheck`, checked again (`recheck`) at the end of the statement, or at COMMIT when
 //!    the key is deferred (DEFERRABLE INITIALLY DEFERRED, or SET CONSTRAINTS ... DEFERRED:
 //!    `ConstraintModes`), and only then refused if still broken. So a statement may insert a
@@ -59,10 +58,25 @@ pub struct ConstraintCache {
     deferred: RefCell<Vec<PendingCheck>>,
 }
 
+impl PendingCheck {
+    /// The check's table after ALTER TABLE `from` RENAME TO `to`.
+    pub fn rename_table(&mut self, from: &str, to: &str) {
+        if self.table == from {
+            self.table = to.to_string();
+        }
+    }
+}
+
 impl ConstraintCache {
     /// The checks of deferred keys the statement left (`Session` keeps them until COMMIT).
     pub fn take_deferred(&self) -> Vec<PendingCheck> {
         std::mem::take(&mut self.deferred.borrow_mut())
+    }
+
+    /// Drops the checks of a run that failed.
+    pub(super) fn forget_pending(&self) {
+        self.pending.borrow_mut().clear();
+        self.deferred.borrow_mut().clear();
     }
 }
 
@@ -106,14 +120,18 @@ impl ConstraintModes {
 #[derive(Debug, Clone)]
 pub struct PendingCheck {
     /// The referencing table and its key's name (found again by name: the key may have been
-    /// dropped since, and then nothing is checked).
+    /// dropped since, and then nothing is checked; a table renamed in the block is renamed
+    /// here too, `rename_table`).
     pub table: String,
     pub key: String,
     /// The key's values.
     values: Vec<Value>,
     /// True: a referencing row found no referenced row; false: the referenced row went away
-    /// (NO ACTION) while rows referenced it.
+    /// (NO ACTION, RESTRICT) while rows referenced it.
     missing: bool,
+    /// RESTRICT: checked at the statement's end whatever the deferral, and a referenced row
+    /// made again with the same key does not satisfy it (as in PostgreSQL).
+    restrict: bool,
 }
 
 /// Checks postponed foreign key checks: each holds if the referenced row exists now (it is
@@ -128,11 +146,16 @@ pub fn recheck(catalog: &Catalog, checks: &[PendingCheck], txn: &mut Transaction
         let Some(foreign) = child.def.foreign_keys.iter().find(|k| k.name == check.key) else {
             continue;
         };
+        if foreign.columns.len() != check.values.len() {
+            continue; // dropped, and another key made under its name
+        }
         let parent = catalog.table(&foreign.table)?;
         let values: Vec<&Value> = check.values.iter().collect();
-        if let Some((tree, key)) = referenced_key(&parent, foreign, &values)? {
-            if txn.lock_shared_latest(tree, &key)?.is_some() {
-                continue;
+        if !check.restrict {
+            if let Some((tree, key)) = referenced_key(&parent, foreign, &values)? {
+                if txn.lock_shared_latest(tree, &key)?.is_some() {
+                    continue;
+                }
             }
         }
         if referencing_rows(&child, foreign, &check.values, txn)?.is_empty() {
@@ -215,7 +238,8 @@ impl Executor<'_> {
                 None => false,
             };
             if !found {
-                self.postpone(table, foreign, values.into_iter().cloned().collect(), true);
+                let values = values.into_iter().cloned().collect();
+                self.postpone(table, foreign, values, true, false);
             }
         }
         Ok(())
@@ -223,15 +247,23 @@ impl Executor<'_> {
 
     /// Keeps a broken key's check for the end of the statement, or for COMMIT when the key
     /// is deferred in this block.
-    fn postpone(&self, table: &Table, foreign: &ForeignKeyDef, values: Vec<Value>, missing: bool) {
+    fn postpone(
+        &self,
+        table: &Table,
+        foreign: &ForeignKeyDef,
+        values: Vec<Value>,
+        missing: bool,
+        restrict: bool,
+    ) {
         let check = PendingCheck {
             table: table.def.name.clone(),
             key: foreign.name.clone(),
             values,
             missing,
+            restrict,
         };
         match self.constraint_modes {
-            Some(modes) if modes.deferred(foreign) => &self.constraints.deferred,
+            Some(modes) if !restrict && modes.deferred(foreign) => &self.constraints.deferred,
             _ => &self.constraints.pending,
         }
         .borrow_mut()
@@ -273,11 +305,10 @@ impl Executor<'_> {
                 continue;
             }
             match action {
-                // NO ACTION: the rows may be gone, or the key back, by the check's time.
-                ReferentialAction::NoAction => self.postpone(child, foreign, key, false),
-                ReferentialAction::Restrict => {
-                    return Err(still_referenced(table, foreign, child, &key)?)
-                }
+                // The rows may be gone (or, for NO ACTION, the key back) by the check's time:
+                // the statement's end, or COMMIT for a deferred NO ACTION key.
+                ReferentialAction::NoAction => self.postpone(child, foreign, key, false, false),
+                ReferentialAction::Restrict => self.postpone(child, foreign, key, false, true),
                 ReferentialAction::Cascade if new.is_none() => {
                     for (child_key, child_old) in rows {
                         txn.delete(child.tree, &child_key)?;

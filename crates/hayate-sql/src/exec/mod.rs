@@ -76,6 +76,8 @@ impl Executor<'_> {
     /// Runs a query or a DML statement, then the foreign key checks it postponed to its end
     /// (`constraints`).
     pub fn run(&self, plan: &Plan, txn: &mut Transaction) -> SqlResult<Outcome> {
+        // A statement run again (autocommit's retry) starts with none of the failed run's.
+        self.constraints.forget_pending();
         let outcome = self.run_plan(plan, txn)?;
         self.check_pending(txn)?;
         Ok(outcome)

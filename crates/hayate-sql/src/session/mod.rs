@@ -68,7 +68,8 @@ struct SavepointEntry {
     /// The block's DDLs (`Session::ddl_undo`) and deferred checks before it, and its
     /// SET CONSTRAINTS modes then.
     ddl: usize,
-    deferred_checks: usize,
+    /// A copy, not a length: SET CONSTRAINTS ... IMMEDIATE takes checks from the middle.
+    deferred_checks: Vec<PendingCheck>,
     constraint_modes: ConstraintModes,
     owner_undo: usize,
 }

@@ -18,6 +18,7 @@ use crate::catalog::DdlUndo;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::Outcome;
 use crate::exec::{ConstraintModes, PendingCheck};
+use crate::plan::write::AlterAction;
 use crate::plan::{Isolation, Plan, TransactionControl};
 
 impl Session {
@@ -147,6 +148,31 @@ impl Session {
     /// writes, the exclusive lock on those a DDL changes.
     pub(super) fn lock_tables(&mut self, plan: &Plan) -> SqlResult<()> {
         let in_block = !matches!(self.state, State::Idle);
+        // A rename also rewrites the tables that reference the table and takes a new name:
+        // nobody else may change those until it commits or rolls back.
+        if let Plan::AlterTable { table, actions } = plan {
+            let mut also = Vec::new();
+            for action in actions {
+                if let AlterAction::RenameTable(to) = action {
+                    also.push(to.clone());
+                }
+                if matches!(
+                    action,
+                    AlterAction::RenameTable(_) | AlterAction::RenameColumn { .. }
+                ) {
+                    let children = self.catalog.referencing(table).into_iter();
+                    also.extend(children.map(|(child, _)| child.def.name.clone()));
+                }
+            }
+            also.retain(|name| name != table);
+            also.dedup();
+            for name in also {
+                self.catalog
+                    .table_locks
+                    .lock_exclusive(self.lock_owner, &name)?;
+                self.locked_tables.push(name);
+            }
+        }
         let (tables, exclusive): (Vec<&str>, bool) = match plan {
             Plan::Insert { table, .. } => (vec![&table.def.name], false),
             Plan::InsertSelect(insert) => (vec![&insert.table.def.name], false),
@@ -305,7 +331,7 @@ impl Session {
             name: name.to_string(),
             mark,
             ddl: self.ddl_undo.len(),
-            deferred_checks: self.deferred_checks.len(),
+            deferred_checks: self.deferred_checks.clone(),
             constraint_modes: self.constraint_modes.clone(),
             owner_undo: self.owner_undo.len(),
         });
@@ -351,7 +377,7 @@ impl Session {
         let savepoint = &self.savepoints[index];
         let undone = txn.rollback_to(savepoint.mark);
         let ddl = self.ddl_undo.split_off(savepoint.ddl);
-        self.deferred_checks.truncate(savepoint.deferred_checks);
+        self.deferred_checks = savepoint.deferred_checks.clone();
         self.constraint_modes = savepoint.constraint_modes.clone();
         let owners = self.owner_undo.split_off(savepoint.owner_undo);
         restore_owners(owners);

@@ -130,6 +130,7 @@ impl Binder<'_> {
         for constraint in &create.constraints {
             match constraint {
                 ast::TableConstraint::PrimaryKey(key) => {
+                    not_deferrable(key.characteristics.as_ref())?;
                     if !primary_key.is_empty() {
                         return Err(multiple_primary_keys(&name));
                     }
@@ -146,6 +147,7 @@ impl Binder<'_> {
                     }
                 }
                 ast::TableConstraint::Unique(constraint) => {
+                    not_deferrable(constraint.characteristics.as_ref())?;
                     let names = key_columns(constraint.columns.iter().map(|c| &c.column.expr))?;
                     named_unique.push(constraint.name.as_ref().map(ident_name));
                     unique.push(names);
@@ -320,6 +322,7 @@ impl Binder<'_> {
                     constraint: ast::TableConstraint::PrimaryKey(key),
                     ..
                 } => {
+                    not_deferrable(key.characteristics.as_ref())?;
                     let columns = key_columns(key.columns.iter().map(|c| &c.column.expr))?;
                     for column in &columns {
                         table
@@ -333,6 +336,7 @@ impl Binder<'_> {
                     constraint: ast::TableConstraint::Unique(unique),
                     ..
                 } => {
+                    not_deferrable(unique.characteristics.as_ref())?;
                     let columns = key_columns(unique.columns.iter().map(|c| &c.column.expr))?;
                     for column in &columns {
                         table
@@ -770,8 +774,14 @@ fn column_def_with_constraints(
             ast::ColumnOption::Null => {}
             ast::ColumnOption::NotNull => def.not_null = true,
             ast::ColumnOption::Default(expr) => def.default = Some(stored_text(expr)),
-            ast::ColumnOption::PrimaryKey(_) => key = Some(true),
-            ast::ColumnOption::Unique(_) => key = key.or(Some(false)),
+            ast::ColumnOption::PrimaryKey(constraint) => {
+                not_deferrable(constraint.characteristics.as_ref())?;
+                key = Some(true)
+            }
+            ast::ColumnOption::Unique(constraint) => {
+                not_deferrable(constraint.characteristics.as_ref())?;
+                key = key.or(Some(false))
+            }
             ast::ColumnOption::Check(check) => constraints.push(Constraint::Check(
                 option.name.as_ref().or(check.name.as_ref()).map(ident_name),
                 stored_text(&check.expr),
@@ -870,6 +880,20 @@ fn table_constraint(constraint: &ast::TableConstraint) -> Option<Constraint> {
             Box::new(foreign.clone()),
         )),
         _ => None,
+    }
+}
+
+/// UNIQUE and PRIMARY KEY are checked at each row here: DEFERRABLE on them is refused
+/// (0A000) rather than ignored.
+fn not_deferrable(characteristics: Option<&ast::ConstraintCharacteristics>) -> SqlResult<()> {
+    let deferrable = characteristics.is_some_and(|c| {
+        c.deferrable == Some(true) || c.initially == Some(ast::DeferrableInitial::Deferred)
+    });
+    match deferrable {
+        true => Err(SqlError::unsupported(
+            "DEFERRABLE UNIQUE and PRIMARY KEY constraints (they are checked at each row)",
+        )),
+        false => Ok(()),
     }
 }
 
