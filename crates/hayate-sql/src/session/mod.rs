@@ -61,6 +61,9 @@ enum State {
     Failed(Option<Transaction>),
 }
 
+/// A sequence and its OWNED BY (table, column) before a DDL of the open block changed it.
+type OwnerUndo = (Arc<crate::catalog::Sequence>, Option<(String, String)>);
+
 /// A SAVEPOINT of the open block.
 struct SavepointEntry {
     name: String,
@@ -146,7 +149,7 @@ pub struct Session {
     /// Sequences whose OWNED BY a renaming DDL of the open block changed (at once, as
     /// sequences are not transactional), with their owner before: put back if the block
     /// rolls back.
-    owner_undo: Vec<(Arc<crate::catalog::Sequence>, Option<(String, String)>)>,
+    owner_undo: Vec<OwnerUndo>,
 }
 
 static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -269,7 +269,7 @@ impl Session {
             _ => Ok(()), // a dropped transaction aborts
         };
         self.end_block(commit && result.is_ok());
-        Ok(result?)
+        result
     }
 
     pub(super) fn transaction_control(
@@ -418,12 +418,7 @@ pub(super) fn outside_block(what: &str) -> SqlError {
 
 /// Puts back sequence owners a rolled-back DDL changed, newest change first (best effort: a
 /// sequence dropped since has nothing to restore).
-fn restore_owners(
-    owners: Vec<(
-        std::sync::Arc<crate::catalog::Sequence>,
-        Option<(String, String)>,
-    )>,
-) {
+fn restore_owners(owners: Vec<super::OwnerUndo>) {
     for (sequence, owner) in owners.into_iter().rev() {
         let _ = sequence.set_owner(owner);
     }

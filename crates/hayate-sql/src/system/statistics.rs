@@ -154,33 +154,33 @@ const BGWRITER_COLUMNS: Columns = &[
 /// The statistics view `name`.
 pub(super) fn definition(name: &str) -> Option<SystemTable> {
     let name = *NAMES.iter().find(|known| **known == name)?;
-    let (oid, columns, compute): (i64, Columns, fn(&Snapshot, &_) -> Vec<Vec<Value>>) = match name {
-        "pg_stat_archiver" => (12040, ARCHIVER_COLUMNS, |_, _| {
+    let (_, oid, columns, compute): super::Definition = match name {
+        "pg_stat_archiver" => ("pg_catalog", 12040, ARCHIVER_COLUMNS, |_, _| {
             // No WAL is ever archived: both counts are truly zero.
             let mut row = nulls(ARCHIVER_COLUMNS);
             row[0] = Value::Int(0);
             row[3] = Value::Int(0);
             vec![row]
         }),
-        "pg_stat_bgwriter" => (12041, BGWRITER_COLUMNS, |_, _| {
+        "pg_stat_bgwriter" => ("pg_catalog", 12041, BGWRITER_COLUMNS, |_, _| {
             vec![nulls(BGWRITER_COLUMNS)]
         }),
-        "pg_stat_database" => (12042, DATABASE_COLUMNS, |snapshot, _| {
+        "pg_stat_database" => ("pg_catalog", 12042, DATABASE_COLUMNS, |snapshot, _| {
             per_database(snapshot, DATABASE_COLUMNS)
         }),
-        "pg_stat_database_conflicts" => (12043, CONFLICT_COLUMNS, |snapshot, _| {
+        "pg_stat_database_conflicts" => ("pg_catalog", 12043, CONFLICT_COLUMNS, |snapshot, _| {
             per_database(snapshot, CONFLICT_COLUMNS)
         }),
-        "pg_stat_user_tables" => (12044, TABLE_COLUMNS, |snapshot, _| {
+        "pg_stat_user_tables" => ("pg_catalog", 12044, TABLE_COLUMNS, |snapshot, _| {
             per_table(snapshot, TABLE_COLUMNS)
         }),
-        "pg_statio_user_tables" => (12045, TABLE_IO_COLUMNS, |snapshot, _| {
+        "pg_statio_user_tables" => ("pg_catalog", 12045, TABLE_IO_COLUMNS, |snapshot, _| {
             per_table(snapshot, TABLE_IO_COLUMNS)
         }),
-        "pg_stat_user_indexes" => (12046, INDEX_COLUMNS, |snapshot, _| {
+        "pg_stat_user_indexes" => ("pg_catalog", 12046, INDEX_COLUMNS, |snapshot, _| {
             per_index(snapshot, INDEX_COLUMNS)
         }),
-        "pg_statio_user_indexes" => (12047, INDEX_IO_COLUMNS, |snapshot, _| {
+        "pg_statio_user_indexes" => ("pg_catalog", 12047, INDEX_IO_COLUMNS, |snapshot, _| {
             per_index(snapshot, INDEX_IO_COLUMNS)
         }),
         _ => return None,
