@@ -848,3 +848,53 @@ fn statistics_views_have_postgres_columns_and_list_the_objects() {
         query(s, "SELECT count(*) FROM pg_database")
     );
 }
+
+/// psql 15's `\d` of a table that foreign keys reference (relhastriggers is true for it)
+/// asks for the referencing keys and the triggers through pg_partition_ancestors (captured
+/// with psql -E): both bind and answer, the first with the referencing key as PostgreSQL.
+#[test]
+fn psql_d_of_a_referenced_table() {
+    let mut setup = setup();
+    let s = &mut setup.session;
+    run(
+        s,
+        "CREATE TABLE kid (id int PRIMARY KEY, t_id int4 REFERENCES t)",
+    );
+    let oid = setup.t_oid;
+    let referenced_by = format!(
+        "SELECT conname, conrelid::pg_catalog.regclass AS ontable,
+       pg_catalog.pg_get_constraintdef(oid, true) AS condef
+  FROM pg_catalog.pg_constraint c
+ WHERE confrelid IN (SELECT pg_catalog.pg_partition_ancestors('{oid}')
+                     UNION ALL VALUES ('{oid}'::pg_catalog.regclass))
+       AND contype = 'f' AND conparentid = 0
+ORDER BY conname;"
+    );
+    assert_eq!(
+        query(s, &referenced_by),
+        [vec![
+            text("kid_t_id_fkey"),
+            text("kid"),
+            text("FOREIGN KEY (t_id) REFERENCES t(id)")
+        ]]
+    );
+    let triggers = format!(
+        "SELECT t.tgname, pg_catalog.pg_get_triggerdef(t.oid, true), t.tgenabled, t.tgisinternal,
+  CASE WHEN t.tgparentid != 0 THEN
+    (SELECT u.tgrelid::pg_catalog.regclass
+     FROM pg_catalog.pg_trigger AS u,
+          pg_catalog.pg_partition_ancestors(t.tgrelid) WITH ORDINALITY AS a(relid, depth)
+     WHERE u.tgname = t.tgname AND u.tgrelid = a.relid
+           AND u.tgparentid = 0
+     ORDER BY a.depth LIMIT 1)
+  END AS parent
+FROM pg_catalog.pg_trigger t
+WHERE t.tgrelid = '{oid}' AND (NOT t.tgisinternal OR (t.tgisinternal AND t.tgenabled = 'D'))
+ORDER BY 1;"
+    );
+    assert_eq!(query(s, &triggers), Vec::<Vec<Value>>::new());
+    assert_eq!(
+        query(s, &format!("SELECT pg_partition_ancestors('{oid}')")),
+        [vec![Value::Int(oid)]]
+    );
+}

@@ -57,6 +57,7 @@ pub const NAMES: &[&str] = &[
     "pg_encoding_to_char",
     "to_regtype",
     "to_regclass",
+    "pg_partition_ancestors",
     "pg_relation_is_publishable",
     "pg_get_statisticsobjdef_columns",
     "pg_get_partkeydef",

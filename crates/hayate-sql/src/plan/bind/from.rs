@@ -614,6 +614,12 @@ impl Binder<'_> {
             );
             return Some(self.bind_sql_in_from(&sql, &function, alias, scope));
         }
+        if function == "pg_partition_ancestors" && args.len() == 1 {
+            // No table is a partition here: a relation's only ancestor is itself, at depth 1
+            // (the column WITH ORDINALITY adds; psql's \d of a table with triggers asks).
+            let sql = format!("SELECT ({})::oid AS relid, 1 AS depth", args[0]);
+            return Some(self.bind_sql_in_from(&sql, &function, alias, scope));
+        }
         if !["unnest", "generate_subscripts", "_pg_expandarray"].contains(&function.as_str()) {
             return None;
         }

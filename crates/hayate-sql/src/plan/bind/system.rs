@@ -72,6 +72,9 @@ pub(super) fn bind_function(
         "pg_encoding_to_char" => (F::EncodingToChar, DataType::Text, &[1]),
         "to_regtype" => (F::ToRegType, DataType::Int8, &[1]),
         "to_regclass" => (F::ToRegClass, DataType::Int8, &[1]),
+        // A set-returning function in PostgreSQL; no table is a partition here, so its one
+        // row is the relation itself (psql's \d asks for the tables referencing a table).
+        "pg_partition_ancestors" => (F::RegClassOid, DataType::Int8, &[1]),
         "pg_relation_is_publishable" => (F::RelationIsPublishable, DataType::Bool, &[1]),
         "pg_is_in_recovery" => (F::IsInRecovery, DataType::Bool, &[0]),
         "nextval" => (F::NextVal, DataType::Int8, &[1]),
