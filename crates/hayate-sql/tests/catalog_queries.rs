@@ -897,4 +897,18 @@ ORDER BY 1;"
         query(s, &format!("SELECT pg_partition_ancestors('{oid}')")),
         [vec![Value::Int(oid)]]
     );
+    for (sql, columns) in [
+        ("SELECT * FROM pg_partition_ancestors('{oid}')", "relid"),
+        (
+            "SELECT * FROM pg_partition_ancestors('{oid}') WITH ORDINALITY",
+            "relid,ordinality",
+        ),
+    ] {
+        let sql = sql.replace("{oid}", &oid.to_string());
+        let Outcome::Rows { columns: got, .. } = run(s, &sql) else {
+            panic!("{sql}: no rows");
+        };
+        let names: Vec<&str> = got.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names.join(","), columns, "{sql}");
+    }
 }

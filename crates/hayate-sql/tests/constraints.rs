@@ -619,6 +619,14 @@ fn deferred_checks_survive_savepoints_and_renames() {
         "insert or update on table \"later2\" violates foreign key constraint \"later_p_fkey\""
     );
     assert_eq!(ints(&mut s, "SELECT count(*) FROM later"), [[Some(0)]]);
+    // A rename rolled back to a savepoint before it: the check names the table again.
+    ok(
+        &mut s,
+        "BEGIN; INSERT INTO later VALUES (12, 52); SAVEPOINT s; \
+         ALTER TABLE later RENAME TO later3; ROLLBACK TO s",
+    );
+    assert_eq!(error(&mut s, "COMMIT").0, "23503");
+    assert_eq!(ints(&mut s, "SELECT count(*) FROM later"), [[Some(0)]]);
     ok(
         &mut s,
         "CREATE TABLE rtree (id int PRIMARY KEY, p int REFERENCES rtree ON DELETE RESTRICT); \

@@ -785,13 +785,9 @@ impl Session {
         let catalog = self.catalog.clone();
         let undo = catalog.rename_table(table, to, self.ddl_block())?;
         self.note_ddl(undo);
+        // The savepoints' copies keep the old name: a ROLLBACK TO before the rename undoes it.
         for check in &mut self.deferred_checks {
             check.rename_table(table, to);
-        }
-        for saved in &mut self.savepoints {
-            for check in &mut saved.deferred_checks {
-                check.rename_table(table, to);
-            }
         }
         for sequence in self.catalog.sequences() {
             if let Some((owner, column)) = sequence.owner() {

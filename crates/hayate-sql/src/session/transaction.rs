@@ -148,31 +148,6 @@ impl Session {
     /// writes, the exclusive lock on those a DDL changes.
     pub(super) fn lock_tables(&mut self, plan: &Plan) -> SqlResult<()> {
         let in_block = !matches!(self.state, State::Idle);
-        // A rename also rewrites the tables that reference the table and takes a new name:
-        // nobody else may change those until it commits or rolls back.
-        if let Plan::AlterTable { table, actions } = plan {
-            let mut also = Vec::new();
-            for action in actions {
-                if let AlterAction::RenameTable(to) = action {
-                    also.push(to.clone());
-                }
-                if matches!(
-                    action,
-                    AlterAction::RenameTable(_) | AlterAction::RenameColumn { .. }
-                ) {
-                    let children = self.catalog.referencing(table).into_iter();
-                    also.extend(children.map(|(child, _)| child.def.name.clone()));
-                }
-            }
-            also.retain(|name| name != table);
-            also.dedup();
-            for name in also {
-                self.catalog
-                    .table_locks
-                    .lock_exclusive(self.lock_owner, &name)?;
-                self.locked_tables.push(name);
-            }
-        }
         let (tables, exclusive): (Vec<&str>, bool) = match plan {
             Plan::Insert { table, .. } => (vec![&table.def.name], false),
             Plan::InsertSelect(insert) => (vec![&insert.table.def.name], false),
@@ -207,6 +182,33 @@ impl Session {
                 continue;
             }
             self.locked_tables.push(table.to_string());
+        }
+        // A rename also rewrites the tables that reference the table and takes a new name:
+        // nobody else may change those until it commits or rolls back. Taken after the
+        // table's own lock (the order every writer of the table takes), and the referencing
+        // tables read under it.
+        if let Plan::AlterTable { table, actions } = plan {
+            let mut also = Vec::new();
+            for action in actions {
+                if let AlterAction::RenameTable(to) = action {
+                    also.push(to.clone());
+                }
+                if matches!(
+                    action,
+                    AlterAction::RenameTable(_) | AlterAction::RenameColumn { .. }
+                ) {
+                    let children = self.catalog.referencing(table).into_iter();
+                    also.extend(children.map(|(child, _)| child.def.name.clone()));
+                }
+            }
+            also.retain(|name| name != table);
+            also.dedup();
+            for name in also {
+                self.catalog
+                    .table_locks
+                    .lock_exclusive(self.lock_owner, &name)?;
+                self.locked_tables.push(name);
+            }
         }
         Ok(())
     }

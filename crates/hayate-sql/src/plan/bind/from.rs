@@ -242,12 +242,21 @@ impl Binder<'_> {
     ) -> SqlResult<(Relation, ScopeEntry)> {
         match factor {
             TableFactor::Table {
-                name, alias, args, ..
+                name,
+                alias,
+                args,
+                with_ordinality,
+                ..
             } => {
                 if let Some(args) = args {
-                    if let Some(bound) =
-                        self.bind_array_function(name, &args.args, alias.as_ref(), scope)
-                    {
+                    let bound = self.bind_array_function(
+                        name,
+                        &args.args,
+                        alias.as_ref(),
+                        *with_ordinality,
+                        scope,
+                    );
+                    if let Some(bound) = bound {
                         return bound;
                     }
                     return self.bind_table_function(name, &args.args, alias.as_ref());
@@ -276,7 +285,7 @@ impl Binder<'_> {
                 alias,
                 with_ordinality: false,
                 ..
-            } => match self.bind_array_function(name, args, alias.as_ref(), scope) {
+            } => match self.bind_array_function(name, args, alias.as_ref(), false, scope) {
                 Some(bound) => bound,
                 None => self.bind_table_function(name, args, alias.as_ref()),
             },
@@ -601,6 +610,7 @@ impl Binder<'_> {
         name: &ast::ObjectName,
         args: &[ast::FunctionArg],
         alias: Option<&ast::TableAlias>,
+        with_ordinality: bool,
         scope: &Scope,
     ) -> Option<SqlResult<(Relation, ScopeEntry)>> {
         let function = ident_name(name.0.last()?.as_ident()?);
@@ -615,9 +625,14 @@ impl Binder<'_> {
             return Some(self.bind_sql_in_from(&sql, &function, alias, scope));
         }
         if function == "pg_partition_ancestors" && args.len() == 1 {
-            // No table is a partition here: a relation's only ancestor is itself, at depth 1
-            // (the column WITH ORDINALITY adds; psql's \d of a table with triggers asks).
-            let sql = format!("SELECT ({})::oid AS relid, 1 AS depth", args[0]);
+            // No table is a partition here: a relation's only ancestor is itself (WITH
+            // ORDINALITY: at position 1; psql's \d of a table with triggers asks).
+            let ordinality = if with_ordinality {
+                ", 1 AS ordinality"
+            } else {
+                ""
+            };
+            let sql = format!("SELECT ({})::oid AS relid{ordinality}", args[0]);
             return Some(self.bind_sql_in_from(&sql, &function, alias, scope));
         }
         if !["unnest", "generate_subscripts", "_pg_expandarray"].contains(&function.as_str()) {
