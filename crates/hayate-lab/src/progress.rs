@@ -25,3 +25,11 @@ pub fn timed_bar(seconds: u64, what: &str) -> indicatif::ProgressBar {
     bar.set_message(what.to_string());
     bar
 }
+
+/// A spinner on stderr for a step of unknown length (hidden when stderr is not a terminal).
+pub fn spinner(what: &str) -> indicatif::ProgressBar {
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.set_message(what.to_string());
+    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    spinner
+}

@@ -20,7 +20,6 @@ use clap::{Args, ValueEnum};
 use hayate::error::{CliError, CliResult, Context};
 use hayate::report::{self, format_count, format_rate, io_backend_name};
 use hayate_engine::{IoKind, SyncMode, WalConfig};
-use indicatif::ProgressBar;
 
 use crate::machine::Machine;
 use btree::{bench_btree, bench_btree_threads, BtreeBenchReport};
@@ -130,7 +129,7 @@ fn run_btree(keys: u64) -> CliResult<Vec<BtreeBenchReport>> {
     );
     let mut reports = Vec::new();
     for threads in BTREE_THREAD_COUNTS {
-        let spinner = spinner(format!("B+tree, {threads} thread(s)"));
+        let spinner = crate::progress::spinner(&format!("B+tree, {threads} thread(s)"));
         let report = if threads == 1 {
             bench_btree(btree_pool_pages(keys), keys)
         } else {
@@ -215,7 +214,8 @@ fn run_commit(args: &BenchArgs) -> CliResult<(Device, Vec<CommitRun>)> {
             std::fs::create_dir(&dir).context(|| format!("cannot create {}", dir.display()))?;
             let io = hayate_engine::open_default(&dir)?;
             io_kind = Some(io.kind());
-            let spinner = spinner(format!("group commit, {committers} committers, {mode}"));
+            let spinner =
+                crate::progress::spinner(&format!("group commit, {committers} committers, {mode}"));
             let report = bench_group_commit(io, config.clone(), committers, duration);
             spinner.finish_and_clear();
             let report =
@@ -283,12 +283,6 @@ fn print_commit(device: &Device, seconds: u64, runs: &[CommitRun]) {
             &rows
         )
     );
-}
-
-fn spinner(message: String) -> ProgressBar {
-    let spinner = ProgressBar::new_spinner().with_message(message);
-    spinner.enable_steady_tick(Duration::from_millis(100));
-    spinner
 }
 
 fn to_json(

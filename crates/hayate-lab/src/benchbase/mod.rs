@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::args::CommonArgs;
 use crate::peers::postgres;
+use crate::progress::spinner;
 use crate::results::ResultFile;
 use crate::server::engines::Server;
 use hayate::error::{CliError, CliResult};
@@ -286,8 +287,8 @@ fn run_one(
             let measured = measure(
                 args,
                 benchbase_dir,
-                base_dir,
                 benchmark,
+                engine,
                 &server,
                 &spinner,
                 log,
@@ -318,8 +319,8 @@ type Measured = (
 fn measure(
     args: &BenchbaseArgs,
     benchbase_dir: &Path,
-    base_dir: &Path,
     benchmark: &str,
+    engine: &str,
     server: &Server,
     spinner: &indicatif::ProgressBar,
     kept_log: &Path,
@@ -340,9 +341,10 @@ fn measure(
         .batch_execute("CREATE DATABASE benchbase")
         .map_err(|error| format!("CREATE DATABASE benchbase: {error}"))?;
     drop(client);
+    let base_dir = args.common.base_dir();
     let work = tempfile::Builder::new()
         .prefix("benchbase-")
-        .tempdir_in(base_dir)
+        .tempdir_in(&base_dir)
         .map_err(|error| {
             format!(
                 "cannot create a directory under {}: {error}",
@@ -394,7 +396,7 @@ fn measure(
         } else {
             "creating"
         };
-        spinner.set_message(format!("{benchmark} on {}: {phase}", server_name(server)));
+        spinner.set_message(format!("{benchmark} on {engine}: {phase}"));
         std::thread::sleep(Duration::from_millis(250));
     };
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
@@ -421,14 +423,6 @@ fn measure(
     let raw = std::fs::read_to_string(output::find_file(&results_dir, ".raw.csv")?)
         .map_err(|error| error.to_string())?;
     Ok((summary, output::outcomes(&log), output::latencies(&raw)))
-}
-
-fn server_name(server: &Server) -> &'static str {
-    match server {
-        Server::Hayate { .. } => "hayate",
-        Server::Postgresql(_) => "postgresql",
-        Server::Mariadb(_) => "mariadb",
-    }
 }
 
 fn run_line(run: &BenchbaseRun) -> String {
@@ -525,13 +519,6 @@ pub fn summary(results: &BenchbaseResults) -> String {
         }
     }
     out
-}
-
-fn spinner(what: &str) -> indicatif::ProgressBar {
-    let spinner = indicatif::ProgressBar::new_spinner();
-    spinner.set_message(what.to_string());
-    spinner.enable_steady_tick(Duration::from_millis(200));
-    spinner
 }
 
 #[cfg(test)]

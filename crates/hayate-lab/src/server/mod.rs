@@ -47,6 +47,7 @@ use super::results::{
 };
 use super::sysstat::{self, DiskstatsDevice, IoRates};
 use crate::args::{parse_buffer_size, CommonArgs};
+use crate::progress::spinner;
 use engines::Server;
 use hayate::error::{CliError, CliResult};
 use summary::{format_rate, summary};
@@ -736,11 +737,4 @@ fn timed_run(
     let report = sysbench::run(target, data, workload, threads, seconds, &mut progress);
     bar.finish_and_clear();
     report
-}
-
-fn spinner(what: &str) -> indicatif::ProgressBar {
-    let spinner = indicatif::ProgressBar::new_spinner();
-    spinner.set_message(what.to_string());
-    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
-    spinner
 }
