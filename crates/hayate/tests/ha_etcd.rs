@@ -495,6 +495,22 @@ fn empty_nodes_seed_fail_over_with_every_acknowledged_commit_and_rejoin() {
     assert_eq!(rows[0].get::<_, String>(1), "streaming");
     assert_eq!(rows[0].get::<_, String>(2), "sync");
     assert!(rows[0].get::<_, String>(4).contains('/'));
+    // The standby reports what it applied; the primary measures the lags of its reports.
+    let mut observer = new.client();
+    wait_for(
+        "the standby's replay position to reach its flush position",
+        || {
+            observer
+                .query(
+                    "SELECT replay_lsn = flush_lsn AND flush_lag IS NOT NULL \
+                 AND replay_lag IS NOT NULL AND replay_lag < interval '10 seconds' \
+                 FROM pg_stat_replication",
+                    &[],
+                )
+                .unwrap()[0]
+                .get::<_, bool>(0)
+        },
+    );
     let none = reader
         .query("SELECT count(*) FROM pg_stat_replication", &[])
         .unwrap();

@@ -5,7 +5,8 @@
 //! - `H` (standby -> primary): `HELLO_MAGIC`, the u64 log position the standby needs, its
 //!   system id and epoch (0: none yet), its name.
 //! - `B` (standby -> primary): `HELLO_MAGIC` and its name: send a base backup (`seed`).
-//! - `A` (standby -> primary): the u64 position up to which the standby's log is durable.
+//! - `A` (standby -> primary): the u64 position up to which the standby's log is durable, then
+//!   the u64 position up to which it applied the log (pg_stat_replication's replay).
 //! - `I` (primary -> standby): the primary's identity (`identity`).
 //! - `D` (primary -> standby): the u64 position of the bytes, then log bytes.
 //! - `F`, `Z` (primary -> standby): a base backup's pieces and its end.

@@ -31,6 +31,50 @@ struct ShipperState {
     /// Name of the standby whose acknowledgements count (recorded in the synchronous set
     /// through `SyncGate` before any of them acknowledges a commit).
     sync_name: Option<String>,
+    /// The connected standby's last reported applied position.
+    replayed: Option<Lsn>,
+    /// Lags as pg_stat_replication shows them.
+    flush_lag: LagTracker,
+    replay_lag: LagTracker,
+}
+
+/// Measures a standby's lag as PostgreSQL's walsender does: the time each flushed position
+/// was handed over for shipping, and, when the standby reports a position, the time since the
+/// newest sample it covers.
+#[derive(Default)]
+struct LagTracker {
+    samples: std::collections::VecDeque<(Lsn, Instant)>,
+    last: Option<Duration>,
+}
+
+impl LagTracker {
+    /// Samples kept; past that the newest one stands for later positions too (which can only
+    /// overstate the lag).
+    const SAMPLES_MAX: usize = 4096;
+
+    fn shipped(&mut self, end: Lsn, at: Instant) {
+        if self.samples.len() >= Self::SAMPLES_MAX {
+            if let Some(newest) = self.samples.back_mut() {
+                newest.0 = end;
+            }
+            return;
+        }
+        self.samples.push_back((end, at));
+    }
+
+    fn reported(&mut self, position: Lsn, now: Instant) {
+        let mut covered = None;
+        while let Some(&(end, at)) = self.samples.front() {
+            if end > position {
+                break;
+            }
+            covered = Some(at);
+            self.samples.pop_front();
+        }
+        if let Some(at) = covered {
+            self.last = Some(now.saturating_duration_since(at));
+        }
+    }
 }
 
 /// Records a standby as the synchronous one (in etcd) before its acknowledgements count;
@@ -60,6 +104,9 @@ impl LogShipper for Primary {
         let mut state = self.state.lock();
         if state.connected {
             state.queue.push_back((lsn, Arc::new(bytes.to_vec())));
+            let (end, now) = (lsn + bytes.len() as u64, Instant::now());
+            state.flush_lag.shipped(end, now);
+            state.replay_lag.shipped(end, now);
             self.changed.notify_all();
         }
     }
@@ -183,6 +230,9 @@ impl Primary {
             client_port: address.port(),
             sent_lsn: state.sent,
             flush_lsn: state.acked.min(state.sent),
+            replay_lsn: state.replayed,
+            flush_lag: state.flush_lag.last,
+            replay_lag: state.replay_lag.last,
             sync_state: if state.sync_name.as_ref() == Some(name) {
                 "sync"
             } else {
@@ -412,6 +462,7 @@ impl Primary {
             state.queue.clear();
             state.standby = Some((peer_name.clone(), peer));
             state.sent = need;
+            state.replayed = None;
             state.connection
         };
         let reader_name = peer_name.clone();
@@ -523,7 +574,12 @@ impl Primary {
                     }
                 }
                 Ok(Some((b'A', payload))) => match lsn_of(&payload) {
-                    Ok(lsn) => unrecorded = self.acknowledged(connection, peer, lsn),
+                    Ok(lsn) => {
+                        if let Some(applied) = payload.get(8..).and_then(|rest| lsn_of(rest).ok()) {
+                            self.replayed(connection, applied);
+                        }
+                        unrecorded = self.acknowledged(connection, peer, lsn);
+                    }
                     Err(error) => {
                         log::warn!("replication: standby {peer}: {error}");
                         break;
@@ -542,6 +598,16 @@ impl Primary {
         self.disconnected(connection);
         let _ = socket.shutdown(std::net::Shutdown::Both);
         self.changed.notify_all();
+    }
+
+    /// Records the position up to which the standby applied the log (pg_stat_replication).
+    fn replayed(&self, connection: u64, applied: Lsn) {
+        let mut state = self.state.lock();
+        if state.connection != connection || state.replayed.is_some_and(|seen| seen >= applied) {
+            return;
+        }
+        state.replayed = Some(applied);
+        state.replay_lag.reported(applied, Instant::now());
     }
 
     /// Counts the standby's acknowledgement of `lsn`. The first one that raises the
@@ -567,6 +633,7 @@ impl Primary {
             state.sync_name = Some(peer.to_string());
         }
         state.acked = state.acked.max(lsn);
+        state.flush_lag.reported(lsn, Instant::now());
         self.db.retain_log_from(state.acked);
         self.changed.notify_all();
         None

@@ -272,6 +272,15 @@ fn promote(shared: &Shared) -> StandbyState {
     StandbyState::Promoted(identity)
 }
 
+/// `A`: the log is durable up to `durable` and applied up to `applied`.
+fn acknowledge(socket: &mut TcpStream, durable: u64, applied: u64) -> io::Result<()> {
+    write_message(
+        socket,
+        b'A',
+        &[&durable.to_be_bytes(), &applied.to_be_bytes()],
+    )
+}
+
 /// One connection to the primary, until it ends, a stop, or a promotion request. A refusal
 /// that only a new seed can mend is an `InvalidInput` error.
 fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
@@ -296,17 +305,20 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
     )?;
     // What this node holds durably counts at once: a standby seeded by a base backup may
     // hold bytes the primary's commits still wait for.
-    write_message(
-        &mut socket,
-        b'A',
-        &[&db.log_local_durable_lsn().to_be_bytes()],
-    )?;
+    let mut reported_applied = db.applied_lsn();
+    acknowledge(&mut socket, db.log_local_durable_lsn(), reported_applied)?;
     log::info!("replication: following {primary} from log position {need}");
     loop {
         if shared.stop.load(Ordering::Acquire) || shared.promotion_requested() {
             return Ok(());
         }
         let Some((tag, payload)) = read_message(&mut socket)? else {
+            // Idle: report what the applier did since (pg_stat_replication's replay).
+            let applied = db.applied_lsn();
+            if applied > reported_applied {
+                reported_applied = applied;
+                acknowledge(&mut socket, db.log_local_durable_lsn(), applied)?;
+            }
             continue;
         };
         match tag {
@@ -315,7 +327,8 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
                 let durable = db
                     .receive_log(lsn, &payload[8..])
                     .map_err(io::Error::other)?;
-                write_message(&mut socket, b'A', &[&durable.to_be_bytes()])?;
+                reported_applied = db.applied_lsn();
+                acknowledge(&mut socket, durable, reported_applied)?;
                 shared.received.notify();
             }
             b'I' => {

@@ -147,6 +147,12 @@ pub struct ReplicationStat {
     pub sent_lsn: u64,
     /// Durable on it up to here (what commits waited for).
     pub flush_lsn: u64,
+    /// Applied on it up to here (None until it reported).
+    pub replay_lsn: Option<u64>,
+    /// From this primary's flush of the last measured position to the standby's report that
+    /// it was durable there, and applied.
+    pub flush_lag: Option<std::time::Duration>,
+    pub replay_lag: Option<std::time::Duration>,
     /// "sync" for the standby whose acknowledgements count, else "potential".
     pub sync_state: &'static str,
 }

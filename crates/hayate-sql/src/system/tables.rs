@@ -428,9 +428,9 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                 ("write_lsn", TEXT),
                 ("flush_lsn", TEXT),
                 ("replay_lsn", TEXT),
-                ("write_lag", TEXT),
-                ("flush_lag", TEXT),
-                ("replay_lag", TEXT),
+                ("write_lag", DataType::Interval),
+                ("flush_lag", DataType::Interval),
+                ("replay_lag", DataType::Interval),
                 ("sync_priority", INT4),
                 ("sync_state", TEXT),
                 ("reply_time", TEXT),
@@ -1387,12 +1387,21 @@ const PG_SETTINGS_COLUMNS: &[(&str, DataType)] = &[
 ];
 
 /// A log position as PostgreSQL writes an LSN (`X/Y`, the high and low 32 bits in hex).
+fn lag(duration: std::time::Duration) -> Value {
+    Value::Interval(crate::types::Interval {
+        months: 0,
+        days: 0,
+        micros: duration.as_micros().min(i64::MAX as u128) as i64,
+    })
+}
+
 fn lsn_text(lsn: u64) -> Value {
     text(&format!("{:X}/{:X}", lsn >> 32, lsn & 0xFFFF_FFFF))
 }
 
-/// The primary's standbys. Write and flush are the acknowledged (durable) position; the
-/// standby does not report its replay position, and the lags and times are not measured.
+/// The primary's standbys. Write and flush are the acknowledged (durable) position (a standby
+/// writes and syncs in one step), replay what it applied; the lags as the primary measured
+/// them (`replication::Primary`).
 fn pg_stat_replication(snapshot: &Snapshot, _: &SessionNames) -> Rows {
     snapshot
         .replication
@@ -1412,10 +1421,10 @@ fn pg_stat_replication(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 lsn_text(standby.sent_lsn),
                 lsn_text(standby.flush_lsn),
                 lsn_text(standby.flush_lsn),
-                NULL,
-                NULL,
-                NULL,
-                NULL,
+                standby.replay_lsn.map_or(NULL, lsn_text),
+                standby.flush_lag.map_or(NULL, lag),
+                standby.flush_lag.map_or(NULL, lag),
+                standby.replay_lag.map_or(NULL, lag),
                 int(i64::from(standby.sync_state == "sync")),
                 text(standby.sync_state),
                 NULL,
