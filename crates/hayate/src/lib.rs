@@ -1,6 +1,8 @@
 //! What the `hayate` command shares with the lab's `hayate-lab`: the error of a command, the
-//! printed reports (histograms, tables, engine statistics) and command-line value types.
+//! printed reports (histograms, tables, engine statistics), command-line value types, and the
+//! latency-adding I/O wrapper of device emulation.
 
 pub mod args;
 pub mod error;
+pub mod latency;
 pub mod report;

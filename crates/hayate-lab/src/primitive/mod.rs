@@ -21,7 +21,7 @@ pub use hayate::{HayateDriver, HayateOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::io::latency::DeviceClass;
+pub use crate::io::latency::DeviceClassArg;
 use clap::{Args, ValueEnum};
 use hayate_engine::WritePolicy;
 
@@ -41,38 +41,6 @@ pub enum ModeArg {
     Update,
     /// Select, then update, at every buffer size.
     Both,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DeviceClassArg {
-    /// The real device under --dir, no added latency.
-    Real,
-    /// Emulated low-latency SSD: +10 us per read, write and sync.
-    LowLatency,
-    /// Emulated NAND NVMe SSD: +100 us per I/O.
-    Nand,
-    /// Emulated external (SAN) storage: +1 ms per I/O, at most 16,000 IOPS.
-    External,
-}
-
-impl DeviceClassArg {
-    pub fn class(self) -> DeviceClass {
-        match self {
-            DeviceClassArg::Real => DeviceClass::Real,
-            DeviceClassArg::LowLatency => DeviceClass::LowLatency,
-            DeviceClassArg::Nand => DeviceClass::Nand,
-            DeviceClassArg::External => DeviceClass::External,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            DeviceClassArg::Real => "real",
-            DeviceClassArg::LowLatency => "low-latency",
-            DeviceClassArg::Nand => "nand",
-            DeviceClassArg::External => "external",
-        }
-    }
 }
 
 #[derive(Debug, Args)]

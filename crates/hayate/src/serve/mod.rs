@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use hayate::error::{CliError, CliResult, Context};
+use hayate::latency::{DeviceClassArg, LatencyIo};
 use hayate_engine::{BufferSize, Database, DatabaseConfig};
 use hayate_server::ha::HaConfig;
 use hayate_server::replication::{Identity, Primary};
@@ -46,6 +47,7 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   ha_cluster = \"hayate\"                     # the cluster's name in etcd
   ha_node = \"a\"                             # this node's name
   ha_ttl = 2                                # leader lease, seconds
+  emulate_device = \"real\"                   # measurements only: + a device class's I/O latency
   [users]                     # user = password, for every method but trust
   alice = \"secret\"
 See docs/hayate.toml.example.";
@@ -117,6 +119,11 @@ pub struct ServeArgs {
     /// this long [default: 2].
     #[arg(long, value_name = "SECONDS")]
     pub ha_ttl: Option<u64>,
+    /// Device emulation, for measurements only: adds a device class's latency to every I/O of
+    /// this node (e.g. a standby whose data directory is on tmpfs standing for a separate
+    /// server's low-latency SSD, as the lab's `ha` experiment runs it) [default: real].
+    #[arg(long, value_name = "CLASS", value_enum)]
+    pub emulate_device: Option<DeviceClassArg>,
 }
 
 /// How long a stopping primary lets its standby acknowledge the commits in flight.
@@ -153,6 +160,7 @@ struct ConfigFile {
     ha_cluster: Option<String>,
     ha_node: Option<String>,
     ha_ttl: Option<u64>,
+    emulate_device: Option<String>,
     #[serde(default)]
     users: HashMap<String, String>,
 }
@@ -175,6 +183,8 @@ pub struct Settings {
     pub ha_follow: Option<String>,
     /// High availability through etcd.
     pub ha: Option<HaConfig>,
+    /// Latency added to every I/O (device emulation).
+    pub emulate_device: DeviceClassArg,
 }
 
 fn read_config(path: &Path) -> CliResult<ConfigFile> {
@@ -240,6 +250,17 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
                  or 4GB (units B, kB, MB, GB, TB; a bare number is kB)"
             ))
         })?;
+    let emulate_device = match (args.emulate_device, file.emulate_device) {
+        (Some(class), _) => class,
+        (None, None) => DeviceClassArg::Real,
+        (None, Some(name)) => {
+            <DeviceClassArg as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
+                CliError::new(format!(
+                    "unknown emulate_device \"{name}\" (real, low-latency, nand or external)"
+                ))
+            })?
+        }
+    };
     let ha_follow = args.ha_follow.clone().or(file.ha_follow);
     let ha_replication_listen = args.ha_replication_listen.or(file.ha_replication_listen);
     let listen = args
@@ -285,6 +306,7 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
     };
     Ok(Settings {
         ha,
+        emulate_device,
         ha_replication_listen,
         ha_follow,
         listen,
@@ -345,8 +367,19 @@ fn open_database(settings: &Settings, standby: bool) -> CliResult<Database> {
         buffer_size: BufferSize::Bytes(settings.buffer_bytes),
         ..DatabaseConfig::default()
     };
-    let db = Database::open(data_dir, config)
-        .context(|| format!("opening database in {}", data_dir.display()))?;
+    let db = match settings.emulate_device {
+        DeviceClassArg::Real => Database::open(data_dir, config),
+        class => {
+            log::warn!(
+                "device emulation: every I/O takes at least the {} class's latency",
+                class.name()
+            );
+            hayate_engine::open_default(data_dir).and_then(|io| {
+                Database::open_with_io(Arc::new(LatencyIo::with_class(io, class.class())), config)
+            })
+        }
+    }
+    .context(|| format!("opening database in {}", data_dir.display()))?;
     if standby {
         db.start_standby()
             .map_err(|error| CliError::new(format!("starting as a standby: {error}")))?;

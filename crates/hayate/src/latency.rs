@@ -1,4 +1,5 @@
-//! Device emulation: `LatencyIo` wraps any `Io` and makes every I/O take at least a configured
+//! Device emulation (the lab's device classes, and `hayate serve --emulate-device`, which
+//! the lab's `ha` experiment gives a standby on a memory-backed file): `LatencyIo` wraps any `Io` and makes every I/O take at least a configured
 //! latency, to compare the engine on device classes we do not have (a ~10 us low-latency SSD,
 //! a ~100 us NAND SSD, a ~1 ms external/SAN volume).
 //!
@@ -68,6 +69,39 @@ impl DeviceClass {
             DeviceClass::LowLatency => uniform(Duration::from_micros(10), None),
             DeviceClass::Nand => uniform(Duration::from_micros(100), None),
             DeviceClass::External => uniform(Duration::from_millis(1), Some(16_000)),
+        }
+    }
+}
+
+/// A device class as a command-line value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeviceClassArg {
+    /// The real device under --dir, no added latency.
+    Real,
+    /// Emulated low-latency SSD: +10 us per read, write and sync.
+    LowLatency,
+    /// Emulated NAND NVMe SSD: +100 us per I/O.
+    Nand,
+    /// Emulated external (SAN) storage: +1 ms per I/O, at most 16,000 IOPS.
+    External,
+}
+
+impl DeviceClassArg {
+    pub fn class(self) -> DeviceClass {
+        match self {
+            DeviceClassArg::Real => DeviceClass::Real,
+            DeviceClassArg::LowLatency => DeviceClass::LowLatency,
+            DeviceClassArg::Nand => DeviceClass::Nand,
+            DeviceClassArg::External => DeviceClass::External,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceClassArg::Real => "real",
+            DeviceClassArg::LowLatency => "low-latency",
+            DeviceClassArg::Nand => "nand",
+            DeviceClassArg::External => "external",
         }
     }
 }
