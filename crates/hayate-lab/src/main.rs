@@ -29,6 +29,8 @@
 //!   (`hayate-lab server`).
 //! - `benchbase` (feature `peers`): BenchBase, built by the user, against Hayate's server and
 //!   PostgreSQL (`hayate-lab benchbase`).
+//! - `ha` (feature `peers`): the HA paper's Case B, durable updates with and without a
+//!   synchronous standby, Hayate beside PostgreSQL's synchronous streaming (`hayate-lab ha`).
 //! - `temp`: the temporary space (external sort, partitioned hash join; `hayate-lab temp`),
 //!   through the engine's spill path (`temp::engine`) and through SQL queries with a small and
 //!   a large work_mem (`temp::sql`).
@@ -44,6 +46,8 @@ mod benchbase;
 mod device;
 mod driver;
 mod fibers;
+#[cfg(feature = "peers")]
+mod ha;
 mod io;
 mod machine;
 mod model;
@@ -122,6 +126,20 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         options: Vec<String>,
     },
+    /// High availability, the paper's Case B: durable updates through the server alone and
+    /// with a synchronous standby (on this disk, and on tmpfs with an emulated low-latency
+    /// device), at small and full buffers, beside PostgreSQL with a synchronous streaming
+    /// standby. Needs the feature `peers`.
+    #[cfg(feature = "peers")]
+    Ha(ha::HaArgs),
+    /// High availability, Case B: this build lacks the feature `peers` it needs (cargo run
+    /// --release -p hayate-lab --features peers -- ha).
+    #[cfg(not(feature = "peers"))]
+    Ha {
+        /// The experiment's options (read by a build with the feature `peers`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        options: Vec<String>,
+    },
     /// Micro benchmarks of the engine: in-memory B+tree, group commit on the real device,
     /// durable updates as tasks versus OS threads.
     Bench(bench::BenchArgs),
@@ -159,6 +177,14 @@ fn run(command: &Command) -> CliResult<()> {
             "this hayate-lab was built without the feature `peers`, which `benchbase` needs \
              (the PostgreSQL server and client): run `cargo run --release -p hayate-lab \
              --features peers -- benchbase --benchbase-dir DIR`",
+        )),
+        #[cfg(feature = "peers")]
+        Command::Ha(args) => ha::run(args),
+        #[cfg(not(feature = "peers"))]
+        Command::Ha { .. } => Err(hayate::error::CliError::new(
+            "this hayate-lab was built without the feature `peers`, which `ha` needs (the \
+             PostgreSQL server and client): run `cargo run --release -p hayate-lab --features \
+             peers -- ha`",
         )),
         Command::Bench(args) => bench::run(args),
     }

@@ -24,10 +24,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use postgres::{Client, NoTls};
+use postgres::Client;
 
 use super::postgres::primitive::session;
-use super::postgres::{postgres_error, tpcc, DATABASE, LAB_USER};
+use super::postgres::{postgres_error, tpcc};
 use super::server::LabServer;
 use super::sql::primitive::{load_tables_in_parallel, sql_integer};
 use crate::driver::{Driver, DriverError, DriverResult};
@@ -53,6 +53,8 @@ struct State {
     settings: BTreeMap<String, String>,
     /// The buffer the server runs with (`set_buffer_bytes`; None: `hayate serve`'s default).
     buffer_bytes: Option<u64>,
+    /// More arguments of `hayate serve` (`restart_with`).
+    extra_args: Vec<String>,
 }
 
 impl HayateWireDriver {
@@ -72,6 +74,7 @@ impl HayateWireDriver {
                 lab,
                 settings,
                 buffer_bytes: None,
+                extra_args: Vec::new(),
             }),
         };
         (driver.state().settings).insert("buffer_bytes_requested".into(), buffer_bytes.to_string());
@@ -84,15 +87,8 @@ impl HayateWireDriver {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn connect_client(&self) -> DriverResult<Client> {
-        postgres::Config::new()
-            .host("127.0.0.1")
-            .port(self.port)
-            .user(LAB_USER)
-            .dbname(DATABASE)
-            .application_name("hayate-lab")
-            .connect(NoTls)
-            .map_err(|error| renamed(postgres_error(error)))
+    pub(crate) fn connect_client(&self) -> DriverResult<Client> {
+        engines::hayate_client(self.port)
     }
 
     fn load_table(&self, spec: &PrimitiveSpec, table: u32, loaded: &AtomicU64) -> DriverResult<()> {
@@ -141,6 +137,43 @@ impl HayateWireDriver {
     fn stop_and_remove(&self) -> DriverResult<()> {
         self.state().lab.stop_and_remove()
     }
+
+    /// Stops the server (a clean shutdown), runs `while_stopped` on its data directory, and
+    /// starts it again with `extra_args` for `hayate serve` from now on (e.g. a primary's
+    /// `--ha-replication-listen`, after its directory was copied for a standby).
+    pub fn restart_with(
+        &self,
+        extra_args: Vec<String>,
+        while_stopped: &mut dyn FnMut(&Path) -> DriverResult<()>,
+    ) -> DriverResult<()> {
+        let mut state = self.state();
+        state.extra_args = extra_args;
+        self.restart(&mut state, while_stopped)
+    }
+
+    fn restart(
+        &self,
+        state: &mut State,
+        while_stopped: &mut dyn FnMut(&Path) -> DriverResult<()>,
+    ) -> DriverResult<()> {
+        state.lab.stop()?;
+        let directory = state
+            .lab
+            .directory()
+            .ok_or_else(|| DriverError::fatal("hayate-wire: the server's directory is gone"))?
+            .path()
+            .to_path_buf();
+        while_stopped(&directory.join("data"))?;
+        let process = engines::spawn_hayate_with(
+            &directory,
+            self.port,
+            state.buffer_bytes,
+            None,
+            &state.extra_args,
+        )?;
+        state.lab.set_process(process);
+        Ok(())
+    }
 }
 
 impl Driver for HayateWireDriver {
@@ -170,16 +203,8 @@ impl Driver for HayateWireDriver {
         if state.buffer_bytes == Some(bytes) {
             return Ok(());
         }
-        state.lab.stop()?;
-        let directory = state
-            .lab
-            .directory()
-            .ok_or_else(|| DriverError::fatal("hayate-wire: the server's directory is gone"))?
-            .path()
-            .to_path_buf();
-        let process = engines::spawn_hayate(&directory, self.port, Some(bytes), None)?;
-        state.lab.set_process(process);
         state.buffer_bytes = Some(bytes);
+        self.restart(&mut state, &mut |_| Ok(()))?;
         state
             .settings
             .insert("buffer_bytes".into(), bytes.to_string());

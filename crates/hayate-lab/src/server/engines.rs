@@ -263,6 +263,17 @@ pub fn spawn_hayate(
     buffer_bytes: Option<u64>,
     socket_dir: Option<&Path>,
 ) -> DriverResult<ServerProcess> {
+    spawn_hayate_with(directory, port, buffer_bytes, socket_dir, &[])
+}
+
+/// `spawn_hayate` with more arguments of `hayate serve` (replication, device emulation).
+pub fn spawn_hayate_with(
+    directory: &Path,
+    port: u16,
+    buffer_bytes: Option<u64>,
+    socket_dir: Option<&Path>,
+    extra_args: &[String],
+) -> DriverResult<ServerProcess> {
     let executable = hayate_executable()?;
     let data_dir = directory.join("data");
     let log_path = directory.join("server.log");
@@ -279,21 +290,28 @@ pub fn spawn_hayate(
     if let Some(bytes) = buffer_bytes {
         command.arg("--buffer-size").arg(format!("{bytes}B"));
     }
+    command.args(extra_args);
     let mut process = ServerProcess::spawn("Hayate", command, &log_path, libc::SIGTERM)?;
     process.wait_ready(HAYATE_STARTUP_TIMEOUT, || {
-        let mut client = ::postgres::Config::new()
-            .host("127.0.0.1")
-            .port(port)
-            .user(postgres::LAB_USER)
-            .dbname(postgres::DATABASE)
-            .connect(::postgres::NoTls)
-            .map_err(|error| error.to_string())?;
+        let mut client = hayate_client(port).map_err(|error| error.message)?;
         client
             .simple_query("SELECT 1")
             .map(|_| ())
             .map_err(|error| error.to_string())
     })?;
     Ok(process)
+}
+
+/// A connection to `hayate serve` on 127.0.0.1:`port` as the lab's user.
+pub fn hayate_client(port: u16) -> DriverResult<::postgres::Client> {
+    ::postgres::Config::new()
+        .host("127.0.0.1")
+        .port(port)
+        .user(postgres::LAB_USER)
+        .dbname(postgres::DATABASE)
+        .application_name("hayate-lab")
+        .connect(::postgres::NoTls)
+        .map_err(|error| DriverError::fatal(format!("Hayate server on port {port}: {error}")))
 }
 
 /// Hayate's durability and caching as `hayate serve` runs it: its defaults, with a buffer of

@@ -185,25 +185,18 @@ impl PostgresDriver {
     }
 
     fn start(&self, buffer_bytes: u64) -> DriverResult<()> {
-        let shared_buffers_kib = buffer_bytes.max(SHARED_BUFFERS_BYTES_MIN) / 1024;
-        let mut command = server::command_as(&self.bin.join("postgres"), self.user.as_ref());
-        command.arg("-D").arg(&self.data_dir);
-        let mut setting = |name: &str, value: String| {
-            command.arg("-c").arg(format!("{name}={value}"));
-        };
         let listen = if self.tcp { "127.0.0.1" } else { "" };
-        setting("listen_addresses", listen.to_string());
-        setting(
-            "unix_socket_directories",
-            self.socket_dir.display().to_string(),
+        let command = server_command(
+            &self.bin,
+            self.user.as_ref(),
+            ServerPlace {
+                data_dir: &self.data_dir,
+                socket_dir: &self.socket_dir,
+                port: self.port,
+                listen,
+            },
+            buffer_bytes,
         );
-        setting("port", self.port.to_string());
-        setting("max_connections", MAX_CONNECTIONS.to_string());
-        setting("shared_buffers", format!("{shared_buffers_kib}kB"));
-        // Durable commits; wal_sync_method stays the platform default (fdatasync on Linux).
-        setting("fsync", "on".into());
-        setting("synchronous_commit", "on".into());
-        setting("full_page_writes", "on".into());
         let mut process =
             ServerProcess::spawn("PostgreSQL", command, &self.log_path, libc::SIGINT)?;
         process.wait_ready(server::STARTUP_TIMEOUT, || {
@@ -264,6 +257,71 @@ impl PostgresDriver {
         Ok((version, settings))
     }
 
+    /// A streaming standby of this server in a lab directory under `base_dir`: a base backup
+    /// (`pg_basebackup -X stream -R`) with a physical replication slot, so that the standby
+    /// may stop and catch up later, started as a hot standby with a buffer of `buffer_bytes`.
+    /// It counts for commits only once `set_synchronous(true)`.
+    pub fn start_standby(
+        &self,
+        base_dir: &Path,
+        buffer_bytes: u64,
+    ) -> DriverResult<PostgresStandby> {
+        let mut directory =
+            LabDirectory::create(base_dir, "postgresql-standby", self.user.as_ref())?;
+        let port = self.port + 1;
+        let socket_dir =
+            directory.socket_directory(&format!(".s.PGSQL.{port}"), self.user.as_ref())?;
+        let data_dir = directory.path().join("data");
+        let mut client = self.connect_client().map_err(postgres_error)?;
+        client
+            .batch_execute(&format!(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots \
+                 WHERE slot_name = '{STANDBY_SLOT}'"
+            ))
+            .map_err(postgres_error)?;
+        let mut backup = server::command_as(&self.bin.join("pg_basebackup"), self.user.as_ref());
+        backup
+            .arg("--pgdata")
+            .arg(&data_dir)
+            .arg("--host")
+            .arg(&self.socket_dir)
+            .args(["--port", &self.port.to_string(), "--username", LAB_USER])
+            .args([
+                "--wal-method=stream",
+                "--write-recovery-conf",
+                "--create-slot",
+            ])
+            .args(["--slot", STANDBY_SLOT, "--checkpoint=fast"]);
+        let setup_log = directory.path().join("basebackup.log");
+        server::run_setup("pg_basebackup", backup, &setup_log, server::STARTUP_TIMEOUT)?;
+        let mut standby = PostgresStandby {
+            bin: self.bin.clone(),
+            user: self.user.clone(),
+            log_path: directory.path().join("server.log"),
+            data_dir,
+            socket_dir,
+            port,
+            buffer_bytes,
+            lab: LabServer::new(directory),
+        };
+        standby.start()?;
+        Ok(standby)
+    }
+
+    /// Makes every standby synchronous (`synchronous_standby_names = '*'`: a commit returns
+    /// once its WAL is flushed on the standby, `synchronous_commit = on`) or none.
+    pub fn set_synchronous(&self, synchronous: bool) -> DriverResult<()> {
+        let names = if synchronous { "*" } else { "" };
+        let mut client = self.connect_client().map_err(postgres_error)?;
+        // Two statements: ALTER SYSTEM refuses to run in a transaction block.
+        client
+            .batch_execute(&format!(
+                "ALTER SYSTEM SET synchronous_standby_names = '{names}'"
+            ))
+            .and_then(|_| client.batch_execute("SELECT pg_reload_conf()"))
+            .map_err(postgres_error)
+    }
+
     fn stop_server(&self) -> DriverResult<()> {
         self.state().lab.stop()
     }
@@ -316,6 +374,117 @@ impl Driver for PostgresDriver {
 impl Drop for PostgresDriver {
     fn drop(&mut self) {
         if let Err(error) = self.stop_and_remove() {
+            log::warn!("{error}");
+        }
+    }
+}
+
+/// The name of the standby's physical replication slot.
+const STANDBY_SLOT: &str = "hayate_lab_standby";
+
+/// Where a `postgres` server lives and listens.
+struct ServerPlace<'a> {
+    data_dir: &'a Path,
+    /// Its Unix-domain socket's directory; `port` names the socket.
+    socket_dir: &'a Path,
+    port: u16,
+    /// TCP address (empty: none).
+    listen: &'a str,
+}
+
+/// `postgres` with the lab's settings: a buffer of `buffer_bytes`, durable commits.
+fn server_command(
+    bin: &Path,
+    user: Option<&ServerUser>,
+    place: ServerPlace,
+    buffer_bytes: u64,
+) -> std::process::Command {
+    let shared_buffers_kib = buffer_bytes.max(SHARED_BUFFERS_BYTES_MIN) / 1024;
+    let mut command = server::command_as(&bin.join("postgres"), user);
+    command.arg("-D").arg(place.data_dir);
+    let mut setting = |name: &str, value: String| {
+        command.arg("-c").arg(format!("{name}={value}"));
+    };
+    setting("listen_addresses", place.listen.to_string());
+    setting(
+        "unix_socket_directories",
+        place.socket_dir.display().to_string(),
+    );
+    setting("port", place.port.to_string());
+    setting("max_connections", MAX_CONNECTIONS.to_string());
+    setting("shared_buffers", format!("{shared_buffers_kib}kB"));
+    // Durable commits; wal_sync_method stays the platform default (fdatasync on Linux).
+    setting("fsync", "on".into());
+    setting("synchronous_commit", "on".into());
+    setting("full_page_writes", "on".into());
+    command
+}
+
+/// A hot standby of a `PostgresDriver`'s server (`start_standby`), streaming from it through
+/// a replication slot. Stopped and removed on drop.
+pub struct PostgresStandby {
+    bin: PathBuf,
+    user: Option<ServerUser>,
+    data_dir: PathBuf,
+    socket_dir: PathBuf,
+    port: u16,
+    buffer_bytes: u64,
+    log_path: PathBuf,
+    lab: LabServer,
+}
+
+impl PostgresStandby {
+    /// Starts it (again): it catches up from its slot and streams.
+    pub fn start(&mut self) -> DriverResult<()> {
+        let command = server_command(
+            &self.bin,
+            self.user.as_ref(),
+            ServerPlace {
+                data_dir: &self.data_dir,
+                socket_dir: &self.socket_dir,
+                port: self.port,
+                listen: "",
+            },
+            self.buffer_bytes,
+        );
+        let mut process =
+            ServerProcess::spawn("PostgreSQL standby", command, &self.log_path, libc::SIGINT)?;
+        process.wait_ready(server::STARTUP_TIMEOUT, || {
+            let mut client = self.connect().map_err(|error| error.to_string())?;
+            client
+                .simple_query("SELECT 1")
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        })?;
+        self.lab.set_process(process);
+        Ok(())
+    }
+
+    /// The buffer it gets at its next start.
+    pub fn set_buffer_bytes(&mut self, bytes: u64) {
+        self.buffer_bytes = bytes;
+    }
+
+    /// A connection to it (read-only).
+    pub fn connect(&self) -> Result<Client, postgres::Error> {
+        postgres::Config::new()
+            .host_path(&self.socket_dir)
+            .port(self.port)
+            .user(LAB_USER)
+            .dbname(DATABASE)
+            .application_name("hayate-lab")
+            .connect(NoTls)
+    }
+
+    /// Stops it (a fast shutdown); its slot keeps the WAL it will need.
+    pub fn stop(&mut self) -> DriverResult<()> {
+        self.lab.stop()
+    }
+}
+
+impl Drop for PostgresStandby {
+    fn drop(&mut self) {
+        if let Err(error) = self.lab.stop_and_remove() {
             log::warn!("{error}");
         }
     }

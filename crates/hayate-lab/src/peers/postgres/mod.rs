@@ -6,4 +6,4 @@ pub(crate) mod primitive;
 pub(crate) mod tpcc;
 
 pub(crate) use instance::postgres_error;
-pub use instance::{find_binaries, PostgresDriver, DATABASE, LAB_USER};
+pub use instance::{find_binaries, PostgresDriver, PostgresStandby, DATABASE, LAB_USER};
