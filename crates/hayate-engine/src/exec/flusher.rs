@@ -1,10 +1,12 @@
-//! The log flusher: one thread per database that makes the log durable on request, so a
+//! The log flusher: threads of the database that make the log durable on request, so a
 //! thread running many transactions (fibers, an event loop) never blocks on an fdatasync while
-//! it has other work.
+//! it has other work. There are two: on a primary, one leads the next flush while the other
+//! waits for the standby's acknowledgement of the last (`Wal::flush_to` overlaps them; alone,
+//! the second waits as a follower and takes the lead as soon as the flush ends).
 //!
 //! Protocol:
 //! 1. A committer calls `request(lsn)` (non-blocking) for its commit's position.
-//! 2. The flusher thread wakes, calls `Wal::flush_to` up to the highest position requested
+//! 2. A flusher thread wakes, calls `Wal::flush_to` up to the highest position requested
 //!    (group commit: every commit logged before the write shares the fdatasync), notifies, and
 //!    goes on while requests are ahead of the durable position.
 //! 3. A fiber polls `durable_lsn()` (and `stopped()`), sleeping a little between looks
@@ -30,6 +32,9 @@ use crate::wal::{Lsn, Wal};
 
 struct State {
     requested: Lsn,
+    /// The highest position a thread is flushing to now: another thread takes only a request
+    /// beyond it (and leads the next flush while that one waits for a standby).
+    in_flight: Lsn,
     stop: bool,
     /// Why flushing stopped.
     failure: Option<SharedFailure>,
@@ -48,9 +53,12 @@ struct Shared {
     flushed: FlushedHook,
 }
 
+/// Flusher threads: a primary's flushes overlap two at a time (module documentation).
+const FLUSHER_THREADS: usize = 2;
+
 pub struct LogFlusher {
     shared: Arc<Shared>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl LogFlusher {
@@ -59,6 +67,7 @@ impl LogFlusher {
             wal,
             state: Mutex::new(State {
                 requested: 0,
+                in_flight: 0,
                 stop: false,
                 failure: None,
                 wakers: Vec::new(),
@@ -67,14 +76,18 @@ impl LogFlusher {
             done: Condvar::new(),
             flushed,
         });
-        let thread_shared = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("hayate-log-flusher".into())
-            .spawn(move || run(&thread_shared))
-            .expect("spawn log flusher thread");
+        let threads = (0..FLUSHER_THREADS)
+            .map(|_| {
+                let thread_shared = shared.clone();
+                std::thread::Builder::new()
+                    .name("hayate-log-flusher".into())
+                    .spawn(move || run(&thread_shared))
+                    .expect("spawn log flusher thread")
+            })
+            .collect();
         LogFlusher {
             shared,
-            thread: Mutex::new(Some(thread)),
+            threads: Mutex::new(threads),
         }
     }
 
@@ -111,7 +124,7 @@ impl LogFlusher {
     pub fn stop(&self) {
         self.shared.state.lock().stop = true;
         self.shared.work.notify_all();
-        if let Some(thread) = self.thread.lock().take() {
+        for thread in std::mem::take(&mut *self.threads.lock()) {
             let _ = thread.join();
         }
         self.shared.done.notify_all();
@@ -180,12 +193,15 @@ fn run(shared: &Shared) {
     loop {
         let target = {
             let mut state = shared.state.lock();
-            while state.requested <= shared.wal.durable_lsn() && !state.stop {
+            let covered =
+                |state: &State| state.requested <= shared.wal.durable_lsn().max(state.in_flight);
+            while covered(&state) && !state.stop {
                 shared.work.wait(&mut state);
             }
-            if state.requested <= shared.wal.durable_lsn() {
-                return; // stopping, nothing left to flush
+            if covered(&state) {
+                return; // stopping, nothing left to flush (or another thread flushes it)
             }
+            state.in_flight = state.requested;
             state.requested
         };
         let result = shared.wal.flush_to(target);

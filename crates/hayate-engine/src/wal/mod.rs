@@ -228,6 +228,7 @@ impl Wal {
             group_open: false,
             flush_parity: 0,
             flushing_end_lsn: end_lsn,
+            written_lsn: end_lsn,
         };
         let wal = Wal {
             io,

@@ -16,6 +16,13 @@
 //!    LSN and wakes the committers it covered, and one committer it did not cover, which
 //!    leads the next flush (that flush covers every committer waiting then, since they all
 //!    appended before it started).
+//! 6. On a primary (a log shipper installed) step 5 wakes the next leader as soon as the
+//!    local write is synced (`written_lsn`), and only then does this leader wait for the
+//!    standby's acknowledgement, without the mutex; flushes overlap, so the next one writes
+//!    while this one waits. The local writes stay one at a time and in order, and a standby
+//!    acknowledges positions in order, so whichever wait ends advances the durable LSN to its
+//!    own end (it only grows); the committers of a flush written but not yet acknowledged
+//!    wait on `flushed`. Once a wait has failed (`stopped`), no later one advances it.
 //!
 //! Committers wait on one of two condition variables, by the parity of the flush that will
 //! make them durable: the running one if their LSN is at or before its end, else the next.
@@ -63,6 +70,10 @@ pub(crate) struct WriterState {
     pub flush_parity: usize,
     /// End LSN of the running flush, or of the last one.
     pub flushing_end_lsn: Lsn,
+    /// End of the last flush written and synced here: `durable_lsn`, or past it while that
+    /// flush waits for the standby (a primary's flushes overlap: the next one writes while
+    /// the last one waits).
+    pub written_lsn: Lsn,
 }
 
 /// Holds the log's part group open: while it lives, only its owner appends.
@@ -305,7 +316,10 @@ impl Wal {
             if state.durable_lsn >= lsn {
                 break;
             }
-            if state.spare.is_some() {
+            if lsn <= state.written_lsn {
+                // Written here; its leader waits for the standby and wakes `flushed`.
+                self.flushed.wait(&mut state);
+            } else if state.spare.is_some() {
                 self.lead_flush(&mut state)?;
             } else {
                 // The running flush covers `lsn`, or the next one will.
@@ -359,25 +373,43 @@ impl Wal {
             local.map_err(FlushFailure::Local)?;
             self.local_durable_lsn_published
                 .fetch_max(flush_end_lsn, Ordering::AcqRel);
-            match &shipper {
-                Some(shipper) => shipper
-                    .wait_replicated(flush_end_lsn)
-                    .map_err(FlushFailure::Replication),
-                None => Ok(()),
-            }
+            Ok(())
         });
         state.spare = Some(flushing);
-        let result = match result {
-            Ok(()) => {
-                state.durable_lsn = flush_end_lsn;
-                self.durable_lsn_published
-                    .store(flush_end_lsn, Ordering::Release);
-                self.counters.flushes.fetch_add(1, Ordering::Relaxed);
-                self.counters
-                    .bytes_written
-                    .fetch_add(write_len as u64, Ordering::Relaxed);
+        let pipelined = result.is_ok() && shipper.is_some();
+        let result = match (result, shipper) {
+            (Ok(()), Some(shipper)) => {
+                self.count_flush(write_len);
+                state.written_lsn = state.written_lsn.max(flush_end_lsn);
+                // The buffer is back: the next flush may write while this one waits for the
+                // standby (its committers now wait on `flushed`).
+                let parity = state.flush_parity;
+                self.committers[parity].notify_all();
+                self.committers[parity ^ 1].notify_one();
+                self.flushed.notify_all();
+                MutexGuard::unlocked(state, || shipper.wait_replicated(flush_end_lsn))
+                    .map_err(FlushFailure::Replication)
+                    .and_then(|()| match &state.stopped {
+                        // An earlier flush's wait failed: this node acknowledges nothing more.
+                        Some(reason) => {
+                            Err(FlushFailure::Replication(Error::NotPrimary(reason.clone())))
+                        }
+                        None => {
+                            self.publish_durable(state, flush_end_lsn);
+                            Ok(())
+                        }
+                    })
+            }
+            (Ok(()), None) => {
+                self.count_flush(write_len);
+                state.written_lsn = flush_end_lsn;
+                self.publish_durable(state, flush_end_lsn);
                 Ok(())
             }
+            (Err(error), _) => Err(error),
+        };
+        let result = match result {
+            Ok(()) => Ok(()),
             Err(FlushFailure::Local(error)) => {
                 log::error!("WAL flush to {flush_end_lsn} failed, WAL poisoned: {error}");
                 state.poisoned = Some(error.to_string());
@@ -397,13 +429,28 @@ impl Wal {
         };
         self.flushed.notify_all();
         let parity = state.flush_parity;
-        self.committers[parity].notify_all();
-        if result.is_ok() {
-            self.committers[parity ^ 1].notify_one();
-        } else {
+        if result.is_err() {
+            self.committers[parity].notify_all();
             self.committers[parity ^ 1].notify_all();
+        } else if !pipelined {
+            self.committers[parity].notify_all();
+            self.committers[parity ^ 1].notify_one();
         }
         result
+    }
+
+    fn count_flush(&self, write_len: usize) {
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes_written
+            .fetch_add(write_len as u64, Ordering::Relaxed);
+    }
+
+    /// Every byte before `lsn` is durable (here and, on a primary, on its standby). Flushes
+    /// of a primary finish their waits out of order; the durable position only grows.
+    fn publish_durable(&self, state: &mut WriterState, lsn: Lsn) {
+        state.durable_lsn = state.durable_lsn.max(lsn);
+        self.durable_lsn_published.fetch_max(lsn, Ordering::AcqRel);
     }
 
     /// A standby's append: copies the primary's log bytes `[lsn, lsn + bytes.len())` to the log
@@ -480,6 +527,7 @@ impl Wal {
         state.end_lsn = lsn;
         state.durable_lsn = lsn;
         state.flushing_end_lsn = lsn;
+        state.written_lsn = lsn;
         self.end_lsn_published.store(lsn, Ordering::Release);
         self.durable_lsn_published.store(lsn, Ordering::Release);
         self.local_durable_lsn_published

@@ -148,6 +148,11 @@ pub struct HaRun {
     pub latency: Percentiles,
     /// With a standby: whether it applied every update (sum of C1 equal on both nodes).
     pub standby_agrees: Option<bool>,
+    /// CPU seconds of the primary's and the standby's server processes in the measured run.
+    pub primary_cpu_seconds: f64,
+    pub standby_cpu_seconds: Option<f64>,
+    /// CPUs of this machine (the nodes and the clients share them).
+    pub cpus: usize,
     /// Why the run did not measure.
     pub error: Option<String>,
 }
@@ -265,7 +270,16 @@ impl Bench<'_> {
             ..HaRun::default()
         };
         match self.measure_run(driver, standby, percent, &name) {
-            Ok((transactions, latency, agrees)) => {
+            Ok(Measured {
+                transactions,
+                latency,
+                agrees,
+                primary_cpu_seconds,
+                standby_cpu_seconds,
+            }) => {
+                run.primary_cpu_seconds = primary_cpu_seconds;
+                run.standby_cpu_seconds = standby_cpu_seconds;
+                run.cpus = std::thread::available_parallelism().map_or(1, usize::from);
                 run.transactions = transactions;
                 run.tps = transactions as f64 / self.args.seconds as f64;
                 run.latency = latency;
@@ -287,7 +301,7 @@ impl Bench<'_> {
         standby: Option<(Setting, &dyn Standby)>,
         percent: f64,
         name: &str,
-    ) -> DriverResult<(u64, Percentiles, Option<bool>)> {
+    ) -> DriverResult<Measured> {
         if let Some((_, standby)) = standby {
             standby.wait_synchronous(&mut driver.client()?)?;
         }
@@ -309,9 +323,16 @@ impl Bench<'_> {
                 run_sessions(driver, &job(self.args.warmup, 7))
             })?;
         }
+        let cpu = |pids: &[u32]| crate::sysstat::process_tree_cpu_seconds(pids);
+        let primary_before = cpu(&driver.server_pids());
+        let standby_before = standby.map(|(_, standby)| cpu(&standby.pids()));
         let outcome = with_progress(name, self.args.seconds, || {
             run_sessions(driver, &job(self.args.seconds, 11))
         })?;
+        let primary_cpu_seconds = cpu(&driver.server_pids()) - primary_before;
+        let standby_cpu_seconds = standby
+            .zip(standby_before)
+            .map(|((_, standby), before)| cpu(&standby.pids()) - before);
         let agrees = match standby {
             Some((_, standby)) => Some(nodes::standby_agrees(
                 &mut driver.client()?,
@@ -320,12 +341,23 @@ impl Bench<'_> {
             )?),
             None => None,
         };
-        Ok((
-            outcome.transactions,
-            percentiles(&outcome.latency, outcome.latency_sum_ns),
+        Ok(Measured {
+            transactions: outcome.transactions,
+            latency: percentiles(&outcome.latency, outcome.latency_sum_ns),
             agrees,
-        ))
+            primary_cpu_seconds,
+            standby_cpu_seconds,
+        })
     }
+}
+
+/// What a measured run gives.
+struct Measured {
+    transactions: u64,
+    latency: Percentiles,
+    agrees: Option<bool>,
+    primary_cpu_seconds: f64,
+    standby_cpu_seconds: Option<f64>,
 }
 
 fn run_hayate(

@@ -43,6 +43,8 @@ pub trait Standby {
     fn client(&self) -> DriverResult<Client>;
     /// Returns once the primary (`primary`) counts it for its commits.
     fn wait_synchronous(&self, primary: &mut Client) -> DriverResult<()>;
+    /// Its server's processes (for their CPU time).
+    fn pids(&self) -> Vec<u32>;
 }
 
 /// Setting (b) needs a memory-backed file system.
@@ -182,6 +184,10 @@ impl Standby for HayateStandby {
         engines::hayate_client(self.port)
     }
 
+    fn pids(&self) -> Vec<u32> {
+        self.process.pids()
+    }
+
     /// Connected, then one commit through it (acknowledged only once the standby has it
     /// durable), then recorded as the synchronous one.
     fn wait_synchronous(&self, primary: &mut Client) -> DriverResult<()> {
@@ -235,6 +241,10 @@ impl PostgresStandbyNode {
 impl Standby for PostgresStandbyNode {
     fn client(&self) -> DriverResult<Client> {
         self.standby.connect().map_err(postgres_error)
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.standby.pids()
     }
 
     fn wait_synchronous(&self, primary: &mut Client) -> DriverResult<()> {

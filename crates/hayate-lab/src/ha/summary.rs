@@ -52,6 +52,27 @@ pub fn overhead(results: &HaResults, engine: &str, percent: f64, setting: Settin
     (alone > 0.0).then(|| 1.0 - with / alone)
 }
 
+/// The standby's share of the machine's CPU time in the measured runs (the paper's standby
+/// is a server of its own).
+fn standby_cpu_share(
+    results: &HaResults,
+    engine: &str,
+    percent: f64,
+    setting: Setting,
+) -> Option<f64> {
+    let (mut standby, mut available) = (0.0, 0.0);
+    for run in results.runs.iter().filter(|run| {
+        run.engine == engine
+            && run.buffer_percent == percent
+            && run.setting == Some(setting)
+            && run.error.is_none()
+    }) {
+        standby += run.standby_cpu_seconds?;
+        available += results.seconds as f64 * run.cpus as f64;
+    }
+    (available > 0.0).then(|| standby / available)
+}
+
 fn percent_text(value: f64) -> String {
     format!("{:.1}%", value * 100.0)
 }
@@ -84,8 +105,14 @@ pub fn summary(results: &HaResults) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<11} {:>7}  {:>10}  {:<50} {:>10} {:>9}",
-        "engine", "buffer", "alone tps", "with a synchronous standby", "tps", "overhead"
+        "{:<11} {:>7}  {:>10}  {:<50} {:>10} {:>9} {:>12}",
+        "engine",
+        "buffer",
+        "alone tps",
+        "with a synchronous standby",
+        "tps",
+        "overhead",
+        "standby CPU"
     );
     for engine in &engines {
         for &percent in &percents {
@@ -101,13 +128,15 @@ pub fn summary(results: &HaResults) -> String {
                 });
                 let _ = writeln!(
                     out,
-                    "{:<11} {:>6}%  {:>10}  {:<50} {:>10} {:>9}{}",
+                    "{:<11} {:>6}%  {:>10}  {:<50} {:>10} {:>9} {:>12}{}",
                     engine,
                     percent,
                     alone.map_or("-".into(), format_rate),
                     setting.label(),
                     format_rate(with),
                     overhead(results, engine, percent, setting).map_or("-".into(), percent_text),
+                    standby_cpu_share(results, engine, percent, setting)
+                        .map_or("-".into(), percent_text),
                     if agrees {
                         ""
                     } else {
@@ -117,6 +146,11 @@ pub fn summary(results: &HaResults) -> String {
             }
         }
     }
+    let _ = writeln!(
+        out,
+        "standby CPU: the standby server's share of this machine's CPU time in the measured \
+         runs (the paper's standby is a server of its own)."
+    );
     for run in results.runs.iter().filter(|run| run.error.is_some()) {
         let _ = writeln!(
             out,

@@ -323,45 +323,95 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
         };
         match tag {
             b'D' => {
-                let lsn = lsn_of(&payload)?;
-                let durable = db
-                    .receive_log(lsn, &payload[8..])
-                    .map_err(io::Error::other)?;
-                reported_applied = db.applied_lsn();
-                acknowledge(&mut socket, durable, reported_applied)?;
-                shared.received.notify();
-            }
-            b'I' => {
-                let identity = Identity::decode(&payload)?;
-                if shared.identity.lock().as_ref() != Some(&identity) {
-                    identity.store(&shared.config.dir)?;
-                    *shared.identity.lock() = Some(identity);
+                // The primary's flushes overlap: take every range already here in one write
+                // and sync (they are contiguous), and acknowledge once.
+                let mut lsn = lsn_of(&payload)?;
+                let mut bytes = payload;
+                bytes.drain(..8);
+                let mut next = drain_contiguous(&mut socket, lsn, &mut bytes)?;
+                loop {
+                    let durable = db.receive_log(lsn, &bytes).map_err(io::Error::other)?;
+                    reported_applied = db.applied_lsn();
+                    acknowledge(&mut socket, durable, reported_applied)?;
+                    shared.received.notify();
+                    // A range that did not follow on (a resend) goes on its own.
+                    match next.take() {
+                        Some((b'D', payload)) => {
+                            lsn = lsn_of(&payload)?;
+                            bytes = payload[8..].to_vec();
+                        }
+                        Some((tag, payload)) => {
+                            handle_control(shared, primary, tag, &payload)?;
+                            break;
+                        }
+                        None => break,
+                    }
                 }
             }
-            b'R' => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "the primary {primary} cannot feed this standby: {}",
-                        String::from_utf8_lossy(&payload)
-                    ),
-                ))
-            }
-            b'E' => {
-                return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!(
-                        "the primary {primary} refused this standby: {}",
-                        String::from_utf8_lossy(&payload)
-                    ),
-                ))
-            }
-            other => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("replication message {other:#x}"),
-                ))
-            }
+            other => handle_control(shared, primary, other, &payload)?,
         }
     }
+}
+
+/// Reads the messages already in the socket without waiting: `D` ranges that continue
+/// `bytes` (which starts at `lsn`) are appended to it, up to `BATCH_BYTES_MAX`; the first other
+/// message is returned.
+fn drain_contiguous(
+    socket: &mut TcpStream,
+    lsn: u64,
+    bytes: &mut Vec<u8>,
+) -> io::Result<Option<(u8, Vec<u8>)>> {
+    const BATCH_BYTES_MAX: usize = 8 << 20;
+    socket.set_nonblocking(true)?;
+    let result = (|| {
+        while bytes.len() < BATCH_BYTES_MAX {
+            match read_message(socket)? {
+                Some((b'D', payload)) if lsn_of(&payload)? == lsn + bytes.len() as u64 => {
+                    bytes.extend_from_slice(&payload[8..]);
+                }
+                other => return Ok(other),
+            }
+        }
+        Ok(None)
+    })();
+    socket.set_nonblocking(false)?;
+    result
+}
+
+/// A message other than `D`: the primary's identity, or a refusal.
+fn handle_control(shared: &Shared, primary: &str, tag: u8, payload: &[u8]) -> io::Result<()> {
+    match tag {
+        b'I' => {
+            let identity = Identity::decode(payload)?;
+            if shared.identity.lock().as_ref() != Some(&identity) {
+                identity.store(&shared.config.dir)?;
+                *shared.identity.lock() = Some(identity);
+            }
+        }
+        b'R' => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the primary {primary} cannot feed this standby: {}",
+                    String::from_utf8_lossy(payload)
+                ),
+            ))
+        }
+        b'E' => {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "the primary {primary} refused this standby: {}",
+                    String::from_utf8_lossy(payload)
+                ),
+            ))
+        }
+        other => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("replication message {other:#x}"),
+            ))
+        }
+    }
+    Ok(())
 }

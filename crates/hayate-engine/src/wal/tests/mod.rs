@@ -798,3 +798,131 @@ fn dsync_mode_flushes_without_fdatasync() {
 }
 
 mod group_commit;
+
+/// A standby stand-in whose acknowledgements the test gives by hand.
+#[derive(Default)]
+struct GatedShipper {
+    /// Acknowledged position, and waits for positions up to this one fail.
+    acked: parking_lot::Mutex<(Lsn, Lsn)>,
+    changed: parking_lot::Condvar,
+}
+
+impl GatedShipper {
+    fn acknowledge(&self, lsn: Lsn) {
+        self.acked.lock().0 = lsn;
+        self.changed.notify_all();
+    }
+
+    /// Waits for positions up to `lsn` fail (a lost lease).
+    fn fail_up_to(&self, lsn: Lsn) {
+        self.acked.lock().1 = lsn;
+        self.changed.notify_all();
+    }
+}
+
+impl LogShipper for GatedShipper {
+    fn ship(&self, _lsn: Lsn, _bytes: &[u8]) {}
+
+    fn wait_replicated(&self, lsn: Lsn) -> crate::error::Result<()> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut acked = self.acked.lock();
+        while acked.0 < lsn {
+            if lsn <= acked.1 || self.changed.wait_until(&mut acked, deadline).timed_out() {
+                return Err(crate::error::Error::NotPrimary("no acknowledgement".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_primary_writes_the_next_flush_while_the_last_waits_for_its_standby() {
+    let (_dir, io) = temp_io();
+    let (wal, _) = Wal::open(io, small_config(), 0).unwrap();
+    let wal = Arc::new(wal);
+    let shipper = Arc::new(GatedShipper::default());
+    shipper.acknowledge(wal.set_shipper(Some(shipper.clone())));
+    let first = wal.append(&commit(1, 100)).unwrap();
+    let first_flush = {
+        let wal = wal.clone();
+        std::thread::spawn(move || wal.flush_to(first.end_lsn))
+    };
+    wait_for("the first flush written locally", || {
+        wal.local_durable_lsn() >= first.end_lsn
+    });
+    assert!(
+        wal.durable_lsn() < first.end_lsn,
+        "durable before the standby acknowledged"
+    );
+    // The second flush is written while the first still waits for its acknowledgement.
+    let second = wal.append(&commit(2, 100)).unwrap();
+    let second_flush = {
+        let wal = wal.clone();
+        std::thread::spawn(move || wal.flush_to(second.end_lsn))
+    };
+    wait_for("the second flush written while the first waits", || {
+        wal.local_durable_lsn() >= second.end_lsn
+    });
+    assert!(wal.durable_lsn() < first.end_lsn);
+    // An acknowledgement of the first alone makes the first durable, not the second.
+    shipper.acknowledge(first.end_lsn);
+    first_flush.join().unwrap().unwrap();
+    assert!(wal.durable_lsn() >= first.end_lsn);
+    assert!(wal.durable_lsn() < second.end_lsn);
+    shipper.acknowledge(second.end_lsn);
+    second_flush.join().unwrap().unwrap();
+    assert_eq!(wal.durable_lsn(), second.end_lsn);
+}
+
+#[test]
+fn after_a_failed_wait_no_later_flush_becomes_durable() {
+    let (_dir, io) = temp_io();
+    let (wal, _) = Wal::open(io, small_config(), 0).unwrap();
+    let wal = Arc::new(wal);
+    let shipper = Arc::new(GatedShipper::default());
+    shipper.acknowledge(wal.set_shipper(Some(shipper.clone())));
+    let durable_before = wal.durable_lsn();
+    let first = wal.append(&commit(1, 100)).unwrap();
+    let first_flush = {
+        let wal = wal.clone();
+        std::thread::spawn(move || wal.flush_to(first.end_lsn))
+    };
+    wait_for("the first flush written locally", || {
+        wal.local_durable_lsn() >= first.end_lsn
+    });
+    let second = wal.append(&commit(2, 100)).unwrap();
+    let second_flush = {
+        let wal = wal.clone();
+        std::thread::spawn(move || wal.flush_to(second.end_lsn))
+    };
+    wait_for("the second flush written", || {
+        wal.local_durable_lsn() >= second.end_lsn
+    });
+    // The first wait fails (a lost lease) before the standby acknowledges the second.
+    shipper.fail_up_to(first.end_lsn);
+    let failed = first_flush.join().unwrap();
+    assert!(
+        matches!(failed, Err(crate::error::Error::NotPrimary(_))),
+        "{failed:?}"
+    );
+    shipper.acknowledge(second.end_lsn);
+    let later = second_flush.join().unwrap();
+    assert!(
+        matches!(later, Err(crate::error::Error::NotPrimary(_))),
+        "{later:?}"
+    );
+    assert_eq!(
+        wal.durable_lsn(),
+        durable_before,
+        "nothing became durable after the failure"
+    );
+    assert!(wal.is_stopped());
+}

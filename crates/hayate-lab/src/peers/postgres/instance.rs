@@ -476,6 +476,11 @@ impl PostgresStandby {
             .connect(NoTls)
     }
 
+    /// Its server's processes.
+    pub fn pids(&self) -> Vec<u32> {
+        self.lab.pids()
+    }
+
     /// Stops it (a fast shutdown); its slot keeps the WAL it will need.
     pub fn stop(&mut self) -> DriverResult<()> {
         self.lab.stop()
