@@ -371,11 +371,16 @@ fn open_database(settings: &Settings, standby: bool) -> CliResult<Database> {
         DeviceClassArg::Real => Database::open(data_dir, config),
         class => {
             log::warn!(
-                "device emulation: every I/O takes at least the {} class's latency",
+                "device emulation: every I/O takes at least the {} class's latency (pread and \
+                 pwrite underneath, sleeping waits)",
                 class.name()
             );
-            hayate_engine::open_default(data_dir).and_then(|io| {
-                Database::open_with_io(Arc::new(LatencyIo::with_class(io, class.class())), config)
+            // Plain reads and writes underneath (on tmpfs, io_uring would hand every write to
+            // a kernel worker thread, CPU a real device does not cost), and sleeping waits:
+            // the node stands for a server of its own.
+            hayate_engine::SyncIo::new(data_dir).and_then(|io| {
+                let io = LatencyIo::sleeping(Arc::new(io), class.class());
+                Database::open_with_io(Arc::new(io), config)
             })
         }
     }
