@@ -332,3 +332,61 @@ fn a_primary_without_its_standby_never_acknowledges_and_still_stops_on_sigterm()
     drop(client);
     stop(child);
 }
+
+#[test]
+fn a_primary_cut_off_from_its_standby_acknowledges_nothing_until_the_link_heals() {
+    let parent = tempfile::tempdir().unwrap();
+    let (a, b) = (parent.path().join("a"), parent.path().join("b"));
+    let (port_a, port_b, replication) = (free_port(), free_port(), free_port());
+    let child = serve(&a, port_a, &[]);
+    let mut client = connect(port_a);
+    client
+        .batch_execute("CREATE TABLE acked (id int8 PRIMARY KEY)")
+        .unwrap();
+    drop(client);
+    stop(child);
+    copy_dir(&a, &b);
+
+    // The standby reaches the primary through a proxy standing for the network.
+    let listen = format!("127.0.0.1:{replication}");
+    let primary = serve(
+        &a,
+        port_a,
+        &["--ha-replication-listen".into(), listen.clone()],
+    );
+    let link = hayate::netproxy::Proxy::start(listen.parse().unwrap()).unwrap();
+    let standby = serve(
+        &b,
+        port_b,
+        &["--ha-follow".into(), link.address().to_string()],
+    );
+    let mut writer = connect(port_a);
+    writer.execute("INSERT INTO acked VALUES (1)", &[]).unwrap();
+
+    link.partition();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let committer = std::thread::spawn(move || {
+        let result = writer.execute("INSERT INTO acked VALUES (2)", &[]);
+        done_tx
+            .send(result.map_err(|error| error.to_string()))
+            .unwrap();
+        writer
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        done_rx.try_recv().is_err(),
+        "acknowledged while the standby was cut off"
+    );
+    link.heal();
+    let result = done_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    let mut writer = committer.join().unwrap();
+    let mut reader = connect(port_b);
+    eventually("the standby to hold both rows", || {
+        count(&mut reader, "acked") == 2
+    });
+    writer.execute("INSERT INTO acked VALUES (3)", &[]).unwrap();
+    drop((writer, reader));
+    stop(standby);
+    stop(primary);
+}

@@ -867,3 +867,90 @@ fn bank_torture_through_repeated_failovers() {
         failover_times.last().unwrap()
     );
 }
+
+#[test]
+fn a_primary_partitioned_from_etcd_is_fenced_and_its_standby_takes_over() {
+    watchdog(
+        "a_primary_partitioned_from_etcd_is_fenced_and_its_standby_takes_over",
+        Duration::from_secs(180),
+    );
+    let base = test_dir();
+    let etcd = Etcd::start(&base.path().join("etcd"));
+    // a reaches etcd through a proxy standing for its network; b directly.
+    let link =
+        hayate::netproxy::Proxy::start(format!("127.0.0.1:{}", etcd.client_port).parse().unwrap())
+            .unwrap();
+    let mut a = Node::new(base.path(), "a", &etcd, "part");
+    a.etcd = format!("http://{}", link.address());
+    let mut b = Node::new(base.path(), "b", &etcd, "part");
+    a.start();
+    wait_for("a to lead", || a.is_primary().unwrap_or(false));
+    b.start();
+    with_primary(&[&a, &b], |client| {
+        client.batch_execute("CREATE TABLE t (id bigint PRIMARY KEY)")
+    });
+    let mut acked = BTreeSet::new();
+    with_primary(&[&a, &b], |client| {
+        client.execute("INSERT INTO t VALUES (0)", &[])
+    });
+    acked.insert(0i64);
+    wait_for("b to be the synchronous standby", || {
+        status_json(&etcd, "part")["sync"]["standby"] == "b"
+    });
+
+    link.partition();
+    let cut = Instant::now();
+    let ttl = Duration::from_secs(2);
+    let mut late_acks = Vec::new();
+    let mut id = 1i64;
+    // Writes go to a alone (its lease runs out: it must acknowledge nothing begun after it).
+    while cut.elapsed() < ttl * 2 {
+        let started = cut.elapsed();
+        let result = postgres::Config::new()
+            .host("127.0.0.1")
+            .port(a.port)
+            .user("tester")
+            .dbname("postgres")
+            .connect_timeout(Duration::from_secs(1))
+            .connect(postgres::NoTls)
+            .and_then(|mut client| client.execute("INSERT INTO t VALUES ($1)", &[&id]));
+        if result.is_ok() {
+            acked.insert(id);
+            if started > ttl {
+                late_acks.push((id, started));
+            }
+        }
+        id += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        late_acks.is_empty(),
+        "acknowledged after the lease: {late_acks:?}"
+    );
+    wait_for("b to take over", || b.is_primary().unwrap_or(false));
+    assert!(
+        !a.is_primary().unwrap_or(false),
+        "two primaries: a still takes writes"
+    );
+    let mut client = b.client();
+    // A commit whose acknowledgement failed at the cut may be there too (its outcome was
+    // unknown to its client); none acknowledged may be missing.
+    let mut on_b = keys(&mut client, "t");
+    assert!(
+        acked.is_subset(&on_b),
+        "acknowledged commits lost: {:?}",
+        acked.difference(&on_b).collect::<Vec<_>>()
+    );
+    // Healed, a rejoins as b's standby, and writes are acknowledged again.
+    link.heal();
+    for id in 1_000..1_010i64 {
+        with_primary(&[&a, &b], |client| {
+            client.execute("INSERT INTO t VALUES ($1)", &[&id])
+        });
+        on_b.insert(id);
+    }
+    let mut reader = a.client();
+    wait_for("a to apply as b's standby", || {
+        try_keys(&mut reader, "t").is_ok_and(|keys| keys == on_b)
+    });
+}

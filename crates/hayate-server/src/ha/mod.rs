@@ -418,25 +418,33 @@ impl Coordinator {
     /// the value this node wrote, so a deposed primary cannot.
     pub fn sync_gate(self: &Arc<Self>) -> SyncGate {
         let coordinator = self.clone();
-        Arc::new(move |standby: &str| coordinator.record_sync(standby))
+        Arc::new(move |standby: Option<&str>| coordinator.record_sync(standby))
     }
 
-    fn record_sync(&self, standby: &str) -> bool {
+    /// Records `standby` in the sync set, or (None) this primary alone.
+    fn record_sync(&self, standby: Option<&str>) -> bool {
         let Some(old) = self.sync_written.lock().clone() else {
             return false;
         };
         let Ok(mut set) = serde_json::from_slice::<SyncSet>(&old) else {
             return false;
         };
-        set.standby = Some(standby.to_string());
+        set.standby = standby.map(str::to_string);
         let new = to_json(&set);
         match self.etcd.replace(&self.key("sync"), &old, &new, 0) {
             Ok(true) => {
                 *self.sync_written.lock() = Some(new);
-                log::warn!(
-                    "ha: {standby} is in the synchronous set (epoch {})",
-                    set.epoch
-                );
+                match standby {
+                    Some(standby) => log::warn!(
+                        "ha: {standby} is in the synchronous set (epoch {})",
+                        set.epoch
+                    ),
+                    None => log::warn!(
+                        "ha: the synchronous set is this primary alone (epoch {}): no standby \
+                         may take over until one is recorded again",
+                        set.epoch
+                    ),
+                }
                 true
             }
             Ok(false) => {

@@ -28,6 +28,12 @@
 //! `promote` file in the data directory (`hayate promote`) or `request_promotion` ends the
 //! standby: it applies what it holds, installs its successor primary, and opens for writes.
 //!
+//! Strict by default: with no standby connected commits wait. `ReplicationPolicy::alone_after`
+//! lets them be acknowledged alone after a wait, once the sync gate recorded the primary alone
+//! (a standby may not take over then); a standby that comes back counts again once it holds
+//! every commit acknowledged alone. Meanwhile the log kept for it is capped
+//! (`max_slot_bytes`), past which it must be seeded again.
+//!
 //! Not here yet: authentication and TLS of replication connections.
 
 mod identity;
@@ -36,8 +42,7 @@ mod seed;
 mod standby;
 
 pub use identity::{Epoch, Identity};
-pub use primary::Primary;
-pub use primary::SyncGate;
+pub use primary::{Primary, ReplicationPolicy, SyncGate};
 pub use seed::seed_from;
 pub use standby::{Standby, StandbyConfig, StandbyState};
 

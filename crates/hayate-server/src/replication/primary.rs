@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use hayate_engine::{Database, Error, LogShipper, Lsn};
 use hayate_sql::catalog::{ReplicationSource, ReplicationStat};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::{lsn_of, read_message, write_message, Identity, CATCH_UP_BYTES_MAX, HELLO_MAGIC, POLL};
 
@@ -33,10 +33,62 @@ struct ShipperState {
     sync_name: Option<String>,
     /// The connected standby's last reported applied position.
     replayed: Option<Lsn>,
+    /// How long a commit waits for a standby before this primary acknowledges alone (None:
+    /// strict, never; `ReplicationPolicy`).
+    alone_after: Option<Duration>,
+    alone: Alone,
+    /// A waiter is recording "alone" through the sync gate now.
+    going_alone: bool,
+    /// The log kept for the standby from here on (the slot), and at most this many bytes of
+    /// it while commits are acknowledged alone (None: no cap).
+    retained: Lsn,
+    max_slot_bytes: Option<u64>,
+    /// The cap released log the standby had not acknowledged: it must be seeded again.
+    slot_released: bool,
     /// Lags as pg_stat_replication shows them.
     flush_lag: LagTracker,
     replay_lag: LagTracker,
 }
+
+/// How a primary waits for its standby.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicationPolicy {
+    /// Commits that waited this long for a synchronous standby are acknowledged alone, once
+    /// the sync gate recorded this primary alone (a standby then may not take over), until a
+    /// standby has caught up again. None (the default): strict, commits wait however long.
+    pub alone_after: Option<Duration>,
+    /// While commits are acknowledged alone, the log kept for the absent standby is released
+    /// past this many bytes (reported; the standby is seeded again when it returns). None:
+    /// kept however large.
+    pub max_slot_bytes: Option<u64>,
+}
+
+impl Default for ReplicationPolicy {
+    fn default() -> ReplicationPolicy {
+        ReplicationPolicy {
+            alone_after: None,
+            max_slot_bytes: Some(1 << 30),
+        }
+    }
+}
+
+/// Whether commits are acknowledged without a standby.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Alone {
+    /// Commits wait for the synchronous standby.
+    #[default]
+    No,
+    /// The sync set records this primary alone: commits are acknowledged once durable here;
+    /// `through` is the end of the last one.
+    Yes { through: Lsn },
+    /// A standby caught up to about `through`: commits wait again, and it counts (recorded in
+    /// the sync set) once it has acknowledged `through`, every commit acknowledged alone.
+    Leaving { through: Lsn },
+}
+
+/// A standby this close to the end of what was acknowledged alone ends the alone mode: from
+/// then on commits wait for it while it acknowledges the rest.
+const LEAVE_ALONE_WITHIN: u64 = 1 << 20;
 
 /// Measures a standby's lag as PostgreSQL's walsender does: the time each flushed position
 /// was handed over for shipping, and, when the standby reports a position, the time since the
@@ -77,9 +129,10 @@ impl LagTracker {
     }
 }
 
-/// Records a standby as the synchronous one (in etcd) before its acknowledgements count;
-/// false: not recorded, its acknowledgements do not count yet (asked again at its next one).
-pub type SyncGate = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+/// Records a standby as the synchronous one (in etcd) before its acknowledgements count, or
+/// (None) this primary as acknowledging alone before it does; false: not recorded, its
+/// acknowledgements do not count yet (asked again at its next one), or commits keep waiting.
+pub type SyncGate = Arc<dyn Fn(Option<&str>) -> bool + Send + Sync>;
 
 /// The primary's side: the engine's `LogShipper` and the threads serving the standby.
 pub struct Primary {
@@ -112,6 +165,7 @@ impl LogShipper for Primary {
     }
 
     fn wait_replicated(&self, lsn: Lsn) -> hayate_engine::Result<()> {
+        let started = Instant::now();
         let mut state = self.state.lock();
         loop {
             if state.stop {
@@ -124,6 +178,39 @@ impl LogShipper for Primary {
             }
             if state.acked >= lsn {
                 return Ok(());
+            }
+            if let Alone::Yes { through } = state.alone {
+                let through = through.max(lsn);
+                state.alone = Alone::Yes { through };
+                self.cap_slot(&mut state, through);
+                return Ok(());
+            }
+            let waited_enough = state
+                .alone_after
+                .is_some_and(|after| started.elapsed() >= after);
+            if waited_enough && !state.going_alone {
+                // Only once the sync set says so (a standby that lacks these commits may
+                // not take over then).
+                state.going_alone = true;
+                let recorded = MutexGuard::unlocked(&mut state, || {
+                    self.sync_gate.as_ref().is_none_or(|gate| gate(None))
+                });
+                state.going_alone = false;
+                if recorded && !matches!(state.alone, Alone::Yes { .. }) {
+                    let through = match state.alone {
+                        Alone::Leaving { through } => through.max(lsn),
+                        _ => lsn,
+                    };
+                    log::warn!(
+                        "replication: no synchronous standby for {:?}: acknowledging commits \
+                         alone (the sync set records this primary alone)",
+                        started.elapsed()
+                    );
+                    state.alone = Alone::Yes { through };
+                    state.sync_name = None;
+                    self.changed.notify_all();
+                }
+                continue;
             }
             self.changed.wait_for(&mut state, POLL);
         }
@@ -174,9 +261,12 @@ impl Primary {
     /// `shipped_from` on.
     pub fn activate(self: &Arc<Self>, identity: Identity, shipped_from: Lsn) -> io::Result<()> {
         *self.identity.lock() = Some(identity);
-        self.state.lock().acked = shipped_from;
-        // A slot: the log a standby still needs stays through checkpoints (no size cap yet).
-        self.db.retain_log_from(shipped_from);
+        {
+            // A slot: the log a standby still needs stays through checkpoints.
+            let mut state = self.state.lock();
+            state.acked = shipped_from;
+            self.retain(&mut state, shipped_from);
+        }
         let listener = self
             .listener
             .lock()
@@ -255,6 +345,43 @@ impl Primary {
     /// The synchronous standby's name, once recorded.
     pub fn sync_standby(&self) -> Option<String> {
         self.state.lock().sync_name.clone()
+    }
+
+    /// How this primary waits for its standby (`ReplicationPolicy`).
+    pub fn set_policy(&self, policy: ReplicationPolicy) {
+        let mut state = self.state.lock();
+        state.alone_after = policy.alone_after;
+        state.max_slot_bytes = policy.max_slot_bytes;
+        self.changed.notify_all();
+    }
+
+    /// Keeps the log from `lsn` on for the standby (a slot).
+    fn retain(&self, state: &mut ShipperState, lsn: Lsn) {
+        state.retained = lsn;
+        self.db.retain_log_from(lsn);
+    }
+
+    /// Releases the slot's log beyond the cap behind `end`.
+    fn cap_slot(&self, state: &mut ShipperState, end: Lsn) {
+        let Some(cap) = state.max_slot_bytes else {
+            return;
+        };
+        if end.saturating_sub(state.retained) <= cap {
+            return;
+        }
+        if !state.slot_released {
+            log::warn!(
+                "replication: the log kept for the standby passed {cap} bytes while commits \
+                 were acknowledged alone: it is released, and the standby will be seeded again"
+            );
+            state.slot_released = true;
+        }
+        self.retain(state, end - cap);
+    }
+
+    /// Whether commits are acknowledged without a standby now.
+    pub fn acknowledging_alone(&self) -> bool {
+        matches!(self.state.lock().alone, Alone::Yes { .. })
     }
 
     /// Commits are acknowledged only before `deadline` (the leader lease's end, on the
@@ -368,8 +495,9 @@ impl Primary {
         // The seeded standby follows from about the copy's end (earlier if its recovery cuts
         // an incomplete commit): keep the log the copy holds.
         {
-            let state = self.state.lock();
-            self.db.retain_log_from(report.log_start.min(state.acked));
+            let mut state = self.state.lock();
+            let from = report.log_start.min(state.acked);
+            self.retain(&mut state, from);
         }
         write_message(&mut socket, b'Z', &[&report.log_end.to_be_bytes()])?;
         log::info!(
@@ -616,12 +744,30 @@ impl Primary {
     /// record it (to be tried again).
     fn acknowledged(&self, connection: u64, peer: &str, lsn: Lsn) -> Option<Lsn> {
         let mut state = self.state.lock();
-        if state.connection != connection || lsn <= state.acked {
+        if state.connection != connection {
+            return None;
+        }
+        // After acknowledging alone, a standby counts only once it holds every commit
+        // acknowledged alone: when it is close, commits wait again (`Leaving`), and it is
+        // recorded once it reached the end of what was acknowledged alone.
+        match state.alone {
+            Alone::Yes { through } if lsn.saturating_add(LEAVE_ALONE_WITHIN) >= through => {
+                log::info!("replication: {peer} caught up to {lsn}: commits wait for it again");
+                state.alone = Alone::Leaving { through };
+                if lsn < through {
+                    return None;
+                }
+            }
+            Alone::Yes { .. } => return None,
+            Alone::Leaving { through } if lsn < through => return None,
+            _ => {}
+        }
+        if lsn <= state.acked && state.alone == Alone::No {
             return None;
         }
         if state.sync_name.as_deref() != Some(peer) {
             drop(state);
-            let recorded = self.sync_gate.as_ref().is_none_or(|gate| gate(peer));
+            let recorded = self.sync_gate.as_ref().is_none_or(|gate| gate(Some(peer)));
             state = self.state.lock();
             if state.connection != connection {
                 return None;
@@ -632,9 +778,17 @@ impl Primary {
             log::info!("replication: {peer} is the synchronous standby");
             state.sync_name = Some(peer.to_string());
         }
+        if matches!(state.alone, Alone::Leaving { .. }) {
+            log::warn!(
+                "replication: {peer} holds every commit acknowledged alone: it counts again"
+            );
+            state.alone = Alone::No;
+        }
         state.acked = state.acked.max(lsn);
         state.flush_lag.reported(lsn, Instant::now());
-        self.db.retain_log_from(state.acked);
+        state.slot_released = false;
+        let acked = state.acked;
+        self.retain(&mut state, acked);
         self.changed.notify_all();
         None
     }

@@ -92,6 +92,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
         let primary_slot = Arc::new(parking_lot::Mutex::new(None));
         let restart = Arc::new(tokio::sync::Notify::new());
         let watcher = {
+            let policy = settings.replication_policy;
             let (coordinator, db, cluster, primary_slot, restart, data_dir, node) = (
                 coordinator.clone(),
                 db.clone(),
@@ -114,6 +115,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
                         identity,
                         dir: data_dir,
                         node,
+                        policy,
                     });
                     if end != RoleEnd::Stopped {
                         restart.notify_one();
@@ -157,6 +159,7 @@ struct WatchedNode<'a> {
     identity: Identity,
     dir: PathBuf,
     node: String,
+    policy: hayate_server::replication::ReplicationPolicy,
 }
 
 /// Runs the node's role until it ends: a standby until promoted, then (or from the start) a
@@ -176,6 +179,7 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
                         return RoleEnd::LostLease;
                     }
                 };
+            successor.set_policy(node.policy);
             let config = StandbyConfig {
                 primary,
                 dir: node.dir.clone(),
@@ -199,7 +203,10 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
             node.identity,
             Some(coordinator.sync_gate()),
         ) {
-            Ok(primary) => primary,
+            Ok(primary) => {
+                primary.set_policy(node.policy);
+                primary
+            }
             Err(error) => {
                 log::error!("ha: listening for standbys on {}: {error}", node.listen);
                 return RoleEnd::LostLease;

@@ -19,7 +19,7 @@ use hayate::error::{CliError, CliResult, Context};
 use hayate::latency::{DeviceClassArg, LatencyIo};
 use hayate_engine::{BufferSize, Database, DatabaseConfig};
 use hayate_server::ha::HaConfig;
-use hayate_server::replication::{Identity, Primary};
+use hayate_server::replication::{Identity, Primary, ReplicationPolicy};
 use hayate_server::unix_socket::UnixSocket;
 use hayate_server::{AuthMethod, Listeners, ServerConfig};
 use hayate_sql::Cluster;
@@ -47,6 +47,8 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   ha_cluster = \"hayate\"                     # the cluster's name in etcd
   ha_node = \"a\"                             # this node's name
   ha_ttl = 2                                # leader lease, seconds
+  ha_alone_after = 10                       # primary: acknowledge alone after 10 s without a standby (default never)
+  ha_max_slot_size = \"1GB\"                  # log kept for an absent standby while alone
   emulate_device = \"real\"                   # measurements only: + a device class's I/O latency
   [users]                     # user = password, for every method but trust
   alice = \"secret\"
@@ -119,6 +121,17 @@ pub struct ServeArgs {
     /// this long [default: 2].
     #[arg(long, value_name = "SECONDS")]
     pub ha_ttl: Option<u64>,
+    /// A primary whose commits waited this long for a synchronous standby acknowledges them
+    /// alone (durable on this node only; with etcd, once the sync set records it alone, so
+    /// that no standby lacking them can take over), until a standby has caught up again
+    /// [default: never: strict, commits wait for a standby].
+    #[arg(long, value_name = "SECONDS")]
+    pub ha_alone_after: Option<f64>,
+    /// While commits are acknowledged alone, the log kept for the absent standby is released
+    /// past this size (the standby is then seeded again when it returns); 0 for no cap
+    /// [default: 1GB].
+    #[arg(long, value_name = "SIZE")]
+    pub ha_max_slot_size: Option<String>,
     /// Device emulation, for measurements only: adds a device class's latency to every I/O of
     /// this node (e.g. a standby whose data directory is on tmpfs standing for a separate
     /// server's low-latency SSD, as the lab's `ha` experiment runs it) [default: real].
@@ -160,6 +173,8 @@ struct ConfigFile {
     ha_cluster: Option<String>,
     ha_node: Option<String>,
     ha_ttl: Option<u64>,
+    ha_alone_after: Option<f64>,
+    ha_max_slot_size: Option<String>,
     emulate_device: Option<String>,
     #[serde(default)]
     users: HashMap<String, String>,
@@ -185,6 +200,8 @@ pub struct Settings {
     pub ha: Option<HaConfig>,
     /// Latency added to every I/O (device emulation).
     pub emulate_device: DeviceClassArg,
+    /// How a primary waits for its standby.
+    pub replication_policy: ReplicationPolicy,
 }
 
 fn read_config(path: &Path) -> CliResult<ConfigFile> {
@@ -261,6 +278,31 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
             })?
         }
     };
+    let alone_after = match args.ha_alone_after.or(file.ha_alone_after) {
+        None => None,
+        Some(seconds) if seconds.is_finite() && (0.0..=86_400.0).contains(&seconds) => {
+            Some(std::time::Duration::from_secs_f64(seconds))
+        }
+        Some(seconds) => {
+            return Err(CliError::new(format!(
+                "ha_alone_after must be 0 to 86400 seconds, not {seconds}"
+            )))
+        }
+    };
+    let max_slot_bytes = match args.ha_max_slot_size.clone().or(file.ha_max_slot_size) {
+        None => ReplicationPolicy::default().max_slot_bytes,
+        Some(size) if size.trim() == "0" => None,
+        Some(size) => Some(hayate_sql::exec::memory_size_bytes(&size).ok_or_else(|| {
+            CliError::new(format!(
+                "invalid ha_max_slot_size \"{size}\": a size such as 1GB or 512MB, or 0 for no \
+                 cap"
+            ))
+        })?),
+    };
+    let replication_policy = ReplicationPolicy {
+        alone_after,
+        max_slot_bytes,
+    };
     let ha_follow = args.ha_follow.clone().or(file.ha_follow);
     let ha_replication_listen = args.ha_replication_listen.or(file.ha_replication_listen);
     let listen = args
@@ -307,6 +349,7 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
     Ok(Settings {
         ha,
         emulate_device,
+        replication_policy,
         ha_replication_listen,
         ha_follow,
         listen,
@@ -515,6 +558,7 @@ fn start_replication(
             Some(address) => {
                 let successor = Primary::prepare(db.clone(), address, None)
                     .context(|| format!("listening for standbys on {address}"))?;
+                successor.set_policy(settings.replication_policy);
                 cluster.set_replication_source(Some(successor.stat_source()));
                 Some(successor)
             }
@@ -543,6 +587,7 @@ fn start_replication(
                 .context(|| "writing the identity".into())?;
             let primary = Primary::start(db.clone(), address, identity, None)
                 .context(|| format!("listening for standbys on {address}"))?;
+            primary.set_policy(settings.replication_policy);
             cluster.set_replication_source(Some(primary.stat_source()));
             eprintln!(
                 "hayate: primary; standbys connect to {} (commits wait for one)",

@@ -1,0 +1,216 @@
+//! How a primary waits for its standby (`ReplicationPolicy`), with the engine, the primary
+//! and a standby in one process over TCP on 127.0.0.1: strict by default; with `alone_after`
+//! commits are acknowledged alone after that wait, and once the standby is back and holds
+//! every one of them, commits wait for it again; while alone, the log kept for the standby is
+//! capped, after which it must be seeded again.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hayate_engine::{Database, DatabaseConfig, TreeId, WalConfig};
+use hayate_server::replication::{
+    Identity, Primary, ReplicationPolicy, Standby, StandbyConfig, StandbyState,
+};
+use hayate_sql::Cluster;
+
+fn open(dir: &Path) -> Database {
+    let config = DatabaseConfig {
+        wal: WalConfig {
+            segment_size_bytes: 256 << 10,
+            buffer_size_bytes: 64 << 10,
+            ..WalConfig::default()
+        },
+        buffer_size: hayate_engine::BufferSize::Bytes(16 << 20),
+        ..DatabaseConfig::default()
+    };
+    Database::open(dir, config).unwrap()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+/// A primary on `dir/a` (with a table, and the SQL catalog) and a copy of it in `dir/b` taken
+/// while it was closed.
+fn seeded(dir: &Path) -> (Database, TreeId) {
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let db = open(&a);
+    let tree = db.create_table("t").unwrap();
+    drop(Cluster::open(db.clone()).unwrap());
+    db.close().unwrap();
+    copy_dir(&a, &b);
+    let db = open(&a);
+    (db, tree)
+}
+
+fn start_primary(db: &Database, policy: ReplicationPolicy) -> Arc<Primary> {
+    let identity = Identity::new_system();
+    let primary =
+        Primary::start(db.clone(), "127.0.0.1:0".parse().unwrap(), identity, None).unwrap();
+    primary.set_policy(policy);
+    primary
+}
+
+fn start_standby(db: &Database, dir: &Path, primary: &Primary) -> Standby {
+    if !db.is_standby() {
+        db.start_standby().unwrap();
+    }
+    let cluster = Cluster::open(db.clone()).unwrap();
+    let config = StandbyConfig {
+        primary: primary.address().to_string(),
+        dir: dir.to_path_buf(),
+        name: "b".into(),
+        successor: None,
+    };
+    Standby::start(db.clone(), cluster, config).unwrap()
+}
+
+fn put(db: &Database, tree: TreeId, key: u64, value: &[u8]) -> hayate_engine::Result<()> {
+    let mut txn = db.begin();
+    txn.put(tree, &key.to_be_bytes(), value)?;
+    txn.commit().map(|_| ())
+}
+
+fn has(db: &Database, tree: TreeId, key: u64) -> bool {
+    db.begin_read_only()
+        .get(tree, &key.to_be_bytes())
+        .unwrap()
+        .is_some()
+}
+
+/// Ends the test binary if a test runs past `limit`: a commit that waits for a standby
+/// forever (the policy not applied) fails instead of blocking CI.
+fn watchdog(test: &'static str, limit: Duration) {
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        eprintln!("{test}: still running after {limit:?}: stopping the test binary");
+        std::process::exit(101);
+    });
+}
+
+fn eventually(what: &str, mut probe: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !probe() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_primary_acknowledges_alone_after_the_wait_and_waits_again_once_its_standby_is_back() {
+    watchdog("acknowledging alone", Duration::from_secs(120));
+    let dir = tempfile::tempdir().unwrap();
+    let (db, tree) = seeded(dir.path());
+    let wait = Duration::from_millis(300);
+    let primary = start_primary(
+        &db,
+        ReplicationPolicy {
+            alone_after: Some(wait),
+            max_slot_bytes: None,
+        },
+    );
+    let standby_db = open(&dir.path().join("b"));
+    let standby = start_standby(&standby_db, &dir.path().join("b"), &primary);
+    put(&db, tree, 1, b"with the standby").unwrap();
+    assert_eq!(primary.sync_standby().as_deref(), Some("b"));
+    assert!(!primary.acknowledging_alone());
+
+    // The standby goes: the next commit waits for it, then is acknowledged alone.
+    standby.stop();
+    let started = Instant::now();
+    put(&db, tree, 2, b"alone").unwrap();
+    assert!(
+        started.elapsed() >= wait,
+        "acknowledged after {:?}",
+        started.elapsed()
+    );
+    assert!(primary.acknowledging_alone());
+    assert_eq!(
+        primary.sync_standby(),
+        None,
+        "the sync set no longer names it"
+    );
+    for key in 3..50 {
+        put(&db, tree, key, b"alone").unwrap();
+    }
+
+    // It comes back, catches up, and counts again once it holds every commit acknowledged
+    // alone.
+    let standby = start_standby(&standby_db, &dir.path().join("b"), &primary);
+    eventually("the standby to count again", || {
+        primary.sync_standby().as_deref() == Some("b") && !primary.acknowledging_alone()
+    });
+    eventually("the standby to apply what was acknowledged alone", || {
+        (1..50).all(|key| has(&standby_db, tree, key))
+    });
+    put(&db, tree, 50, b"with the standby again").unwrap();
+
+    // Waiting again: gone once more, a commit waits before it is acknowledged alone.
+    standby.stop();
+    let started = Instant::now();
+    put(&db, tree, 51, b"alone again").unwrap();
+    assert!(
+        started.elapsed() >= wait,
+        "acknowledged after {:?}",
+        started.elapsed()
+    );
+    primary.stop();
+}
+
+/// Commits `bytes` of rows alone with no standby, checkpoints, and says whether the log from
+/// where the standby left off is still there.
+fn log_kept_for_an_absent_standby(max_slot_bytes: Option<u64>) -> (bool, StandbyState) {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, tree) = seeded(dir.path());
+    let start = db.log_end_lsn();
+    let primary = start_primary(
+        &db,
+        ReplicationPolicy {
+            alone_after: Some(Duration::ZERO),
+            max_slot_bytes,
+        },
+    );
+    let row = vec![7u8; 3000];
+    for key in 0..1_000 {
+        put(&db, tree, key, &row).unwrap();
+    }
+    assert!(primary.acknowledging_alone());
+    db.checkpoint().unwrap();
+    let kept = db.read_log(start, start + 1).is_ok();
+    // The standby, a copy from before those commits, asks for the log from `start`.
+    let standby_db = open(&dir.path().join("b"));
+    let standby = start_standby(&standby_db, &dir.path().join("b"), &primary);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while standby.state() == StandbyState::Following && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let state = standby.state();
+    standby.stop();
+    primary.stop();
+    (kept, state)
+}
+
+#[test]
+fn while_alone_the_log_kept_for_the_standby_is_capped() {
+    watchdog("the slot cap", Duration::from_secs(120));
+    let (kept, state) = log_kept_for_an_absent_standby(None);
+    assert!(kept, "without a cap the slot keeps the log");
+    assert_eq!(
+        state,
+        StandbyState::Following,
+        "it catches up from the kept log"
+    );
+    let (kept, state) = log_kept_for_an_absent_standby(Some(256 << 10));
+    assert!(!kept, "past the cap the log is released");
+    assert!(
+        matches!(state, StandbyState::NeedsSeed(_)),
+        "the standby must be seeded again: {state:?}"
+    );
+}
