@@ -2,7 +2,7 @@
 //! and a standby in one process over TCP on 127.0.0.1: strict by default; with `alone_after`
 //! commits are acknowledged alone after that wait, and once the standby is back and holds
 //! every one of them, commits wait for it again; while alone, the log kept for the standby is
-//! capped, after which it must be seeded again.
+//! capped, after which it must be seeded again. Replication connections prove the secret.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use hayate_engine::{Database, DatabaseConfig, TreeId, WalConfig};
 use hayate_server::replication::{
-    Identity, Primary, ReplicationPolicy, Standby, StandbyConfig, StandbyState,
+    seed_from, Identity, Primary, ReplicationPolicy, ReplicationSecret, Standby, StandbyConfig,
+    StandbyState,
 };
 use hayate_sql::Cluster;
 
@@ -51,14 +52,31 @@ fn seeded(dir: &Path) -> (Database, TreeId) {
 }
 
 fn start_primary(db: &Database, policy: ReplicationPolicy) -> Arc<Primary> {
+    start_primary_with(db, policy, None)
+}
+
+fn start_primary_with(
+    db: &Database,
+    policy: ReplicationPolicy,
+    secret: Option<ReplicationSecret>,
+) -> Arc<Primary> {
     let identity = Identity::new_system();
-    let primary =
-        Primary::start(db.clone(), "127.0.0.1:0".parse().unwrap(), identity, None).unwrap();
+    let address = "127.0.0.1:0".parse().unwrap();
+    let primary = Primary::start(db.clone(), address, identity, None, secret).unwrap();
     primary.set_policy(policy);
     primary
 }
 
 fn start_standby(db: &Database, dir: &Path, primary: &Primary) -> Standby {
+    start_standby_with(db, dir, primary, None)
+}
+
+fn start_standby_with(
+    db: &Database,
+    dir: &Path,
+    primary: &Primary,
+    secret: Option<ReplicationSecret>,
+) -> Standby {
     if !db.is_standby() {
         db.start_standby().unwrap();
     }
@@ -68,6 +86,7 @@ fn start_standby(db: &Database, dir: &Path, primary: &Primary) -> Standby {
         dir: dir.to_path_buf(),
         name: "b".into(),
         successor: None,
+        secret,
     };
     Standby::start(db.clone(), cluster, config).unwrap()
 }
@@ -213,4 +232,37 @@ fn while_alone_the_log_kept_for_the_standby_is_capped() {
         matches!(state, StandbyState::NeedsSeed(_)),
         "the standby must be seeded again: {state:?}"
     );
+}
+
+#[test]
+fn replication_connections_must_prove_the_primary_s_secret() {
+    watchdog("the replication secret", Duration::from_secs(120));
+    let dir = tempfile::tempdir().unwrap();
+    let (db, tree) = seeded(dir.path());
+    let secret = ReplicationSecret::new(b"the right one");
+    let primary = start_primary_with(&db, ReplicationPolicy::default(), Some(secret.clone()));
+    let address = primary.address().to_string();
+    for (name, wrong) in [
+        ("c", Some(ReplicationSecret::new(b"a wrong one"))),
+        ("d", None),
+    ] {
+        let error = seed_from(&address, &dir.path().join(name), name, wrong.as_ref())
+            .expect_err("a base backup without the secret");
+        assert_eq!(
+            error.kind(),
+            std::io::ErrorKind::PermissionDenied,
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("authentication failed"),
+            "{error}"
+        );
+    }
+    // A standby that knows it counts: a commit is acknowledged through it.
+    let standby_db = open(&dir.path().join("b"));
+    let standby = start_standby_with(&standby_db, &dir.path().join("b"), &primary, Some(secret));
+    put(&db, tree, 1, b"through an authenticated standby").unwrap();
+    assert_eq!(primary.sync_standby().as_deref(), Some("b"));
+    standby.stop();
+    primary.stop();
 }

@@ -283,3 +283,36 @@ fn serve_reads_its_config_file() {
         "{stderr}"
     );
 }
+
+#[test]
+fn trust_or_an_unauthenticated_replication_listener_beyond_loopback_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // The refusal comes before anything listens; a server that started instead is killed
+    // after 10 s (and the test fails).
+    let run = |extra: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hayate"))
+            .args(["serve", "--unix-socket-dir", "", "--port", "0"])
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(extra)
+            .env_remove("HAYATE_REPLICATION_SECRET")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        child.wait_with_output().unwrap()
+    };
+    let output = run(&["--listen", "0.0.0.0"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--allow-remote-trust"), "{stderr}");
+    let output = run(&["--ha-replication-listen", "0.0.0.0:0"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("ha_replication_secret"), "{stderr}");
+}

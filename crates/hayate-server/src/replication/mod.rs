@@ -1,6 +1,10 @@
 //! Log shipping between two servers over TCP (docs/design.md 8.6): the transport of the
 //! engine's synchronous replication (`hayate_engine::LogShipper`, design 5.6).
 //!
+//! A connection begins with a challenge: the primary sends `C` (32 random bytes), the
+//! connecting node answers `P` (HMAC-SHA-256 of them keyed with the replication secret, empty
+//! without one), and a primary with a secret refuses (`E`) a wrong or missing proof.
+//!
 //! Messages, each a tag byte, a big-endian u32 payload length and the payload:
 //! - `H` (standby -> primary): `HELLO_MAGIC`, the u64 log position the standby needs, its
 //!   system id and epoch (0: none yet), its name.
@@ -34,7 +38,8 @@
 //! every commit acknowledged alone. Meanwhile the log kept for it is capped
 //! (`max_slot_bytes`), past which it must be seeded again.
 //!
-//! Not here yet: authentication and TLS of replication connections.
+//! Not here yet: TLS of replication connections (the secret authenticates the connecting
+//! node; the bytes travel in the clear, and the standby does not authenticate the primary).
 
 mod identity;
 mod primary;
@@ -52,8 +57,110 @@ use std::time::Duration;
 
 use hayate_engine::Lsn;
 
-/// First bytes of a standby's hello: the protocol and its version.
-pub(crate) const HELLO_MAGIC: &[u8; 12] = b"HAYATE-REPL1";
+/// First bytes of a standby's hello: the protocol and its version (2: the primary's challenge
+/// comes first).
+pub(crate) const HELLO_MAGIC: &[u8; 12] = b"HAYATE-REPL2";
+/// How long either side waits for the challenge and its answer.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The secret replication connections prove they know (`ha_replication_secret`): the primary
+/// sends a random challenge, the connecting node answers HMAC-SHA-256(secret, challenge).
+#[derive(Clone)]
+pub struct ReplicationSecret(std::sync::Arc<[u8]>);
+
+impl ReplicationSecret {
+    pub fn new(secret: &[u8]) -> ReplicationSecret {
+        ReplicationSecret(secret.into())
+    }
+
+    fn mac(&self, challenge: &[u8]) -> hmac::Hmac<sha2::Sha256> {
+        use hmac::{KeyInit, Mac};
+        let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&self.0)
+            .expect("HMAC takes any key");
+        mac.update(challenge);
+        mac
+    }
+}
+
+impl std::fmt::Debug for ReplicationSecret {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("ReplicationSecret(..)")
+    }
+}
+
+/// The primary's side of the handshake: sends `C` (a random challenge) and checks the `P`
+/// that answers it. With no secret every answer passes (the connecting node's is ignored).
+pub(crate) fn challenge(
+    socket: &mut TcpStream,
+    secret: Option<&ReplicationSecret>,
+) -> io::Result<()> {
+    use hmac::Mac;
+    let nonce: [u8; 32] = rand::random();
+    write_message(socket, b'C', &[&nonce])?;
+    let refuse = |socket: &mut TcpStream, message: &str| {
+        let _ = write_message(socket, b'E', &[message.as_bytes()]);
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            message.to_string(),
+        ))
+    };
+    let (tag, proof) = match read_message(socket)? {
+        Some(message) => message,
+        None => return refuse(socket, "no answer to the replication challenge"),
+    };
+    if tag != b'P' {
+        return refuse(
+            socket,
+            "not a Hayate replication connection of this version (no answer to the challenge)",
+        );
+    }
+    match secret {
+        Some(secret) if secret.mac(&nonce).verify_slice(&proof).is_err() => refuse(
+            socket,
+            "replication authentication failed: the standby does not know this primary's \
+             ha_replication_secret",
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The connecting node's side: reads the primary's `C` and answers `P`, the proof of the
+/// secret (empty without one).
+pub(crate) fn answer_challenge(
+    socket: &mut TcpStream,
+    secret: Option<&ReplicationSecret>,
+) -> io::Result<()> {
+    use hmac::Mac;
+    let started = std::time::Instant::now();
+    let nonce = loop {
+        match read_message(socket)? {
+            Some((b'C', nonce)) => break nonce,
+            Some((b'E', message)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    String::from_utf8_lossy(&message).into_owned(),
+                ))
+            }
+            Some((tag, _)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("replication message {tag:#x} before the challenge"),
+                ))
+            }
+            None if started.elapsed() > HANDSHAKE_TIMEOUT => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no replication challenge from the primary",
+                ))
+            }
+            None => {}
+        }
+    };
+    let proof = secret.map_or(Vec::new(), |secret| {
+        secret.mac(&nonce).finalize().into_bytes().to_vec()
+    });
+    write_message(socket, b'P', &[&proof])
+}
 /// Largest message accepted (a flush is at most a log buffer, 16 MiB by default).
 pub(crate) const MESSAGE_BYTES_MAX: usize = 256 << 20;
 /// Pause between a standby's connection attempts.

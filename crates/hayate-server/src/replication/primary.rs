@@ -11,7 +11,10 @@ use hayate_engine::{Database, Error, LogShipper, Lsn};
 use hayate_sql::catalog::{ReplicationSource, ReplicationStat};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use super::{lsn_of, read_message, write_message, Identity, CATCH_UP_BYTES_MAX, HELLO_MAGIC, POLL};
+use super::{
+    challenge, lsn_of, read_message, write_message, Identity, ReplicationSecret,
+    CATCH_UP_BYTES_MAX, HELLO_MAGIC, POLL,
+};
 
 #[derive(Default)]
 struct ShipperState {
@@ -142,6 +145,8 @@ pub struct Primary {
     /// The bound listener until `activate` starts accepting on it.
     listener: Mutex<Option<TcpListener>>,
     sync_gate: Option<SyncGate>,
+    /// What connecting standbys must prove they know (None: anyone may connect).
+    secret: Option<ReplicationSecret>,
     /// Nanoseconds after `clock_base` past which commits are no longer acknowledged (the
     /// leader lease's deadline); `u64::MAX`: none.
     lease_deadline: AtomicU64,
@@ -221,14 +226,15 @@ impl Primary {
     /// Listens for standbys on `listen` and installs the shipper on `db`: from now on every
     /// commit waits for the synchronous standby. `identity`: this node's system id and epochs
     /// (sent to standbys, checked against theirs); `sync_gate`: how a standby becomes the
-    /// synchronous one (None: at once).
+    /// synchronous one (None: at once); `secret`: what standbys must prove they know.
     pub fn start(
         db: Database,
         listen: SocketAddr,
         identity: Identity,
         sync_gate: Option<SyncGate>,
+        secret: Option<ReplicationSecret>,
     ) -> io::Result<Arc<Primary>> {
-        let primary = Primary::prepare(db.clone(), listen, sync_gate)?;
+        let primary = Primary::prepare(db.clone(), listen, sync_gate, secret)?;
         let shipped_from = db.set_log_shipper(Some(primary.clone()));
         primary.activate(identity, shipped_from)?;
         Ok(primary)
@@ -240,6 +246,7 @@ impl Primary {
         db: Database,
         listen: SocketAddr,
         sync_gate: Option<SyncGate>,
+        secret: Option<ReplicationSecret>,
     ) -> io::Result<Arc<Primary>> {
         let listener = TcpListener::bind(listen)?;
         listener.set_nonblocking(true)?;
@@ -247,6 +254,7 @@ impl Primary {
             db,
             identity: Mutex::new(None),
             sync_gate,
+            secret,
             lease_deadline: AtomicU64::new(u64::MAX),
             clock_base: Instant::now(),
             state: Mutex::new(ShipperState::default()),
@@ -444,6 +452,7 @@ impl Primary {
         socket.set_nonblocking(false)?;
         socket.set_nodelay(true)?;
         socket.set_read_timeout(Some(Duration::from_secs(10)))?;
+        challenge(&mut socket, self.secret.as_ref())?;
         let (tag, payload) = read_message(&mut socket)?
             .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "no hello within 10 s"))?;
         let Some(body) = payload.strip_prefix(HELLO_MAGIC) else {

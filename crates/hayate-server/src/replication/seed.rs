@@ -1,7 +1,7 @@
 //! Seeding a standby: a base backup of the primary (`Database::base_backup`, design 5.7)
 //! received over a replication connection into a directory holding no database.
 //!
-//! The standby sends `B` (`HELLO_MAGIC` + its name); the primary answers `I` (its identity),
+//! After the challenge (`answer_challenge`) the standby sends `B` (`HELLO_MAGIC` + its name); the primary answers `I` (its identity),
 //! then `F` pieces (`name length u16 | name | offset u64 | bytes`) and `Z` (the copy's log end).
 
 use std::io;
@@ -11,17 +11,26 @@ use std::time::{Duration, Instant};
 
 use hayate_engine::BackupWriter;
 
-use super::{lsn_of, read_message, write_message, Identity, HELLO_MAGIC, POLL};
+use super::{
+    answer_challenge, lsn_of, read_message, write_message, Identity, ReplicationSecret,
+    HELLO_MAGIC, POLL,
+};
 
 /// How long a seeding standby waits for the primary's next message.
 const SEED_SILENCE_MAX: Duration = Duration::from_secs(60);
 
 /// Copies the database of the primary at `primary` into `dir` (which must hold no
 /// database) and stores its identity there. Returns the identity.
-pub fn seed_from(primary: &str, dir: &Path, name: &str) -> io::Result<Identity> {
+pub fn seed_from(
+    primary: &str,
+    dir: &Path,
+    name: &str,
+    secret: Option<&ReplicationSecret>,
+) -> io::Result<Identity> {
     let mut socket = TcpStream::connect(primary)?;
     socket.set_nodelay(true)?;
     socket.set_read_timeout(Some(POLL))?;
+    answer_challenge(&mut socket, secret)?;
     write_message(&mut socket, b'B', &[HELLO_MAGIC, name.as_bytes()])?;
     let mut writer = BackupWriter::new(dir).map_err(io::Error::other)?;
     let mut identity = None;
@@ -74,10 +83,13 @@ pub fn seed_from(primary: &str, dir: &Path, name: &str) -> io::Result<Identity> 
                 return Ok(identity);
             }
             b'E' => {
-                return Err(io::Error::other(format!(
-                    "the primary {primary} refused the base backup: {}",
-                    String::from_utf8_lossy(&payload)
-                )))
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "the primary {primary} refused the base backup: {}",
+                        String::from_utf8_lossy(&payload)
+                    ),
+                ))
             }
             other => {
                 return Err(io::Error::new(

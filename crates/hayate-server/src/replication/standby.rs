@@ -12,8 +12,8 @@ use hayate_sql::Cluster;
 use parking_lot::{Condvar, Mutex};
 
 use super::{
-    lsn_of, read_message, write_message, Identity, Primary, HELLO_MAGIC, POLL, PROMOTE_FILE,
-    RECONNECT_PAUSE, REFUSED_PAUSE,
+    answer_challenge, lsn_of, read_message, write_message, Identity, Primary, ReplicationSecret,
+    HELLO_MAGIC, POLL, PROMOTE_FILE, RECONNECT_PAUSE, REFUSED_PAUSE,
 };
 
 /// Where a standby is.
@@ -43,6 +43,8 @@ pub struct StandbyConfig {
     /// standby lacks. None: the promoted node acknowledges alone (manual promotion without a
     /// replication address).
     pub successor: Option<Arc<Primary>>,
+    /// The replication secret the primary asks for (None: none).
+    pub secret: Option<ReplicationSecret>,
 }
 
 struct Shared {
@@ -288,6 +290,7 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
     let mut socket = TcpStream::connect(primary)?;
     socket.set_nodelay(true)?;
     socket.set_read_timeout(Some(POLL))?;
+    answer_challenge(&mut socket, shared.config.secret.as_ref())?;
     let need = db.log_end_lsn();
     let (system_id, epoch) = shared.identity.lock().as_ref().map_or((0, 0), |identity| {
         (identity.system_id, identity.current().number)

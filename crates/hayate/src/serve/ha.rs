@@ -55,9 +55,12 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
                     "hayate: seeding {} from the primary at {primary}",
                     data_dir.display()
                 );
-                if let Err(error) =
-                    hayate_server::replication::seed_from(primary, &data_dir, &ha.node)
-                {
+                if let Err(error) = hayate_server::replication::seed_from(
+                    primary,
+                    &data_dir,
+                    &ha.node,
+                    settings.replication_secret.as_ref(),
+                ) {
                     eprintln!("hayate: seeding failed ({error}); trying again");
                     std::thread::sleep(std::time::Duration::from_secs(1));
                     continue;
@@ -93,6 +96,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
         let restart = Arc::new(tokio::sync::Notify::new());
         let watcher = {
             let policy = settings.replication_policy;
+            let secret = settings.replication_secret.clone();
             let (coordinator, db, cluster, primary_slot, restart, data_dir, node) = (
                 coordinator.clone(),
                 db.clone(),
@@ -116,6 +120,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
                         dir: data_dir,
                         node,
                         policy,
+                        secret,
                     });
                     if end != RoleEnd::Stopped {
                         restart.notify_one();
@@ -160,6 +165,7 @@ struct WatchedNode<'a> {
     dir: PathBuf,
     node: String,
     policy: hayate_server::replication::ReplicationPolicy,
+    secret: Option<hayate_server::replication::ReplicationSecret>,
 }
 
 /// Runs the node's role until it ends: a standby until promoted, then (or from the start) a
@@ -170,21 +176,25 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
     let primary = match node.role {
         Role::Standby { primary } => {
             // The primary this node becomes if promoted, installed before its first write.
-            let successor =
-                match Primary::prepare(node.db.clone(), node.listen, Some(coordinator.sync_gate()))
-                {
-                    Ok(successor) => successor,
-                    Err(error) => {
-                        log::error!("ha: listening for standbys on {}: {error}", node.listen);
-                        return RoleEnd::LostLease;
-                    }
-                };
+            let successor = match Primary::prepare(
+                node.db.clone(),
+                node.listen,
+                Some(coordinator.sync_gate()),
+                node.secret.clone(),
+            ) {
+                Ok(successor) => successor,
+                Err(error) => {
+                    log::error!("ha: listening for standbys on {}: {error}", node.listen);
+                    return RoleEnd::LostLease;
+                }
+            };
             successor.set_policy(node.policy);
             let config = StandbyConfig {
                 primary,
                 dir: node.dir.clone(),
                 name: node.node.clone(),
                 successor: Some(successor.clone()),
+                secret: node.secret.clone(),
             };
             let standby = match Standby::start(node.db.clone(), node.cluster.clone(), config) {
                 Ok(standby) => standby,
@@ -202,6 +212,7 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
             node.listen,
             node.identity,
             Some(coordinator.sync_gate()),
+            node.secret.clone(),
         ) {
             Ok(primary) => {
                 primary.set_policy(node.policy);

@@ -19,7 +19,7 @@ use hayate::error::{CliError, CliResult, Context};
 use hayate::latency::{DeviceClassArg, LatencyIo};
 use hayate_engine::{BufferSize, Database, DatabaseConfig};
 use hayate_server::ha::HaConfig;
-use hayate_server::replication::{Identity, Primary, ReplicationPolicy};
+use hayate_server::replication::{Identity, Primary, ReplicationPolicy, ReplicationSecret};
 use hayate_server::unix_socket::UnixSocket;
 use hayate_server::{AuthMethod, Listeners, ServerConfig};
 use hayate_sql::Cluster;
@@ -47,6 +47,8 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   ha_cluster = \"hayate\"                     # the cluster's name in etcd
   ha_node = \"a\"                             # this node's name
   ha_ttl = 2                                # leader lease, seconds
+  ha_replication_secret = \"...\"            # replication connections prove it (the same on every node)
+  allow_remote_trust = false                # let trust (or replication without a secret) listen beyond loopback
   ha_alone_after = 10                       # primary: acknowledge alone after 10 s without a standby (default never)
   ha_max_slot_size = \"1GB\"                  # log kept for an absent standby while alone
   emulate_device = \"real\"                   # measurements only: + a device class's I/O latency
@@ -132,6 +134,11 @@ pub struct ServeArgs {
     /// [default: 1GB].
     #[arg(long, value_name = "SIZE")]
     pub ha_max_slot_size: Option<String>,
+    /// Let `--auth trust` (any user name, no password) or a replication listener without a
+    /// secret serve on an address other than loopback (refused otherwise: anyone who can reach
+    /// the address could read and write everything).
+    #[arg(long)]
+    pub allow_remote_trust: bool,
     /// Device emulation, for measurements only: adds a device class's latency to every I/O of
     /// this node (e.g. a standby whose data directory is on tmpfs standing for a separate
     /// server's low-latency SSD, as the lab's `ha` experiment runs it) [default: real].
@@ -175,6 +182,8 @@ struct ConfigFile {
     ha_ttl: Option<u64>,
     ha_alone_after: Option<f64>,
     ha_max_slot_size: Option<String>,
+    ha_replication_secret: Option<String>,
+    allow_remote_trust: Option<bool>,
     emulate_device: Option<String>,
     #[serde(default)]
     users: HashMap<String, String>,
@@ -202,6 +211,9 @@ pub struct Settings {
     pub emulate_device: DeviceClassArg,
     /// How a primary waits for its standby.
     pub replication_policy: ReplicationPolicy,
+    /// What replication connections prove they know (`ha_replication_secret`, or the
+    /// environment's HAYATE_REPLICATION_SECRET).
+    pub replication_secret: Option<ReplicationSecret>,
 }
 
 fn read_config(path: &Path) -> CliResult<ConfigFile> {
@@ -309,6 +321,30 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
         .listen
         .or(file.listen)
         .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    let replication_secret = std::env::var("HAYATE_REPLICATION_SECRET")
+        .ok()
+        .or(file.ha_replication_secret)
+        .filter(|secret| !secret.is_empty())
+        .map(|secret| ReplicationSecret::new(secret.as_bytes()));
+    let allow_remote_trust = args.allow_remote_trust || file.allow_remote_trust.unwrap_or(false);
+    if !allow_remote_trust {
+        if auth == AuthMethod::Trust && !listen.is_loopback() {
+            return Err(CliError::new(format!(
+                "auth trust on {listen}, which is not a loopback address, would let anyone who \
+                 reaches it in as any user: choose password, md5 or scram-sha-256 (with \
+                 [users] in the config file), or pass --allow-remote-trust"
+            )));
+        }
+        if let Some(address) = ha_replication_listen {
+            if !address.ip().is_loopback() && replication_secret.is_none() {
+                return Err(CliError::new(format!(
+                    "the replication listener on {address} is not on a loopback address: set \
+                     ha_replication_secret in the config file (or HAYATE_REPLICATION_SECRET), \
+                     the same on every node, or pass --allow-remote-trust"
+                )));
+            }
+        }
+    }
     let port = args.port.or(file.port).unwrap_or(5432);
     let ha = match args.ha_etcd.clone().or(file.ha_etcd) {
         None => None,
@@ -350,6 +386,7 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
         ha,
         emulate_device,
         replication_policy,
+        replication_secret,
         ha_replication_listen,
         ha_follow,
         listen,
@@ -556,8 +593,13 @@ fn start_replication(
         // of its own; without one it acknowledges alone after `hayate promote`.
         let successor = match settings.ha_replication_listen {
             Some(address) => {
-                let successor = Primary::prepare(db.clone(), address, None)
-                    .context(|| format!("listening for standbys on {address}"))?;
+                let successor = Primary::prepare(
+                    db.clone(),
+                    address,
+                    None,
+                    settings.replication_secret.clone(),
+                )
+                .context(|| format!("listening for standbys on {address}"))?;
                 successor.set_policy(settings.replication_policy);
                 cluster.set_replication_source(Some(successor.stat_source()));
                 Some(successor)
@@ -569,6 +611,7 @@ fn start_replication(
             dir: settings.data_dir.clone(),
             name: String::new(),
             successor,
+            secret: settings.replication_secret.clone(),
         };
         let standby = Standby::start(db.clone(), cluster.clone(), config)
             .context(|| "starting the standby".into())?;
@@ -585,8 +628,14 @@ fn start_replication(
             identity
                 .store(&settings.data_dir)
                 .context(|| "writing the identity".into())?;
-            let primary = Primary::start(db.clone(), address, identity, None)
-                .context(|| format!("listening for standbys on {address}"))?;
+            let primary = Primary::start(
+                db.clone(),
+                address,
+                identity,
+                None,
+                settings.replication_secret.clone(),
+            )
+            .context(|| format!("listening for standbys on {address}"))?;
             primary.set_policy(settings.replication_policy);
             cluster.set_replication_source(Some(primary.stat_source()));
             eprintln!(
