@@ -746,6 +746,16 @@ fn bank_torture_through_repeated_failovers() {
         Node::new(base.path(), "a", &etcd, "bank"),
         Node::new(base.path(), "b", &etcd, "bank"),
     ];
+    // Each node reaches etcd through a proxy of its own, which partition rounds cut.
+    let etcd_address: std::net::SocketAddr =
+        format!("127.0.0.1:{}", etcd.client_port).parse().unwrap();
+    let links = [
+        hayate::netproxy::Proxy::start(etcd_address).unwrap(),
+        hayate::netproxy::Proxy::start(etcd_address).unwrap(),
+    ];
+    for (node, link) in nodes.iter_mut().zip(&links) {
+        node.etcd = format!("http://{}", link.address());
+    }
     nodes[0].start();
     std::thread::sleep(Duration::from_millis(300));
     nodes[1].start();
@@ -816,7 +826,7 @@ fn bank_torture_through_repeated_failovers() {
             panic!("no primary in round {round}");
         };
         let killed = Instant::now();
-        match round % 5 {
+        match round % 6 {
             // The standby.
             3 => {
                 nodes[1 - primary].kill();
@@ -826,6 +836,19 @@ fn bank_torture_through_repeated_failovers() {
             4 => {
                 etcd.kill();
                 etcd.spawn();
+            }
+            // A partition between the primary and etcd (the standby still reaches it): the
+            // primary fences itself at its lease deadline and the standby takes over; healed,
+            // the old primary rejoins as its standby (strict: the new primary's commits wait
+            // for it).
+            5 => {
+                links[primary].partition();
+                let other = &nodes[1 - primary];
+                wait_for(
+                    "the standby to take over from the partitioned primary",
+                    || other.is_primary().unwrap_or(false),
+                );
+                links[primary].heal();
             }
             // The primary: the standby takes over; the old primary rejoins.
             _ => {
