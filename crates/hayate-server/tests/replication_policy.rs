@@ -258,11 +258,15 @@ fn replication_connections_must_prove_the_primary_s_secret() {
             "{error}"
         );
     }
+    // A peer that begins the handshake and never finishes it holds up nobody else.
+    let mut stalled = std::net::TcpStream::connect(&address).unwrap();
+    std::io::Write::write_all(&mut stalled, b"P").unwrap();
     // A standby that knows it counts: a commit is acknowledged through it.
     let standby_db = open(&dir.path().join("b"));
     let standby = start_standby_with(&standby_db, &dir.path().join("b"), &primary, Some(secret));
     put(&db, tree, 1, b"through an authenticated standby").unwrap();
     assert_eq!(primary.sync_standby().as_deref(), Some("b"));
+    drop(stalled);
     standby.stop();
     primary.stop();
 }

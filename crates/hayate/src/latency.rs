@@ -169,7 +169,10 @@ fn precise_sleeps() {
         if !set.replace(true) {
             // SAFETY: PR_SET_TIMERSLACK takes a nanosecond count and changes only this
             // thread's timer slack.
-            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong) };
+            #[cfg(target_os = "linux")]
+            unsafe {
+                libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong)
+            };
         }
     });
 }

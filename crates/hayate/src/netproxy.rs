@@ -107,11 +107,12 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     while !shared.stop.load(Ordering::Acquire) {
         match listener.accept() {
             Ok((client, _)) => {
+                // The generation first: a partition after this load ends the connection.
+                let generation = shared.generation.load(Ordering::Acquire);
                 if shared.partitioned.load(Ordering::Acquire) {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
                 }
-                let generation = shared.generation.load(Ordering::Acquire);
                 match TcpStream::connect(shared.target) {
                     Ok(server) => {
                         if let Err(error) = forward(client, server, shared, generation) {

@@ -402,9 +402,18 @@ impl Wal {
             }
             (Ok(()), None) => {
                 self.count_flush(write_len);
-                state.written_lsn = flush_end_lsn;
-                self.publish_durable(state, flush_end_lsn);
-                Ok(())
+                state.written_lsn = state.written_lsn.max(flush_end_lsn);
+                match &state.stopped {
+                    // The shipper went while an overlapping flush's wait failed (a primary
+                    // stopping): nothing more becomes durable.
+                    Some(reason) => {
+                        Err(FlushFailure::Replication(Error::NotPrimary(reason.clone())))
+                    }
+                    None => {
+                        self.publish_durable(state, flush_end_lsn);
+                        Ok(())
+                    }
+                }
             }
             (Err(error), _) => Err(error),
         };

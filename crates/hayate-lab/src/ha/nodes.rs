@@ -136,8 +136,9 @@ pub fn standby_agrees(
 /// `hayate serve --ha-follow` on a copy of the primary's directory, taken while the primary
 /// was stopped; the primary restarts with `--ha-replication-listen`.
 pub struct HayateStandby {
-    directory: LabDirectory,
+    /// Before `directory`: dropped first, so the server stops before its files go.
     process: ServerProcess,
+    directory: LabDirectory,
     port: u16,
 }
 
@@ -166,8 +167,8 @@ impl HayateStandby {
         let process =
             engines::spawn_hayate_with(directory.path(), port, Some(buffer_bytes), None, &args)?;
         Ok(HayateStandby {
-            directory,
             process,
+            directory,
             port,
         })
     }

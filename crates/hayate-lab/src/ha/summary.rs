@@ -26,7 +26,7 @@ pub fn median_tps(runs: &[&HaRun]) -> Option<f64> {
     }
     tps.sort_by(f64::total_cmp);
     let middle = tps.len() / 2;
-    Some(if tps.len() % 2 == 0 {
+    Some(if tps.len().is_multiple_of(2) {
         (tps[middle - 1] + tps[middle]) / 2.0
     } else {
         tps[middle]

@@ -62,6 +62,56 @@ use hayate_engine::Lsn;
 pub(crate) const HELLO_MAGIC: &[u8; 12] = b"HAYATE-REPL2";
 /// How long either side waits for the challenge and its answer.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The answer to a challenge is an HMAC-SHA-256 (32 bytes) or nothing.
+const PROOF_BYTES_MAX: usize = 64;
+
+/// Reads one message of at most `limit` bytes before `HANDSHAKE_TIMEOUT` passes (a peer that
+/// has not proven anything yet gets neither a large buffer nor an endless wait); None if
+/// nothing came.
+fn read_small_message(socket: &mut TcpStream, limit: usize) -> io::Result<Option<(u8, Vec<u8>)>> {
+    let deadline = std::time::Instant::now() + HANDSHAKE_TIMEOUT;
+    let mut message = Vec::with_capacity(5 + limit);
+    let mut chunk = [0u8; 128];
+    loop {
+        if message.len() >= 5 {
+            let length = u32::from_be_bytes(message[1..5].try_into().expect("4 bytes")) as usize;
+            if length > limit {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a handshake message of {length} bytes"),
+                ));
+            }
+            if message.len() >= 5 + length {
+                message.truncate(5 + length);
+                return Ok(Some((message[0], message[5..].to_vec())));
+            }
+        }
+        if std::time::Instant::now() > deadline {
+            return if message.is_empty() {
+                Ok(None)
+            } else {
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "a handshake message cut short",
+                ))
+            };
+        }
+        // One message at most: never read past its end (what follows is the hello).
+        let wanted = if message.len() < 5 {
+            5 - message.len()
+        } else {
+            5 + u32::from_be_bytes(message[1..5].try_into().expect("4 bytes")) as usize
+                - message.len()
+        };
+        let wanted = wanted.min(chunk.len());
+        match socket.read(&mut chunk[..wanted]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(read) => message.extend_from_slice(&chunk[..read]),
+            Err(error) if is_timeout(&error) || error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
 
 /// The secret replication connections prove they know (`ha_replication_secret`): the primary
 /// sends a random challenge, the connecting node answers HMAC-SHA-256(secret, challenge).
@@ -104,9 +154,8 @@ pub(crate) fn challenge(
             message.to_string(),
         ))
     };
-    let (tag, proof) = match read_message(socket)? {
-        Some(message) => message,
-        None => return refuse(socket, "no answer to the replication challenge"),
+    let Some((tag, proof)) = read_small_message(socket, PROOF_BYTES_MAX)? else {
+        return refuse(socket, "no answer to the replication challenge");
     };
     if tag != b'P' {
         return refuse(

@@ -145,6 +145,10 @@ pub struct Primary {
     /// The bound listener until `activate` starts accepting on it.
     listener: Mutex<Option<TcpListener>>,
     sync_gate: Option<SyncGate>,
+    /// Held across every sync gate call and the state change it decides (going alone,
+    /// recording a standby), so etcd's sync set and this primary never disagree. Taken
+    /// before `state`.
+    gate_lock: Mutex<()>,
     /// What connecting standbys must prove they know (None: anyone may connect).
     secret: Option<ReplicationSecret>,
     /// Nanoseconds after `clock_base` past which commits are no longer acknowledged (the
@@ -157,10 +161,15 @@ pub struct Primary {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// Bytes of flushes queued for the standby at most; past it, the sender reads them from the
+/// files (a slow standby while commits are acknowledged alone must not grow memory).
+const QUEUE_BYTES_MAX: usize = 64 << 20;
+
 impl LogShipper for Primary {
     fn ship(&self, lsn: Lsn, bytes: &[u8]) {
         let mut state = self.state.lock();
-        if state.connected {
+        let queued: usize = state.queue.iter().map(|(_, queued)| queued.len()).sum();
+        if state.connected && queued + bytes.len() <= QUEUE_BYTES_MAX {
             state.queue.push_back((lsn, Arc::new(bytes.to_vec())));
             let (end, now) = (lsn + bytes.len() as u64, Instant::now());
             state.flush_lag.shipped(end, now);
@@ -197,11 +206,16 @@ impl LogShipper for Primary {
                 // Only once the sync set says so (a standby that lacks these commits may
                 // not take over then).
                 state.going_alone = true;
-                let recorded = MutexGuard::unlocked(&mut state, || {
-                    self.sync_gate.as_ref().is_none_or(|gate| gate(None))
-                });
+                drop(state);
+                let gate_held = self.gate_lock.lock();
+                state = self.state.lock();
+                let recorded = state.acked < lsn
+                    && !matches!(state.alone, Alone::Yes { .. })
+                    && MutexGuard::unlocked(&mut state, || {
+                        self.sync_gate.as_ref().is_none_or(|gate| gate(None))
+                    });
                 state.going_alone = false;
-                if recorded && !matches!(state.alone, Alone::Yes { .. }) {
+                if recorded {
                     let through = match state.alone {
                         Alone::Leaving { through } => through.max(lsn),
                         _ => lsn,
@@ -214,6 +228,11 @@ impl LogShipper for Primary {
                     state.alone = Alone::Yes { through };
                     state.sync_name = None;
                     self.changed.notify_all();
+                } else if !matches!(state.alone, Alone::Yes { .. }) && state.acked < lsn {
+                    // The set could not be changed (etcd unreachable, or deposed): ask again
+                    // later, not in a loop.
+                    drop(gate_held);
+                    self.changed.wait_for(&mut state, POLL);
                 }
                 continue;
             }
@@ -254,6 +273,7 @@ impl Primary {
             db,
             identity: Mutex::new(None),
             sync_gate,
+            gate_lock: Mutex::new(()),
             secret,
             lease_deadline: AtomicU64::new(u64::MAX),
             clock_base: Instant::now(),
@@ -431,7 +451,17 @@ impl Primary {
         while !self.stopping() {
             match listener.accept() {
                 Ok((socket, peer)) => {
-                    if let Err(error) = self.clone().serve_standby(socket, peer) {
+                    // The handshake on a thread of its own: a peer that never finishes it
+                    // (it has a deadline) holds up nobody else.
+                    let primary = self.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name("hayate-repl-hello".into())
+                        .spawn(move || {
+                            if let Err(error) = primary.serve_standby(socket, peer) {
+                                log::warn!("replication: standby {peer}: {error}");
+                            }
+                        });
+                    if let Err(error) = spawned {
                         log::warn!("replication: standby {peer}: {error}");
                     }
                 }
@@ -774,10 +804,21 @@ impl Primary {
         if lsn <= state.acked && state.alone == Alone::No {
             return None;
         }
+        let mut _gate_held = None;
         if state.sync_name.as_deref() != Some(peer) {
             drop(state);
-            let recorded = self.sync_gate.as_ref().is_none_or(|gate| gate(Some(peer)));
+            _gate_held = Some(self.gate_lock.lock());
             state = self.state.lock();
+            // Checked again under the gate lock: the primary may have gone alone meanwhile.
+            if state.connection != connection
+                || matches!(state.alone, Alone::Yes { .. })
+                || matches!(state.alone, Alone::Leaving { through } if lsn < through)
+            {
+                return None;
+            }
+            let recorded = MutexGuard::unlocked(&mut state, || {
+                self.sync_gate.as_ref().is_none_or(|gate| gate(Some(peer)))
+            });
             if state.connection != connection {
                 return None;
             }

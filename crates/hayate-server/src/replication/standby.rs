@@ -12,8 +12,8 @@ use hayate_sql::Cluster;
 use parking_lot::{Condvar, Mutex};
 
 use super::{
-    answer_challenge, lsn_of, read_message, write_message, Identity, Primary, ReplicationSecret,
-    HELLO_MAGIC, POLL, PROMOTE_FILE, RECONNECT_PAUSE, REFUSED_PAUSE,
+    answer_challenge, is_timeout, lsn_of, read_message, write_message, Identity, Primary,
+    ReplicationSecret, HELLO_MAGIC, POLL, PROMOTE_FILE, RECONNECT_PAUSE, REFUSED_PAUSE,
 };
 
 /// Where a standby is.
@@ -365,20 +365,27 @@ fn drain_contiguous(
     bytes: &mut Vec<u8>,
 ) -> io::Result<Option<(u8, Vec<u8>)>> {
     const BATCH_BYTES_MAX: usize = 8 << 20;
-    socket.set_nonblocking(true)?;
-    let result = (|| {
-        while bytes.len() < BATCH_BYTES_MAX {
-            match read_message(socket)? {
-                Some((b'D', payload)) if lsn_of(&payload)? == lsn + bytes.len() as u64 => {
-                    bytes.extend_from_slice(&payload[8..]);
-                }
-                other => return Ok(other),
-            }
+    while bytes.len() < BATCH_BYTES_MAX {
+        // Whether a message has begun to arrive, without waiting; then it is read in the
+        // socket's usual (blocking, with a read timeout) mode, so the rest of it is waited for
+        // rather than spun on.
+        socket.set_nonblocking(true)?;
+        let waiting = socket.peek(&mut [0u8; 1]);
+        socket.set_nonblocking(false)?;
+        match waiting {
+            Ok(0) => return Ok(None), // closed: the next read says so
+            Ok(_) => {}
+            Err(error) if is_timeout(&error) => return Ok(None),
+            Err(error) => return Err(error),
         }
-        Ok(None)
-    })();
-    socket.set_nonblocking(false)?;
-    result
+        match read_message(socket)? {
+            Some((b'D', payload)) if lsn_of(&payload)? == lsn + bytes.len() as u64 => {
+                bytes.extend_from_slice(&payload[8..]);
+            }
+            other => return Ok(other),
+        }
+    }
+    Ok(None)
 }
 
 /// A message other than `D`: the primary's identity, or a refusal.

@@ -123,8 +123,8 @@ pub struct ServeArgs {
     /// this long [default: 2].
     #[arg(long, value_name = "SECONDS")]
     pub ha_ttl: Option<u64>,
-    /// A primary whose commits waited this long for a synchronous standby acknowledges them
-    /// alone (durable on this node only; with etcd, once the sync set records it alone, so
+    /// A primary whose commits waited this long (at least 1) for a synchronous standby
+    /// acknowledges them alone (durable on this node only; with etcd, once the sync set records it alone, so
     /// that no standby lacking them can take over), until a standby has caught up again
     /// [default: never: strict, commits wait for a standby].
     #[arg(long, value_name = "SECONDS")]
@@ -292,12 +292,14 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
     };
     let alone_after = match args.ha_alone_after.or(file.ha_alone_after) {
         None => None,
-        Some(seconds) if seconds.is_finite() && (0.0..=86_400.0).contains(&seconds) => {
+        // At least a second: shorter, every slow acknowledgement would send the primary alone
+        // and the sync set would flap between alone and the standby.
+        Some(seconds) if seconds.is_finite() && (1.0..=86_400.0).contains(&seconds) => {
             Some(std::time::Duration::from_secs_f64(seconds))
         }
         Some(seconds) => {
             return Err(CliError::new(format!(
-                "ha_alone_after must be 0 to 86400 seconds, not {seconds}"
+                "ha_alone_after must be 1 to 86400 seconds, not {seconds}"
             )))
         }
     };
@@ -309,7 +311,8 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
                 "invalid ha_max_slot_size \"{size}\": a size such as 1GB or 512MB, or 0 for no \
                  cap"
             ))
-        })?),
+        })?)
+        .filter(|bytes| *bytes > 0),
     };
     let replication_policy = ReplicationPolicy {
         alone_after,
@@ -323,6 +326,7 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
         .unwrap_or(IpAddr::from([127, 0, 0, 1]));
     let replication_secret = std::env::var("HAYATE_REPLICATION_SECRET")
         .ok()
+        .filter(|secret| !secret.is_empty())
         .or(file.ha_replication_secret)
         .filter(|secret| !secret.is_empty())
         .map(|secret| ReplicationSecret::new(secret.as_bytes()));
@@ -708,7 +712,42 @@ mod tests {
             ha_cluster: None,
             ha_node: None,
             ha_ttl: None,
+            ha_alone_after: None,
+            ha_max_slot_size: None,
+            allow_remote_trust: false,
+            emulate_device: None,
         }
+    }
+
+    #[test]
+    fn replication_and_emulation_settings_come_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hayate.toml");
+        std::fs::write(
+            &path,
+            "ha_alone_after = 2.5\nha_max_slot_size = \"64MB\"\nemulate_device = \"low-latency\"\n\
+             ha_replication_secret = \"s3cret\"\nlisten = \"0.0.0.0\"\nallow_remote_trust = true\n",
+        )
+        .unwrap();
+        let from_file = settings(&args(Some(path.clone()))).unwrap();
+        assert_eq!(
+            from_file.replication_policy.alone_after,
+            Some(std::time::Duration::from_millis(2500))
+        );
+        assert_eq!(from_file.replication_policy.max_slot_bytes, Some(64 << 20));
+        assert_eq!(from_file.emulate_device, DeviceClassArg::LowLatency);
+        assert!(from_file.replication_secret.is_some());
+        std::fs::write(&path, "ha_max_slot_size = \"0\"\n").unwrap();
+        let defaults = settings(&args(Some(path))).unwrap();
+        assert_eq!(
+            defaults.replication_policy.max_slot_bytes, None,
+            "0: no cap"
+        );
+        assert_eq!(
+            defaults.replication_policy.alone_after, None,
+            "strict by default"
+        );
+        assert_eq!(defaults.emulate_device, DeviceClassArg::Real);
     }
 
     #[test]
@@ -804,6 +843,15 @@ mod tests {
                 "ha_etcd = \"http://127.0.0.1:2379\"\nha_node = \"a\"\n\
                  ha_replication_listen = \"127.0.0.1:6433\"\nha_follow = \"127.0.0.1:1\"\n",
                 "exclude each other",
+            ),
+            ("ha_alone_after = -1\n", "ha_alone_after must be"),
+            ("ha_alone_after = 0.5\n", "ha_alone_after must be"),
+            ("ha_max_slot_size = \"big\"\n", "invalid ha_max_slot_size"),
+            ("emulate_device = \"floppy\"\n", "unknown emulate_device"),
+            ("listen = \"0.0.0.0\"\n", "--allow-remote-trust"),
+            (
+                "ha_replication_listen = \"0.0.0.0:6433\"\n",
+                "ha_replication_secret",
             ),
         ] {
             std::fs::write(&path, text).unwrap();
