@@ -37,6 +37,11 @@ enum Accumulator {
     StringAgg(Option<String>),
     /// array_agg: the elements so far.
     ArrayAgg(Vec<Option<String>>),
+    /// json_agg / jsonb_agg: each element's JSON text so far.
+    JsonAgg {
+        elements: Vec<String>,
+        binary: bool,
+    },
     /// An aggregate with ORDER BY: its inputs with their sort keys, aggregated in order by
     /// `inner` when the group is finished.
     Ordered {
@@ -89,6 +94,10 @@ impl Accumulator {
             AggregateFunction::Max => Accumulator::Max(Value::Null),
             AggregateFunction::StringAgg => Accumulator::StringAgg(None),
             AggregateFunction::ArrayAgg => Accumulator::ArrayAgg(Vec::new()),
+            AggregateFunction::JsonAgg { binary } => Accumulator::JsonAgg {
+                elements: Vec::new(),
+                binary,
+            },
         }
     }
 
@@ -102,6 +111,10 @@ impl Accumulator {
         };
         if let Accumulator::ArrayAgg(elements) = self {
             elements.push(value.to_text());
+            return Ok(());
+        }
+        if let Accumulator::JsonAgg { elements, .. } = self {
+            elements.push(value.to_text().unwrap_or_else(|| "null".into()));
             return Ok(());
         }
         if value.is_null() {
@@ -230,6 +243,15 @@ impl Accumulator {
             }
             Accumulator::Min(value) | Accumulator::Max(value) => value,
             Accumulator::StringAgg(text) => text.map_or(Value::Null, Value::Text),
+            Accumulator::JsonAgg { elements, .. } if elements.is_empty() => Value::Null,
+            // json keeps each element's text as it came; jsonb normalizes the whole.
+            Accumulator::JsonAgg { elements, binary } => {
+                let text = format!("[{}]", elements.join(", "));
+                Value::Text(match binary {
+                    true => crate::types::json::format(&crate::types::json::parse(&text, true)?),
+                    false => text,
+                })
+            }
             Accumulator::ArrayAgg(elements) if elements.is_empty() => Value::Null,
             Accumulator::ArrayAgg(elements) => Value::Text(crate::system::array::format(&elements)),
         })

@@ -39,6 +39,11 @@ pub enum AggregateFunction {
     StringAgg,
     /// array_agg(value): the values in input order, NULLs included, as array text.
     ArrayAgg,
+    /// json_agg / jsonb_agg(value): the values (converted as to_json does) in input order,
+    /// NULLs as `null`, as one JSON array; jsonb's is normalized.
+    JsonAgg {
+        binary: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +55,7 @@ pub struct AggregateCall {
     pub distinct: bool,
     /// `FILTER (WHERE ...)`: only rows for which it is true are aggregated.
     pub filter: Option<Expr>,
-    /// `array_agg(x ORDER BY ...)`, `string_agg(..., ORDER BY ...)`: the order the inputs
+    /// `array_agg(x ORDER BY ...)`, `string_agg(..., ORDER BY ...)`, `json_agg(...)`: the order the inputs
     /// are aggregated in (empty for the aggregates whose result does not depend on it).
     pub order_by: Vec<SortKey>,
 }

@@ -20,6 +20,8 @@ pub(super) fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "avg" => AggregateFunction::Avg,
         "string_agg" => AggregateFunction::StringAgg,
         "array_agg" => AggregateFunction::ArrayAgg,
+        "json_agg" => AggregateFunction::JsonAgg { binary: false },
+        "jsonb_agg" => AggregateFunction::JsonAgg { binary: true },
         _ => return None,
     })
 }
@@ -728,6 +730,21 @@ impl Binder<'_> {
                     order_by: Vec::new(),
                 })
             }
+            (AggregateFunction::JsonAgg { binary }, [FunctionArg::Expr(arg)]) => {
+                // Each input as to_json(b) converts it (json and jsonb values as they are).
+                self.bind_json_part(arg).map(|(arg, _)| AggregateCall {
+                    function: aggregate,
+                    arg: Some(arg),
+                    data_type: if binary {
+                        DataType::Jsonb
+                    } else {
+                        DataType::Json
+                    },
+                    distinct,
+                    filter: None,
+                    order_by: Vec::new(),
+                })
+            }
             (aggregate, [FunctionArg::Expr(arg)]) if aggregate != AggregateFunction::StringAgg => {
                 self.bind_expr(arg, None).and_then(|(arg, arg_type)| {
                     // PostgreSQL's result types (exec::aggregate accumulates accordingly).
@@ -782,7 +799,9 @@ impl Binder<'_> {
             }
             let order_sensitive = matches!(
                 call.function,
-                AggregateFunction::ArrayAgg | AggregateFunction::StringAgg
+                AggregateFunction::ArrayAgg
+                    | AggregateFunction::StringAgg
+                    | AggregateFunction::JsonAgg { .. }
             );
             if let ast::FunctionArguments::List(list) = &function.args {
                 for clause in &list.clauses {

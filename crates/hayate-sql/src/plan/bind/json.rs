@@ -135,7 +135,7 @@ impl Binder<'_> {
 
     /// A value that becomes part of a document: json as it is (with its type), anything
     /// else through to_json (typed jsonb).
-    fn bind_json_part(&mut self, expr: &ast::Expr) -> SqlResult<(Expr, DataType)> {
+    pub(super) fn bind_json_part(&mut self, expr: &ast::Expr) -> SqlResult<(Expr, DataType)> {
         let (bound, data_type) = self.bind_expr(expr, None)?;
         if is_json(data_type) {
             return Ok((bound, data_type));
