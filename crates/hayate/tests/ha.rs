@@ -71,6 +71,17 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A primary's database in `a` made with `ddl`, and its copy in `b` taken while it was
+/// stopped (a standby's seed).
+fn seed(a: &Path, b: &Path, port: u16, ddl: &str) {
+    let child = serve(a, port, &[]);
+    let mut client = connect(port);
+    client.batch_execute(ddl).unwrap();
+    drop(client);
+    stop(child);
+    copy_dir(a, b);
+}
+
 /// Waits until `probe` holds (the standby applies asynchronously after acknowledging).
 fn eventually(what: &str, mut probe: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -93,15 +104,12 @@ fn a_standby_follows_serves_reads_and_takes_over_with_every_acknowledged_commit(
     let (a, b) = (parent.path().join("a"), parent.path().join("b"));
     let (port_a, port_b, replication) = (free_port(), free_port(), free_port());
 
-    // Seed: create the primary's database, stop it, copy its files.
-    let child = serve(&a, port_a, &[]);
-    let mut client = connect(port_a);
-    client
-        .batch_execute("CREATE TABLE acked (id int8 PRIMARY KEY, note text)")
-        .unwrap();
-    drop(client);
-    stop(child);
-    copy_dir(&a, &b);
+    seed(
+        &a,
+        &b,
+        port_a,
+        "CREATE TABLE acked (id int8 PRIMARY KEY, note text)",
+    );
 
     let listen = format!("127.0.0.1:{replication}");
     let mut primary = serve(
@@ -338,14 +346,7 @@ fn a_primary_cut_off_from_its_standby_acknowledges_nothing_until_the_link_heals(
     let parent = tempfile::tempdir().unwrap();
     let (a, b) = (parent.path().join("a"), parent.path().join("b"));
     let (port_a, port_b, replication) = (free_port(), free_port(), free_port());
-    let child = serve(&a, port_a, &[]);
-    let mut client = connect(port_a);
-    client
-        .batch_execute("CREATE TABLE acked (id int8 PRIMARY KEY)")
-        .unwrap();
-    drop(client);
-    stop(child);
-    copy_dir(&a, &b);
+    seed(&a, &b, port_a, "CREATE TABLE acked (id int8 PRIMARY KEY)");
 
     // The standby reaches the primary through a proxy standing for the network.
     let listen = format!("127.0.0.1:{replication}");

@@ -843,77 +843,68 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn a_primary_writes_the_next_flush_while_the_last_waits_for_its_standby() {
-    let (_dir, io) = temp_io();
+/// A log with a gated shipper installed, as a primary's.
+fn gated_primary() -> (tempfile::TempDir, Arc<Wal>, Arc<GatedShipper>) {
+    let (dir, io) = temp_io();
     let (wal, _) = Wal::open(io, small_config(), 0).unwrap();
     let wal = Arc::new(wal);
     let shipper = Arc::new(GatedShipper::default());
     shipper.acknowledge(wal.set_shipper(Some(shipper.clone())));
-    let first = wal.append(&commit(1, 100)).unwrap();
-    let first_flush = {
+    (dir, wal, shipper)
+}
+
+/// Appends a commit and flushes it on a thread of its own; returns once the flush is written
+/// locally (its wait for the standby may go on).
+fn flush_written(
+    wal: &Arc<Wal>,
+    txn_id: u64,
+    what: &str,
+) -> (Lsn, std::thread::JoinHandle<crate::error::Result<()>>) {
+    let end = wal.append(&commit(txn_id, 100)).unwrap().end_lsn;
+    let flush = {
         let wal = wal.clone();
-        std::thread::spawn(move || wal.flush_to(first.end_lsn))
+        std::thread::spawn(move || wal.flush_to(end))
     };
-    wait_for("the first flush written locally", || {
-        wal.local_durable_lsn() >= first.end_lsn
-    });
+    wait_for(what, || wal.local_durable_lsn() >= end);
+    (end, flush)
+}
+
+#[test]
+fn a_primary_writes_the_next_flush_while_the_last_waits_for_its_standby() {
+    let (_dir, wal, shipper) = gated_primary();
+    let (first, first_flush) = flush_written(&wal, 1, "the first flush written locally");
     assert!(
-        wal.durable_lsn() < first.end_lsn,
+        wal.durable_lsn() < first,
         "durable before the standby acknowledged"
     );
     // The second flush is written while the first still waits for its acknowledgement.
-    let second = wal.append(&commit(2, 100)).unwrap();
-    let second_flush = {
-        let wal = wal.clone();
-        std::thread::spawn(move || wal.flush_to(second.end_lsn))
-    };
-    wait_for("the second flush written while the first waits", || {
-        wal.local_durable_lsn() >= second.end_lsn
-    });
-    assert!(wal.durable_lsn() < first.end_lsn);
+    let (second, second_flush) =
+        flush_written(&wal, 2, "the second flush written while the first waits");
+    assert!(wal.durable_lsn() < first);
     // An acknowledgement of the first alone makes the first durable, not the second.
-    shipper.acknowledge(first.end_lsn);
+    shipper.acknowledge(first);
     first_flush.join().unwrap().unwrap();
-    assert!(wal.durable_lsn() >= first.end_lsn);
-    assert!(wal.durable_lsn() < second.end_lsn);
-    shipper.acknowledge(second.end_lsn);
+    assert!(wal.durable_lsn() >= first);
+    assert!(wal.durable_lsn() < second);
+    shipper.acknowledge(second);
     second_flush.join().unwrap().unwrap();
-    assert_eq!(wal.durable_lsn(), second.end_lsn);
+    assert_eq!(wal.durable_lsn(), second);
 }
 
 #[test]
 fn after_a_failed_wait_no_later_flush_becomes_durable() {
-    let (_dir, io) = temp_io();
-    let (wal, _) = Wal::open(io, small_config(), 0).unwrap();
-    let wal = Arc::new(wal);
-    let shipper = Arc::new(GatedShipper::default());
-    shipper.acknowledge(wal.set_shipper(Some(shipper.clone())));
+    let (_dir, wal, shipper) = gated_primary();
     let durable_before = wal.durable_lsn();
-    let first = wal.append(&commit(1, 100)).unwrap();
-    let first_flush = {
-        let wal = wal.clone();
-        std::thread::spawn(move || wal.flush_to(first.end_lsn))
-    };
-    wait_for("the first flush written locally", || {
-        wal.local_durable_lsn() >= first.end_lsn
-    });
-    let second = wal.append(&commit(2, 100)).unwrap();
-    let second_flush = {
-        let wal = wal.clone();
-        std::thread::spawn(move || wal.flush_to(second.end_lsn))
-    };
-    wait_for("the second flush written", || {
-        wal.local_durable_lsn() >= second.end_lsn
-    });
+    let (first, first_flush) = flush_written(&wal, 1, "the first flush written locally");
+    let (second, second_flush) = flush_written(&wal, 2, "the second flush written");
     // The first wait fails (a lost lease) before the standby acknowledges the second.
-    shipper.fail_up_to(first.end_lsn);
+    shipper.fail_up_to(first);
     let failed = first_flush.join().unwrap();
     assert!(
         matches!(failed, Err(crate::error::Error::NotPrimary(_))),
         "{failed:?}"
     );
-    shipper.acknowledge(second.end_lsn);
+    shipper.acknowledge(second);
     let later = second_flush.join().unwrap();
     assert!(
         matches!(later, Err(crate::error::Error::NotPrimary(_))),

@@ -197,14 +197,8 @@ impl PostgresDriver {
             },
             buffer_bytes,
         );
-        let mut process =
-            ServerProcess::spawn("PostgreSQL", command, &self.log_path, libc::SIGINT)?;
-        process.wait_ready(server::STARTUP_TIMEOUT, || {
-            let mut client = self.connect_client().map_err(|error| error.to_string())?;
-            client
-                .simple_query("SELECT 1")
-                .map(|_| ())
-                .map_err(|error| error.to_string())
+        let process = spawn_ready("PostgreSQL", command, &self.log_path, || {
+            self.connect_client()
         })?;
         let (version, settings) = self
             .read_settings()
@@ -420,6 +414,24 @@ fn server_command(
     command
 }
 
+/// Starts `postgres` and returns once a connection (`connect`) answers a query.
+fn spawn_ready(
+    name: &'static str,
+    command: std::process::Command,
+    log_path: &Path,
+    connect: impl Fn() -> Result<Client, postgres::Error>,
+) -> DriverResult<ServerProcess> {
+    let mut process = ServerProcess::spawn(name, command, log_path, libc::SIGINT)?;
+    process.wait_ready(server::STARTUP_TIMEOUT, || {
+        let mut client = connect().map_err(|error| error.to_string())?;
+        client
+            .simple_query("SELECT 1")
+            .map(|_| ())
+            .map_err(|error| error.to_string())
+    })?;
+    Ok(process)
+}
+
 /// A hot standby of a `PostgresDriver`'s server (`start_standby`), streaming from it through
 /// a replication slot. Stopped and removed on drop.
 pub struct PostgresStandby {
@@ -447,14 +459,8 @@ impl PostgresStandby {
             },
             self.buffer_bytes,
         );
-        let mut process =
-            ServerProcess::spawn("PostgreSQL standby", command, &self.log_path, libc::SIGINT)?;
-        process.wait_ready(server::STARTUP_TIMEOUT, || {
-            let mut client = self.connect().map_err(|error| error.to_string())?;
-            client
-                .simple_query("SELECT 1")
-                .map(|_| ())
-                .map_err(|error| error.to_string())
+        let process = spawn_ready("PostgreSQL standby", command, &self.log_path, || {
+            self.connect()
         })?;
         self.lab.set_process(process);
         Ok(())
