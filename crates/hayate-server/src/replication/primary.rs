@@ -18,8 +18,10 @@ use super::{
 
 #[derive(Default)]
 struct ShipperState {
-    /// Flushed ranges handed over and not yet sent to the current standby, in order.
+    /// Flushed ranges handed over and not yet sent to the current standby, in order, and
+    /// their bytes.
     queue: std::collections::VecDeque<(Lsn, Arc<Vec<u8>>)>,
+    queued_bytes: usize,
     /// The synchronous standby's durable log end.
     acked: Lsn,
     /// Counts standby connections: a sender or reader of an older one ends.
@@ -168,9 +170,9 @@ const QUEUE_BYTES_MAX: usize = 64 << 20;
 impl LogShipper for Primary {
     fn ship(&self, lsn: Lsn, bytes: &[u8]) {
         let mut state = self.state.lock();
-        let queued: usize = state.queue.iter().map(|(_, queued)| queued.len()).sum();
-        if state.connected && queued + bytes.len() <= QUEUE_BYTES_MAX {
+        if state.connected && state.queued_bytes + bytes.len() <= QUEUE_BYTES_MAX {
             state.queue.push_back((lsn, Arc::new(bytes.to_vec())));
+            state.queued_bytes += bytes.len();
             let (end, now) = (lsn + bytes.len() as u64, Instant::now());
             state.flush_lag.shipped(end, now);
             state.replay_lag.shipped(end, now);
@@ -627,6 +629,7 @@ impl Primary {
             state.connection += 1;
             state.connected = true;
             state.queue.clear();
+            state.queued_bytes = 0;
             state.standby = Some((peer_name.clone(), peer));
             state.sent = need;
             state.replayed = None;
@@ -665,6 +668,7 @@ impl Primary {
         if state.connection == connection {
             state.connected = false;
             state.queue.clear();
+            state.queued_bytes = 0;
         }
     }
 
@@ -679,11 +683,13 @@ impl Primary {
             state.sent = sent;
             while let Some((lsn, bytes)) = state.queue.front() {
                 if lsn + bytes.len() as u64 <= sent {
+                    state.queued_bytes -= bytes.len();
                     state.queue.pop_front();
                     continue;
                 }
                 if *lsn <= sent {
                     let (lsn, bytes) = state.queue.pop_front().expect("front exists");
+                    state.queued_bytes -= bytes.len();
                     let skip = (sent - lsn) as usize;
                     if skip == 0 {
                         return Some((lsn, bytes));
