@@ -35,9 +35,9 @@ use crate::txn::{
 };
 use crate::wal::{Lsn, Wal, WalConfig, WalStats};
 
-/// How long a fiber waiting for its commit to be durable sleeps between looks at the log's
-/// durable position (`Database::commit_on_fiber`); a flush takes 100s of microseconds.
-const LOG_POLL: Duration = Duration::from_micros(20);
+/// Longest suspension of a fiber waiting for its commit to be durable before it looks at the
+/// log again (`Database::commit_on_fiber`); the flush's wake-up ends it sooner.
+const LOG_RECHECK: Duration = Duration::from_millis(100);
 
 /// How much memory the buffer pool gets.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -342,11 +342,12 @@ impl Database {
     /// Commits `txn` like `Transaction::commit`, but on a fiber the wait for the log suspends
     /// the fiber instead of blocking its thread:
     /// 1. `Transaction::commit_start` logs and applies the write set and releases its locks;
-    /// 2. the log flusher is asked for the commit's position (`request_log_flush`), so every
-    ///    commit logged meanwhile, of any fiber or thread, shares its fdatasync;
-    /// 3. the fiber sleeps `LOG_POLL` at a time (`fiber::Wait::Until`) until the log is durable
-    ///    there: other fibers run meanwhile, and a thread whose fibers all wait sleeps rather
-    ///    than spins on the CPU the flusher needs;
+    /// 2. the log flusher is asked for the commit's position (by the `Durable` future's first
+    ///    poll), so every commit logged meanwhile, of any fiber or thread, shares its fdatasync;
+    /// 3. the fiber suspends (`fiber::wait_on` the flusher's `Durable` future) until the
+    ///    flusher thread, having made the log durable there, fires its wake-up: other fibers
+    ///    run meanwhile, and a thread whose fibers all wait parks rather than spins on the CPU
+    ///    the flusher needs;
     /// 4. `PendingCommit::finish` publishes the commit.
     ///
     /// Off a fiber it is `Transaction::commit`.
@@ -359,10 +360,8 @@ impl Database {
         };
         let flusher = &self.inner.log_flusher;
         if flusher.durable_lsn() < pending.lsn() {
-            flusher.request(pending.lsn());
-            while flusher.durable_lsn() < pending.lsn() && !flusher.stopped() {
-                crate::fiber::suspend(crate::fiber::Wait::Until(Instant::now() + LOG_POLL));
-            }
+            // A failed or stopped flusher ends the wait too; `finish` then reports it.
+            let _ = crate::fiber::wait_on(&mut flusher.durable(pending.lsn()), LOG_RECHECK);
         }
         pending.finish().map(Some)
     }

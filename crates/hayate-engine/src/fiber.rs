@@ -7,8 +7,11 @@
 //! - `Wait::Io`: a read was submitted on this thread's ring (`io::uring`); resume once its
 //!   completion has been reaped (`complete_io`, called by the host's reaper).
 //! - `Wait::Until`: resume at an instant (simulated device latency).
-//! - `Wait::Yield`: resume after the other ready tasks had a turn (a latch, gate, row lock or
-//!   commit order held by someone else, polled).
+//! - `Wait::Wakeup`: resume once another task fires the `Wakeup` the fiber left where it
+//!   will be found (a row or table lock's release, the commit order's advance, the log's
+//!   flush), or at a deadline that bounds the wait.
+//! - `Wait::Yield`: resume after the other ready tasks had a turn (a latch, the checkpoint
+//!   gate or a mutex held by someone else: short waits, polled).
 //!
 //! The same approach as LeanStore's user-space threads (Haas and Leis, "What Modern NVMe
 //! Storage Can Do, And How To Exploit It", VLDB 2023): a page miss costs a stack switch, not an
@@ -33,7 +36,8 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
 use corosensei::stack::DefaultStack;
@@ -52,6 +56,8 @@ pub enum Wait {
     Io(IoWait),
     /// Resume at or after this instant.
     Until(Instant),
+    /// Resume once the wake-up fired, or at the instant, whichever comes first.
+    Wakeup(Wakeup, Instant),
     /// Resume after other tasks had a turn.
     Yield,
 }
@@ -204,25 +210,105 @@ pub fn pause() -> bool {
     }
 }
 
-/// Turns a polling wait yields before it sleeps between polls (`wait_turn`).
-const YIELD_TURNS: u32 = 64;
-/// Sleep between polls of a long wait on a fiber.
-const POLL_SLEEP: std::time::Duration = std::time::Duration::from_micros(500);
+/// A one-shot wake-up for a suspended fiber, fired by any thread or task: the waiter leaves a
+/// clone where the event's maker will find it (a lock's list of waiters, under the lock's
+/// mutex, before letting go of the mutex), then suspends with `Wait::Wakeup`; the maker fires
+/// every wake-up it finds. Fired before the waiter suspended, the wait ends at once. As a
+/// future it is ready once fired; as a `Waker` (`waker`), waking it fires it.
+#[derive(Clone, Default)]
+pub struct Wakeup(Arc<WakeupState>);
 
-/// One turn of a polling wait on a fiber (a row lock, the commit order): the first turns let
-/// the other tasks run once each, later ones sleep a little, so a long wait does not spin the
-/// thread. False off a fiber (the caller waits its usual way).
-pub fn wait_turn(turn: &mut u32) -> bool {
-    if !on_fiber() {
-        return false;
+#[derive(Default)]
+struct WakeupState {
+    /// Fired, and the waker of whoever awaits it (a host of the fiber).
+    state: parking_lot::Mutex<(bool, Option<Waker>)>,
+}
+
+impl Wake for WakeupState {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
     }
-    *turn += 1;
-    if *turn <= YIELD_TURNS {
-        suspend(Wait::Yield);
-    } else {
-        suspend(Wait::Until(Instant::now() + POLL_SLEEP));
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let waker = {
+            let mut state = self.state.lock();
+            state.0 = true;
+            state.1.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
     }
-    true
+}
+
+impl Wakeup {
+    /// A wake-up not fired yet.
+    pub fn new() -> Wakeup {
+        Wakeup::default()
+    }
+
+    /// Ends the wait (now, or as soon as it starts).
+    pub fn fire(&self) {
+        self.0.wake_by_ref();
+    }
+
+    /// True once fired.
+    pub fn fired(&self) -> bool {
+        self.0.state.lock().0
+    }
+
+    /// A waker that fires this wake-up (to wait on the engine's futures from a fiber).
+    pub fn waker(&self) -> Waker {
+        Waker::from(self.0.clone())
+    }
+}
+
+impl std::fmt::Debug for Wakeup {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "Wakeup(fired: {})", self.fired())
+    }
+}
+
+impl Future for Wakeup {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.0.state.lock();
+        if state.0 {
+            return Poll::Ready(());
+        }
+        match &state.1 {
+            Some(waker) if waker.will_wake(context.waker()) => {}
+            _ => state.1 = Some(context.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
+/// Fires every wake-up of `waiting` and empties it (a lock released, an order advanced).
+pub fn fire_all(waiting: &mut Vec<Wakeup>) {
+    for wakeup in waiting.drain(..) {
+        wakeup.fire();
+    }
+}
+
+/// Suspends the running fiber until `wakeup` fired or `deadline` passed. Panics off a fiber.
+pub fn wait_for_wakeup(wakeup: Wakeup, deadline: Instant) {
+    suspend(Wait::Wakeup(wakeup, deadline));
+}
+
+/// On a fiber, waits for `future`, suspending while it is pending (its waker fires a
+/// `Wakeup`); each wait is bounded by `recheck`, after which the future is polled again.
+/// Panics off a fiber.
+pub fn wait_on<F: Future + Unpin>(future: &mut F, recheck: std::time::Duration) -> F::Output {
+    loop {
+        let wakeup = Wakeup::new();
+        let waker = wakeup.waker();
+        if let Poll::Ready(value) = Pin::new(&mut *future).poll(&mut Context::from_waker(&waker)) {
+            return value;
+        }
+        wait_for_wakeup(wakeup, Instant::now() + recheck);
+    }
 }
 
 /// Waits until `deadline`: a suspension on a fiber inside an `allow_io` region, else false (the
@@ -394,15 +480,31 @@ pub enum Idle {
     Poll,
     /// No fiber can go on and some wait for reads: block until a read completes.
     Reads,
-    /// No fiber can go on and all wait for instants (the log, a lock, a slow device): sleep
-    /// until this, the nearest.
+    /// No fiber can go on and all wait for instants or wake-ups (a lock, the commit order, the
+    /// log, a slow device): sleep until this, the nearest deadline, or until a wake-up unparks
+    /// the thread (`sleep_thread_until` does both).
     Until(Instant),
+}
+
+/// Unparks the thread running `run_all` when one of its fibers' wake-ups fires.
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
 }
 
 /// Runs fibers on this thread until all returned, round robin: each runs until it suspends; one
 /// waiting for a read goes on once the host reaped it, one waiting for an instant once it
+/// passed, one waiting for a wake-up once it fired (it unparks the thread) or its deadline
 /// passed. After each round the host is told what to do (`Idle`): reap without waiting, block
-/// in its reaper, or sleep. Returns the results in order and the most fibers that waited for
+/// in its reaper, or sleep. A wake-up that fires while the host blocks in its reaper is seen
+/// when a read completes. Returns the results in order and the most fibers that waited for
 /// reads at once (reads in flight).
 pub fn run_all<'a, R: 'a>(
     works: Vec<Box<dyn FnOnce() -> R + 'a>>,
@@ -414,6 +516,7 @@ pub fn run_all<'a, R: 'a>(
         .collect();
     let mut results: Vec<Option<R>> = (0..fibers.len()).map(|_| None).collect();
     let mut most_reads = 0;
+    let unpark = Waker::from(Arc::new(Unpark(std::thread::current())));
     loop {
         let mut progressed = false;
         for (index, (fiber, wait)) in fibers.iter_mut().enumerate() {
@@ -424,6 +527,9 @@ pub fn run_all<'a, R: 'a>(
                 None | Some(Wait::Yield) => true,
                 Some(Wait::Io(io)) => io_result(io.slot).is_some(),
                 Some(Wait::Until(deadline)) => Instant::now() >= *deadline,
+                Some(Wait::Wakeup(wakeup, deadline)) => {
+                    wakeup.fired() || Instant::now() >= *deadline
+                }
             };
             if !ready {
                 continue;
@@ -431,7 +537,13 @@ pub fn run_all<'a, R: 'a>(
             progressed = true;
             match fiber.resume() {
                 Step::Done(value) => results[index] = Some(value),
-                Step::Wait(next) => *wait = Some(next),
+                Step::Wait(mut next) => {
+                    if let Wait::Wakeup(wakeup, _) = &mut next {
+                        // Registers the thread's unparker (ready at once if already fired).
+                        let _ = Pin::new(wakeup).poll(&mut Context::from_waker(&unpark));
+                    }
+                    *wait = Some(next)
+                }
             }
         }
         let reads = fibers
@@ -449,7 +561,7 @@ pub fn run_all<'a, R: 'a>(
         } else if let Some(deadline) = fibers
             .iter()
             .filter_map(|(_, wait)| match wait {
-                Some(Wait::Until(deadline)) => Some(*deadline),
+                Some(Wait::Until(deadline)) | Some(Wait::Wakeup(_, deadline)) => Some(*deadline),
                 _ => None,
             })
             .min()
@@ -463,18 +575,21 @@ pub fn run_all<'a, R: 'a>(
     )
 }
 
-/// Blocks the thread until `deadline` (a host of `run_all`, when every fiber waits for an
-/// instant). This module imports nothing of the engine, so it does not use `io::wait`, which
-/// uses it.
+/// Parks the thread until `deadline` or until a fiber's wake-up unparks it (a host of
+/// `run_all`, when every fiber waits for an instant or a wake-up; `run_all` looks again either
+/// way). This module imports nothing of the engine, so it does not use `io::wait`, which uses
+/// it.
 pub fn sleep_thread_until(deadline: Instant) {
     let now = Instant::now();
     if deadline > now {
-        std::thread::sleep(deadline - now);
+        std::thread::park_timeout(deadline - now);
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -531,6 +646,37 @@ mod tests {
         let big = [7u8; 4096];
         let mut fiber = Fiber::new(move || big.iter().map(|&byte| u64::from(byte)).sum::<u64>());
         assert!(matches!(fiber.resume(), Step::Done(28_672)));
+    }
+
+    #[test]
+    fn a_wakeup_fired_by_another_thread_ends_the_wait_not_its_deadline() {
+        let wakeup = Wakeup::new();
+        let fired_early = Wakeup::new();
+        fired_early.fire();
+        let waiting = wakeup.clone();
+        let work: Box<dyn FnOnce() -> bool> = Box::new(move || {
+            // Fired before the wait: it ends at once.
+            wait_for_wakeup(fired_early, Instant::now() + Duration::from_secs(60));
+            wait_for_wakeup(waiting.clone(), Instant::now() + Duration::from_secs(60));
+            waiting.fired()
+        });
+        let firer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            wakeup.fire();
+        });
+        let started = Instant::now();
+        // The host parks the thread as `reap_or_sleep` does for `Idle::Until`.
+        let (results, _) = run_all(vec![work], |idle| {
+            if let Idle::Until(deadline) = idle {
+                sleep_thread_until(deadline)
+            }
+        });
+        firer.join().unwrap();
+        assert_eq!(results, vec![true]);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the fiber slept until its deadline"
+        );
     }
 
     #[test]

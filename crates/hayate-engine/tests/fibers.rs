@@ -242,3 +242,71 @@ fn read_ahead_stays_within_the_scan_range() {
         "a 60-row range read {pages_read} pages"
     );
 }
+
+/// Resumes `fiber` once and returns the wake-up it then waits for (a wait of another kind
+/// fails the test: a polled wait would come back as `Yield` or `Until`).
+fn suspended_on_wakeup<R>(fiber: &mut fiber::Fiber<'_, R>) -> fiber::Wakeup {
+    match fiber.resume() {
+        fiber::Step::Wait(Wait::Wakeup(wakeup, _)) => wakeup,
+        fiber::Step::Wait(other) => panic!("the fiber waits by {other:?}, not for a wake-up"),
+        fiber::Step::Done(_) => panic!("the fiber did not wait"),
+    }
+}
+
+#[test]
+fn a_row_lock_waiter_sleeps_until_the_release_wakes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, table) = small_pool_database(dir.path());
+    let key = 9u32.to_be_bytes();
+    let mut holder = db.begin();
+    assert!(holder.update(table, &key, b"holder").unwrap());
+    let mut waiter = fiber::Fiber::new(|| {
+        let mut txn = db.begin();
+        txn.update(table, &key, b"waiter")
+    });
+    let wakeup = suspended_on_wakeup(&mut waiter);
+    assert!(!wakeup.fired(), "woken while the lock is still held");
+    holder.commit().unwrap();
+    assert!(wakeup.fired(), "the release did not wake the waiter");
+    // Its snapshot predates the holder's commit: the newer version refuses the update.
+    match waiter.resume() {
+        fiber::Step::Done(result) => assert!(
+            matches!(result, Err(hayate_engine::Error::SerializationFailure)),
+            "{result:?}"
+        ),
+        fiber::Step::Wait(wait) => panic!("the waiter waits again ({wait:?})"),
+    }
+}
+
+#[test]
+fn a_fiber_waiting_for_the_log_is_woken_by_the_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, table) = small_pool_database(dir.path());
+    let key = 11u32.to_be_bytes();
+    let mut committer = fiber::Fiber::new(|| {
+        let mut txn = db.begin();
+        assert!(txn.update(table, &key, b"durable").unwrap());
+        db.commit_on_fiber(txn)
+    });
+    let committed = match committer.resume() {
+        // The flush may have ended before the fiber looked: then it never waited.
+        fiber::Step::Done(result) => result,
+        fiber::Step::Wait(Wait::Wakeup(wakeup, _)) => {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !wakeup.fired() {
+                assert!(Instant::now() < deadline, "the flush never woke the fiber");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            match committer.resume() {
+                fiber::Step::Done(result) => result,
+                fiber::Step::Wait(wait) => panic!("woken before its commit was durable: {wait:?}"),
+            }
+        }
+        fiber::Step::Wait(other) => panic!("the commit waits by {other:?}, not for a wake-up"),
+    };
+    assert!(committed.unwrap().is_some());
+    assert_eq!(
+        db.begin_read_only().get(table, &key).unwrap().as_deref(),
+        Some(&b"durable"[..])
+    );
+}

@@ -8,7 +8,9 @@
 //!   read queued in the round with one system call; the reaper task (`reaper`) reaps the
 //!   completions when the ring's eventfd turns readable;
 //! - an instant (an emulated slow device): a timer;
-//! - a turn (a row lock, latch or table lock held by someone else, polled): `yield_now`.
+//! - a wake-up (a row or table lock's release, the commit order's advance), which any thread
+//!   may fire: the wake-up itself, a future, bounded by a timer;
+//! - a turn (a latch or mutex held by someone else, polled): `yield_now`.
 //!
 //! Meanwhile the loop serves its other connections. The connection's interrupt flag is made
 //! current for each stretch the fiber runs (`hayate_sql::interrupt`), so a cancel reaches the
@@ -42,6 +44,9 @@ pub(crate) async fn run<T>(interrupt: &Interrupt, work: impl FnOnce() -> T) -> T
                 }
                 Step::Wait(Wait::Until(deadline)) => {
                     tokio::time::sleep_until(deadline.into()).await
+                }
+                Step::Wait(Wait::Wakeup(wakeup, deadline)) => {
+                    let _ = tokio::time::timeout_at(deadline.into(), wakeup).await;
                 }
                 Step::Wait(Wait::Yield) => tokio::task::yield_now().await,
             }

@@ -17,6 +17,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use hayate_engine::fiber::{fire_all, Wakeup};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{sqlstate, SqlError, SqlResult};
@@ -35,6 +36,9 @@ struct TableState {
 pub struct TableLocks {
     tables: Mutex<HashMap<String, TableState>>,
     released: Condvar,
+    /// Sessions on fibers waiting for a release: added to with `tables` locked, fired by
+    /// every release (as `released` is notified).
+    waiting: Mutex<Vec<Wakeup>>,
 }
 
 impl TableLocks {
@@ -68,7 +72,6 @@ impl TableLocks {
     ) -> SqlResult<parking_lot::MappedMutexGuard<'_, TableState>> {
         let deadline = Instant::now() + LOCK_WAIT;
         let mut tables = self.tables.lock();
-        let mut turn = 0;
         loop {
             let state = tables.entry(table.to_string()).or_default();
             if free(state) {
@@ -77,12 +80,15 @@ impl TableLocks {
                 }));
             }
             if hayate_engine::fiber::on_fiber() {
-                // The owner may be a session on another fiber of this thread: suspend.
+                // The owner may be a session on another fiber of this thread: suspend until a
+                // release.
                 if Instant::now() >= deadline {
                     return Err(timed_out(table));
                 }
+                let wakeup = Wakeup::new();
+                self.waiting.lock().push(wakeup.clone());
                 drop(tables);
-                hayate_engine::fiber::wait_turn(&mut turn);
+                hayate_engine::fiber::wait_for_wakeup(wakeup, deadline);
                 tables = self.tables.lock();
                 continue;
             }
@@ -109,7 +115,9 @@ impl TableLocks {
                 }
             }
         }
+        drop(locks);
         self.released.notify_all();
+        fire_all(&mut self.waiting.lock());
     }
 }
 
@@ -118,4 +126,28 @@ fn timed_out(table: &str) -> SqlError {
         sqlstate::LOCK_NOT_AVAILABLE,
         format!("could not obtain lock on relation \"{table}\""),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use hayate_engine::fiber::{Fiber, Step, Wait};
+
+    use super::*;
+
+    #[test]
+    fn a_session_on_a_fiber_sleeps_until_the_ddl_releases_the_table() {
+        let locks = TableLocks::default();
+        locks.lock_exclusive(1, "t").unwrap();
+        let mut writer = Fiber::new(|| locks.lock_write(2, "t"));
+        let wakeup = match writer.resume() {
+            Step::Wait(Wait::Wakeup(wakeup, _)) => wakeup,
+            Step::Wait(other) => panic!("the writer waits by {other:?}, not for a wake-up"),
+            Step::Done(result) => panic!("the writer did not wait: {result:?}"),
+        };
+        assert!(!wakeup.fired(), "woken while the DDL holds the table");
+        locks.release(1, &["t".to_string()]);
+        assert!(wakeup.fired(), "the release did not wake the writer");
+        assert!(matches!(writer.resume(), Step::Done(Ok(()))));
+        assert!(locks.tables.lock()["t"].writers.contains(&2));
+    }
 }

@@ -9,10 +9,9 @@
 //! 2. A flusher thread wakes, calls `Wal::flush_to` up to the highest position requested
 //!    (group commit: every commit logged before the write shares the fdatasync), notifies, and
 //!    goes on while requests are ahead of the durable position.
-//! 3. A fiber polls `durable_lsn()` (and `stopped()`), sleeping a little between looks
-//!    (`Database::commit_on_fiber`).
-//! 4. Async waiters (`Durable`, a future; a server's event loop awaits it for a
-//!    `PendingCommit`) leave a waker with their position; after each flush the thread first
+//! 3. Waiters (`Durable`, a future: a server's event loop awaits it for a `PendingCommit`, a
+//!    fiber waits on it with a `fiber::Wakeup` as its waker, `Database::commit_on_fiber`)
+//!    leave a waker with their position; after each flush the thread first
 //!    runs the `flushed` hook (the transaction manager publishes every commit the flush made
 //!    durable, so readers see them without waiting for their committers to be polled), then
 //!    wakes the waiters it covered.
@@ -102,13 +101,6 @@ impl LogFlusher {
             state.requested = lsn;
             self.shared.work.notify_one();
         }
-    }
-
-    /// True once the flusher stopped or a flush failed: a waiter polling `durable_lsn` must
-    /// stop waiting (`Wal::flush_to` then reports why).
-    pub fn stopped(&self) -> bool {
-        let state = self.shared.state.lock();
-        state.failure.is_some() || state.stop
     }
 
     /// A future that is ready once the log is durable up to `lsn` (requesting it), or with

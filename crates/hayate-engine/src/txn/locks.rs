@@ -4,12 +4,14 @@
 //! two writers of one row never overlap. A shared lock (`lock_shared`: a foreign key's check
 //! of its referenced row, as PostgreSQL's FOR KEY SHARE) is held by any number of
 //! transactions at once and keeps writers out; a transaction that holds the only shared lock
-//! may take the row exclusively. A lock wait first spins (`spin_count` polls), then
+//! may take the row exclusively. A thread's lock wait first spins (`spin_count` polls), then
 //! parks on its shard's condition variable, which every release notifies, so a waiter wakes
 //! as soon as the lock is free (a classic engine's 1 ms sleep per poll would cost more than
 //! the microsecond I/O the owner waits for). `park_time` only bounds one park between checks
 //! of the owner, the wait-for chain and the timeout: a short one (it was 20 us) woke every
-//! waiter of a hot row dozens of times per wait, each a context switch.
+//! waiter of a hot row dozens of times per wait, each a context switch. On a fiber the waiter
+//! does not spin or park (the owner may be a fiber of the same thread): it leaves a
+//! `fiber::Wakeup` in its shard's list and suspends; every release fires the shard's list.
 //!
 //! Deadlocks: before parking, the waiter records whom it waits for and follows the wait-for
 //! chain; if the chain comes back to itself it fails with `Error::Deadlock`. Waits are also
@@ -23,16 +25,17 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
+use crate::fiber::{fire_all, Wakeup};
 
 const SHARD_COUNT: usize = 64;
 
 /// How a writer waits for a row lock (see the module docs).
 #[derive(Debug, Clone)]
 pub struct LockConfig {
-    /// Polls of the lock before the waiter parks. Default 200.
+    /// Polls of the lock before a thread parks (a fiber suspends at once). Default 200.
     pub spin_count: u32,
-    /// Longest single park between checks of the owner, the wait-for chain and the
-    /// timeout; a release wakes the waiter sooner. Default 10 ms.
+    /// Longest single park (or suspension) between checks of the owner, the wait-for chain
+    /// and the timeout; a release wakes the waiter sooner. Default 10 ms.
     pub park_time: Duration,
     /// A wait longer than this fails with `Error::LockTimeout`. Default 5 s.
     pub timeout: Duration,
@@ -94,6 +97,19 @@ impl Holder {
 struct Shard {
     owners: Mutex<HashMap<LockKey, Holder>>,
     released: Condvar,
+    /// Fibers waiting for a release in this shard. Added to with `owners` locked (after the
+    /// request found the lock held) and taken after a release changed `owners`, so a release
+    /// the waiter did not see finds its wake-up.
+    waiting: Mutex<Vec<Wakeup>>,
+}
+
+impl Shard {
+    /// Wakes every waiter of the shard: threads parked on `released` and suspended fibers.
+    fn notify(&self) {
+        self.released.notify_all();
+        let mut waiting = std::mem::take(&mut *self.waiting.lock());
+        fire_all(&mut waiting);
+    }
 }
 
 /// Counters of the row lock table since the database opened.
@@ -127,6 +143,7 @@ impl LockTable {
             .map(|_| Shard {
                 owners: Mutex::new(HashMap::new()),
                 released: Condvar::new(),
+                waiting: Mutex::new(Vec::new()),
             })
             .collect();
         LockTable {
@@ -197,7 +214,9 @@ impl LockTable {
 
     fn acquire(&self, txn_id: u64, key: &LockKey, shared: bool) -> Result<bool> {
         let shard = self.shard(key);
-        for _ in 0..self.config.spin_count {
+        let on_fiber = crate::fiber::on_fiber();
+        let spins = if on_fiber { 1 } else { self.config.spin_count };
+        for _ in 0..spins {
             {
                 let mut owners = shard.owners.lock();
                 if let Grant::Taken(took) = self.request(&mut owners, txn_id, key, shared) {
@@ -209,7 +228,6 @@ impl LockTable {
         self.waits.fetch_add(1, Ordering::Relaxed);
         let deadline = Instant::now() + self.config.timeout;
         let mut owners = shard.owners.lock();
-        let mut turn = 0;
         loop {
             let owner = match self.request(&mut owners, txn_id, key, shared) {
                 Grant::Taken(took) => {
@@ -228,18 +246,21 @@ impl LockTable {
                 self.timeouts.fetch_add(1, Ordering::Relaxed);
                 return Err(Error::LockTimeout(self.config.timeout.as_millis() as u64));
             }
-            if crate::fiber::on_fiber() {
-                // The owner may be a fiber of this thread: suspend, with the shard unlocked.
-                drop(owners);
-                crate::fiber::wait_turn(&mut turn);
-                owners = shard.owners.lock();
-                continue;
-            }
             let park = self
                 .config
                 .park_time
                 .max(Duration::from_micros(1))
                 .min(deadline - now);
+            if on_fiber {
+                // The owner may be a fiber of this thread: suspend, with the shard unlocked,
+                // until a release in the shard (or the park's end).
+                let wakeup = Wakeup::new();
+                shard.waiting.lock().push(wakeup.clone());
+                drop(owners);
+                crate::fiber::wait_for_wakeup(wakeup, now + park);
+                owners = shard.owners.lock();
+                continue;
+            }
             shard.released.wait_for(&mut owners, park);
         }
     }
@@ -274,7 +295,7 @@ impl LockTable {
                     holders.retain(|holder| *holder != txn_id);
                     if holders.len() != before && !holders.is_empty() {
                         // One fewer holder: a waiting upgrade may go on.
-                        shard.released.notify_all();
+                        shard.notify();
                     }
                     holders.is_empty()
                 }
@@ -282,7 +303,7 @@ impl LockTable {
             };
             if free {
                 owners.remove(key);
-                shard.released.notify_all();
+                shard.notify();
             }
         }
         self.waits_for.lock().remove(&txn_id);

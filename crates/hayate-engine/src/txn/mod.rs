@@ -51,6 +51,9 @@ use undo::{UndoEntry, UndoLog};
 
 /// Lock key used by purge, which never waits.
 const PURGE_TXN_ID: u64 = u64::MAX;
+/// Longest suspension of a fiber waiting for the commit order before it looks again (an
+/// advance wakes it sooner; a stopping log does not).
+const ORDER_RECHECK: std::time::Duration = std::time::Duration::from_millis(10);
 /// Values shorter than this are logged whole: a patch would save little and cost a lookup.
 const PATCH_VALUE_BYTES_MIN: usize = 64;
 
@@ -67,6 +70,9 @@ struct CommitOrder {
     next_checkpoint_id: u64,
     /// Keys written by commits while serializable transactions run (`serializable`).
     recent: RecentWrites,
+    /// Fibers waiting for the visible timestamp to advance (`wait_visible_locked`), woken with
+    /// `published`'s threads.
+    waiting: Vec<crate::fiber::Wakeup>,
 }
 
 /// Counters of transactions since the database opened, and the rollback segment's size now.
@@ -148,6 +154,7 @@ impl TxnManager {
                 applying: BTreeMap::new(),
                 finished: BTreeSet::new(),
                 recent: RecentWrites::default(),
+                waiting: Vec::new(),
                 awaiting_flush: BTreeMap::new(),
                 next_checkpoint_id,
             }),
@@ -520,24 +527,32 @@ impl TxnManager {
         self.wait_visible_locked(order, commit_ts);
     }
 
-    /// Waits until `commit_ts` is visible; on a fiber by polling with the order unlocked (the
-    /// commit waited for may be another fiber's of this thread).
+    /// Waits until `commit_ts` is visible; on a fiber suspended with the order unlocked until
+    /// the visible timestamp advances (the commit waited for may be another fiber's of this
+    /// thread).
     fn wait_visible_locked<'a>(
         &'a self,
         mut order: parking_lot::MutexGuard<'a, CommitOrder>,
         commit_ts: u64,
     ) {
-        let mut turn = 0;
         // A stopped primary never publishes its unreplicated commits (`finish_failed`).
         while self.visible_ts() < commit_ts && !self.wal.is_stopped() {
             if crate::fiber::on_fiber() {
+                let wakeup = crate::fiber::Wakeup::new();
+                order.waiting.push(wakeup.clone());
                 drop(order);
-                crate::fiber::wait_turn(&mut turn);
+                crate::fiber::wait_for_wakeup(wakeup, std::time::Instant::now() + ORDER_RECHECK);
                 order = self.commit_order.lock();
             } else {
                 self.published.wait(&mut order);
             }
         }
+    }
+
+    /// Wakes every waiter for the visible timestamp (threads and fibers).
+    fn notify_published(&self, order: &mut CommitOrder) {
+        self.published.notify_all();
+        crate::fiber::fire_all(&mut order.waiting);
     }
 
     /// Marks a durable commit done and advances the visible timestamp over every contiguous
@@ -557,7 +572,7 @@ impl TxnManager {
         let mut order = self.commit_order.lock();
         if matches!(error, Error::NotPrimary(_)) {
             order.awaiting_flush.remove(&commit_ts);
-            self.published.notify_all();
+            self.notify_published(&mut order);
             return;
         }
         self.finish_in_order(&mut order, commit_ts);
@@ -604,7 +619,7 @@ impl TxnManager {
         }
         if visible != start {
             self.visible_ts.store(visible, Ordering::Release);
-            self.published.notify_all();
+            self.notify_published(order);
         }
     }
 
