@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use hayate_engine::Transaction;
 
-use super::batch::{for_each_row, BatchWriter};
+use super::batch::{duplicated_row, for_each_row, BatchWriter, IndexBuild};
 use super::definition::{IndexDef, IndexKind, TableDef, TABLE_TREE_PREFIX};
 use super::index_entry;
 use super::sequence::{Sequence, SequenceOptions};
@@ -287,11 +287,15 @@ impl Catalog {
         let in_block = block.is_some();
         let built = (|| -> SqlResult<Table> {
             let mut writer = BatchWriter::new(&self.db);
+            let mut build = IndexBuild::new(&self.db, tree);
             for_each_row(&self.db, block.as_deref(), &table, |pk, values| {
                 let (entry, checked) = index_entry::entry(&table.def, &index_def, &values, &pk)?;
-                writer.write(tree, &entry, &pk, checked, || {
-                    index_entry::duplicated(&table.def, &index_def, &values)
-                })
+                build.push(entry, &pk, checked)
+            })?;
+            build.write_to(&mut writer, |own, pk| {
+                // The block's uncommitted rows are the block's to see.
+                let txn = block.as_deref().unwrap_or(own);
+                duplicated_row(txn, table.tree, &table.def, &index_def, pk)
             })?;
             writer.finish()?;
             self.write_defs(block, |txn| self.write_def(txn, &def))?;

@@ -9,7 +9,7 @@
 
 use hayate_engine::Transaction;
 
-use super::batch::{for_each_row, BatchWriter};
+use super::batch::{duplicated_row, for_each_row, BatchWriter, IndexBuild};
 use super::ddl::{trees_of, DdlUndo};
 use super::definition::{ColumnDef, IndexDef, TableDef, TABLE_TREE_PREFIX};
 use super::index_entry;
@@ -154,6 +154,10 @@ impl Catalog {
             if copy {
                 let types = def.types();
                 let mut writer = BatchWriter::new(&self.db);
+                let mut builds: Vec<IndexBuild> = index_trees
+                    .iter()
+                    .map(|index_tree| IndexBuild::new(&self.db, *index_tree))
+                    .collect();
                 for_each_row(&self.db, block.as_deref(), &old, |old_key, mut values| {
                     match &change {
                         Rebuild::AddColumn(column, value) => {
@@ -178,7 +182,7 @@ impl Catalog {
                     } else {
                         primary_key_of(&def, &values)?
                     };
-                    writer.write(tree, &key, &row::encode(&values, &types)?, true, || {
+                    writer.write(tree, &key, &row::encode(&values, &types)?, true, |_| {
                         let pk = IndexDef {
                             name: def.primary_key_name(),
                             columns: def.primary_key.clone(),
@@ -188,14 +192,18 @@ impl Catalog {
                         };
                         index_entry::duplicated(&def, &pk, &values)
                     })?;
-                    for (index, index_tree) in def.indexes.iter().zip(&index_trees) {
+                    for (index, build) in def.indexes.iter().zip(&mut builds) {
                         let (entry, checked) = index_entry::entry(&def, index, &values, &key)?;
-                        writer.write(*index_tree, &entry, &key, checked, || {
-                            index_entry::duplicated(&def, index, &values)
-                        })?;
+                        build.push(entry, &key, checked)?;
                     }
                     Ok(())
                 })?;
+                // The new table's rows are written (the last batch by `writer`'s transaction).
+                for (index, build) in def.indexes.iter().zip(builds) {
+                    build.write_to(&mut writer, |txn, pk| {
+                        duplicated_row(txn, tree, &def, index, pk)
+                    })?;
+                }
                 writer.finish()?;
             }
             old_trees.extend(trees_of(&old.def));
