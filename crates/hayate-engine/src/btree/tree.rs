@@ -323,6 +323,10 @@ impl BTree {
 
     /// Optimistic writer descent: shared latches down to the leaf's parent, the leaf exclusive.
     /// Returns None if the root changed from leaf to inner meanwhile (go pessimistic).
+    ///
+    /// On a fiber a page not resident ends the descent: every latch is let go, the page is
+    /// loaded (suspending) and the descent starts again from the root, so a writer never waits
+    /// for a read holding its path's latches.
     pub(super) fn descend_leaf_exclusive<'p>(
         &self,
         pool: &'p BufferPool,
@@ -331,29 +335,72 @@ impl BTree {
         if let Some(leaf) = self.descend_optimistic(pool, key, |page_id| pool.try_write(page_id))? {
             return Ok(Some(leaf));
         }
-        let mut guard = pool.read(self.root)?;
-        let mut expected_level = None;
-        loop {
-            let node = NodeAccessor::new(&guard)?;
-            check_level(&node, expected_level)?;
-            if node.is_leaf() {
-                // Only the root can be reached as a leaf here.
+        let on_fiber = crate::fiber::on_fiber();
+        // The page, latched; None (on a fiber) when it is not resident.
+        let read = |page_id| match on_fiber {
+            true => pool.try_read(page_id),
+            false => pool.read(page_id).map(Some),
+        };
+        let write = |page_id| match on_fiber {
+            true => pool.try_write(page_id),
+            false => pool.write(page_id).map(Some),
+        };
+        'restart: loop {
+            let Some(mut guard) = read(self.root)? else {
+                pool.load_released(&[self.root])?;
+                continue 'restart;
+            };
+            let mut expected_level = None;
+            loop {
+                let node = NodeAccessor::new(&guard)?;
+                check_level(&node, expected_level)?;
+                if node.is_leaf() {
+                    // Only the root can be reached as a leaf here.
+                    drop(guard);
+                    let Some(root) = write(self.root)? else {
+                        pool.load_released(&[self.root])?;
+                        continue 'restart;
+                    };
+                    let is_leaf = NodeAccessor::new(&root)?.is_leaf();
+                    return Ok(if is_leaf { Some(root) } else { None });
+                }
+                let child = node.child(node.child_index_for(key)?)?;
+                let missing = if node.level() == 1 {
+                    match write(child)? {
+                        Some(leaf) => {
+                            drop(guard);
+                            check_level(&NodeAccessor::new(&leaf)?, Some(0))?;
+                            return Ok(Some(leaf));
+                        }
+                        None => child,
+                    }
+                } else {
+                    expected_level = Some(node.level() - 1);
+                    match read(child)? {
+                        Some(child_guard) => {
+                            guard = child_guard;
+                            continue;
+                        }
+                        None => child,
+                    }
+                };
                 drop(guard);
-                let root = pool.write(self.root)?;
-                let is_leaf = NodeAccessor::new(&root)?.is_leaf();
-                return Ok(if is_leaf { Some(root) } else { None });
+                pool.load_released(&[missing])?;
+                continue 'restart;
             }
-            let child = node.child(node.child_index_for(key)?)?;
-            if node.level() == 1 {
-                let leaf = pool.write(child)?;
-                drop(guard);
-                check_level(&NodeAccessor::new(&leaf)?, Some(0))?;
-                return Ok(Some(leaf));
-            }
-            expected_level = Some(node.level() - 1);
-            let child_guard = pool.read(child)?;
-            guard = child_guard;
         }
+    }
+
+    /// On a fiber, makes the pages of `key`'s path resident the way a reader does, with no
+    /// latch held while a read is waited for (`descend_shared`), so the pessimistic descent
+    /// that follows (a split or merge: rare, exclusive latches from the root) finds them and
+    /// rarely waits for a read holding its path's latches (a page evicted in between is still
+    /// read under them). Off a fiber, nothing: the latching descent reads what is missing.
+    fn preload_path(&self, pool: &BufferPool, key: &[u8]) -> Result<()> {
+        if crate::fiber::on_fiber() {
+            drop(self.descend_shared(pool, key, None, 0, |_| false)?);
+        }
+        Ok(())
     }
 
     /// Pessimistic writer descent: exclusive latches from the root, releasing the ancestors of
@@ -364,6 +411,7 @@ impl BTree {
         key: &[u8],
         safe: impl Fn(&NodeAccessor<'_>) -> bool,
     ) -> Result<Vec<PathEntry<'p>>> {
+        self.preload_path(pool, key)?;
         let mut path = vec![PathEntry {
             guard: pool.write(self.root)?,
             child_index: 0,

@@ -242,3 +242,61 @@ fn a_load_in_key_order_fills_the_leaves() {
         "{report:?}"
     );
 }
+
+#[test]
+fn a_writer_on_a_fiber_holds_no_latch_while_it_waits_for_a_page() {
+    use crate::fiber::{Fiber, Step, Wait};
+    use crate::io::sim::{SimConfig, SimIo};
+    use crate::store::in_place::InPlaceStore;
+
+    let disk = Arc::new(SimIo::new(SimConfig::default()));
+    let store: Arc<dyn PageStore> = Arc::new(InPlaceStore::create(disk.clone(), 4096).unwrap());
+    let config = BufferPoolConfig {
+        frame_count: 16,
+        ..BufferPoolConfig::default()
+    };
+    let pool = BufferPool::new(store, config).unwrap();
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    for number in 0..4000 {
+        tree.put(&pool, &key(number), &[7u8; 100], 1).unwrap();
+    }
+    assert_eq!(
+        tree.check(&pool).unwrap().depth,
+        2,
+        "a root over the leaves"
+    );
+    // The first leaf was evicted long ago (16 frames); every read of it now takes 20 ms.
+    disk.set_read_latency(Some(std::time::Duration::from_millis(20)));
+    let mut writer = Fiber::new(|| tree.put(&pool, &key(0), b"new", 2));
+    let Step::Wait(Wait::Until(_)) = writer.resume() else {
+        panic!("the writer did not wait for the simulated read");
+    };
+    // Another thread takes the root exclusively: it waits while the writer holds it shared.
+    let root_free = std::thread::scope(|scope| {
+        let taker = scope.spawn(|| drop(pool.write(tree.root()).unwrap()));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !taker.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let free = taker.is_finished();
+        // Either way the writer goes on, so a waiting taker gets the root in the end.
+        loop {
+            match writer.resume() {
+                Step::Done(result) => {
+                    result.unwrap();
+                    break;
+                }
+                Step::Wait(Wait::Until(deadline)) => crate::fiber::sleep_thread_until(deadline),
+                Step::Wait(_) => {}
+            }
+        }
+        free
+    });
+    assert!(
+        root_free,
+        "the writer waited for its leaf holding the root's latch"
+    );
+    drop(writer);
+    disk.set_read_latency(None);
+    assert_eq!(tree.get(&pool, &key(0)).unwrap(), Some(b"new".to_vec()));
+}
