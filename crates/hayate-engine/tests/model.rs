@@ -247,11 +247,16 @@ fn random_transaction(
                 let start = random_bound(rng, known);
                 let end = random_bound(rng, known);
                 let rows = scan_all(&txn, table, &start, &end);
-                assert_eq!(
-                    rows,
-                    model_range(&view, &start, &end),
-                    "scan {start:?}..{end:?}"
-                );
+                let expected = model_range(&view, &start, &end);
+                assert_eq!(rows, expected, "scan {start:?}..{end:?}");
+                // In descending order, merged with the transaction's own writes the same way.
+                let mut reversed: Vec<(Vec<u8>, Vec<u8>)> = txn
+                    .scan_reverse(table, as_slice(&start), as_slice(&end))
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                reversed.reverse();
+                assert_eq!(reversed, expected, "reverse scan {start:?}..{end:?}");
             }
         }
     }

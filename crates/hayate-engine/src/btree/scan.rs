@@ -9,6 +9,12 @@
 //!    is still latched), up to `BATCH_BYTES_MAX`, then releases the leaf.
 //! 4. The cursor resumes after the last key copied, or at the fence if it copied the whole leaf.
 //!    Splits, merges and frees between batches are harmless since it only keeps keys.
+//!
+//! A reverse cursor (`BTree::scan_reverse`, descending key order) mirrors it: each batch
+//! descends to the leaf holding the greatest keys before its resume bound (`Seek::Before`,
+//! or the rightmost leaf at first), copies the leaf's entries below the bound from the last
+//! down, and resumes before the leaf's lower fence (the nearest separator to the left of the
+//! path). Leaves have no left links; a descent per leaf costs what a forward scan's does.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -17,7 +23,7 @@ use crate::buffer::BufferPool;
 use crate::error::Result;
 
 use super::node::NodeAccessor;
-use super::tree::{copy_value, BTree};
+use super::tree::{copy_value, BTree, LeafFences, Seek};
 
 /// A batch stops once it holds this many key and value bytes (at least one entry).
 pub const BATCH_BYTES_MAX: usize = 1 << 20;
@@ -28,11 +34,14 @@ pub const READ_AHEAD_LEAVES: usize = 16;
 
 pub type Entry = (Vec<u8>, Vec<u8>);
 
-/// A forward range scan; see the module docs.
+/// A range scan, forward or reverse; see the module docs.
 pub struct Cursor {
     tree: BTree,
+    /// Where the next batch starts (forward), or the bound it reads before (reverse).
     resume: Bound<Vec<u8>>,
+    /// Where the scan stops: its end bound (forward), or its start bound (reverse).
     end: Bound<Vec<u8>>,
+    reverse: bool,
     finished: bool,
     buffered: VecDeque<Entry>,
     /// Leaves read so far: read-ahead starts at the second.
@@ -54,6 +63,25 @@ impl BTree {
             tree: *self,
             resume: owned(start),
             end: owned(end),
+            reverse: false,
+            finished: false,
+            buffered: VecDeque::new(),
+            leaves_read: 0,
+        }
+    }
+
+    /// A cursor over the keys within `start`..`end`, in descending order.
+    pub fn scan_reverse(
+        &self,
+        _pool: &BufferPool,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Cursor {
+        Cursor {
+            tree: *self,
+            resume: owned(end),
+            end: owned(start),
+            reverse: true,
             finished: false,
             buffered: VecDeque::new(),
             leaves_read: 0,
@@ -62,12 +90,15 @@ impl BTree {
 }
 
 impl Cursor {
-    /// True if `key` lies beyond the end bound.
+    /// True if `key` lies beyond where the scan stops (past the end bound, or before the
+    /// start bound of a reverse scan).
     fn past_end(&self, key: &[u8]) -> bool {
-        match &self.end {
-            Bound::Included(end) => key > end.as_slice(),
-            Bound::Excluded(end) => key >= end.as_slice(),
-            Bound::Unbounded => false,
+        match (&self.end, self.reverse) {
+            (Bound::Included(end), false) => key > end.as_slice(),
+            (Bound::Excluded(end), false) => key >= end.as_slice(),
+            (Bound::Included(start), true) => key < start.as_slice(),
+            (Bound::Excluded(start), true) => key <= start.as_slice(),
+            (Bound::Unbounded, _) => false,
         }
     }
 
@@ -77,7 +108,10 @@ impl Cursor {
             return Ok(self.buffered.drain(..).collect());
         }
         while !self.finished {
-            let batch = self.read_leaf(pool)?;
+            let batch = match self.reverse {
+                false => self.read_leaf(pool)?,
+                true => self.read_leaf_reverse(pool)?,
+            };
             if !batch.is_empty() {
                 return Ok(batch);
             }
@@ -100,7 +134,7 @@ impl Cursor {
             Bound::Included(key) | Bound::Excluded(key) => key,
             Bound::Unbounded => &[],
         };
-        let mut fence = None;
+        let mut fences = LeafFences::default();
         let read_ahead = match self.leaves_read {
             0 => 0,
             read => (1usize << read.min(8)).min(READ_AHEAD_LEAVES),
@@ -111,9 +145,14 @@ impl Cursor {
             Bound::Excluded(end) => low < end.as_slice(),
             Bound::Unbounded => true,
         };
-        let leaf =
-            self.tree
-                .descend_shared(pool, seek_key, Some(&mut fence), read_ahead, within)?;
+        let leaf = self.tree.descend_shared(
+            pool,
+            seek_key,
+            Seek::At,
+            Some(&mut fences),
+            read_ahead,
+            within,
+        )?;
         self.leaves_read += 1;
         let node = NodeAccessor::new(&leaf)?;
         let mut index = match (&self.resume, node.search(seek_key)?) {
@@ -138,7 +177,7 @@ impl Cursor {
             }
         }
         drop(leaf);
-        match fence {
+        match fences.high {
             Some(fence) if !self.past_end(&fence) => {
                 if fence.as_slice() <= seek_key {
                     let page_id = self.tree.root;
@@ -148,6 +187,74 @@ impl Cursor {
                     ));
                 }
                 self.resume = Bound::Included(fence);
+            }
+            _ => self.finished = true,
+        }
+        Ok(batch)
+    }
+
+    /// Copies entries from the leaf holding the greatest keys before the resume bound, last
+    /// first, and moves the bound down.
+    fn read_leaf_reverse(&mut self, pool: &BufferPool) -> Result<Vec<Entry>> {
+        let (seek_key, seek): (&[u8], Seek) = match &self.resume {
+            Bound::Included(key) => (key, Seek::At),
+            Bound::Excluded(key) => (key, Seek::Before),
+            Bound::Unbounded => (&[], Seek::Last),
+        };
+        let mut fences = LeafFences::default();
+        let leaf = self
+            .tree
+            .descend_shared(pool, seek_key, seek, Some(&mut fences), 0, |_| false)?;
+        self.leaves_read += 1;
+        let node = NodeAccessor::new(&leaf)?;
+        // The leaf's entries before the bound: 0..stop.
+        let mut stop = match &self.resume {
+            Bound::Included(_) => match node.search(seek_key)? {
+                Ok(index) => index + 1,
+                Err(index) => index,
+            },
+            Bound::Excluded(_) => match node.search(seek_key)? {
+                Ok(index) | Err(index) => index,
+            },
+            Bound::Unbounded => node.count(),
+        };
+        let mut batch = Vec::new();
+        let mut batch_bytes = 0;
+        while stop > 0 {
+            let index = stop - 1;
+            let key = node.key(index)?;
+            if self.past_end(key) {
+                self.finished = true;
+                return Ok(batch);
+            }
+            let value = copy_value(pool, &node, index)?;
+            batch_bytes += key.len() + value.len();
+            batch.push((key.to_vec(), value));
+            stop = index;
+            if batch_bytes >= BATCH_BYTES_MAX && stop > 0 {
+                self.resume = Bound::Excluded(key.to_vec());
+                return Ok(batch);
+            }
+        }
+        drop(leaf);
+        let more = |low: &[u8]| match &self.end {
+            Bound::Included(start) | Bound::Excluded(start) => low > start.as_slice(),
+            Bound::Unbounded => true,
+        };
+        match fences.low {
+            Some(low) if more(&low) => {
+                let retreats = match seek {
+                    Seek::At => low.as_slice() <= seek_key,
+                    Seek::Before => low.as_slice() < seek_key,
+                    Seek::Last => true,
+                };
+                if !retreats {
+                    return Err(super::node::corruption(
+                        self.tree.root,
+                        "separator does not retreat",
+                    ));
+                }
+                self.resume = Bound::Excluded(low);
             }
             _ => self.finished = true,
         }

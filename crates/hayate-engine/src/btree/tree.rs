@@ -147,6 +147,25 @@ pub(super) fn check_level(node: &NodeAccessor<'_>, expected: Option<u8>) -> Resu
     }
 }
 
+/// Which leaf a shared descent looks for (`BTree::descend_shared`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Seek {
+    /// The leaf whose range holds the key.
+    At,
+    /// The leaf holding the greatest keys below the key (a reverse scan's next leaf).
+    Before,
+    /// The rightmost leaf (the key is not used).
+    Last,
+}
+
+/// The bounds of a leaf's key range, from the separators of the path to it: `low` inclusive
+/// (None for the leftmost leaf), `high` exclusive (None for the rightmost).
+#[derive(Debug, Default)]
+pub(super) struct LeafFences {
+    pub(super) low: Option<Vec<u8>>,
+    pub(super) high: Option<Vec<u8>>,
+}
+
 impl BTree {
     /// Allocates an empty root leaf and returns its page id.
     pub fn create(pool: &BufferPool) -> Result<PageId> {
@@ -177,8 +196,9 @@ impl BTree {
         Ok(limits)
     }
 
-    /// The leaf whose key range holds `key`, latched shared. If `fence` is given it receives
-    /// the leaf's exclusive upper bound (None for the rightmost leaf).
+    /// The leaf whose key range holds `key` (with `seek` `Seek::Before`, the leaf holding the
+    /// greatest keys below `key`), latched shared. If `fences` is given it receives the leaf's
+    /// bounds: the separators nearest to it on either side of the path.
     ///
     /// On a fiber, a missing leaf is loaded together with up to `read_ahead` leaves to its
     /// right (the parent's next children) whose lowest key `within` accepts, one batch in
@@ -187,20 +207,25 @@ impl BTree {
         &self,
         pool: &'p BufferPool,
         key: &[u8],
-        fence: Option<&mut Option<Vec<u8>>>,
+        seek: Seek,
+        fences: Option<&mut LeafFences>,
         read_ahead: usize,
         within: impl Fn(&[u8]) -> bool,
     ) -> Result<PageReadGuard<'p>> {
         if crate::fiber::on_fiber() {
             // A task on a fiber holds no latch while it waits for a page: the descent stops at
             // the first page not resident, lets go, loads it (suspending) and starts again.
-            let mut fence = fence;
+            let mut fences = fences;
             let mut pages = Vec::new();
             loop {
                 let fetch = |page_id| pool.try_read(page_id);
                 pages.clear();
-                let found =
-                    self.descend_shared_with(key, fence.as_deref_mut(), fetch, |node, index| {
+                let found = self.descend_shared_with(
+                    key,
+                    seek,
+                    fences.as_deref_mut(),
+                    fetch,
+                    |node, index| {
                         // The missing page is a leaf: its right siblings under the same parent.
                         if read_ahead > 0 && node.level() == 1 {
                             let last = node.count().min(index + read_ahead);
@@ -213,7 +238,8 @@ impl BTree {
                             }
                         }
                         Ok(())
-                    })?;
+                    },
+                )?;
                 match found {
                     Ok(leaf) => return Ok(leaf),
                     Err(missing) => {
@@ -224,7 +250,7 @@ impl BTree {
             }
         }
         let fetch = |page_id| pool.read(page_id).map(Some);
-        let leaf = self.descend_shared_with(key, fence, fetch, |_, _| Ok(()))?;
+        let leaf = self.descend_shared_with(key, seek, fences, fetch, |_, _| Ok(()))?;
         Ok(leaf.expect("a blocking read always yields the page"))
     }
 
@@ -290,7 +316,8 @@ impl BTree {
     fn descend_shared_with<'p>(
         &self,
         key: &[u8],
-        mut fence: Option<&mut Option<Vec<u8>>>,
+        seek: Seek,
+        mut fences: Option<&mut LeafFences>,
         fetch: impl Fn(PageId) -> Result<Option<PageReadGuard<'p>>>,
         mut missed: impl FnMut(&NodeAccessor<'_>, usize) -> Result<()>,
     ) -> Result<std::result::Result<PageReadGuard<'p>, PageId>> {
@@ -304,11 +331,23 @@ impl BTree {
             if node.is_leaf() {
                 return Ok(Ok(guard));
             }
-            let index = node.child_index_for(key)?;
+            let index = match seek {
+                Seek::At => node.child_index_for(key)?,
+                // The child after the last separator below the key.
+                Seek::Before => match node.search(key)? {
+                    Ok(index) | Err(index) => index,
+                },
+                Seek::Last => node.count(),
+            };
             let child = node.child(index)?;
-            if let Some(fence) = fence.as_deref_mut() {
+            if let Some(fences) = fences.as_deref_mut() {
+                // Child `index` holds keys from separator index - 1 up to separator index;
+                // a deeper level's separators are the nearer bounds.
                 if index < node.count() {
-                    *fence = Some(node.key(index)?.to_vec());
+                    fences.high = Some(node.key(index)?.to_vec());
+                }
+                if index > 0 {
+                    fences.low = Some(node.key(index - 1)?.to_vec());
                 }
             }
             expected_level = Some(node.level() - 1);
@@ -398,7 +437,7 @@ impl BTree {
     /// read under them). Off a fiber, nothing: the latching descent reads what is missing.
     fn preload_path(&self, pool: &BufferPool, key: &[u8]) -> Result<()> {
         if crate::fiber::on_fiber() {
-            drop(self.descend_shared(pool, key, None, 0, |_| false)?);
+            drop(self.descend_shared(pool, key, Seek::At, None, 0, |_| false)?);
         }
         Ok(())
     }
@@ -443,7 +482,7 @@ impl BTree {
         }
         let leaf = match self.descend_optimistic(pool, key, |page_id| pool.try_read(page_id))? {
             Some(leaf) => leaf,
-            None => self.descend_shared(pool, key, None, 0, |_| false)?,
+            None => self.descend_shared(pool, key, Seek::At, None, 0, |_| false)?,
         };
         let node = NodeAccessor::new(&leaf)?;
         match node.search(key)? {
@@ -461,7 +500,7 @@ impl BTree {
         let fetch = |page_id| pool.try_read(page_id);
         let guard = match self.descend_optimistic(pool, key, fetch)? {
             Some(leaf) => leaf,
-            None => match self.descend_shared_with(key, None, fetch, |_, _| Ok(()))? {
+            None => match self.descend_shared_with(key, Seek::At, None, fetch, |_, _| Ok(()))? {
                 Ok(leaf) => leaf,
                 Err(missing) => return Ok(TryLookup::Missing(missing)),
             },

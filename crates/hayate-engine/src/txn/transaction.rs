@@ -504,7 +504,17 @@ impl Transaction {
     /// Scans rows with keys in `[start, end)` style bounds, in key order, as of the snapshot
     /// and with this transaction's own writes.
     pub fn scan(&self, tree: TreeId, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<Scan> {
-        self.scan_at(tree, start, end, self.snapshot_ts)
+        self.scan_at(tree, start, end, self.snapshot_ts, false)
+    }
+
+    /// `scan` in descending key order (ORDER BY ... DESC on the key).
+    pub fn scan_reverse(
+        &self,
+        tree: TreeId,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Result<Scan> {
+        self.scan_at(tree, start, end, self.snapshot_ts, true)
     }
 
     /// `scan` of the newest committed versions (not the snapshot's) with this transaction's
@@ -517,7 +527,7 @@ impl Transaction {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> Result<Scan> {
-        self.scan_at(tree, start, end, u64::MAX)
+        self.scan_at(tree, start, end, u64::MAX, false)
     }
 
     fn scan_at(
@@ -526,6 +536,7 @@ impl Transaction {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         snapshot_ts: u64,
+        reverse: bool,
     ) -> Result<Scan> {
         let info = self.tree(tree)?;
         if let Some((_, reads)) = &self.serializable {
@@ -535,7 +546,7 @@ impl Transaction {
         let own_end = end.map(|key| (tree, key.to_vec()));
         // `BTreeMap::range` panics on an inverted or empty-excluded range; such a range
         // simply holds none of our writes.
-        let own: VecDeque<(Vec<u8>, Option<Vec<u8>>)> = if range_is_empty(start, end) {
+        let mut own: VecDeque<(Vec<u8>, Option<Vec<u8>>)> = if range_is_empty(start, end) {
             VecDeque::new()
         } else {
             self.writes
@@ -544,11 +555,18 @@ impl Transaction {
                 .map(|((_, key), value)| (key.clone(), value.clone()))
                 .collect()
         };
-        let cursor = BTree::open(info.root).scan(&self.manager.pool, start, end);
+        let btree = BTree::open(info.root);
+        let cursor = if reverse {
+            own.make_contiguous().reverse();
+            btree.scan_reverse(&self.manager.pool, start, end)
+        } else {
+            btree.scan(&self.manager.pool, start, end)
+        };
         Ok(Scan {
             manager: self.manager.clone(),
             info,
             snapshot_ts,
+            reverse,
             cursor,
             batch: VecDeque::new(),
             tree_done: false,
@@ -680,6 +698,8 @@ pub struct Scan {
     manager: Arc<TxnManager>,
     info: TreeInfo,
     snapshot_ts: u64,
+    /// Descending key order.
+    reverse: bool,
     cursor: Cursor,
     /// Visible rows of the current tree batch.
     batch: VecDeque<(Vec<u8>, Vec<u8>)>,
@@ -704,7 +724,7 @@ impl Scan {
         Ok(())
     }
 
-    /// The next row as (key, value) in key order, or None past the range.
+    /// The next row as (key, value) in the scan's key order, or None past the range.
     pub fn next_row(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         loop {
             self.fill()?;
@@ -713,7 +733,11 @@ impl Scan {
                 (Some(_), None) => false,
                 (None, Some(_)) => true,
                 (Some((tree_key, _)), Some((own_key, _))) => {
-                    let ordering = own_key.cmp(tree_key);
+                    // Which comes first in the scan's order.
+                    let ordering = match self.reverse {
+                        false => own_key.cmp(tree_key),
+                        true => tree_key.cmp(own_key),
+                    };
                     if ordering == std::cmp::Ordering::Equal {
                         self.batch.pop_front(); // our own write replaces it
                     }

@@ -78,6 +78,20 @@ fn check_scan(
         found == expected,
         "scan {start:?}..{end:?} differs from the model"
     );
+    let mut cursor = tree.scan_reverse(pool, as_slice(&start), as_slice(&end));
+    let mut found = Vec::new();
+    loop {
+        let batch = cursor.next_batch(pool).expect("reverse scan");
+        if batch.is_empty() {
+            break;
+        }
+        found.extend(batch);
+    }
+    found.reverse();
+    assert!(
+        found == expected,
+        "reverse scan {start:?}..{end:?} differs from the model"
+    );
 }
 
 fn run(seed: u64, page_size: usize, frames: usize, operations: usize) {
