@@ -188,3 +188,94 @@ fn composite_key_prefixes_are_range_scans_with_the_right_rows() {
         }
     }
 }
+
+fn rows(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
+    match run(session, sql).pop().unwrap() {
+        Outcome::Rows { rows, .. } => rows,
+        other => panic!("{sql}: expected rows, got {other:?}"),
+    }
+}
+
+fn explain(session: &mut Session, sql: &str) -> String {
+    rows(session, &format!("EXPLAIN {sql}"))
+        .into_iter()
+        .map(|row| match &row[0] {
+            Value::Text(line) => line.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn ints(values: &[i64]) -> Vec<Vec<Value>> {
+    values.iter().map(|v| vec![Value::Int(*v)]).collect()
+}
+
+#[test]
+fn order_by_the_key_descending_reads_backward() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session(dir.path());
+    run(
+        &mut session,
+        "CREATE TABLE o (w int4, id int4, v text, PRIMARY KEY (w, id)); \
+         INSERT INTO o SELECT w, i, 'v' || i FROM generate_series(1, 3) w, \
+         generate_series(1, 500) i",
+    );
+    let last = "SELECT w, id FROM o ORDER BY w DESC, id DESC LIMIT 3";
+    assert_eq!(
+        rows(&mut session, last),
+        vec![
+            vec![Value::Int(3), Value::Int(500)],
+            vec![Value::Int(3), Value::Int(499)],
+            vec![Value::Int(3), Value::Int(498)],
+        ]
+    );
+    let plan = explain(&mut session, last);
+    assert!(plan.contains("Full Scan on o Backward"), "{plan}");
+    assert!(!plan.contains("Sort"), "{plan}");
+    let newest = "SELECT id FROM o WHERE w = 2 ORDER BY id DESC LIMIT 2";
+    assert_eq!(rows(&mut session, newest), ints(&[500, 499]));
+    let plan = explain(&mut session, newest);
+    assert!(
+        plan.contains("Range Scan on o (primary key) Backward"),
+        "{plan}"
+    );
+    assert!(!plan.contains("Sort"), "{plan}");
+    // Mixed directions need a sort.
+    let plan = explain(&mut session, "SELECT w, id FROM o ORDER BY w DESC, id");
+    assert!(
+        plan.contains("Sort") && !plan.contains("Backward"),
+        "{plan}"
+    );
+    // Every bound, backward, equals the forward result reversed.
+    for (low, high) in [(0, 600), (50, 100), (499, 500), (200, 199), (1, 1)] {
+        for (lower, upper) in [(">=", "<="), (">", "<"), (">=", "<")] {
+            let range = format!("w = 1 AND id {lower} {low} AND id {upper} {high}");
+            let mut forward = rows(
+                &mut session,
+                &format!("SELECT id FROM o WHERE {range} ORDER BY id"),
+            );
+            forward.reverse();
+            let backward = format!("SELECT id FROM o WHERE {range} ORDER BY id DESC");
+            assert_eq!(rows(&mut session, &backward), forward, "{range}");
+        }
+    }
+    // A block's own writes merge into the backward scan in order.
+    run(
+        &mut session,
+        "BEGIN; INSERT INTO o VALUES (3, 501, 'new'); DELETE FROM o WHERE w = 3 AND id = 500; \
+         UPDATE o SET v = 'upd' WHERE w = 3 AND id = 499",
+    );
+    assert_eq!(
+        rows(
+            &mut session,
+            "SELECT id, v FROM o WHERE w = 3 ORDER BY id DESC LIMIT 3"
+        ),
+        vec![
+            vec![Value::Int(501), Value::Text("new".into())],
+            vec![Value::Int(499), Value::Text("upd".into())],
+            vec![Value::Int(498), Value::Text("v498".into())],
+        ]
+    );
+    run(&mut session, "ROLLBACK");
+}

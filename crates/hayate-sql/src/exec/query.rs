@@ -704,10 +704,12 @@ impl<'r, 'e> Run<'r, 'e> {
                 let Some((lower, upper)) = self.exec.range(table, access, &context)? else {
                     return Ok(true);
                 };
-                let scan =
-                    self.txn
-                        .borrow()
-                        .scan(table.tree, as_slice(&lower), as_slice(&upper))?;
+                let txn = self.txn.borrow();
+                let scan = match read.descending {
+                    false => txn.scan(table.tree, as_slice(&lower), as_slice(&upper))?,
+                    true => txn.scan_reverse(table.tree, as_slice(&lower), as_slice(&upper))?,
+                };
+                drop(txn);
                 for entry in scan {
                     crate::interrupt::check()?;
                     let (key, raw) = entry?;

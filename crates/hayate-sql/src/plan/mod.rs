@@ -119,6 +119,9 @@ pub struct TableRead {
     pub table: Arc<Table>,
     pub access: Access,
     pub filter: Option<Expr>,
+    /// Rows in descending primary key order (an ORDER BY the key DESC; full and range scans
+    /// read backward, `Transaction::scan_reverse`).
+    pub descending: bool,
 }
 
 /// A query: a tree of relations whose root yields the result rows.
@@ -435,7 +438,11 @@ impl Relation {
 
 /// A table read as EXPLAIN shows it: the access path.
 fn describe_read(read: &TableRead) -> String {
-    describe_access(read, &read.access)
+    let access = describe_access(read, &read.access);
+    match read.descending && matches!(read.access, Access::Range { .. } | Access::Full) {
+        true => format!("{access} Backward"),
+        false => access,
+    }
 }
 
 fn describe_access(read: &TableRead, access: &Access) -> String {

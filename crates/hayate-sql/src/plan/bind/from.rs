@@ -566,6 +566,7 @@ impl Binder<'_> {
                         table,
                         access: Access::Full,
                         filter: None,
+                        descending: false,
                     };
                     return Ok((Relation::Table { read, lock }, entry));
                 }
@@ -1404,6 +1405,7 @@ fn join(
                     table: read.table.clone(),
                     access: Access::Point(keys),
                     filter: read.filter.clone(),
+                    descending: false,
                 };
                 return Relation::IndexJoin {
                     left: Box::new(left),

@@ -592,6 +592,7 @@ impl<'a> Binder<'a> {
             table,
             access,
             filter,
+            descending: false,
         })
     }
 

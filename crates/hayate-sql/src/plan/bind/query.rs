@@ -350,12 +350,19 @@ impl Binder<'_> {
             Some(query) => self.bind_limit(query)?,
             None => (None, None),
         };
-        // Rows of a single table read in key order need no sort (a LIMIT then stops the
-        // scan early, and FOR UPDATE locks only the rows it returns).
-        let ordered_by_key = match (&root, &aggregation) {
-            (Relation::Table { read, .. }, None) if single_table => read_in_order(read, &order_by),
+        // Rows of a single table read in key order, forward or backward, need no sort (a
+        // LIMIT then stops the scan early, and FOR UPDATE locks only the rows it returns).
+        let in_order = match (&mut root, &aggregation) {
+            (Relation::Table { read, .. }, None) if single_table => {
+                let order = read_in_order(read, &order_by);
+                if order == Some(true) {
+                    read.descending = true;
+                }
+                order.is_some()
+            }
             _ => order_by.is_empty(),
-        } && (windows.is_empty() || order_by.is_empty());
+        };
+        let ordered_by_key = in_order && (windows.is_empty() || order_by.is_empty());
         if let Some(aggregation) = aggregation {
             root = Relation::Aggregate {
                 input: Box::new(root),
@@ -724,29 +731,41 @@ fn cast_to(relation: Relation, from: &[OutputColumn], to: &[OutputColumn]) -> Re
     }
 }
 
-/// Whether a table read returns its rows in `order_by`'s order: every access path reads in
-/// primary key order, and the key columns its equal prefix fixes (a range scan's prefix, all of
-/// them for a point lookup) may be skipped or named anywhere: `WHERE no_w_id = ? AND no_d_id
-/// = ? ORDER BY no_o_id` on the key (no_w_id, no_d_id, no_o_id).
-fn read_in_order(read: &TableRead, order_by: &[SortKey]) -> bool {
+/// Whether a table read returns its rows in `order_by`'s order: Some(false) read forward,
+/// Some(true) read backward, None if it needs a sort. Every access path reads in primary
+/// key order, and the key columns its equal prefix fixes (a range scan's prefix, all of them
+/// for a point lookup) may be skipped or named anywhere: `WHERE no_w_id = ? AND no_d_id = ?
+/// ORDER BY no_o_id` on the key (no_w_id, no_d_id, no_o_id). The other key columns must come
+/// in key order, all ascending, or all descending for a full or range scan (`ORDER BY id DESC
+/// LIMIT 10` reads the last ten rows backward). Key columns are never NULL, so NULLS FIRST
+/// or LAST does not matter.
+fn read_in_order(read: &TableRead, order_by: &[SortKey]) -> Option<bool> {
     let key = &read.table.def.primary_key;
     let fixed = match &read.access {
         Access::Point(_) => key.len(),
         Access::Range { prefix, .. } => prefix.len(),
         _ => 0,
     };
+    let may_reverse = matches!(read.access, Access::Full | Access::Range { .. });
     let mut next = fixed;
-    order_by.iter().all(|sort| {
+    let mut descending = None;
+    for sort in order_by {
         let Expr::Column(column) = sort.expr else {
-            return false;
+            return None;
         };
         if key[..fixed].contains(&column) {
-            return true;
+            continue;
         }
-        if sort.descending || sort.nulls_first || key.get(next) != Some(&column) {
-            return false;
+        if key.get(next) != Some(&column) {
+            return None;
+        }
+        match descending {
+            None if sort.descending && !may_reverse => return None,
+            None => descending = Some(sort.descending),
+            Some(direction) if direction != sort.descending => return None,
+            Some(_) => {}
         }
         next += 1;
-        true
-    })
+    }
+    Some(descending.unwrap_or(false))
 }
