@@ -329,6 +329,15 @@ impl Database {
         self.inner.manager.begin(true)
     }
 
+    /// `begin_read_only` whose snapshot holds every commit started before the call: it first
+    /// waits for those still being made durable or published. What a DDL reads a table
+    /// through once it holds the table's lock: a writer lets go of its locks when its commit
+    /// is logged and applied (early lock release), before the commit is visible.
+    pub fn begin_read_only_after_commits(&self) -> Transaction {
+        self.inner.manager.wait_for_started_commits();
+        self.inner.manager.begin(true)
+    }
+
     /// How far the log is durable.
     pub fn log_durable_lsn(&self) -> Lsn {
         self.inner.log_flusher.durable_lsn()

@@ -301,13 +301,19 @@ pub fn wait_for_wakeup(wakeup: Wakeup, deadline: Instant) {
 /// `Wakeup`); each wait is bounded by `recheck`, after which the future is polled again.
 /// Panics off a fiber.
 pub fn wait_on<F: Future + Unpin>(future: &mut F, recheck: std::time::Duration) -> F::Output {
+    let mut wakeup = Wakeup::new();
+    let mut waker = wakeup.waker();
     loop {
-        let wakeup = Wakeup::new();
-        let waker = wakeup.waker();
         if let Poll::Ready(value) = Pin::new(&mut *future).poll(&mut Context::from_waker(&waker)) {
             return value;
         }
-        wait_for_wakeup(wakeup, Instant::now() + recheck);
+        wait_for_wakeup(wakeup.clone(), Instant::now() + recheck);
+        if wakeup.fired() {
+            // A fresh one for the next wait. One that has not fired keeps its waker, which the
+            // future already holds: polling again with it adds no second registration.
+            wakeup = Wakeup::new();
+            waker = wakeup.waker();
+        }
     }
 }
 

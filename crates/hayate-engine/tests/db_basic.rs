@@ -172,3 +172,30 @@ fn a_small_update_of_a_large_row_logs_the_change_only() {
     let table = db.table("rows").unwrap();
     assert_eq!(db.begin_read_only().get(table, b"k").unwrap(), Some(row));
 }
+
+#[test]
+fn a_snapshot_after_commits_waits_for_a_started_commit_to_be_visible() {
+    use hayate_engine::{SimConfig, SimIo};
+    use std::time::Duration;
+
+    // Every sync takes 300 ms: a started commit stays invisible that long.
+    let disk = std::sync::Arc::new(SimIo::new(SimConfig {
+        latency_sync: Some(Duration::from_millis(300)),
+        ..SimConfig::default()
+    }));
+    let db = Database::open_with_io(disk, DatabaseConfig::default()).unwrap();
+    let table = db.create_table("t").unwrap();
+    let mut txn = db.begin();
+    txn.insert(table, b"k", b"v").unwrap();
+    // Logged and applied, its locks released (what a DDL waiting for them sees), not durable.
+    let pending = txn.commit_start().unwrap().expect("a write");
+    db.request_log_flush(pending.lsn());
+    assert_eq!(
+        db.begin_read_only().get(table, b"k").unwrap(),
+        None,
+        "the commit was visible before its flush"
+    );
+    let after = db.begin_read_only_after_commits();
+    assert_eq!(after.get(table, b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    pending.finish().unwrap();
+}

@@ -177,3 +177,51 @@ fn a_block_that_wrote_a_table_holds_ddl_off_until_it_ends() {
     // The index was built after the block committed: it has both rows.
     assert_eq!(ddl.join().unwrap(), 2);
 }
+
+/// A writer lets go of its table lock once its commit is logged and applied, before the commit
+/// is visible (early lock release; the server finishes it after the log flush): a DDL that
+/// waited for the lock must still read that commit's rows. (The DDL's snapshot waits for
+/// started commits, `Database::begin_read_only_after_commits`, tested in the engine; here the
+/// DDL's own tree creation, which flushes the log, usually publishes the commit first too.)
+#[test]
+fn a_ddl_reads_the_rows_of_a_commit_not_yet_visible_when_the_lock_was_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog =
+        Catalog::open(Database::open(dir.path(), DatabaseConfig::default()).unwrap()).unwrap();
+    let mut writer = Session::new(catalog.clone(), "writer");
+    run(&mut writer, "CREATE TABLE t (id int8 PRIMARY KEY, v int8)");
+    run(
+        &mut writer,
+        "INSERT INTO t SELECT g, g FROM generate_series(1, 100) AS g",
+    );
+    writer.set_defer_commits(true);
+    for (round, ddl) in [
+        "CREATE INDEX t_v ON t (v)",
+        "ALTER TABLE t ADD COLUMN w int8 DEFAULT 5",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = 1000 + round as i64;
+        run(&mut writer, &format!("INSERT INTO t VALUES ({id}, {id})"));
+        let pending = writer.take_pending_commit().expect("a deferred commit");
+        let mut session = Session::new(catalog.clone(), "ddl");
+        let ddl_thread = std::thread::spawn(move || {
+            run(&mut session, ddl);
+            session
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        pending.finish().unwrap();
+        let mut session = ddl_thread.join().unwrap();
+        let found = count(
+            &mut session,
+            &format!("SELECT count(*) FROM t WHERE v = {id} AND id = {id}"),
+        );
+        assert_eq!(found, 1, "{ddl} lost the row of the commit it waited for");
+        let through_index = count(
+            &mut session,
+            &format!("SELECT count(*) FROM t WHERE v = {id}"),
+        );
+        assert_eq!(through_index, 1, "{ddl}: the index misses the row");
+    }
+}

@@ -11,10 +11,12 @@
 //!    goes on while requests are ahead of the durable position.
 //! 3. Waiters (`Durable`, a future: a server's event loop awaits it for a `PendingCommit`, a
 //!    fiber waits on it with a `fiber::Wakeup` as its waker, `Database::commit_on_fiber`)
-//!    leave a waker with their position; after each flush the thread first
-//!    runs the `flushed` hook (the transaction manager publishes every commit the flush made
-//!    durable, so readers see them without waiting for their committers to be polled), then
-//!    wakes the waiters it covered.
+//!    leave a waker with their position and wake a flusher thread; after each flush the
+//!    thread first runs the `flushed` hook (the transaction manager publishes every commit the
+//!    flush made durable, so readers see them without waiting for their committers to be
+//!    polled), then wakes the waiters it covered. A thread that finds every request covered
+//!    already (another thread's blocking commit flushed the log) wakes the covered waiters
+//!    before it sleeps.
 //!
 //! A failed flush poisons the log (the WAL refuses further writes); waiters get the error.
 
@@ -162,8 +164,11 @@ impl Future for Durable {
         }
         if self.lsn > state.requested {
             state.requested = self.lsn;
-            shared.work.notify_one();
         }
+        // Even when the position was requested already: a flush by another thread (not a
+        // flusher) may cover it before any flusher flushes again, and only a flusher wakes
+        // waiters (it does when it finds the requests covered).
+        shared.work.notify_one();
         Poll::Pending
     }
 }
@@ -188,6 +193,8 @@ fn run(shared: &Shared) {
             let covered =
                 |state: &State| state.requested <= shared.wal.durable_lsn().max(state.in_flight);
             while covered(&state) && !state.stop {
+                // Another thread's flush (a blocking commit's) may have covered waiters.
+                wake_covered(shared, &mut state, false);
                 shared.work.wait(&mut state);
             }
             if covered(&state) {

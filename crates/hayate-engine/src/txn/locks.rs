@@ -228,6 +228,9 @@ impl LockTable {
         self.waits.fetch_add(1, Ordering::Relaxed);
         let deadline = Instant::now() + self.config.timeout;
         let mut owners = shard.owners.lock();
+        // A fiber's wake-up while it is in the shard's list (not fired): a suspension that
+        // ends at its deadline does not add another.
+        let mut listed: Option<Wakeup> = None;
         loop {
             let owner = match self.request(&mut owners, txn_id, key, shared) {
                 Grant::Taken(took) => {
@@ -254,8 +257,15 @@ impl LockTable {
             if on_fiber {
                 // The owner may be a fiber of this thread: suspend, with the shard unlocked,
                 // until a release in the shard (or the park's end).
-                let wakeup = Wakeup::new();
-                shard.waiting.lock().push(wakeup.clone());
+                let wakeup = match &listed {
+                    Some(wakeup) if !wakeup.fired() => wakeup.clone(),
+                    _ => {
+                        let fresh = Wakeup::new();
+                        shard.waiting.lock().push(fresh.clone());
+                        listed = Some(fresh.clone());
+                        fresh
+                    }
+                };
                 drop(owners);
                 crate::fiber::wait_for_wakeup(wakeup, now + park);
                 owners = shard.owners.lock();
@@ -341,6 +351,34 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         table.release_all(1, &[key("a")]);
         assert!(waiter.join().unwrap().unwrap());
+    }
+
+    #[test]
+    fn a_fiber_waiting_past_its_park_time_leaves_one_wakeup_in_the_list() {
+        use crate::fiber::{Fiber, Step, Wait};
+
+        let table = LockTable::new(LockConfig {
+            park_time: Duration::from_millis(1),
+            ..LockConfig::default()
+        });
+        assert!(table.lock(1, &key("a")).unwrap());
+        let mut waiter = Fiber::new(|| table.lock(2, &key("a")));
+        for _ in 0..5 {
+            match waiter.resume() {
+                Step::Wait(Wait::Wakeup(wakeup, deadline)) => {
+                    assert!(!wakeup.fired());
+                    crate::fiber::sleep_thread_until(deadline);
+                }
+                other => panic!(
+                    "the waiter did not suspend on a wake-up: {:?}",
+                    matches!(other, Step::Done(_))
+                ),
+            }
+        }
+        let waiting = table.shard(&key("a")).waiting.lock().len();
+        assert_eq!(waiting, 1, "each recheck added a wake-up");
+        table.release_all(1, &[key("a")]);
+        assert!(matches!(waiter.resume(), Step::Done(Ok(true))));
     }
 
     #[test]

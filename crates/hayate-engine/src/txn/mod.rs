@@ -249,6 +249,12 @@ impl TxnManager {
         txn
     }
 
+    /// Waits until every commit that took its timestamp before the call is visible.
+    pub fn wait_for_started_commits(&self) {
+        let newest = self.commit_order.lock().next_commit_ts.saturating_sub(1);
+        self.wait_visible(newest);
+    }
+
     /// Ends a serializable transaction's registration (see `begin_serializable`).
     fn end_serializable(&self, floor: u64) {
         self.commit_order.lock().recent.deregister(floor);
@@ -535,11 +541,21 @@ impl TxnManager {
         mut order: parking_lot::MutexGuard<'a, CommitOrder>,
         commit_ts: u64,
     ) {
+        // One wake-up while it is in the list (not fired): a wait that ends at its deadline
+        // does not add another.
+        let mut wakeup: Option<crate::fiber::Wakeup> = None;
         // A stopped primary never publishes its unreplicated commits (`finish_failed`).
         while self.visible_ts() < commit_ts && !self.wal.is_stopped() {
             if crate::fiber::on_fiber() {
-                let wakeup = crate::fiber::Wakeup::new();
-                order.waiting.push(wakeup.clone());
+                let wakeup = match &wakeup {
+                    Some(listed) if !listed.fired() => listed.clone(),
+                    _ => {
+                        let fresh = crate::fiber::Wakeup::new();
+                        order.waiting.push(fresh.clone());
+                        wakeup = Some(fresh.clone());
+                        fresh
+                    }
+                };
                 drop(order);
                 crate::fiber::wait_for_wakeup(wakeup, std::time::Instant::now() + ORDER_RECHECK);
                 order = self.commit_order.lock();

@@ -108,8 +108,8 @@ impl TxnManager {
             LogRecord::CheckpointMark { .. } => unreachable!("returned above"),
         }
         self.visible_ts.store(commit_ts, Ordering::Release);
-        let _order = self.commit_order.lock();
-        self.published.notify_all();
+        let mut order = self.commit_order.lock();
+        self.notify_published(&mut order);
         Ok(())
     }
 

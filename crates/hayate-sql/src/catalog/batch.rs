@@ -6,8 +6,9 @@
 //!    block's, with its own writes, if the DDL runs in one.
 //! 2. `BatchWriter::write` puts each entry, committing whenever a batch reaches
 //!    `BATCH_BYTES`, so no commit record outgrows the log's frame limit. A table's rows come
-//!    in key order; an index's entries are gathered (`IndexBuild`, sorted in the temporary
-//!    space) and written in key order once the rows were read.
+//!    in key order (unless a rebuild gives the table a new primary key); an index's entries
+//!    are gathered (`IndexBuild`, sorted in the temporary space) and written in key order
+//!    once the rows were read.
 //! 3. `BatchWriter::finish` commits the last batch. The trees become visible only with the
 //!    later commit of the definition, so the DDL stays atomic.
 
@@ -35,7 +36,8 @@ pub(super) fn for_each_row(
     let txn = match block {
         Some(txn) => txn,
         None => {
-            own = db.begin_read_only();
+            // Commits of writers whose table locks the DDL waited for are in the snapshot.
+            own = db.begin_read_only_after_commits();
             &own
         }
     };
@@ -104,8 +106,11 @@ impl<'a> BatchWriter<'a> {
     }
 }
 
-/// Work memory of one index build's sort; beyond it sorted runs spill to the temporary space.
+/// Work memory of the index sorts of one DDL, shared by the indexes it builds at once;
+/// beyond it sorted runs spill to the temporary space.
 const INDEX_SORT_BYTES: usize = 64 << 20;
+/// The least work memory one index's sort gets.
+const INDEX_SORT_BYTES_MIN: usize = 4 << 20;
 
 /// One index's entries, gathered while its table's rows are read and written in key order
 /// afterwards (`write_to`). A B+tree filled in key order splits at its right edge and its
@@ -118,10 +123,13 @@ pub(super) struct IndexBuild {
 }
 
 impl IndexBuild {
-    pub(super) fn new(db: &Database, tree: TreeId) -> IndexBuild {
+    /// A build of the index `tree`, one of `builds` filled from the same rows at once (they
+    /// share the work memory).
+    pub(super) fn new(db: &Database, tree: TreeId, builds: usize) -> IndexBuild {
+        let work_mem = (INDEX_SORT_BYTES / builds.max(1)).max(INDEX_SORT_BYTES_MIN);
         IndexBuild {
             tree,
-            sorter: db.temp().sorter(INDEX_SORT_BYTES),
+            sorter: db.temp().sorter(work_mem),
         }
     }
 

@@ -287,7 +287,7 @@ impl Catalog {
         let in_block = block.is_some();
         let built = (|| -> SqlResult<Table> {
             let mut writer = BatchWriter::new(&self.db);
-            let mut build = IndexBuild::new(&self.db, tree);
+            let mut build = IndexBuild::new(&self.db, tree, 1);
             for_each_row(&self.db, block.as_deref(), &table, |pk, values| {
                 let (entry, checked) = index_entry::entry(&table.def, &index_def, &values, &pk)?;
                 build.push(entry, &pk, checked)

@@ -156,7 +156,7 @@ impl Catalog {
                 let mut writer = BatchWriter::new(&self.db);
                 let mut builds: Vec<IndexBuild> = index_trees
                     .iter()
-                    .map(|index_tree| IndexBuild::new(&self.db, *index_tree))
+                    .map(|index_tree| IndexBuild::new(&self.db, *index_tree, index_trees.len()))
                     .collect();
                 for_each_row(&self.db, block.as_deref(), &old, |old_key, mut values| {
                     match &change {
