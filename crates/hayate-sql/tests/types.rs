@@ -548,3 +548,82 @@ fn date_fields_as_postgres() {
         ]
     );
 }
+
+#[test]
+fn json_set_returning_functions_as_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session(dir.path());
+    // Outputs of PostgreSQL 15 for the same statements (rows joined by newlines).
+    for (sql, expected, types) in [
+        (
+            r#"SELECT jsonb_array_elements('[1, "a", {"b": 2}, null, [3]]')"#,
+            "1\n\"a\"\n{\"b\": 2}\nnull\n[3]",
+            "jsonb",
+        ),
+        (
+            r#"SELECT jsonb_array_elements_text('[1, "a", {"b": 2}, null, [3]]')"#,
+            "1\na\n{\"b\": 2}\n\n[3]",
+            "text",
+        ),
+        (r#"SELECT json_array_elements('[1, "x"]')"#, "1\n\"x\"", "json"),
+        (
+            r#"SELECT jsonb_object_keys('{"b": 1, "a": {"c": 2}, "aa": 3}')"#,
+            "a\nb\naa",
+            "text",
+        ),
+        (r#"SELECT json_object_keys('{"b": 1, "a": 2}')"#, "b\na", "text"),
+        ("SELECT value FROM jsonb_array_elements('[10, 20]')", "10\n20", "jsonb"),
+        ("SELECT e.value FROM jsonb_array_elements('[10, 20]') AS e", "10\n20", "jsonb"),
+        (
+            r#"SELECT * FROM jsonb_array_elements_text('["p", "q"]') WITH ORDINALITY"#,
+            "p|1\nq|2",
+            "text,bigint",
+        ),
+        (
+            r#"SELECT key, value FROM jsonb_each('{"b": 1, "a": {"c": [2]}}') ORDER BY key"#,
+            "a|{\"c\": [2]}\nb|1",
+            "text,jsonb",
+        ),
+        (
+            r#"SELECT key, value FROM jsonb_each_text('{"b": 1, "a": "s", "n": null}') ORDER BY key"#,
+            "a|s\nb|1\nn|",
+            "text,text",
+        ),
+        (r#"SELECT k FROM jsonb_object_keys('{"x": 1, "y": 2}') AS k"#, "x\ny", "text"),
+    ] {
+        let (rows, column_types) = query(&mut session, sql);
+        assert_eq!(rows.join("\n"), expected, "{sql}");
+        assert_eq!(column_types.join(","), types, "{sql}");
+    }
+    run(&mut session, "CREATE TABLE docs (id int PRIMARY KEY, d jsonb)");
+    run(
+        &mut session,
+        r#"INSERT INTO docs VALUES (1, '{"tags": ["a", "b"], "n": 1}'), (2, '{"tags": ["c"], "n": 2}'), (3, NULL)"#,
+    );
+    for (sql, expected) in [
+        (
+            "SELECT id, jsonb_array_elements_text(d -> 'tags') AS tag FROM docs ORDER BY id, tag",
+            "1|a\n1|b\n2|c",
+        ),
+        (
+            "SELECT id, t.value FROM docs, jsonb_array_elements(d -> 'tags') AS t ORDER BY id, t.value",
+            "1|\"a\"\n1|\"b\"\n2|\"c\"",
+        ),
+        (
+            "SELECT id, e.key FROM docs, jsonb_each(d) AS e ORDER BY id, e.key",
+            "1|n\n1|tags\n2|n\n2|tags",
+        ),
+        ("SELECT count(*) FROM docs, jsonb_object_keys(d) AS k", "4"),
+    ] {
+        assert_eq!(query(&mut session, sql).0.join("\n"), expected, "{sql}");
+    }
+    for sql in [
+        r#"SELECT jsonb_array_elements('{"a": 1}')"#,
+        "SELECT jsonb_array_elements('3')",
+        "SELECT jsonb_object_keys('[1]')",
+        r#"SELECT json_array_elements('{"a": 1}')"#,
+        r#"SELECT json_object_keys('"s"')"#,
+    ] {
+        assert_eq!(error_code(&mut session, sql), "22023", "{sql}");
+    }
+}

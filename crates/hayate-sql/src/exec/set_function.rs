@@ -3,7 +3,7 @@
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::SetFunction;
 use crate::system::array;
-use crate::types::Value;
+use crate::types::{json, Value};
 
 /// The elements of an array value: its `{...}` text form, or an int2vector's numbers
 /// separated by spaces (pg_index.indkey). NULL has none.
@@ -19,9 +19,73 @@ fn elements(value: &Value) -> SqlResult<Vec<Option<String>>> {
     })
 }
 
+/// The document of a json(b) set function's argument (None for NULL, which gives no rows),
+/// in jsonb's normal form for the jsonb functions (an untyped literal arrives as text).
+fn document(value: &Value, binary: bool) -> SqlResult<Option<json::Json>> {
+    match value.to_text() {
+        None => Ok(None),
+        Some(text) => json::parse(&text, binary).map(Some),
+    }
+}
+
+/// The 22023 of a json(b) set function applied to a document of the wrong kind.
+fn wrong_kind(message: String) -> SqlError {
+    SqlError::new(sqlstate::INVALID_PARAMETER_VALUE, message)
+}
+
+/// What PostgreSQL calls a document's kind in these errors.
+fn kind(document: &json::Json) -> &'static str {
+    match document {
+        json::Json::Array(_) => "an array",
+        json::Json::Object(_) => "an object",
+        _ => "a scalar",
+    }
+}
+
 /// The rows `function` returns for these argument values.
 pub(super) fn values(function: SetFunction, args: &[Value]) -> SqlResult<Vec<Value>> {
     Ok(match function {
+        SetFunction::JsonElements { text, binary } => match document(&args[0], binary)? {
+            None => Vec::new(),
+            Some(json::Json::Array(elements)) => elements
+                .iter()
+                .map(|element| match text {
+                    true => json::text_of(element).map_or(Value::Null, Value::Text),
+                    false => Value::Text(json::format(element)),
+                })
+                .collect(),
+            Some(other) if binary => {
+                return Err(wrong_kind(format!(
+                    "cannot extract elements from {}",
+                    kind(&other)
+                )))
+            }
+            Some(_) => {
+                let name = if text {
+                    "json_array_elements_text"
+                } else {
+                    "json_array_elements"
+                };
+                return Err(wrong_kind(format!("cannot call {name} on a non-array")));
+            }
+        },
+        SetFunction::JsonKeys { binary } => match document(&args[0], binary)? {
+            None => Vec::new(),
+            Some(json::Json::Object(pairs)) => {
+                pairs.into_iter().map(|(key, _)| Value::Text(key)).collect()
+            }
+            Some(other) => {
+                let name = if binary {
+                    "jsonb_object_keys"
+                } else {
+                    "json_object_keys"
+                };
+                return Err(wrong_kind(format!(
+                    "cannot call {name} on {}",
+                    kind(&other)
+                )));
+            }
+        },
         SetFunction::Unnest { integers } => elements(&args[0])?
             .into_iter()
             .map(|element| match element {

@@ -104,6 +104,11 @@ pub enum SetFunction {
     Series,
     /// information_schema._pg_expandarray(array): records `(element, position)` as text.
     ExpandArray,
+    /// json(b)_array_elements(doc): the array's elements as documents, or (`text`, the
+    /// `_text` forms) as `->>` gives them; `binary` for the jsonb forms (their errors).
+    JsonElements { text: bool, binary: bool },
+    /// json(b)_object_keys(doc): the object's keys.
+    JsonKeys { binary: bool },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -662,10 +662,10 @@ impl Binder<'_> {
         }
         let args = function_args(function);
         if self.set_calls.is_some()
-            && matches!(
+            && (matches!(
                 name.as_str(),
                 "unnest" | "generate_subscripts" | "generate_series" | "_pg_expandarray"
-            )
+            ) || super::window::JSON_SET_FUNCTIONS.contains(&name.as_str()))
         {
             let exprs = args
                 .iter()

@@ -636,10 +636,77 @@ impl Binder<'_> {
             let sql = format!("SELECT ({})::oid AS relid{ordinality}", args[0]);
             return Some(self.bind_sql_in_from(&sql, &function, alias, scope));
         }
-        if !["unnest", "generate_subscripts", "_pg_expandarray"].contains(&function.as_str()) {
+        let json_set = super::window::JSON_SET_FUNCTIONS.contains(&function.as_str());
+        if with_ordinality && json_set && args.len() == 1 {
+            let column = if function.contains("_array_elements") {
+                "value"
+            } else {
+                function.as_str()
+            };
+            let sql = format!(
+                "SELECT {column}, row_number() OVER () AS ordinality \
+                 FROM (SELECT {function}({}) AS {column}) AS s",
+                args[0]
+            );
+            return Some(self.bind_sql_in_from(&sql, &function, alias, scope));
+        }
+        if with_ordinality && reads_earlier_function(&function) {
+            return Some(Err(SqlError::unsupported(format!(
+                "WITH ORDINALITY on {function}()"
+            ))));
+        }
+        if args.len() == 1 {
+            let json_type = |prefix: &str| ["json", "jsonb"].contains(&prefix);
+            if let Some(binary) = function
+                .strip_suffix("_each")
+                .filter(|f| json_type(f))
+                .map(|f| f == "jsonb")
+            {
+                return Some(self.bind_json_each(&args[0], binary, "->", &function, alias, scope));
+            }
+            if let Some(binary) = function
+                .strip_suffix("_each_text")
+                .filter(|f| json_type(f))
+                .map(|f| f == "jsonb")
+            {
+                return Some(self.bind_json_each(&args[0], binary, "->>", &function, alias, scope));
+            }
+            if function.contains("_array_elements")
+                && super::window::JSON_SET_FUNCTIONS.contains(&function.as_str())
+            {
+                // Its column is `value` (its OUT parameter), whatever the alias.
+                let sql = format!("SELECT {function}({}) AS value", args[0]);
+                return Some(self.bind_sql_in_from(&sql, &function, alias, scope));
+            }
+        }
+        if !["unnest", "generate_subscripts", "_pg_expandarray"].contains(&function.as_str())
+            && !super::window::JSON_SET_FUNCTIONS.contains(&function.as_str())
+        {
             return None;
         }
         Some(self.bind_set_function_in_from(&function, &args, alias, scope))
+    }
+
+    /// json(b)_each[_text](doc) in FROM: the object's `key`s and their `value`s (`->` gives
+    /// documents, `->>` text), as the derived table over its keys.
+    fn bind_json_each(
+        &mut self,
+        document: &str,
+        binary: bool,
+        operator: &str,
+        function: &str,
+        alias: Option<&ast::TableAlias>,
+        scope: &Scope,
+    ) -> SqlResult<(Relation, ScopeEntry)> {
+        let keys = if binary {
+            "jsonb_object_keys"
+        } else {
+            "json_object_keys"
+        };
+        let sql = format!(
+            "SELECT k AS key, ({document}) {operator} k AS value FROM {keys}({document}) AS k"
+        );
+        self.bind_sql_in_from(&sql, function, alias, scope)
     }
 
     /// `function(args)` in FROM as the derived table `(SELECT function(args)) AS function`.
@@ -1476,8 +1543,21 @@ fn reads_earlier_items(factor: &TableFactor) -> bool {
         .and_then(|part| part.as_ident())
         .map(ident_name)
         .unwrap_or_default();
+    reads_earlier_function(&function)
+}
+
+/// Whether `function` in FROM is one of the set functions bound as a derived table lateral
+/// to the items before it (`reads_earlier_items`).
+fn reads_earlier_function(function: &str) -> bool {
     matches!(
-        function.as_str(),
-        "unnest" | "generate_subscripts" | "_pg_expandarray" | "pg_options_to_table"
-    )
+        function,
+        "unnest"
+            | "generate_subscripts"
+            | "_pg_expandarray"
+            | "pg_options_to_table"
+            | "jsonb_each"
+            | "json_each"
+            | "jsonb_each_text"
+            | "json_each_text"
+    ) || super::window::JSON_SET_FUNCTIONS.contains(&function)
 }

@@ -79,8 +79,20 @@ fn integer_array_cast(expr: &ast::Expr) -> Option<DataType> {
     }
 }
 
+/// The json(b) set-returning functions of a SELECT list (`SetFunction::JsonElements`,
+/// `JsonKeys`).
+pub(crate) const JSON_SET_FUNCTIONS: [&str; 6] = [
+    "jsonb_array_elements",
+    "json_array_elements",
+    "jsonb_array_elements_text",
+    "json_array_elements_text",
+    "jsonb_object_keys",
+    "json_object_keys",
+];
+
 impl Binder<'_> {
-    /// unnest, generate_subscripts and generate_series in a SELECT list: bound to a
+    /// unnest, generate_subscripts, generate_series and the json(b) set functions
+    /// (`JSON_SET_FUNCTIONS`) in a SELECT list: bound to a
     /// placeholder column the ProjectSet operator fills.
     pub(super) fn bind_set_call(
         &mut self,
@@ -90,6 +102,7 @@ impl Binder<'_> {
         // generate_subscripts' dimension is always 1 here: one-dimensional arrays only.
         let arity = match name {
             "unnest" | "unnest_integers" | "_pg_expandarray" => 1..=1,
+            name if JSON_SET_FUNCTIONS.contains(&name) => 1..=1,
             "generate_subscripts" => 1..=2,
             _ => 2..=3,
         };
@@ -147,6 +160,33 @@ impl Binder<'_> {
             ),
             "_pg_expandarray" => (crate::plan::SetFunction::ExpandArray, DataType::Text),
             "generate_subscripts" => (crate::plan::SetFunction::Subscripts, DataType::Int4),
+            "jsonb_array_elements" | "json_array_elements" => {
+                let binary = name.starts_with("jsonb");
+                let data_type = if binary {
+                    DataType::Jsonb
+                } else {
+                    DataType::Json
+                };
+                let function = crate::plan::SetFunction::JsonElements {
+                    text: false,
+                    binary,
+                };
+                (function, data_type)
+            }
+            "jsonb_array_elements_text" | "json_array_elements_text" => {
+                let function = crate::plan::SetFunction::JsonElements {
+                    text: true,
+                    binary: name.starts_with("jsonb"),
+                };
+                (function, DataType::Text)
+            }
+            "jsonb_object_keys" | "json_object_keys" => {
+                let binary = name.starts_with("jsonb");
+                (
+                    crate::plan::SetFunction::JsonKeys { binary },
+                    DataType::Text,
+                )
+            }
             _ => {
                 let data_type = bound.iter().fold(DataType::Int4, |wide, (_, t)| {
                     if t.is_integer() {
