@@ -565,15 +565,31 @@ fn json_set_returning_functions_as_postgres() {
             "1\na\n{\"b\": 2}\n\n[3]",
             "text",
         ),
-        (r#"SELECT json_array_elements('[1, "x"]')"#, "1\n\"x\"", "json"),
+        (
+            r#"SELECT json_array_elements('[1, "x"]')"#,
+            "1\n\"x\"",
+            "json",
+        ),
         (
             r#"SELECT jsonb_object_keys('{"b": 1, "a": {"c": 2}, "aa": 3}')"#,
             "a\nb\naa",
             "text",
         ),
-        (r#"SELECT json_object_keys('{"b": 1, "a": 2}')"#, "b\na", "text"),
-        ("SELECT value FROM jsonb_array_elements('[10, 20]')", "10\n20", "jsonb"),
-        ("SELECT e.value FROM jsonb_array_elements('[10, 20]') AS e", "10\n20", "jsonb"),
+        (
+            r#"SELECT json_object_keys('{"b": 1, "a": 2}')"#,
+            "b\na",
+            "text",
+        ),
+        (
+            "SELECT value FROM jsonb_array_elements('[10, 20]')",
+            "10\n20",
+            "jsonb",
+        ),
+        (
+            "SELECT e.value FROM jsonb_array_elements('[10, 20]') AS e",
+            "10\n20",
+            "jsonb",
+        ),
         (
             r#"SELECT * FROM jsonb_array_elements_text('["p", "q"]') WITH ORDINALITY"#,
             "p|1\nq|2",
@@ -589,13 +605,20 @@ fn json_set_returning_functions_as_postgres() {
             "a|s\nb|1\nn|",
             "text,text",
         ),
-        (r#"SELECT k FROM jsonb_object_keys('{"x": 1, "y": 2}') AS k"#, "x\ny", "text"),
+        (
+            r#"SELECT k FROM jsonb_object_keys('{"x": 1, "y": 2}') AS k"#,
+            "x\ny",
+            "text",
+        ),
     ] {
         let (rows, column_types) = query(&mut session, sql);
         assert_eq!(rows.join("\n"), expected, "{sql}");
         assert_eq!(column_types.join(","), types, "{sql}");
     }
-    run(&mut session, "CREATE TABLE docs (id int PRIMARY KEY, d jsonb)");
+    run(
+        &mut session,
+        "CREATE TABLE docs (id int PRIMARY KEY, d jsonb)",
+    );
     run(
         &mut session,
         r#"INSERT INTO docs VALUES (1, '{"tags": ["a", "b"], "n": 1}'), (2, '{"tags": ["c"], "n": 2}'), (3, NULL)"#,
