@@ -111,6 +111,17 @@ pub enum SetFunction {
     JsonKeys { binary: bool },
 }
 
+/// The json(b) set-returning functions of a SELECT list (`SetFunction::JsonElements`,
+/// `JsonKeys`).
+pub(crate) const JSON_SET_FUNCTIONS: [&str; 6] = [
+    "jsonb_array_elements",
+    "json_array_elements",
+    "jsonb_array_elements_text",
+    "json_array_elements_text",
+    "jsonb_object_keys",
+    "json_object_keys",
+];
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortKey {
     pub expr: Expr,

@@ -665,7 +665,7 @@ impl Binder<'_> {
             && (matches!(
                 name.as_str(),
                 "unnest" | "generate_subscripts" | "generate_series" | "_pg_expandarray"
-            ) || super::window::JSON_SET_FUNCTIONS.contains(&name.as_str()))
+            ) || crate::plan::JSON_SET_FUNCTIONS.contains(&name.as_str()))
         {
             let exprs = args
                 .iter()

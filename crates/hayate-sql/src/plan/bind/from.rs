@@ -636,7 +636,7 @@ impl Binder<'_> {
             let sql = format!("SELECT ({})::oid AS relid{ordinality}", args[0]);
             return Some(self.bind_sql_in_from(&sql, &function, alias, scope));
         }
-        let json_set = super::window::JSON_SET_FUNCTIONS.contains(&function.as_str());
+        let json_set = crate::plan::JSON_SET_FUNCTIONS.contains(&function.as_str());
         if with_ordinality && json_set && args.len() == 1 {
             let column = if function.contains("_array_elements") {
                 "value"
@@ -672,7 +672,7 @@ impl Binder<'_> {
                 return Some(self.bind_json_each(&args[0], binary, "->>", &function, alias, scope));
             }
             if function.contains("_array_elements")
-                && super::window::JSON_SET_FUNCTIONS.contains(&function.as_str())
+                && crate::plan::JSON_SET_FUNCTIONS.contains(&function.as_str())
             {
                 // Its column is `value` (its OUT parameter), whatever the alias.
                 let sql = format!("SELECT {function}({}) AS value", args[0]);
@@ -680,7 +680,7 @@ impl Binder<'_> {
             }
         }
         if !["unnest", "generate_subscripts", "_pg_expandarray"].contains(&function.as_str())
-            && !super::window::JSON_SET_FUNCTIONS.contains(&function.as_str())
+            && !crate::plan::JSON_SET_FUNCTIONS.contains(&function.as_str())
         {
             return None;
         }
@@ -1559,5 +1559,5 @@ fn reads_earlier_function(function: &str) -> bool {
             | "json_each"
             | "jsonb_each_text"
             | "json_each_text"
-    ) || super::window::JSON_SET_FUNCTIONS.contains(&function)
+    ) || crate::plan::JSON_SET_FUNCTIONS.contains(&function)
 }

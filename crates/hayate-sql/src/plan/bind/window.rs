@@ -79,20 +79,9 @@ fn integer_array_cast(expr: &ast::Expr) -> Option<DataType> {
     }
 }
 
-/// The json(b) set-returning functions of a SELECT list (`SetFunction::JsonElements`,
-/// `JsonKeys`).
-pub(crate) const JSON_SET_FUNCTIONS: [&str; 6] = [
-    "jsonb_array_elements",
-    "json_array_elements",
-    "jsonb_array_elements_text",
-    "json_array_elements_text",
-    "jsonb_object_keys",
-    "json_object_keys",
-];
-
 impl Binder<'_> {
     /// unnest, generate_subscripts, generate_series and the json(b) set functions
-    /// (`JSON_SET_FUNCTIONS`) in a SELECT list: bound to a
+    /// (`plan::JSON_SET_FUNCTIONS`) in a SELECT list: bound to a
     /// placeholder column the ProjectSet operator fills.
     pub(super) fn bind_set_call(
         &mut self,
@@ -102,7 +91,7 @@ impl Binder<'_> {
         // generate_subscripts' dimension is always 1 here: one-dimensional arrays only.
         let arity = match name {
             "unnest" | "unnest_integers" | "_pg_expandarray" => 1..=1,
-            name if JSON_SET_FUNCTIONS.contains(&name) => 1..=1,
+            name if crate::plan::JSON_SET_FUNCTIONS.contains(&name) => 1..=1,
             "generate_subscripts" => 1..=2,
             _ => 2..=3,
         };
