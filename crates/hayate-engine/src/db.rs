@@ -334,8 +334,13 @@ impl Database {
     /// through once it holds the table's lock: a writer lets go of its locks when its commit
     /// is logged and applied (early lock release), before the commit is visible.
     pub fn begin_read_only_after_commits(&self) -> Transaction {
-        self.inner.manager.wait_for_started_commits();
+        self.wait_for_started_commits();
         self.inner.manager.begin(true)
+    }
+
+    /// Waits until every commit started before the call is visible (durable and published).
+    pub fn wait_for_started_commits(&self) {
+        self.inner.manager.wait_for_started_commits();
     }
 
     /// How far the log is durable.

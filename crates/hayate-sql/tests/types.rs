@@ -637,6 +637,13 @@ fn json_set_returning_functions_as_postgres() {
             "1|n\n1|tags\n2|n\n2|tags",
         ),
         ("SELECT count(*) FROM docs, jsonb_object_keys(d) AS k", "4"),
+        // A document naming columns of the query (k, d) is evaluated once, in the query's
+        // scope (the helper names of json(b)_each's derived table do not shadow them).
+        (
+            "SELECT e.key, e.value FROM (VALUES ('cfg', '{\"cfg\": {\"a\": 1}}'::jsonb)) \
+             AS kv(k, d), jsonb_each(d -> k) AS e",
+            "a|1",
+        ),
     ] {
         assert_eq!(query(&mut session, sql).0.join("\n"), expected, "{sql}");
     }

@@ -321,6 +321,11 @@ impl BTree {
         fetch: impl Fn(PageId) -> Result<Option<PageReadGuard<'p>>>,
         mut missed: impl FnMut(&NodeAccessor<'_>, usize) -> Result<()>,
     ) -> Result<std::result::Result<PageReadGuard<'p>, PageId>> {
+        if let Some(fences) = fences.as_deref_mut() {
+            // A retry (after a miss on a fiber) may take another path, which need not cross
+            // the separators the last attempt noted (a merge removed one meanwhile).
+            *fences = LeafFences::default();
+        }
         let Some(mut guard) = fetch(self.root)? else {
             return Ok(Err(self.root));
         };

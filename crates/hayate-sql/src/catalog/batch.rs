@@ -2,8 +2,9 @@
 //! step 2 in the `catalog` module doc): CREATE INDEX fills its index, a rebuild its new
 //! table and indexes.
 //!
-//! 1. `for_each_row` reads every row of the old table from one snapshot: the transaction
-//!    block's, with its own writes, if the DDL runs in one.
+//! 1. `for_each_row` reads every row of the old table once every commit started before is
+//!    visible: from a fresh snapshot, or in a transaction block the newest committed rows
+//!    with the block's own writes.
 //! 2. `BatchWriter::write` puts each entry, committing whenever a batch reaches
 //!    `BATCH_BYTES`, so no commit record outgrows the log's frame limit. A table's rows come
 //!    in key order (unless a rebuild gives the table a new primary key); an index's entries
@@ -23,8 +24,10 @@ use crate::encoding::row;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::types::Value;
 
-/// Calls `f` with (engine key, values) of every row of a table, from one snapshot: the
-/// transaction block's (with its own writes) if there is one.
+/// Calls `f` with (engine key, values) of every row of a table (the DDL holds its exclusive
+/// lock): every commit started before is waited for, then read from a fresh snapshot, or in
+/// a transaction block as the newest committed rows with the block's own writes (the block's
+/// snapshot may be older than the rows a rebuild must keep).
 pub(super) fn for_each_row(
     db: &Database,
     block: Option<&Transaction>,
@@ -33,15 +36,21 @@ pub(super) fn for_each_row(
 ) -> SqlResult<()> {
     let types = table.def.types();
     let own;
-    let txn = match block {
-        Some(txn) => txn,
+    let scan = match block {
+        Some(txn) => {
+            // The block's snapshot may predate commits of writers the DDL's table lock waited
+            // for: read the newest committed rows (and the block's own writes), once every
+            // commit started before is visible. No other writer can touch the table now.
+            db.wait_for_started_commits();
+            txn.scan_latest(table.tree, Bound::Unbounded, Bound::Unbounded)?
+        }
         None => {
             // Commits of writers whose table locks the DDL waited for are in the snapshot.
             own = db.begin_read_only_after_commits();
-            &own
+            own.scan(table.tree, Bound::Unbounded, Bound::Unbounded)?
         }
     };
-    for entry in txn.scan(table.tree, Bound::Unbounded, Bound::Unbounded)? {
+    for entry in scan {
         let (key, raw) = entry?;
         f(key, row::decode(&raw, &types, &table.def.name)?)?;
     }

@@ -300,3 +300,33 @@ fn a_writer_on_a_fiber_holds_no_latch_while_it_waits_for_a_page() {
     disk.set_read_latency(None);
     assert_eq!(tree.get(&pool, &key(0)).unwrap(), Some(b"new".to_vec()));
 }
+
+#[test]
+fn a_descent_reports_only_the_fences_of_its_own_path() {
+    use super::tree::{LeafFences, Seek};
+
+    let pool = pool(4096, 64);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    for number in 0..2000 {
+        tree.put(&pool, &key(number), &[1u8; 50], 1).unwrap();
+    }
+    // Fences left by an earlier attempt (a retry after a miss on a fiber reuses them).
+    let mut fences = LeafFences {
+        low: Some(b"stale low".to_vec()),
+        high: Some(b"stale high".to_vec()),
+    };
+    let first = tree
+        .descend_shared(&pool, b"", Seek::At, Some(&mut fences), 0, |_| false)
+        .unwrap();
+    drop(first);
+    assert_eq!(fences.low, None, "the leftmost leaf has no lower fence");
+    assert!(fences
+        .high
+        .as_ref()
+        .is_some_and(|high| high != b"stale high"));
+    let last = tree
+        .descend_shared(&pool, b"", Seek::Last, Some(&mut fences), 0, |_| false)
+        .unwrap();
+    drop(last);
+    assert_eq!(fences.high, None, "the rightmost leaf has no upper fence");
+}

@@ -698,13 +698,18 @@ impl Binder<'_> {
         alias: Option<&ast::TableAlias>,
         scope: &Scope,
     ) -> SqlResult<(Relation, ScopeEntry)> {
-        let keys = if binary {
-            "jsonb_object_keys"
-        } else {
-            "json_object_keys"
+        // The document is evaluated once, typed as the function's (an untyped literal would
+        // be read as jsonb by `->`), in a derived table of its own: with no FROM item of its
+        // own, its names are the query's, never the helper names below.
+        let (keys, cast) = match binary {
+            true => ("jsonb_object_keys", "jsonb"),
+            false => ("json_object_keys", "json"),
         };
         let sql = format!(
-            "SELECT k AS key, ({document}) {operator} k AS value FROM {keys}({document}) AS k"
+            "SELECT hayate_each_key AS key, \
+             hayate_each.doc {operator} hayate_each_key AS value \
+             FROM (SELECT ({document})::{cast} AS doc) AS hayate_each, \
+             {keys}(hayate_each.doc) AS hayate_each_key"
         );
         self.bind_sql_in_from(&sql, function, alias, scope)
     }

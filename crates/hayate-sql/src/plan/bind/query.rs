@@ -352,17 +352,15 @@ impl Binder<'_> {
         };
         // Rows of a single table read in key order, forward or backward, need no sort (a
         // LIMIT then stops the scan early, and FOR UPDATE locks only the rows it returns).
-        let in_order = match (&mut root, &aggregation) {
-            (Relation::Table { read, .. }, None) if single_table => {
-                let order = read_in_order(read, &order_by);
-                if order == Some(true) {
-                    read.descending = true;
-                }
-                order.is_some()
-            }
-            _ => order_by.is_empty(),
+        let order = match (&root, &aggregation) {
+            (Relation::Table { read, .. }, None) if single_table => read_in_order(read, &order_by),
+            _ => order_by.is_empty().then_some(false),
         };
-        let ordered_by_key = in_order && (windows.is_empty() || order_by.is_empty());
+        let ordered_by_key = order.is_some() && (windows.is_empty() || order_by.is_empty());
+        if let (true, Some(true), Relation::Table { read, .. }) = (ordered_by_key, order, &mut root)
+        {
+            read.descending = true;
+        }
         if let Some(aggregation) = aggregation {
             root = Relation::Aggregate {
                 input: Box::new(root),
