@@ -7,6 +7,9 @@ use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::plan::{Access, Plan};
 use hayate_sql::{parse, Catalog, DataType, Outcome, Session, Value};
 
+mod common;
+use common::{explain, rows};
+
 fn session(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
     let catalog = Catalog::open(db).unwrap();
@@ -187,24 +190,6 @@ fn composite_key_prefixes_are_range_scans_with_the_right_rows() {
             assert!(!expected.is_empty(), "{filter}: the test should find rows");
         }
     }
-}
-
-fn rows(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
-    match run(session, sql).pop().unwrap() {
-        Outcome::Rows { rows, .. } => rows,
-        other => panic!("{sql}: expected rows, got {other:?}"),
-    }
-}
-
-fn explain(session: &mut Session, sql: &str) -> String {
-    rows(session, &format!("EXPLAIN {sql}"))
-        .into_iter()
-        .map(|row| match &row[0] {
-            Value::Text(line) => line.clone(),
-            other => panic!("{other:?}"),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn ints(values: &[i64]) -> Vec<Vec<Value>> {

@@ -8,6 +8,9 @@ use hayate_sql::{Catalog, Outcome, Session, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+mod common;
+use common::explain;
+
 fn session(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
     let catalog = Catalog::open(db).unwrap();
@@ -44,17 +47,6 @@ fn error_code(session: &mut Session, sql: &str) -> &'static str {
         Ok(outcome) => panic!("{sql}: expected an error, got {outcome:?}"),
         Err(error) => error.code,
     }
-}
-
-fn explain(session: &mut Session, sql: &str) -> String {
-    query(session, &format!("EXPLAIN {sql}"))
-        .into_iter()
-        .map(|row| match &row[0] {
-            Value::Text(line) => line.clone(),
-            other => panic!("{other:?}"),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn int(v: Option<i64>) -> Value {

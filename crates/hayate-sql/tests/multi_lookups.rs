@@ -7,6 +7,9 @@ use hayate_sql::{Catalog, Outcome, Session, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+mod common;
+use common::explain;
+
 fn session(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
     let catalog = Catalog::open(db).unwrap();
@@ -19,17 +22,6 @@ fn query(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
         Outcome::Rows { rows, .. } => rows,
         other => panic!("{sql}: expected rows, got {other:?}"),
     }
-}
-
-fn explain(session: &mut Session, sql: &str) -> String {
-    query(session, &format!("EXPLAIN {sql}"))
-        .into_iter()
-        .map(|row| match &row[0] {
-            Value::Text(line) => line.clone(),
-            other => panic!("{other:?}"),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn load(session: &mut Session) {

@@ -34,6 +34,16 @@ pub const READ_AHEAD_LEAVES: usize = 16;
 
 pub type Entry = (Vec<u8>, Vec<u8>);
 
+/// Why `Cursor::copy_entries` stopped.
+enum LeafEnd {
+    /// At a key past where the scan stops.
+    Finished,
+    /// The batch is full; the leaf has entries after this key (in the scan's order).
+    Full(Vec<u8>),
+    /// Every entry asked for was copied.
+    Exhausted,
+}
+
 /// A range scan, forward or reverse; see the module docs.
 pub struct Cursor {
     tree: BTree,
@@ -128,6 +138,32 @@ impl Cursor {
         Ok(self.buffered.pop_front())
     }
 
+    /// Copies the latched leaf's entries at `indexes`, in that order, until one lies past
+    /// where the scan stops or the batch is full with entries of the leaf left.
+    fn copy_entries(
+        &self,
+        pool: &BufferPool,
+        node: &NodeAccessor<'_>,
+        indexes: impl Iterator<Item = usize>,
+    ) -> Result<(Vec<Entry>, LeafEnd)> {
+        let mut indexes = indexes.peekable();
+        let mut batch = Vec::new();
+        let mut batch_bytes = 0;
+        while let Some(index) = indexes.next() {
+            let key = node.key(index)?;
+            if self.past_end(key) {
+                return Ok((batch, LeafEnd::Finished));
+            }
+            let value = copy_value(pool, node, index)?;
+            batch_bytes += key.len() + value.len();
+            batch.push((key.to_vec(), value));
+            if batch_bytes >= BATCH_BYTES_MAX && indexes.peek().is_some() {
+                return Ok((batch, LeafEnd::Full(key.to_vec())));
+            }
+        }
+        Ok((batch, LeafEnd::Exhausted))
+    }
+
     /// Copies entries from the leaf holding the resume key and advances the resume key.
     fn read_leaf(&mut self, pool: &BufferPool) -> Result<Vec<Entry>> {
         let seek_key: &[u8] = match &self.resume {
@@ -155,24 +191,19 @@ impl Cursor {
         )?;
         self.leaves_read += 1;
         let node = NodeAccessor::new(&leaf)?;
-        let mut index = match (&self.resume, node.search(seek_key)?) {
+        let start = match (&self.resume, node.search(seek_key)?) {
             (Bound::Excluded(_), Ok(index)) => index + 1,
             (_, Ok(index) | Err(index)) => index,
         };
-        let mut batch = Vec::new();
-        let mut batch_bytes = 0;
-        while index < node.count() {
-            let key = node.key(index)?;
-            if self.past_end(key) {
+        let (batch, end) = self.copy_entries(pool, &node, start..node.count())?;
+        match end {
+            LeafEnd::Exhausted => {}
+            LeafEnd::Finished => {
                 self.finished = true;
                 return Ok(batch);
             }
-            let value = copy_value(pool, &node, index)?;
-            batch_bytes += key.len() + value.len();
-            batch.push((key.to_vec(), value));
-            index += 1;
-            if batch_bytes >= BATCH_BYTES_MAX && index < node.count() {
-                self.resume = Bound::Excluded(key.to_vec());
+            LeafEnd::Full(last) => {
+                self.resume = Bound::Excluded(last);
                 return Ok(batch);
             }
         }
@@ -208,7 +239,7 @@ impl Cursor {
         self.leaves_read += 1;
         let node = NodeAccessor::new(&leaf)?;
         // The leaf's entries before the bound: 0..stop.
-        let mut stop = match &self.resume {
+        let stop = match &self.resume {
             Bound::Included(_) => match node.search(seek_key)? {
                 Ok(index) => index + 1,
                 Err(index) => index,
@@ -218,21 +249,15 @@ impl Cursor {
             },
             Bound::Unbounded => node.count(),
         };
-        let mut batch = Vec::new();
-        let mut batch_bytes = 0;
-        while stop > 0 {
-            let index = stop - 1;
-            let key = node.key(index)?;
-            if self.past_end(key) {
+        let (batch, end) = self.copy_entries(pool, &node, (0..stop).rev())?;
+        match end {
+            LeafEnd::Exhausted => {}
+            LeafEnd::Finished => {
                 self.finished = true;
                 return Ok(batch);
             }
-            let value = copy_value(pool, &node, index)?;
-            batch_bytes += key.len() + value.len();
-            batch.push((key.to_vec(), value));
-            stop = index;
-            if batch_bytes >= BATCH_BYTES_MAX && stop > 0 {
-                self.resume = Bound::Excluded(key.to_vec());
+            LeafEnd::Full(last) => {
+                self.resume = Bound::Excluded(last);
                 return Ok(batch);
             }
         }

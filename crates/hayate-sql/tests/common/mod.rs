@@ -36,3 +36,15 @@ pub fn error_code(session: &mut Session, sql: &str) -> &'static str {
         .unwrap_err()
         .code
 }
+
+/// The plan EXPLAIN gives for `sql`, one operator a line.
+pub fn explain(session: &mut Session, sql: &str) -> String {
+    rows(session, &format!("EXPLAIN {sql}"))
+        .into_iter()
+        .map(|row| match &row[0] {
+            Value::Text(line) => line.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
