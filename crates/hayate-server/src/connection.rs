@@ -2,8 +2,10 @@
 //!
 //! pgwire's own entry points (`process_socket`) own a plain tokio socket; this is the same
 //! loop over a socket whose responses leave in the event loop's batch (`send_batch`):
-//! 1. TCP only: SSLRequest and GSSENCRequest are answered 'N' (no encryption), as often as
-//!    the client asks; a direct TLS handshake is closed. Unix-socket clients start at 2.
+//! 1. TCP only: an SSLRequest is answered 'S' when the server has a TLS configuration, and
+//!    the stream turns to TLS (`tls`); otherwise SSLRequest and GSSENCRequest are answered
+//!    'N' (no encryption), as often as the client asks. A direct TLS handshake (without an
+//!    SSLRequest) is closed. Unix-socket clients start at 2.
 //! 2. Startup (`startup::Startup`) within `STARTUP_TIMEOUT`, read by pgwire's codec.
 //! 3. Then the loop reads the messages' frames itself (`read_frame`: PostgreSQL's length
 //!    limits, a bad length is FATAL 08P01): the extended protocol's go to `Protocol`
@@ -35,6 +37,7 @@ use tokio_util::codec::Framed;
 use crate::extended::{Client, Protocol};
 use crate::handler::{user_error, ConnectionState};
 use crate::send_batch::BatchedStream;
+use crate::tls::{self, TlsConfig};
 use crate::Peer;
 
 /// A client that has not finished its startup by then is disconnected (as pgwire does).
@@ -69,7 +72,16 @@ where
     if let Peer::Tcp(_) = peer {
         tokio::select! {
             _ = &mut timeout => return Ok(()),
-            encrypted = refuse_encryption(&mut client) => if encrypted? { return Ok(()) },
+            negotiated = negotiate_encryption(&mut client, state.tls()) => {
+                match negotiated? {
+                    Negotiated::Startup => {}
+                    Negotiated::Close => return Ok(()),
+                    Negotiated::Refuse(error) => {
+                        process_error(&mut client, error, false).await?;
+                        return Ok(());
+                    }
+                }
+            }
         }
     } else {
         client.set_state(PgWireConnectionState::AwaitingStartup);
@@ -133,15 +145,11 @@ where
             Ok(None) => return Ok(()),
             Err(FrameError::Closed) => return Ok(()),
             Err(FrameError::Length(length)) => {
-                let error = SqlError::new(
+                let error = fatal(
                     sqlstate::PROTOCOL_VIOLATION,
-                    format!("invalid message length {length}"),
+                    &format!("invalid message length {length}"),
                 );
-                let mut fatal = user_error(error);
-                if let PgWireError::UserError(info) = &mut fatal {
-                    info.severity = "FATAL".into();
-                }
-                process_error(&mut client, fatal, false).await?;
+                process_error(&mut client, error, false).await?;
                 return Ok(());
             }
         };
@@ -257,12 +265,23 @@ where
 /// The most room reserved at once for a large message (it grows as its bytes come).
 const LARGE_READ_BYTES: usize = 1 << 20;
 
-/// Answers SSLRequest and GSSENCRequest with 'N' until the startup message comes (which
-/// stays unread for the message loop). True when the client began a TLS handshake
-/// directly: it cannot be served without TLS.
-async fn refuse_encryption<S, T>(
+/// How the encryption requests before the startup message ended.
+enum Negotiated {
+    /// The startup message comes next (in TLS if the client asked and the server has it).
+    Startup,
+    /// The client began a TLS handshake directly: it cannot be served.
+    Close,
+    /// The client broke the protocol: this FATAL error ends the connection.
+    Refuse(PgWireError),
+}
+
+/// Answers SSLRequest with 'S' and starts TLS when the server has a configuration, else
+/// 'N'; GSSENCRequest with 'N'; until the startup message comes (which stays unread for
+/// the message loop).
+async fn negotiate_encryption<S, T>(
     client: &mut Framed<BatchedStream<S>, PgWireMessageServerCodec<T>>,
-) -> io::Result<bool>
+    tls: Option<&TlsConfig>,
+) -> io::Result<Negotiated>
 where
     S: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + Sync + 'static,
 {
@@ -270,17 +289,50 @@ where
         let response = match client.next().await {
             Some(Ok(PgWireFrontendMessage::SslNegotiation(
                 SslNegotiationMetaMessage::PostgresSsl(_),
-            ))) => PgWireBackendMessage::SslResponse(SslResponse::Refuse),
+            ))) => match tls {
+                Some(config) if !client.get_ref().is_tls() => {
+                    // Bytes sent after the request, before the answer, would be taken as
+                    // part of the encrypted session (CVE-2021-23214): refused.
+                    if !client.read_buffer().is_empty() {
+                        return Ok(Negotiated::Refuse(fatal(
+                            sqlstate::PROTOCOL_VIOLATION,
+                            "received unencrypted data after SSL request",
+                        )));
+                    }
+                    client
+                        .send(PgWireBackendMessage::SslResponse(SslResponse::Accept))
+                        .await?;
+                    client.get_mut().start_tls(tls::Layer::new(config)?);
+                    client.codec_mut().client_info.is_secure = true;
+                    continue;
+                }
+                _ => PgWireBackendMessage::SslResponse(SslResponse::Refuse),
+            },
             Some(Ok(PgWireFrontendMessage::SslNegotiation(
                 SslNegotiationMetaMessage::PostgresGss(_),
             ))) => PgWireBackendMessage::GssEncResponse(GssEncResponse::Refuse),
             // In AwaitingSslRequest the codec yields SslNegotiation(None), consuming nothing,
             // for anything but an encryption request; a TLS ClientHello starts with 0x16.
-            _ => {
-                client.set_state(PgWireConnectionState::AwaitingStartup);
-                return Ok(client.read_buffer().first() == Some(&0x16));
+            Some(Ok(_)) if client.read_buffer().first() == Some(&0x16) => {
+                return Ok(Negotiated::Close)
             }
+            Some(Ok(_)) => {
+                client.set_state(PgWireConnectionState::AwaitingStartup);
+                return Ok(Negotiated::Startup);
+            }
+            // Bytes that are no message, or a failed TLS handshake.
+            Some(Err(error)) => return Err(io::Error::other(error.to_string())),
+            None => return Ok(Negotiated::Close),
         };
         client.send(response).await?;
     }
+}
+
+/// A FATAL error with `code`, which ends the connection once sent.
+fn fatal(code: &'static str, message: &str) -> PgWireError {
+    let mut error = user_error(SqlError::new(code, message));
+    if let PgWireError::UserError(info) = &mut error {
+        info.severity = "FATAL".into();
+    }
+    error
 }

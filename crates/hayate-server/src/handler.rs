@@ -68,6 +68,11 @@ pub(crate) enum CopyStart {
 }
 
 impl ConnectionState {
+    /// The server's TLS configuration, if it offers TLS.
+    pub(crate) fn tls(&self) -> Option<&crate::tls::TlsConfig> {
+        self.config.tls.as_ref()
+    }
+
     pub fn new(databases: Arc<Databases>, config: Arc<ServerConfig>) -> Arc<ConnectionState> {
         Arc::new(ConnectionState {
             databases,

@@ -6,7 +6,8 @@
 //!    (`unix_socket`) until its shutdown future completes.
 //! 2. Each connection is a task on one of a few event loops (one thread each, as many as
 //!    cores) running the protocol's message loop (`connection`): SSL requests are
-//!    answered 'N', startup authenticates the user (`startup`: trust, cleartext password,
+//!    answered 'S' and the connection turns to TLS when the server has a certificate
+//!    (`tls`), else 'N'; startup authenticates the user (`startup`: trust, cleartext password,
 //!    MD5 or SCRAM-SHA-256) and sends the connection's cancel key (BackendKeyData), then
 //!    simple queries and COPY go to the connection's `handler`, which owns a
 //!    `hayate_sql::Session`, and the extended protocol to `extended`, read straight from
@@ -36,6 +37,7 @@ pub mod handler;
 pub mod replication;
 mod send_batch;
 pub mod startup;
+pub mod tls;
 pub mod unix_socket;
 pub mod wire;
 
@@ -107,6 +109,10 @@ pub struct ServerConfig {
     pub work_mem: String,
     /// Event loop threads serving the connections (0: one per core).
     pub event_loops: usize,
+    /// TLS for TCP clients that ask for it (`tls::load`); None: SSLRequest is answered 'N'.
+    pub tls: Option<tls::TlsConfig>,
+    /// TCP clients must use TLS (Unix-socket clients need not): others are refused (28000).
+    pub tls_required: bool,
 }
 
 impl Default for ServerConfig {
@@ -117,6 +123,8 @@ impl Default for ServerConfig {
             max_connections: 100,
             work_mem: "4MB".into(),
             event_loops: 0,
+            tls: None,
+            tls_required: false,
         }
     }
 }

@@ -38,6 +38,8 @@ use io_uring::{opcode, types, IoUring};
 use parking_lot::{Mutex, MutexGuard};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::tls;
+
 /// Sends submitted in one system call at most (more wait for the next round).
 const RING_ENTRIES: u32 = 64;
 /// Bytes a connection keeps for the batch before it writes them itself.
@@ -260,9 +262,11 @@ impl Pending {
 }
 
 /// A socket whose writes wait for the event loop's batch (see the module documentation).
+/// Once `start_tls` is called, the bytes on the socket are TLS: the buffer holds records.
 pub(crate) struct BatchedStream<S: AsRawFd> {
     socket: S,
     outgoing: Arc<Outgoing>,
+    tls: Option<Box<tls::Layer>>,
 }
 
 impl<S: AsRawFd> BatchedStream<S> {
@@ -271,7 +275,20 @@ impl<S: AsRawFd> BatchedStream<S> {
             fd: socket.as_raw_fd(),
             pending: Mutex::new(Pending::default()),
         });
-        BatchedStream { socket, outgoing }
+        BatchedStream {
+            socket,
+            outgoing,
+            tls: None,
+        }
+    }
+
+    /// From now on the stream speaks TLS (what was written before leaves in the clear, first).
+    pub(crate) fn start_tls(&mut self, layer: tls::Layer) {
+        self.tls = Some(Box::new(layer));
+    }
+
+    pub(crate) fn is_tls(&self) -> bool {
+        self.tls.is_some()
     }
 }
 
@@ -282,17 +299,44 @@ impl<S: AsyncRead + AsyncWrite + AsRawFd + Unpin> AsyncRead for BatchedStream<S>
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        {
-            let mut pending = this.outgoing.pending.lock();
-            pending.take_error()?;
-            if pending.stalled {
-                // Pending means the socket is still full; the task is woken when it drains.
-                if let Poll::Ready(Err(error)) = pending.write_down_to(&mut this.socket, cx, 0) {
-                    return Poll::Ready(Err(error));
+        loop {
+            {
+                let mut pending = this.outgoing.pending.lock();
+                pending.take_error()?;
+                if pending.stalled {
+                    // Pending means the socket is still full; the task is woken when it
+                    // drains.
+                    if let Poll::Ready(Err(error)) = pending.write_down_to(&mut this.socket, cx, 0)
+                    {
+                        return Poll::Ready(Err(error));
+                    }
                 }
             }
+            let Some(tls) = this.tls.as_deref_mut() else {
+                return Pin::new(&mut this.socket).poll_read(cx, buf);
+            };
+            if let Poll::Ready(read) = tls.read_plaintext(buf) {
+                return Poll::Ready(read);
+            }
+            let records = tls.read_records(&mut this.socket, cx);
+            // What the session answers (a handshake flight, an alert) goes out now, written
+            // by the connection (the stalled path above) rather than waiting for a batch.
+            let mut pending = this.outgoing.pending.lock();
+            let answered = tls.drain(&mut pending.bytes)?;
+            if answered {
+                pending.stalled = true;
+            }
+            match records {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(error)) => {
+                    // The alert leaves if the socket takes it at once.
+                    let _ = pending.write_down_to(&mut this.socket, cx, 0);
+                    return Poll::Ready(Err(error));
+                }
+                Poll::Pending if answered => {}
+                Poll::Pending => return Poll::Pending,
+            }
         }
-        Pin::new(&mut this.socket).poll_read(cx, buf)
     }
 }
 
@@ -308,7 +352,10 @@ impl<S: AsyncRead + AsyncWrite + AsRawFd + Unpin> AsyncWrite for BatchedStream<S
         if pending.bytes.len() >= BUFFERED_BYTES_MAX {
             ready!(pending.write_down_to(&mut this.socket, cx, BUFFERED_BYTES_MAX / 2))?;
         }
-        pending.bytes.extend_from_slice(buf);
+        match this.tls.as_deref_mut() {
+            Some(tls) => tls.encrypt(buf, &mut pending.bytes)?,
+            None => pending.bytes.extend_from_slice(buf),
+        }
         Poll::Ready(Ok(buf.len()))
     }
 
@@ -337,6 +384,10 @@ impl<S: AsyncRead + AsyncWrite + AsRawFd + Unpin> AsyncWrite for BatchedStream<S
         {
             let mut pending = this.outgoing.pending.lock();
             pending.take_error()?;
+            if let Some(tls) = this.tls.as_deref_mut() {
+                tls.close();
+                tls.drain(&mut pending.bytes)?;
+            }
             ready!(pending.write_down_to(&mut this.socket, cx, 0))?;
         }
         Pin::new(&mut this.socket).poll_shutdown(cx)
@@ -466,6 +517,62 @@ mod tests {
             drop(stream);
             reader.await.unwrap()
         });
+        assert_eq!(received.len(), total);
+        assert!(received == pattern(0, total), "bytes lost or out of order");
+    }
+
+    #[test]
+    fn over_tls_a_request_and_a_large_response_arrive_whole_and_in_order() {
+        let total = 8 << 20;
+        let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let key =
+            rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![certified.cert.der().clone()], key)
+            .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(certified.cert.der().clone()).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        // The client: blocking rustls on its own thread, checking the server's certificate.
+        let client = std::thread::spawn(move || {
+            let name = "localhost".try_into().unwrap();
+            let session = rustls::ClientConnection::new(Arc::new(client), name).unwrap();
+            let mut stream = rustls::StreamOwned::new(session, theirs);
+            std::io::Write::write_all(&mut stream, b"request").unwrap();
+            let mut received = Vec::new();
+            std::io::Read::read_to_end(&mut stream, &mut received).unwrap();
+            received
+        });
+        run_on_loop(|| async move {
+            ours.set_nonblocking(true).unwrap();
+            let mut stream = BatchedStream::new(UnixStream::from_std(ours).unwrap());
+            stream.start_tls(tls::Layer::new(&Arc::new(server)).unwrap());
+            let mut request = [0; 7];
+            stream.read_exact(&mut request).await.unwrap();
+            assert_eq!(&request, b"request");
+            let mut written = 0;
+            for length in (1..).map(|i| (i * 7919) % 70_000 + 1) {
+                let length = length.min(total - written);
+                stream.write_all(&pattern(written, length)).await.unwrap();
+                stream.flush().await.unwrap();
+                written += length;
+                if written == total {
+                    break;
+                }
+            }
+            // The close_notify ends the client's read cleanly.
+            stream.shutdown().await.unwrap();
+        });
+        let received = client.join().unwrap();
         assert_eq!(received.len(), total);
         assert!(received == pattern(0, total), "bytes lost or out of order");
     }

@@ -329,6 +329,17 @@ impl StartupHandler for Startup {
                         "sorry, too many clients already".into(),
                     ));
                 }
+                if self.config.tls_required
+                    && matches!(self.peer, Peer::Tcp(_))
+                    && !client.is_secure()
+                {
+                    return Err(self.fatal(
+                        sqlstate::INVALID_AUTHORIZATION_SPECIFICATION,
+                        "the server accepts TCP connections only with TLS (tls_required): \
+                         connect with sslmode=require"
+                            .into(),
+                    ));
+                }
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
                 let user = client

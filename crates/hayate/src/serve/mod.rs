@@ -49,6 +49,9 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   ha_ttl = 2                                # leader lease, seconds
   ha_replication_secret = \"...\"            # replication connections prove it (the same on every node)
   allow_remote_trust = false                # let trust (or replication without a secret) listen beyond loopback
+  tls_cert = \"server.crt\"                   # TLS for clients that ask (sslmode=require): PEM chain
+  tls_key = \"server.key\"                    # and its private key (PEM)
+  tls_required = false                      # refuse TCP clients without TLS (28000)
   ha_alone_after = 10                       # primary: acknowledge alone after 10 s without a standby (default never)
   ha_max_slot_size = \"1GB\"                  # log kept for an absent standby while alone
   emulate_device = \"real\"                   # measurements only: + a device class's I/O latency
@@ -139,6 +142,16 @@ pub struct ServeArgs {
     /// the address could read and write everything).
     #[arg(long)]
     pub allow_remote_trust: bool,
+    /// The server's certificate chain (PEM, leaf first): clients that ask for TLS
+    /// (sslmode=require, verify-full) get it; needs --tls-key [default: no TLS].
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Refuse TCP clients that do not use TLS (28000); Unix-socket clients need none.
+    #[arg(long)]
+    pub tls_required: bool,
     /// Device emulation, for measurements only: adds a device class's latency to every I/O of
     /// this node (e.g. a standby whose data directory is on tmpfs standing for a separate
     /// server's low-latency SSD, as the lab's `ha` experiment runs it) [default: real].
@@ -184,6 +197,9 @@ struct ConfigFile {
     ha_max_slot_size: Option<String>,
     ha_replication_secret: Option<String>,
     allow_remote_trust: Option<bool>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    tls_required: Option<bool>,
     emulate_device: Option<String>,
     #[serde(default)]
     users: HashMap<String, String>,
@@ -349,6 +365,26 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
             }
         }
     }
+    let tls = match (
+        args.tls_cert.clone().or(file.tls_cert),
+        args.tls_key.clone().or(file.tls_key),
+    ) {
+        (None, None) => None,
+        (Some(certificate), Some(key)) => {
+            Some(hayate_server::tls::load(&certificate, &key).context(|| "TLS".to_string())?)
+        }
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(CliError::new(
+                "tls_cert and tls_key go together: the certificate chain and its private key",
+            ))
+        }
+    };
+    let tls_required = args.tls_required || file.tls_required.unwrap_or(false);
+    if tls_required && tls.is_none() {
+        return Err(CliError::new(
+            "tls_required needs tls_cert and tls_key (the server's certificate and key)",
+        ));
+    }
     let port = args.port.or(file.port).unwrap_or(5432);
     let ha = match args.ha_etcd.clone().or(file.ha_etcd) {
         None => None,
@@ -418,6 +454,8 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
                 .event_loops
                 .or(file.event_loops)
                 .unwrap_or(defaults.event_loops),
+            tls,
+            tls_required,
         },
     })
 }
@@ -531,8 +569,13 @@ fn serve_until(
         let local = unix.as_ref().map_or(String::new(), |unix| {
             format!(" and {}", unix.path().display())
         });
+        let tls = match (&settings.server.tls, settings.server.tls_required) {
+            (None, _) => "",
+            (Some(_), false) => ", TLS",
+            (Some(_), true) => ", TLS required",
+        };
         eprintln!(
-            "hayate: serving PostgreSQL protocol on {}:{}{local} (data in {}, auth {})",
+            "hayate: serving PostgreSQL protocol on {}:{}{local} (data in {}, auth {}{tls})",
             settings.listen,
             settings.port,
             data_dir.display(),
@@ -715,6 +758,9 @@ mod tests {
             ha_alone_after: None,
             ha_max_slot_size: None,
             allow_remote_trust: false,
+            tls_cert: None,
+            tls_key: None,
+            tls_required: false,
             emulate_device: None,
         }
     }
@@ -852,6 +898,12 @@ mod tests {
             (
                 "ha_replication_listen = \"0.0.0.0:6433\"\n",
                 "ha_replication_secret",
+            ),
+            ("tls_cert = \"server.pem\"\n", "go together"),
+            ("tls_required = true\n", "tls_required needs"),
+            (
+                "tls_cert = \"/nonexistent/a.pem\"\ntls_key = \"/nonexistent/a.key\"\n",
+                "TLS: /nonexistent/a.pem",
             ),
         ] {
             std::fs::write(&path, text).unwrap();
