@@ -87,6 +87,7 @@ fn start_standby_with(
         name: "b".into(),
         successor: None,
         secret,
+        peer_timeout: hayate_server::replication::PEER_TIMEOUT_DEFAULT,
     };
     Standby::start(db.clone(), cluster, config).unwrap()
 }
@@ -133,6 +134,7 @@ fn a_primary_acknowledges_alone_after_the_wait_and_waits_again_once_its_standby_
         ReplicationPolicy {
             alone_after: Some(wait),
             max_slot_bytes: None,
+            ..ReplicationPolicy::default()
         },
     );
     let standby_db = open(&dir.path().join("b"));
@@ -194,6 +196,7 @@ fn log_kept_for_an_absent_standby(max_slot_bytes: Option<u64>) -> (bool, Standby
         ReplicationPolicy {
             alone_after: Some(Duration::ZERO),
             max_slot_bytes,
+            ..ReplicationPolicy::default()
         },
     );
     let row = vec![7u8; 3000];

@@ -11,6 +11,9 @@
 //!    the delay is latency only: chunks in flight overlap, as on a real link.
 //! 3. `partition` shuts every open connection down (both ends see it closed) and refuses new
 //!    ones until `heal`. Dropping the proxy stops it the same way.
+//! 4. `black_hole` is the silent failure (a dead host, a pulled cable): nothing passes and
+//!    nothing is closed; new connections are taken and hang. On `heal` what was held passes
+//!    on and the hanging connections are closed.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -28,6 +31,10 @@ struct Shared {
     /// One-way delay, nanoseconds.
     delay_ns: AtomicU64,
     partitioned: AtomicBool,
+    /// Bytes are held and new connections hang (`black_hole`).
+    silent: AtomicBool,
+    /// Connections taken so far.
+    accepted: AtomicU64,
     /// Bumped by `partition`: connections of an older generation end.
     generation: AtomicU64,
     stop: AtomicBool,
@@ -56,6 +63,8 @@ impl Proxy {
             target,
             delay_ns: AtomicU64::new(0),
             partitioned: AtomicBool::new(false),
+            silent: AtomicBool::new(false),
+            accepted: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             stop: AtomicBool::new(false),
         });
@@ -88,9 +97,22 @@ impl Proxy {
         self.shared.generation.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// How many connections the proxy has taken (refused and hanging ones included): a
+    /// client that connects again shows here.
+    pub fn connections_accepted(&self) -> u64 {
+        self.shared.accepted.load(Ordering::Acquire)
+    }
+
+    /// Fails silently: bytes stop passing, connections stay open, new ones hang, until
+    /// `heal`.
+    pub fn black_hole(&self) {
+        self.shared.silent.store(true, Ordering::Release);
+    }
+
     /// Lets connections through again.
     pub fn heal(&self) {
         self.shared.partitioned.store(false, Ordering::Release);
+        self.shared.silent.store(false, Ordering::Release);
     }
 }
 
@@ -104,8 +126,18 @@ impl Drop for Proxy {
 }
 
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    // Connections taken during a black hole, closed when it ends.
+    let mut hanging = Vec::new();
     while !shared.stop.load(Ordering::Acquire) {
-        match listener.accept() {
+        if !shared.silent.load(Ordering::Acquire) {
+            hanging.clear();
+        }
+        let accepted = listener.accept();
+        if accepted.is_ok() {
+            shared.accepted.fetch_add(1, Ordering::AcqRel);
+        }
+        match accepted {
+            Ok((client, _)) if shared.silent.load(Ordering::Acquire) => hanging.push(client),
             Ok((client, _)) => {
                 // The generation first: a partition after this load ends the connection.
                 let generation = shared.generation.load(Ordering::Acquire);
@@ -207,11 +239,19 @@ fn write_side(
         if shared.cut(generation) {
             break;
         }
+        if shared.silent.load(Ordering::Acquire) {
+            std::thread::sleep(POLL);
+            continue;
+        }
         match queue.recv_timeout(POLL) {
             Ok((due, bytes)) => {
                 let now = Instant::now();
                 if due > now {
                     std::thread::sleep(due - now);
+                }
+                // A chunk taken as the black hole began waits for it to end.
+                while shared.silent.load(Ordering::Acquire) && !shared.cut(generation) {
+                    std::thread::sleep(POLL);
                 }
                 if shared.cut(generation) || to.write_all(&bytes).is_err() {
                     break;
@@ -300,5 +340,44 @@ mod tests {
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         assert_eq!(round_trip(&mut healed, b"again").unwrap(), b"again");
+    }
+
+    #[test]
+    fn a_black_hole_holds_bytes_without_closing_and_lets_them_pass_when_healed() {
+        let proxy = Proxy::start(echo()).unwrap();
+        let mut stream = TcpStream::connect(proxy.address()).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        assert_eq!(round_trip(&mut stream, b"hello").unwrap(), b"hello");
+        proxy.black_hole();
+        assert_eq!(proxy.connections_accepted(), 1);
+        let error = round_trip(&mut stream, b"held").unwrap_err();
+        assert!(
+            matches!(
+                error.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+            "silence, not a close: {error}"
+        );
+        let mut hanging = TcpStream::connect(proxy.address()).unwrap();
+        hanging
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let error = round_trip(&mut hanging, b"new").unwrap_err();
+        assert!(matches!(
+            error.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ));
+        assert_eq!(proxy.connections_accepted(), 2);
+        proxy.heal();
+        // What the black hole held arrives, in order, on the connection that stayed open.
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut reply = [0u8; 4];
+        stream.read_exact(&mut reply).unwrap();
+        assert_eq!(&reply, b"held");
+        assert_eq!(round_trip(&mut stream, b"after").unwrap(), b"after");
     }
 }

@@ -391,3 +391,79 @@ fn a_primary_cut_off_from_its_standby_acknowledges_nothing_until_the_link_heals(
     stop(standby);
     stop(primary);
 }
+
+#[test]
+fn a_link_gone_silent_is_dropped_by_both_sides_and_replication_resumes_when_it_heals() {
+    let parent = tempfile::tempdir().unwrap();
+    let (a, b) = (parent.path().join("a"), parent.path().join("b"));
+    let (port_a, port_b, replication) = (free_port(), free_port(), free_port());
+    seed(&a, &b, port_a, "CREATE TABLE acked (id int8 PRIMARY KEY)");
+    let listen = format!("127.0.0.1:{replication}");
+    let timeout = ["--ha-peer-timeout".to_string(), "1".to_string()];
+    let primary = serve(
+        &a,
+        port_a,
+        &[
+            &["--ha-replication-listen".into(), listen.clone()],
+            &timeout[..],
+        ]
+        .concat(),
+    );
+    let link = hayate::netproxy::Proxy::start(listen.parse().unwrap()).unwrap();
+    let standby = serve(
+        &b,
+        port_b,
+        &[
+            &["--ha-follow".into(), link.address().to_string()],
+            &timeout[..],
+        ]
+        .concat(),
+    );
+    let mut writer = connect(port_a);
+    writer.execute("INSERT INTO acked VALUES (1)", &[]).unwrap();
+    let standbys = |client: &mut postgres::Client| -> i64 {
+        client
+            .query_one("SELECT count(*) FROM pg_stat_replication", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(standbys(&mut writer), 1);
+    let connections = link.connections_accepted();
+
+    // The link goes silent: no close reaches either side. The primary drops the standby
+    // that stopped acknowledging, and the standby leaves the silent primary and tries again
+    // (its new connections hang in the black hole).
+    link.black_hole();
+    let mut observer = connect(port_a);
+    eventually("the primary to drop its silent standby", || {
+        standbys(&mut observer) == 0
+    });
+    eventually("the standby to leave its silent primary", || {
+        link.connections_accepted() > connections
+    });
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let committer = std::thread::spawn(move || {
+        let result = writer.execute("INSERT INTO acked VALUES (2)", &[]);
+        done_tx
+            .send(result.map_err(|error| error.to_string()))
+            .unwrap();
+        writer
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        done_rx.try_recv().is_err(),
+        "acknowledged while the standby was silent"
+    );
+    link.heal();
+    let result = done_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    let mut writer = committer.join().unwrap();
+    assert_eq!(standbys(&mut writer), 1);
+    let mut reader = connect(port_b);
+    eventually("the standby to hold both rows", || {
+        count(&mut reader, "acked") == 2
+    });
+    drop((writer, reader, observer));
+    stop(standby);
+    stop(primary);
+}

@@ -13,6 +13,9 @@
 //!   the u64 position up to which it applied the log (pg_stat_replication's replay).
 //! - `I` (primary -> standby): the primary's identity (`identity`).
 //! - `D` (primary -> standby): the u64 position of the bytes, then log bytes.
+//! - `K` (primary -> standby): a keepalive when nothing was sent for `KEEPALIVE_INTERVAL`:
+//!   the u64 position the primary's log is durable to. The standby repeats its `A` as often.
+//!   Either side drops a connection that brought nothing for its peer timeout.
 //! - `F`, `Z` (primary -> standby): a base backup's pieces and its end.
 //! - `E` (primary -> standby): why the primary refuses to serve it (text); `R`: a refusal only
 //!   a new seed mends (the standby's log forked from the primary's, or is no longer held).
@@ -218,6 +221,14 @@ pub(crate) const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
 pub(crate) const REFUSED_PAUSE: Duration = Duration::from_secs(5);
 /// How often waiting threads look at their stop flags.
 pub(crate) const POLL: Duration = Duration::from_millis(100);
+/// Each side of a following connection sends something at least this often (the primary a
+/// `K`, the standby an `A`), so that the other can tell a quiet link from a dead one.
+pub(crate) const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
+/// A following connection that brought nothing for this long is dropped by either side
+/// (PostgreSQL's wal_sender_timeout and wal_receiver_timeout): a peer that vanished without
+/// closing (a dead host, a cable, a black hole) is not waited for, and a standby moves on
+/// to the primary it was told of.
+pub const PEER_TIMEOUT_DEFAULT: Duration = Duration::from_secs(10);
 /// Log bytes a sender reads from the files per message while the standby is behind.
 pub(crate) const CATCH_UP_BYTES_MAX: u64 = 4 << 20;
 /// The file whose appearance promotes a standby (`hayate promote`).

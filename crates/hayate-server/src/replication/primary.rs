@@ -13,7 +13,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::{
     challenge, lsn_of, read_message, write_message, Identity, ReplicationSecret,
-    CATCH_UP_BYTES_MAX, HELLO_MAGIC, POLL,
+    CATCH_UP_BYTES_MAX, HELLO_MAGIC, KEEPALIVE_INTERVAL, PEER_TIMEOUT_DEFAULT, POLL,
 };
 
 #[derive(Default)]
@@ -50,9 +50,19 @@ struct ShipperState {
     max_slot_bytes: Option<u64>,
     /// The cap released log the standby had not acknowledged: it must be seeded again.
     slot_released: bool,
+    /// A standby silent this long is disconnected (`ReplicationPolicy`).
+    peer_timeout: Duration,
     /// Lags as pg_stat_replication shows them.
     flush_lag: LagTracker,
     replay_lag: LagTracker,
+}
+
+/// What a sender sends next.
+enum Next {
+    /// Log bytes from a position.
+    Bytes(Lsn, Arc<Vec<u8>>),
+    /// Nothing to send for a while: a `K`, so the standby knows the link is alive.
+    Keepalive,
 }
 
 /// How a primary waits for its standby.
@@ -66,6 +76,9 @@ pub struct ReplicationPolicy {
     /// past this many bytes (reported; the standby is seeded again when it returns). None:
     /// kept however large.
     pub max_slot_bytes: Option<u64>,
+    /// A standby that sent nothing for this long (it acknowledges at least every
+    /// `KEEPALIVE_INTERVAL`) is disconnected.
+    pub peer_timeout: Duration,
 }
 
 impl Default for ReplicationPolicy {
@@ -73,6 +86,7 @@ impl Default for ReplicationPolicy {
         ReplicationPolicy {
             alone_after: None,
             max_slot_bytes: Some(1 << 30),
+            peer_timeout: PEER_TIMEOUT_DEFAULT,
         }
     }
 }
@@ -279,7 +293,10 @@ impl Primary {
             secret,
             lease_deadline: AtomicU64::new(u64::MAX),
             clock_base: Instant::now(),
-            state: Mutex::new(ShipperState::default()),
+            state: Mutex::new(ShipperState {
+                peer_timeout: PEER_TIMEOUT_DEFAULT,
+                ..ShipperState::default()
+            }),
             changed: Condvar::new(),
             listen: listener.local_addr()?,
             listener: Mutex::new(Some(listener)),
@@ -382,6 +399,7 @@ impl Primary {
         let mut state = self.state.lock();
         state.alone_after = policy.alone_after;
         state.max_slot_bytes = policy.max_slot_bytes;
+        state.peer_timeout = policy.peer_timeout;
         self.changed.notify_all();
     }
 
@@ -672,8 +690,9 @@ impl Primary {
         }
     }
 
-    /// What the sender sends next, from `sent` on: queued bytes, or bytes from the files.
-    fn next_bytes(&self, connection: u64, sent: Lsn) -> Option<(Lsn, Arc<Vec<u8>>)> {
+    /// What the sender sends next, from `sent` on: queued bytes, bytes from the files, or a
+    /// keepalive once nothing was sent for `KEEPALIVE_INTERVAL` (since `last_sent`).
+    fn next_bytes(&self, connection: u64, sent: Lsn, last_sent: Instant) -> Option<Next> {
         let mut state = self.state.lock();
         loop {
             if state.stop || state.connection != connection {
@@ -692,9 +711,9 @@ impl Primary {
                     state.queued_bytes -= bytes.len();
                     let skip = (sent - lsn) as usize;
                     if skip == 0 {
-                        return Some((lsn, bytes));
+                        return Some(Next::Bytes(lsn, bytes));
                     }
-                    return Some((sent, Arc::new(bytes[skip..].to_vec())));
+                    return Some(Next::Bytes(sent, Arc::new(bytes[skip..].to_vec())));
                 }
                 break;
             }
@@ -708,21 +727,34 @@ impl Primary {
                 drop(state);
                 let until = until.min(sent + CATCH_UP_BYTES_MAX);
                 return match self.db.read_log(sent, until) {
-                    Ok(bytes) => Some((sent, Arc::new(bytes))),
+                    Ok(bytes) => Some(Next::Bytes(sent, Arc::new(bytes))),
                     Err(error) => {
                         log::error!("replication: reading the log {sent}..{until}: {error}");
                         None
                     }
                 };
             }
+            if last_sent.elapsed() >= KEEPALIVE_INTERVAL {
+                return Some(Next::Keepalive);
+            }
             self.changed.wait_for(&mut state, POLL);
         }
     }
 
     fn send_log(&self, mut socket: TcpStream, connection: u64, mut sent: Lsn) -> io::Result<()> {
-        while let Some((lsn, bytes)) = self.next_bytes(connection, sent) {
-            write_message(&mut socket, b'D', &[&lsn.to_be_bytes(), &bytes])?;
-            sent = lsn + bytes.len() as u64;
+        let mut last_sent = Instant::now();
+        while let Some(next) = self.next_bytes(connection, sent, last_sent) {
+            match next {
+                Next::Bytes(lsn, bytes) => {
+                    write_message(&mut socket, b'D', &[&lsn.to_be_bytes(), &bytes])?;
+                    sent = lsn + bytes.len() as u64;
+                }
+                Next::Keepalive => {
+                    let durable = self.db.log_local_durable_lsn();
+                    write_message(&mut socket, b'K', &[&durable.to_be_bytes()])?;
+                }
+            }
+            last_sent = Instant::now();
         }
         let _ = socket.shutdown(std::net::Shutdown::Both);
         Ok(())
@@ -733,14 +765,27 @@ impl Primary {
         // again at each read timeout, since commits waiting for it send no new bytes, and so
         // the standby no new acknowledgements.
         let mut unrecorded = None;
+        let mut heard = Instant::now();
         loop {
-            {
+            let timeout = {
                 let state = self.state.lock();
                 if state.stop || state.connection != connection {
                     return;
                 }
+                state.peer_timeout
+            };
+            let message = read_message(&mut socket);
+            if let Ok(Some(_)) = message {
+                heard = Instant::now();
             }
-            match read_message(&mut socket) {
+            match message {
+                Ok(None) if heard.elapsed() >= timeout => {
+                    log::warn!(
+                        "replication: standby {peer} sent nothing for {:.1} s: disconnecting it",
+                        heard.elapsed().as_secs_f64()
+                    );
+                    break;
+                }
                 Ok(None) => {
                     if let Some(lsn) = unrecorded.take() {
                         unrecorded = self.acknowledged(connection, peer, lsn);

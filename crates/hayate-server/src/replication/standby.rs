@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use hayate_engine::Database;
 use hayate_sql::Cluster;
@@ -13,7 +14,8 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{
     answer_challenge, is_timeout, lsn_of, read_message, write_message, Identity, Primary,
-    ReplicationSecret, HELLO_MAGIC, POLL, PROMOTE_FILE, RECONNECT_PAUSE, REFUSED_PAUSE,
+    ReplicationSecret, HELLO_MAGIC, KEEPALIVE_INTERVAL, POLL, PROMOTE_FILE, RECONNECT_PAUSE,
+    REFUSED_PAUSE,
 };
 
 /// Where a standby is.
@@ -45,6 +47,10 @@ pub struct StandbyConfig {
     pub successor: Option<Arc<Primary>>,
     /// The replication secret the primary asks for (None: none).
     pub secret: Option<ReplicationSecret>,
+    /// A primary that sent nothing for this long (it sends a keepalive at least every
+    /// `KEEPALIVE_INTERVAL`) is left, and the standby connects again (to the primary it was
+    /// last told of).
+    pub peer_timeout: Duration,
 }
 
 struct Shared {
@@ -310,20 +316,35 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
     // hold bytes the primary's commits still wait for.
     let mut reported_applied = db.applied_lsn();
     acknowledge(&mut socket, db.log_local_durable_lsn(), reported_applied)?;
+    let mut acknowledged = Instant::now();
+    let mut heard = Instant::now();
     log::info!("replication: following {primary} from log position {need}");
     loop {
         if shared.stop.load(Ordering::Acquire) || shared.promotion_requested() {
             return Ok(());
         }
         let Some((tag, payload)) = read_message(&mut socket)? else {
-            // Idle: report what the applier did since (pg_stat_replication's replay).
+            let timeout = shared.config.peer_timeout;
+            if heard.elapsed() >= timeout {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the primary sent nothing for {:.1} s: connecting again",
+                        heard.elapsed().as_secs_f64()
+                    ),
+                ));
+            }
+            // Idle: report what the applier did since (pg_stat_replication's replay), and
+            // at least every KEEPALIVE_INTERVAL that this standby is alive.
             let applied = db.applied_lsn();
-            if applied > reported_applied {
+            if applied > reported_applied || acknowledged.elapsed() >= KEEPALIVE_INTERVAL {
                 reported_applied = applied;
                 acknowledge(&mut socket, db.log_local_durable_lsn(), applied)?;
+                acknowledged = Instant::now();
             }
             continue;
         };
+        heard = Instant::now();
         match tag {
             b'D' => {
                 // The primary's flushes overlap: take every range already here in one write
@@ -336,6 +357,7 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
                     let durable = db.receive_log(lsn, &bytes).map_err(io::Error::other)?;
                     reported_applied = db.applied_lsn();
                     acknowledge(&mut socket, durable, reported_applied)?;
+                    acknowledged = Instant::now();
                     shared.received.notify();
                     // A range that did not follow on (a resend) goes on its own.
                     match next.take() {
@@ -398,6 +420,8 @@ fn handle_control(shared: &Shared, primary: &str, tag: u8, payload: &[u8]) -> io
                 *shared.identity.lock() = Some(identity);
             }
         }
+        // A keepalive: the link is alive (the caller noted it).
+        b'K' => {}
         b'R' => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

@@ -195,6 +195,7 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
                 name: node.node.clone(),
                 successor: Some(successor.clone()),
                 secret: node.secret.clone(),
+                peer_timeout: node.policy.peer_timeout,
             };
             let standby = match Standby::start(node.db.clone(), node.cluster.clone(), config) {
                 Ok(standby) => standby,

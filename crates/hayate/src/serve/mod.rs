@@ -54,6 +54,7 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   tls_required = false                      # refuse TCP clients without TLS (28000)
   ha_alone_after = 10                       # primary: acknowledge alone after 10 s without a standby (default never)
   ha_max_slot_size = \"1GB\"                  # log kept for an absent standby while alone
+  ha_peer_timeout = 10                      # drop a replication peer silent this long (seconds)
   emulate_device = \"real\"                   # measurements only: + a device class's I/O latency
   [users]                     # user = password, for every method but trust
   alice = \"secret\"
@@ -137,6 +138,11 @@ pub struct ServeArgs {
     /// [default: 1GB].
     #[arg(long, value_name = "SIZE")]
     pub ha_max_slot_size: Option<String>,
+    /// A replication peer that sent nothing for this long is dropped: the primary
+    /// disconnects a silent standby, a standby leaves a silent primary and connects again
+    /// (each side sends a keepalive every second) [default: 10].
+    #[arg(long, value_name = "SECONDS")]
+    pub ha_peer_timeout: Option<f64>,
     /// Let `--auth trust` (any user name, no password) or a replication listener without a
     /// secret serve on an address other than loopback (refused otherwise: anyone who can reach
     /// the address could read and write everything).
@@ -195,6 +201,7 @@ struct ConfigFile {
     ha_ttl: Option<u64>,
     ha_alone_after: Option<f64>,
     ha_max_slot_size: Option<String>,
+    ha_peer_timeout: Option<f64>,
     ha_replication_secret: Option<String>,
     allow_remote_trust: Option<bool>,
     tls_cert: Option<PathBuf>,
@@ -330,9 +337,21 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
         })?)
         .filter(|bytes| *bytes > 0),
     };
+    let peer_timeout = match args.ha_peer_timeout.or(file.ha_peer_timeout) {
+        None => ReplicationPolicy::default().peer_timeout,
+        Some(seconds) if (1.0..=3600.0).contains(&seconds) => {
+            std::time::Duration::from_secs_f64(seconds)
+        }
+        Some(seconds) => {
+            return Err(CliError::new(format!(
+                "ha_peer_timeout must be 1 to 3600 seconds, not {seconds}"
+            )))
+        }
+    };
     let replication_policy = ReplicationPolicy {
         alone_after,
         max_slot_bytes,
+        peer_timeout,
     };
     let ha_follow = args.ha_follow.clone().or(file.ha_follow);
     let ha_replication_listen = args.ha_replication_listen.or(file.ha_replication_listen);
@@ -659,6 +678,7 @@ fn start_replication(
             name: String::new(),
             successor,
             secret: settings.replication_secret.clone(),
+            peer_timeout: settings.replication_policy.peer_timeout,
         };
         let standby = Standby::start(db.clone(), cluster.clone(), config)
             .context(|| "starting the standby".into())?;
@@ -757,6 +777,7 @@ mod tests {
             ha_ttl: None,
             ha_alone_after: None,
             ha_max_slot_size: None,
+            ha_peer_timeout: None,
             allow_remote_trust: false,
             tls_cert: None,
             tls_key: None,
@@ -892,6 +913,7 @@ mod tests {
             ),
             ("ha_alone_after = -1\n", "ha_alone_after must be"),
             ("ha_alone_after = 0.5\n", "ha_alone_after must be"),
+            ("ha_peer_timeout = 0\n", "ha_peer_timeout must be"),
             ("ha_max_slot_size = \"big\"\n", "invalid ha_max_slot_size"),
             ("emulate_device = \"floppy\"\n", "unknown emulate_device"),
             ("listen = \"0.0.0.0\"\n", "--allow-remote-trust"),
