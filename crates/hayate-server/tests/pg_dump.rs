@@ -22,6 +22,7 @@ CREATE INDEX customers_name ON customers (name);
 CREATE TABLE orders (id bigint PRIMARY KEY, customer int NOT NULL REFERENCES customers (id), \
     total float8, paid bool DEFAULT false);
 CREATE SEQUENCE tickets START 100 INCREMENT 5;
+CREATE SEQUENCE laps INCREMENT 3 MAXVALUE 7 CYCLE;
 CREATE VIEW big_orders AS SELECT o.id, c.name, o.total FROM orders o \
     JOIN customers c ON c.id = o.customer WHERE o.total > 10;
 INSERT INTO customers (name, note, joined, credit) VALUES \
@@ -29,6 +30,7 @@ INSERT INTO customers (name, note, joined, credit) VALUES \
     ('bob', NULL, '2026-01-01 00:00:00+00', 0), ('cy', 'back\\\\slash', NULL, 3);
 INSERT INTO orders VALUES (1, 1, 5.5, true), (2, 1, 20, false), (3, 2, NULL, NULL);
 SELECT nextval('tickets'), nextval('tickets');
+SELECT nextval('laps'), nextval('laps'), nextval('laps');
 ";
 
 /// Rows and sequence positions that must be equal in every copy.
@@ -37,6 +39,8 @@ const CHECKS: &[&str] = &[
     "SELECT id::text, customer, total::text, paid::text FROM orders ORDER BY id",
     "SELECT id::text, name, total::text FROM big_orders ORDER BY id",
     "SELECT nextval('tickets')::text",
+    // Past its maximum: only a copy that kept CYCLE starts again at 1.
+    "SELECT nextval('laps')::text",
     "SELECT nextval('customers_id_seq')::text",
 ];
 

@@ -366,3 +366,117 @@ fn pg_get_serial_sequence_finds_a_columns_sequence() {
         "42703"
     );
 }
+
+#[test]
+fn alter_sequence_changes_options_restarts_and_cycles_as_postgresql_does() {
+    // Every value and error below is what PostgreSQL 15 gives for the same statements.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let catalog = open(dir.path());
+        let mut session = session_on(&catalog);
+        run(
+            &mut session,
+            "CREATE SEQUENCE c INCREMENT 2 MINVALUE 1 MAXVALUE 5 CYCLE",
+        );
+        assert_eq!(
+            ints(
+                &mut session,
+                "SELECT nextval('c'), nextval('c'), nextval('c'), nextval('c'), nextval('c')"
+            ),
+            vec![1, 3, 5, 1, 3]
+        );
+        let catalog_row = rows(
+            &mut session,
+            "SELECT seqcycle, seqincrement, seqmax FROM pg_sequence \
+             WHERE seqrelid = 'c'::regclass",
+        );
+        assert_eq!(
+            catalog_row,
+            vec![vec![Value::Bool(true), Value::Int(2), Value::Int(5)]]
+        );
+        run(&mut session, "ALTER SEQUENCE c NO CYCLE");
+        assert_eq!(ints(&mut session, "SELECT nextval('c')"), vec![5]);
+        assert_eq!(code(&mut session, "SELECT nextval('c')"), "2200H");
+        run(&mut session, "ALTER SEQUENCE c RESTART");
+        assert_eq!(ints(&mut session, "SELECT nextval('c')"), vec![1]);
+        run(&mut session, "ALTER SEQUENCE c RESTART WITH 4");
+        assert_eq!(ints(&mut session, "SELECT nextval('c')"), vec![4]);
+        // A new increment steps from the last value handed out.
+        run(
+            &mut session,
+            "ALTER SEQUENCE c INCREMENT BY 10 MAXVALUE 100",
+        );
+        assert_eq!(ints(&mut session, "SELECT nextval('c')"), vec![14]);
+        // The current value and a restart must lie within the bounds.
+        assert_eq!(code(&mut session, "ALTER SEQUENCE c MAXVALUE 3"), "22023");
+        assert_eq!(
+            code(&mut session, "ALTER SEQUENCE c RESTART WITH 200"),
+            "22023"
+        );
+        // A new type keeps a chosen bound and moves a default one.
+        run(&mut session, "ALTER SEQUENCE c AS smallint");
+        run(&mut session, "CREATE SEQUENCE d AS integer");
+        run(&mut session, "ALTER SEQUENCE d AS bigint");
+        let bounds = rows(
+            &mut session,
+            "SELECT seqmax, seqtypid::regtype::text FROM pg_sequence \
+             WHERE seqrelid IN ('c'::regclass, 'd'::regclass) ORDER BY seqmax",
+        );
+        assert_eq!(
+            bounds,
+            vec![
+                vec![Value::Int(100), Value::Text("smallint".into())],
+                vec![Value::Int(i64::MAX), Value::Text("bigint".into())],
+            ]
+        );
+        // Descending and cycling.
+        run(
+            &mut session,
+            "CREATE SEQUENCE down INCREMENT -1 MINVALUE -3 MAXVALUE -1 CYCLE",
+        );
+        assert_eq!(
+            ints(
+                &mut session,
+                "SELECT nextval('down'), nextval('down'), nextval('down'), nextval('down')"
+            ),
+            vec![-1, -2, -3, -1]
+        );
+        run(&mut session, "ALTER SEQUENCE IF EXISTS nope RESTART");
+        assert_eq!(code(&mut session, "ALTER SEQUENCE nope RESTART"), "42P01");
+        // A SERIAL column's sequence restarts, but its options follow the column.
+        run(&mut session, "CREATE TABLE t (id serial)");
+        run(&mut session, "ALTER SEQUENCE t_id_seq RESTART WITH 50");
+        run(&mut session, "INSERT INTO t DEFAULT VALUES");
+        assert_eq!(ints(&mut session, "SELECT id FROM t"), vec![50]);
+        assert_eq!(
+            code(&mut session, "ALTER SEQUENCE t_id_seq INCREMENT 5"),
+            "0A000"
+        );
+        assert_eq!(code(&mut session, "ALTER SEQUENCE c RENAME TO e"), "0A000");
+    }
+    // The options, CYCLE included, survive a restart (values reserved in memory are
+    // skipped at a restart, so `down` starts its cycle again).
+    let catalog = open(dir.path());
+    let mut session = session_on(&catalog);
+    assert_eq!(
+        ints(
+            &mut session,
+            "SELECT nextval('down'), nextval('down'), nextval('down'), nextval('down')"
+        ),
+        vec![-1, -2, -3, -1]
+    );
+    let options = rows(
+        &mut session,
+        "SELECT seqincrement, seqmax, seqcycle, seqtypid::regtype::text FROM pg_sequence \
+         WHERE seqrelid = 'c'::regclass",
+    );
+    assert_eq!(
+        options,
+        vec![vec![
+            Value::Int(10),
+            Value::Int(100),
+            Value::Bool(false),
+            Value::Text("smallint".into())
+        ]]
+    );
+}

@@ -490,7 +490,7 @@ impl Catalog {
             self.sequence_tree,
         );
         let written = self.write_defs(None, |txn| {
-            let row = sequence.encode(options.start);
+            let row = sequence.encode(options.start, &options);
             Ok(txn.put(self.sequence_tree, name.as_bytes(), &row)?)
         });
         if let Err(error) = written {

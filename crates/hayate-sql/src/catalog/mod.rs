@@ -71,7 +71,7 @@ pub use definition::{
     ReferentialAction, TableDef,
 };
 pub use rebuild::Rebuild;
-pub use sequence::{Sequence, SequenceOptions, SessionSequences};
+pub use sequence::{Sequence, SequenceChanges, SequenceOptions, SessionSequences};
 pub use table::Table;
 pub use view::{View, ViewDef};
 
@@ -578,7 +578,7 @@ impl Catalog {
             .into_iter()
             .filter(|sequence| sequence.owner().is_some_and(|(owner, _)| owner == table));
         for sequence in own.into_iter().chain(owned) {
-            sequence.set_value(sequence.options.start, false, None)?;
+            sequence.set_value(sequence.options().start, false, None)?;
         }
         Ok(())
     }

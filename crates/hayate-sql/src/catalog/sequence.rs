@@ -15,11 +15,16 @@
 //!
 //! Row format (little-endian), by length:
 //! - 8 bytes: i64 next value. A column's sequence; its options follow from the column type.
-//! - format 2: u8 2, i64 next value, i64 increment, i64 minimum, i64 maximum, i64 start,
-//!   i64 cache, u8 data type tag (`DataType::tag`), then the name of its engine tree (u32
-//!   length + UTF-8), then, if it is OWNED BY a column, that table's and column's names
-//!   (rows without them are owned by nothing). A CREATE SEQUENCE sequence; the (empty)
-//!   engine tree gives it a stable oid (`system` module comment) and is dropped with it.
+//! - format 3: u8 3, i64 next value, i64 increment, i64 minimum, i64 maximum, i64 start,
+//!   i64 cache, u8 data type tag (`DataType::tag`), u8 cycle (1: CYCLE), then the name of
+//!   its engine tree (u32 length + UTF-8), then, if it is OWNED BY a column, that table's and
+//!   column's names (rows without them are owned by nothing). A CREATE SEQUENCE sequence;
+//!   the (empty) engine tree gives it a stable oid (`system` module comment) and is dropped
+//!   with it. Format 2 is the same without the cycle byte (NO CYCLE); it is still read.
+//!
+//! CYCLE: a sequence past its maximum (minimum, descending) starts again at its minimum
+//! (maximum). ALTER SEQUENCE changes the options and, with RESTART, the next value: written
+//! durably at once, the reserved values dropped.
 //!
 //! currval and lastval are per session (`SessionSequences`), kept by the session that calls.
 
@@ -34,7 +39,9 @@ use crate::types::DataType;
 
 /// Sequence values reserved per durable write: at most this many are skipped by a crash.
 const SEQUENCE_BATCH: i64 = 1024;
-const FORMAT_VERSION: u8 = 2;
+const FORMAT_VERSION: u8 = 3;
+/// The format before CYCLE (no cycle byte): read, never written.
+const FORMAT_WITHOUT_CYCLE: u8 = 2;
 
 /// What CREATE SEQUENCE sets (PostgreSQL's defaults for a column sequence otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +54,21 @@ pub struct SequenceOptions {
     pub cache: i64,
     /// smallint, integer or bigint: bounds the default MINVALUE/MAXVALUE.
     pub data_type: DataType,
+    /// Past its last value the sequence starts again from the other end.
+    pub cycle: bool,
+}
+
+/// The options a CREATE or ALTER SEQUENCE names (None: not named). `min` and `max` are
+/// `Some(None)` for NO MINVALUE / NO MAXVALUE (the default for the type and direction).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SequenceChanges {
+    pub data_type: Option<DataType>,
+    pub increment: Option<i64>,
+    pub min: Option<Option<i64>>,
+    pub max: Option<Option<i64>>,
+    pub start: Option<i64>,
+    pub cache: Option<i64>,
+    pub cycle: Option<bool>,
 }
 
 impl SequenceOptions {
@@ -60,26 +82,72 @@ impl SequenceOptions {
             start: 1,
             cache: 1,
             data_type,
+            cycle: false,
         }
     }
 
     /// CREATE SEQUENCE's options, defaults filled in and checked as PostgreSQL does.
-    pub fn new(
-        data_type: DataType,
-        increment: Option<i64>,
-        min: Option<i64>,
-        max: Option<i64>,
-        start: Option<i64>,
-        cache: Option<i64>,
-    ) -> SqlResult<SequenceOptions> {
+    pub fn new(changes: SequenceChanges) -> SqlResult<SequenceOptions> {
+        let data_type = changes.data_type.unwrap_or(DataType::Int8);
+        let increment = changes.increment.unwrap_or(1);
+        let (min, max) = default_bounds(data_type, increment);
+        SequenceOptions {
+            increment,
+            min: changes.min.flatten().unwrap_or(min),
+            max: changes.max.flatten().unwrap_or(max),
+            start: 0,
+            cache: changes.cache.unwrap_or(1),
+            data_type,
+            cycle: changes.cycle.unwrap_or(false),
+        }
+        .checked(changes.start)
+    }
+
+    /// ALTER SEQUENCE's options: these with `changes` applied, as PostgreSQL does (a bound
+    /// that was the old type's default follows a new type; NO MINVALUE / NO MAXVALUE give
+    /// the default), checked.
+    pub fn altered(&self, changes: SequenceChanges) -> SqlResult<SequenceOptions> {
+        let data_type = changes.data_type.unwrap_or(self.data_type);
+        let increment = changes.increment.unwrap_or(self.increment);
+        let (old_min, old_max) = (-type_max(self.data_type) - 1, type_max(self.data_type));
+        let (min, max) = default_bounds(data_type, increment);
+        let min = match changes.min {
+            Some(min_value) => min_value.unwrap_or(min),
+            None if changes.data_type.is_some() && self.min == old_min => min,
+            None => self.min,
+        };
+        let max = match changes.max {
+            Some(max_value) => max_value.unwrap_or(max),
+            None if changes.data_type.is_some() && self.max == old_max => max,
+            None => self.max,
+        };
+        SequenceOptions {
+            increment,
+            min,
+            max,
+            start: self.start,
+            cache: changes.cache.unwrap_or(self.cache),
+            data_type,
+            cycle: changes.cycle.unwrap_or(self.cycle),
+        }
+        .checked(Some(changes.start.unwrap_or(self.start)))
+    }
+
+    /// These options with `start` (None: the first value in the direction), checked.
+    fn checked(self, start: Option<i64>) -> SqlResult<SequenceOptions> {
         let invalid = |message: String| SqlError::new(sqlstate::INVALID_PARAMETER_VALUE, message);
-        let increment = increment.unwrap_or(1);
+        let SequenceOptions {
+            increment,
+            min,
+            max,
+            cache,
+            data_type,
+            ..
+        } = self;
         if increment == 0 {
             return Err(invalid("INCREMENT must not be zero".into()));
         }
         let (type_min, type_max) = (-type_max(data_type) - 1, type_max(data_type));
-        let min = min.unwrap_or(if increment > 0 { 1 } else { type_min });
-        let max = max.unwrap_or(if increment > 0 { type_max } else { -1 });
         for (name, value) in [("MINVALUE", min), ("MAXVALUE", max)] {
             if value < type_min || value > type_max {
                 return Err(invalid(format!(
@@ -103,20 +171,32 @@ impl SequenceOptions {
                 "START value ({start}) cannot be greater than MAXVALUE ({max})"
             )));
         }
-        let cache = cache.unwrap_or(1);
         if cache < 1 {
             return Err(invalid(format!(
                 "CACHE ({cache}) must be greater than zero"
             )));
         }
-        Ok(SequenceOptions {
-            increment,
-            min,
-            max,
-            start,
-            cache,
-            data_type,
-        })
+        Ok(SequenceOptions { start, ..self })
+    }
+
+    /// Where a sequence past its last value starts again (CYCLE).
+    fn wrap_value(&self) -> i64 {
+        if self.increment > 0 {
+            self.min
+        } else {
+            self.max
+        }
+    }
+}
+
+/// MINVALUE and MAXVALUE when not given: 1 up to the type's largest ascending, the type's
+/// smallest up to -1 descending.
+fn default_bounds(data_type: DataType, increment: i64) -> (i64, i64) {
+    let (type_min, type_max) = (-type_max(data_type) - 1, type_max(data_type));
+    if increment > 0 {
+        (1, type_max)
+    } else {
+        (type_min, -1)
     }
 }
 
@@ -138,7 +218,8 @@ struct Reserved {
 /// A sequence (see the module comment).
 pub struct Sequence {
     pub name: String,
-    pub options: SequenceOptions,
+    /// Changed by ALTER SEQUENCE (under `reserved`'s lock).
+    options: Mutex<SequenceOptions>,
     /// A CREATE SEQUENCE sequence's engine tree (name, id); None for a column's sequence.
     pub tree: Option<(String, TreeId)>,
     db: Database,
@@ -167,13 +248,18 @@ impl Sequence {
     ) -> Sequence {
         Sequence {
             name,
-            options,
+            options: Mutex::new(options),
             tree,
             db,
             state_tree,
             reserved: Mutex::new(Reserved { next: 0, left: 0 }),
             owner: Mutex::new(None),
         }
+    }
+
+    /// The sequence's options now.
+    pub fn options(&self) -> SequenceOptions {
+        *self.options.lock()
     }
 
     /// The (table, column) the sequence is OWNED BY.
@@ -193,19 +279,22 @@ impl Sequence {
         let stored = txn
             .get_for_update(self.state_tree, self.name.as_bytes())?
             .and_then(|bytes| decode_next(&bytes))
-            .unwrap_or(self.options.start);
+            .unwrap_or(self.options().start);
         *self.owner.lock() = owner;
-        txn.put(self.state_tree, self.name.as_bytes(), &self.encode(stored))?;
+        txn.put(
+            self.state_tree,
+            self.name.as_bytes(),
+            &self.encode(stored, &self.options()),
+        )?;
         txn.commit()?;
         Ok(())
     }
 
-    /// The row that stores the sequence with `next` as its next value.
-    pub(crate) fn encode(&self, next: i64) -> Vec<u8> {
+    /// The row that stores the sequence with `next` as its next value and `options`.
+    pub(crate) fn encode(&self, next: i64, options: &SequenceOptions) -> Vec<u8> {
         let Some((tree, _)) = &self.tree else {
             return next.to_le_bytes().to_vec();
         };
-        let options = &self.options;
         let mut out = vec![FORMAT_VERSION];
         for value in [
             next,
@@ -218,6 +307,7 @@ impl Sequence {
             out.extend_from_slice(&value.to_le_bytes());
         }
         out.push(options.data_type.tag());
+        out.push(u8::from(options.cycle));
         out.extend_from_slice(&(tree.len() as u32).to_le_bytes());
         out.extend_from_slice(tree.as_bytes());
         if let Some((table, column)) = &*self.owner.lock() {
@@ -240,7 +330,7 @@ impl Sequence {
             reserved.left -= 1;
             if reserved.left > 0 {
                 // Inside the reserved range, so it cannot overflow.
-                reserved.next += self.options.increment;
+                reserved.next += self.options().increment;
             }
             value
         };
@@ -252,9 +342,9 @@ impl Sequence {
 
     /// Reserves the next batch by a durable write of the row past it.
     fn reserve(&self) -> SqlResult<Reserved> {
-        let options = &self.options;
+        let options = &self.options();
         let mut txn = self.db.begin();
-        let stored = match txn.get_for_update(self.state_tree, self.name.as_bytes())? {
+        let mut stored = match txn.get_for_update(self.state_tree, self.name.as_bytes())? {
             Some(bytes) => decode_next(&bytes).ok_or_else(|| {
                 SqlError::new(
                     sqlstate::DATA_CORRUPTED,
@@ -263,12 +353,21 @@ impl Sequence {
             })?,
             None => options.start,
         };
-        let (stored_wide, increment) = (stored as i128, options.increment as i128);
-        let available = if increment > 0 {
-            (options.max as i128 - stored_wide).div_euclid(increment) + 1
-        } else {
-            (stored_wide - options.min as i128).div_euclid(-increment) + 1
+        let increment = options.increment as i128;
+        let available = |stored: i64| {
+            let stored = stored as i128;
+            if increment > 0 {
+                (options.max as i128 - stored).div_euclid(increment) + 1
+            } else {
+                (stored - options.min as i128).div_euclid(-increment) + 1
+            }
         };
+        // Past the last value a CYCLE sequence starts again from the other end.
+        if available(stored) <= 0 && options.cycle {
+            stored = options.wrap_value();
+        }
+        let stored_wide = stored as i128;
+        let available = available(stored);
         // The row must hold the value after the batch, so the batch stops where it would
         // leave i64 (only a sequence that runs to i64's end loses its last value).
         let mut count = available.clamp(0, SEQUENCE_BATCH as i128);
@@ -290,7 +389,11 @@ impl Sequence {
             ));
         }
         let end = (stored_wide + count * increment) as i64;
-        txn.put(self.state_tree, self.name.as_bytes(), &self.encode(end))?;
+        txn.put(
+            self.state_tree,
+            self.name.as_bytes(),
+            &self.encode(end, options),
+        )?;
         txn.commit()?;
         Ok(Reserved {
             next: stored,
@@ -303,6 +406,7 @@ impl Sequence {
     /// `setval(last, true)` on a copy makes it go on where this one does.
     pub fn last_value(&self) -> SqlResult<Option<i64>> {
         let reserved = hayate_engine::fiber::lock(&self.reserved);
+        let options = self.options();
         let next = if reserved.left > 0 {
             reserved.next
         } else {
@@ -316,10 +420,67 @@ impl Sequence {
                         format!("corrupt sequence \"{}\"", self.name),
                     )
                 })?,
-                None => self.options.start,
+                None => options.start,
             }
         };
-        Ok((next != self.options.start).then(|| next - self.options.increment))
+        Ok((next != options.start).then(|| next - options.increment))
+    }
+
+    /// ALTER SEQUENCE: new options and, with `restart`, the next value (`Some(None)`: the
+    /// start). Without it the sequence goes on from the last value handed out, by the new
+    /// increment. Written durably at once; the values reserved in memory are dropped.
+    pub fn alter(&self, options: SequenceOptions, restart: Option<Option<i64>>) -> SqlResult<()> {
+        let mut reserved = hayate_engine::fiber::lock(&self.reserved);
+        let old = self.options();
+        let mut txn = self.db.begin();
+        let stored = match txn.get_for_update(self.state_tree, self.name.as_bytes())? {
+            Some(bytes) => decode_next(&bytes).ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::DATA_CORRUPTED,
+                    format!("corrupt sequence \"{}\"", self.name),
+                )
+            })?,
+            None => old.start,
+        };
+        // The restart value, or the last value handed out (the start if none was), must
+        // lie within the new bounds, as PostgreSQL checks it.
+        let next = if reserved.left > 0 {
+            reserved.next
+        } else {
+            stored
+        };
+        let last = (next != old.start).then(|| next - old.increment);
+        let current = restart.map_or(last.unwrap_or(old.start), |value| {
+            value.unwrap_or(options.start)
+        });
+        let invalid = |message: String| SqlError::new(sqlstate::INVALID_PARAMETER_VALUE, message);
+        if current < options.min {
+            return Err(invalid(format!(
+                "RESTART value ({current}) cannot be less than MINVALUE ({})",
+                options.min
+            )));
+        }
+        if current > options.max {
+            return Err(invalid(format!(
+                "RESTART value ({current}) cannot be greater than MAXVALUE ({})",
+                options.max
+            )));
+        }
+        let next = match (restart, last) {
+            (Some(_), _) => current,
+            // The new step from the last value handed out.
+            (None, Some(last)) => last.checked_add(options.increment).unwrap_or(next),
+            (None, None) => next,
+        };
+        txn.put(
+            self.state_tree,
+            self.name.as_bytes(),
+            &self.encode(next, &options),
+        )?;
+        txn.commit()?;
+        *self.options.lock() = options;
+        *reserved = Reserved { next, left: 0 };
+        Ok(())
     }
 
     /// setval(value, is_called): the next nextval returns `value` (is_called false) or the
@@ -330,7 +491,7 @@ impl Sequence {
         is_called: bool,
         session: Option<&SessionSequences>,
     ) -> SqlResult<i64> {
-        let options = &self.options;
+        let options = &self.options();
         if value < options.min || value > options.max {
             return Err(SqlError::new(
                 sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
@@ -356,7 +517,11 @@ impl Sequence {
         let mut reserved = hayate_engine::fiber::lock(&self.reserved);
         let mut txn = self.db.begin();
         txn.get_for_update(self.state_tree, self.name.as_bytes())?;
-        txn.put(self.state_tree, self.name.as_bytes(), &self.encode(next))?;
+        txn.put(
+            self.state_tree,
+            self.name.as_bytes(),
+            &self.encode(next, options),
+        )?;
         txn.commit()?;
         *reserved = Reserved { next, left: 0 };
         drop(reserved);
@@ -370,7 +535,7 @@ impl Sequence {
 /// The next value of a stored row (either format).
 fn decode_next(bytes: &[u8]) -> Option<i64> {
     let mut reader = Reader::new(bytes);
-    if bytes.len() != 8 && reader.u8()? != FORMAT_VERSION {
+    if bytes.len() != 8 && !matches!(reader.u8()?, FORMAT_VERSION | FORMAT_WITHOUT_CYCLE) {
         return None;
     }
     reader.i64()
@@ -392,13 +557,22 @@ pub(crate) fn decode_definition(bytes: &[u8]) -> Option<SqlResult<StoredDefiniti
     let corrupt = || SqlError::new(sqlstate::DATA_CORRUPTED, "corrupt sequence definition");
     let parse = || -> Option<StoredDefinition> {
         let mut reader = Reader::new(bytes);
-        if reader.u8()? != FORMAT_VERSION {
+        let format = reader.u8()?;
+        if !matches!(format, FORMAT_VERSION | FORMAT_WITHOUT_CYCLE) {
             return None;
         }
         let _next = reader.i64()?;
         let (increment, min, max) = (reader.i64()?, reader.i64()?, reader.i64()?);
         let (start, cache) = (reader.i64()?, reader.i64()?);
         let data_type = DataType::from_tag(reader.u8()?, 0)?;
+        let cycle = match format {
+            FORMAT_VERSION => match reader.u8()? {
+                0 => false,
+                1 => true,
+                _ => return None,
+            },
+            _ => false,
+        };
         let tree = reader.string()?;
         let options = SequenceOptions {
             increment,
@@ -407,6 +581,7 @@ pub(crate) fn decode_definition(bytes: &[u8]) -> Option<SqlResult<StoredDefiniti
             start,
             cache,
             data_type,
+            cycle,
         };
         let owner = match reader.at_end() {
             true => None,
@@ -475,26 +650,85 @@ mod tests {
 
     #[test]
     fn options_follow_postgresql_defaults_and_checks() {
-        let up = SequenceOptions::new(DataType::Int8, None, None, None, None, None).unwrap();
-        assert_eq!((up.min, up.max, up.start), (1, i64::MAX, 1));
-        let down = SequenceOptions::new(DataType::Int4, Some(-2), None, None, None, None).unwrap();
+        let up = SequenceOptions::new(SequenceChanges::default()).unwrap();
+        assert_eq!(
+            (up.min, up.max, up.start, up.cycle),
+            (1, i64::MAX, 1, false)
+        );
+        let down = SequenceOptions::new(SequenceChanges {
+            data_type: Some(DataType::Int4),
+            increment: Some(-2),
+            ..SequenceChanges::default()
+        })
+        .unwrap();
         assert_eq!((down.min, down.max, down.start), (i32::MIN as i64, -1, -1));
+        let change = |edit: fn(&mut SequenceChanges)| {
+            let mut changes = SequenceChanges::default();
+            edit(&mut changes);
+            changes
+        };
         let bad = [
-            SequenceOptions::new(DataType::Int8, Some(0), None, None, None, None),
-            SequenceOptions::new(DataType::Int8, None, Some(5), Some(5), None, None),
-            SequenceOptions::new(DataType::Int8, None, Some(5), None, Some(4), None),
-            SequenceOptions::new(DataType::Int2, None, None, Some(40000), None, None),
-            SequenceOptions::new(DataType::Int8, None, None, None, None, Some(0)),
+            change(|c| c.increment = Some(0)),
+            change(|c| (c.min, c.max) = (Some(Some(5)), Some(Some(5)))),
+            change(|c| (c.min, c.start) = (Some(Some(5)), Some(4))),
+            change(|c| (c.data_type, c.max) = (Some(DataType::Int2), Some(Some(40000)))),
+            change(|c| c.cache = Some(0)),
         ];
-        for result in bad {
-            assert_eq!(result.unwrap_err().code, sqlstate::INVALID_PARAMETER_VALUE);
+        for changes in bad {
+            let error = SequenceOptions::new(changes).unwrap_err();
+            assert_eq!(error.code, sqlstate::INVALID_PARAMETER_VALUE);
         }
     }
 
     #[test]
+    fn altered_options_keep_what_is_not_named_and_follow_a_new_type() {
+        let int4 = SequenceOptions::new(SequenceChanges {
+            data_type: Some(DataType::Int4),
+            ..SequenceChanges::default()
+        })
+        .unwrap();
+        // AS bigint: the type's default maximum follows; a chosen one would stay.
+        let widened = int4
+            .altered(SequenceChanges {
+                data_type: Some(DataType::Int8),
+                cycle: Some(true),
+                ..SequenceChanges::default()
+            })
+            .unwrap();
+        assert_eq!(
+            (widened.max, widened.min, widened.cycle),
+            (i64::MAX, 1, true)
+        );
+        let capped = widened
+            .altered(SequenceChanges {
+                max: Some(Some(100)),
+                increment: Some(5),
+                ..SequenceChanges::default()
+            })
+            .unwrap();
+        assert_eq!((capped.max, capped.increment, capped.cycle), (100, 5, true));
+        // NO MAXVALUE gives the default again; a start past a new maximum is refused.
+        let reset = capped
+            .altered(SequenceChanges {
+                max: Some(None),
+                ..SequenceChanges::default()
+            })
+            .unwrap();
+        assert_eq!(reset.max, i64::MAX);
+        let error = capped
+            .altered(SequenceChanges {
+                min: Some(Some(10)),
+                ..SequenceChanges::default()
+            })
+            .unwrap_err();
+        assert_eq!(error.code, sqlstate::INVALID_PARAMETER_VALUE);
+    }
+
+    #[test]
     fn definitions_round_trip_and_reject_damage() {
+        // A row of format 2 (before CYCLE) is still read.
         let bytes = {
-            let mut out = vec![FORMAT_VERSION];
+            let mut out = vec![FORMAT_WITHOUT_CYCLE];
             for value in [7i64, 5, 1, 20, 10, 1] {
                 out.extend_from_slice(&value.to_le_bytes());
             }

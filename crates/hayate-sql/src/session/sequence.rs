@@ -1,7 +1,8 @@
 //! CREATE SEQUENCE with its options in any order, as PostgreSQL takes them and pg_dump
 //! writes them (`AS integer START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1`),
-//! and ALTER SEQUENCE ... OWNED BY: read here; CREATE SEQUENCE goes on to sqlparser with its
-//! options in the one order it parses.
+//! and ALTER SEQUENCE (OWNED BY; the options of CREATE SEQUENCE and RESTART [WITH]): read
+//! here; CREATE SEQUENCE goes on to sqlparser with its options in the one order it parses,
+//! and so do ALTER SEQUENCE's options, as a CREATE SEQUENCE naming only them.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -21,6 +22,14 @@ pub(super) enum SequenceStatement {
         name: String,
         owner: Option<(String, String)>,
         if_exists: bool,
+    },
+    /// ALTER SEQUENCE name [options] [RESTART [[WITH] value]]: the options as a CREATE
+    /// SEQUENCE of the same name naming only them; `restart` Some(None) restarts at START.
+    Options {
+        name: String,
+        if_exists: bool,
+        options: Box<Statement>,
+        restart: Option<Option<i64>>,
     },
 }
 
@@ -160,19 +169,13 @@ fn alter(tokens: &[Token]) -> SqlResult<SequenceStatement> {
     if if_exists {
         at += 2;
     }
+    let name_at = at;
     let (parts, after) = qualified(tokens, at)?;
     let sequence = unqualified(parts)?;
     let words: Vec<Option<String>> = tokens[after..].iter().map(keyword).collect();
     if words.len() < 3 || words[0].as_deref() != Some("owned") || words[1].as_deref() != Some("by")
     {
-        return Err(SqlError::unsupported(format!(
-            "ALTER SEQUENCE {}",
-            tokens[after..]
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(" ")
-        )));
+        return alter_options(tokens, name_at, after, sequence, if_exists);
     }
     let owner = if words[2].as_deref() == Some("none") && words.len() == 3 {
         None
@@ -191,6 +194,85 @@ fn alter(tokens: &[Token]) -> SqlResult<SequenceStatement> {
     })
 }
 
+/// ALTER SEQUENCE's options (`tokens[after..]`): RESTART [[WITH] value] taken out, the rest
+/// read as the options of a CREATE SEQUENCE of the sequence's name (`tokens[name_at..after]`).
+fn alter_options(
+    tokens: &[Token],
+    name_at: usize,
+    after: usize,
+    name: String,
+    if_exists: bool,
+) -> SqlResult<SequenceStatement> {
+    let mut rest: Vec<Token> = Vec::new();
+    let mut restart = None;
+    let mut at = after;
+    while at < tokens.len() {
+        if keyword(&tokens[at]).as_deref() != Some("restart") {
+            rest.push(tokens[at].clone());
+            at += 1;
+            continue;
+        }
+        if restart.is_some() {
+            return Err(SqlError::syntax("conflicting or redundant options"));
+        }
+        at += 1;
+        if tokens.get(at).and_then(keyword).as_deref() == Some("with") {
+            at += 1;
+        }
+        let negative = tokens.get(at) == Some(&Token::Minus);
+        if negative || tokens.get(at) == Some(&Token::Plus) {
+            at += 1;
+        }
+        restart = Some(match tokens.get(at) {
+            Some(Token::Number(digits, _)) => {
+                let value: i64 = digits.parse().map_err(|_| {
+                    SqlError::syntax(format!("RESTART takes an integer, not {digits}"))
+                })?;
+                at += 1;
+                Some(if negative { -value } else { value })
+            }
+            _ if negative => return Err(SqlError::syntax("RESTART takes an integer")),
+            _ => None,
+        });
+    }
+    if rest.is_empty() && restart.is_none() {
+        return Err(SqlError::syntax("ALTER SEQUENCE names no option"));
+    }
+    let head = [
+        Token::make_keyword("CREATE"),
+        Token::make_keyword("SEQUENCE"),
+    ];
+    let create_tokens: Vec<Token> = head
+        .into_iter()
+        .chain(tokens[name_at..after].iter().cloned())
+        .chain(rest)
+        .collect();
+    let SequenceStatement::Create(options) = create(&create_tokens).map_err(|error| {
+        // Words CREATE SEQUENCE does not take (RENAME TO, SET SCHEMA, ...).
+        if error.code == sqlstate::SYNTAX_ERROR {
+            SqlError::unsupported(format!(
+                "ALTER SEQUENCE {}",
+                tokens[after..]
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ))
+        } else {
+            error
+        }
+    })?
+    else {
+        unreachable!("create() reads a CREATE SEQUENCE")
+    };
+    Ok(SequenceStatement::Options {
+        name,
+        if_exists,
+        options,
+        restart,
+    })
+}
+
 /// The name of `[public.]name`.
 fn unqualified(mut parts: Vec<String>) -> SqlResult<String> {
     match parts.len() {
@@ -204,6 +286,60 @@ fn unqualified(mut parts: Vec<String>) -> SqlResult<String> {
 }
 
 impl Session {
+    /// ALTER SEQUENCE's options and RESTART: the sequence's options are changed as
+    /// PostgreSQL does (`SequenceOptions::altered`) and written at once with the next value.
+    /// A SERIAL or identity column's sequence takes RESTART only (its options follow from
+    /// the column). Sequences are not transactional here: it holds at once.
+    pub(super) fn alter_sequence(
+        &mut self,
+        name: &str,
+        if_exists: bool,
+        options: &Statement,
+        restart: Option<Option<i64>>,
+    ) -> SqlResult<Outcome> {
+        if matches!(self.state, super::State::Failed(_)) {
+            return Err(super::in_failed_block());
+        }
+        let sequence = match self.catalog.sequence(name) {
+            Ok(sequence) => sequence,
+            Err(_) if if_exists => return Ok(command("ALTER SEQUENCE")),
+            Err(error) => return Err(error),
+        };
+        let Statement::CreateSequence {
+            data_type,
+            sequence_options,
+            owned_by,
+            ..
+        } = options
+        else {
+            unreachable!("ALTER SEQUENCE's options are read as a CREATE SEQUENCE");
+        };
+        if owned_by.is_some() {
+            return Err(SqlError::unsupported(
+                "OWNED BY with other options (send ALTER SEQUENCE ... OWNED BY on its own)",
+            ));
+        }
+        let mut binder = crate::plan::bind::Binder::new(&self.catalog, &[]);
+        let changes = binder.bind_sequence_changes(data_type.as_ref(), sequence_options)?;
+        let altered = if sequence.tree.is_none() {
+            if changes != crate::catalog::SequenceChanges::default() {
+                return Err(SqlError::new(
+                    sqlstate::FEATURE_NOT_SUPPORTED,
+                    format!(
+                        "sequence \"{name}\" belongs to its SERIAL or identity column: only \
+                         RESTART changes it here"
+                    ),
+                ));
+            }
+            sequence.options()
+        } else {
+            sequence.options().altered(changes)?
+        };
+        sequence.alter(altered, restart)?;
+        self.catalog.bump_version();
+        Ok(command("ALTER SEQUENCE"))
+    }
+
     /// ALTER SEQUENCE name OWNED BY table.column | NONE: a CREATE SEQUENCE sequence goes with
     /// the table (DROP TABLE drops it; pg_depend shows it, so pg_dump writes it back).
     /// Sequences are not transactional here: it holds at once, also inside a block.
@@ -272,9 +408,34 @@ mod tests {
             sequence_statement("ALTER SEQUENCE s OWNED BY NONE"),
             Some(Ok(SequenceStatement::OwnedBy { owner: None, .. }))
         ));
-        assert!(sequence_statement("ALTER SEQUENCE s RESTART")
-            .unwrap()
-            .is_err());
+        let Some(Ok(SequenceStatement::Options {
+            name,
+            options,
+            restart,
+            ..
+        })) = sequence_statement("ALTER SEQUENCE public.s INCREMENT 5 RESTART WITH -3 CYCLE")
+        else {
+            panic!("not read");
+        };
+        assert_eq!((name.as_str(), restart), ("s", Some(Some(-3))));
+        assert_eq!(
+            options.to_string(),
+            "CREATE SEQUENCE public.s INCREMENT 5 CYCLE"
+        );
+        assert!(matches!(
+            sequence_statement("ALTER SEQUENCE s RESTART"),
+            Some(Ok(SequenceStatement::Options {
+                restart: Some(None),
+                ..
+            }))
+        ));
+        for refused in [
+            "ALTER SEQUENCE s",
+            "ALTER SEQUENCE s RESTART 1 RESTART 2",
+            "ALTER SEQUENCE s RENAME TO t",
+        ] {
+            assert!(sequence_statement(refused).unwrap().is_err(), "{refused}");
+        }
         assert!(sequence_statement("CREATE SEQUENCE s START 1 START 2")
             .unwrap()
             .is_err());

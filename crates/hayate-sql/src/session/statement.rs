@@ -105,7 +105,10 @@ fn preparsed(sql: &str) -> Option<SqlResult<Statement>> {
     }
     match super::sequence::sequence_statement(sql)? {
         Ok(super::sequence::SequenceStatement::Create(statement)) => Some(Ok(*statement)),
-        Ok(super::sequence::SequenceStatement::OwnedBy { .. }) => Some(Err(SqlError::unsupported(
+        Ok(
+            super::sequence::SequenceStatement::OwnedBy { .. }
+            | super::sequence::SequenceStatement::Options { .. },
+        ) => Some(Err(SqlError::unsupported(
             "ALTER SEQUENCE in a prepared statement or a string of several statements \
              (send it as a query of its own)",
         ))),
@@ -165,13 +168,21 @@ impl Session {
     /// outside a block run as one implicit transaction, as in PostgreSQL, unless they contain
     /// transaction control or DDL (then each statement is its own transaction).
     pub fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
-        if let Some(Ok(super::sequence::SequenceStatement::OwnedBy {
-            name,
-            owner,
-            if_exists,
-        })) = super::sequence::sequence_statement(sql)
-        {
-            let outcome = self.set_sequence_owner(&name, owner, if_exists);
+        let altered = match super::sequence::sequence_statement(sql) {
+            Some(Ok(super::sequence::SequenceStatement::OwnedBy {
+                name,
+                owner,
+                if_exists,
+            })) => Some(self.set_sequence_owner(&name, owner, if_exists)),
+            Some(Ok(super::sequence::SequenceStatement::Options {
+                name,
+                if_exists,
+                options,
+                restart,
+            })) => Some(self.alter_sequence(&name, if_exists, &options, restart)),
+            _ => None,
+        };
+        if let Some(outcome) = altered {
             if outcome.is_err() {
                 self.note_error();
             }

@@ -1258,7 +1258,7 @@ fn pg_sequence(snapshot: &Snapshot, _: &SessionNames) -> Rows {
         .sequences
         .iter()
         .map(|info| {
-            let options = &info.sequence.options;
+            let options = info.sequence.options();
             vec![
                 oid(info.oid),
                 oid(options.data_type.oid() as i64),
@@ -1267,7 +1267,7 @@ fn pg_sequence(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 int(options.max),
                 int(options.min),
                 int(options.cache),
-                bool(false),
+                bool(options.cycle),
             ]
         })
         .collect()

@@ -457,7 +457,7 @@ impl Binder<'_> {
         let sql = format!(
             "SELECT coalesce(pg_sequence_last_value({name}), {start}) AS last_value, \
              0::int8 AS log_cnt, pg_sequence_last_value({name}) IS NOT NULL AS is_called",
-            start = sequence.options.start,
+            start = sequence.options().start,
         );
         let alias = ast::TableAlias {
             explicit: true,

@@ -1,9 +1,9 @@
-//! Binding CREATE SEQUENCE and DROP SEQUENCE.
+//! Binding CREATE SEQUENCE, the options of ALTER SEQUENCE, and DROP SEQUENCE.
 
 use sqlparser::ast;
 
 use super::{data_type, object_name, Binder};
-use crate::catalog::SequenceOptions;
+use crate::catalog::{SequenceChanges, SequenceOptions};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::EvalContext;
 use crate::plan::Plan;
@@ -42,9 +42,23 @@ impl Binder<'_> {
                 }
             }
         };
-        let sequence_type = match as_type.map(data_type).transpose()? {
-            None => DataType::Int8,
-            Some(integer) if integer.is_integer() => integer,
+        Ok(Plan::CreateSequence {
+            name: object_name(name)?,
+            options: SequenceOptions::new(self.bind_sequence_changes(as_type, options)?)?,
+            if_not_exists,
+            owner,
+        })
+    }
+
+    /// The options a CREATE or ALTER SEQUENCE names, their values constant integers.
+    pub(crate) fn bind_sequence_changes(
+        &mut self,
+        as_type: Option<&ast::DataType>,
+        options: &[ast::SequenceOptions],
+    ) -> SqlResult<SequenceChanges> {
+        let data_type = match as_type.map(data_type).transpose()? {
+            None => None,
+            Some(integer) if integer.is_integer() => Some(integer),
             Some(other) => {
                 return Err(SqlError::new(
                     sqlstate::INVALID_PARAMETER_VALUE,
@@ -53,31 +67,27 @@ impl Binder<'_> {
                 .with_detail(format!("The type was {other}.")))
             }
         };
-        let (mut increment, mut min, mut max, mut start, mut cache) =
-            (None, None, None, None, None);
+        let mut changes = SequenceChanges {
+            data_type,
+            ..SequenceChanges::default()
+        };
         for option in options {
             use ast::SequenceOptions as O;
             match option {
-                O::IncrementBy(value, _) => increment = Some(self.constant_int(value)?),
+                O::IncrementBy(value, _) => changes.increment = Some(self.constant_int(value)?),
                 O::MinValue(value) => {
-                    min = value.as_ref().map(|v| self.constant_int(v)).transpose()?
+                    changes.min = Some(value.as_ref().map(|v| self.constant_int(v)).transpose()?)
                 }
                 O::MaxValue(value) => {
-                    max = value.as_ref().map(|v| self.constant_int(v)).transpose()?
+                    changes.max = Some(value.as_ref().map(|v| self.constant_int(v)).transpose()?)
                 }
-                O::StartWith(value, _) => start = Some(self.constant_int(value)?),
-                O::Cache(value) => cache = Some(self.constant_int(value)?),
+                O::StartWith(value, _) => changes.start = Some(self.constant_int(value)?),
+                O::Cache(value) => changes.cache = Some(self.constant_int(value)?),
                 // sqlparser's Cycle(true) is NO CYCLE.
-                O::Cycle(true) => {}
-                O::Cycle(false) => return Err(SqlError::unsupported("CREATE SEQUENCE ... CYCLE")),
+                O::Cycle(no_cycle) => changes.cycle = Some(!no_cycle),
             }
         }
-        Ok(Plan::CreateSequence {
-            name: object_name(name)?,
-            options: SequenceOptions::new(sequence_type, increment, min, max, start, cache)?,
-            if_not_exists,
-            owner,
-        })
+        Ok(changes)
     }
 
     /// A constant integer of a sequence option.
