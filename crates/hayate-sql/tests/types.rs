@@ -152,6 +152,18 @@ fn functions_and_operators() {
         ("SELECT 1 + 1.5, 2 * 1.5::real, 1.5::real * 2::real", "2.5|3|3"),
         ("SELECT random() < 1.0, random() >= 0", "t|t"),
         ("SELECT NULL::int + 1, 'a' || NULL", "|"),
+        // pg_typeof names the argument's type as PostgreSQL 15 does.
+        (
+            "SELECT pg_typeof(1), pg_typeof(1.5), pg_typeof('a'::text), pg_typeof(now()), \
+             pg_typeof(true), pg_typeof(2::int8 + 1), pg_typeof(1.5::float8), \
+             pg_typeof('{}'::jsonb)",
+            "integer|numeric|text|timestamp with time zone|boolean|bigint|double precision|jsonb",
+        ),
+        (
+            "SELECT pg_typeof('a'::varchar(5)), pg_typeof('b'::char(2)), \
+             pg_typeof(1::numeric(5,2)), pg_typeof(current_date)",
+            "character varying|character|numeric|date",
+        ),
     ];
     for (sql, expected) in cases {
         assert_eq!(one(&mut s, sql), expected, "{sql}");

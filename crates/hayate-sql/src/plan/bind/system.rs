@@ -40,6 +40,14 @@ pub(super) fn bind_function(
     types: &[DataType],
 ) -> SqlResult<(Expr, DataType)> {
     use Function as F;
+    // The argument's type is known now: its name is a constant (PostgreSQL's regtype prints
+    // as this name; the argument is not evaluated).
+    if name == "pg_typeof" && types.len() == 1 {
+        return Ok((
+            Expr::Literal(Value::Text(types[0].name().into())),
+            DataType::Text,
+        ));
+    }
     let (function, data_type, arity): (Function, DataType, &[usize]) = match name {
         "pg_table_is_visible" | "pg_type_is_visible" => (F::TableIsVisible, DataType::Bool, &[1]),
         "pg_get_userbyid" => (F::GetUserById, DataType::Text, &[1]),
