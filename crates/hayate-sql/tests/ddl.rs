@@ -1026,3 +1026,98 @@ fn rename_table_keeps_rows_sequences_and_references() {
         [0]
     );
 }
+
+#[test]
+fn alter_index_rename_and_rename_constraint_as_postgresql() {
+    // The statements, outcomes and error codes of PostgreSQL 15 on the same script.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    run(
+        &mut s,
+        "CREATE TABLE p (id int PRIMARY KEY, code text, CONSTRAINT code_u UNIQUE (code), \
+         CONSTRAINT pos CHECK (id > 0))",
+    );
+    run(
+        &mut s,
+        "CREATE TABLE c (id int PRIMARY KEY, pid int CONSTRAINT c_pid_fk REFERENCES p (id))",
+    );
+    run(&mut s, "CREATE INDEX p_code_idx ON p (code)");
+    assert_eq!(
+        tag(run(
+            &mut s,
+            "ALTER INDEX p_code_idx RENAME TO p_code_lookup"
+        )),
+        "ALTER INDEX"
+    );
+    let code = |s: &mut Session, sql: &str| try_run(s, sql).unwrap_err().code;
+    assert_eq!(code(&mut s, "ALTER INDEX nope RENAME TO x"), "42P01");
+    assert_eq!(
+        code(&mut s, "ALTER INDEX p_code_lookup RENAME TO c"),
+        "42P07"
+    );
+    assert_eq!(code(&mut s, "ALTER INDEX p_pkey RENAME TO p_key"), "0A000");
+    run(&mut s, "ALTER TABLE p RENAME CONSTRAINT pos TO positive");
+    run(
+        &mut s,
+        "ALTER TABLE p RENAME CONSTRAINT code_u TO code_unique",
+    );
+    run(
+        &mut s,
+        "ALTER TABLE c RENAME CONSTRAINT c_pid_fk TO c_parent",
+    );
+    assert_eq!(
+        code(&mut s, "ALTER TABLE p RENAME CONSTRAINT nope TO x"),
+        "42704"
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            "ALTER TABLE p RENAME CONSTRAINT positive TO code_unique"
+        ),
+        "42710"
+    );
+    let constraints = rows(
+        &mut s,
+        "SELECT conname, contype FROM pg_constraint \
+         WHERE conrelid IN ('p'::regclass, 'c'::regclass) ORDER BY conname",
+    );
+    let text = |row: &[Value]| match (&row[0], &row[1]) {
+        (Value::Text(name), Value::Text(kind)) => format!("{name}|{kind}"),
+        other => panic!("{other:?}"),
+    };
+    let listed: Vec<String> = constraints.iter().map(|row| text(row)).collect();
+    assert_eq!(
+        listed,
+        [
+            "c_parent|f",
+            "c_pkey|p",
+            "code_unique|u",
+            "p_pkey|p",
+            "positive|c"
+        ]
+    );
+    // The renamed constraints are enforced under their new names, after a reopen too.
+    drop(s);
+    let mut s = open(dir.path());
+    let error = try_run(&mut s, "INSERT INTO p VALUES (0, 'a')").unwrap_err();
+    assert!(error.message.contains("\"positive\""), "{}", error.message);
+    run(&mut s, "INSERT INTO p VALUES (1, 'a')");
+    let error = try_run(&mut s, "INSERT INTO p VALUES (2, 'a')").unwrap_err();
+    assert!(
+        error.message.contains("\"code_unique\""),
+        "{}",
+        error.message
+    );
+    let error = try_run(&mut s, "INSERT INTO c VALUES (1, 5)").unwrap_err();
+    assert!(error.message.contains("\"c_parent\""), "{}", error.message);
+    // The renamed index still serves lookups; inside a rolled back block a rename is undone.
+    run(&mut s, "BEGIN");
+    run(&mut s, "ALTER INDEX p_code_lookup RENAME TO gone");
+    run(&mut s, "ROLLBACK");
+    assert_eq!(code(&mut s, "ALTER INDEX gone RENAME TO x"), "42P01");
+    let plan = common::explain(&mut s, "SELECT id FROM p WHERE code = 'a'");
+    assert!(
+        plan.contains("p_code_lookup") || plan.contains("code_unique"),
+        "{plan}"
+    );
+}

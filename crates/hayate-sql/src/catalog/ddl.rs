@@ -327,10 +327,28 @@ impl Catalog {
         change: impl FnOnce(&mut TableDef),
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
+        self.try_alter_definition(
+            table_name,
+            |def| {
+                change(def);
+                Ok(())
+            },
+            block,
+        )
+    }
+
+    /// `alter_definition` with a change that may refuse (it runs under the DDL lock, so
+    /// what it checks of the catalog holds when the definition is written).
+    pub fn try_alter_definition(
+        &self,
+        table_name: &str,
+        change: impl FnOnce(&mut TableDef) -> SqlResult<()>,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let table = self.table(table_name)?;
         let mut def = table.def.clone();
-        change(&mut def);
+        change(&mut def)?;
         let in_block = block.is_some();
         self.write_defs(block, |txn| self.write_def(txn, &def))?;
         let new_table = self.load(def)?;
@@ -423,6 +441,48 @@ impl Catalog {
             ..DdlUndo::default()
         };
         Ok(self.finish_or_defer(in_block, undo))
+    }
+
+    /// ALTER INDEX `from` RENAME TO `to` on `table_name`, or RENAME CONSTRAINT of a UNIQUE
+    /// constraint (its index): the definition names it anew, its engine tree stays.
+    pub fn rename_index(
+        &self,
+        table_name: &str,
+        from: &str,
+        to: &str,
+        block: Option<&mut Transaction>,
+    ) -> SqlResult<DdlUndo> {
+        self.try_alter_definition(
+            table_name,
+            |def| {
+                if self.relation_exists(to) {
+                    return Err(duplicate_relation(to));
+                }
+                let index = def
+                    .indexes
+                    .iter_mut()
+                    .find(|index| index.name == from)
+                    .ok_or_else(|| {
+                        SqlError::new(
+                            sqlstate::UNDEFINED_OBJECT,
+                            format!("index \"{from}\" does not exist"),
+                        )
+                    })?;
+                index.name = to.to_string();
+                Ok(())
+            },
+            block,
+        )
+    }
+
+    /// The table an index (not a primary key) belongs to.
+    pub fn index_table(&self, index: &str) -> Option<Arc<Table>> {
+        self.state
+            .read()
+            .tables
+            .values()
+            .find(|table| table.def.indexes.iter().any(|i| i.name == index))
+            .cloned()
     }
 
     /// DROP INDEX; false if it does not exist and `if_exists` is set.

@@ -605,3 +605,11 @@ fn undefined_sequence(name: &str) -> SqlError {
         format!("relation \"{name}\" does not exist"),
     )
 }
+
+/// A constraint the table does not have (42704).
+pub(crate) fn undefined_constraint(constraint: &str, table: &str) -> SqlError {
+    SqlError::new(
+        sqlstate::UNDEFINED_OBJECT,
+        format!("constraint \"{constraint}\" for table \"{table}\" does not exist"),
+    )
+}

@@ -580,6 +580,12 @@ pub enum Plan {
         names: Vec<String>,
         if_exists: bool,
     },
+    /// ALTER INDEX `from` RENAME TO `to` (an index of `table`).
+    RenameIndex {
+        table: String,
+        from: String,
+        to: String,
+    },
     /// CREATE SEQUENCE: committed on its own, also inside a transaction block.
     CreateSequence {
         name: String,
@@ -751,6 +757,7 @@ impl Plan {
                 | Plan::DropTable { .. }
                 | Plan::CreateIndex { .. }
                 | Plan::DropIndex { .. }
+                | Plan::RenameIndex { .. }
                 | Plan::AlterTable { .. }
                 | Plan::CreateView { .. }
                 | Plan::DropView { .. }

@@ -84,6 +84,11 @@ pub enum AlterAction {
     },
     /// RENAME TO: the table's new name (its indexes, trees and sequences keep theirs).
     RenameTable(String),
+    /// RENAME CONSTRAINT of a CHECK, a FOREIGN KEY or a UNIQUE constraint (with its index).
+    RenameConstraint {
+        from: String,
+        to: String,
+    },
     /// ALTER COLUMN ... TYPE where the stored form stays (between integer widths, between
     /// text and varchar(n)): the rows are checked against a narrower type, not rewritten.
     SetType {

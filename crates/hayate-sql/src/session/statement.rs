@@ -396,6 +396,12 @@ impl Session {
                 }
                 Ok(command("DROP INDEX"))
             }
+            Plan::RenameIndex { table, from, to } => {
+                let catalog = self.catalog.clone();
+                let undo = catalog.rename_index(table, from, to, self.ddl_block())?;
+                self.note_ddl(undo);
+                Ok(command("ALTER INDEX"))
+            }
             // Its locks were taken before it ran (`lock_tables`).
             Plan::LockTables { .. } => Ok(command("LOCK TABLE")),
             Plan::CreateView { def, or_replace } => {
@@ -670,6 +676,32 @@ impl Session {
             } => return self.set_column_type(name, column, *data_type),
             AlterAction::RenameColumn { from, to } => return self.rename_column(name, from, to),
             AlterAction::RenameTable(to) => return self.rename_table(name, to),
+            AlterAction::RenameConstraint { from, to } => {
+                let catalog = self.catalog.clone();
+                let block = self.ddl_block();
+                let undo = if def.indexes.iter().any(|index| index.name == *from) {
+                    catalog.rename_index(name, from, to, block)?
+                } else {
+                    catalog.try_alter_definition(
+                        name,
+                        |def| {
+                            if let Some(check) = def.checks.iter_mut().find(|c| c.name == *from) {
+                                check.name = to.clone();
+                            } else if let Some(key) =
+                                def.foreign_keys.iter_mut().find(|k| k.name == *from)
+                            {
+                                key.name = to.clone();
+                            } else {
+                                return Err(crate::catalog::undefined_constraint(from, name));
+                            }
+                            Ok(())
+                        },
+                        block,
+                    )?
+                };
+                self.note_ddl(undo);
+                return Ok(());
+            }
             AlterAction::AlterColumn {
                 name: column,
                 default,

@@ -160,7 +160,9 @@ impl Session {
             ),
             Plan::CreateTable { def, .. } => (vec![&def.name], true),
             Plan::DropTable { names, .. } => (names.iter().map(String::as_str).collect(), true),
-            Plan::CreateIndex { table, .. } | Plan::AlterTable { table, .. } => (vec![table], true),
+            Plan::CreateIndex { table, .. }
+            | Plan::AlterTable { table, .. }
+            | Plan::RenameIndex { table, .. } => (vec![table], true),
             Plan::LockTables { .. } if !in_block => {
                 return Err(SqlError::new(
                     sqlstate::NO_ACTIVE_SQL_TRANSACTION,

@@ -572,6 +572,40 @@ impl Binder<'_> {
                     }
                     actions.push(AlterAction::RenameColumn { from, to });
                 }
+                Op::RenameConstraint { old_name, new_name } => {
+                    let (from, to) = (ident_name(old_name), ident_name(new_name));
+                    let has_primary_key = !working.primary_key.is_empty();
+                    if has_primary_key && from == working.primary_key_name() {
+                        return Err(SqlError::unsupported(
+                            "renaming a primary key constraint (it is named <table>_pkey here)",
+                        ));
+                    }
+                    let constraint = |def: &crate::catalog::TableDef, name: &str| {
+                        def.checks.iter().any(|c| c.name == name)
+                            || def.foreign_keys.iter().any(|k| k.name == name)
+                            || def.indexes.iter().any(|i| i.constraint && i.name == name)
+                            || (has_primary_key && def.primary_key_name() == name)
+                    };
+                    if !constraint(&working, &from) {
+                        return Err(crate::catalog::undefined_constraint(&from, &name));
+                    }
+                    if constraint(&working, &to) {
+                        return Err(SqlError::new(
+                            sqlstate::DUPLICATE_OBJECT,
+                            format!("constraint \"{to}\" for relation \"{name}\" already exists"),
+                        ));
+                    }
+                    for check in working.checks.iter_mut().filter(|c| c.name == from) {
+                        check.name = to.clone();
+                    }
+                    for key in working.foreign_keys.iter_mut().filter(|k| k.name == from) {
+                        key.name = to.clone();
+                    }
+                    for index in working.indexes.iter_mut().filter(|i| i.name == from) {
+                        index.name = to.clone();
+                    }
+                    actions.push(AlterAction::RenameConstraint { from, to });
+                }
                 Op::RenameTable { table_name } => {
                     let (ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to)) =
                         table_name;
@@ -583,6 +617,39 @@ impl Binder<'_> {
         Ok(Plan::AlterTable {
             table: name,
             actions,
+        })
+    }
+
+    /// ALTER INDEX name RENAME TO new: the index's table (a primary key's index is named
+    /// after its table here and cannot be renamed).
+    pub(super) fn bind_alter_index(
+        &mut self,
+        name: &ast::ObjectName,
+        operation: &ast::AlterIndexOperation,
+    ) -> SqlResult<Plan> {
+        let from = object_name(name)?;
+        let ast::AlterIndexOperation::RenameIndex { index_name } = operation;
+        let to = object_name(index_name)?;
+        let Some(table) = self.catalog.index_table(&from) else {
+            let primary_key = self.catalog.table_names().into_iter().any(|table| {
+                self.catalog.table(&table).is_ok_and(|table| {
+                    !table.def.primary_key.is_empty() && table.def.primary_key_name() == from
+                })
+            });
+            if primary_key {
+                return Err(SqlError::unsupported(
+                    "renaming a primary key's index (it is named <table>_pkey here)",
+                ));
+            }
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_TABLE,
+                format!("relation \"{from}\" does not exist"),
+            ));
+        };
+        Ok(Plan::RenameIndex {
+            table: table.def.name.clone(),
+            from,
+            to,
         })
     }
 

@@ -214,6 +214,7 @@ impl<'a> Binder<'a> {
                 owned_by.as_ref(),
             ),
             Statement::AlterTable(alter) => self.bind_alter_table(alter),
+            Statement::AlterIndex { name, operation } => self.bind_alter_index(name, operation),
             Statement::CreateView(create) => self.bind_create_view(create),
             // One role owns every object: a change of owner changes nothing.
             Statement::AlterSchema(alter)
