@@ -400,6 +400,12 @@ impl<S: AsRawFd> Drop for BatchedStream<S> {
     fn drop(&mut self) {
         let mut pending = self.outgoing.pending.lock();
         pending.closed = true;
+        // A TLS session ends with its close_notify (clients report a bare close as an
+        // unexpected end of file).
+        if let Some(tls) = self.tls.as_deref_mut() {
+            tls.close();
+            let _ = tls.drain(&mut pending.bytes);
+        }
         let mut unsent: &[u8] = &pending.bytes;
         while !unsent.is_empty() {
             // SAFETY: the descriptor is open (the socket is dropped after this) and `unsent`

@@ -60,6 +60,9 @@ pub fn load(certificate: &Path, key: &Path) -> io::Result<TlsConfig> {
     Ok(Arc::new(config))
 }
 
+/// The most plaintext handed out per read (a TLS record holds at most 16 KiB).
+const PLAINTEXT_CHUNK_BYTES: usize = 16 * 1024;
+
 /// One connection's TLS session, between its socket and the protocol.
 pub(crate) struct Layer {
     session: rustls::ServerConnection,
@@ -103,7 +106,10 @@ impl Layer {
     /// nothing added at the end of the stream (a close_notify or the socket's end); Pending
     /// when records must be read first.
     pub(crate) fn read_plaintext(&mut self, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        match self.session.reader().read(buf.initialize_unfilled()) {
+        // A record's plaintext at a time: the caller's buffer may be a megabyte of fresh
+        // memory, which need not be zeroed each call.
+        let room = buf.remaining().min(PLAINTEXT_CHUNK_BYTES);
+        match self.session.reader().read(buf.initialize_unfilled_to(room)) {
             Ok(read) => {
                 buf.advance(read);
                 Poll::Ready(Ok(()))

@@ -480,3 +480,52 @@ fn alter_sequence_changes_options_restarts_and_cycles_as_postgresql_does() {
         ]]
     );
 }
+
+#[test]
+fn last_value_and_is_called_follow_restarts_setval_and_alter_as_postgresql() {
+    // What pg_dump reads (`SELECT last_value, is_called FROM s`), as PostgreSQL 15 gives it
+    // for the same statements: a restarted or setval(.., false) sequence is not called, so
+    // a dump restores it to the same next value.
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = open(dir.path());
+    let mut session = session_on(&catalog);
+    let state = |session: &mut Session, name: &str| {
+        rows(
+            session,
+            &format!("SELECT last_value, is_called FROM {name}"),
+        )
+    };
+    let shown = |value: i64, called: bool| vec![vec![Value::Int(value), Value::Bool(called)]];
+    run(&mut session, "CREATE SEQUENCE s2 START 100");
+    assert_eq!(state(&mut session, "s2"), shown(100, false));
+    run(&mut session, "ALTER SEQUENCE s2 INCREMENT 2");
+    assert_eq!(state(&mut session, "s2"), shown(100, false));
+    run(&mut session, "ALTER SEQUENCE s2 RESTART WITH 5 MINVALUE 1");
+    assert_eq!(state(&mut session, "s2"), shown(5, false));
+    assert_eq!(ints(&mut session, "SELECT nextval('s2')"), vec![5]);
+    assert_eq!(state(&mut session, "s2"), shown(5, true));
+    run(&mut session, "SELECT setval('s2', 7, false)");
+    assert_eq!(state(&mut session, "s2"), shown(7, false));
+    assert_eq!(
+        rows(
+            &mut session,
+            "SELECT pg_sequence_last_value('s2'::regclass)"
+        ),
+        vec![vec![Value::Null]]
+    );
+    run(&mut session, "CREATE SEQUENCE s3 START 5");
+    run(&mut session, "ALTER SEQUENCE s3 RESTART WITH 1");
+    assert_eq!(state(&mut session, "s3"), shown(1, false));
+    // A cycle whose bound is bigint's last value wraps instead of failing.
+    run(
+        &mut session,
+        "CREATE SEQUENCE big MAXVALUE 9223372036854775807 START 9223372036854775806 CYCLE",
+    );
+    assert_eq!(
+        ints(
+            &mut session,
+            "SELECT nextval('big'), nextval('big'), nextval('big')"
+        ),
+        vec![i64::MAX - 1, i64::MAX, 1]
+    );
+}

@@ -181,6 +181,7 @@ pub(crate) fn challenge(
 pub(crate) fn answer_challenge(
     socket: &mut TcpStream,
     secret: Option<&ReplicationSecret>,
+    abandon: &dyn Fn() -> bool,
 ) -> io::Result<()> {
     use hmac::Mac;
     let started = std::time::Instant::now();
@@ -205,6 +206,13 @@ pub(crate) fn answer_challenge(
                     "no replication challenge from the primary",
                 ))
             }
+            // The node stops or is promoted meanwhile: no need to wait any longer.
+            None if abandon() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    "connecting to the primary given up",
+                ))
+            }
             None => {}
         }
     };
@@ -222,8 +230,12 @@ pub(crate) const REFUSED_PAUSE: Duration = Duration::from_secs(5);
 /// How often waiting threads look at their stop flags.
 pub(crate) const POLL: Duration = Duration::from_millis(100);
 /// Each side of a following connection sends something at least this often (the primary a
-/// `K`, the standby an `A`), so that the other can tell a quiet link from a dead one.
-pub(crate) const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
+/// `K`, the standby an `A`), so that the other can tell a quiet link from a dead one; a
+/// quarter of a shorter peer timeout (`keepalive_interval`).
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
+/// How long connecting to a primary may take (an unanswered SYN would otherwise hold the
+/// standby for minutes, away from its stop and promotion checks).
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// A following connection that brought nothing for this long is dropped by either side
 /// (PostgreSQL's wal_sender_timeout and wal_receiver_timeout): a peer that vanished without
 /// closing (a dead host, a cable, a black hole) is not waited for, and a standby moves on
@@ -245,11 +257,39 @@ pub(crate) fn write_message(socket: &mut TcpStream, tag: u8, parts: &[&[u8]]) ->
     socket.write_all(&message)
 }
 
+/// How often a side with a peer timeout of `timeout` sends a keepalive: every second, or
+/// four times within a shorter timeout, so a healthy quiet link never reaches it.
+pub(crate) fn keepalive_interval(timeout: Duration) -> Duration {
+    KEEPALIVE_INTERVAL.min(timeout / 4)
+}
+
+/// Connects to `address` (host:port), each of its addresses within `CONNECT_TIMEOUT`.
+pub(crate) fn connect(address: &str) -> io::Result<TcpStream> {
+    use std::net::ToSocketAddrs;
+    let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{address}: no address"));
+    for resolved in address.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&resolved, CONNECT_TIMEOUT) {
+            Ok(socket) => return Ok(socket),
+            Err(error) => last = error,
+        }
+    }
+    Err(last)
+}
+
 /// Reads one message. With a read timeout on the socket, returns `Ok(None)` when the timeout
-/// passed before the first byte; once a message has begun it is read whole.
+/// passed before the first byte; once a message has begun it is read whole, unless no byte
+/// of it comes for `PEER_TIMEOUT_DEFAULT` (a peer gone mid-message: `TimedOut`).
 pub(crate) fn read_message(socket: &mut TcpStream) -> io::Result<Option<(u8, Vec<u8>)>> {
+    read_message_within(socket, PEER_TIMEOUT_DEFAULT)
+}
+
+/// `read_message`, giving up on a message that stalled for `stall_limit`.
+pub(crate) fn read_message_within(
+    socket: &mut TcpStream,
+    stall_limit: Duration,
+) -> io::Result<Option<(u8, Vec<u8>)>> {
     let mut header = [0u8; 5];
-    if !fill(socket, &mut header, false)? {
+    if !fill(socket, &mut header, false, stall_limit)? {
         return Ok(None);
     }
     let length = u32::from_be_bytes(header[1..5].try_into().expect("4 bytes")) as usize;
@@ -260,24 +300,41 @@ pub(crate) fn read_message(socket: &mut TcpStream) -> io::Result<Option<(u8, Vec
         ));
     }
     let mut payload = vec![0u8; length];
-    fill(socket, &mut payload, true)?;
+    fill(socket, &mut payload, true, stall_limit)?;
     Ok(Some((header[0], payload)))
 }
 
 /// Fills `buf` from the socket. Returns false if a read timed out before any byte and
-/// `begun` is false (nothing consumed); otherwise keeps reading through timeouts.
-pub(crate) fn fill(socket: &mut TcpStream, buf: &mut [u8], mut begun: bool) -> io::Result<bool> {
+/// `begun` is false (nothing consumed); otherwise keeps reading through timeouts, until no
+/// byte came for `stall_limit` (`TimedOut`).
+pub(crate) fn fill(
+    socket: &mut TcpStream,
+    buf: &mut [u8],
+    mut begun: bool,
+    stall_limit: Duration,
+) -> io::Result<bool> {
     let mut filled = 0;
+    let mut progress = std::time::Instant::now();
     while filled < buf.len() {
         match socket.read(&mut buf[filled..]) {
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(read) => {
                 filled += read;
                 begun = true;
+                progress = std::time::Instant::now();
             }
             Err(error) if is_timeout(&error) => {
                 if !begun {
                     return Ok(false);
+                }
+                if progress.elapsed() >= stall_limit {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "a replication message stalled for {:.1} s",
+                            progress.elapsed().as_secs_f64()
+                        ),
+                    ));
                 }
             }
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}

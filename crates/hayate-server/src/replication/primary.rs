@@ -12,8 +12,8 @@ use hayate_sql::catalog::{ReplicationSource, ReplicationStat};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::{
-    challenge, lsn_of, read_message, write_message, Identity, ReplicationSecret,
-    CATCH_UP_BYTES_MAX, HELLO_MAGIC, KEEPALIVE_INTERVAL, PEER_TIMEOUT_DEFAULT, POLL,
+    challenge, keepalive_interval, lsn_of, read_message, read_message_within, write_message,
+    Identity, ReplicationSecret, CATCH_UP_BYTES_MAX, HELLO_MAGIC, PEER_TIMEOUT_DEFAULT, POLL,
 };
 
 #[derive(Default)]
@@ -734,7 +734,7 @@ impl Primary {
                     }
                 };
             }
-            if last_sent.elapsed() >= KEEPALIVE_INTERVAL {
+            if last_sent.elapsed() >= keepalive_interval(state.peer_timeout) {
                 return Some(Next::Keepalive);
             }
             self.changed.wait_for(&mut state, POLL);
@@ -774,7 +774,7 @@ impl Primary {
                 }
                 state.peer_timeout
             };
-            let message = read_message(&mut socket);
+            let message = read_message_within(&mut socket, timeout);
             if let Ok(Some(_)) = message {
                 heard = Instant::now();
             }

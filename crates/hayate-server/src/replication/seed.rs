@@ -5,7 +5,6 @@
 //! then `F` pieces (`name length u16 | name | offset u64 | bytes`) and `Z` (the copy's log end).
 
 use std::io;
-use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -27,10 +26,10 @@ pub fn seed_from(
     name: &str,
     secret: Option<&ReplicationSecret>,
 ) -> io::Result<Identity> {
-    let mut socket = TcpStream::connect(primary)?;
+    let mut socket = super::connect(primary)?;
     socket.set_nodelay(true)?;
     socket.set_read_timeout(Some(POLL))?;
-    answer_challenge(&mut socket, secret)?;
+    answer_challenge(&mut socket, secret, &|| false)?;
     write_message(&mut socket, b'B', &[HELLO_MAGIC, name.as_bytes()])?;
     let mut writer = BackupWriter::new(dir).map_err(io::Error::other)?;
     let mut identity = None;

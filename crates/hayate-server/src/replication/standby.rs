@@ -13,8 +13,8 @@ use hayate_sql::Cluster;
 use parking_lot::{Condvar, Mutex};
 
 use super::{
-    answer_challenge, is_timeout, lsn_of, read_message, write_message, Identity, Primary,
-    ReplicationSecret, HELLO_MAGIC, KEEPALIVE_INTERVAL, POLL, PROMOTE_FILE, RECONNECT_PAUSE,
+    answer_challenge, is_timeout, keepalive_interval, lsn_of, read_message_within, write_message,
+    Identity, Primary, ReplicationSecret, HELLO_MAGIC, POLL, PROMOTE_FILE, RECONNECT_PAUSE,
     REFUSED_PAUSE,
 };
 
@@ -293,10 +293,12 @@ fn acknowledge(socket: &mut TcpStream, durable: u64, applied: u64) -> io::Result
 /// that only a new seed can mend is an `InvalidInput` error.
 fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
     let db = &shared.db;
-    let mut socket = TcpStream::connect(primary)?;
+    let mut socket = super::connect(primary)?;
     socket.set_nodelay(true)?;
     socket.set_read_timeout(Some(POLL))?;
-    answer_challenge(&mut socket, shared.config.secret.as_ref())?;
+    let abandon = || shared.stop.load(Ordering::Acquire) || shared.promotion_requested();
+    answer_challenge(&mut socket, shared.config.secret.as_ref(), &abandon)?;
+    let timeout = shared.config.peer_timeout;
     let need = db.log_end_lsn();
     let (system_id, epoch) = shared.identity.lock().as_ref().map_or((0, 0), |identity| {
         (identity.system_id, identity.current().number)
@@ -323,8 +325,7 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
         if shared.stop.load(Ordering::Acquire) || shared.promotion_requested() {
             return Ok(());
         }
-        let Some((tag, payload)) = read_message(&mut socket)? else {
-            let timeout = shared.config.peer_timeout;
+        let Some((tag, payload)) = read_message_within(&mut socket, timeout)? else {
             if heard.elapsed() >= timeout {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
@@ -337,7 +338,7 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
             // Idle: report what the applier did since (pg_stat_replication's replay), and
             // at least every KEEPALIVE_INTERVAL that this standby is alive.
             let applied = db.applied_lsn();
-            if applied > reported_applied || acknowledged.elapsed() >= KEEPALIVE_INTERVAL {
+            if applied > reported_applied || acknowledged.elapsed() >= keepalive_interval(timeout) {
                 reported_applied = applied;
                 acknowledge(&mut socket, db.log_local_durable_lsn(), applied)?;
                 acknowledged = Instant::now();
@@ -352,7 +353,7 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
                 let mut lsn = lsn_of(&payload)?;
                 let mut bytes = payload;
                 bytes.drain(..8);
-                let mut next = drain_contiguous(&mut socket, lsn, &mut bytes)?;
+                let mut next = drain_contiguous(&mut socket, lsn, &mut bytes, timeout)?;
                 loop {
                     let durable = db.receive_log(lsn, &bytes).map_err(io::Error::other)?;
                     reported_applied = db.applied_lsn();
@@ -385,6 +386,7 @@ fn drain_contiguous(
     socket: &mut TcpStream,
     lsn: u64,
     bytes: &mut Vec<u8>,
+    stall_limit: Duration,
 ) -> io::Result<Option<(u8, Vec<u8>)>> {
     const BATCH_BYTES_MAX: usize = 8 << 20;
     while bytes.len() < BATCH_BYTES_MAX {
@@ -400,7 +402,7 @@ fn drain_contiguous(
             Err(error) if is_timeout(&error) => return Ok(None),
             Err(error) => return Err(error),
         }
-        match read_message(socket)? {
+        match read_message_within(socket, stall_limit)? {
             Some((b'D', payload)) if lsn_of(&payload)? == lsn + bytes.len() as u64 => {
                 bytes.extend_from_slice(&payload[8..]);
             }

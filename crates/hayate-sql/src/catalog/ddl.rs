@@ -550,7 +550,7 @@ impl Catalog {
             self.sequence_tree,
         );
         let written = self.write_defs(None, |txn| {
-            let row = sequence.encode(options.start, &options);
+            let row = sequence.encode(options.start, &options, false);
             Ok(txn.put(self.sequence_tree, name.as_bytes(), &row)?)
         });
         if let Err(error) = written {

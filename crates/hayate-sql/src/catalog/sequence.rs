@@ -16,11 +16,14 @@
 //! Row format (little-endian), by length:
 //! - 8 bytes: i64 next value. A column's sequence; its options follow from the column type.
 //! - format 3: u8 3, i64 next value, i64 increment, i64 minimum, i64 maximum, i64 start,
-//!   i64 cache, u8 data type tag (`DataType::tag`), u8 cycle (1: CYCLE), then the name of
+//!   i64 cache, u8 data type tag (`DataType::tag`), u8 flags (1: CYCLE; 2: called, the
+//!   value before the next one was handed out: PostgreSQL's is_called), then the name of
 //!   its engine tree (u32 length + UTF-8), then, if it is OWNED BY a column, that table's and
 //!   column's names (rows without them are owned by nothing). A CREATE SEQUENCE sequence;
 //!   the (empty) engine tree gives it a stable oid (`system` module comment) and is dropped
-//!   with it. Format 2 is the same without the cycle byte (NO CYCLE); it is still read.
+//!   with it. Format 2 is the same without the flags byte (NO CYCLE); it is still read.
+//!   Without the called flag (format 2 and column sequences) a sequence counts as called
+//!   once its next value is not its start.
 //!
 //! CYCLE: a sequence past its maximum (minimum, descending) starts again at its minimum
 //! (maximum). ALTER SEQUENCE changes the options and, with RESTART, the next value: written
@@ -40,8 +43,11 @@ use crate::types::DataType;
 /// Sequence values reserved per durable write: at most this many are skipped by a crash.
 const SEQUENCE_BATCH: i64 = 1024;
 const FORMAT_VERSION: u8 = 3;
-/// The format before CYCLE (no cycle byte): read, never written.
+/// The format before CYCLE (no flags byte): read, never written.
 const FORMAT_WITHOUT_CYCLE: u8 = 2;
+/// Flags of format 3.
+const FLAG_CYCLE: u8 = 1;
+const FLAG_CALLED: u8 = 2;
 
 /// What CREATE SEQUENCE sets (PostgreSQL's defaults for a column sequence otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,20 +284,35 @@ impl Sequence {
         let mut txn = self.db.begin();
         let stored = txn
             .get_for_update(self.state_tree, self.name.as_bytes())?
-            .and_then(|bytes| decode_next(&bytes))
-            .unwrap_or(self.options().start);
+            .and_then(|bytes| decode_state(&bytes));
+        let options = self.options();
+        let (next, called) = self.stored_state(stored, &options);
         *self.owner.lock() = owner;
         txn.put(
             self.state_tree,
             self.name.as_bytes(),
-            &self.encode(stored, &self.options()),
+            &self.encode(next, &options, called),
         )?;
         txn.commit()?;
         Ok(())
     }
 
-    /// The row that stores the sequence with `next` as its next value and `options`.
-    pub(crate) fn encode(&self, next: i64, options: &SequenceOptions) -> Vec<u8> {
+    /// The next value and whether the one before it was handed out, from the stored row's
+    /// state (None: no row yet, the start).
+    fn stored_state(
+        &self,
+        stored: Option<(i64, Option<bool>)>,
+        options: &SequenceOptions,
+    ) -> (i64, bool) {
+        match stored {
+            None => (options.start, false),
+            Some((next, called)) => (next, called.unwrap_or(next != options.start)),
+        }
+    }
+
+    /// The row that stores the sequence with `next` as its next value, `options`, and
+    /// whether the value before `next` was handed out.
+    pub(crate) fn encode(&self, next: i64, options: &SequenceOptions, called: bool) -> Vec<u8> {
         let Some((tree, _)) = &self.tree else {
             return next.to_le_bytes().to_vec();
         };
@@ -307,7 +328,8 @@ impl Sequence {
             out.extend_from_slice(&value.to_le_bytes());
         }
         out.push(options.data_type.tag());
-        out.push(u8::from(options.cycle));
+        let cycle = if options.cycle { FLAG_CYCLE } else { 0 };
+        out.push(cycle | if called { FLAG_CALLED } else { 0 });
         out.extend_from_slice(&(tree.len() as u32).to_le_bytes());
         out.extend_from_slice(tree.as_bytes());
         if let Some((table, column)) = &*self.owner.lock() {
@@ -371,7 +393,13 @@ impl Sequence {
         // The row must hold the value after the batch, so the batch stops where it would
         // leave i64 (only a sequence that runs to i64's end loses its last value).
         let mut count = available.clamp(0, SEQUENCE_BATCH as i128);
-        while count > 0 && i64::try_from(stored_wide + count * increment).is_err() {
+        // A CYCLE batch that runs to a bound at i64's end stores where the cycle starts
+        // again: the value past the bound does not fit.
+        let wraps = options.cycle
+            && count > 0
+            && count == available
+            && i64::try_from(stored_wide + count * increment).is_err();
+        while !wraps && count > 0 && i64::try_from(stored_wide + count * increment).is_err() {
             count -= 1;
         }
         if count == 0 {
@@ -388,11 +416,15 @@ impl Sequence {
                 ),
             ));
         }
-        let end = (stored_wide + count * increment) as i64;
+        let end = if wraps {
+            options.wrap_value()
+        } else {
+            (stored_wide + count * increment) as i64
+        };
         txn.put(
             self.state_tree,
             self.name.as_bytes(),
-            &self.encode(end, options),
+            &self.encode(end, options, true),
         )?;
         txn.commit()?;
         Ok(Reserved {
@@ -401,29 +433,45 @@ impl Sequence {
         })
     }
 
-    /// The value before the one the next nextval returns, None if that one is the start
-    /// (pg_sequence_last_value, and `last_value` / `is_called` of `SELECT ... FROM s`):
-    /// `setval(last, true)` on a copy makes it go on where this one does.
-    pub fn last_value(&self) -> SqlResult<Option<i64>> {
+    /// The sequence's position as PostgreSQL shows it (`last_value`, `is_called` of
+    /// `SELECT ... FROM s`; pg_sequence_last_value is the value if called, else NULL): the
+    /// last value handed out and true, or the next value and false if none was since it
+    /// (re)started. `setval(value, is_called)` on a copy makes it go on where this one does.
+    pub fn last_value(&self) -> SqlResult<(i64, bool)> {
         let reserved = hayate_engine::fiber::lock(&self.reserved);
         let options = self.options();
-        let next = if reserved.left > 0 {
-            reserved.next
+        let (next, called) = self.current_state(&reserved, &options)?;
+        Ok(if called {
+            (next - options.increment, true)
         } else {
-            let txn = self.db.begin_read_only();
-            let stored = txn.get(self.state_tree, self.name.as_bytes())?;
-            txn.abort();
-            match stored {
-                Some(bytes) => decode_next(&bytes).ok_or_else(|| {
+            (next, false)
+        })
+    }
+
+    /// The next value and whether the one before it was handed out: the reserved values in
+    /// memory, else the stored row (under `reserved`'s lock).
+    fn current_state(
+        &self,
+        reserved: &Reserved,
+        options: &SequenceOptions,
+    ) -> SqlResult<(i64, bool)> {
+        if reserved.left > 0 {
+            return Ok((reserved.next, true));
+        }
+        let txn = self.db.begin_read_only();
+        let stored = txn.get(self.state_tree, self.name.as_bytes())?;
+        txn.abort();
+        let stored = stored
+            .map(|bytes| {
+                decode_state(&bytes).ok_or_else(|| {
                     SqlError::new(
                         sqlstate::DATA_CORRUPTED,
                         format!("corrupt sequence \"{}\"", self.name),
                     )
-                })?,
-                None => options.start,
-            }
-        };
-        Ok((next != options.start).then(|| next - options.increment))
+                })
+            })
+            .transpose()?;
+        Ok(self.stored_state(stored, options))
     }
 
     /// ALTER SEQUENCE: new options and, with `restart`, the next value (`Some(None)`: the
@@ -433,26 +481,13 @@ impl Sequence {
         let mut reserved = hayate_engine::fiber::lock(&self.reserved);
         let old = self.options();
         let mut txn = self.db.begin();
-        let stored = match txn.get_for_update(self.state_tree, self.name.as_bytes())? {
-            Some(bytes) => decode_next(&bytes).ok_or_else(|| {
-                SqlError::new(
-                    sqlstate::DATA_CORRUPTED,
-                    format!("corrupt sequence \"{}\"", self.name),
-                )
-            })?,
-            None => old.start,
-        };
-        // The restart value, or the last value handed out (the start if none was), must
-        // lie within the new bounds, as PostgreSQL checks it.
-        let next = if reserved.left > 0 {
-            reserved.next
-        } else {
-            stored
-        };
-        let last = (next != old.start).then(|| next - old.increment);
-        let current = restart.map_or(last.unwrap_or(old.start), |value| {
-            value.unwrap_or(options.start)
-        });
+        // The row is locked for the write; its state is what `current_state` reads.
+        txn.get_for_update(self.state_tree, self.name.as_bytes())?;
+        let (next, called) = self.current_state(&reserved, &old)?;
+        // The restart value, or the sequence's last_value (the last value handed out, or
+        // the next one if none was), must lie within the new bounds, as PostgreSQL checks.
+        let last = called.then(|| next - old.increment);
+        let current = restart.map_or(last.unwrap_or(next), |value| value.unwrap_or(options.start));
         let invalid = |message: String| SqlError::new(sqlstate::INVALID_PARAMETER_VALUE, message);
         if current < options.min {
             return Err(invalid(format!(
@@ -466,16 +501,27 @@ impl Sequence {
                 options.max
             )));
         }
-        let next = match (restart, last) {
-            (Some(_), _) => current,
+        let (next, called) = match (restart, last) {
+            (Some(_), _) => (current, false),
             // The new step from the last value handed out.
-            (None, Some(last)) => last.checked_add(options.increment).unwrap_or(next),
-            (None, None) => next,
+            (None, Some(last)) => {
+                let stepped = last.checked_add(options.increment).ok_or_else(|| {
+                    SqlError::new(
+                        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                        format!(
+                            "the next value of sequence \"{}\" would leave bigint",
+                            self.name
+                        ),
+                    )
+                })?;
+                (stepped, true)
+            }
+            (None, None) => (next, false),
         };
         txn.put(
             self.state_tree,
             self.name.as_bytes(),
-            &self.encode(next, &options),
+            &self.encode(next, &options, called),
         )?;
         txn.commit()?;
         *self.options.lock() = options;
@@ -491,6 +537,9 @@ impl Sequence {
         is_called: bool,
         session: Option<&SessionSequences>,
     ) -> SqlResult<i64> {
+        // The options under the lock ALTER SEQUENCE changes them under: a concurrent ALTER
+        // is either before this (its bounds checked here) or after (it sees this value).
+        let mut reserved = hayate_engine::fiber::lock(&self.reserved);
         let options = &self.options();
         if value < options.min || value > options.max {
             return Err(SqlError::new(
@@ -514,13 +563,12 @@ impl Sequence {
         } else {
             value
         };
-        let mut reserved = hayate_engine::fiber::lock(&self.reserved);
         let mut txn = self.db.begin();
         txn.get_for_update(self.state_tree, self.name.as_bytes())?;
         txn.put(
             self.state_tree,
             self.name.as_bytes(),
-            &self.encode(next, options),
+            &self.encode(next, options, is_called),
         )?;
         txn.commit()?;
         *reserved = Reserved { next, left: 0 };
@@ -532,13 +580,31 @@ impl Sequence {
     }
 }
 
-/// The next value of a stored row (either format).
+/// The next value of a stored row (any format).
 fn decode_next(bytes: &[u8]) -> Option<i64> {
+    decode_state(bytes).map(|(next, _)| next)
+}
+
+/// The next value of a stored row and, in format 3, whether the value before it was handed
+/// out (`FLAG_CALLED`).
+fn decode_state(bytes: &[u8]) -> Option<(i64, Option<bool>)> {
     let mut reader = Reader::new(bytes);
-    if bytes.len() != 8 && !matches!(reader.u8()?, FORMAT_VERSION | FORMAT_WITHOUT_CYCLE) {
+    if bytes.len() == 8 {
+        return Some((reader.i64()?, None));
+    }
+    let format = reader.u8()?;
+    if !matches!(format, FORMAT_VERSION | FORMAT_WITHOUT_CYCLE) {
         return None;
     }
-    reader.i64()
+    let next = reader.i64()?;
+    if format == FORMAT_WITHOUT_CYCLE {
+        return Some((next, None));
+    }
+    for _ in 0..5 {
+        reader.i64()?;
+    }
+    reader.u8()?;
+    Some((next, Some(reader.u8()? & FLAG_CALLED != 0)))
 }
 
 /// What a CREATE SEQUENCE sequence's row stores besides its next value.
@@ -567,9 +633,8 @@ pub(crate) fn decode_definition(bytes: &[u8]) -> Option<SqlResult<StoredDefiniti
         let data_type = DataType::from_tag(reader.u8()?, 0)?;
         let cycle = match format {
             FORMAT_VERSION => match reader.u8()? {
-                0 => false,
-                1 => true,
-                _ => return None,
+                flags if flags & !(FLAG_CYCLE | FLAG_CALLED) != 0 => return None,
+                flags => flags & FLAG_CYCLE != 0,
             },
             _ => false,
         };

@@ -216,7 +216,8 @@ fn alter_options(
             return Err(SqlError::syntax("conflicting or redundant options"));
         }
         at += 1;
-        if tokens.get(at).and_then(keyword).as_deref() == Some("with") {
+        let with = tokens.get(at).and_then(keyword).as_deref() == Some("with");
+        if with {
             at += 1;
         }
         let negative = tokens.get(at) == Some(&Token::Minus);
@@ -231,7 +232,7 @@ fn alter_options(
                 at += 1;
                 Some(if negative { -value } else { value })
             }
-            _ if negative => return Err(SqlError::syntax("RESTART takes an integer")),
+            _ if negative || with => return Err(SqlError::syntax("RESTART WITH takes an integer")),
             _ => None,
         });
     }
@@ -432,6 +433,7 @@ mod tests {
         for refused in [
             "ALTER SEQUENCE s",
             "ALTER SEQUENCE s RESTART 1 RESTART 2",
+            "ALTER SEQUENCE s RESTART WITH",
             "ALTER SEQUENCE s RENAME TO t",
         ] {
             assert!(sequence_statement(refused).unwrap().is_err(), "{refused}");

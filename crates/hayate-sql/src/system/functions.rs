@@ -133,8 +133,11 @@ pub enum Function {
     NextVal,
     CurrVal,
     SetVal,
-    /// pg_sequence_last_value(sequence): `Sequence::last_value`.
+    /// pg_sequence_last_value(sequence): `Sequence::last_value` if is_called, else NULL.
     SequenceLastValue,
+    /// The `last_value` column of `SELECT ... FROM sequence`: the last value handed out,
+    /// or the next one if none was (is_called false), as PostgreSQL shows it.
+    SequenceShownValue,
     LastVal,
 }
 
@@ -221,6 +224,7 @@ impl SystemFunction {
                 | Function::SetVal
                 | Function::LastVal
                 | Function::SequenceLastValue
+                | Function::SequenceShownValue
         )
     }
 
@@ -250,9 +254,10 @@ impl SystemFunction {
             Function::NextVal => sequence.next_value(sequences)?,
             Function::CurrVal => sequences.ok_or_else(no_session)?.current(&sequence.name)?,
             Function::SequenceLastValue => match sequence.last_value()? {
-                Some(value) => value,
-                None => return Ok(Value::Null),
+                (value, true) => value,
+                (_, false) => return Ok(Value::Null),
             },
+            Function::SequenceShownValue => sequence.last_value()?.0,
             _ => {
                 let Value::Int(value) = values[1] else {
                     return Err(SqlError::mismatch("setval takes a bigint value"));
@@ -595,6 +600,7 @@ impl SystemFunction {
             | F::CurrVal
             | F::SetVal
             | F::SequenceLastValue
+            | F::SequenceShownValue
             | F::LastVal => {
                 unreachable!("handled above (CASE by the expression holding the call)")
             }

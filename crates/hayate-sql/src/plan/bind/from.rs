@@ -455,9 +455,8 @@ impl Binder<'_> {
             sequence.name.replace('"', "\"\"").replace('\'', "''")
         );
         let sql = format!(
-            "SELECT coalesce(pg_sequence_last_value({name}), {start}) AS last_value, \
+            "SELECT hayate_sequence_shown_value({name}) AS last_value, \
              0::int8 AS log_cnt, pg_sequence_last_value({name}) IS NOT NULL AS is_called",
-            start = sequence.options().start,
         );
         let alias = ast::TableAlias {
             explicit: true,

@@ -89,6 +89,8 @@ pub(super) fn bind_function(
         "currval" => (F::CurrVal, DataType::Int8, &[1]),
         "setval" => (F::SetVal, DataType::Int8, &[2, 3]),
         "pg_sequence_last_value" => (F::SequenceLastValue, DataType::Int8, &[1]),
+        // Internal: the `last_value` column of a sequence read as a relation (from.rs).
+        "hayate_sequence_shown_value" => (F::SequenceShownValue, DataType::Int8, &[1]),
         "lastval" => (F::LastVal, DataType::Int8, &[0]),
         "_pg_expandarray" => {
             return Err(SqlError::unsupported(
@@ -108,7 +110,7 @@ pub(super) fn bind_function(
     }
     if matches!(
         function,
-        F::NextVal | F::CurrVal | F::SetVal | F::SequenceLastValue
+        F::NextVal | F::CurrVal | F::SetVal | F::SequenceLastValue | F::SequenceShownValue
     ) {
         return Ok((
             bind_sequence_call(function, args, types, catalog)?,
