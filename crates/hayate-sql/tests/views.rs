@@ -170,3 +170,76 @@ fn views_read_like_tables_and_survive_a_reopen() {
     drop(session);
     db.close().unwrap();
 }
+
+#[test]
+fn pg_tables_pg_indexes_and_pg_sequences_as_postgresql() {
+    // Rows equal to PostgreSQL 15's for the same schema (checked through psql side by side).
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
+    let mut s = Session::new(Catalog::open(db).unwrap(), "tester");
+    for sql in [
+        "CREATE TABLE p (id int PRIMARY KEY, code text UNIQUE)",
+        "CREATE TABLE c (id serial PRIMARY KEY, pid int REFERENCES p (id))",
+        "CREATE TABLE plain (x int)",
+        "CREATE INDEX c_pid ON c (pid)",
+        "CREATE SEQUENCE s START 10 INCREMENT 5 MAXVALUE 1000 CYCLE",
+    ] {
+        run(&mut s, sql);
+    }
+    let lines = |s: &mut Session, sql: &str| -> Vec<String> {
+        rows(s, sql)
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|value| value.to_text().unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("|")
+            })
+            .collect()
+    };
+    assert_eq!(
+        lines(
+            &mut s,
+            "SELECT schemaname, tablename, tablespace, hasindexes, hasrules, hastriggers, \
+             rowsecurity FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
+        ),
+        [
+            "public|c||t|f|t|f",
+            "public|p||t|f|t|f",
+            "public|plain||f|f|f|f"
+        ]
+    );
+    assert_eq!(
+        lines(
+            &mut s,
+            "SELECT tablename, indexname, indexdef FROM pg_indexes \
+             WHERE schemaname = 'public' ORDER BY indexname"
+        ),
+        [
+            "c|c_pid|CREATE INDEX c_pid ON public.c USING btree (pid)",
+            "c|c_pkey|CREATE UNIQUE INDEX c_pkey ON public.c USING btree (id)",
+            "p|p_code_key|CREATE UNIQUE INDEX p_code_key ON public.p USING btree (code)",
+            "p|p_pkey|CREATE UNIQUE INDEX p_pkey ON public.p USING btree (id)",
+        ]
+    );
+    let sequences = "SELECT sequencename, data_type, start_value, min_value, max_value, \
+                     increment_by, cycle, cache_size, last_value FROM pg_sequences \
+                     ORDER BY sequencename";
+    assert_eq!(
+        lines(&mut s, sequences),
+        [
+            "c_id_seq|integer|1|1|2147483647|1|f|1|",
+            "s|bigint|10|1|1000|5|t|1|"
+        ]
+    );
+    run(&mut s, "SELECT nextval('s')");
+    run(&mut s, "INSERT INTO p VALUES (1, 'a')");
+    run(&mut s, "INSERT INTO c (pid) VALUES (1)");
+    assert_eq!(
+        lines(
+            &mut s,
+            "SELECT sequencename, last_value FROM pg_sequences ORDER BY sequencename"
+        ),
+        ["c_id_seq|1", "s|10"]
+    );
+}

@@ -378,13 +378,7 @@ impl SystemFunction {
                         .get(column as usize - 1)
                         .map_or(Value::Null, |name| Value::Text(name.to_string())));
                 }
-                Ok(Value::Text(format!(
-                    "CREATE {}INDEX {} ON {PUBLIC_SCHEMA}.{} USING btree ({})",
-                    if index.unique { "UNIQUE " } else { "" },
-                    quote_ident(&index.name),
-                    quote_ident(table.name()),
-                    names.join(", ")
-                )))
+                Ok(Value::Text(index.definition(table)))
             }
             F::GetConstraintDef => {
                 let oid = int_of(&values[0]).unwrap_or_default();

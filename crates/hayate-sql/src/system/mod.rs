@@ -163,6 +163,25 @@ pub struct IndexInfo {
     pub constraint: Option<i64>,
 }
 
+impl IndexInfo {
+    /// The index as pg_get_indexdef and pg_indexes show it.
+    pub fn definition(&self, table: &UserTable) -> String {
+        let columns = &table.table.def.columns;
+        let names: Vec<String> = self
+            .columns
+            .iter()
+            .map(|column| crate::ident::quote_ident(&columns[*column].name))
+            .collect();
+        format!(
+            "CREATE {}INDEX {} ON {PUBLIC_SCHEMA}.{} USING btree ({})",
+            if self.unique { "UNIQUE " } else { "" },
+            crate::ident::quote_ident(&self.name),
+            crate::ident::quote_ident(table.name()),
+            names.join(", ")
+        )
+    }
+}
+
 /// A user table with its oid and indexes.
 #[derive(Debug, Clone)]
 pub struct UserTable {

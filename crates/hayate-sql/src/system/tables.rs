@@ -48,6 +48,9 @@ pub(super) const NAMES: &[&str] = &[
     "pg_sequence",
     "pg_stat_replication",
     "pg_views",
+    "pg_tables",
+    "pg_indexes",
+    "pg_sequences",
     "tables",
     "columns",
     "schemata",
@@ -456,6 +459,108 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                             text(&view.def.name),
                             text(&names.user),
                             text(&view.def.query),
+                        ]
+                    })
+                    .collect()
+            },
+        ),
+        "pg_tables" => (
+            "pg_catalog",
+            12006,
+            &[
+                ("schemaname", NAME),
+                ("tablename", NAME),
+                ("tableowner", NAME),
+                ("tablespace", NAME),
+                ("hasindexes", BOOL),
+                ("hasrules", BOOL),
+                ("hastriggers", BOOL),
+                ("rowsecurity", BOOL),
+            ],
+            |snapshot, names| {
+                snapshot
+                    .tables
+                    .iter()
+                    .map(|table| {
+                        vec![
+                            text(PUBLIC_SCHEMA),
+                            text(table.name()),
+                            text(&names.user),
+                            NULL,
+                            bool(!table.indexes.is_empty()),
+                            bool(false),
+                            bool(has_foreign_keys(snapshot, table)),
+                            bool(false),
+                        ]
+                    })
+                    .collect()
+            },
+        ),
+        "pg_indexes" => (
+            "pg_catalog",
+            12008,
+            &[
+                ("schemaname", NAME),
+                ("tablename", NAME),
+                ("indexname", NAME),
+                ("tablespace", NAME),
+                ("indexdef", TEXT),
+            ],
+            |snapshot, _| {
+                let mut rows = Vec::new();
+                for table in &snapshot.tables {
+                    for index in &table.indexes {
+                        rows.push(vec![
+                            text(PUBLIC_SCHEMA),
+                            text(table.name()),
+                            text(&index.name),
+                            NULL,
+                            text(&index.definition(table)),
+                        ]);
+                    }
+                }
+                rows
+            },
+        ),
+        "pg_sequences" => (
+            "pg_catalog",
+            12010,
+            &[
+                ("schemaname", NAME),
+                ("sequencename", NAME),
+                ("sequenceowner", NAME),
+                ("data_type", TEXT),
+                ("start_value", INT8),
+                ("min_value", INT8),
+                ("max_value", INT8),
+                ("increment_by", INT8),
+                ("cycle", BOOL),
+                ("cache_size", INT8),
+                ("last_value", INT8),
+            ],
+            |snapshot, names| {
+                snapshot
+                    .sequences
+                    .iter()
+                    .map(|info| {
+                        let options = info.sequence.options();
+                        // NULL until a value was handed out, as in PostgreSQL.
+                        let last = match info.sequence.last_value() {
+                            Ok((value, true)) => int(value),
+                            _ => NULL,
+                        };
+                        vec![
+                            text(PUBLIC_SCHEMA),
+                            text(&info.sequence.name),
+                            text(&names.user),
+                            text(options.data_type.name()),
+                            int(options.start),
+                            int(options.min),
+                            int(options.max),
+                            int(options.increment),
+                            bool(options.cycle),
+                            int(options.cache),
+                            last,
                         ]
                     })
                     .collect()
