@@ -1,8 +1,12 @@
 //! Cancel requests: each connection gets a process id and a secret key at startup
 //! (BackendKeyData); a CancelRequest carrying both, on a new connection, sets that
 //! connection's interrupt flag. A wrong secret is ignored, as in PostgreSQL.
+//!
+//! The registry also ends connections (DROP DATABASE ... WITH (FORCE)): it interrupts their
+//! statement and wakes their message loop, which closes them with FATAL 57P01.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use hayate_sql::interrupt::Interrupt;
@@ -15,9 +19,19 @@ use pgwire::messages::startup::SecretKey;
 /// The connections that can be cancelled, by process id.
 #[derive(Default)]
 pub struct CancelRegistry {
-    connections: Mutex<HashMap<i32, (SecretKey, Interrupt)>>,
+    connections: Mutex<HashMap<i32, Registered>>,
     /// One for the server: each connection gets the next process id.
     pids: RandomPidSecretKeyGenerator,
+}
+
+/// A connection as the registry knows it.
+struct Registered {
+    secret: SecretKey,
+    interrupt: Interrupt,
+    /// The database the connection's session uses.
+    database: String,
+    /// Wakes the connection's message loop to end it.
+    terminate: Arc<tokio::sync::Notify>,
 }
 
 impl CancelRegistry {
@@ -26,8 +40,35 @@ impl CancelRegistry {
         self.pids.generate(client)
     }
 
-    pub fn register(&self, pid: i32, secret: SecretKey, interrupt: Interrupt) {
-        self.connections.lock().insert(pid, (secret, interrupt));
+    pub fn register(
+        &self,
+        pid: i32,
+        secret: SecretKey,
+        interrupt: Interrupt,
+        database: &str,
+        terminate: Arc<tokio::sync::Notify>,
+    ) {
+        let registered = Registered {
+            secret,
+            interrupt,
+            database: database.to_string(),
+            terminate,
+        };
+        self.connections.lock().insert(pid, registered);
+    }
+
+    /// Ends every connection using `database` (its statement is interrupted, its loop woken
+    /// to close it with FATAL 57P01); returns how many.
+    pub fn terminate_database(&self, database: &str) -> usize {
+        let connections = self.connections.lock();
+        let mut ended = 0;
+        for registered in connections.values().filter(|c| c.database == database) {
+            registered.interrupt.interrupt();
+            // A permit if the loop is not waiting now: it ends at its next wait.
+            registered.terminate.notify_one();
+            ended += 1;
+        }
+        ended
     }
 
     pub fn unregister(&self, pid: i32) {
@@ -37,8 +78,8 @@ impl CancelRegistry {
     /// Interrupts the connection `pid` if `secret` is its key; true if it did.
     pub fn cancel(&self, pid: i32, secret: &SecretKey) -> bool {
         match self.connections.lock().get(&pid) {
-            Some((key, interrupt)) if key.eq_value(secret) => {
-                interrupt.interrupt();
+            Some(registered) if registered.secret.eq_value(secret) => {
+                registered.interrupt.interrupt();
                 true
             }
             _ => false,

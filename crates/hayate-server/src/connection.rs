@@ -135,12 +135,26 @@ where
     let mut inbox = BytesMut::with_capacity(INBOX_BYTES);
     inbox.extend_from_slice(client.read_buffer());
     client.read_buffer_mut().clear();
+    let terminate = state.terminate_signal().clone();
     let mut protocol = Protocol::new(state);
     let mut context = DecodeContext::new(client.protocol_version());
     context.awaiting_frontend_ssl = false;
     context.awaiting_frontend_startup = false;
     loop {
-        let length = match read_frame(&mut client, &mut inbox).await {
+        // An ended connection (DROP DATABASE ... WITH (FORCE)) closes between statements.
+        let frame = tokio::select! {
+            biased;
+            _ = terminate.notified() => {
+                let error = fatal(
+                    sqlstate::ADMIN_SHUTDOWN,
+                    "terminating connection due to administrator command",
+                );
+                process_error(&mut client, error, false).await?;
+                return Ok(());
+            }
+            frame = read_frame(&mut client, &mut inbox) => frame,
+        };
+        let length = match frame {
             Ok(Some(length)) => length,
             Ok(None) => return Ok(()),
             Err(FrameError::Closed) => return Ok(()),

@@ -26,6 +26,10 @@ impl Databases {
         self.cluster.database()
     }
 
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+
     /// The catalog of the database `name` (3D000 if there is none).
     pub fn catalog(&self, name: &str) -> SqlResult<Arc<Catalog>> {
         if let Some(catalog) = self.held.lock().get(name) {

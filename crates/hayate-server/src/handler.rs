@@ -59,6 +59,8 @@ pub struct ConnectionState {
     interrupt: Interrupt,
     /// The COPY FROM STDIN in progress, between CopyData messages.
     copy: Mutex<Option<CopyIn>>,
+    /// Notified to end the connection (`CancelRegistry::terminate_database`).
+    terminate: Arc<tokio::sync::Notify>,
 }
 
 /// What a COPY statement starts.
@@ -80,7 +82,13 @@ impl ConnectionState {
             session: Mutex::new(None),
             interrupt: Interrupt::new(),
             copy: Mutex::new(None),
+            terminate: Arc::new(tokio::sync::Notify::new()),
         })
+    }
+
+    /// Notified when the connection must end (FATAL 57P01).
+    pub(crate) fn terminate_signal(&self) -> &Arc<tokio::sync::Notify> {
+        &self.terminate
     }
 
     /// Starts the connection's session on the database it named: FATAL 3D000 if there is

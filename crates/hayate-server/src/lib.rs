@@ -246,6 +246,13 @@ pub async fn serve_with(
     let databases = Arc::new(databases::Databases::new(cluster));
     let config = Arc::new(config);
     let cancels = Arc::new(CancelRegistry::default());
+    // DROP DATABASE ... WITH (FORCE) ends the connections using the database.
+    let terminator = cancels.clone();
+    databases
+        .cluster()
+        .set_session_terminator(Some(Arc::new(move |database: &str| {
+            terminator.terminate_database(database)
+        })));
     let slots = Arc::new(Semaphore::new(config.max_connections));
     let (stop, stopped) = watch::channel(false);
     // Every connection task holds a sender; `recv` answers None once all have ended.
@@ -282,6 +289,7 @@ pub async fn serve_with(
         loops.next().spawn(connection.run());
     }
     drop(listeners);
+    databases.cluster().set_session_terminator(None);
     let _ = stop.send(true);
     drop(alive);
     while all_ended.recv().await.is_some() {}

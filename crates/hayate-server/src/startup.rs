@@ -274,12 +274,17 @@ impl Startup {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let (pid, secret_key) = self.cancels.issue(client);
-        self.cancels
-            .register(pid, secret_key.clone(), self.interrupt.clone());
-        *self.pid.lock() = Some(pid);
         let metadata = client.metadata();
         let user = metadata.get(METADATA_USER).cloned().unwrap_or_default();
         let database = metadata.get(METADATA_DATABASE).unwrap_or(&user).clone();
+        self.cancels.register(
+            pid,
+            secret_key.clone(),
+            self.interrupt.clone(),
+            &database,
+            self.connection.terminate_signal().clone(),
+        );
+        *self.pid.lock() = Some(pid);
         self.connection
             .attach(&user, &database, pid)
             .map_err(|error| self.fatal(error.code, error.message))?;

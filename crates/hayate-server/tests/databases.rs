@@ -143,3 +143,51 @@ fn databases_are_separate_namespaces_that_survive_restarts() {
     drop((admin, shop));
     server.stop();
 }
+
+#[test]
+fn drop_database_with_force_ends_the_sessions_using_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut admin = server.connect();
+    admin.batch_execute("CREATE DATABASE victim").unwrap();
+    let mut idle = connect_to(&server, "victim").unwrap();
+    idle.batch_execute("CREATE TABLE t (a int); INSERT INTO t VALUES (1)")
+        .unwrap();
+    let mut in_block = connect_to(&server, "victim").unwrap();
+    in_block
+        .batch_execute("BEGIN; INSERT INTO t VALUES (2)")
+        .unwrap();
+    // Without FORCE the sessions keep it.
+    let error = admin.batch_execute("DROP DATABASE victim").unwrap_err();
+    assert_eq!(sqlstate(&error), "55006");
+    admin
+        .batch_execute("DROP DATABASE victim WITH (FORCE)")
+        .unwrap();
+    // Both sessions were ended (FATAL 57P01, or the connection is already closed).
+    for client in [&mut idle, &mut in_block] {
+        let error = client.simple_query("SELECT 1").unwrap_err();
+        assert!(
+            error.is_closed() || sqlstate(&error) == "57P01",
+            "not ended: {error}"
+        );
+    }
+    assert_eq!(sqlstate(&refused(&server, "victim")), "3D000");
+    // The name is free again, for an empty database; the dropping session goes on.
+    admin.batch_execute("CREATE DATABASE victim").unwrap();
+    let mut fresh = connect_to(&server, "victim").unwrap();
+    let error = fresh.simple_query("SELECT * FROM t").unwrap_err();
+    assert_eq!(sqlstate(&error), "42P01");
+    assert_eq!(values(&mut admin, "SELECT 'alive'"), ["alive"]);
+    // A database nobody uses drops with FORCE too; a missing one is 3D000 unless IF EXISTS.
+    drop(fresh);
+    admin
+        .batch_execute("DROP DATABASE victim WITH (FORCE)")
+        .unwrap();
+    let error = admin
+        .batch_execute("DROP DATABASE victim WITH (FORCE)")
+        .unwrap_err();
+    assert_eq!(sqlstate(&error), "3D000");
+    admin
+        .batch_execute("DROP DATABASE IF EXISTS victim WITH (FORCE)")
+        .unwrap();
+}

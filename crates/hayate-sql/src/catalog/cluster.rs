@@ -72,7 +72,17 @@ pub struct Cluster {
     ddl: Mutex<()>,
     /// What a primary's replication reports (pg_stat_replication); set by the server.
     replication: RwLock<Option<ReplicationSource>>,
+    /// Ends the sessions of a database (DROP DATABASE ... WITH (FORCE)); set by the server,
+    /// which owns the connections.
+    terminator: RwLock<Option<SessionTerminator>>,
 }
+
+/// Ends the sessions connected to the named database (their connections close with FATAL
+/// 57P01); returns how many it told to end.
+pub type SessionTerminator = std::sync::Arc<dyn Fn(&str) -> usize + Send + Sync>;
+
+/// How long DROP DATABASE ... WITH (FORCE) waits for the ended sessions to let go.
+const FORCE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn undefined_database(name: &str) -> SqlError {
     SqlError::new(
@@ -137,6 +147,7 @@ impl Cluster {
             }),
             ddl: Mutex::new(()),
             replication: RwLock::new(None),
+            terminator: RwLock::new(None),
         };
         if !cluster.db.is_standby() {
             cluster.drop_orphans()?;
@@ -245,9 +256,22 @@ impl Cluster {
         Ok(())
     }
 
+    /// Sets (or clears) what ends a database's sessions for DROP DATABASE ... WITH (FORCE).
+    pub fn set_session_terminator(&self, terminator: Option<SessionTerminator>) {
+        *self.terminator.write() = terminator;
+    }
+
     /// DROP DATABASE: refused for `current` (the dropping session's database) and while any
-    /// session uses it (55006). False if it did not exist and `if_exists` said that is fine.
-    pub fn drop_database(&self, name: &str, if_exists: bool, current: &str) -> SqlResult<bool> {
+    /// session uses it (55006); with `force` those sessions are ended first (by the server's
+    /// terminator; without one, as embedded, they cannot be) and waited for up to
+    /// `FORCE_WAIT`. False if it did not exist and `if_exists` said that is fine.
+    pub fn drop_database(
+        &self,
+        name: &str,
+        if_exists: bool,
+        current: &str,
+        force: bool,
+    ) -> SqlResult<bool> {
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let tree = self.writable_tree("DROP DATABASE")?;
         let (oid, catalog) = {
@@ -277,7 +301,26 @@ impl Cluster {
             // Marked first, then counted; a connecting session counts itself first, then
             // looks at the mark: one of the two sees the other.
             catalog.dropped.store(true, Ordering::SeqCst);
-            let sessions = catalog.sessions.load(Ordering::SeqCst);
+            let mut sessions = catalog.sessions.load(Ordering::SeqCst);
+            let terminator = self.terminator.read().clone();
+            if let (true, true, Some(terminator)) = (sessions > 0, force, terminator) {
+                // New sessions are refused by the mark; the ones there are told to end, and
+                // let go of the catalog as their connections close.
+                let told = terminator(name);
+                log::info!("DROP DATABASE {name} WITH (FORCE): ending {told} sessions");
+                let deadline = std::time::Instant::now() + FORCE_WAIT;
+                while sessions > 0 && std::time::Instant::now() < deadline {
+                    // On a server's event loop the statement's fiber suspends, so the loop
+                    // can close the ended connections it serves.
+                    let pause = std::time::Instant::now() + std::time::Duration::from_millis(10);
+                    if hayate_engine::fiber::on_fiber() {
+                        hayate_engine::fiber::suspend(hayate_engine::fiber::Wait::Until(pause));
+                    } else {
+                        std::thread::sleep(pause - std::time::Instant::now());
+                    }
+                    sessions = catalog.sessions.load(Ordering::SeqCst);
+                }
+            }
             if sessions > 0 {
                 catalog.dropped.store(false, Ordering::SeqCst);
                 let plural = if sessions == 1 {

@@ -64,7 +64,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
 
-pub use cluster::{Cluster, DatabaseInfo, DEFAULT_DATABASE};
+pub use cluster::{Cluster, DatabaseInfo, SessionTerminator, DEFAULT_DATABASE};
 pub use ddl::DdlUndo;
 pub use definition::{
     rename_column_in, CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, IndexKind,

@@ -627,6 +627,8 @@ pub enum Plan {
     DropDatabase {
         name: String,
         if_exists: bool,
+        /// WITH (FORCE): the sessions using it are ended first.
+        force: bool,
     },
     /// Outside a transaction block: fresh engine trees; inside: deletes the rows.
     Truncate {

@@ -2,7 +2,7 @@
 //! accept (`CREATE DATABASE d WITH OWNER = u ENCODING = 'UTF8' TEMPLATE = template0`,
 //! `DROP DATABASE d WITH (FORCE)`): read here, checked, and handed on as sqlparser's plain
 //! `CREATE DATABASE "d"` / `DROP DATABASE "d"` for the binder (`catalog::cluster` does the
-//! work).
+//! work). FORCE is handed on as sqlparser's CASCADE (PostgreSQL's DROP DATABASE has none).
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -51,10 +51,11 @@ fn parse(text: &str, create: bool) -> SqlResult<Statement> {
     };
     let guarded = tokens.keywords(guard);
     let name = tokens.name()?;
+    let mut force = false;
     if create {
         create_options(&mut tokens)?;
     } else {
-        drop_options(&mut tokens)?;
+        force = drop_options(&mut tokens)?;
     }
     if let Some(token) = tokens.peek() {
         return Err(SqlError::syntax(format!(
@@ -67,6 +68,11 @@ fn parse(text: &str, create: bool) -> SqlResult<Statement> {
         (true, true) => format!("CREATE DATABASE IF NOT EXISTS {quoted}"),
         (false, false) => format!("DROP DATABASE {quoted}"),
         (false, true) => format!("DROP DATABASE IF EXISTS {quoted}"),
+    };
+    let canonical = if force {
+        format!("{canonical} CASCADE")
+    } else {
+        canonical
     };
     let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, &canonical)
         .map_err(|error| SqlError::syntax(format!("syntax error: {error}")))?;
@@ -124,16 +130,33 @@ fn create_options(tokens: &mut Tokens) -> SqlResult<()> {
     Ok(())
 }
 
-/// `[[WITH] (FORCE)]`: FORCE would end the other sessions, which is not built.
-fn drop_options(tokens: &mut Tokens) -> SqlResult<()> {
-    tokens.keywords(&["with"]);
-    if tokens.eat(&Token::LParen) {
-        return Err(SqlError::new(
-            sqlstate::FEATURE_NOT_SUPPORTED,
-            "DROP DATABASE ... WITH (FORCE) is not supported: end the other sessions first",
-        ));
+/// `[[WITH] (FORCE [, ...])]`: true with FORCE (the other sessions are ended).
+fn drop_options(tokens: &mut Tokens) -> SqlResult<bool> {
+    let with = tokens.keywords(&["with"]);
+    if !tokens.eat(&Token::LParen) {
+        return match with {
+            true => Err(SqlError::syntax("syntax error at or near \"WITH\"")),
+            false => Ok(false),
+        };
     }
-    Ok(())
+    // FORCE is PostgreSQL's only option (it may be repeated).
+    loop {
+        match tokens.word().as_deref() {
+            Some("force") => {}
+            Some(other) => {
+                return Err(SqlError::syntax(format!(
+                    "unrecognized DROP DATABASE option \"{other}\""
+                )))
+            }
+            None => return Err(SqlError::syntax("DROP DATABASE options: (FORCE)")),
+        }
+        if tokens.eat(&Token::RParen) {
+            return Ok(true);
+        }
+        if !tokens.eat(&Token::Comma) {
+            return Err(SqlError::syntax("DROP DATABASE options: (FORCE)"));
+        }
+    }
 }
 
 pub(super) struct Tokens {
@@ -250,11 +273,16 @@ impl Session {
     }
 
     /// DROP DATABASE: outside a transaction block, never the session's own database.
-    pub(super) fn drop_database(&mut self, name: &str, if_exists: bool) -> SqlResult<Outcome> {
+    pub(super) fn drop_database(
+        &mut self,
+        name: &str,
+        if_exists: bool,
+        force: bool,
+    ) -> SqlResult<Outcome> {
         self.refuse_in_block("DROP DATABASE")?;
         self.catalog
             .cluster()
-            .drop_database(name, if_exists, self.catalog.name())?;
+            .drop_database(name, if_exists, self.catalog.name(), force)?;
         Ok(command("DROP DATABASE"))
     }
 
@@ -314,9 +342,15 @@ mod tests {
         );
         assert_eq!(code("CREATE DATABASE"), sqlstate::SYNTAX_ERROR);
         assert_eq!(
-            code("DROP DATABASE d WITH (FORCE)"),
-            sqlstate::FEATURE_NOT_SUPPORTED
+            code("DROP DATABASE d WITH (QUICKLY)"),
+            sqlstate::SYNTAX_ERROR
         );
+        assert_eq!(code("DROP DATABASE d WITH"), sqlstate::SYNTAX_ERROR);
         assert_eq!(code("DROP DATABASE d e"), sqlstate::SYNTAX_ERROR);
+        // FORCE goes on as CASCADE, which the binder reads as FORCE.
+        let force = statement("DROP DATABASE IF EXISTS d WITH (FORCE)").unwrap();
+        assert_eq!(force.to_string(), "DROP DATABASE IF EXISTS \"d\" CASCADE");
+        let plain = statement("DROP DATABASE d").unwrap();
+        assert_eq!(plain.to_string(), "DROP DATABASE \"d\"");
     }
 }

@@ -422,7 +422,11 @@ impl Session {
                 name,
                 if_not_exists,
             } => self.create_database(name, *if_not_exists),
-            Plan::DropDatabase { name, if_exists } => self.drop_database(name, *if_exists),
+            Plan::DropDatabase {
+                name,
+                if_exists,
+                force,
+            } => self.drop_database(name, *if_exists, *force),
             Plan::AlterTable { table, actions } => {
                 // Several actions are one statement: all or none (in an implicit block
                 // when none is open; a failure in a block fails the block).

@@ -280,9 +280,11 @@ impl<'a> Binder<'a> {
                     ast::ObjectType::Sequence => Ok(Plan::DropSequence { names, if_exists }),
                     ast::ObjectType::View => Ok(Plan::DropView { names, if_exists }),
                     ast::ObjectType::Database => match names.as_slice() {
+                        // WITH (FORCE) comes as CASCADE (`session::database`).
                         [name] => Ok(Plan::DropDatabase {
                             name: name.clone(),
                             if_exists,
+                            force: cascade,
                         }),
                         _ => Err(SqlError::syntax("DROP DATABASE drops one database")),
                     },
