@@ -1120,4 +1120,59 @@ fn alter_index_rename_and_rename_constraint_as_postgresql() {
         plan.contains("p_code_lookup") || plan.contains("code_unique"),
         "{plan}"
     );
+    // A primary key's index name is a relation name; a UNIQUE constraint's index may not
+    // take a CHECK's name.
+    assert_eq!(
+        code(&mut s, "ALTER INDEX p_code_lookup RENAME TO c_pkey"),
+        "42P07"
+    );
+    assert_eq!(
+        code(&mut s, "ALTER INDEX code_unique RENAME TO positive"),
+        "42710"
+    );
+    // A CHECK and a plain index of the same name: RENAME CONSTRAINT renames the CHECK.
+    run(
+        &mut s,
+        "ALTER TABLE p ADD CONSTRAINT both_names CHECK (id < 1000)",
+    );
+    run(&mut s, "CREATE INDEX both_names ON p (id)");
+    run(
+        &mut s,
+        "ALTER TABLE p RENAME CONSTRAINT both_names TO small",
+    );
+    let error = try_run(&mut s, "INSERT INTO p VALUES (5000, 'z')").unwrap_err();
+    assert!(error.message.contains("\"small\""), "{}", error.message);
+    run(&mut s, "DROP INDEX both_names");
+    // PostgreSQL's DROP DATABASE takes no CASCADE (here it would have meant FORCE).
+    let results = s.execute_sql("DROP DATABASE nope CASCADE; SELECT 1");
+    assert_eq!(results[0].as_ref().unwrap_err().code, "42601");
+}
+
+#[test]
+fn a_renamed_deferred_foreign_key_is_still_checked_at_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    run(&mut s, "CREATE TABLE p (id int PRIMARY KEY)");
+    run(
+        &mut s,
+        "CREATE TABLE c (id int PRIMARY KEY, pid int CONSTRAINT fk REFERENCES p (id) \
+         DEFERRABLE INITIALLY DEFERRED)",
+    );
+    run(&mut s, "BEGIN");
+    run(&mut s, "INSERT INTO c VALUES (1, 42)");
+    run(&mut s, "ALTER TABLE c RENAME CONSTRAINT fk TO fk2");
+    let error = try_run(&mut s, "COMMIT").unwrap_err();
+    assert_eq!(error.code, "23503", "{}", error.message);
+    assert!(error.message.contains("\"fk2\""), "{}", error.message);
+    assert!(ints(&mut s, "SELECT count(*) FROM c")
+        .iter()
+        .all(|n| *n == 0));
+    // The failed COMMIT rolled the rename back. SET CONSTRAINTS fk IMMEDIATE follows a
+    // rename: the insert fails at once.
+    run(&mut s, "BEGIN");
+    run(&mut s, "SET CONSTRAINTS fk IMMEDIATE");
+    run(&mut s, "ALTER TABLE c RENAME CONSTRAINT fk TO fk3");
+    let error = try_run(&mut s, "INSERT INTO c VALUES (2, 43)").unwrap_err();
+    assert_eq!(error.code, "23503", "{}", error.message);
+    run(&mut s, "ROLLBACK");
 }

@@ -230,9 +230,10 @@ pub(crate) const REFUSED_PAUSE: Duration = Duration::from_secs(5);
 /// How often waiting threads look at their stop flags.
 pub(crate) const POLL: Duration = Duration::from_millis(100);
 /// Each side of a following connection sends something at least this often (the primary a
-/// `K`, the standby an `A`), so that the other can tell a quiet link from a dead one; a
-/// quarter of a shorter peer timeout (`keepalive_interval`).
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
+/// `K`, the standby an `A`), so that the other can tell a quiet link from a dead one: a
+/// quarter of the shortest peer timeout allowed (1 s), so both sides' keepalives fit in the
+/// other's timeout whatever either configured.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_millis(250);
 /// How long connecting to a primary may take (an unanswered SYN would otherwise hold the
 /// standby for minutes, away from its stop and promotion checks).
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -257,8 +258,8 @@ pub(crate) fn write_message(socket: &mut TcpStream, tag: u8, parts: &[&[u8]]) ->
     socket.write_all(&message)
 }
 
-/// How often a side with a peer timeout of `timeout` sends a keepalive: every second, or
-/// four times within a shorter timeout, so a healthy quiet link never reaches it.
+/// How often a side sends a keepalive: `KEEPALIVE_INTERVAL`, or four times within a peer
+/// timeout shorter than the one allowed (tests), so a healthy quiet link never reaches it.
 pub(crate) fn keepalive_interval(timeout: Duration) -> Duration {
     KEEPALIVE_INTERVAL.min(timeout / 4)
 }

@@ -458,6 +458,9 @@ impl Catalog {
                 if self.relation_exists(to) {
                     return Err(duplicate_relation(to));
                 }
+                let constraint_taken = def.checks.iter().any(|c| c.name == to)
+                    || def.foreign_keys.iter().any(|k| k.name == to);
+                let table = def.name.clone();
                 let index = def
                     .indexes
                     .iter_mut()
@@ -468,6 +471,13 @@ impl Catalog {
                             format!("index \"{from}\" does not exist"),
                         )
                     })?;
+                // A UNIQUE constraint's index names the constraint too.
+                if index.constraint && constraint_taken {
+                    return Err(SqlError::new(
+                        sqlstate::DUPLICATE_OBJECT,
+                        format!("constraint \"{to}\" for relation \"{table}\" already exists"),
+                    ));
+                }
                 index.name = to.to_string();
                 Ok(())
             },

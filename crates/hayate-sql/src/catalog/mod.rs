@@ -486,6 +486,7 @@ impl Catalog {
             || state.views.contains_key(name)
             || state.tables.values().any(|table| {
                 table.def.indexes.iter().any(|index| index.name == name)
+                    || (!table.def.primary_key.is_empty() && table.def.primary_key_name() == name)
                     || (0..table.def.columns.len()).any(|column| {
                         table.def.columns[column].identity.is_some()
                             && table.def.sequence_name(column) == name

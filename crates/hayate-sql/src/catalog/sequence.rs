@@ -424,7 +424,9 @@ impl Sequence {
         txn.put(
             self.state_tree,
             self.name.as_bytes(),
-            &self.encode(end, options, true),
+            // After a wrap the row holds the cycle's first value, not yet handed out: as
+            // (value, false) it shows, and dumps, the next value right.
+            &self.encode(end, options, !wraps),
         )?;
         txn.commit()?;
         Ok(Reserved {

@@ -65,6 +65,13 @@ impl PendingCheck {
             self.table = to.to_string();
         }
     }
+
+    /// The check's key after ALTER TABLE `table` RENAME CONSTRAINT `from` TO `to`.
+    pub fn rename_key(&mut self, table: &str, from: &str, to: &str) {
+        if self.table == table && self.key == from {
+            self.key = to.to_string();
+        }
+    }
 }
 
 impl ConstraintCache {
@@ -99,6 +106,15 @@ impl ConstraintModes {
         for name in names {
             self.named.retain(|(named, _)| named != name);
             self.named.push((name.clone(), deferred));
+        }
+    }
+
+    /// A constraint renamed in the block keeps the mode SET CONSTRAINTS gave its old name
+    /// (other constraints of that name keep theirs).
+    pub fn renamed(&mut self, from: &str, to: &str) {
+        if let Some(&(_, deferred)) = self.named.iter().find(|(name, _)| name == from) {
+            self.named.retain(|(name, _)| name != to);
+            self.named.push((to.to_string(), deferred));
         }
     }
 

@@ -2,7 +2,8 @@
 //! accept (`CREATE DATABASE d WITH OWNER = u ENCODING = 'UTF8' TEMPLATE = template0`,
 //! `DROP DATABASE d WITH (FORCE)`): read here, checked, and handed on as sqlparser's plain
 //! `CREATE DATABASE "d"` / `DROP DATABASE "d"` for the binder (`catalog::cluster` does the
-//! work). FORCE is handed on as sqlparser's CASCADE (PostgreSQL's DROP DATABASE has none).
+//! work). FORCE is handed on as the statement's `temporary` flag, which sqlparser's
+//! PostgreSQL dialect never sets, so no SQL text reaches the binder with it.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -69,14 +70,13 @@ fn parse(text: &str, create: bool) -> SqlResult<Statement> {
         (false, false) => format!("DROP DATABASE {quoted}"),
         (false, true) => format!("DROP DATABASE IF EXISTS {quoted}"),
     };
-    let canonical = if force {
-        format!("{canonical} CASCADE")
-    } else {
-        canonical
-    };
     let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, &canonical)
         .map_err(|error| SqlError::syntax(format!("syntax error: {error}")))?;
-    Ok(statements.remove(0))
+    let mut statement = statements.remove(0);
+    if let Statement::Drop { temporary, .. } = &mut statement {
+        *temporary = force;
+    }
+    Ok(statement)
 }
 
 /// `[WITH] [option [=] value] ...`
@@ -347,10 +347,12 @@ mod tests {
         );
         assert_eq!(code("DROP DATABASE d WITH"), sqlstate::SYNTAX_ERROR);
         assert_eq!(code("DROP DATABASE d e"), sqlstate::SYNTAX_ERROR);
-        // FORCE goes on as CASCADE, which the binder reads as FORCE.
-        let force = statement("DROP DATABASE IF EXISTS d WITH (FORCE)").unwrap();
-        assert_eq!(force.to_string(), "DROP DATABASE IF EXISTS \"d\" CASCADE");
-        let plain = statement("DROP DATABASE d").unwrap();
-        assert_eq!(plain.to_string(), "DROP DATABASE \"d\"");
+        // FORCE goes on as the `temporary` flag, which the binder reads as FORCE.
+        let force = |sql: &str| match database_statement(sql).unwrap().unwrap() {
+            Statement::Drop { temporary, .. } => temporary,
+            other => panic!("{other}"),
+        };
+        assert!(force("DROP DATABASE IF EXISTS d WITH (FORCE)"));
+        assert!(!force("DROP DATABASE d"));
     }
 }

@@ -683,7 +683,12 @@ impl Session {
             AlterAction::RenameConstraint { from, to } => {
                 let catalog = self.catalog.clone();
                 let block = self.ddl_block();
-                let undo = if def.indexes.iter().any(|index| index.name == *from) {
+                let unique = def
+                    .indexes
+                    .iter()
+                    .any(|index| index.constraint && index.name == *from);
+                let foreign_key = def.foreign_keys.iter().any(|key| key.name == *from);
+                let undo = if unique {
                     catalog.rename_index(name, from, to, block)?
                 } else {
                     catalog.try_alter_definition(
@@ -704,6 +709,15 @@ impl Session {
                     )?
                 };
                 self.note_ddl(undo);
+                // Checks deferred to COMMIT and SET CONSTRAINTS modes find a foreign key by
+                // name: they follow it (the savepoints' copies keep the old name, as the
+                // definition does after a ROLLBACK TO).
+                if foreign_key {
+                    for check in &mut self.deferred_checks {
+                        check.rename_key(name, from, to);
+                    }
+                    self.constraint_modes.renamed(from, to);
+                }
                 return Ok(());
             }
             AlterAction::AlterColumn {

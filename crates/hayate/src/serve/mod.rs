@@ -140,7 +140,7 @@ pub struct ServeArgs {
     pub ha_max_slot_size: Option<String>,
     /// A replication peer that sent nothing for this long is dropped: the primary
     /// disconnects a silent standby, a standby leaves a silent primary and connects again
-    /// (each side sends a keepalive every second) [default: 10].
+    /// (each side sends a keepalive every 250 ms) [default: 10].
     #[arg(long, value_name = "SECONDS")]
     pub ha_peer_timeout: Option<f64>,
     /// Let `--auth trust` (any user name, no password) or a replication listener without a

@@ -595,13 +595,17 @@ impl Binder<'_> {
                             format!("constraint \"{to}\" for relation \"{name}\" already exists"),
                         ));
                     }
-                    for check in working.checks.iter_mut().filter(|c| c.name == from) {
+                    if let Some(check) = working.checks.iter_mut().find(|c| c.name == from) {
                         check.name = to.clone();
-                    }
-                    for key in working.foreign_keys.iter_mut().filter(|k| k.name == from) {
+                    } else if let Some(key) =
+                        working.foreign_keys.iter_mut().find(|k| k.name == from)
+                    {
                         key.name = to.clone();
-                    }
-                    for index in working.indexes.iter_mut().filter(|i| i.name == from) {
+                    } else if let Some(index) = working
+                        .indexes
+                        .iter_mut()
+                        .find(|i| i.constraint && i.name == from)
+                    {
                         index.name = to.clone();
                     }
                     actions.push(AlterAction::RenameConstraint { from, to });

@@ -265,6 +265,7 @@ impl<'a> Binder<'a> {
                 if_exists,
                 names,
                 cascade,
+                temporary,
                 ..
             } => {
                 let cascade = *cascade;
@@ -280,11 +281,15 @@ impl<'a> Binder<'a> {
                     ast::ObjectType::Sequence => Ok(Plan::DropSequence { names, if_exists }),
                     ast::ObjectType::View => Ok(Plan::DropView { names, if_exists }),
                     ast::ObjectType::Database => match names.as_slice() {
-                        // WITH (FORCE) comes as CASCADE (`session::database`).
+                        // PostgreSQL's DROP DATABASE takes no CASCADE.
+                        _ if cascade => {
+                            Err(SqlError::syntax("syntax error at or near \"CASCADE\""))
+                        }
+                        // WITH (FORCE) comes as `temporary` (`session::database`).
                         [name] => Ok(Plan::DropDatabase {
                             name: name.clone(),
                             if_exists,
-                            force: cascade,
+                            force: *temporary,
                         }),
                         _ => Err(SqlError::syntax("DROP DATABASE drops one database")),
                     },
