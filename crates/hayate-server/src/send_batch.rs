@@ -469,6 +469,22 @@ mod tests {
         (start..start + length).map(|i| (i % 251) as u8).collect()
     }
 
+    /// Writes `pattern(0, total)` in uneven chunks, flushed after each (as pgwire does per
+    /// message): the batch sends some, the socket fills, the rest goes through the stalled
+    /// path.
+    async fn write_uneven_chunks(stream: &mut BatchedStream<UnixStream>, total: usize) {
+        let mut written = 0;
+        for length in (1..).map(|i| (i * 7919) % 70_000 + 1) {
+            let length = length.min(total - written);
+            stream.write_all(&pattern(written, length)).await.unwrap();
+            stream.flush().await.unwrap();
+            written += length;
+            if written == total {
+                break;
+            }
+        }
+    }
+
     #[test]
     fn several_connections_flushed_together_each_get_their_bytes() {
         run_on_loop(|| async {
@@ -507,18 +523,7 @@ mod tests {
                 received
             });
             let mut stream = BatchedStream::new(ours);
-            let mut written = 0;
-            // Uneven chunks, flushed after each (as pgwire does per message): the batch sends
-            // some, the socket fills, the rest goes through the stalled path.
-            for length in (1..).map(|i| (i * 7919) % 70_000 + 1) {
-                let length = length.min(total - written);
-                stream.write_all(&pattern(written, length)).await.unwrap();
-                stream.flush().await.unwrap();
-                written += length;
-                if written == total {
-                    break;
-                }
-            }
+            write_uneven_chunks(&mut stream, total).await;
             stream.shutdown().await.unwrap();
             drop(stream);
             reader.await.unwrap()
@@ -565,16 +570,7 @@ mod tests {
             let mut request = [0; 7];
             stream.read_exact(&mut request).await.unwrap();
             assert_eq!(&request, b"request");
-            let mut written = 0;
-            for length in (1..).map(|i| (i * 7919) % 70_000 + 1) {
-                let length = length.min(total - written);
-                stream.write_all(&pattern(written, length)).await.unwrap();
-                stream.flush().await.unwrap();
-                written += length;
-                if written == total {
-                    break;
-                }
-            }
+            write_uneven_chunks(&mut stream, total).await;
             // The close_notify ends the client's read cleanly.
             stream.shutdown().await.unwrap();
         });

@@ -91,6 +91,30 @@ fn eventually(what: &str, mut probe: impl FnMut() -> bool) {
     }
 }
 
+/// Inserts row 2 through `writer` while `link` is cut: the commit must still wait after
+/// `hold` (else `early` is the failure), and be acknowledged once the link heals.
+fn acknowledged_once_healed(
+    mut writer: postgres::Client,
+    link: &hayate::netproxy::Proxy,
+    hold: Duration,
+    early: &str,
+) -> postgres::Client {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let committer = std::thread::spawn(move || {
+        let result = writer.execute("INSERT INTO acked VALUES (2)", &[]);
+        done_tx
+            .send(result.map_err(|error| error.to_string()))
+            .unwrap();
+        writer
+    });
+    std::thread::sleep(hold);
+    assert!(done_rx.try_recv().is_err(), "{early}");
+    link.heal();
+    let result = done_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    committer.join().unwrap()
+}
+
 fn count(client: &mut postgres::Client, table: &str) -> i64 {
     client
         .query_one(&format!("SELECT count(*) FROM {table}"), &[])
@@ -365,23 +389,12 @@ fn a_primary_cut_off_from_its_standby_acknowledges_nothing_until_the_link_heals(
     writer.execute("INSERT INTO acked VALUES (1)", &[]).unwrap();
 
     link.partition();
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let committer = std::thread::spawn(move || {
-        let result = writer.execute("INSERT INTO acked VALUES (2)", &[]);
-        done_tx
-            .send(result.map_err(|error| error.to_string()))
-            .unwrap();
-        writer
-    });
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        done_rx.try_recv().is_err(),
-        "acknowledged while the standby was cut off"
+    let mut writer = acknowledged_once_healed(
+        writer,
+        &link,
+        Duration::from_millis(1500),
+        "acknowledged while the standby was cut off",
     );
-    link.heal();
-    let result = done_rx.recv_timeout(Duration::from_secs(30)).unwrap();
-    assert!(result.is_ok(), "{result:?}");
-    let mut writer = committer.join().unwrap();
     let mut reader = connect(port_b);
     eventually("the standby to hold both rows", || {
         count(&mut reader, "acked") == 2
@@ -441,23 +454,12 @@ fn a_link_gone_silent_is_dropped_by_both_sides_and_replication_resumes_when_it_h
     eventually("the standby to leave its silent primary", || {
         link.connections_accepted() > connections
     });
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let committer = std::thread::spawn(move || {
-        let result = writer.execute("INSERT INTO acked VALUES (2)", &[]);
-        done_tx
-            .send(result.map_err(|error| error.to_string()))
-            .unwrap();
-        writer
-    });
-    std::thread::sleep(Duration::from_millis(1000));
-    assert!(
-        done_rx.try_recv().is_err(),
-        "acknowledged while the standby was silent"
+    let mut writer = acknowledged_once_healed(
+        writer,
+        &link,
+        Duration::from_millis(1000),
+        "acknowledged while the standby was silent",
     );
-    link.heal();
-    let result = done_rx.recv_timeout(Duration::from_secs(30)).unwrap();
-    assert!(result.is_ok(), "{result:?}");
-    let mut writer = committer.join().unwrap();
     assert_eq!(standbys(&mut writer), 1);
     let mut reader = connect(port_b);
     eventually("the standby to hold both rows", || {

@@ -288,13 +288,29 @@ impl Sequence {
         let options = self.options();
         let (next, called) = self.stored_state(stored, &options);
         *self.owner.lock() = owner;
-        txn.put(
-            self.state_tree,
-            self.name.as_bytes(),
-            &self.encode(next, &options, called),
-        )?;
+        self.write_row(&mut txn, next, &options, called)?;
         txn.commit()?;
         Ok(())
+    }
+
+    /// Writes the sequence's row: `next`, `options`, and whether the value before `next` was
+    /// handed out.
+    fn write_row(
+        &self,
+        txn: &mut hayate_engine::Transaction,
+        next: i64,
+        options: &SequenceOptions,
+        called: bool,
+    ) -> SqlResult<()> {
+        let row = self.encode(next, options, called);
+        Ok(txn.put(self.state_tree, self.name.as_bytes(), &row)?)
+    }
+
+    fn corrupt(&self) -> SqlError {
+        SqlError::new(
+            sqlstate::DATA_CORRUPTED,
+            format!("corrupt sequence \"{}\"", self.name),
+        )
     }
 
     /// The next value and whether the one before it was handed out, from the stored row's
@@ -367,12 +383,7 @@ impl Sequence {
         let options = &self.options();
         let mut txn = self.db.begin();
         let mut stored = match txn.get_for_update(self.state_tree, self.name.as_bytes())? {
-            Some(bytes) => decode_next(&bytes).ok_or_else(|| {
-                SqlError::new(
-                    sqlstate::DATA_CORRUPTED,
-                    format!("corrupt sequence \"{}\"", self.name),
-                )
-            })?,
+            Some(bytes) => decode_next(&bytes).ok_or_else(|| self.corrupt())?,
             None => options.start,
         };
         let increment = options.increment as i128;
@@ -421,13 +432,9 @@ impl Sequence {
         } else {
             (stored_wide + count * increment) as i64
         };
-        txn.put(
-            self.state_tree,
-            self.name.as_bytes(),
-            // After a wrap the row holds the cycle's first value, not yet handed out: as
-            // (value, false) it shows, and dumps, the next value right.
-            &self.encode(end, options, !wraps),
-        )?;
+        // After a wrap the row holds the cycle's first value, not yet handed out: as
+        // (value, false) it shows, and dumps, the next value right.
+        self.write_row(&mut txn, end, options, !wraps)?;
         txn.commit()?;
         Ok(Reserved {
             next: stored,
@@ -457,21 +464,27 @@ impl Sequence {
         reserved: &Reserved,
         options: &SequenceOptions,
     ) -> SqlResult<(i64, bool)> {
+        let mut row = None;
+        if reserved.left == 0 {
+            let txn = self.db.begin_read_only();
+            row = txn.get(self.state_tree, self.name.as_bytes())?;
+            txn.abort();
+        }
+        self.state_of(reserved, options, row)
+    }
+
+    /// `current_state` with the stored row already read (`row`).
+    fn state_of(
+        &self,
+        reserved: &Reserved,
+        options: &SequenceOptions,
+        row: Option<Vec<u8>>,
+    ) -> SqlResult<(i64, bool)> {
         if reserved.left > 0 {
             return Ok((reserved.next, true));
         }
-        let txn = self.db.begin_read_only();
-        let stored = txn.get(self.state_tree, self.name.as_bytes())?;
-        txn.abort();
-        let stored = stored
-            .map(|bytes| {
-                decode_state(&bytes).ok_or_else(|| {
-                    SqlError::new(
-                        sqlstate::DATA_CORRUPTED,
-                        format!("corrupt sequence \"{}\"", self.name),
-                    )
-                })
-            })
+        let stored = row
+            .map(|bytes| decode_state(&bytes).ok_or_else(|| self.corrupt()))
             .transpose()?;
         Ok(self.stored_state(stored, options))
     }
@@ -483,9 +496,9 @@ impl Sequence {
         let mut reserved = hayate_engine::fiber::lock(&self.reserved);
         let old = self.options();
         let mut txn = self.db.begin();
-        // The row is locked for the write; its state is what `current_state` reads.
-        txn.get_for_update(self.state_tree, self.name.as_bytes())?;
-        let (next, called) = self.current_state(&reserved, &old)?;
+        // The row, locked for the write.
+        let row = txn.get_for_update(self.state_tree, self.name.as_bytes())?;
+        let (next, called) = self.state_of(&reserved, &old, row)?;
         // The restart value, or the sequence's last_value (the last value handed out, or
         // the next one if none was), must lie within the new bounds, as PostgreSQL checks.
         let last = called.then(|| next - old.increment);
@@ -520,11 +533,7 @@ impl Sequence {
             }
             (None, None) => (next, false),
         };
-        txn.put(
-            self.state_tree,
-            self.name.as_bytes(),
-            &self.encode(next, &options, called),
-        )?;
+        self.write_row(&mut txn, next, &options, called)?;
         txn.commit()?;
         *self.options.lock() = options;
         *reserved = Reserved { next, left: 0 };
@@ -567,11 +576,7 @@ impl Sequence {
         };
         let mut txn = self.db.begin();
         txn.get_for_update(self.state_tree, self.name.as_bytes())?;
-        txn.put(
-            self.state_tree,
-            self.name.as_bytes(),
-            &self.encode(next, options, is_called),
-        )?;
+        self.write_row(&mut txn, next, options, is_called)?;
         txn.commit()?;
         *reserved = Reserved { next, left: 0 };
         drop(reserved);
