@@ -7,7 +7,9 @@
 //!    DELETE removes them all (`remove_entries`); ON CONFLICT finds the conflicting row by a
 //!    unique index (`find_unique`).
 //! 3. A read through an index (`read_index`) turns the plan's constant lookup into an entry
-//!    prefix or range, collects the primary keys and reads the rows in primary key order.
+//!    prefix or range (`index_entries`), collects the primary keys and reads the rows in
+//!    primary key order; a read in the index's order (an ORDER BY it gives) reads each row
+//!    as its entry comes (`Run::read_table`).
 
 use std::ops::Bound;
 
@@ -139,43 +141,51 @@ impl Executor<'_> {
     ) -> SqlResult<Vec<Vec<u8>>> {
         let index = &table.def.indexes[access.index];
         let tree = table.index_trees[access.index];
+        if let (IndexLookup::Point(values), true) = (&access.lookup, index.unique) {
+            let Some(entry) = self.index_prefix(&table.def, index, values, context)? else {
+                return Ok(Vec::new());
+            };
+            return Ok(txn.get(tree, &entry)?.into_iter().collect());
+        }
+        let Some((start, end)) = self.index_entries(table, access, context)? else {
+            return Ok(Vec::new());
+        };
         let mut keys: Vec<Vec<u8>> = Vec::new();
+        for entry in txn.scan(tree, as_slice(&start), as_slice(&end))? {
+            keys.push(entry?.1);
+        }
+        if matches!(access.lookup, IndexLookup::Range { .. }) {
+            // Entries come in index order; the plan expects primary key order.
+            keys.sort_unstable();
+        }
+        Ok(keys)
+    }
+
+    /// The range of the entries an index access finds (None: empty). A lookup's entries,
+    /// and a range's of equal values, come in primary key order.
+    pub(super) fn index_entries(
+        &self,
+        table: &Table,
+        access: &IndexAccess,
+        context: &EvalContext,
+    ) -> SqlResult<Option<KeyRange>> {
+        let index = &table.def.indexes[access.index];
         match &access.lookup {
-            IndexLookup::Point(values) => {
-                let Some(prefix) = self.index_prefix(&table.def, index, values, context)? else {
-                    return Ok(Vec::new());
-                };
-                if index.unique {
-                    keys.extend(txn.get(tree, &prefix)?);
-                } else {
-                    let (start, end) = prefix_range(prefix);
-                    for entry in txn.scan(tree, as_slice(&start), as_slice(&end))? {
-                        keys.push(entry?.1);
-                    }
-                }
-            }
+            IndexLookup::Point(values) => Ok(self
+                .index_prefix(&table.def, index, values, context)?
+                .map(prefix_range)),
             IndexLookup::Range {
                 prefix,
                 lower,
                 upper,
             } => {
                 let Some(base) = self.index_prefix(&table.def, index, prefix, context)? else {
-                    return Ok(Vec::new());
+                    return Ok(None);
                 };
                 let next = index.columns[prefix.len()];
-                let Some((start, end)) =
-                    self.index_range(&table.def, next, base, lower, upper, context)?
-                else {
-                    return Ok(Vec::new());
-                };
-                for entry in txn.scan(tree, as_slice(&start), as_slice(&end))? {
-                    keys.push(entry?.1);
-                }
-                // Entries come in index order; the plan expects primary key order.
-                keys.sort_unstable();
+                self.index_range(&table.def, next, base, lower, upper, context)
             }
         }
-        Ok(keys)
     }
 
     /// The entry range of the entries starting with `base` (the encoded equal prefix) whose

@@ -671,6 +671,32 @@ impl<'r, 'e> Run<'r, 'e> {
                     None => Ok(true),
                 }
             }
+            Access::Index(index) if read.index_order => {
+                // Entries in the index's order, each row read as its entry comes, the
+                // transaction borrowed only for each read (a locking read borrows it
+                // mutably): a LIMIT stops the reads early.
+                let Some((start, end)) = self.exec.index_entries(table, index, &context)? else {
+                    return Ok(true);
+                };
+                let tree = table.index_trees[index.index];
+                let txn = self.txn.borrow();
+                let entries = match read.descending {
+                    false => txn.scan(tree, as_slice(&start), as_slice(&end))?,
+                    true => txn.scan_reverse(tree, as_slice(&start), as_slice(&end))?,
+                };
+                drop(txn);
+                for entry in entries {
+                    crate::interrupt::check()?;
+                    let (_, key) = entry?;
+                    let raw = self.txn.borrow().get(table.tree, &key)?;
+                    if let Some(raw) = raw {
+                        if !keep(key, &raw)? {
+                            return Ok(false);
+                        }
+                    }
+                }
+                Ok(true)
+            }
             Access::Index(index) => {
                 // The keys first, then each row, the transaction borrowed only for the read
                 // (a locking read borrows it mutably): a LIMIT stops the reads early.

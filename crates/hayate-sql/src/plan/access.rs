@@ -12,9 +12,17 @@
 //! whose every branch, with the other conjuncts, has a better path than the conjuncts alone
 //! becomes a union of those paths (`Access::Union`): TPC-C kits' `i_id IN (...)` are ten
 //! point lookups, `(w = 1 AND d = 2) OR (w = 1 AND d = 5)` two range scans.
+//!
+//! Every path returns rows in primary key order. A query whose ORDER BY that order does not
+//! give may read through a secondary index in the index's order instead (`ordered_index`):
+//! when the chosen path is that index's, always; when the query has a LIMIT, also an index
+//! path at least as narrow as the chosen one, or the whole index instead of a full scan
+//! (`ORDER BY created DESC LIMIT 10` reads ten entries backward, not the table and a sort).
 
-use crate::catalog::Table;
+use crate::catalog::{IndexDef, Table};
 use crate::plan::expr::{BinaryOp, Expr};
+use crate::plan::SortKey;
+use crate::types::DataType;
 
 /// A bound of a range scan on the key column after the equal prefix.
 #[derive(Debug, Clone, PartialEq)]
@@ -221,19 +229,27 @@ fn choose_parts(table: &Table, parts: &[&Expr], budget: usize) -> Access {
     best
 }
 
-/// The access path of AND-ed `parts` without unions.
-fn choose_single(table: &Table, parts: &[&Expr]) -> Access {
-    let comparisons: Vec<_> = parts.iter().filter_map(|e| column_comparison(e)).collect();
-    let equal = |column: &usize| {
-        comparisons
+/// The column comparisons of AND-ed conjuncts, which equalities and bounds paths use.
+struct Comparisons<'a>(Vec<(usize, BinaryOp, &'a Expr)>);
+
+impl<'a> Comparisons<'a> {
+    fn of(parts: &[&'a Expr]) -> Self {
+        Comparisons(parts.iter().filter_map(|e| column_comparison(e)).collect())
+    }
+
+    /// The constant `column` equals, if any.
+    fn equal(&self, column: &usize) -> Option<Expr> {
+        self.0
             .iter()
             .find(|(c, op, _)| c == column && *op == BinaryOp::Equal)
             .map(|(_, _, constant)| (*constant).clone())
-    };
-    let bounds = |column: usize| -> Option<Bounds> {
+    }
+
+    /// The bounds on `column`, if any.
+    fn bounds(&self, column: usize) -> Option<Bounds> {
         let mut lower = None;
         let mut upper = None;
-        for (c, op, constant) in &comparisons {
+        for (c, op, constant) in &self.0 {
             if *c != column {
                 continue;
             }
@@ -256,21 +272,59 @@ fn choose_single(table: &Table, parts: &[&Expr]) -> Access {
             }
         }
         (lower.is_some() || upper.is_some()).then_some((lower, upper))
-    };
+    }
+
+    /// Every one of `columns` equal to a constant, those constants.
+    fn all_equal(&self, columns: &[usize]) -> Option<Vec<Expr>> {
+        columns.iter().map(|c| self.equal(c)).collect()
+    }
+
+    /// The range of a key over `columns`: its equal prefix and the next column's bounds,
+    /// ranked by (equal columns, bounded).
+    fn range(&self, columns: &[usize]) -> ((usize, bool), Vec<Expr>, Bounds) {
+        let prefix: Vec<Expr> = columns.iter().map_while(|c| self.equal(c)).collect();
+        let (lower, upper) = columns
+            .get(prefix.len())
+            .and_then(|next| self.bounds(*next))
+            .unwrap_or((None, None));
+        let rank = (prefix.len(), lower.is_some() || upper.is_some());
+        (rank, prefix, (lower, upper))
+    }
+
+    /// The path through the index at `position`: its lookup if every column is equal, else
+    /// its range (maybe the whole index).
+    fn index_path(&self, table: &Table, position: usize) -> IndexAccess {
+        let columns = &table.def.indexes[position].columns;
+        let lookup = match self.all_equal(columns) {
+            Some(values) => IndexLookup::Point(values),
+            None => {
+                let (_, prefix, (lower, upper)) = self.range(columns);
+                IndexLookup::Range {
+                    prefix,
+                    lower,
+                    upper,
+                }
+            }
+        };
+        IndexAccess {
+            index: position,
+            lookup,
+        }
+    }
+}
+
+/// The access path of AND-ed `parts` without unions.
+fn choose_single(table: &Table, parts: &[&Expr]) -> Access {
+    let comparisons = Comparisons::of(parts);
     let key = &table.def.primary_key;
     if !key.is_empty() {
-        if let Some(values) = key.iter().map(equal).collect::<Option<Vec<Expr>>>() {
+        if let Some(values) = comparisons.all_equal(key) {
             return Access::Point(values);
         }
     }
     let mut best: Option<((bool, usize), usize, Vec<Expr>)> = None;
     for (position, index) in table.def.indexes.iter().enumerate() {
-        if let Some(values) = index
-            .columns
-            .iter()
-            .map(equal)
-            .collect::<Option<Vec<Expr>>>()
-        {
+        if let Some(values) = comparisons.all_equal(&index.columns) {
             let rank = (index.unique, index.columns.len());
             if best
                 .as_ref()
@@ -287,23 +341,14 @@ fn choose_single(table: &Table, parts: &[&Expr]) -> Access {
         });
     }
     // The range scans: (equal columns, bounded) ranks the candidates, the primary key first.
-    let range = |columns: &[usize]| {
-        let prefix: Vec<Expr> = columns.iter().map_while(equal).collect();
-        let (lower, upper) = columns
-            .get(prefix.len())
-            .and_then(|next| bounds(*next))
-            .unwrap_or((None, None));
-        let rank = (prefix.len(), lower.is_some() || upper.is_some());
-        (rank, prefix, lower, upper)
-    };
-    let (mut best_rank, prefix, lower, upper) = range(key);
+    let (mut best_rank, prefix, (lower, upper)) = comparisons.range(key);
     let mut access = Access::Range {
         prefix,
         lower,
         upper,
     };
     for (position, index) in table.def.indexes.iter().enumerate() {
-        let (rank, prefix, lower, upper) = range(&index.columns);
+        let (rank, prefix, (lower, upper)) = comparisons.range(&index.columns);
         if rank > best_rank {
             best_rank = rank;
             access = Access::Index(IndexAccess {
@@ -320,4 +365,106 @@ fn choose_single(table: &Table, parts: &[&Expr]) -> Access {
         return Access::Full;
     }
     access
+}
+
+/// A path reading `table`'s rows in `order_by`'s order through a secondary index, when the
+/// chosen path (`current`) reads them in primary key order and that is not it: (the path,
+/// read backward). See the module's text for when it is taken; a path yielding at most one
+/// row, or a union, is left alone.
+pub fn ordered_index(
+    table: &Table,
+    filter: Option<&Expr>,
+    current: &Access,
+    order_by: &[SortKey],
+    limited: bool,
+) -> Option<(Access, bool)> {
+    let current_rank = narrowness(table, current);
+    if current_rank.0 == 3 || matches!(current, Access::Union(_)) {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if let Some(filter) = filter {
+        conjuncts(filter, &mut parts);
+    }
+    let comparisons = Comparisons::of(&parts);
+    let mut best: Option<((u8, usize, bool), Access, bool)> = None;
+    for (position, index) in table.def.indexes.iter().enumerate() {
+        let path = match current {
+            Access::Index(path) if path.index == position => path.clone(),
+            _ => comparisons.index_path(table, position),
+        };
+        let fixed = match &path.lookup {
+            IndexLookup::Point(values) => values.len(),
+            IndexLookup::Range { prefix, .. } => prefix.len(),
+        };
+        let Some(descending) = entry_order(table, index, fixed, order_by) else {
+            continue;
+        };
+        let whole = matches!(
+            &path.lookup,
+            IndexLookup::Range { prefix, lower: None, upper: None } if prefix.is_empty()
+        );
+        let access = Access::Index(path);
+        if access == *current {
+            return Some((access, descending));
+        }
+        let rank = match whole {
+            true => narrowness(table, &Access::Full),
+            false => narrowness(table, &access),
+        };
+        if limited && rank >= current_rank && best.as_ref().is_none_or(|(r, _, _)| rank > *r) {
+            best = Some((rank, access, descending));
+        }
+    }
+    best.map(|(_, access, descending)| (access, descending))
+}
+
+/// Whether an index's entries whose `fixed` first columns are equal come in `order_by`'s
+/// order: Some(false) read forward, Some(true) backward, None if not. Entries order by the
+/// index columns, NULLs last, then by the primary key (equal non-NULL values of a unique
+/// index do not repeat), so the ORDER BY must name the columns after the fixed ones in that
+/// order (the fixed ones anywhere), all ascending or all descending, with NULLs where the
+/// direction puts them (ASC NULLS LAST, DESC NULLS FIRST: PostgreSQL's defaults) unless the
+/// column is NOT NULL. json and jsonb values do not order as their keys do.
+fn entry_order(
+    table: &Table,
+    index: &IndexDef,
+    fixed: usize,
+    order_by: &[SortKey],
+) -> Option<bool> {
+    let def = &table.def;
+    let order: Vec<usize> = index
+        .columns
+        .iter()
+        .chain(&def.primary_key)
+        .copied()
+        .collect();
+    let mut next = fixed;
+    let mut descending = None;
+    for sort in order_by {
+        let Expr::Column(column) = sort.expr else {
+            return None;
+        };
+        if index.columns[..fixed].contains(&column) {
+            continue;
+        }
+        if order.get(next) != Some(&column) {
+            return None;
+        }
+        let described = &def.columns[column];
+        if matches!(described.data_type, DataType::Json | DataType::Jsonb) {
+            return None;
+        }
+        let nullable = next < index.columns.len() && !described.not_null;
+        if nullable && sort.nulls_first != sort.descending {
+            return None;
+        }
+        match descending {
+            None => descending = Some(sort.descending),
+            Some(direction) if direction != sort.descending => return None,
+            Some(_) => {}
+        }
+        next += 1;
+    }
+    Some(descending.unwrap_or(false))
 }

@@ -135,9 +135,12 @@ pub struct TableRead {
     pub table: Arc<Table>,
     pub access: Access,
     pub filter: Option<Expr>,
-    /// Rows in descending primary key order (an ORDER BY the key DESC; full and range scans
-    /// read backward, `Transaction::scan_reverse`).
+    /// Rows in descending order (an ORDER BY the key DESC; full and range scans read
+    /// backward, `Transaction::scan_reverse`; with `index_order`, the index's entries).
     pub descending: bool,
+    /// An index path returns rows in the index's entry order, not primary key order (an
+    /// ORDER BY the index gives: `access::ordered_index`), read lazily.
+    pub index_order: bool,
 }
 
 /// A query: a tree of relations whose root yields the result rows.
@@ -455,7 +458,12 @@ impl Relation {
 /// A table read as EXPLAIN shows it: the access path.
 fn describe_read(read: &TableRead) -> String {
     let access = describe_access(read, &read.access);
-    match read.descending && matches!(read.access, Access::Range { .. } | Access::Full) {
+    let backward = match read.access {
+        Access::Range { .. } | Access::Full => read.descending,
+        Access::Index(_) => read.descending && read.index_order,
+        _ => false,
+    };
+    match backward {
         true => format!("{access} Backward"),
         false => access,
     }

@@ -566,6 +566,7 @@ impl Binder<'_> {
                         access: Access::Full,
                         filter: None,
                         descending: false,
+                        index_order: false,
                     };
                     return Ok((Relation::Table { read, lock }, entry));
                 }
@@ -1477,6 +1478,7 @@ fn join(
                     access: Access::Point(keys),
                     filter: read.filter.clone(),
                     descending: false,
+                    index_order: false,
                 };
                 return Relation::IndexJoin {
                     left: Box::new(left),

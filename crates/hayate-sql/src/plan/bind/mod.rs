@@ -601,6 +601,7 @@ impl<'a> Binder<'a> {
             access,
             filter,
             descending: false,
+            index_order: false,
         })
     }
 

@@ -9,6 +9,7 @@ use super::expr::{contains_aggregate, function_name};
 use super::scope::Scope;
 use super::{ident_name, Binder, Grouping};
 use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::plan::access;
 use crate::plan::expr::Expr;
 use crate::plan::{
     Access, Aggregation, OutputColumn, QueryPlan, Relation, SetOperator, SortKey, TableRead,
@@ -350,16 +351,34 @@ impl Binder<'_> {
             Some(query) => self.bind_limit(query)?,
             None => (None, None),
         };
-        // Rows of a single table read in key order, forward or backward, need no sort (a
-        // LIMIT then stops the scan early, and FOR UPDATE locks only the rows it returns).
+        // Rows of a single table read in key order, forward or backward, or through an
+        // index in its order, need no sort (a LIMIT then stops the scan early, and FOR UPDATE
+        // locks only the rows it returns).
         let order = match (&root, &aggregation) {
-            (Relation::Table { read, .. }, None) if single_table => read_in_order(read, &order_by),
-            _ => order_by.is_empty().then_some(false),
+            (Relation::Table { read, .. }, None) if single_table => {
+                match read_in_order(read, &order_by) {
+                    Some(descending) => Some((descending, None)),
+                    None => access::ordered_index(
+                        &read.table,
+                        read.filter.as_ref(),
+                        &read.access,
+                        &order_by,
+                        limit.is_some(),
+                    )
+                    .map(|(path, descending)| (descending, Some(path))),
+                }
+            }
+            _ => order_by.is_empty().then_some((false, None)),
         };
         let ordered_by_key = order.is_some() && (windows.is_empty() || order_by.is_empty());
-        if let (true, Some(true), Relation::Table { read, .. }) = (ordered_by_key, order, &mut root)
+        if let (true, Some((descending, path)), Relation::Table { read, .. }) =
+            (ordered_by_key, order, &mut root)
         {
-            read.descending = true;
+            read.descending = descending;
+            if let Some(path) = path {
+                read.access = path;
+                read.index_order = true;
+            }
         }
         if let Some(aggregation) = aggregation {
             root = Relation::Aggregate {
