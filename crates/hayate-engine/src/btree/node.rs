@@ -514,6 +514,15 @@ impl<'a> NodeBuilder<'a> {
         Ok(true)
     }
 
+    /// Overwrites the cell at slot `index` with `cell` of the same size, in place.
+    pub fn overwrite_cell(&mut self, index: usize, cell: &[u8]) -> Result<()> {
+        let node = self.accessor();
+        assert_eq!(node.cell(index)?.len(), cell.len(), "same-size overwrite");
+        let offset = node.cell_offset(index)?;
+        self.bytes[offset..offset + cell.len()].copy_from_slice(cell);
+        Ok(())
+    }
+
     /// Removes the cell at slot `index`; its bytes become fragmented free space.
     pub fn remove_cell(&mut self, index: usize) -> Result<()> {
         let node = self.accessor();

@@ -18,6 +18,10 @@
 //!    pinned and latched.
 //! 3. Whoever unlinks the cell (under the leaf's exclusive latch) frees the chain afterwards
 //!    with `free_chain`; no reader can reach it any more.
+//! 4. A value replaced by one of the same length and head keeps its chain: under the leaf's
+//!    exclusive latch `overwrite_chain` rewrites only the pages whose bytes changed (an update
+//!    of a few bytes of a wide row dirties its leaf alone), when the chain is resident and at
+//!    most `OVERWRITE_PAGES_MAX` pages long.
 
 use crate::buffer::{BufferPool, Optimistic};
 use crate::error::Result;
@@ -203,6 +207,61 @@ pub fn read_chain(
         }
         page_id = next;
     }
+}
+
+/// Longest chain `overwrite_chain` takes (its pages are latched together).
+pub const OVERWRITE_PAGES_MAX: usize = 4;
+
+/// Overwrites the bytes of a resident chain holding `tail.len()` bytes with `tail`, changing
+/// only the pages whose bytes differ (others are not even dirtied); with `previous`, appends
+/// the old bytes to it. The caller holds the exclusive latch of the leaf pointing at the chain,
+/// so no reader can see a page change (readers of a chain hold its leaf). Returns false, with
+/// nothing changed, if a page is not resident or the chain is longer than
+/// `OVERWRITE_PAGES_MAX` pages: the caller writes a new chain instead.
+pub fn overwrite_chain(
+    pool: &BufferPool,
+    first_page_id: PageId,
+    tail: &[u8],
+    lsn: u64,
+    mut previous: Option<&mut Vec<u8>>,
+) -> Result<bool> {
+    let capacity = capacity_bytes(pool.page_size());
+    if tail.len().div_ceil(capacity) > OVERWRITE_PAGES_MAX {
+        return Ok(false);
+    }
+    // Pass 1, shared: every page resident, which ones differ.
+    let mut differing = Vec::new();
+    let mut remaining = tail.len() as u64;
+    let mut page_id = first_page_id;
+    for chunk in tail.chunks(capacity) {
+        let Some(page) = pool.try_read(page_id)? else {
+            return Ok(false);
+        };
+        let (next, _, same) = parse_page(&page, page_id, remaining, |bytes| {
+            if let Some(previous) = previous.as_deref_mut() {
+                previous.extend_from_slice(bytes);
+            }
+            bytes == chunk
+        })?;
+        if !same {
+            differing.push((page_id, chunk));
+        }
+        remaining -= chunk.len() as u64;
+        page_id = next;
+    }
+    // Pass 2, exclusive: all differing pages latched before any changes.
+    let mut pages = Vec::with_capacity(differing.len());
+    for (page_id, _) in &differing {
+        match pool.try_write(*page_id)? {
+            Some(page) => pages.push(page),
+            None => return Ok(false),
+        }
+    }
+    for (page, (_, chunk)) in pages.iter_mut().zip(&differing) {
+        page[DATA_OFFSET..DATA_OFFSET + chunk.len()].copy_from_slice(chunk);
+        page.set_lsn(lsn);
+    }
+    Ok(true)
 }
 
 /// The page ids of a chain, checking its structure (used by `check` and `page_ids`).

@@ -36,7 +36,8 @@ use super::node::{
     NodeLimits, SLOT_SIZE,
 };
 use super::overflow::{
-    free_chain, head_length, read_chain, try_read_chain, write_chain, VALUE_LENGTH_MAX,
+    free_chain, head_length, overwrite_chain, read_chain, try_read_chain, write_chain,
+    VALUE_LENGTH_MAX,
 };
 
 /// The deepest tree accepted (root level + 1).
@@ -550,6 +551,9 @@ impl BTree {
             // (2 bytes of head length and the 8-byte page id come with it).
             let head_max = limits.inline_value_max.saturating_sub(10);
             let head = head_length(limits.page_size, value.len(), head_max);
+            if let Some(previous) = self.overwrite_in_place(pool, key, value, head, lsn)? {
+                return Ok(Some(previous));
+            }
             let first_page_id = write_chain(pool, &value[head..], lsn)?;
             chain = Some((first_page_id, (value.len() - head) as u64));
             let reference = LeafValue::Overflow {
@@ -577,6 +581,62 @@ impl BTree {
             }
         };
         removed.map(|removed| removed.finish(pool)).transpose()
+    }
+
+    /// Replaces an overflow value by one of the same length and head length without a new
+    /// chain: the chain's pages whose bytes changed are overwritten (`overwrite_chain`), then
+    /// the head in the leaf cell, all under the leaf's exclusive latch. An update of a few
+    /// bytes of a wide row dirties only the pages holding them, allocates and frees nothing.
+    /// Returns the previous value; None (nothing changed) if the key holds a value of
+    /// another shape, or the leaf or a chain page is not resident: the caller writes a new
+    /// chain.
+    fn overwrite_in_place(
+        &self,
+        pool: &BufferPool,
+        key: &[u8],
+        value: &[u8],
+        head: usize,
+        lsn: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        let Some(mut leaf) = self.descend_leaf_exclusive(pool, key)? else {
+            return Ok(None);
+        };
+        let node = NodeAccessor::new(&leaf)?;
+        let Ok(index) = node.search(key)? else {
+            return Ok(None);
+        };
+        let LeafValue::Overflow {
+            length_bytes,
+            first_page_id,
+            head: old_head,
+        } = node.leaf_value(index)?
+        else {
+            return Ok(None);
+        };
+        if length_bytes != value.len() as u64 || old_head.len() != head {
+            return Ok(None);
+        }
+        let mut previous = Vec::with_capacity(value.len());
+        previous.extend_from_slice(old_head);
+        if !overwrite_chain(
+            pool,
+            first_page_id,
+            &value[head..],
+            lsn,
+            Some(&mut previous),
+        )? {
+            return Ok(None);
+        }
+        let mut cell = Vec::with_capacity(16 + key.len() + head);
+        let reference = LeafValue::Overflow {
+            length_bytes,
+            first_page_id,
+            head: &value[..head],
+        };
+        encode_leaf_cell(&mut cell, key, reference);
+        NodeBuilder::new(&mut leaf).overwrite_cell(index, &cell)?;
+        leaf.set_lsn(lsn);
+        Ok(Some(previous))
     }
 
     /// The put if it fits the leaf; Ok(None) if the leaf must split.

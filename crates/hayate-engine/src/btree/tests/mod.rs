@@ -67,6 +67,46 @@ fn page_sized_values_use_overflow_chains() {
     }
 }
 
+/// A value replaced by one of the same length and head keeps its chain: the changed pages
+/// are overwritten in place, nothing is allocated or freed; another length writes a new chain.
+#[test]
+fn same_shape_overflow_values_are_overwritten_in_place() {
+    let pool = pool(4096, 16);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    for (length, pages) in [(4117usize, 1usize), (3 * 4048 + 7, 3)] {
+        let mut value: Vec<u8> = (0..length as u32).map(|byte| (byte % 251) as u8).collect();
+        tree.put(&pool, b"big", &value, 1).unwrap();
+        let ids = tree.page_ids(&pool).unwrap();
+        let live = pool.store().live_page_count();
+        // A change in the leaf's head, then one in the chain's last page.
+        for (step, index) in [(2u64, 10usize), (3, length - 5)] {
+            let old = value.clone();
+            value[index] = value[index].wrapping_add(7);
+            assert_eq!(tree.put(&pool, b"big", &value, step).unwrap(), Some(old));
+            assert_eq!(tree.get(&pool, b"big").unwrap(), Some(value.clone()));
+            assert_eq!(tree.page_ids(&pool).unwrap(), ids, "{length} at {index}");
+            assert_eq!(pool.store().live_page_count(), live);
+        }
+        assert_eq!(tree.check(&pool).unwrap().overflow_pages, pages as u64);
+        // One byte longer: a new chain.
+        value.push(1);
+        tree.put(&pool, b"big", &value, 4).unwrap();
+        assert_eq!(tree.get(&pool, b"big").unwrap(), Some(value.clone()));
+        assert_ne!(tree.page_ids(&pool).unwrap(), ids);
+        assert_eq!(tree.delete(&pool, b"big", 5).unwrap(), Some(value));
+    }
+    // A chain longer than overwrite_chain takes is written anew, with the right bytes.
+    let length = (overflow::OVERWRITE_PAGES_MAX + 1) * 4048;
+    let mut value = vec![3u8; length];
+    tree.put(&pool, b"long", &value, 6).unwrap();
+    let ids = tree.page_ids(&pool).unwrap();
+    value[length / 2] = 4;
+    tree.put(&pool, b"long", &value, 7).unwrap();
+    assert_eq!(tree.get(&pool, b"long").unwrap(), Some(value));
+    assert_ne!(tree.page_ids(&pool).unwrap(), ids);
+    tree.check(&pool).unwrap();
+}
+
 #[test]
 fn limits_are_enforced() {
     let pool = pool(4096, 8);

@@ -105,7 +105,19 @@ fn run(seed: u64, page_size: usize, frames: usize, operations: usize) {
         match random.gen_range(0..10) {
             0..=4 => {
                 let key = random_key(&mut random, &model);
-                let value = random_value(&mut random, page_size);
+                // A third of the replacements keep the length and change a few bytes (an
+                // overflow value's chain is then overwritten in place).
+                let value = match model.get(&key) {
+                    Some(old) if !old.is_empty() && random.gen_range(0..3) == 0 => {
+                        let mut value = old.clone();
+                        for _ in 0..random.gen_range(1..4) {
+                            let index = random.gen_range(0..value.len());
+                            value[index] = value[index].wrapping_add(1);
+                        }
+                        value
+                    }
+                    _ => random_value(&mut random, page_size),
+                };
                 let previous = tree.put(&pool, &key, &value, lsn).expect("put");
                 assert_eq!(previous, model.insert(key, value), "put at step {step}");
             }
