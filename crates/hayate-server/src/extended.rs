@@ -501,6 +501,7 @@ impl Protocol {
                 }
             }
         }
+        let zone = self.state.zone();
         let portal = self.portal(name)?;
         match &mut portal.run {
             PortalRun::Suspended {
@@ -512,6 +513,7 @@ impl Protocol {
                 while sent < max_rows {
                     let Some(row) = rows.next() else { break };
                     let out = client.write_buffer_mut();
+                    let _zone = zone.enter();
                     wire::put_data_row(out, &row, columns, &portal.format).map_err(user_error)?;
                     sent += 1;
                     if out.len() >= OUTPUT_FLUSH_BYTES {

@@ -23,17 +23,23 @@ use std::task::{Context, Poll};
 
 use hayate_engine::fiber::{Fiber, Step, Wait};
 use hayate_sql::interrupt::{self, Interrupt};
+use hayate_sql::types::zone::SessionZone;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-/// Runs `work` on a fiber of this event loop, with `interrupt` current while it runs; the
-/// returned future is ready when `work` returned.
-pub(crate) async fn run<T>(interrupt: &Interrupt, work: impl FnOnce() -> T) -> T {
+/// Runs `work` on a fiber of this event loop, with `interrupt` and `zone` (the session's
+/// time zone) current while it runs; the returned future is ready when `work` returned.
+pub(crate) async fn run<T>(
+    interrupt: &Interrupt,
+    zone: &SessionZone,
+    work: impl FnOnce() -> T,
+) -> T {
     LoopBound::new(async move {
         let mut fiber = Fiber::new(work);
         loop {
             let step = {
                 let _entered = interrupt::enter(interrupt);
+                let _zone = zone.enter();
                 fiber.resume()
             };
             match step {

@@ -30,6 +30,7 @@ use async_trait::async_trait;
 use futures::{stream, Sink, SinkExt};
 use hayate_sql::copy::{self, CopyDirection, CopyFailure, CopyIn, CopyStatement};
 use hayate_sql::interrupt::{self, Interrupt};
+use hayate_sql::types::zone::SessionZone;
 use hayate_sql::{sqlstate, Outcome, Session, SqlError, SqlResult, TransactionStatus};
 use parking_lot::Mutex;
 use pgwire::api::copy::{send_copy_in_response, CopyHandler};
@@ -61,6 +62,9 @@ pub struct ConnectionState {
     copy: Mutex<Option<CopyIn>>,
     /// Notified to end the connection (`CancelRegistry::terminate_database`).
     terminate: Arc<tokio::sync::Notify>,
+    /// The session's time zone (`Session::zone`), made current around its statements'
+    /// fibers and the encoding of their rows.
+    zone: Mutex<SessionZone>,
 }
 
 /// What a COPY statement starts.
@@ -83,6 +87,7 @@ impl ConnectionState {
             interrupt: Interrupt::new(),
             copy: Mutex::new(None),
             terminate: Arc::new(tokio::sync::Notify::new()),
+            zone: Mutex::new(SessionZone::default()),
         })
     }
 
@@ -93,7 +98,16 @@ impl ConnectionState {
 
     /// Starts the connection's session on the database it named: FATAL 3D000 if there is
     /// none (or DROP DATABASE is taking it).
-    pub(crate) fn attach(&self, user: &str, database: &str, pid: i32) -> SqlResult<()> {
+    /// Starts the connection's session; `parameters` are the client's startup parameters
+    /// (TimeZone, application_name, and `-c name=value` in options apply; a TimeZone that is
+    /// no zone is 22023).
+    pub(crate) fn attach(
+        &self,
+        user: &str,
+        database: &str,
+        pid: i32,
+        parameters: &[(String, String)],
+    ) -> SqlResult<()> {
         let catalog = self.databases.catalog(database)?;
         let mut session = Session::new(catalog.clone(), user);
         if catalog.is_dropped() {
@@ -102,11 +116,20 @@ impl ConnectionState {
                 format!("database \"{database}\" does not exist"),
             ));
         }
-        session.set_setting("work_mem", &self.config.work_mem);
+        session.set_setting("work_mem", &self.config.work_mem)?;
+        for (name, value) in startup_settings(parameters) {
+            session.set_setting(&name, &value)?;
+        }
         session.set_backend_pid(pid);
         session.set_defer_commits(true);
+        *self.zone.lock() = session.zone();
         *self.session.lock() = Some(session);
         Ok(())
+    }
+
+    /// The session's time zone handle.
+    pub(crate) fn zone(&self) -> SessionZone {
+        self.zone.lock().clone()
     }
 
     /// The flag a cancel request for this connection sets.
@@ -165,7 +188,9 @@ impl ConnectionState {
             // may belong to a fiber of this loop suspended in the middle of its apply step:
             // the wait must suspend, not block the loop.
             let finished = match durable {
-                Ok(()) => crate::fiber_task::run(&self.interrupt, || pending.finish()).await,
+                Ok(()) => {
+                    crate::fiber_task::run(&self.interrupt, &self.zone(), || pending.finish()).await
+                }
                 Err(error) => Err(error),
             };
             if let Err(error) = finished {
@@ -182,7 +207,10 @@ impl ConnectionState {
         client: &C,
         work: impl FnOnce(&mut Session) -> T,
     ) -> T {
-        crate::fiber_task::run(&self.interrupt, || self.session_do(client, work)).await
+        crate::fiber_task::run(&self.interrupt, &self.zone(), || {
+            self.session_do(client, work)
+        })
+        .await
     }
 
     /// Runs `work` on the session on this thread, for what never waits (bookkeeping of
@@ -408,7 +436,10 @@ impl SimpleQueryHandler for ConnectionState {
         outcomes
             .into_iter()
             .map(|outcome| match outcome {
-                Ok(outcome) => outcome_response(outcome, &Format::UnifiedText),
+                Ok(outcome) => {
+                    let _zone = self.zone().enter();
+                    outcome_response(outcome, &Format::UnifiedText)
+                }
                 Err(error) => {
                     log_failed(&error, query);
                     Ok(Response::Error(Box::new(error_info(&error))))
@@ -555,4 +586,31 @@ impl CopyHandler for ConnectionState {
         client.set_transaction_status(self.status());
         user_error(error)
     }
+}
+
+/// The settings a client's startup parameters give: TimeZone (any case), application_name,
+/// and `-c name=value` / `--name=value` in options.
+fn startup_settings(parameters: &[(String, String)]) -> Vec<(String, String)> {
+    let mut settings = Vec::new();
+    for (name, value) in parameters {
+        match name.to_ascii_lowercase().as_str() {
+            "timezone" | "application_name" => {
+                settings.push((name.to_ascii_lowercase(), value.clone()))
+            }
+            "options" => {
+                let mut words = value.split_whitespace();
+                while let Some(word) = words.next() {
+                    let pair = match word {
+                        "-c" => words.next(),
+                        word => word.strip_prefix("-c").or(word.strip_prefix("--")),
+                    };
+                    if let Some((name, value)) = pair.and_then(|pair| pair.split_once('=')) {
+                        settings.push((name.to_ascii_lowercase().replace('-', "_"), value.into()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    settings
 }

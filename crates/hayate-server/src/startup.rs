@@ -36,6 +36,8 @@ use crate::{AuthMethod, Peer, ServerConfig};
 /// `default_transaction_read_only`).
 pub struct ServerParameters {
     pub standby: bool,
+    /// The session's TimeZone (UTC, or what the client's startup parameters set).
+    pub time_zone: String,
 }
 
 impl ServerParameterProvider for ServerParameters {
@@ -54,7 +56,7 @@ impl ServerParameterProvider for ServerParameters {
             ("server_encoding", "UTF8".into()),
             ("client_encoding", "UTF8".into()),
             ("DateStyle", "ISO, MDY".into()),
-            ("TimeZone", "UTC".into()),
+            ("TimeZone", self.time_zone.clone()),
             ("IntervalStyle", "postgres".into()),
             ("integer_datetimes", "on".into()),
             ("standard_conforming_strings", "on".into()),
@@ -285,14 +287,19 @@ impl Startup {
             self.connection.terminate_signal().clone(),
         );
         *self.pid.lock() = Some(pid);
+        let parameters: Vec<(String, String)> = metadata
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
         self.connection
-            .attach(&user, &database, pid)
+            .attach(&user, &database, pid, &parameters)
             .map_err(|error| self.fatal(error.code, error.message))?;
         client.set_pid_and_secret_key(pid, secret_key);
         finish_authentication(
             client,
             &ServerParameters {
                 standby: self.standby,
+                time_zone: self.connection.zone().get().name().to_string(),
             },
         )
         .await

@@ -318,3 +318,62 @@ fn named_portals_fetch_in_steps() {
     transaction.commit().unwrap();
     server.stop();
 }
+
+/// The session's time zone through a driver: the TimeZone startup parameter (libpq's and
+/// pgJDBC's way, here in options) sets it; text results show it; binary timestamptz values
+/// are instants, whatever the zone; SET TIME ZONE changes it mid-session; a zone that does
+/// not exist refuses the connection with 22023.
+#[test]
+fn time_zone_from_the_startup_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let tokyo = format!(
+        "{} options='-c TimeZone=Asia/Tokyo'",
+        server.connection_string()
+    );
+    let mut client = postgres::Client::connect(&tokyo, postgres::NoTls).expect("connect");
+    let row = client
+        .query_one("SELECT current_setting('TimeZone')", &[])
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "Asia/Tokyo");
+    client
+        .batch_execute(
+            "CREATE TABLE events (id int PRIMARY KEY, at timestamptz); \
+             INSERT INTO events VALUES (1, '2026-06-01 09:00')",
+        )
+        .unwrap();
+    // 09:00 in Tokyo is midnight UTC: the binary value is that instant.
+    let at: std::time::SystemTime = client
+        .query_one("SELECT at FROM events WHERE id = 1", &[])
+        .unwrap()
+        .get(0);
+    let unix = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    assert_eq!(unix, 1_780_272_000);
+    let shown = |client: &mut postgres::Client| -> String {
+        client
+            .simple_query("SELECT at FROM events WHERE id = 1")
+            .unwrap()
+            .into_iter()
+            .find_map(|message| match message {
+                postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(shown(&mut client), "2026-06-01 09:00:00+09");
+    client
+        .batch_execute("SET TIME ZONE 'America/New_York'")
+        .unwrap();
+    assert_eq!(shown(&mut client), "2026-05-31 20:00:00-04");
+    // A plain connection is in UTC and reads the same instant.
+    let mut plain = server.connect();
+    assert_eq!(shown(&mut plain), "2026-06-01 00:00:00+00");
+    let nowhere = format!(
+        "{} options='-c TimeZone=Nowhere/Else'",
+        server.connection_string()
+    );
+    let Err(error) = postgres::Client::connect(&nowhere, postgres::NoTls) else {
+        panic!("a connection in a zone that does not exist");
+    };
+    assert_eq!(sqlstate(&error), "22023", "{error}");
+}

@@ -669,3 +669,44 @@ fn json_set_returning_functions_as_postgres() {
         assert_eq!(error_code(&mut session, sql), "22023", "{sql}");
     }
 }
+
+/// Time zones (`fixtures/time_zones.sql`, one statement a line): SET TIME ZONE in its forms,
+/// timestamptz read and shown in the session's zone across summer-time changes, casts,
+/// date_trunc, extract, AT TIME ZONE, + interval, comparisons with timestamp, set_config
+/// and RESET. The expected output is PostgreSQL 15's through `psql -A -t` (its default
+/// zone, Etc/UTC, is UTC here).
+#[test]
+fn time_zones_as_postgresql() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session(dir.path());
+    let mut output = Vec::new();
+    for sql in include_str!("fixtures/time_zones.sql").lines() {
+        let outcome = session.execute_sql(sql).pop().unwrap();
+        // Rows are shown in the session's zone, as the server shows them.
+        let _zone = session.zone().enter();
+        match outcome {
+            Ok(Outcome::Rows {
+                columns,
+                rows,
+                command,
+            }) => {
+                if command == "SHOW" || !rows.is_empty() {
+                    for row in rows {
+                        let fields: Vec<String> = row
+                            .iter()
+                            .zip(&columns)
+                            .map(|(v, c)| v.to_text_typed(c.data_type).unwrap_or_default())
+                            .collect();
+                        output.push(fields.join("|"));
+                    }
+                }
+            }
+            Ok(Outcome::Command { tag }) => output.push(tag),
+            Err(error) => output.push(format!("ERROR:  {}", error.message)),
+        }
+    }
+    let expected: Vec<&str> = include_str!("fixtures/time_zones.expected")
+        .lines()
+        .collect();
+    assert_eq!(output, expected);
+}

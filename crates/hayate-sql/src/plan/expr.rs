@@ -117,8 +117,12 @@ pub enum ScalarFunction {
     ClockTimestamp,
     /// EXTRACT(field FROM value) (args: the field's name, the value): a numeric.
     Extract,
-    /// date_trunc(field, value).
+    /// date_trunc(field, value [, zone]): a timestamptz cut in `zone` (else the session's).
     DateTrunc,
+    /// value AT TIME ZONE zone (args: the zone, a text or an interval; the value): a
+    /// timestamptz becomes the zone's wall-clock timestamp, a timestamp the timestamptz of
+    /// that wall-clock time there.
+    AtTimeZone,
     /// gen_random_uuid(): a version 4 uuid.
     GenRandomUuid,
     /// current_setting(name [, missing_ok]).
@@ -684,11 +688,15 @@ pub(crate) fn float_result(
 /// timestamp ± interval, timestamp - timestamp (an interval), interval ± interval, interval
 /// * or / a number.
 fn eval_datetime(op: BinaryOp, left: Value, right: Value) -> SqlResult<Value> {
-    use crate::types::interval::{add_to_timestamp, Interval};
+    use crate::types::interval::{add_to_timestamp, add_to_timestamptz, Interval};
     let shifted = |value: Value, interval: Interval| -> SqlResult<Value> {
         Ok(match value {
             Value::Timestamp(t) => Value::Timestamp(add_to_timestamp(t, interval)?),
-            Value::TimestampTz(t) => Value::TimestampTz(add_to_timestamp(t, interval)?),
+            Value::TimestampTz(t) => Value::TimestampTz(add_to_timestamptz(
+                t,
+                interval,
+                &crate::types::zone::current(),
+            )?),
             Value::Date(d) => {
                 Value::Timestamp(add_to_timestamp(datetime::date_to_timestamp(d), interval)?)
             }
@@ -711,6 +719,13 @@ fn eval_datetime(op: BinaryOp, left: Value, right: Value) -> SqlResult<Value> {
             shifted(value, i)
         }
         (BinaryOp::Subtract, value, Value::Interval(i)) => shifted(value, i.negate()),
+        // timestamp - timestamptz: the timestamp read in the session's zone.
+        (BinaryOp::Subtract, Value::Timestamp(a), Value::TimestampTz(b)) => Ok(Value::Interval(
+            Interval::between(crate::types::zone::current().to_utc(a), b)?,
+        )),
+        (BinaryOp::Subtract, Value::TimestampTz(a), Value::Timestamp(b)) => Ok(Value::Interval(
+            Interval::between(a, crate::types::zone::current().to_utc(b))?,
+        )),
         (
             BinaryOp::Subtract,
             Value::Timestamp(a) | Value::TimestampTz(a),

@@ -705,6 +705,10 @@ pub enum Plan {
         name: String,
         value: String,
     },
+    /// RESET name (None: ALL): back to the session's starting value.
+    Reset {
+        name: Option<String>,
+    },
     /// SET TRANSACTION (`session`: SET SESSION CHARACTERISTICS AS TRANSACTION) with the
     /// isolation level it names, if any.
     SetTransaction {

@@ -132,6 +132,12 @@ pub struct Session {
     /// (`settings_changed`).
     default_isolation: Isolation,
     work_mem_bytes: usize,
+    /// The TimeZone setting's zone, shared with the server, which makes it current around
+    /// the session's statements and the encoding of their rows (`types::zone`).
+    zone: crate::types::zone::SessionZone,
+    /// What RESET goes back to where it is not PostgreSQL's default: the values the server's
+    /// configuration and the client's startup parameters set (`set_setting`).
+    reset_values: BTreeMap<String, String>,
     /// The commit a statement started in deferred-commit mode, for the caller to finish.
     pending_commit: Option<PendingCommit>,
     /// currval/lastval of this session.
@@ -193,6 +199,8 @@ impl Session {
             pending_commit: None,
             default_isolation: Isolation::ReadCommitted,
             work_mem_bytes: 0,
+            zone: Default::default(),
+            reset_values: BTreeMap::new(),
             sequences: Default::default(),
             cursors: HashMap::new(),
             constraint_modes: ConstraintModes::default(),

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use super::Session;
 use crate::plan::expr::BACKEND_PID_SETTING;
 use crate::plan::Isolation;
+use crate::types::zone::Zone;
 
 pub(super) fn default_settings(user: &str, database: &str) -> BTreeMap<String, String> {
     let pairs = [
@@ -61,6 +62,33 @@ impl Session {
                 .insert("transaction_isolation".into(), name.into());
         }
         self.work_mem_bytes = self.read_work_mem_bytes();
+        let zone = self
+            .settings
+            .get("timezone")
+            .and_then(|name| Zone::setting(name).ok())
+            .unwrap_or_else(Zone::utc);
+        if zone.name() != self.zone.get().name() {
+            let zone = std::sync::Arc::new(zone);
+            self.zone.set(zone.clone());
+            // The statements after a SET in the same string read the new zone.
+            crate::types::zone::replace_current(zone);
+        }
+    }
+
+    /// The session's zone, for the server to make current around its statements and rows.
+    pub fn zone(&self) -> crate::types::zone::SessionZone {
+        self.zone.clone()
+    }
+
+    /// Makes the session's zone current until the guard drops (for callers that run the
+    /// session without a server entering it).
+    pub(super) fn enter_zone(&self) -> crate::types::zone::Entered {
+        self.zone.enter()
+    }
+
+    /// SET TIME ZONE's value checked (22023 if no zone) and written as SHOW gives it.
+    pub(super) fn time_zone_setting(value: &str) -> crate::error::SqlResult<String> {
+        Ok(Zone::setting(value)?.name().to_string())
     }
 
     /// A setting's value as SHOW reads it: on a hot standby (which may be promoted while
@@ -84,10 +112,27 @@ impl Session {
     }
 
     /// Sets a setting's value for this session (the server's configured defaults).
-    pub fn set_setting(&mut self, name: &str, value: &str) {
-        self.settings
-            .insert(name.to_ascii_lowercase(), value.into());
+    /// Sets a setting from outside SQL (the server's configuration and the client's
+    /// startup parameters): as SET would, 22023 for a TimeZone that is no zone.
+    pub fn set_setting(&mut self, name: &str, value: &str) -> crate::error::SqlResult<()> {
+        let name = name.to_ascii_lowercase();
+        let value = match name.as_str() {
+            "timezone" => Self::time_zone_setting(value)?,
+            _ => value.to_string(),
+        };
+        self.reset_values.insert(name.clone(), value.clone());
+        self.settings.insert(name, value);
         self.settings_changed();
+        Ok(())
+    }
+
+    /// The value RESET gives `name`: the starting one (`set_setting`), else PostgreSQL's
+    /// default, else none.
+    pub(super) fn reset_value(&self, name: &str) -> Option<String> {
+        self.reset_values
+            .get(name)
+            .cloned()
+            .or_else(|| default_settings(&self.user, &self.database).remove(name))
     }
 
     /// work_mem in bytes (checked when set; the default if unset or unreadable).

@@ -151,6 +151,7 @@ impl Session {
     /// Binds a parsed statement; `declared` holds the parameter types the client gave
     /// (`Unknown` where it gave none).
     pub fn prepare(&self, statement: Statement, declared: &[DataType]) -> SqlResult<Prepared> {
+        let _zone = self.enter_zone();
         let mut binder = Binder::new(&self.catalog, declared);
         let catalog_version = self.catalog.version();
         let plan = binder.bind(&statement)?;
@@ -168,6 +169,7 @@ impl Session {
     /// outside a block run as one implicit transaction, as in PostgreSQL, unless they contain
     /// transaction control or DDL (then each statement is its own transaction).
     pub fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
+        let _zone = self.enter_zone();
         let altered = match super::sequence::sequence_statement(sql) {
             Some(Ok(super::sequence::SequenceStatement::OwnedBy {
                 name,
@@ -280,6 +282,7 @@ impl Session {
 
     /// `execute` with borrowed parameter values.
     pub fn execute_params(&mut self, prepared: &Prepared, params: &[Value]) -> SqlResult<Outcome> {
+        let _zone = self.enter_zone();
         self.check_not_failed(&prepared.statement)?;
         let result = self.execute_locked(prepared, params);
         if !self.locked_tables.is_empty() && matches!(self.state, State::Idle) {
@@ -479,6 +482,31 @@ impl Session {
             Plan::SetConstraints { names, deferred } => self.set_constraints(names, *deferred),
             Plan::SetTransaction { isolation, session } => {
                 self.set_transaction(*isolation, *session)
+            }
+            Plan::Reset { name } => {
+                let names: Vec<String> = match name {
+                    Some(name) => vec![name.clone()],
+                    None => self
+                        .settings
+                        .keys()
+                        .filter(|name| !name.starts_with("hayate."))
+                        .cloned()
+                        .collect(),
+                };
+                for name in names {
+                    match self.reset_value(&name) {
+                        Some(value) => self.settings.insert(name, value),
+                        None => self.settings.remove(&name),
+                    };
+                }
+                self.settings_changed();
+                Ok(command("RESET"))
+            }
+            Plan::Set { name, value } if name == "timezone" => {
+                let value = Self::time_zone_setting(value)?;
+                self.settings.insert(name.clone(), value);
+                self.settings_changed();
+                Ok(command("SET"))
             }
             Plan::Set { name, value } => {
                 if name == "work_mem" {

@@ -1,11 +1,13 @@
 //! date, timestamp and timestamptz as PostgreSQL stores them: days (i32) and microseconds
 //! (i64) since 2000-01-01 (00:00:00 UTC for timestamptz), with the extreme values meaning
-//! -infinity and infinity. The session time zone is always UTC, so timestamptz prints with
-//! `+00` and a zone in its input shifts the value to UTC.
+//! -infinity and infinity. A timestamptz's text is read and written in the session's zone
+//! (`zone`): without a written offset or zone name its input is that zone's wall-clock time,
+//! and it prints as the wall-clock time there with the offset (`+02`).
 //!
 //! Text forms are ISO 8601 as PostgreSQL's DateStyle ISO prints them: `2020-01-02`,
 //! `2020-01-02 03:04:05.5`, `2020-01-02 03:04:05+00`, `0044-03-15 BC`.
 
+use super::zone::{self, Zone};
 use crate::error::{sqlstate, SqlError, SqlResult};
 
 pub const MICROS_PER_SECOND: i64 = 1_000_000;
@@ -83,13 +85,20 @@ pub fn timestamp_out_of_range() -> SqlError {
     )
 }
 
+/// A zone written after a time.
+enum Written {
+    /// Seconds east of UTC.
+    Offset(i64),
+    /// A zone name or abbreviation (`America/New_York`, `PST`).
+    Zone(Zone),
+}
+
 /// What a date/time text holds before it becomes one of the types.
 enum Parsed {
-    /// Microseconds since 2000-01-01 in the written time, and the zone offset in seconds
-    /// east of UTC if one was written.
+    /// Microseconds since 2000-01-01 in the written time, and the zone if one was written.
     Finite {
         micros: i64,
-        offset_seconds: Option<i64>,
+        offset_seconds: Option<Written>,
     },
     Infinity,
     NegativeInfinity,
@@ -113,7 +122,7 @@ fn parse(text: &str, type_name: &str) -> SqlResult<Parsed> {
         "epoch" => {
             return Ok(Parsed::Finite {
                 micros: -UNIX_EPOCH_DAYS * MICROS_PER_DAY,
-                offset_seconds: Some(0),
+                offset_seconds: Some(Written::Offset(0)),
             })
         }
         _ => {}
@@ -160,7 +169,7 @@ fn parse(text: &str, type_name: &str) -> SqlResult<Parsed> {
 }
 
 /// Parses the time of day and zone after the date: (microseconds, zone offset).
-fn parse_time(rest: &str, text: &str, type_name: &str) -> SqlResult<(i64, Option<i64>)> {
+fn parse_time(rest: &str, text: &str, type_name: &str) -> SqlResult<(i64, Option<Written>)> {
     let syntax = || syntax_error(type_name, text);
     if rest.is_empty() {
         return Ok((0, None));
@@ -200,17 +209,17 @@ fn parse_time(rest: &str, text: &str, type_name: &str) -> SqlResult<(i64, Option
     Ok((micros, parse_zone(zone).ok_or_else(syntax)?))
 }
 
-/// A zone suffix as seconds east of UTC (Some(None): no zone written).
-fn parse_zone(zone: &str) -> Option<Option<i64>> {
+/// A zone suffix (Some(None): no zone written): an offset, or a zone's name.
+fn parse_zone(zone: &str) -> Option<Option<Written>> {
     match zone {
         "" => return Some(None),
-        "z" | "utc" | "gmt" => return Some(Some(0)),
+        "z" | "utc" | "gmt" => return Some(Some(Written::Offset(0))),
         _ => {}
     }
     let sign = match zone.as_bytes()[0] {
         b'+' => 1,
         b'-' => -1,
-        _ => return None,
+        _ => return Zone::lookup(zone).map(|zone| Some(Written::Zone(zone))),
     };
     let digits = zone[1..].replace(':', "");
     let (hours, minutes) = match digits.len() {
@@ -218,7 +227,8 @@ fn parse_zone(zone: &str) -> Option<Option<i64>> {
         4 => (number(&digits[..2])?, number(&digits[2..])?),
         _ => return None,
     };
-    (hours <= 15 && minutes < 60).then_some(Some(sign * (hours * 3600 + minutes * 60)))
+    (hours <= 15 && minutes < 60)
+        .then_some(Some(Written::Offset(sign * (hours * 3600 + minutes * 60))))
 }
 
 pub fn parse_date(text: &str) -> SqlResult<i32> {
@@ -238,15 +248,31 @@ pub fn parse_timestamp(text: &str) -> SqlResult<i64> {
     }
 }
 
+/// A timestamptz's text: a written offset or zone applies, else the session zone's.
 pub fn parse_timestamptz(text: &str) -> SqlResult<i64> {
+    parse_timestamptz_in(text, &zone::current())
+}
+
+/// `parse_timestamptz` with `zone` for a text without one.
+pub fn parse_timestamptz_in(text: &str, zone: &Zone) -> SqlResult<i64> {
     match parse(text, "timestamp with time zone")? {
         Parsed::Infinity => Ok(TIMESTAMP_INFINITY),
         Parsed::NegativeInfinity => Ok(TIMESTAMP_NEG_INFINITY),
         Parsed::Finite {
             micros,
             offset_seconds,
-        } => Ok(micros - offset_seconds.unwrap_or(0) * MICROS_PER_SECOND),
+        } => Ok(match offset_seconds {
+            Some(Written::Offset(seconds)) => micros - seconds * MICROS_PER_SECOND,
+            Some(Written::Zone(written)) => written.to_utc(micros),
+            None => zone.to_utc(micros),
+        }),
     }
+}
+
+/// A timestamptz as text in `zone`: its wall-clock time there and the offset (`+02`).
+pub fn format_timestamptz(utc: i64, zone: &Zone) -> String {
+    let offset = zone::offset_text(zone.offset_at(utc));
+    format_timestamp(zone.to_local(utc), &offset)
 }
 
 fn format_ymd(days_since_2000: i64) -> (String, bool) {

@@ -1,12 +1,13 @@
 //! EXTRACT / date_part and date_trunc over dates, timestamps and intervals, as PostgreSQL
-//! computes them (the session time zone is UTC, so timestamptz fields are UTC's).
+//! computes them: a timestamptz's fields are those of its wall-clock time in the session's
+//! zone (`zone`), and date_trunc cuts that time and reads the result back in the zone.
 
 use super::datetime::{
     civil_from_days, date_to_timestamp, days_from_civil, MICROS_PER_DAY, MICROS_PER_SECOND,
     TIMESTAMP_INFINITY, TIMESTAMP_NEG_INFINITY,
 };
 use super::interval::Interval;
-use super::{numeric, Decimal, Value};
+use super::{numeric, zone, Decimal, Value};
 use crate::error::{sqlstate, SqlError, SqlResult};
 
 /// Days from 1970-01-01 to 2000-01-01 (dates and timestamps count from the latter).
@@ -93,7 +94,8 @@ pub fn extract(unit: &str, value: &Value) -> SqlResult<Value> {
             }
             date_to_timestamp(*days)
         }
-        Value::Timestamp(micros) | Value::TimestampTz(micros) => *micros,
+        Value::Timestamp(micros) => *micros,
+        Value::TimestampTz(micros) => *micros,
         other => {
             return Err(SqlError::new(
                 sqlstate::UNDEFINED_FUNCTION,
@@ -104,7 +106,15 @@ pub fn extract(unit: &str, value: &Value) -> SqlResult<Value> {
     if micros == TIMESTAMP_INFINITY || micros == TIMESTAMP_NEG_INFINITY {
         return Ok(Value::Null);
     }
-    let (year, month, day, time, days) = calendar(micros);
+    // A timestamptz: the fields of the zone's wall clock, its offset, the epoch of the instant.
+    let (local, offset) = match value {
+        Value::TimestampTz(_) => {
+            let zone = zone::current();
+            (zone.to_local(micros), zone.offset_at(micros) as i64)
+        }
+        _ => (micros, 0),
+    };
+    let (year, month, day, time, days) = calendar(local);
     let within_minute = (time % (60 * MICROS_PER_SECOND)) as i128;
     let value = match unit {
         "microseconds" => number(within_minute as i64),
@@ -141,7 +151,9 @@ pub fn extract(unit: &str, value: &Value) -> SqlResult<Value> {
             }
         }
         "julian" => number(days + 2_440_588),
-        "timezone" | "timezone_hour" | "timezone_minute" => number(0),
+        "timezone" => number(offset),
+        "timezone_hour" => number(offset / 3600),
+        "timezone_minute" => number(offset / 60 % 60),
         other => return Err(unrecognized_unit(other, "timestamp")),
     };
     Ok(Value::Numeric(value))
@@ -204,6 +216,14 @@ pub fn truncate(unit: &str, value: &Value) -> SqlResult<Value> {
     if micros == TIMESTAMP_INFINITY || micros == TIMESTAMP_NEG_INFINITY {
         return Ok(wrap(micros));
     }
+    // A timestamptz is cut in the zone's wall-clock time and read back there (a date is
+    // midnight in the zone already).
+    let zone = tz.then(zone::current);
+    let micros = match (&zone, value) {
+        (Some(zone), Value::TimestampTz(_)) => zone.to_local(micros),
+        _ => micros,
+    };
+    let wrap = |local: i64| wrap(zone.as_ref().map_or(local, |zone| zone.to_utc(local)));
     let (year, month, _, time, days) = calendar(micros);
     let day_start = micros - time;
     let at_date = |year: i64, month: u32| {

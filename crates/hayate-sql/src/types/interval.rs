@@ -383,6 +383,30 @@ pub fn add_to_timestamp(timestamp: i64, interval: Interval) -> SqlResult<i64> {
         .ok_or_else(timestamp_out_of_range)
 }
 
+/// timestamptz + interval, as PostgreSQL adds one: the months and days to the wall-clock
+/// time in `zone` (a day across a change to summer time is 23 hours), then the time part
+/// to the instant.
+pub fn add_to_timestamptz(
+    utc: i64,
+    interval: Interval,
+    zone: &super::zone::Zone,
+) -> SqlResult<i64> {
+    if utc == TIMESTAMP_INFINITY || utc == TIMESTAMP_NEG_INFINITY {
+        return Ok(utc);
+    }
+    let calendar = Interval {
+        micros: 0,
+        ..interval
+    };
+    let moved = match calendar.months != 0 || calendar.days != 0 {
+        true => zone.to_utc(add_to_timestamp(zone.to_local(utc), calendar)?),
+        false => utc,
+    };
+    moved
+        .checked_add(interval.micros)
+        .ok_or_else(timestamp_out_of_range)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

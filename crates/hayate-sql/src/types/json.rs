@@ -210,7 +210,15 @@ pub fn from_value(value: &Value, data_type: DataType) -> SqlResult<Json> {
             Json::String(datetime::format_timestamp(*micros, "").replacen(' ', "T", 1))
         }
         (Value::TimestampTz(micros), _) => {
-            Json::String(datetime::format_timestamp(*micros, "+00:00").replacen(' ', "T", 1))
+            // The session zone's time with its offset in hours and minutes: +02:00.
+            let zone = super::zone::current();
+            let offset = zone.offset_at(*micros);
+            let mut suffix = super::zone::offset_text(offset);
+            if suffix.len() == 3 {
+                suffix.push_str(":00");
+            }
+            let local = zone.to_local(*micros);
+            Json::String(datetime::format_timestamp(local, &suffix).replacen(' ', "T", 1))
         }
         (other, _) => Json::String(other.to_text_typed(data_type).unwrap_or_default()),
     })

@@ -14,6 +14,7 @@ pub mod interval;
 pub mod json;
 pub mod numeric;
 pub mod uuid;
+pub mod zone;
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -483,15 +484,21 @@ impl Value {
             (Value::Bytes(v), T::Bytea) => Ok(Value::Bytes(v)),
             (Value::Date(v), T::Date) => Ok(Value::Date(v)),
             (Value::Date(v), T::Timestamp) => Ok(Value::Timestamp(datetime::date_to_timestamp(v))),
-            (Value::Date(v), T::TimestampTz) => {
-                Ok(Value::TimestampTz(datetime::date_to_timestamp(v)))
+            // Between timestamptz and the zoneless types: the session zone's wall clock.
+            (Value::Date(v), T::TimestampTz) => Ok(Value::TimestampTz(
+                zone::current().to_utc(datetime::date_to_timestamp(v)),
+            )),
+            (Value::Timestamp(v), T::Date) => Ok(Value::Date(datetime::timestamp_to_date(v))),
+            (Value::TimestampTz(v), T::Date) => Ok(Value::Date(datetime::timestamp_to_date(
+                zone::current().to_local(v),
+            ))),
+            (Value::Timestamp(v), T::Timestamp) => Ok(Value::Timestamp(v)),
+            (Value::TimestampTz(v), T::Timestamp) => {
+                Ok(Value::Timestamp(zone::current().to_local(v)))
             }
-            (Value::Timestamp(v) | Value::TimestampTz(v), T::Date) => {
-                Ok(Value::Date(datetime::timestamp_to_date(v)))
-            }
-            (Value::Timestamp(v) | Value::TimestampTz(v), T::Timestamp) => Ok(Value::Timestamp(v)),
-            (Value::Timestamp(v) | Value::TimestampTz(v), T::TimestampTz) => {
-                Ok(Value::TimestampTz(v))
+            (Value::TimestampTz(v), T::TimestampTz) => Ok(Value::TimestampTz(v)),
+            (Value::Timestamp(v), T::TimestampTz) => {
+                Ok(Value::TimestampTz(zone::current().to_utc(v)))
             }
             (Value::Interval(v), T::Interval) => Ok(Value::Interval(v)),
             (value, t) => Err(SqlError::new(
@@ -648,7 +655,7 @@ impl Value {
             Value::Bytes(v) => bytea::format(v),
             Value::Date(v) => datetime::format_date(*v),
             Value::Timestamp(v) => datetime::format_timestamp(*v, ""),
-            Value::TimestampTz(v) => datetime::format_timestamp(*v, "+00"),
+            Value::TimestampTz(v) => datetime::format_timestamptz(*v, &zone::current()),
             Value::Interval(v) => interval::format(*v),
         })
     }
@@ -714,6 +721,16 @@ impl Value {
             (V::Int(_) | V::Numeric(_), V::Int(_) | V::Numeric(_)) => {
                 let (a, b) = (self.as_decimal(), other.as_decimal());
                 a.cmp(&b)
+            }
+            // A zoneless value against a timestamptz: its wall-clock time in the session's
+            // zone, as PostgreSQL casts it.
+            (V::Date(_) | V::Timestamp(_), V::TimestampTz(b)) => {
+                let zone = zone::current();
+                self.as_timestamp().map(|a| zone.to_utc(a)).cmp(&Some(*b))
+            }
+            (V::TimestampTz(a), V::Date(_) | V::Timestamp(_)) => {
+                let zone = zone::current();
+                Some(*a).cmp(&other.as_timestamp().map(|b| zone.to_utc(b)))
             }
             (V::Date(_) | V::Timestamp(_) | V::TimestampTz(_), _)
                 if other.as_timestamp().is_some() =>

@@ -484,17 +484,23 @@ impl Binder<'_> {
             }
             "date_trunc" => {
                 arity(&[2, 3])?;
-                if let Some(zone) = exprs.get(2) {
-                    let zone = self.bind_as(zone, T::Text)?;
-                    check_utc(&zone)?;
-                }
                 let unit = self.bind_as(exprs[0], T::Text)?;
                 let (value, value_type) = self.bind_datetime(exprs[1])?;
                 let result = match value_type {
                     T::Date => T::TimestampTz,
                     other => other,
                 };
-                Ok((function(F::DateTrunc, vec![unit, value]), result))
+                let mut args = vec![unit, value];
+                if let Some(zone) = exprs.get(2) {
+                    if result != T::TimestampTz {
+                        return Err(SqlError::new(
+                            sqlstate::UNDEFINED_FUNCTION,
+                            format!("function date_trunc(unknown, {value_type}, unknown) does not exist"),
+                        ));
+                    }
+                    args.push(self.bind_as(zone, T::Text)?);
+                }
+                Ok((function(F::DateTrunc, args), result))
             }
             "concat" => {
                 let mut bound = Vec::with_capacity(exprs.len());
@@ -582,38 +588,6 @@ impl Binder<'_> {
     }
 }
 
-/// A time zone argument: only UTC is known (the session's zone; there is no time zone
-/// database here).
-fn check_utc(zone: &Expr) -> SqlResult<()> {
-    let Expr::Literal(value) = zone else {
-        return Err(SqlError::unsupported("a time zone that is not a constant"));
-    };
-    let name = value.to_text().unwrap_or_default();
-    let utc = matches!(
-        name.to_ascii_lowercase().as_str(),
-        "utc"
-            | "etc/utc"
-            | "gmt"
-            | "etc/gmt"
-            | "z"
-            | "zulu"
-            | "uct"
-            | "universal"
-            | "+00"
-            | "-00"
-            | "+00:00"
-            | "-00:00"
-            | "00:00"
-    );
-    if !utc {
-        return Err(SqlError::new(
-            sqlstate::INVALID_PARAMETER_VALUE,
-            format!("time zone \"{name}\" not recognized (only UTC is known here)"),
-        ));
-    }
-    Ok(())
-}
-
 impl Binder<'_> {
     /// A date, timestamp, timestamptz or interval operand (an untyped literal is a
     /// timestamp).
@@ -634,15 +608,19 @@ impl Binder<'_> {
         }
     }
 
-    /// `value AT TIME ZONE zone` (UTC only): a timestamptz becomes the timestamp of its UTC
-    /// clock time, a timestamp (or date) the timestamptz of that UTC time.
+    /// `value AT TIME ZONE zone` (`ScalarFunction::AtTimeZone`; the zone a text or an
+    /// interval): a timestamptz becomes the zone's wall-clock timestamp, a timestamp (or
+    /// date) the timestamptz of that wall-clock time there.
     pub(super) fn bind_at_time_zone(
         &mut self,
         value: &ast::Expr,
         zone: &ast::Expr,
     ) -> SqlResult<(Expr, DataType)> {
-        let zone = self.bind_as(zone, DataType::Text)?;
-        check_utc(&zone)?;
+        let (zone, zone_type) = self.bind_expr(zone, Some(DataType::Text))?;
+        let zone = match zone_type {
+            DataType::Interval | DataType::Text => zone,
+            other => self.coerce(zone, other, DataType::Text)?,
+        };
         let (bound, data_type) = self.bind_datetime(value)?;
         let target = match data_type {
             DataType::TimestampTz => DataType::Timestamp,
@@ -654,7 +632,10 @@ impl Binder<'_> {
                 ))
             }
         };
-        Ok((self.coerce(bound, data_type, target)?, target))
+        Ok((
+            function(ScalarFunction::AtTimeZone, vec![zone, bound]),
+            target,
+        ))
     }
 }
 

@@ -364,6 +364,15 @@ impl<'a> Binder<'a> {
                 self.bind_set_constraints(values, deferred)
             }
             Statement::Set(set) => bind_set(set),
+            Statement::Reset(reset) => Ok(Plan::Reset {
+                name: match &reset.reset {
+                    ast::Reset::ALL => None,
+                    ast::Reset::ConfigurationParameter(name) => {
+                        Some(name.to_string().to_ascii_lowercase())
+                    }
+                    ast::Reset::SessionAuthorization => Some("session_authorization".into()),
+                },
+            }),
             Statement::ShowVariable { variable } => {
                 let name = variable
                     .iter()

@@ -196,10 +196,34 @@ pub(super) fn eval(
         F::Random => Value::Float(random()),
         F::GenRandomUuid => Value::Text(crate::types::uuid::random()),
         F::Extract => crate::types::fields::extract(&text(0), &values[1])?,
-        F::DateTrunc => crate::types::fields::truncate(&text(0), &values[1])?,
+        F::DateTrunc => match values.get(2) {
+            None => crate::types::fields::truncate(&text(0), &values[1])?,
+            Some(Value::Null) => Value::Null,
+            Some(zone) => {
+                let zone = named_zone(zone)?;
+                let _in_zone = crate::types::zone::enter(std::sync::Arc::new(zone));
+                crate::types::fields::truncate(&text(0), &values[1])?
+            }
+        },
+        F::AtTimeZone => match (&values[0], &values[1]) {
+            (Value::Null, _) | (_, Value::Null) => Value::Null,
+            (zone, Value::TimestampTz(utc)) => Value::Timestamp(named_zone(zone)?.to_local(*utc)),
+            (zone, Value::Timestamp(local)) => Value::TimestampTz(named_zone(zone)?.to_utc(*local)),
+            (zone, Value::Date(days)) => {
+                Value::TimestampTz(named_zone(zone)?.to_utc(datetime::date_to_timestamp(*days)))
+            }
+            (_, other) => {
+                return Err(SqlError::mismatch(format!("{other:?} AT TIME ZONE")));
+            }
+        },
         F::Now => Value::TimestampTz(context.transaction_timestamp),
-        F::LocalTimestamp => Value::Timestamp(context.transaction_timestamp),
-        F::CurrentDate => Value::Date(datetime::timestamp_to_date(context.transaction_timestamp)),
+        // The wall-clock time and date of the transaction's start in the session's zone.
+        F::LocalTimestamp => {
+            Value::Timestamp(crate::types::zone::current().to_local(context.transaction_timestamp))
+        }
+        F::CurrentDate => Value::Date(datetime::timestamp_to_date(
+            crate::types::zone::current().to_local(context.transaction_timestamp),
+        )),
         F::ClockTimestamp => Value::TimestampTz(datetime::now_micros()),
         F::Version => Value::Text(crate::SERVER_VERSION_STRING.to_string()),
         F::CurrentDatabase => Value::Text(context.database_name.to_string()),
@@ -232,7 +256,12 @@ pub(super) fn eval(
         }
         F::SetConfig => {
             let name = text(0).to_ascii_lowercase();
-            let value = values[1].to_text().unwrap_or_default();
+            let mut value = values[1].to_text().unwrap_or_default();
+            if name == "timezone" {
+                value = crate::types::zone::Zone::setting(&value)?
+                    .name()
+                    .to_string();
+            }
             let changes = context.setting_changes.ok_or_else(|| {
                 SqlError::unsupported("set_config outside a statement of a session")
             })?;
@@ -378,5 +407,22 @@ mod tests {
             let value = random();
             assert!((0.0..1.0).contains(&value));
         }
+    }
+}
+
+/// The zone AT TIME ZONE or date_trunc names: a name, abbreviation or POSIX string, or an
+/// interval (hours east, ISO's sign).
+fn named_zone(zone: &Value) -> SqlResult<crate::types::zone::Zone> {
+    use crate::types::zone::Zone;
+    match zone {
+        Value::Interval(interval) if interval.months == 0 && interval.days == 0 => {
+            let seconds = interval.micros / datetime::MICROS_PER_SECOND;
+            Zone::fixed(i32::try_from(seconds).unwrap_or(i32::MAX))
+        }
+        Value::Interval(_) => Err(SqlError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            "interval time zone must not include months or days",
+        )),
+        other => Zone::at(&other.to_text().unwrap_or_default()),
     }
 }
