@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use hayate_sql::catalog::activity::BackendSignal;
 use hayate_sql::interrupt::Interrupt;
 use parking_lot::Mutex;
 use pgwire::api::cancel::CancelHandler;
@@ -73,6 +74,20 @@ impl CancelRegistry {
 
     pub fn unregister(&self, pid: i32) {
         self.connections.lock().remove(&pid);
+    }
+
+    /// pg_cancel_backend / pg_terminate_backend: interrupts connection `pid`'s statement,
+    /// and for Terminate ends the connection (FATAL 57P01); false if there is none.
+    pub fn signal(&self, pid: i32, signal: BackendSignal) -> bool {
+        let connections = self.connections.lock();
+        let Some(registered) = connections.get(&pid) else {
+            return false;
+        };
+        registered.interrupt.interrupt();
+        if signal == BackendSignal::Terminate {
+            registered.terminate.notify_one();
+        }
+        true
     }
 
     /// Interrupts the connection `pid` if `secret` is its key; true if it did.

@@ -107,6 +107,7 @@ impl ConnectionState {
         database: &str,
         pid: i32,
         parameters: &[(String, String)],
+        peer: &crate::Peer,
     ) -> SqlResult<()> {
         let catalog = self.databases.catalog(database)?;
         let mut session = Session::new(catalog.clone(), user);
@@ -121,6 +122,9 @@ impl ConnectionState {
             session.set_setting(&name, &value)?;
         }
         session.set_backend_pid(pid);
+        if let crate::Peer::Tcp(address) = peer {
+            session.set_client_address(address.ip().to_string(), address.port().into());
+        }
         session.set_defer_commits(true);
         *self.zone.lock() = session.zone();
         *self.session.lock() = Some(session);

@@ -253,6 +253,14 @@ pub async fn serve_with(
         .set_session_terminator(Some(Arc::new(move |database: &str| {
             terminator.terminate_database(database)
         })));
+    // pg_cancel_backend and pg_terminate_backend reach the connections here too.
+    let signaller = cancels.clone();
+    databases
+        .cluster()
+        .activities()
+        .set_signaller(Some(Arc::new(move |pid, signal| {
+            signaller.signal(pid, signal)
+        })));
     let slots = Arc::new(Semaphore::new(config.max_connections));
     let (stop, stopped) = watch::channel(false);
     // Every connection task holds a sender; `recv` answers None once all have ended.
@@ -290,6 +298,7 @@ pub async fn serve_with(
     }
     drop(listeners);
     databases.cluster().set_session_terminator(None);
+    databases.cluster().activities().set_signaller(None);
     let _ = stop.send(true);
     drop(alive);
     while all_ended.recv().await.is_some() {}

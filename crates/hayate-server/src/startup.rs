@@ -292,7 +292,7 @@ impl Startup {
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
         self.connection
-            .attach(&user, &database, pid, &parameters)
+            .attach(&user, &database, pid, &parameters, &self.peer)
             .map_err(|error| self.fatal(error.code, error.message))?;
         client.set_pid_and_secret_key(pid, secret_key);
         finish_authentication(

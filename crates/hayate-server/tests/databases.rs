@@ -191,3 +191,106 @@ fn drop_database_with_force_ends_the_sessions_using_it() {
         .batch_execute("DROP DATABASE IF EXISTS victim WITH (FORCE)")
         .unwrap();
 }
+
+/// pg_stat_activity lists every session of the server, in every database, with PostgreSQL's
+/// states and times; pg_cancel_backend and pg_terminate_backend signal one by pid (false
+/// for a pid no session has), and a terminated session's connection is ended (57P01) and
+/// leaves the view.
+#[test]
+fn pg_stat_activity_lists_sessions_and_pg_terminate_backend_ends_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut admin = server.connect();
+    admin.batch_execute("CREATE DATABASE other").unwrap();
+    let config = format!(
+        "host={} port={} user=tester dbname=other application_name=worker",
+        server.addr.ip(),
+        server.addr.port()
+    );
+    let mut worker = postgres::Client::connect(&config, postgres::NoTls).unwrap();
+    worker
+        .batch_execute("CREATE TABLE t (a int); BEGIN; INSERT INTO t VALUES (1)")
+        .unwrap();
+    let worker_pid: i32 = worker
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    let admin_pid: i32 = admin
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    let row = admin
+        .query_one(
+            "SELECT datname, usename, application_name, client_addr, state, query, \
+             xact_start IS NOT NULL, backend_start <= now(), backend_type \
+             FROM pg_stat_activity WHERE pid = $1",
+            &[&worker_pid],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "other");
+    assert_eq!(row.get::<_, String>(1), "tester");
+    assert_eq!(row.get::<_, String>(2), "worker");
+    assert_eq!(row.get::<_, String>(3), "127.0.0.1");
+    assert_eq!(row.get::<_, String>(4), "idle in transaction");
+    assert_eq!(row.get::<_, String>(5), "SELECT pg_backend_pid()");
+    assert!(row.get::<_, bool>(6));
+    assert!(row.get::<_, bool>(7));
+    assert_eq!(row.get::<_, String>(8), "client backend");
+    // The asking session is active, running the query that asks.
+    let row = admin
+        .query_one(
+            "SELECT state, query, xact_start IS NOT NULL FROM pg_stat_activity WHERE pid = $1",
+            &[&admin_pid],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "active");
+    assert!(row.get::<_, String>(1).contains("pg_stat_activity"));
+    // An error in the block: aborted.
+    assert!(worker.batch_execute("SELECT 1/0").is_err());
+    let state: String = admin
+        .query_one(
+            "SELECT state FROM pg_stat_activity WHERE pid = $1",
+            &[&worker_pid],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(state, "idle in transaction (aborted)");
+    // Signals: a pid no session has is false; a cancel of an idle session is harmless.
+    let none: bool = admin
+        .query_one("SELECT pg_terminate_backend(123456789)", &[])
+        .unwrap()
+        .get(0);
+    assert!(!none);
+    let cancelled: bool = admin
+        .query_one("SELECT pg_cancel_backend($1)", &[&worker_pid])
+        .unwrap()
+        .get(0);
+    assert!(cancelled);
+    let ended: bool = admin
+        .query_one("SELECT pg_terminate_backend($1)", &[&worker_pid])
+        .unwrap()
+        .get(0);
+    assert!(ended);
+    let error = worker.simple_query("SELECT 1").unwrap_err();
+    assert!(
+        error.is_closed() || sqlstate(&error) == "57P01",
+        "not ended: {error}"
+    );
+    // It leaves the view once its connection is gone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let listed: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                &[&worker_pid],
+            )
+            .unwrap()
+            .get(0);
+        if listed == 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still listed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(values(&mut admin, "SELECT 'alive'"), ["alive"]);
+}

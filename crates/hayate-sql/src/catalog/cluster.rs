@@ -75,6 +75,8 @@ pub struct Cluster {
     /// Ends the sessions of a database (DROP DATABASE ... WITH (FORCE)); set by the server,
     /// which owns the connections.
     terminator: RwLock<Option<SessionTerminator>>,
+    /// What its sessions are doing (pg_stat_activity), and signals to them.
+    activities: super::activity::Activities,
 }
 
 /// Ends the sessions connected to the named database (their connections close with FATAL
@@ -148,6 +150,7 @@ impl Cluster {
             ddl: Mutex::new(()),
             replication: RwLock::new(None),
             terminator: RwLock::new(None),
+            activities: Default::default(),
         };
         if !cluster.db.is_standby() {
             cluster.drop_orphans()?;
@@ -254,6 +257,11 @@ impl Cluster {
             .databases
             .insert(name.to_string(), oid);
         Ok(())
+    }
+
+    /// Its sessions' activity (pg_stat_activity) and the signals to them.
+    pub fn activities(&self) -> &super::activity::Activities {
+        &self.activities
     }
 
     /// Sets (or clears) what ends a database's sessions for DROP DATABASE ... WITH (FORCE).

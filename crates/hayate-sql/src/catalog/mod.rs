@@ -42,6 +42,7 @@
 //! CREATE INDEX) would not be seen by the rebuild: the sessions' table locks (`table_lock`)
 //! make the DDL wait for the writers and hold new ones off.
 
+pub mod activity;
 mod batch;
 pub mod cluster;
 mod ddl;

@@ -23,6 +23,7 @@
 //! (PREPARE/EXECUTE/DEALLOCATE and the protocol-level statement names) and `settings`
 //! (SET/SHOW values and what statements read of them); this file holds the session's state.
 
+mod activity;
 mod constraints;
 mod cursor;
 mod database;
@@ -81,6 +82,8 @@ struct SavepointEntry {
 #[derive(Debug, Clone)]
 pub struct Prepared {
     statement: Statement,
+    /// Its text (pg_stat_activity's query), written when first asked for.
+    text: std::sync::OnceLock<Arc<str>>,
     declared: Vec<DataType>,
     plan: Plan,
     catalog_version: u64,
@@ -91,7 +94,12 @@ pub struct Prepared {
 impl Prepared {
     /// The statement as SQL text (for logs).
     pub fn sql(&self) -> String {
-        self.statement.to_string()
+        self.text().to_string()
+    }
+
+    /// The statement's text, written once.
+    pub(crate) fn text(&self) -> &Arc<str> {
+        self.text.get_or_init(|| self.statement.to_string().into())
     }
 
     /// The plan as bound (the access path of a read shows in it).
@@ -163,6 +171,7 @@ static NEXT_LOCK_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomic
 impl Drop for Session {
     /// A client gone in the middle of a block: its DDLs roll back with it.
     fn drop(&mut self) {
+        self.unlist_activity();
         self.state = State::Idle;
         self.end_block(false);
         self.catalog

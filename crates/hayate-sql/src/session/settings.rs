@@ -106,9 +106,12 @@ impl Session {
     }
 
     /// The connection's process id, as its cancel key gives it (pg_backend_pid()).
+    /// The connection's backend pid: the session is listed in pg_stat_activity under it
+    /// (and can be signalled) until it drops.
     pub fn set_backend_pid(&mut self, pid: i32) {
         self.settings
             .insert(BACKEND_PID_SETTING.into(), pid.to_string());
+        self.list_activity(pid);
     }
 
     /// Sets a setting's value for this session (the server's configured defaults).

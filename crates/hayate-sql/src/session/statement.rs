@@ -156,6 +156,7 @@ impl Session {
         let catalog_version = self.catalog.version();
         let plan = binder.bind(&statement)?;
         Ok(Prepared {
+            text: std::sync::OnceLock::new(),
             columns: plan.columns(),
             param_types: binder.params,
             declared: declared.to_vec(),
@@ -170,6 +171,14 @@ impl Session {
     /// transaction control or DDL (then each statement is its own transaction).
     pub fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
         let _zone = self.enter_zone();
+        self.note_statement_start(sql);
+        let outcomes = self.execute_sql_listed(sql);
+        self.note_statement_end();
+        outcomes
+    }
+
+    /// `execute_sql` once pg_stat_activity shows the statement.
+    fn execute_sql_listed(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
         let altered = match super::sequence::sequence_statement(sql) {
             Some(Ok(super::sequence::SequenceStatement::OwnedBy {
                 name,
@@ -283,6 +292,18 @@ impl Session {
     /// `execute` with borrowed parameter values.
     pub fn execute_params(&mut self, prepared: &Prepared, params: &[Value]) -> SqlResult<Outcome> {
         let _zone = self.enter_zone();
+        self.note_statement_start(prepared.text());
+        let outcome = self.execute_params_listed(prepared, params);
+        self.note_statement_end();
+        outcome
+    }
+
+    /// `execute_params` once pg_stat_activity shows the statement.
+    fn execute_params_listed(
+        &mut self,
+        prepared: &Prepared,
+        params: &[Value],
+    ) -> SqlResult<Outcome> {
         self.check_not_failed(&prepared.statement)?;
         let result = self.execute_locked(prepared, params);
         if !self.locked_tables.is_empty() && matches!(self.state, State::Idle) {

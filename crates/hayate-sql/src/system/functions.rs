@@ -65,6 +65,8 @@ pub const NAMES: &[&str] = &[
     "pg_get_triggerdef",
     "pg_get_serial_sequence",
     "pg_is_in_recovery",
+    "pg_cancel_backend",
+    "pg_terminate_backend",
     "nextval",
     "currval",
     "setval",
@@ -139,6 +141,9 @@ pub enum Function {
     /// or the next one if none was (is_called false), as PostgreSQL shows it.
     SequenceShownValue,
     LastVal,
+    /// pg_cancel_backend(pid), pg_terminate_backend(pid [, timeout]): true if a session had
+    /// that pid and was signalled (`catalog::activity`).
+    SignalBackend(crate::catalog::activity::BackendSignal),
 }
 
 /// A system function as bound: what its calls need besides their argument values.
@@ -150,6 +155,8 @@ pub struct SystemFunction {
     regex: Option<Arc<Regex>>,
     /// The sequence of a sequence function whose argument is a constant.
     sequence: Option<Arc<Sequence>>,
+    /// The sessions a signal function signals.
+    cluster: Arc<crate::catalog::Cluster>,
 }
 
 impl std::fmt::Debug for SystemFunction {
@@ -173,6 +180,7 @@ impl SystemFunction {
             snapshot: Arc::new(Snapshot::of(catalog)),
             regex: None,
             sequence: None,
+            cluster: catalog.cluster().clone(),
         }
     }
 
@@ -225,6 +233,7 @@ impl SystemFunction {
                 | Function::LastVal
                 | Function::SequenceLastValue
                 | Function::SequenceShownValue
+                | Function::SignalBackend(_)
         )
     }
 
@@ -279,6 +288,19 @@ impl SystemFunction {
         sequences: Option<&SessionSequences>,
     ) -> SqlResult<Value> {
         use Function as F;
+        if let F::SignalBackend(signal) = self.function {
+            return Ok(match values.first() {
+                Some(Value::Int(pid)) => {
+                    let pid = i32::try_from(*pid).unwrap_or(0);
+                    let signalled = self.cluster.activities().signal(pid, signal);
+                    if !signalled {
+                        log::warn!("PID {pid} is not a PostgreSQL backend process");
+                    }
+                    Value::Bool(signalled)
+                }
+                _ => Value::Null,
+            });
+        }
         if self.is_volatile() {
             return self.eval_sequence(values, sequences);
         }
@@ -595,6 +617,7 @@ impl SystemFunction {
             | F::SetVal
             | F::SequenceLastValue
             | F::SequenceShownValue
+            | F::SignalBackend(_)
             | F::LastVal => {
                 unreachable!("handled above (CASE by the expression holding the call)")
             }

@@ -47,6 +47,7 @@ pub(super) const NAMES: &[&str] = &[
     "pg_enum",
     "pg_sequence",
     "pg_stat_replication",
+    "pg_stat_activity",
     "pg_views",
     "pg_tables",
     "pg_indexes",
@@ -439,6 +440,35 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                 ("reply_time", TEXT),
             ],
             pg_stat_replication,
+        ),
+        "pg_stat_activity" => (
+            "pg_catalog",
+            12015,
+            &[
+                ("datid", OID),
+                ("datname", NAME),
+                ("pid", INT4),
+                ("leader_pid", INT4),
+                ("usesysid", OID),
+                ("usename", NAME),
+                ("application_name", TEXT),
+                ("client_addr", TEXT),
+                ("client_hostname", TEXT),
+                ("client_port", INT4),
+                ("backend_start", DataType::TimestampTz),
+                ("xact_start", DataType::TimestampTz),
+                ("query_start", DataType::TimestampTz),
+                ("state_change", DataType::TimestampTz),
+                ("wait_event_type", TEXT),
+                ("wait_event", TEXT),
+                ("state", TEXT),
+                ("backend_xid", TEXT),
+                ("backend_xmin", TEXT),
+                ("query_id", DataType::Int8),
+                ("query", TEXT),
+                ("backend_type", TEXT),
+            ],
+            pg_stat_activity,
         ),
         "pg_views" => (
             "pg_catalog",
@@ -1533,6 +1563,57 @@ fn pg_stat_replication(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 int(i64::from(standby.sync_state == "sync")),
                 text(standby.sync_state),
                 NULL,
+            ]
+        })
+        .collect()
+}
+
+/// Every session of the cluster (`catalog::activity`), client backends only: a session over
+/// a Unix-domain socket has no address and port -1, as in PostgreSQL.
+fn pg_stat_activity(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    snapshot
+        .activity
+        .iter()
+        .map(|session| {
+            let datid = snapshot
+                .databases
+                .iter()
+                .find(|database| database.name == session.database)
+                .map_or(NULL, |database| int(database.oid as i64));
+            let (address, port) = match &session.client {
+                Some((address, port)) => (text(address), int(*port as i64)),
+                None => (NULL, int(-1)),
+            };
+            let time = |micros: Option<i64>| micros.map_or(NULL, Value::TimestampTz);
+            vec![
+                datid,
+                text(&session.database),
+                int(session.pid as i64),
+                NULL,
+                int(10),
+                text(&session.user),
+                text(&session.application_name),
+                address,
+                NULL,
+                port,
+                time(Some(session.backend_start)),
+                time(session.xact_start),
+                time(session.query_start),
+                time(Some(session.state_change)),
+                match session.state {
+                    "active" => NULL,
+                    _ => text("Client"),
+                },
+                match session.state {
+                    "active" => NULL,
+                    _ => text("ClientRead"),
+                },
+                text(session.state),
+                NULL,
+                NULL,
+                NULL,
+                text(&session.query),
+                text("client backend"),
             ]
         })
         .collect()

@@ -578,7 +578,12 @@ impl Binder<'_> {
                 let mut bound = Vec::with_capacity(exprs.len());
                 let mut types = Vec::with_capacity(exprs.len());
                 for arg in exprs {
-                    let (expr, data_type) = self.bind_expr(arg, None)?;
+                    // A parameter's type where the function says it (a pid is int4).
+                    let hint = match name {
+                        "pg_cancel_backend" | "pg_terminate_backend" => Some(T::Int4),
+                        _ => None,
+                    };
+                    let (expr, data_type) = self.bind_expr(arg, hint)?;
                     bound.push(expr);
                     types.push(data_type);
                 }

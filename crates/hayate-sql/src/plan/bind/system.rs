@@ -85,6 +85,16 @@ pub(super) fn bind_function(
         "pg_partition_ancestors" => (F::RegClassOid, DataType::Int8, &[1]),
         "pg_relation_is_publishable" => (F::RelationIsPublishable, DataType::Bool, &[1]),
         "pg_is_in_recovery" => (F::IsInRecovery, DataType::Bool, &[0]),
+        "pg_cancel_backend" => (
+            F::SignalBackend(crate::catalog::activity::BackendSignal::Cancel),
+            DataType::Bool,
+            &[1],
+        ),
+        "pg_terminate_backend" => (
+            F::SignalBackend(crate::catalog::activity::BackendSignal::Terminate),
+            DataType::Bool,
+            &[1, 2],
+        ),
         "nextval" => (F::NextVal, DataType::Int8, &[1]),
         "currval" => (F::CurrVal, DataType::Int8, &[1]),
         "setval" => (F::SetVal, DataType::Int8, &[2, 3]),
