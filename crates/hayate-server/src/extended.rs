@@ -357,6 +357,7 @@ impl Protocol {
                     types.len()
                 )));
             }
+            let zone = self.state.zone();
             parameters
                 .iter()
                 .zip(types)
@@ -367,6 +368,7 @@ impl Protocol {
                         1 => parameter_formats.get(0) == 1,
                         _ => parameter_formats.get(index) == 1,
                     };
+                    let _zone = zone.enter();
                     wire::decode_parameter(*bytes, binary, *data_type)
                 })
                 .collect::<SqlResult<Vec<Value>>>()
@@ -513,8 +515,12 @@ impl Protocol {
                 while sent < max_rows {
                     let Some(row) = rows.next() else { break };
                     let out = client.write_buffer_mut();
-                    let _zone = zone.enter();
-                    wire::put_data_row(out, &row, columns, &portal.format).map_err(user_error)?;
+                    {
+                        // Rows show in the session's zone; never held across the flush.
+                        let _zone = zone.enter();
+                        wire::put_data_row(out, &row, columns, &portal.format)
+                            .map_err(user_error)?;
+                    }
                     sent += 1;
                     if out.len() >= OUTPUT_FLUSH_BYTES {
                         SinkExt::<PgWireBackendMessage>::flush(client).await?;

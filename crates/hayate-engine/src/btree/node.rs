@@ -517,7 +517,9 @@ impl<'a> NodeBuilder<'a> {
     /// Overwrites the cell at slot `index` with `cell` of the same size, in place.
     pub fn overwrite_cell(&mut self, index: usize, cell: &[u8]) -> Result<()> {
         let node = self.accessor();
-        assert_eq!(node.cell(index)?.len(), cell.len(), "same-size overwrite");
+        if node.cell(index)?.len() != cell.len() {
+            return Err(node.corrupt(format!("cell {index} changed size under its latch")));
+        }
         let offset = node.cell_offset(index)?;
         self.bytes[offset..offset + cell.len()].copy_from_slice(cell);
         Ok(())

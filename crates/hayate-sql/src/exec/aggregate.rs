@@ -41,6 +41,7 @@ enum Accumulator {
     JsonAgg {
         elements: Vec<String>,
         binary: bool,
+        rows: bool,
     },
     /// An aggregate with ORDER BY: its inputs with their sort keys, aggregated in order by
     /// `inner` when the group is finished.
@@ -94,9 +95,10 @@ impl Accumulator {
             AggregateFunction::Max => Accumulator::Max(Value::Null),
             AggregateFunction::StringAgg => Accumulator::StringAgg(None),
             AggregateFunction::ArrayAgg => Accumulator::ArrayAgg(Vec::new()),
-            AggregateFunction::JsonAgg { binary } => Accumulator::JsonAgg {
+            AggregateFunction::JsonAgg { binary, rows } => Accumulator::JsonAgg {
                 elements: Vec::new(),
                 binary,
+                rows,
             },
         }
     }
@@ -245,8 +247,23 @@ impl Accumulator {
             Accumulator::StringAgg(text) => text.map_or(Value::Null, Value::Text),
             Accumulator::JsonAgg { elements, .. } if elements.is_empty() => Value::Null,
             // json keeps each element's text as it came; jsonb normalizes the whole.
-            Accumulator::JsonAgg { elements, binary } => {
-                let text = format!("[{}]", elements.join(", "));
+            Accumulator::JsonAgg {
+                elements,
+                binary,
+                rows,
+            } => {
+                // Rows after the first start a new line (not NULLs), as PostgreSQL writes them.
+                let mut text = String::from("[");
+                for (index, element) in elements.iter().enumerate() {
+                    if index > 0 {
+                        text.push_str(", ");
+                        if rows && element != "null" {
+                            text.push_str("\n ");
+                        }
+                    }
+                    text.push_str(element);
+                }
+                text.push(']');
                 Value::Text(match binary {
                     true => crate::types::json::format(&crate::types::json::parse(&text, true)?),
                     false => text,
@@ -277,7 +294,12 @@ fn group_key(values: &[Value]) -> Vec<u8> {
             Value::Float(_) | Value::Float4(_) => {
                 out.push(2);
                 let v = value.as_f64().unwrap_or(0.0);
-                let v = if v == 0.0 { 0.0f64 } else { v };
+                // -0 and 0 are one group, and so is every NaN (as SQL compares them).
+                let v = match v {
+                    v if v == 0.0 => 0.0f64,
+                    v if v.is_nan() => f64::NAN,
+                    v => v,
+                };
                 out.extend_from_slice(&v.to_bits().to_le_bytes());
             }
             Value::Bool(v) => out.extend_from_slice(&[3, *v as u8]),

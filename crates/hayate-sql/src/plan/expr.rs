@@ -243,7 +243,9 @@ pub struct EvalContext<'a> {
     /// The session's settings (current_setting; None: no session).
     pub settings: Option<&'a std::collections::BTreeMap<String, String>>,
     /// set_config's changes, applied to the session when the statement succeeds.
-    pub setting_changes: Option<&'a std::cell::RefCell<Vec<(String, String)>>>,
+    /// set_config's changes (name, value, is_local), applied to the session when the
+    /// statement succeeds.
+    pub setting_changes: Option<&'a std::cell::RefCell<Vec<(String, String, bool)>>>,
 }
 
 impl<'a> EvalContext<'a> {

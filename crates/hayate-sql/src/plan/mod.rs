@@ -43,6 +43,9 @@ pub enum AggregateFunction {
     /// NULLs as `null`, as one JSON array; jsonb's is normalized.
     JsonAgg {
         binary: bool,
+        /// The inputs are rows (`json_agg(t)`): json's text puts each after the first on a
+        /// new line, as PostgreSQL does for records.
+        rows: bool,
     },
 }
 
@@ -701,9 +704,11 @@ pub enum Plan {
     Deallocate {
         name: Option<String>,
     },
+    /// SET [LOCAL] name = value (`local`: until the block ends).
     Set {
         name: String,
         value: String,
+        local: bool,
     },
     /// RESET name (None: ALL): back to the session's starting value.
     Reset {

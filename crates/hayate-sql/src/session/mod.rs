@@ -146,6 +146,9 @@ pub struct Session {
     /// What RESET goes back to where it is not PostgreSQL's default: the values the server's
     /// configuration and the client's startup parameters set (`set_setting`).
     reset_values: BTreeMap<String, String>,
+    /// The open block's setting changes (name, value before, LOCAL), undone as
+    /// `end_block_settings` says.
+    setting_undo: Vec<(String, Option<String>, bool)>,
     /// The commit a statement started in deferred-commit mode, for the caller to finish.
     pending_commit: Option<PendingCommit>,
     /// currval/lastval of this session.
@@ -210,6 +213,7 @@ impl Session {
             work_mem_bytes: 0,
             zone: Default::default(),
             reset_values: BTreeMap::new(),
+            setting_undo: Vec::new(),
             sequences: Default::default(),
             cursors: HashMap::new(),
             constraint_modes: ConstraintModes::default(),

@@ -129,6 +129,56 @@ impl Session {
         Ok(())
     }
 
+    /// Sets (None: removes) a setting from SQL, as PostgreSQL scopes it: inside a block the
+    /// old value is kept to be put back when the block rolls back, or, for a LOCAL one,
+    /// whenever it ends; outside a block LOCAL changes nothing (PostgreSQL warns).
+    pub(super) fn assign_setting(&mut self, name: &str, value: Option<String>, local: bool) {
+        let in_block = !matches!(self.state, super::State::Idle);
+        if local && !in_block {
+            log::warn!("SET LOCAL can only be used in transaction blocks");
+            return;
+        }
+        let old = match value {
+            Some(value) => self.settings.insert(name.to_string(), value),
+            None => self.settings.remove(name),
+        };
+        if in_block {
+            self.setting_undo.push((name.to_string(), old, local));
+        }
+        self.settings_changed();
+    }
+
+    /// The block ends: its LOCAL settings go back, and all its settings if it rolled back.
+    pub(super) fn end_block_settings(&mut self, committed: bool) {
+        let undo = std::mem::take(&mut self.setting_undo);
+        if undo.is_empty() {
+            return;
+        }
+        // Each name goes back to its value before the block when it rolled back; when it
+        // committed, to its value before the first LOCAL change after its last plain one.
+        let mut before: std::collections::HashMap<String, Option<String>> = Default::default();
+        for (name, old, local) in undo {
+            match (committed, local) {
+                (false, _) => {
+                    before.entry(name).or_insert(old);
+                }
+                (true, true) => {
+                    before.entry(name).or_insert(old);
+                }
+                (true, false) => {
+                    before.remove(&name);
+                }
+            }
+        }
+        for (name, old) in before {
+            match old {
+                Some(value) => self.settings.insert(name, value),
+                None => self.settings.remove(&name),
+            };
+        }
+        self.settings_changed();
+    }
+
     /// The value RESET gives `name`: the starting one (`set_setting`), else PostgreSQL's
     /// default, else none.
     pub(super) fn reset_value(&self, name: &str) -> Option<String> {

@@ -505,31 +505,34 @@ impl Session {
                 self.set_transaction(*isolation, *session)
             }
             Plan::Reset { name } => {
+                // RESET ALL leaves the transaction's own settings, as PostgreSQL.
                 let names: Vec<String> = match name {
                     Some(name) => vec![name.clone()],
                     None => self
                         .settings
                         .keys()
-                        .filter(|name| !name.starts_with("hayate."))
+                        .filter(|name| {
+                            !name.starts_with("hayate.") && !name.starts_with("transaction_")
+                        })
                         .cloned()
                         .collect(),
                 };
                 for name in names {
-                    match self.reset_value(&name) {
-                        Some(value) => self.settings.insert(name, value),
-                        None => self.settings.remove(&name),
-                    };
+                    let value = self.reset_value(&name);
+                    self.assign_setting(&name, value, false);
                 }
-                self.settings_changed();
                 Ok(command("RESET"))
             }
-            Plan::Set { name, value } if name == "timezone" => {
-                let value = Self::time_zone_setting(value)?;
-                self.settings.insert(name.clone(), value);
-                self.settings_changed();
+            Plan::Set { name, value, local } if name == "timezone" => {
+                // DEFAULT and LOCAL go back to the session's starting zone.
+                let value = match value.to_ascii_lowercase().as_str() {
+                    "default" | "local" => self.reset_value(name).unwrap_or_default(),
+                    _ => Self::time_zone_setting(value)?,
+                };
+                self.assign_setting(name, Some(value), *local);
                 Ok(command("SET"))
             }
-            Plan::Set { name, value } => {
+            Plan::Set { name, value, local } => {
                 if name == "work_mem" {
                     crate::exec::parse_work_mem(value)?;
                 }
@@ -552,8 +555,7 @@ impl Session {
                     })?;
                     return self.set_transaction(Some(isolation), false);
                 }
-                self.settings.insert(name.clone(), value.clone());
-                self.settings_changed();
+                self.assign_setting(name, Some(value.clone()), *local);
                 Ok(command("SET"))
             }
             Plan::Show { name } if name == "all" => Ok(Outcome::Rows {
@@ -1043,11 +1045,8 @@ impl Session {
         let changes = std::cell::RefCell::new(Vec::new());
         let outcome = self.run_data_noting(plan, params, &changes)?;
         let changes = changes.into_inner();
-        if !changes.is_empty() {
-            for (name, value) in changes {
-                self.settings.insert(name, value);
-            }
-            self.settings_changed();
+        for (name, value, local) in changes {
+            self.assign_setting(&name, Some(value), local);
         }
         Ok(outcome)
     }
@@ -1057,7 +1056,7 @@ impl Session {
         &mut self,
         plan: &Plan,
         params: &[Value],
-        changes: &std::cell::RefCell<Vec<(String, String)>>,
+        changes: &std::cell::RefCell<Vec<(String, String, bool)>>,
     ) -> SqlResult<Outcome> {
         let db = self.catalog.database().clone();
         let transaction_timestamp = match self.state {

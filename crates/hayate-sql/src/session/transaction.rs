@@ -238,6 +238,7 @@ impl Session {
                 let _ = self.catalog.restart_identities(&table);
             }
         }
+        self.end_block_settings(committed);
         self.settings.insert(
             "transaction_isolation".into(),
             self.default_isolation.name().into(),

@@ -222,6 +222,9 @@ fn parse_zone(zone: &str) -> Option<Option<Written>> {
         _ => return Zone::lookup(zone).map(|zone| Some(Written::Zone(zone))),
     };
     let digits = zone[1..].replace(':', "");
+    if !digits.is_ascii() {
+        return None;
+    }
     let (hours, minutes) = match digits.len() {
         1 | 2 => (number(&digits)?, 0),
         4 => (number(&digits[..2])?, number(&digits[2..])?),

@@ -223,7 +223,21 @@ pub fn truncate(unit: &str, value: &Value) -> SqlResult<Value> {
         (Some(zone), Value::TimestampTz(_)) => zone.to_local(micros),
         _ => micros,
     };
-    let wrap = |local: i64| wrap(zone.as_ref().map_or(local, |zone| zone.to_utc(local)));
+    // Units of a day and more are read back in the zone (the offset of the new wall-clock
+    // time); smaller ones keep the value's offset, as PostgreSQL's timestamptz_trunc: in the
+    // hour repeated by the change back from summer time, the result is never after the value.
+    let day_or_more = !matches!(
+        unit,
+        "microseconds" | "milliseconds" | "second" | "minute" | "hour"
+    );
+    let local = micros;
+    let wrap = |truncated: i64| {
+        wrap(match (&zone, value) {
+            (Some(zone), _) if day_or_more => zone.to_utc(truncated),
+            (Some(_), Value::TimestampTz(utc)) => utc - (local - truncated),
+            _ => truncated,
+        })
+    };
     let (year, month, _, time, days) = calendar(micros);
     let day_start = micros - time;
     let at_date = |year: i64, month: u32| {

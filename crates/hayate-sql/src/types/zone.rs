@@ -114,9 +114,6 @@ impl Zone {
                 return Zone::fixed((hours * 3600.0).round() as i32);
             }
         }
-        if let Some(seconds) = interval_offset(&lower) {
-            return Zone::fixed(seconds);
-        }
         // SET TIME ZONE INTERVAL '+05:30' HOUR TO MINUTE: the quoted offset.
         if let Some(quoted) = lower
             .strip_prefix("interval")
@@ -130,6 +127,13 @@ impl Zone {
             if interval.months == 0 && interval.days == 0 {
                 return Zone::fixed((interval.micros / MICROS_PER_SECOND) as i32);
             }
+        }
+        // Not a number: a POSIX string ('+05:30' is five and a half hours west, as
+        // PostgreSQL's pg_tzset reads it) or a name; abbreviations are not zones here.
+        if let Some(seconds) = interval_offset(&lower) {
+            let mut zone = Zone::fixed(-seconds)?;
+            zone.name = trimmed.to_string();
+            return Ok(zone);
         }
         Zone::named(trimmed).ok_or_else(|| {
             SqlError::new(
@@ -270,6 +274,9 @@ pub fn offset_text(seconds_east: i32) -> String {
 
 /// `+HH[:MM[:SS]]` or `-HH[MM]` (lowercase text) as seconds east.
 fn interval_offset(lower: &str) -> Option<i32> {
+    if !lower.is_ascii() {
+        return None;
+    }
     let (sign, rest) = match lower.as_bytes().first()? {
         b'+' => (1, &lower[1..]),
         b'-' => (-1, &lower[1..]),
@@ -331,10 +338,14 @@ pub fn enter(zone: Arc<Zone>) -> Entered {
 }
 
 /// Changes the zone of the current entry (a SET TIME ZONE inside a statement string: the
-/// statements after it read the new zone).
+/// statements after it read the new zone); nothing if no zone is entered, so a session set
+/// up outside a statement (the server's startup) leaves its thread's zone alone.
 pub fn replace_current(zone: Arc<Zone>) {
     CURRENT.with(|current| {
-        *current.borrow_mut() = Some(zone);
+        let mut current = current.borrow_mut();
+        if current.is_some() {
+            *current = Some(zone);
+        }
     });
 }
 
@@ -387,6 +398,12 @@ mod tests {
         assert_eq!(Zone::setting("+09").unwrap().name(), "<+09>-09");
         assert_eq!(Zone::setting("9").unwrap().name(), "<+09>-09");
         assert_eq!(Zone::setting("-3.5").unwrap().name(), "<-03:30>+03:30");
+        // Not a number: POSIX, hours west.
+        let posix_offset = Zone::setting("+05:30").unwrap();
+        assert_eq!(posix_offset.offset_at(0), -(5 * 3600 + 1800));
+        assert_eq!(posix_offset.name(), "+05:30");
+        assert!(Zone::setting("+a\u{e9}1").is_err());
+        assert!(Zone::at("+a\u{e9}1").is_err());
         // A fixed zone's name reads back as the same zone.
         let named = Zone::setting("<+05:30>-05:30").unwrap();
         assert_eq!(named.offset_at(0), 5 * 3600 + 1800);

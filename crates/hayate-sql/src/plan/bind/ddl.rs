@@ -1133,14 +1133,19 @@ impl Binder<'_> {
 pub(super) fn bind_set(set: &ast::Set) -> SqlResult<Plan> {
     match set {
         ast::Set::SingleAssignment {
-            variable, values, ..
+            variable,
+            values,
+            scope,
+            ..
         } => Ok(Plan::Set {
             name: variable.to_string().to_lowercase(),
             value: values.iter().map(set_value).collect::<Vec<_>>().join(", "),
+            local: matches!(scope, Some(ast::ContextModifier::Local)),
         }),
-        ast::Set::SetTimeZone { value, .. } => Ok(Plan::Set {
+        ast::Set::SetTimeZone { value, local } => Ok(Plan::Set {
             name: "timezone".into(),
             value: set_value(value),
+            local: *local,
         }),
         ast::Set::SetTransaction { modes, session, .. } => Ok(Plan::SetTransaction {
             isolation: check_transaction_modes(modes)?,

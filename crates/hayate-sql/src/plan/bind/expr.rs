@@ -20,8 +20,14 @@ pub(super) fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "avg" => AggregateFunction::Avg,
         "string_agg" => AggregateFunction::StringAgg,
         "array_agg" => AggregateFunction::ArrayAgg,
-        "json_agg" => AggregateFunction::JsonAgg { binary: false },
-        "jsonb_agg" => AggregateFunction::JsonAgg { binary: true },
+        "json_agg" => AggregateFunction::JsonAgg {
+            binary: false,
+            rows: false,
+        },
+        "jsonb_agg" => AggregateFunction::JsonAgg {
+            binary: true,
+            rows: false,
+        },
         _ => return None,
     })
 }
@@ -730,10 +736,13 @@ impl Binder<'_> {
                     order_by: Vec::new(),
                 })
             }
-            (AggregateFunction::JsonAgg { binary }, [FunctionArg::Expr(arg)]) => {
+            (AggregateFunction::JsonAgg { binary, .. }, [FunctionArg::Expr(arg)]) => {
                 // Each input as to_json(b) converts it (json and jsonb values as they are).
                 self.bind_json_part(arg).map(|(arg, _)| AggregateCall {
-                    function: aggregate,
+                    function: AggregateFunction::JsonAgg {
+                        binary,
+                        rows: is_row_object(&arg),
+                    },
                     arg: Some(arg),
                     data_type: if binary {
                         DataType::Jsonb
@@ -966,4 +975,18 @@ fn operator_symbol(op: BinaryOp) -> &'static str {
         BinaryOp::GreaterOrEqual => ">=",
         _ => "?",
     }
+}
+
+/// A whole-row value (`json_agg(t)`'s input: `Binder::whole_row`).
+fn is_row_object(expr: &Expr) -> bool {
+    matches!(
+        expr,
+        Expr::Function {
+            function: crate::plan::expr::ScalarFunction::Json {
+                function: crate::plan::expr::JsonFunction::RowObject,
+                ..
+            },
+            ..
+        }
+    )
 }

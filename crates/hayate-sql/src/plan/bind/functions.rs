@@ -628,8 +628,10 @@ impl Binder<'_> {
         };
         let (bound, data_type) = self.bind_datetime(value)?;
         let target = match data_type {
-            DataType::TimestampTz => DataType::Timestamp,
-            DataType::Timestamp | DataType::Date => DataType::TimestampTz,
+            // A date is a timestamptz (its midnight in the session's zone), as PostgreSQL
+            // prefers timestamptz for it.
+            DataType::TimestampTz | DataType::Date => DataType::Timestamp,
+            DataType::Timestamp => DataType::TimestampTz,
             other => {
                 return Err(SqlError::new(
                     sqlstate::UNDEFINED_FUNCTION,

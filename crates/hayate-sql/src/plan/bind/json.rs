@@ -7,7 +7,7 @@ use super::expr::untyped;
 use super::Binder;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::{Expr, JsonFunction, ScalarFunction};
-use crate::types::DataType;
+use crate::types::{DataType, Value};
 
 fn call(function: JsonFunction, binary: bool, args: Vec<Expr>) -> Expr {
     Expr::Function {
@@ -136,6 +136,11 @@ impl Binder<'_> {
     /// A value that becomes part of a document: json as it is (with its type), anything
     /// else through to_json (typed jsonb).
     pub(super) fn bind_json_part(&mut self, expr: &ast::Expr) -> SqlResult<(Expr, DataType)> {
+        if let ast::Expr::Identifier(ident) = expr {
+            if let Some(row) = self.whole_row(&super::ident_name(ident))? {
+                return Ok(row);
+            }
+        }
         let (bound, data_type) = self.bind_expr(expr, None)?;
         if is_json(data_type) {
             return Ok((bound, data_type));
@@ -146,6 +151,32 @@ impl Binder<'_> {
         };
         let converted = call(JsonFunction::ToJson, true, vec![bound]);
         Ok((converted, DataType::Jsonb))
+    }
+
+    /// A table's name (or alias) used as a value where JSON is built from it (`to_json(t)`,
+    /// `row_to_json(t)`, `json_agg(t)`): the object of its row's columns; None if `name` is
+    /// a column (which wins, as in PostgreSQL) or names no table of this query level.
+    fn whole_row(&mut self, name: &str) -> SqlResult<Option<(Expr, DataType)>> {
+        let Some(scope) = &self.scope else {
+            return Ok(None);
+        };
+        let qualifier = [name.to_string()];
+        if scope.resolve(None, name)?.is_some() || !scope.has_qualifier(&qualifier) {
+            return Ok(None);
+        }
+        let mut args = Vec::new();
+        for (position, column, data_type) in scope.expand(Some(&qualifier)) {
+            args.push(Expr::Literal(Value::Text(column)));
+            let value = Expr::Column(position);
+            args.push(match data_type {
+                DataType::Json | DataType::Jsonb => value,
+                _ => call(JsonFunction::ToJson, true, vec![value]),
+            });
+        }
+        Ok(Some((
+            call(JsonFunction::RowObject, false, args),
+            DataType::Json,
+        )))
     }
 
     /// The json functions; None for a name that is not one.
@@ -159,7 +190,7 @@ impl Binder<'_> {
             (Some(base), _) => (base, true),
             (None, Some(base)) => (base, false),
             _ => match name {
-                "to_json" => ("to", false),
+                "to_json" | "row_to_json" => ("to", false),
                 "to_jsonb" => ("to", true),
                 _ => return Ok(None),
             },

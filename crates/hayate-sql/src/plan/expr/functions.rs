@@ -210,7 +210,9 @@ pub(super) fn eval(
             (zone, Value::TimestampTz(utc)) => Value::Timestamp(named_zone(zone)?.to_local(*utc)),
             (zone, Value::Timestamp(local)) => Value::TimestampTz(named_zone(zone)?.to_utc(*local)),
             (zone, Value::Date(days)) => {
-                Value::TimestampTz(named_zone(zone)?.to_utc(datetime::date_to_timestamp(*days)))
+                let midnight =
+                    crate::types::zone::current().to_utc(datetime::date_to_timestamp(*days));
+                Value::Timestamp(named_zone(zone)?.to_local(midnight))
             }
             (_, other) => {
                 return Err(SqlError::mismatch(format!("{other:?} AT TIME ZONE")));
@@ -240,8 +242,8 @@ pub(super) fn eval(
                 changes
                     .iter()
                     .rev()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, v)| v.clone())
+                    .find(|(n, _, _)| *n == name)
+                    .map(|(_, v, _)| v.clone())
             });
             match noted.or_else(|| context.settings.and_then(|s| s.get(&name).cloned())) {
                 Some(value) => Value::Text(value),
@@ -265,7 +267,12 @@ pub(super) fn eval(
             let changes = context.setting_changes.ok_or_else(|| {
                 SqlError::unsupported("set_config outside a statement of a session")
             })?;
-            changes.borrow_mut().push((name, value.clone()));
+            let local = values
+                .get(2)
+                .map(crate::types::truth)
+                .transpose()?
+                .unwrap_or(false);
+            changes.borrow_mut().push((name, value.clone(), local));
             Value::Text(value)
         }
         F::BackendPid => {

@@ -11,17 +11,24 @@ use crate::types::{DataType, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JsonFunction {
     /// `->` (text: `->>`): an object's field or an array's element.
-    Field { text: bool },
+    Field {
+        text: bool,
+    },
     /// `#>` (text: `#>>`), json_extract_path[_text](doc, VARIADIC path): the document at a
     /// path (the path as an array's text form for the operators, as arguments for the
     /// functions).
-    Path { text: bool, variadic: bool },
+    Path {
+        text: bool,
+        variadic: bool,
+    },
     /// `@>`; `<@` is bound with its arguments swapped.
     Contains,
     /// `?`.
     HasKey,
     /// `?|` (any) and `?&` (all) with a text[] of keys.
-    HasKeys { all: bool },
+    HasKeys {
+        all: bool,
+    },
     /// jsonb `||`.
     Concat,
     /// jsonb `-` text or integer.
@@ -29,6 +36,10 @@ pub enum JsonFunction {
     /// to_json / to_jsonb of a value that is not json (json values are bound as themselves).
     ToJson,
     /// json_build_object(key, value, ...): values are JSON text (`ToJson`).
+    /// A table's row as an object (row_to_json(t), to_json(t), json_agg(t)): arguments as
+    /// json_build_object's, json's text compact as PostgreSQL writes a record:
+    /// `{"id":1,"name":"x"}`.
+    RowObject,
     BuildObject,
     /// json_build_array(value, ...): values are JSON text.
     BuildArray,
@@ -88,7 +99,7 @@ pub(super) fn eval(function: JsonFunction, binary: bool, values: &[Value]) -> Sq
                 value => Value::Text(json::format(&json::from_value(value, DataType::Unknown)?)),
             })
         }
-        J::BuildObject => {
+        J::BuildObject | J::RowObject => {
             let mut pairs = Vec::with_capacity(values.len() / 2);
             for pair in values.chunks(2) {
                 let key = pair[0].to_text().ok_or_else(|| {
@@ -98,6 +109,17 @@ pub(super) fn eval(function: JsonFunction, binary: bool, values: &[Value]) -> Sq
                     )
                 })?;
                 pairs.push((key, document(&pair[1], binary)?.unwrap_or(Json::Null)));
+            }
+            if !binary && function == J::RowObject {
+                let fields: Vec<String> = pairs
+                    .iter()
+                    .map(|(key, value)| {
+                        let mut field = String::new();
+                        json::write_string(&mut field, key);
+                        format!("{field}:{}", json::format(value))
+                    })
+                    .collect();
+                return Ok(Value::Text(format!("{{{}}}", fields.join(","))));
             }
             if !binary {
                 // json_build_object's own spacing, as PostgreSQL writes it.
@@ -183,6 +205,8 @@ pub(super) fn eval(function: JsonFunction, binary: bool, values: &[Value]) -> Sq
         }
         J::StripNulls => Value::Text(json::format(&json::strip_nulls(doc))),
         J::Pretty => Value::Text(json::pretty(&doc)),
-        J::ToJson | J::BuildObject | J::BuildArray => unreachable!("handled above"),
+        J::ToJson | J::BuildObject | J::RowObject | J::BuildArray => {
+            unreachable!("handled above")
+        }
     })
 }
