@@ -271,7 +271,7 @@ fn order_by_an_index_reads_it_in_order_on_random_data() {
             ),
             (format!("SELECT u FROM {{}} ORDER BY u LIMIT {limit}"), true),
             (
-                format!("SELECT id, k FROM {{}} ORDER BY k DESC, id DESC LIMIT 3 FOR UPDATE"),
+                "SELECT id, k FROM {} ORDER BY k DESC, id DESC LIMIT 3 FOR UPDATE".to_string(),
                 true,
             ),
             // NULLs where the index does not put them, a mixed direction, a column after

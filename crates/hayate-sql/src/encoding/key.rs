@@ -31,10 +31,12 @@ pub fn encode_column(out: &mut Vec<u8>, value: &Value, data_type: DataType) -> S
             let v = value.as_f64().expect("a float");
             // -0.0 and 0.0 are equal in SQL: encode both as 0.0. Every NaN (arithmetic
             // makes ones with the sign bit set) is the one NaN, above every other value.
-            let v = match v {
-                v if v == 0.0 => 0.0f64,
-                v if v.is_nan() => f64::NAN,
-                v => v,
+            let v = if v == 0.0 {
+                0.0f64
+            } else if v.is_nan() {
+                f64::NAN
+            } else {
+                v
             };
             let bits = v.to_bits();
             let ordered = if bits >> 63 == 0 {

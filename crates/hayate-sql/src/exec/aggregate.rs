@@ -295,10 +295,12 @@ fn group_key(values: &[Value]) -> Vec<u8> {
                 out.push(2);
                 let v = value.as_f64().unwrap_or(0.0);
                 // -0 and 0 are one group, and so is every NaN (as SQL compares them).
-                let v = match v {
-                    v if v == 0.0 => 0.0f64,
-                    v if v.is_nan() => f64::NAN,
-                    v => v,
+                let v = if v == 0.0 {
+                    0.0f64
+                } else if v.is_nan() {
+                    f64::NAN
+                } else {
+                    v
                 };
                 out.extend_from_slice(&v.to_bits().to_le_bytes());
             }

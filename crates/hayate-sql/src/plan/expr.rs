@@ -228,6 +228,9 @@ pub trait SubqueryRunner {
     fn outer(&self, depth: usize, index: usize) -> SqlResult<Value>;
 }
 
+/// set_config's changes of a statement: (name, value, is_local).
+pub type SettingChanges = std::cell::RefCell<Vec<(String, String, bool)>>;
+
 /// What evaluation needs besides the row.
 pub struct EvalContext<'a> {
     pub params: &'a [Value],
@@ -243,9 +246,8 @@ pub struct EvalContext<'a> {
     /// The session's settings (current_setting; None: no session).
     pub settings: Option<&'a std::collections::BTreeMap<String, String>>,
     /// set_config's changes, applied to the session when the statement succeeds.
-    /// set_config's changes (name, value, is_local), applied to the session when the
-    /// statement succeeds.
-    pub setting_changes: Option<&'a std::cell::RefCell<Vec<(String, String, bool)>>>,
+    /// set_config's changes, applied to the session when the statement succeeds.
+    pub setting_changes: Option<&'a SettingChanges>,
 }
 
 impl<'a> EvalContext<'a> {

@@ -1056,7 +1056,7 @@ impl Session {
         &mut self,
         plan: &Plan,
         params: &[Value],
-        changes: &std::cell::RefCell<Vec<(String, String, bool)>>,
+        changes: &crate::plan::expr::SettingChanges,
     ) -> SqlResult<Outcome> {
         let db = self.catalog.database().clone();
         let transaction_timestamp = match self.state {

@@ -393,6 +393,23 @@ fn random() -> f64 {
     })
 }
 
+/// The zone AT TIME ZONE or date_trunc names: a name, abbreviation or POSIX string, or an
+/// interval (hours east, ISO's sign).
+fn named_zone(zone: &Value) -> SqlResult<crate::types::zone::Zone> {
+    use crate::types::zone::Zone;
+    match zone {
+        Value::Interval(interval) if interval.months == 0 && interval.days == 0 => {
+            let seconds = interval.micros / datetime::MICROS_PER_SECOND;
+            Zone::fixed(i32::try_from(seconds).unwrap_or(i32::MAX))
+        }
+        Value::Interval(_) => Err(SqlError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            "interval time zone must not include months or days",
+        )),
+        other => Zone::at(&other.to_text().unwrap_or_default()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,22 +431,5 @@ mod tests {
             let value = random();
             assert!((0.0..1.0).contains(&value));
         }
-    }
-}
-
-/// The zone AT TIME ZONE or date_trunc names: a name, abbreviation or POSIX string, or an
-/// interval (hours east, ISO's sign).
-fn named_zone(zone: &Value) -> SqlResult<crate::types::zone::Zone> {
-    use crate::types::zone::Zone;
-    match zone {
-        Value::Interval(interval) if interval.months == 0 && interval.days == 0 => {
-            let seconds = interval.micros / datetime::MICROS_PER_SECOND;
-            Zone::fixed(i32::try_from(seconds).unwrap_or(i32::MAX))
-        }
-        Value::Interval(_) => Err(SqlError::new(
-            sqlstate::INVALID_PARAMETER_VALUE,
-            "interval time zone must not include months or days",
-        )),
-        other => Zone::at(&other.to_text().unwrap_or_default()),
     }
 }
