@@ -10,14 +10,12 @@
 use super::zone::{self, Zone};
 use crate::error::{sqlstate, SqlError, SqlResult};
 
-pub const MICROS_PER_SECOND: i64 = 1_000_000;
-pub const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
+pub use super::units::{
+    DATE_INFINITY, DATE_NEG_INFINITY, MICROS_PER_DAY, MICROS_PER_SECOND, TIMESTAMP_INFINITY,
+    TIMESTAMP_NEG_INFINITY,
+};
 /// Days from 1970-01-01 (the Unix epoch) to 2000-01-01 (PostgreSQL's epoch).
 const UNIX_EPOCH_DAYS: i64 = 10_957;
-pub const DATE_INFINITY: i32 = i32::MAX;
-pub const DATE_NEG_INFINITY: i32 = i32::MIN;
-pub const TIMESTAMP_INFINITY: i64 = i64::MAX;
-pub const TIMESTAMP_NEG_INFINITY: i64 = i64::MIN;
 /// PostgreSQL's range: 4713 BC to 5874897 AD for dates, 294276 AD for timestamps. We keep
 /// years 4713 BC ..= 294276 AD for both (the timestamp range), so every date converts.
 const YEAR_MIN: i64 = -4712;

@@ -13,6 +13,7 @@ pub mod fields;
 pub mod interval;
 pub mod json;
 pub mod numeric;
+pub mod units;
 pub mod uuid;
 pub mod zone;
 

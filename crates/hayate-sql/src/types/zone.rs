@@ -22,7 +22,7 @@ use jiff::Timestamp;
 
 use crate::error::{sqlstate, SqlError, SqlResult};
 
-use super::datetime::{MICROS_PER_SECOND, TIMESTAMP_INFINITY, TIMESTAMP_NEG_INFINITY};
+use super::units::{MICROS_PER_SECOND, TIMESTAMP_INFINITY, TIMESTAMP_NEG_INFINITY};
 
 /// Seconds from 1970-01-01 to 2000-01-01 (PostgreSQL's epoch).
 const EPOCH_SHIFT_SECONDS: i64 = 946_684_800;
@@ -120,12 +120,13 @@ impl Zone {
             .and_then(|rest| rest.trim_start().strip_prefix('\''))
             .and_then(|rest| rest.split('\'').next())
         {
-            if let Some(seconds) = interval_offset(quoted) {
+            let bare = quoted.trim();
+            let signed = match bare.starts_with(['+', '-']) {
+                true => bare.to_string(),
+                false => format!("+{bare}"),
+            };
+            if let Some(seconds) = interval_offset(&signed) {
                 return Zone::fixed(seconds);
-            }
-            let interval = super::interval::parse(quoted, None)?;
-            if interval.months == 0 && interval.days == 0 {
-                return Zone::fixed((interval.micros / MICROS_PER_SECOND) as i32);
             }
         }
         // Not a number: a POSIX string ('+05:30' is five and a half hours west, as
@@ -389,8 +390,14 @@ impl SessionZone {
 mod tests {
     use super::*;
 
+    /// A UTC time `YYYY-MM-DD HH:MM` in microseconds since 2000-01-01.
     fn micros(text: &str) -> i64 {
-        super::super::datetime::parse_timestamptz_in(text, &Zone::utc()).unwrap()
+        let civil: jiff::civil::DateTime = text.replace(' ', "T").parse().unwrap();
+        let instant = TimeZone::UTC
+            .to_ambiguous_timestamp(civil)
+            .unambiguous()
+            .unwrap();
+        (instant.as_second() - EPOCH_SHIFT_SECONDS) * MICROS_PER_SECOND
     }
 
     #[test]
