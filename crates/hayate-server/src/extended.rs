@@ -357,7 +357,8 @@ impl Protocol {
                     types.len()
                 )));
             }
-            let zone = self.state.zone();
+            // Text parameters are read in the session's zone (a timestamptz without offset).
+            let _zone = self.state.zone().enter();
             parameters
                 .iter()
                 .zip(types)
@@ -368,7 +369,6 @@ impl Protocol {
                         1 => parameter_formats.get(0) == 1,
                         _ => parameter_formats.get(index) == 1,
                     };
-                    let _zone = zone.enter();
                     wire::decode_parameter(*bytes, binary, *data_type)
                 })
                 .collect::<SqlResult<Vec<Value>>>()

@@ -255,6 +255,19 @@ fn pg_stat_activity_lists_sessions_and_pg_terminate_backend_ends_one() {
         .unwrap()
         .get(0);
     assert_eq!(state, "idle in transaction (aborted)");
+    // The backend pid is the session's own: SQL cannot change it (55P02).
+    for sql in [
+        "SET hayate.backend_pid = '1'",
+        "SELECT set_config('hayate.backend_pid', '1', false)",
+    ] {
+        let error = admin.batch_execute(sql).unwrap_err();
+        assert_eq!(sqlstate(&error), "55P02", "{sql}");
+    }
+    let still: i32 = admin
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(still, admin_pid);
     // Signals: a pid no session has is false; a cancel of an idle session is harmless.
     let none: bool = admin
         .query_one("SELECT pg_terminate_backend(123456789)", &[])

@@ -64,6 +64,7 @@ pub mod sqlstate {
     pub const DUPLICATE_DATABASE: &str = "42P04";
     pub const INVALID_CATALOG_NAME: &str = "3D000";
     pub const OBJECT_IN_USE: &str = "55006";
+    pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
     pub const WRONG_OBJECT_TYPE: &str = "42809";
     pub const INVALID_SCHEMA_NAME: &str = "3F000";
     pub const INTERNAL_ERROR: &str = "XX000";

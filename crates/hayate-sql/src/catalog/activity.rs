@@ -2,10 +2,11 @@
 //! session's backend (pg_cancel_backend, pg_terminate_backend).
 //!
 //! 1. A session with a backend pid (the server gives each connection one) is listed from
-//!    then until it drops (`Session::set_backend_pid`, `Drop for Session`).
-//! 2. Each statement marks it active with its text on start and idle, idle in transaction or
-//!    idle in transaction (aborted) on its end, with PostgreSQL's timestamps.
-//! 3. The server installs a signaller (`Cluster::set_backend_signaller`) that interrupts a
+//!    then until it drops (`Session::set_backend_pid`, `Drop for Session`), in a slot of its
+//!    own: the cluster-wide map is locked only to list, add and remove sessions.
+//! 2. Each statement marks its slot active with its text on start and idle, idle in
+//!    transaction or idle in transaction (aborted) on its end, with PostgreSQL's timestamps.
+//! 3. The server installs a signaller (`Activities::set_signaller`) that interrupts a
 //!    connection's statement (57014) or ends the connection (FATAL 57P01); embedded, with no
 //!    connections, nothing can be signalled.
 
@@ -30,7 +31,7 @@ pub struct Activity {
     /// `active`, `idle`, `idle in transaction`, `idle in transaction (aborted)`.
     pub state: &'static str,
     /// The running statement's text, else the last one's.
-    pub query: String,
+    pub query: Arc<str>,
 }
 
 /// A signal to a backend.
@@ -45,32 +46,39 @@ pub enum BackendSignal {
 /// Sends a signal to the backend with a pid; false if there is none.
 pub type BackendSignaller = Arc<dyn Fn(i32, BackendSignal) -> bool + Send + Sync>;
 
+/// One session's slot: the session changes it, the view reads it.
+pub type ActivitySlot = Arc<Mutex<Activity>>;
+
 /// The sessions of a cluster by pid.
 #[derive(Default)]
 pub struct Activities {
-    sessions: Mutex<BTreeMap<i32, Activity>>,
+    sessions: Mutex<BTreeMap<i32, ActivitySlot>>,
     signaller: Mutex<Option<BackendSignaller>>,
 }
 
+impl std::fmt::Debug for Activities {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Activities")
+    }
+}
+
 impl Activities {
-    pub fn insert(&self, activity: Activity) {
-        self.sessions.lock().insert(activity.pid, activity);
+    /// Lists a session; the returned slot is what it updates.
+    pub fn insert(&self, activity: Activity) -> ActivitySlot {
+        let slot = Arc::new(Mutex::new(activity));
+        let pid = slot.lock().pid;
+        self.sessions.lock().insert(pid, slot.clone());
+        slot
     }
 
     pub fn remove(&self, pid: i32) {
         self.sessions.lock().remove(&pid);
     }
 
-    /// Changes the listed session `pid`, if it is listed.
-    pub fn update(&self, pid: i32, change: impl FnOnce(&mut Activity)) {
-        if let Some(activity) = self.sessions.lock().get_mut(&pid) {
-            change(activity);
-        }
-    }
-
     /// Every session, by pid.
     pub fn list(&self) -> Vec<Activity> {
-        self.sessions.lock().values().cloned().collect()
+        let slots: Vec<ActivitySlot> = self.sessions.lock().values().cloned().collect();
+        slots.iter().map(|slot| slot.lock().clone()).collect()
     }
 
     pub fn set_signaller(&self, signaller: Option<BackendSignaller>) {

@@ -76,7 +76,7 @@ pub struct Cluster {
     /// which owns the connections.
     terminator: RwLock<Option<SessionTerminator>>,
     /// What its sessions are doing (pg_stat_activity), and signals to them.
-    activities: super::activity::Activities,
+    activities: Arc<super::activity::Activities>,
 }
 
 /// Ends the sessions connected to the named database (their connections close with FATAL
@@ -260,7 +260,7 @@ impl Cluster {
     }
 
     /// Its sessions' activity (pg_stat_activity) and the signals to them.
-    pub fn activities(&self) -> &super::activity::Activities {
+    pub fn activities(&self) -> &Arc<super::activity::Activities> {
         &self.activities
     }
 

@@ -37,6 +37,8 @@ impl Session {
         });
         let (columns, insert) = prepared.inspect_err(|_| self.note_error())?;
         let implicit = self.begin_implicit()?;
+        let text = format!("COPY {} FROM STDIN", statement.table);
+        self.note_statement_start(&std::sync::Arc::from(text.as_str()));
         Ok(CopyIn {
             table: statement.table.clone(),
             columns,
@@ -116,6 +118,7 @@ impl Session {
         let result = self.copy_records(copy, data, false);
         if result.is_err() {
             self.copy_abort(copy);
+            self.note_statement_end();
         }
         result
     }
@@ -125,17 +128,22 @@ impl Session {
     pub fn copy_done(&mut self, mut copy: CopyIn) -> Result<u64, CopyFailure> {
         if let Err(failure) = self.copy_records(&mut copy, &[], true) {
             self.copy_abort(&copy);
+            self.note_statement_end();
             return Err(failure);
         }
-        if copy.implicit {
-            self.end_implicit(true)?;
-        }
+        let ended = match copy.implicit {
+            true => self.end_implicit(true),
+            false => Ok(()),
+        };
+        self.note_statement_end();
+        ended?;
         Ok(copy.rows)
     }
 
     /// The client gave up (CopyFail): the COPY's rows are rolled back.
     pub fn copy_fail(&mut self, copy: CopyIn, message: &str) -> SqlError {
         self.copy_abort(&copy);
+        self.note_statement_end();
         SqlError::new(
             sqlstate::QUERY_CANCELED,
             format!("COPY from stdin failed: {message}"),
@@ -225,7 +233,7 @@ impl Session {
         })?;
         let fields = copy.fields(text).map_err(|error| copy.failure(error))?;
         let values = copy.values(fields)?;
-        self.execute(&copy.insert, values)
+        self.execute_params_listed(&copy.insert, &values)
             .map_err(|error| copy.failure(error))?;
         copy.rows += 1;
         Ok(())

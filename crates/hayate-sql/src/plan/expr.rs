@@ -246,7 +246,6 @@ pub struct EvalContext<'a> {
     /// The session's settings (current_setting; None: no session).
     pub settings: Option<&'a std::collections::BTreeMap<String, String>>,
     /// set_config's changes, applied to the session when the statement succeeds.
-    /// set_config's changes, applied to the session when the statement succeeds.
     pub setting_changes: Option<&'a SettingChanges>,
 }
 

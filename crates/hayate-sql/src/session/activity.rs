@@ -1,20 +1,22 @@
 //! The session's row of pg_stat_activity (`catalog::activity`): listed under its backend
-//! pid, marked active with each statement's text and idle (in transaction, aborted) after.
+//! pid, marked active with each top-level statement's text (a query string, a protocol
+//! Execute, a COPY) and idle, idle in transaction or idle in transaction (aborted) after.
+//! Only the session's own slot is locked per statement.
+
+use std::sync::Arc;
 
 use super::{Session, State};
 use crate::catalog::activity::Activity;
 use crate::types::datetime::now_micros;
 
 impl Session {
-    fn backend_pid(&self) -> Option<i32> {
-        self.settings
-            .get(crate::plan::expr::BACKEND_PID_SETTING)
-            .and_then(|pid| pid.parse().ok())
-    }
-
-    pub(super) fn list_activity(&self, pid: i32) {
+    pub(super) fn list_activity(&mut self, pid: i32) {
         let now = now_micros();
-        self.catalog.cluster().activities().insert(Activity {
+        if let Some(old) = self.activity.take() {
+            let old_pid = old.lock().pid;
+            self.catalog.cluster().activities().remove(old_pid);
+        }
+        let slot = self.catalog.cluster().activities().insert(Activity {
             pid,
             database: self.database.clone(),
             user: self.user.clone(),
@@ -29,42 +31,45 @@ impl Session {
             query_start: None,
             state_change: now,
             state: "idle",
-            query: String::new(),
+            query: Arc::from(""),
         });
+        self.activity = Some(slot);
     }
 
     /// The client's address and port, for pg_stat_activity (the server sets it).
     pub fn set_client_address(&self, address: String, port: i32) {
-        if let Some(pid) = self.backend_pid() {
-            self.catalog
-                .cluster()
-                .activities()
-                .update(pid, |activity| activity.client = Some((address, port)));
+        if let Some(slot) = &self.activity {
+            slot.lock().client = Some((address, port));
         }
     }
 
-    /// A statement with text `sql` starts.
-    pub(super) fn note_statement_start(&self, sql: &str) {
-        let Some(pid) = self.backend_pid() else {
+    /// application_name changed: the row shows it.
+    pub(super) fn note_application_name(&self) {
+        if let (Some(slot), Some(name)) = (&self.activity, self.settings.get("application_name")) {
+            let mut activity = slot.lock();
+            if activity.application_name != *name {
+                activity.application_name = name.clone();
+            }
+        }
+    }
+
+    /// A top-level statement with text `sql` starts.
+    pub(crate) fn note_statement_start(&self, sql: &Arc<str>) {
+        let Some(slot) = &self.activity else {
             return;
         };
         let now = now_micros();
-        let application = self.settings.get("application_name").cloned();
-        self.catalog.cluster().activities().update(pid, |activity| {
-            activity.state = "active";
-            activity.query = sql.to_string();
-            activity.query_start = Some(now);
-            activity.state_change = now;
-            activity.xact_start.get_or_insert(now);
-            if let Some(application) = application {
-                activity.application_name = application;
-            }
-        });
+        let mut activity = slot.lock();
+        activity.state = "active";
+        activity.query = sql.clone();
+        activity.query_start = Some(now);
+        activity.state_change = now;
+        activity.xact_start.get_or_insert(now);
     }
 
     /// The statement ended: the session is idle, or idle inside its block.
-    pub(super) fn note_statement_end(&self) {
-        let Some(pid) = self.backend_pid() else {
+    pub(crate) fn note_statement_end(&self) {
+        let Some(slot) = &self.activity else {
             return;
         };
         let (state, in_transaction) = match self.state {
@@ -72,22 +77,18 @@ impl Session {
             State::InBlock(_) => ("idle in transaction", true),
             State::Failed(_) => ("idle in transaction (aborted)", true),
         };
-        let application = self.settings.get("application_name").cloned();
-        self.catalog.cluster().activities().update(pid, |activity| {
-            activity.state = state;
-            activity.state_change = now_micros();
-            if !in_transaction {
-                activity.xact_start = None;
-            }
-            if let Some(application) = application {
-                activity.application_name = application;
-            }
-        });
+        let mut activity = slot.lock();
+        activity.state = state;
+        activity.state_change = now_micros();
+        if !in_transaction {
+            activity.xact_start = None;
+        }
     }
 
     /// Leaves pg_stat_activity (the session drops).
-    pub(super) fn unlist_activity(&self) {
-        if let Some(pid) = self.backend_pid() {
+    pub(super) fn unlist_activity(&mut self) {
+        if let Some(slot) = self.activity.take() {
+            let pid = slot.lock().pid;
             self.catalog.cluster().activities().remove(pid);
         }
     }

@@ -76,6 +76,8 @@ struct SavepointEntry {
     deferred_checks: Vec<PendingCheck>,
     constraint_modes: ConstraintModes,
     owner_undo: usize,
+    /// The block's setting changes before it (`Session::setting_undo`).
+    settings: usize,
 }
 
 /// A statement parsed and bound, ready to run many times with different parameters.
@@ -149,6 +151,8 @@ pub struct Session {
     /// The open block's setting changes (name, value before, LOCAL), undone as
     /// `end_block_settings` says.
     setting_undo: Vec<(String, Option<String>, bool)>,
+    /// Its row of pg_stat_activity, once it has a backend pid.
+    activity: Option<crate::catalog::activity::ActivitySlot>,
     /// The commit a statement started in deferred-commit mode, for the caller to finish.
     pending_commit: Option<PendingCommit>,
     /// currval/lastval of this session.
@@ -214,6 +218,7 @@ impl Session {
             zone: Default::default(),
             reset_values: BTreeMap::new(),
             setting_undo: Vec::new(),
+            activity: None,
             sequences: Default::default(),
             cursors: HashMap::new(),
             constraint_modes: ConstraintModes::default(),

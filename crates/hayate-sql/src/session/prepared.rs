@@ -84,7 +84,7 @@ impl Session {
                 expr.eval(&[], &context)?.cast(*data_type)
             })
             .collect::<SqlResult<Vec<Value>>>()?;
-        self.execute(&prepared, params)
+        self.execute_params_listed(&prepared, &params)
     }
 
     /// DEALLOCATE name, or ALL (None): SQL-level and protocol-level statements alike.

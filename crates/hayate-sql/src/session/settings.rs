@@ -62,6 +62,7 @@ impl Session {
                 .insert("transaction_isolation".into(), name.into());
         }
         self.work_mem_bytes = self.read_work_mem_bytes();
+        self.note_application_name();
         let zone = self
             .settings
             .get("timezone")
@@ -114,7 +115,6 @@ impl Session {
         self.list_activity(pid);
     }
 
-    /// Sets a setting's value for this session (the server's configured defaults).
     /// Sets a setting from outside SQL (the server's configuration and the client's
     /// startup parameters): as SET would, 22023 for a TimeZone that is no zone.
     pub fn set_setting(&mut self, name: &str, value: &str) -> crate::error::SqlResult<()> {
@@ -133,6 +133,9 @@ impl Session {
     /// old value is kept to be put back when the block rolls back, or, for a LOCAL one,
     /// whenever it ends; outside a block LOCAL changes nothing (PostgreSQL warns).
     pub(super) fn assign_setting(&mut self, name: &str, value: Option<String>, local: bool) {
+        if name.starts_with("hayate.") {
+            return; // the session's own values (`check_settable` refuses them from SQL)
+        }
         let in_block = !matches!(self.state, super::State::Idle);
         if local && !in_block {
             log::warn!("SET LOCAL can only be used in transaction blocks");
@@ -144,6 +147,20 @@ impl Session {
         };
         if in_block {
             self.setting_undo.push((name.to_string(), old, local));
+        }
+        self.settings_changed();
+    }
+
+    /// ROLLBACK TO SAVEPOINT: the setting changes after the first `kept` go back.
+    pub(super) fn undo_settings_after(&mut self, kept: usize) {
+        if self.setting_undo.len() <= kept {
+            return;
+        }
+        for (name, old, _) in self.setting_undo.split_off(kept).into_iter().rev() {
+            match old {
+                Some(value) => self.settings.insert(name, value),
+                None => self.settings.remove(&name),
+            };
         }
         self.settings_changed();
     }
@@ -177,6 +194,18 @@ impl Session {
             };
         }
         self.settings_changed();
+    }
+
+    /// 55P02 for a setting SQL may not change: the session's own `hayate.*` values (its
+    /// backend pid, its database).
+    pub(super) fn check_settable(name: &str) -> crate::error::SqlResult<()> {
+        if name.starts_with("hayate.") {
+            return Err(crate::error::SqlError::new(
+                crate::error::sqlstate::CANT_CHANGE_RUNTIME_PARAM,
+                format!("parameter \"{name}\" cannot be changed"),
+            ));
+        }
+        Ok(())
     }
 
     /// The value RESET gives `name`: the starting one (`set_setting`), else PostgreSQL's

@@ -171,7 +171,9 @@ impl Session {
     /// transaction control or DDL (then each statement is its own transaction).
     pub fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
         let _zone = self.enter_zone();
-        self.note_statement_start(sql);
+        if self.activity.is_some() {
+            self.note_statement_start(&std::sync::Arc::from(sql));
+        }
         let outcomes = self.execute_sql_listed(sql);
         self.note_statement_end();
         outcomes
@@ -270,7 +272,7 @@ impl Session {
                 return Err(error);
             }
         };
-        self.execute(&prepared, Vec::new())
+        self.execute_params_listed(&prepared, &[])
     }
 
     pub(super) fn check_not_failed(&self, statement: &Statement) -> SqlResult<()> {
@@ -292,14 +294,17 @@ impl Session {
     /// `execute` with borrowed parameter values.
     pub fn execute_params(&mut self, prepared: &Prepared, params: &[Value]) -> SqlResult<Outcome> {
         let _zone = self.enter_zone();
-        self.note_statement_start(prepared.text());
+        if self.activity.is_some() {
+            self.note_statement_start(prepared.text());
+        }
         let outcome = self.execute_params_listed(prepared, params);
         self.note_statement_end();
         outcome
     }
 
-    /// `execute_params` once pg_stat_activity shows the statement.
-    fn execute_params_listed(
+    /// `execute_params` once pg_stat_activity shows the statement (statements inside another
+    /// one: a query string's, EXECUTE's, COPY's rows).
+    pub(crate) fn execute_params_listed(
         &mut self,
         prepared: &Prepared,
         params: &[Value],
@@ -505,6 +510,9 @@ impl Session {
                 self.set_transaction(*isolation, *session)
             }
             Plan::Reset { name } => {
+                if let Some(name) = name {
+                    Self::check_settable(name)?;
+                }
                 // RESET ALL leaves the transaction's own settings, as PostgreSQL.
                 let names: Vec<String> = match name {
                     Some(name) => vec![name.clone()],
@@ -522,6 +530,9 @@ impl Session {
                     self.assign_setting(&name, value, false);
                 }
                 Ok(command("RESET"))
+            }
+            Plan::Set { name, .. } if name.starts_with("hayate.") => {
+                Self::check_settable(name).map(|()| command("SET"))
             }
             Plan::Set { name, value, local } if name == "timezone" => {
                 // DEFAULT and LOCAL go back to the session's starting zone.

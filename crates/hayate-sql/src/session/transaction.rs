@@ -339,6 +339,7 @@ impl Session {
             deferred_checks: self.deferred_checks.clone(),
             constraint_modes: self.constraint_modes.clone(),
             owner_undo: self.owner_undo.len(),
+            settings: self.setting_undo.len(),
         });
         Ok(command("SAVEPOINT"))
     }
@@ -386,6 +387,8 @@ impl Session {
         self.constraint_modes = savepoint.constraint_modes.clone();
         let owners = self.owner_undo.split_off(savepoint.owner_undo);
         restore_owners(owners);
+        let settings = savepoint.settings;
+        self.undo_settings_after(settings);
         self.catalog.finish_ddl(ddl, false);
         self.state = State::InBlock(txn);
         undone?;

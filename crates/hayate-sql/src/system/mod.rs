@@ -248,8 +248,8 @@ pub struct Snapshot {
     pub databases: Vec<crate::catalog::DatabaseInfo>,
     /// The views, each with its oid (that of its engine tree).
     pub views: Vec<(i64, Arc<crate::catalog::View>)>,
-    /// Every session of the cluster (pg_stat_activity).
-    pub activity: Vec<crate::catalog::activity::Activity>,
+    /// The cluster's sessions (pg_stat_activity lists them when it is read).
+    pub activities: Option<Arc<crate::catalog::activity::Activities>>,
 }
 
 impl Snapshot {
@@ -312,7 +312,7 @@ impl Snapshot {
             in_recovery: catalog.is_standby(),
             replication: catalog.cluster().replication_stats(),
             databases: catalog.cluster().databases(),
-            activity: catalog.cluster().activities().list(),
+            activities: Some(catalog.cluster().activities().clone()),
             views: catalog
                 .views()
                 .into_iter()

@@ -1571,8 +1571,12 @@ fn pg_stat_replication(snapshot: &Snapshot, _: &SessionNames) -> Rows {
 /// Every session of the cluster (`catalog::activity`), client backends only: a session over
 /// a Unix-domain socket has no address and port -1, as in PostgreSQL.
 fn pg_stat_activity(snapshot: &Snapshot, _: &SessionNames) -> Rows {
-    snapshot
-        .activity
+    let sessions = snapshot
+        .activities
+        .as_ref()
+        .map(|activities| activities.list())
+        .unwrap_or_default();
+    sessions
         .iter()
         .map(|session| {
             let datid = snapshot

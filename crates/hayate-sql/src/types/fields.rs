@@ -235,7 +235,9 @@ pub fn truncate(unit: &str, value: &Value) -> SqlResult<Value> {
         wrap(match (&zone, value) {
             (Some(zone), _) if day_or_more => zone.to_utc(truncated),
             (Some(_), Value::TimestampTz(utc)) => utc - (local - truncated),
-            _ => truncated,
+            // A date: its midnight in the zone, less what was cut.
+            (Some(zone), _) => zone.to_utc(local) - (local - truncated),
+            (None, _) => truncated,
         })
     };
     let (year, month, _, time, days) = calendar(micros);

@@ -1130,6 +1130,29 @@ impl Binder<'_> {
     }
 }
 
+/// SET TIME ZONE's value: an INTERVAL (`INTERVAL '1 hour'`, `'+05:30' HOUR TO MINUTE`)
+/// as the number of hours east it is, else the text.
+fn time_zone_value(value: &ast::Expr) -> SqlResult<String> {
+    let ast::Expr::Interval(interval) = value else {
+        return Ok(set_value(value));
+    };
+    let text = set_value(&interval.value);
+    let parsed = match crate::types::interval::parse(text.trim(), None) {
+        Ok(parsed) => parsed,
+        // '+05:30' with HOUR TO MINUTE: hours and minutes.
+        Err(error) => crate::types::interval::parse(text.trim().trim_start_matches('+'), None)
+            .map_err(|_| error)?,
+    };
+    if parsed.months != 0 || parsed.days != 0 {
+        return Err(SqlError::new(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            "invalid interval value for time zone: month and day not allowed",
+        ));
+    }
+    let hours = parsed.micros as f64 / 3_600_000_000.0;
+    Ok(format!("{hours}"))
+}
+
 pub(super) fn bind_set(set: &ast::Set) -> SqlResult<Plan> {
     match set {
         ast::Set::SingleAssignment {
@@ -1144,7 +1167,7 @@ pub(super) fn bind_set(set: &ast::Set) -> SqlResult<Plan> {
         }),
         ast::Set::SetTimeZone { value, local } => Ok(Plan::Set {
             name: "timezone".into(),
-            value: set_value(value),
+            value: time_zone_value(value)?,
             local: *local,
         }),
         ast::Set::SetTransaction { modes, session, .. } => Ok(Plan::SetTransaction {

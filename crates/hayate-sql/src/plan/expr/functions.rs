@@ -259,6 +259,12 @@ pub(super) fn eval(
         F::SetConfig => {
             let name = text(0).to_ascii_lowercase();
             let mut value = values[1].to_text().unwrap_or_default();
+            if name.starts_with("hayate.") {
+                return Err(SqlError::new(
+                    sqlstate::CANT_CHANGE_RUNTIME_PARAM,
+                    format!("parameter \"{name}\" cannot be changed"),
+                ));
+            }
             if name == "timezone" {
                 value = crate::types::zone::Zone::setting(&value)?
                     .name()

@@ -11,35 +11,28 @@ use crate::types::{DataType, Value};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JsonFunction {
     /// `->` (text: `->>`): an object's field or an array's element.
-    Field {
-        text: bool,
-    },
+    Field { text: bool },
     /// `#>` (text: `#>>`), json_extract_path[_text](doc, VARIADIC path): the document at a
     /// path (the path as an array's text form for the operators, as arguments for the
     /// functions).
-    Path {
-        text: bool,
-        variadic: bool,
-    },
+    Path { text: bool, variadic: bool },
     /// `@>`; `<@` is bound with its arguments swapped.
     Contains,
     /// `?`.
     HasKey,
     /// `?|` (any) and `?&` (all) with a text[] of keys.
-    HasKeys {
-        all: bool,
-    },
+    HasKeys { all: bool },
     /// jsonb `||`.
     Concat,
     /// jsonb `-` text or integer.
     Remove,
     /// to_json / to_jsonb of a value that is not json (json values are bound as themselves).
     ToJson,
-    /// json_build_object(key, value, ...): values are JSON text (`ToJson`).
     /// A table's row as an object (row_to_json(t), to_json(t), json_agg(t)): arguments as
     /// json_build_object's, json's text compact as PostgreSQL writes a record:
     /// `{"id":1,"name":"x"}`.
     RowObject,
+    /// json_build_object(key, value, ...): values are JSON text (`ToJson`).
     BuildObject,
     /// json_build_array(value, ...): values are JSON text.
     BuildArray,
