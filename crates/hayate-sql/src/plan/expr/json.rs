@@ -103,28 +103,22 @@ pub(super) fn eval(function: JsonFunction, binary: bool, values: &[Value]) -> Sq
                 })?;
                 pairs.push((key, document(&pair[1], binary)?.unwrap_or(Json::Null)));
             }
-            if !binary && function == J::RowObject {
-                let fields: Vec<String> = pairs
-                    .iter()
-                    .map(|(key, value)| {
-                        let mut field = String::new();
-                        json::write_string(&mut field, key);
-                        format!("{field}:{}", json::format(value))
-                    })
-                    .collect();
-                return Ok(Value::Text(format!("{{{}}}", fields.join(","))));
-            }
             if !binary {
-                // json_build_object's own spacing, as PostgreSQL writes it.
+                // json's own spacing, as PostgreSQL writes it: a record compact, a
+                // json_build_object with spaces.
+                let (colon, comma) = match function {
+                    J::RowObject => (":", ","),
+                    _ => (" : ", ", "),
+                };
                 let fields: Vec<String> = pairs
                     .iter()
                     .map(|(key, value)| {
                         let mut field = String::new();
                         json::write_string(&mut field, key);
-                        format!("{field} : {}", json::format(value))
+                        format!("{field}{colon}{}", json::format(value))
                     })
                     .collect();
-                return Ok(Value::Text(format!("{{{}}}", fields.join(", "))));
+                return Ok(Value::Text(format!("{{{}}}", fields.join(comma))));
             }
             return Ok(Value::Text(json::format(&json::object(pairs, binary))));
         }
