@@ -39,7 +39,8 @@ use pgwire::api::{ClientInfo, PgWireConnectionState, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::data::ParameterDescription;
 use pgwire::messages::response::TransactionStatus as Wire;
-use pgwire::messages::PgWireBackendMessage;
+use pgwire::messages::startup::ParameterStatus;
+use pgwire::messages::{Message, PgWireBackendMessage};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Framed;
 
@@ -221,6 +222,9 @@ impl Protocol {
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);
         let out = client.write_buffer_mut();
+        for (name, value) in self.state.changed_parameters() {
+            ParameterStatus::new(name.to_string(), value).encode(out)?;
+        }
         out.put_u8(b'Z');
         out.put_i32(5);
         out.put_u8(match status {

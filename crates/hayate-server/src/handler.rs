@@ -46,6 +46,7 @@ use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 use pgwire::messages::data::{NoData, RowDescription};
 use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus as Wire};
 use pgwire::messages::simplequery::Query;
+use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::PgWireBackendMessage;
 
 use crate::databases::Databases;
@@ -65,6 +66,8 @@ pub struct ConnectionState {
     /// The session's time zone (`Session::zone`), made current around its statements'
     /// fibers and the encoding of their rows.
     zone: Mutex<SessionZone>,
+    /// The reported settings' values the client was last told (`Session::reported_settings`).
+    reported: Mutex<Vec<(&'static str, String)>>,
 }
 
 /// What a COPY statement starts.
@@ -88,6 +91,7 @@ impl ConnectionState {
             copy: Mutex::new(None),
             terminate: Arc::new(tokio::sync::Notify::new()),
             zone: Mutex::new(SessionZone::default()),
+            reported: Mutex::new(Vec::new()),
         })
     }
 
@@ -127,6 +131,7 @@ impl ConnectionState {
         }
         session.set_defer_commits(true);
         *self.zone.lock() = session.zone();
+        *self.reported.lock() = session.reported_settings().to_vec();
         *self.session.lock() = Some(session);
         Ok(())
     }
@@ -261,6 +266,49 @@ impl ConnectionState {
                 session.protocol_statement_closed(name)
             }
         });
+    }
+
+    /// The reported settings (TimeZone, application_name) whose values changed since the
+    /// client was last told, now noted as told: sent as ParameterStatus before ReadyForQuery.
+    pub(crate) fn changed_parameters(&self) -> Vec<(&'static str, String)> {
+        let Some(current) = self
+            .session
+            .lock()
+            .as_ref()
+            .map(Session::reported_settings)
+        else {
+            return Vec::new();
+        };
+        let mut reported = self.reported.lock();
+        let changed: Vec<(&'static str, String)> = current
+            .into_iter()
+            .filter(|setting| !reported.contains(setting))
+            .collect();
+        for (name, value) in &changed {
+            match reported.iter_mut().find(|(known, _)| known == name) {
+                Some(entry) => entry.1 = value.clone(),
+                None => reported.push((name, value.clone())),
+            }
+        }
+        changed
+    }
+
+    /// Feeds a ParameterStatus for each reported setting that changed (PostgreSQL sends them
+    /// just before ReadyForQuery).
+    async fn report_changed<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin + Send,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        for (name, value) in self.changed_parameters() {
+            client
+                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                    name.to_string(),
+                    value,
+                )))
+                .await?;
+        }
+        Ok(())
     }
 
     /// The transaction status for ReadyForQuery (never blocks: no statement runs then).
@@ -417,6 +465,7 @@ impl SimpleQueryHandler for ConnectionState {
         }
         // The session, not the responses, knows the transaction state (an error inside a
         // block leaves it failed; one outside leaves it idle).
+        self.report_changed(client).await?;
         let status = self.status();
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);
@@ -513,6 +562,7 @@ impl ConnectionState {
                     .await?;
             }
         }
+        self.report_changed(client).await?;
         let status = self.status();
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);

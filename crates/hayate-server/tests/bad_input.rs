@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use common::raw::{message, read_until_ready, startup_message};
 use common::{sqlstate, TestServer};
 
 /// Sends `bytes` on a fresh connection and reads until the server closes it (or 5 s pass).
@@ -23,18 +24,6 @@ fn send_raw(server: &TestServer, bytes: &[u8]) {
             break;
         }
     }
-}
-
-fn startup_message() -> Vec<u8> {
-    let mut body = Vec::new();
-    body.extend_from_slice(&196608u32.to_be_bytes()); // protocol 3.0
-    for part in ["user", "tester", "database", "test", ""] {
-        body.extend_from_slice(part.as_bytes());
-        body.push(0);
-    }
-    let mut message = ((body.len() + 4) as u32).to_be_bytes().to_vec();
-    message.extend_from_slice(&body);
-    message
 }
 
 #[test]
@@ -120,12 +109,6 @@ fn ssl_request_is_refused_with_n() {
 }
 
 /// One frontend message: type byte, length, body.
-fn message(kind: u8, body: &[u8]) -> Vec<u8> {
-    let mut out = vec![kind];
-    out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
-    out.extend_from_slice(body);
-    out
-}
 
 /// A Bind of statement "s" to the unnamed portal with these format codes and one text
 /// parameter "1".
@@ -143,31 +126,6 @@ fn bind(parameter_formats: &[i16], result_formats: &[i16]) -> Vec<u8> {
     body.push(b'1');
     codes(&mut body, result_formats);
     message(b'B', &body)
-}
-
-/// The SQLSTATE of every ErrorResponse the server sends until the ReadyForQuery that ends
-/// `count` Syncs, and the number of DataRows.
-fn read_until_ready(stream: &mut TcpStream, count: usize) -> (Vec<String>, usize) {
-    let (mut errors, mut rows, mut ready) = (Vec::new(), 0, 0);
-    while ready < count {
-        let mut header = [0u8; 5];
-        stream.read_exact(&mut header).expect("a message");
-        let length = u32::from_be_bytes(header[1..5].try_into().unwrap()) as usize;
-        let mut body = vec![0u8; length - 4];
-        stream.read_exact(&mut body).unwrap();
-        match header[0] {
-            b'E' => {
-                let code = (body.split(|byte| *byte == 0))
-                    .find(|field| field.first() == Some(&b'C'))
-                    .map(|field| String::from_utf8_lossy(&field[1..]).into_owned());
-                errors.push(code.unwrap_or_default());
-            }
-            b'D' => rows += 1,
-            b'Z' => ready += 1,
-            _ => {}
-        }
-    }
-    (errors, rows)
 }
 
 /// A Bind whose format codes do not match its parameters or the result's columns is a

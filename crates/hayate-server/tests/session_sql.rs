@@ -1,6 +1,7 @@
 //! The session's transaction features over the wire, with rust-postgres (extended protocol,
 //! named statements): DEALLOCATE ALL drops the statements the driver prepared through Parse
-//! (as psycopg's prepared-statement cache expects), savepoints, DDL inside a block.
+//! (as psycopg's prepared-statement cache expects), savepoints, DDL inside a block; and the
+//! ParameterStatus messages of changed settings, read off the wire by hand.
 
 mod common;
 
@@ -70,5 +71,74 @@ fn savepoints_and_ddl_in_a_block() {
         .unwrap()
         .get(0);
     assert_eq!(count, 2);
+    server.stop();
+}
+
+/// A change of TimeZone or application_name is reported to the client with a ParameterStatus
+/// before the ReadyForQuery that follows it, as PostgreSQL does (drivers keep the session's
+/// zone from it): after SET TIME ZONE, SET LOCAL in a block (and again when the block ends),
+/// RESET TIME ZONE and a SET through the extended protocol; nothing when the value ends where
+/// it started.
+#[test]
+fn changed_settings_are_reported() {
+    use std::io::Write;
+
+    use common::raw::{message, read_messages, startup_message};
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(&startup_message()).unwrap();
+    let mut statuses = Vec::new();
+    read_messages(&mut stream, 1, &mut statuses);
+    assert!(statuses.contains(&("TimeZone".into(), "UTC".into())));
+    let mut run = |sql: &str| -> (Vec<(String, String)>, usize) {
+        let mut body = sql.as_bytes().to_vec();
+        body.push(0);
+        stream.write_all(&message(b'Q', &body)).unwrap();
+        let mut statuses = Vec::new();
+        let (errors, rows) = read_messages(&mut stream, 1, &mut statuses);
+        assert!(errors.is_empty(), "{sql}: {errors:?}");
+        (statuses, rows)
+    };
+    let reported = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        run("SET TIME ZONE 'Asia/Tokyo'").0,
+        reported(&[("TimeZone", "Asia/Tokyo")])
+    );
+    assert_eq!(run("SELECT 1").0, reported(&[]));
+    assert_eq!(
+        run("BEGIN; SET LOCAL application_name = 'brief'; COMMIT").0,
+        reported(&[])
+    );
+    run("BEGIN");
+    assert_eq!(
+        run("SET LOCAL TIME ZONE 'Europe/Paris'").0,
+        reported(&[("TimeZone", "Europe/Paris")])
+    );
+    assert_eq!(run("COMMIT").0, reported(&[("TimeZone", "Asia/Tokyo")]));
+    assert_eq!(
+        run("reset   time ZONE; SELECT 1"),
+        (reported(&[("TimeZone", "UTC")]), 1)
+    );
+
+    let mut batch = message(b'P', b"\0SET application_name = 'app2'\0\0\0");
+    batch.extend(message(b'B', b"\0\0\0\0\0\0\0\0"));
+    batch.extend(message(b'E', b"\0\0\0\0\0"));
+    batch.extend(message(b'S', b""));
+    stream.write_all(&batch).unwrap();
+    let mut statuses = Vec::new();
+    let (errors, _) = read_messages(&mut stream, 1, &mut statuses);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(statuses, reported(&[("application_name", "app2")]));
+    drop(stream);
     server.stop();
 }

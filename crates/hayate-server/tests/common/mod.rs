@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use hayate_engine::{Database, DatabaseConfig};
 
 pub mod clients;
+pub mod raw;
 
 pub struct TestServer {
     pub addr: SocketAddr,

@@ -76,6 +76,23 @@ impl Session {
         }
     }
 
+    /// The settings PostgreSQL reports to the client whenever they change (GUC_REPORT) that a
+    /// session can change: TimeZone and application_name, with their current values. The
+    /// server compares them before each ReadyForQuery and sends a ParameterStatus for each
+    /// that changed, as PostgreSQL does.
+    pub fn reported_settings(&self) -> [(&'static str, String); 2] {
+        [
+            ("TimeZone", self.zone.get().name().to_string()),
+            (
+                "application_name",
+                self.settings
+                    .get("application_name")
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+        ]
+    }
+
     /// The session's zone, for the server to make current around its statements and rows.
     pub fn zone(&self) -> crate::types::zone::SessionZone {
         self.zone.clone()

@@ -31,7 +31,7 @@ const AUTOCOMMIT_ATTEMPTS_MAX: u32 = 16;
 pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
     // Only a string that names one of those forms is split (the usual query is not).
     let lower = sql.to_ascii_lowercase();
-    let special = ["vacuum", "analy", "database", "sequence", "constraints"]
+    let special = ["vacuum", "analy", "database", "sequence", "constraints", "reset"]
         .iter()
         .any(|word| lower.contains(word));
     let pieces = if special {
@@ -97,6 +97,9 @@ fn preparsed(sql: &str) -> Option<SqlResult<Statement>> {
     if let Some(statement) = maintenance_statement(sql) {
         return Some(Ok(statement));
     }
+    if let Some(statement) = reset_time_zone(sql) {
+        return Some(Ok(statement));
+    }
     if let Some(statement) = super::database::database_statement(sql) {
         return Some(statement);
     }
@@ -114,6 +117,23 @@ fn preparsed(sql: &str) -> Option<SqlResult<Statement>> {
         ))),
         Err(error) => Some(Err(error)),
     }
+}
+
+/// `RESET TIME ZONE` (PostgreSQL's spelling of `RESET timezone`, which sqlparser does not
+/// accept) as one statement.
+fn reset_time_zone(sql: &str) -> Option<Statement> {
+    let text = sql.trim().trim_end_matches(';');
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    (words == ["reset", "time", "zone"]).then(|| {
+        Statement::Reset(sqlparser::ast::ResetStatement {
+            reset: sqlparser::ast::Reset::ConfigurationParameter(sqlparser::ast::ObjectName::from(
+                vec![sqlparser::ast::Ident::new("timezone")],
+            )),
+        })
+    })
 }
 
 /// VACUUM and ANALYZE in PostgreSQL's forms (`vacuum analyze t`, `VACUUM (VERBOSE) t`,
