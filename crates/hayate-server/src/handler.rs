@@ -271,12 +271,7 @@ impl ConnectionState {
     /// The reported settings (TimeZone, application_name) whose values changed since the
     /// client was last told, now noted as told: sent as ParameterStatus before ReadyForQuery.
     pub(crate) fn changed_parameters(&self) -> Vec<(&'static str, String)> {
-        let Some(current) = self
-            .session
-            .lock()
-            .as_ref()
-            .map(Session::reported_settings)
-        else {
+        let Some(current) = self.session.lock().as_ref().map(Session::reported_settings) else {
             return Vec::new();
         };
         let mut reported = self.reported.lock();

@@ -108,8 +108,6 @@ fn ssl_request_is_refused_with_n() {
     server.stop();
 }
 
-/// One frontend message: type byte, length, body.
-
 /// A Bind of statement "s" to the unnamed portal with these format codes and one text
 /// parameter "1".
 fn bind(parameter_formats: &[i16], result_formats: &[i16]) -> Vec<u8> {

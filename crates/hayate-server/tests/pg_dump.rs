@@ -21,6 +21,7 @@ CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, note text, \
 CREATE INDEX customers_name ON customers (name);
 CREATE TABLE orders (id bigint PRIMARY KEY, customer int NOT NULL REFERENCES customers (id), \
     total float8, paid bool DEFAULT false);
+CREATE UNIQUE INDEX orders_unpaid ON orders (customer) WHERE NOT paid;
 CREATE SEQUENCE tickets START 100 INCREMENT 5;
 CREATE SEQUENCE laps INCREMENT 3 MAXVALUE 7 CYCLE;
 CREATE VIEW big_orders AS SELECT o.id, c.name, o.total FROM orders o \
@@ -42,6 +43,7 @@ const CHECKS: &[&str] = &[
     // Past its maximum: only a copy that kept CYCLE starts again at 1.
     "SELECT nextval('laps')::text",
     "SELECT nextval('customers_id_seq')::text",
+    "SELECT indexdef FROM pg_indexes WHERE indexname = 'orders_unpaid'",
 ];
 
 fn psql(host: &str, port: u16, user: &str, database: &str, args: &[&str]) -> String {

@@ -68,6 +68,7 @@ pub mod sqlstate {
     pub const WRONG_OBJECT_TYPE: &str = "42809";
     pub const INVALID_SCHEMA_NAME: &str = "3F000";
     pub const INTERNAL_ERROR: &str = "XX000";
+    pub const INVALID_OBJECT_DEFINITION: &str = "42P17";
     /// The server stops serving this session (a primary that lost its role).
     pub const ADMIN_SHUTDOWN: &str = "57P01";
 }

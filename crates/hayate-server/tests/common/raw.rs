@@ -16,7 +16,7 @@ pub fn startup_message() -> Vec<u8> {
     message
 }
 
-/// A message of `kind` with `body`.
+/// One frontend message: type byte, length, body.
 pub fn message(kind: u8, body: &[u8]) -> Vec<u8> {
     let mut out = vec![kind];
     out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
@@ -63,4 +63,3 @@ pub fn read_messages(
     }
     (errors, rows)
 }
-

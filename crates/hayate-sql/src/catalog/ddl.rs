@@ -16,7 +16,7 @@ use std::sync::Arc;
 use hayate_engine::Transaction;
 
 use super::batch::{duplicated_row, for_each_row, BatchWriter, IndexBuild};
-use super::definition::{IndexDef, IndexKind, TableDef, TABLE_TREE_PREFIX};
+use super::definition::{IndexDef, IndexKind, PartialTest, TableDef, TABLE_TREE_PREFIX};
 use super::index_entry;
 use super::sequence::{Sequence, SequenceOptions};
 use super::table::Table;
@@ -35,6 +35,18 @@ pub struct DdlUndo {
     pub(super) on_rollback: Vec<String>,
     /// The views as they were before (None: there was none), restored by a rollback.
     pub(super) previous_views: Vec<(String, Option<Arc<View>>)>,
+}
+
+/// What `Catalog::create_index` creates.
+pub struct NewIndex<'a> {
+    pub table: &'a str,
+    /// None: PostgreSQL's name (table_col1_col2_idx, then ...idx1, idx2, ...).
+    pub name: Option<&'a str>,
+    pub columns: &'a [String],
+    pub kind: IndexKind,
+    pub if_not_exists: bool,
+    /// A partial index's predicate: its text and the test of a row.
+    pub partial: Option<(String, PartialTest<'a>)>,
 }
 
 impl Catalog {
@@ -219,18 +231,23 @@ impl Catalog {
         Ok(self.finish_or_defer(in_block, undo))
     }
 
-    /// CREATE [UNIQUE] INDEX or ADD CONSTRAINT ... UNIQUE (`kind`): creates the engine index, fills it from a snapshot of the table's rows
-    /// (in batches), then commits the new definition. False if the index exists and
-    /// `if_not_exists` is set.
+    /// CREATE [UNIQUE] INDEX or ADD CONSTRAINT ... UNIQUE (`kind`): creates the engine
+    /// index, fills it from a snapshot of the table's rows (in batches; a partial index with
+    /// those its predicate accepts), then commits the new definition. Nothing if the index
+    /// exists and `if_not_exists` is set.
     pub fn create_index(
         &self,
-        table_name: &str,
-        name: Option<&str>,
-        columns: &[String],
-        kind: IndexKind,
-        if_not_exists: bool,
+        index: NewIndex<'_>,
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
+        let NewIndex {
+            table: table_name,
+            name,
+            columns,
+            kind,
+            if_not_exists,
+            partial,
+        } = index;
         let unique = kind != IndexKind::Plain;
         let constraint = kind == IndexKind::UniqueConstraint;
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
@@ -281,6 +298,7 @@ impl Catalog {
             unique,
             constraint,
             tree: tree_name.clone(),
+            predicate: partial.as_ref().map(|(text, _)| text.clone()),
         };
         let mut def = table.def.clone();
         def.indexes.push(index_def.clone());
@@ -289,6 +307,11 @@ impl Catalog {
             let mut writer = BatchWriter::new(&self.db);
             let mut build = IndexBuild::new(&self.db, tree, 1);
             for_each_row(&self.db, block.as_deref(), &table, |pk, values| {
+                if let Some((_, includes)) = &partial {
+                    if !includes(&table.def, &index_def, &values)? {
+                        return Ok(());
+                    }
+                }
                 let (entry, checked) = index_entry::entry(&table.def, &index_def, &values, &pk)?;
                 build.push(entry, &pk, checked)
             })?;

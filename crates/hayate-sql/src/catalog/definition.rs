@@ -57,6 +57,23 @@ pub struct IndexDef {
     pub constraint: bool,
     /// The engine index holding the entries.
     pub tree: String,
+    /// A partial index's WHERE (SQL text over the table's columns, bound again by the
+    /// statements that write the table): only rows for which it is true have an entry.
+    pub predicate: Option<String>,
+}
+
+/// Whether a row has an entry in a partial index (its predicate is true for the row): the
+/// layers above bind and evaluate predicates; the catalog asks when it builds an index.
+pub type PartialTest<'a> =
+    &'a dyn Fn(&TableDef, &IndexDef, &[crate::types::Value]) -> SqlResult<bool>;
+
+impl IndexDef {
+    /// True if the partial index's predicate names the column (see `mentions`).
+    pub fn predicate_mentions(&self, column: &str) -> bool {
+        self.predicate
+            .as_deref()
+            .is_some_and(|predicate| mentions(predicate, column))
+    }
 }
 
 /// What CREATE INDEX or a UNIQUE constraint makes.
@@ -306,9 +323,16 @@ impl TableDef {
         out.extend_from_slice(&(self.indexes.len() as u16).to_le_bytes());
         for index in &self.indexes {
             put_string(&mut out, &index.name);
-            out.push(index.unique as u8 | (index.constraint as u8) << 1);
+            out.push(
+                index.unique as u8
+                    | (index.constraint as u8) << 1
+                    | (index.predicate.is_some() as u8) << 2,
+            );
             put_columns(&mut out, &index.columns);
             put_string(&mut out, &index.tree);
+            if let Some(predicate) = &index.predicate {
+                put_string(&mut out, predicate);
+            }
         }
         out.extend_from_slice(&(self.checks.len() as u16).to_le_bytes());
         for check in &self.checks {
@@ -395,12 +419,17 @@ impl TableDef {
                     .columns(columns.len())
                     .ok_or_else(|| corrupt("index columns"))?;
                 let tree = reader.string().ok_or_else(|| corrupt("index tree"))?;
+                let predicate = match flags & 4 != 0 {
+                    true => Some(reader.string().ok_or_else(|| corrupt("index predicate"))?),
+                    false => None,
+                };
                 indexes.push(IndexDef {
                     name,
                     columns: index_columns,
                     unique: flags & 1 != 0,
                     constraint: flags & 2 != 0,
                     tree,
+                    predicate,
                 });
             }
             (tree, indexes)
@@ -474,10 +503,14 @@ impl CheckDef {
     /// True if the expression names the column (a word of its text, case-insensitively):
     /// a dropped column takes its checks with it.
     pub fn mentions(&self, column: &str) -> bool {
-        self.expr
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .any(|word| word.eq_ignore_ascii_case(column))
+        mentions(&self.expr, column)
     }
+}
+
+/// True if an expression's text names the column (a word of it, case-insensitively).
+fn mentions(text: &str, column: &str) -> bool {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .any(|word| word.eq_ignore_ascii_case(column))
 }
 
 /// An expression's text with the column `from` named `to` (RENAME COLUMN of a CHECK's
@@ -600,6 +633,7 @@ mod tests {
                 unique: true,
                 constraint: true,
                 tree: "sql.index.accounts_name_idx".into(),
+                predicate: None,
             }],
             tree: "sql.table.accounts.2".into(),
             checks: vec![CheckDef {

@@ -66,10 +66,10 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
 
 pub use cluster::{Cluster, DatabaseInfo, SessionTerminator, DEFAULT_DATABASE};
-pub use ddl::DdlUndo;
+pub use ddl::{DdlUndo, NewIndex};
 pub use definition::{
     rename_column_in, CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, IndexKind,
-    ReferentialAction, TableDef,
+    PartialTest, ReferentialAction, TableDef,
 };
 pub use rebuild::Rebuild;
 pub use sequence::{Sequence, SequenceChanges, SequenceOptions, SessionSequences};

@@ -11,7 +11,7 @@ use hayate_engine::Transaction;
 
 use super::batch::{duplicated_row, for_each_row, BatchWriter, IndexBuild};
 use super::ddl::{trees_of, DdlUndo};
-use super::definition::{ColumnDef, IndexDef, TableDef, TABLE_TREE_PREFIX};
+use super::definition::{ColumnDef, IndexDef, PartialTest, TableDef, TABLE_TREE_PREFIX};
 use super::index_entry;
 use super::table::Table;
 use super::{Catalog, INDEX_TREE_PREFIX};
@@ -35,15 +35,17 @@ impl Catalog {
     /// Rebuilds tables into fresh engine trees, made visible by one commit of their
     /// definitions: TRUNCATE (outside a transaction block) and ALTER TABLE. The old trees are
     /// dropped after that commit.
+    /// `partial` tells which rows a partial index holds.
     pub fn rebuild(
         &self,
         changes: Vec<(String, Rebuild)>,
+        partial: PartialTest<'_>,
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let mut created: Vec<String> = Vec::new();
         let in_block = block.is_some();
-        let result = self.rebuild_locked(changes, &mut created, block);
+        let result = self.rebuild_locked(changes, partial, &mut created, block);
         match result {
             Ok((new_tables, old_trees)) => {
                 let mut undo = DdlUndo {
@@ -70,6 +72,7 @@ impl Catalog {
     fn rebuild_locked(
         &self,
         changes: Vec<(String, Rebuild)>,
+        partial: PartialTest<'_>,
         created: &mut Vec<String>,
         block: Option<&mut Transaction>,
     ) -> SqlResult<(Vec<Table>, Vec<String>)> {
@@ -119,7 +122,10 @@ impl Catalog {
                         }
                     }
                     def.columns.remove(*column);
-                    def.indexes.retain(|index| !index.columns.contains(column));
+                    // As PostgreSQL: the indexes on the column, or whose WHERE reads it, go.
+                    def.indexes.retain(|index| {
+                        !index.columns.contains(column) && !index.predicate_mentions(&column_name)
+                    });
                     // As PostgreSQL: the constraints on the column go with it.
                     def.foreign_keys.retain(|key| !key.columns.contains(column));
                     def.checks.retain(|check| !check.mentions(&column_name));
@@ -189,10 +195,14 @@ impl Catalog {
                             unique: true,
                             constraint: true,
                             tree: String::new(),
+                            predicate: None,
                         };
                         index_entry::duplicated(&def, &pk, &values)
                     })?;
                     for (index, build) in def.indexes.iter().zip(&mut builds) {
+                        if index.predicate.is_some() && !partial(&def, index, &values)? {
+                            continue;
+                        }
                         let (entry, checked) = index_entry::entry(&def, index, &values, &key)?;
                         build.push(entry, &key, checked)?;
                     }

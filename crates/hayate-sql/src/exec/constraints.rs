@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use hayate_engine::Transaction;
 
-use super::{as_slice, index, key_value, prefix_range, Executor};
+use super::{as_slice, key_value, prefix_range, Executor};
 use crate::catalog::index_entry::{self, NOT_NULL};
 use crate::catalog::{Catalog, Deferral, ForeignKeyDef, ReferentialAction, Table};
 use crate::encoding::{key, row};
@@ -328,7 +328,7 @@ impl Executor<'_> {
                 ReferentialAction::Cascade if new.is_none() => {
                     for (child_key, child_old) in rows {
                         txn.delete(child.tree, &child_key)?;
-                        index::remove_entries(child, &child_old, &child_key, None, txn)?;
+                        self.remove_entries(child, &child_old, &child_key, None, txn)?;
                         self.referenced_row_changed(child, &child_old, None, txn)?;
                     }
                 }

@@ -3,6 +3,7 @@
 //!
 //! 1. An INSERT adds the new row's entries (`add_entries`); a unique index with no NULL
 //!    column checks uniqueness through the engine's `insert`, in the writing transaction.
+//!    A partial index holds the rows its predicate is true for (`PartialIndexes`).
 //! 2. An UPDATE removes and adds the entries of the indexes whose columns it changed, a
 //!    DELETE removes them all (`remove_entries`); ON CONFLICT finds the conflicting row by a
 //!    unique index (`find_unique`).
@@ -11,83 +12,165 @@
 //!    primary key order; a read in the index's order (an ORDER BY it gives) reads each row
 //!    as its entry comes (`Run::read_table`).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ops::Bound;
+use std::rc::Rc;
 
 use hayate_engine::Transaction;
 
 use super::{as_slice, key_value, prefix_range, Executor, KeyRange};
 use crate::catalog::index_entry::{entry, violation, NOT_NULL, NULL};
-use crate::catalog::{IndexDef, Table, TableDef};
+use crate::catalog::{Catalog, IndexDef, Table, TableDef};
 use crate::encoding::key;
 use crate::error::SqlResult;
 use crate::plan::access::{IndexAccess, IndexLookup, KeyBound};
-use crate::plan::EvalContext;
+use crate::plan::bind::Binder;
+use crate::plan::{EvalContext, Expr};
 use crate::types::{DataType, Value};
 
 /// Takes each row read: (primary key, raw row).
 type RowSink<'a> = dyn FnMut(Vec<u8>, &[u8]) -> SqlResult<()> + 'a;
 
-/// Adds a new row's entries to the table's indexes (all of them, or those in `only`).
-pub(crate) fn add_entries(
-    table: &Table,
-    values: &[Value],
-    pk: &[u8],
-    only: Option<&[bool]>,
-    txn: &mut Transaction,
-) -> SqlResult<()> {
-    for (position, index) in table.def.indexes.iter().enumerate() {
-        if only.is_some_and(|only| !only[position]) {
-            continue;
-        }
-        let tree = table.index_trees[position];
-        let (entry, checked) = entry(&table.def, index, values, pk)?;
-        if checked {
-            txn.insert(tree, &entry, pk).map_err(|error| match error {
-                hayate_engine::Error::DuplicateKey => violation(&table.def, index, values),
-                other => other.into(),
-            })?;
-        } else {
-            txn.put(tree, &entry, pk)?;
-        }
-    }
-    Ok(())
+/// Partial indexes' predicates, bound once per statement (or DDL command) and index.
+#[derive(Default)]
+pub struct PartialIndexes {
+    /// (table, index) -> the index's predicate, bound over the table's columns.
+    bound: RefCell<HashMap<(String, String), Rc<Expr>>>,
 }
 
-/// Removes an old row's entries from the table's indexes (all of them, or those in `only`).
-pub(crate) fn remove_entries(
-    table: &Table,
-    values: &[Value],
-    pk: &[u8],
-    only: Option<&[bool]>,
-    txn: &mut Transaction,
-) -> SqlResult<()> {
-    for (position, index) in table.def.indexes.iter().enumerate() {
-        if only.is_some_and(|only| !only[position]) {
-            continue;
-        }
-        let (entry, _) = entry(&table.def, index, values, pk)?;
-        txn.delete(table.index_trees[position], &entry)?;
+impl PartialIndexes {
+    /// True if the row has an entry in the index: always for a plain index; for a partial
+    /// one, when its predicate is true (NULL or false: no entry, as in PostgreSQL).
+    pub fn includes(
+        &self,
+        catalog: &Catalog,
+        def: &TableDef,
+        index: &IndexDef,
+        values: &[Value],
+        context: &EvalContext,
+    ) -> SqlResult<bool> {
+        let Some(predicate) = &index.predicate else {
+            return Ok(true);
+        };
+        let key = (def.name.clone(), index.name.clone());
+        let bound = self.bound.borrow().get(&key).cloned();
+        let expr = match bound {
+            Some(expr) => expr,
+            None => {
+                let expr = Rc::new(Binder::new(catalog, &[]).bind_check(def, predicate)?);
+                self.bound.borrow_mut().insert(key, expr.clone());
+                expr
+            }
+        };
+        Ok(expr.eval(values, context)? == Value::Bool(true))
     }
-    Ok(())
-}
-
-/// The primary key of the row whose unique index key equals the row's, if any (None also
-/// when the row has a NULL in the index, which never conflicts).
-pub(crate) fn find_unique(
-    table: &Table,
-    position: usize,
-    values: &[Value],
-    txn: &Transaction,
-) -> SqlResult<Option<Vec<u8>>> {
-    let index = &table.def.indexes[position];
-    let (entry, checked) = entry(&table.def, index, values, &[])?;
-    if !checked {
-        return Ok(None);
-    }
-    Ok(txn.get(table.index_trees[position], &entry)?)
 }
 
 impl Executor<'_> {
+    /// Of the table's indexes (all, or those in `only`), the ones the row has an entry in.
+    /// None when that is all of them in `only` (no partial index among them).
+    fn indexes_holding(
+        &self,
+        table: &Table,
+        values: &[Value],
+        only: Option<&[bool]>,
+    ) -> SqlResult<Option<Vec<bool>>> {
+        let indexes = &table.def.indexes;
+        if indexes.iter().all(|index| index.predicate.is_none()) {
+            return Ok(only.map(<[bool]>::to_vec));
+        }
+        let mut holding = Vec::with_capacity(indexes.len());
+        for (position, index) in indexes.iter().enumerate() {
+            let wanted = only.is_none_or(|only| only[position]);
+            holding.push(
+                wanted
+                    && self.partial.includes(
+                        self.catalog,
+                        &table.def,
+                        index,
+                        values,
+                        &self.context,
+                    )?,
+            );
+        }
+        Ok(Some(holding))
+    }
+
+    /// Adds a new row's entries to the table's indexes (all of them, or those in `only`;
+    /// a partial index only if the row satisfies its predicate).
+    pub(crate) fn add_entries(
+        &self,
+        table: &Table,
+        values: &[Value],
+        pk: &[u8],
+        only: Option<&[bool]>,
+        txn: &mut Transaction,
+    ) -> SqlResult<()> {
+        let holding = self.indexes_holding(table, values, only)?;
+        for (position, index) in table.def.indexes.iter().enumerate() {
+            if holding.as_ref().is_some_and(|holding| !holding[position]) {
+                continue;
+            }
+            let tree = table.index_trees[position];
+            let (entry, checked) = entry(&table.def, index, values, pk)?;
+            if checked {
+                txn.insert(tree, &entry, pk).map_err(|error| match error {
+                    hayate_engine::Error::DuplicateKey => violation(&table.def, index, values),
+                    other => other.into(),
+                })?;
+            } else {
+                txn.put(tree, &entry, pk)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes an old row's entries from the table's indexes (all of them, or those in
+    /// `only`; a partial index only if the row satisfied its predicate).
+    pub(crate) fn remove_entries(
+        &self,
+        table: &Table,
+        values: &[Value],
+        pk: &[u8],
+        only: Option<&[bool]>,
+        txn: &mut Transaction,
+    ) -> SqlResult<()> {
+        let holding = self.indexes_holding(table, values, only)?;
+        for (position, index) in table.def.indexes.iter().enumerate() {
+            if holding.as_ref().is_some_and(|holding| !holding[position]) {
+                continue;
+            }
+            let (entry, _) = entry(&table.def, index, values, pk)?;
+            txn.delete(table.index_trees[position], &entry)?;
+        }
+        Ok(())
+    }
+
+    /// The primary key of the row whose unique index key equals the row's, if any (None also
+    /// when the row has a NULL in the index, which never conflicts, or is outside a partial
+    /// index).
+    pub(crate) fn find_unique(
+        &self,
+        table: &Table,
+        position: usize,
+        values: &[Value],
+        txn: &Transaction,
+    ) -> SqlResult<Option<Vec<u8>>> {
+        let index = &table.def.indexes[position];
+        if !self
+            .partial
+            .includes(self.catalog, &table.def, index, values, &self.context)?
+        {
+            return Ok(None);
+        }
+        let (entry, checked) = entry(&table.def, index, values, &[])?;
+        if !checked {
+            return Ok(None);
+        }
+        Ok(txn.get(table.index_trees[position], &entry)?)
+    }
+
     /// The prefix of the index entries whose first columns equal `values` (None: no entry
     /// can, e.g. for a NULL).
     fn index_prefix(

@@ -32,6 +32,7 @@ use crate::plan::{
 };
 use crate::types::{DataType, Value};
 pub use constraints::{recheck, ConstraintCache, ConstraintModes, PendingCheck};
+pub use index::PartialIndexes;
 use run::Run;
 pub use spill::{memory_size_bytes, parse_work_mem, WORK_MEM_DEFAULT};
 
@@ -61,6 +62,8 @@ pub struct Executor<'a> {
     pub work_mem_bytes: usize,
     /// Constraints bound and looked up by this statement (`constraints`).
     pub constraints: ConstraintCache,
+    /// Partial indexes' predicates bound by this statement.
+    pub partial: PartialIndexes,
     /// The block's SET CONSTRAINTS modes; None outside a block, where a deferred key is
     /// checked at the end of the statement (its transaction's end).
     pub constraint_modes: Option<&'a ConstraintModes>,
@@ -381,7 +384,7 @@ impl Executor<'_> {
                 hayate_engine::Error::DuplicateKey => duplicate_key(table, values),
                 other => other.into(),
             })?;
-        index::add_entries(table, values, &key, None, txn)?;
+        self.add_entries(table, values, &key, None, txn)?;
         // After the write, so that a row may reference itself.
         self.check_references(table, None, values, txn)?;
         Ok(key)
@@ -473,7 +476,7 @@ impl Executor<'_> {
         let mut returned = Vec::new();
         for (key, old) in &rows {
             txn.delete(read.table.tree, key)?;
-            index::remove_entries(&read.table, old, key, None, txn)?;
+            self.remove_entries(&read.table, old, key, None, txn)?;
             self.referenced_row_changed(&read.table, old, None, txn)?;
             if let Some(returning) = returning {
                 returned.push(self.project(&returning.projection, old)?);

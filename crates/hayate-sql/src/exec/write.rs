@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use hayate_engine::Transaction;
 
-use super::{dml_outcome, duplicate_key, index, Executor, Outcome};
+use super::{dml_outcome, duplicate_key, Executor, Outcome};
 use crate::catalog::Table;
 use crate::encoding::row;
 use crate::error::{sqlstate, SqlError, SqlResult};
@@ -79,7 +79,7 @@ impl Executor<'_> {
                     let key = self.row_key(table, &values)?;
                     txn.get(table.tree, &key)?.map(|_| key)
                 }
-                Arbiter::Index(position) => index::find_unique(table, *position, &values, txn)?,
+                Arbiter::Index(position) => self.find_unique(table, *position, &values, txn)?,
             };
             if existing.is_some() {
                 break;
@@ -154,15 +154,22 @@ impl Executor<'_> {
             self.row_key(table, new)?
         };
         let moved = new_key != key;
-        let changed: Vec<bool> = table
-            .def
-            .indexes
-            .iter()
-            .map(|index| moved || index.columns.iter().any(|c| old[*c] != new[*c]))
-            .collect();
+        let mut changed = Vec::with_capacity(table.def.indexes.len());
+        for index in &table.def.indexes {
+            let mut index_changed = moved || index.columns.iter().any(|c| old[*c] != new[*c]);
+            if !index_changed && index.predicate.is_some() {
+                // The row enters or leaves a partial index.
+                let includes = |values: &[Value]| {
+                    self.partial
+                        .includes(self.catalog, &table.def, index, values, &self.context)
+                };
+                index_changed = includes(old)? != includes(new)?;
+            }
+            changed.push(index_changed);
+        }
         let any_changed = changed.iter().any(|c| *c);
         if any_changed {
-            index::remove_entries(table, old, key, Some(&changed), txn)?;
+            self.remove_entries(table, old, key, Some(&changed), txn)?;
         }
         let encoded = row::encode(new, &table.def.types())?;
         if moved {
@@ -176,7 +183,7 @@ impl Executor<'_> {
             txn.update(table.tree, key, &encoded)?;
         }
         if any_changed {
-            index::add_entries(table, new, &new_key, Some(&changed), txn)?;
+            self.add_entries(table, new, &new_key, Some(&changed), txn)?;
         }
         self.check_references(table, Some(old), new, txn)?;
         self.referenced_row_changed(table, old, Some(new), txn)

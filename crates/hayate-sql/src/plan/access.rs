@@ -174,20 +174,65 @@ fn disjuncts<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
     }
 }
 
-/// Picks the access path for reading `table` with `filter`.
-pub fn choose(table: &Table, filter: Option<&Expr>) -> Access {
+/// Picks the access path for reading `table` with `filter`; `partial`: its partial indexes
+/// with their predicates (`TableRead::partial`).
+pub fn choose(table: &Table, filter: Option<&Expr>, partial: &[(usize, Expr)]) -> Access {
     let Some(filter) = filter else {
         return Access::Full;
     };
     let mut parts = Vec::new();
     conjuncts(filter, &mut parts);
-    choose_parts(table, &parts, MAX_UNION)
+    choose_parts(table, &parts, partial, MAX_UNION)
+}
+
+/// Which of the table's indexes a read with AND-ed `parts` may use: every plain index; a
+/// partial one when each conjunct of its predicate is one of `parts`, or is `c IS NOT NULL`
+/// and `parts` compare c with a constant (a comparison is never true of a NULL). Empty when
+/// every index may be used.
+pub fn usable_indexes(table: &Table, partial: &[(usize, Expr)], parts: &[&Expr]) -> Vec<bool> {
+    if partial.is_empty() {
+        return Vec::new();
+    }
+    let mut usable = vec![true; table.def.indexes.len()];
+    for (position, predicate) in partial {
+        let mut needed = Vec::new();
+        conjuncts(predicate, &mut needed);
+        let implied = |needed: &&Expr| {
+            parts.contains(needed)
+                || match needed {
+                    Expr::IsNull {
+                        expr,
+                        negated: true,
+                    } => match strip_cast(expr) {
+                        Expr::Column(column) => parts.iter().any(|part| {
+                            column_comparison(part).is_some_and(|(c, _, _)| c == *column)
+                        }),
+                        _ => false,
+                    },
+                    _ => false,
+                }
+        };
+        if let Some(slot) = usable.get_mut(*position) {
+            *slot = needed.iter().all(implied);
+        }
+    }
+    usable
+}
+
+/// True if `usable` (`usable_indexes`) lets a path use the index at `position`.
+fn may_use(usable: &[bool], position: usize) -> bool {
+    usable.get(position).copied().unwrap_or(true)
 }
 
 /// The best of the single path for `parts` and a union over one of its OR conjuncts, whose
 /// branches may use at most `budget` lookups in all.
-fn choose_parts(table: &Table, parts: &[&Expr], budget: usize) -> Access {
-    let single = choose_single(table, parts);
+fn choose_parts(
+    table: &Table,
+    parts: &[&Expr],
+    partial: &[(usize, Expr)],
+    budget: usize,
+) -> Access {
+    let single = choose_single(table, parts, partial);
     let mut best_rank = narrowness(table, &single);
     if best_rank.0 == 3 {
         return single;
@@ -207,7 +252,7 @@ fn choose_parts(table: &Table, parts: &[&Expr], budget: usize) -> Access {
             with.extend(parts[..position].iter().copied());
             with.extend(parts[position + 1..].iter().copied());
             conjuncts(branch, &mut with);
-            match choose_parts(table, &with, share) {
+            match choose_parts(table, &with, partial, share) {
                 Access::Full => {
                     complete = false;
                     break;
@@ -314,8 +359,9 @@ impl<'a> Comparisons<'a> {
 }
 
 /// The access path of AND-ed `parts` without unions.
-fn choose_single(table: &Table, parts: &[&Expr]) -> Access {
+fn choose_single(table: &Table, parts: &[&Expr], partial: &[(usize, Expr)]) -> Access {
     let comparisons = Comparisons::of(parts);
+    let usable = usable_indexes(table, partial, parts);
     let key = &table.def.primary_key;
     if !key.is_empty() {
         if let Some(values) = comparisons.all_equal(key) {
@@ -324,6 +370,9 @@ fn choose_single(table: &Table, parts: &[&Expr]) -> Access {
     }
     let mut best: Option<((bool, usize), usize, Vec<Expr>)> = None;
     for (position, index) in table.def.indexes.iter().enumerate() {
+        if !may_use(&usable, position) {
+            continue;
+        }
         if let Some(values) = comparisons.all_equal(&index.columns) {
             let rank = (index.unique, index.columns.len());
             if best
@@ -349,7 +398,7 @@ fn choose_single(table: &Table, parts: &[&Expr]) -> Access {
     };
     for (position, index) in table.def.indexes.iter().enumerate() {
         let (rank, prefix, (lower, upper)) = comparisons.range(&index.columns);
-        if rank > best_rank {
+        if rank > best_rank && may_use(&usable, position) {
             best_rank = rank;
             access = Access::Index(IndexAccess {
                 index: position,
@@ -374,6 +423,7 @@ fn choose_single(table: &Table, parts: &[&Expr]) -> Access {
 pub fn ordered_index(
     table: &Table,
     filter: Option<&Expr>,
+    partial: &[(usize, Expr)],
     current: &Access,
     order_by: &[SortKey],
     limited: bool,
@@ -387,8 +437,12 @@ pub fn ordered_index(
         conjuncts(filter, &mut parts);
     }
     let comparisons = Comparisons::of(&parts);
+    let usable = usable_indexes(table, partial, &parts);
     let mut best: Option<((u8, usize, bool), Access, bool)> = None;
     for (position, index) in table.def.indexes.iter().enumerate() {
+        if !may_use(&usable, position) {
+            continue;
+        }
         let path = match current {
             Access::Index(path) if path.index == position => path.clone(),
             _ => comparisons.index_path(table, position),

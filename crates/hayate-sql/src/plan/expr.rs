@@ -340,6 +340,39 @@ impl Expr {
         }
     }
 
+    /// True if the expression holds a subquery anywhere.
+    pub fn contains_subquery(&self) -> bool {
+        matches!(self, Expr::Subquery(_))
+            || self.children().into_iter().any(Expr::contains_subquery)
+    }
+
+    /// False if the expression calls a function whose value depends on more than its
+    /// arguments (the time, the session, chance or a sequence), as PostgreSQL requires of an
+    /// index predicate. Casts that read the session's time zone are not caught.
+    pub fn is_immutable(&self) -> bool {
+        let own = match self {
+            Expr::Function { function, .. } => !matches!(
+                function,
+                ScalarFunction::CurrentDatabase
+                    | ScalarFunction::CurrentSchema
+                    | ScalarFunction::CurrentUser
+                    | ScalarFunction::Random
+                    | ScalarFunction::Now
+                    | ScalarFunction::CurrentDate
+                    | ScalarFunction::LocalTimestamp
+                    | ScalarFunction::ClockTimestamp
+                    | ScalarFunction::GenRandomUuid
+                    | ScalarFunction::CurrentSetting
+                    | ScalarFunction::SetConfig
+                    | ScalarFunction::BackendPid
+            ),
+            Expr::System(call) => !call.function.is_volatile(),
+            Expr::Subquery(_) | Expr::Parameter(_) | Expr::Outer { .. } => false,
+            _ => true,
+        };
+        own && self.children().into_iter().all(Expr::is_immutable)
+    }
+
     /// The expressions this one evaluates on the same row (a subquery's plan is not one).
     pub fn children(&self) -> Vec<&Expr> {
         match self {

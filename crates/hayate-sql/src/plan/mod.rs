@@ -144,6 +144,9 @@ pub struct TableRead {
     /// An index path returns rows in the index's entry order, not primary key order (an
     /// ORDER BY the index gives: `access::ordered_index`), read lazily.
     pub index_order: bool,
+    /// The table's partial indexes (position, predicate bound over the table's row): a path
+    /// uses one only where the filter implies its predicate (`access::usable_indexes`).
+    pub partial: Vec<(usize, Expr)>,
 }
 
 /// A query: a tree of relations whose root yields the result rows.
@@ -586,6 +589,8 @@ pub enum Plan {
         columns: Vec<String>,
         unique: bool,
         if_not_exists: bool,
+        /// A partial index's WHERE, as SQL text.
+        predicate: Option<String>,
     },
     DropIndex {
         names: Vec<String>,

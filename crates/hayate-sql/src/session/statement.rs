@@ -14,9 +14,9 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 use super::{command, in_failed_block, Prepared, Session, State};
-use crate::catalog::{IndexKind, Rebuild};
+use crate::catalog::{Catalog, IndexDef, IndexKind, NewIndex, PartialTest, Rebuild, TableDef};
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::exec::{Executor, Outcome};
+use crate::exec::{Executor, Outcome, PartialIndexes};
 use crate::plan::bind::Binder;
 use crate::plan::write::AlterAction;
 use crate::plan::{EvalContext, Isolation, Plan};
@@ -31,9 +31,16 @@ const AUTOCOMMIT_ATTEMPTS_MAX: u32 = 16;
 pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
     // Only a string that names one of those forms is split (the usual query is not).
     let lower = sql.to_ascii_lowercase();
-    let special = ["vacuum", "analy", "database", "sequence", "constraints", "reset"]
-        .iter()
-        .any(|word| lower.contains(word));
+    let special = [
+        "vacuum",
+        "analy",
+        "database",
+        "sequence",
+        "constraints",
+        "reset",
+    ]
+    .iter()
+    .any(|word| lower.contains(word));
     let pieces = if special {
         split_statements(sql)
     } else {
@@ -420,20 +427,24 @@ impl Session {
                 columns,
                 unique,
                 if_not_exists,
+                predicate,
             } => {
                 let catalog = self.catalog.clone();
-                let undo = catalog.create_index(
-                    table,
-                    name.as_deref(),
-                    columns,
-                    if *unique {
-                        IndexKind::Unique
-                    } else {
-                        IndexKind::Plain
-                    },
-                    *if_not_exists,
-                    self.ddl_block(),
-                )?;
+                let block = self.ddl_block();
+                let undo = with_partial_test(&catalog, |partial| {
+                    let index = NewIndex {
+                        table,
+                        name: name.as_deref(),
+                        columns,
+                        kind: match unique {
+                            true => IndexKind::Unique,
+                            false => IndexKind::Plain,
+                        },
+                        if_not_exists: *if_not_exists,
+                        partial: predicate.clone().map(|text| (text, partial)),
+                    };
+                    catalog.create_index(index, block)
+                })?;
                 self.note_ddl(undo);
                 Ok(command("CREATE INDEX"))
             }
@@ -508,7 +519,9 @@ impl Session {
                     .iter()
                     .map(|table| (table.def.name.clone(), Rebuild::Truncate))
                     .collect();
-                self.catalog.rebuild(changes, None)?;
+                with_partial_test(&self.catalog, |partial| {
+                    self.catalog.rebuild(changes, partial, None)
+                })?;
                 if *restart_identity {
                     for table in tables {
                         self.catalog.restart_identities(&table.def.name)?;
@@ -739,14 +752,15 @@ impl Session {
                 columns,
             } => {
                 let catalog = self.catalog.clone();
-                let undo = catalog.create_index(
-                    name,
-                    Some(index_name),
+                let index = NewIndex {
+                    table: name,
+                    name: Some(index_name),
                     columns,
-                    IndexKind::UniqueConstraint,
-                    false,
-                    self.ddl_block(),
-                )?;
+                    kind: IndexKind::UniqueConstraint,
+                    if_not_exists: false,
+                    partial: None,
+                };
+                let undo = catalog.create_index(index, self.ddl_block())?;
                 self.note_ddl(undo);
                 return Ok(());
             }
@@ -844,7 +858,10 @@ impl Session {
             }
         };
         let catalog = self.catalog.clone();
-        let undo = catalog.rebuild(vec![(name.to_string(), change)], self.ddl_block())?;
+        let block = self.ddl_block();
+        let undo = with_partial_test(&catalog, |partial| {
+            catalog.rebuild(vec![(name.to_string(), change)], partial, block)
+        })?;
         self.note_ddl(undo);
         Ok(())
     }
@@ -889,6 +906,11 @@ impl Session {
                 def.columns[index].name = to.to_string();
                 for check in &mut def.checks {
                     check.expr = crate::catalog::rename_column_in(&check.expr, from, to);
+                }
+                for index in &mut def.indexes {
+                    if let Some(predicate) = &mut index.predicate {
+                        *predicate = crate::catalog::rename_column_in(predicate, from, to);
+                    }
                 }
                 rename_referenced(def);
             },
@@ -1114,6 +1136,7 @@ impl Session {
             read_committed,
             work_mem_bytes: self.work_mem_bytes,
             constraints: Default::default(),
+            partial: Default::default(),
             constraint_modes: match self.state {
                 State::InBlock(_) => Some(&self.constraint_modes),
                 _ => None,
@@ -1180,4 +1203,24 @@ fn undefined_column(column: &str, table: &str) -> SqlError {
         sqlstate::UNDEFINED_COLUMN,
         format!("column \"{column}\" of relation \"{table}\" does not exist"),
     )
+}
+
+/// Runs `f` (DDL that builds indexes) with the test of a row against a partial index's
+/// predicate. Predicates are immutable (`Expr::is_immutable`), so no session state is read.
+fn with_partial_test<T>(catalog: &Catalog, f: impl FnOnce(PartialTest<'_>) -> T) -> T {
+    let predicates = PartialIndexes::default();
+    let context = EvalContext {
+        params: &[],
+        database_name: "",
+        user_name: "",
+        transaction_timestamp: crate::types::datetime::now_micros(),
+        subqueries: None,
+        sequences: None,
+        settings: None,
+        setting_changes: None,
+    };
+    let test = |def: &TableDef, index: &IndexDef, values: &[Value]| {
+        predicates.includes(catalog, def, index, values, &context)
+    };
+    f(&test)
 }

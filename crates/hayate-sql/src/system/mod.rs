@@ -161,6 +161,8 @@ pub struct IndexInfo {
     pub primary: bool,
     /// The oid of the constraint the index implements (PRIMARY KEY / UNIQUE), if any.
     pub constraint: Option<i64>,
+    /// A partial index's WHERE, as SQL text.
+    pub predicate: Option<String>,
 }
 
 impl IndexInfo {
@@ -172,13 +174,17 @@ impl IndexInfo {
             .iter()
             .map(|column| crate::ident::quote_ident(&columns[*column].name))
             .collect();
-        format!(
+        let mut definition = format!(
             "CREATE {}INDEX {} ON {PUBLIC_SCHEMA}.{} USING btree ({})",
             if self.unique { "UNIQUE " } else { "" },
             crate::ident::quote_ident(&self.name),
             crate::ident::quote_ident(table.name()),
             names.join(", ")
-        )
+        );
+        if let Some(predicate) = &self.predicate {
+            definition.push_str(&format!(" WHERE ({predicate})"));
+        }
+        definition
     }
 }
 
@@ -269,6 +275,7 @@ impl Snapshot {
                     unique: true,
                     primary: true,
                     constraint: Some(oid + 3),
+                    predicate: None,
                 });
             }
             indexes.extend(secondary_indexes(&table));
@@ -518,6 +525,7 @@ fn secondary_indexes(table: &Table) -> Vec<IndexInfo> {
                 unique: index.unique,
                 primary: false,
                 constraint,
+                predicate: index.predicate.clone(),
             }
         })
         .collect()

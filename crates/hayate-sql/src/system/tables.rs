@@ -1240,7 +1240,7 @@ fn pg_index(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 text(&array::vector(index.columns.iter().map(|_| 0))),
                 text(&array::vector(index.columns.iter().map(|_| 0))),
                 NULL,
-                NULL,
+                index.predicate.as_deref().map_or(NULL, text),
             ]);
         }
     }

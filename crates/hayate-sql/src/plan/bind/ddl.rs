@@ -186,6 +186,7 @@ impl Binder<'_> {
                     unique: true,
                     constraint: true,
                     tree: String::new(),
+                    predicate: None,
                 });
             }
         }
@@ -218,11 +219,6 @@ impl Binder<'_> {
                 return Err(SqlError::unsupported(format!("index method {using}")));
             }
         }
-        if create.predicate.is_some() {
-            return Err(SqlError::unsupported(
-                "a partial index (CREATE INDEX ... WHERE)",
-            ));
-        }
         if !create.include.is_empty() {
             return Err(SqlError::unsupported("CREATE INDEX ... INCLUDE"));
         }
@@ -234,13 +230,41 @@ impl Binder<'_> {
                 .column_index(column)
                 .ok_or_else(|| undefined_column(column))?;
         }
-        // Descending columns are accepted: rows are never returned in index order.
+        // A partial index's WHERE: a condition on the table's columns, kept as text.
+        let predicate = match &create.predicate {
+            Some(written) => {
+                // pg_get_indexdef writes `WHERE (...)`: a dump's parentheses are not kept.
+                let mut predicate = written;
+                while let ast::Expr::Nested(inner) = predicate {
+                    predicate = inner.as_ref();
+                }
+                let text = stored_text(predicate);
+                let bound = self.bind_check(&table.def, &text)?;
+                if bound.contains_subquery() {
+                    return Err(SqlError::new(
+                        sqlstate::FEATURE_NOT_SUPPORTED,
+                        "cannot use subquery in index predicate",
+                    ));
+                }
+                if !bound.is_immutable() {
+                    return Err(SqlError::new(
+                        sqlstate::INVALID_OBJECT_DEFINITION,
+                        "functions in index predicate must be marked IMMUTABLE",
+                    ));
+                }
+                Some(text)
+            }
+            None => None,
+        };
+        // Descending columns are accepted and stored ascending: an ORDER BY ... DESC reads
+        // the index backward.
         Ok(Plan::CreateIndex {
             table: table.def.name.clone(),
             name: create.name.as_ref().map(object_name).transpose()?,
             columns,
             unique: create.unique,
             if_not_exists: create.if_not_exists,
+            predicate,
         })
     }
 
@@ -794,6 +818,24 @@ impl Binder<'_> {
         let bound = self.bind_typed(&parsed, DataType::Bool);
         self.scope = saved;
         bound
+    }
+
+    /// The table's partial indexes with their predicates bound over its row (one that does
+    /// not bind, which CREATE INDEX prevents, gets FALSE: never used for reads).
+    pub(crate) fn partial_predicates(
+        &mut self,
+        table: &crate::catalog::Table,
+    ) -> Vec<(usize, Expr)> {
+        let mut partial = Vec::new();
+        for (position, index) in table.def.indexes.iter().enumerate() {
+            if let Some(predicate) = &index.predicate {
+                let bound = self
+                    .bind_check(&table.def, predicate)
+                    .unwrap_or(Expr::Literal(Value::Bool(false)));
+                partial.push((position, bound));
+            }
+        }
+        partial
     }
 
     /// Binds a column's DEFAULT (stored as SQL text) as an expression of the column's type.

@@ -562,6 +562,7 @@ impl Binder<'_> {
                     self.note_read(table_name);
                     let entry = ScopeEntry::table(&table);
                     let read = TableRead {
+                        partial: self.partial_predicates(&table),
                         table,
                         access: Access::Full,
                         filter: None,
@@ -950,7 +951,7 @@ fn push_into(relation: Relation, conjuncts: Vec<Expr>) -> Relation {
                 Some(existing) => and_all(vec![existing, predicate]),
                 None => Some(predicate),
             };
-            read.access = access::choose(&read.table, filter.as_ref());
+            read.access = access::choose(&read.table, filter.as_ref(), &read.partial);
             read.filter = filter;
             Relation::Table { read, lock }
         }
@@ -1129,7 +1130,7 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
             .collect();
         let mut filter = read.filter.clone().into_iter().collect::<Vec<_>>();
         filter.extend(own);
-        let access = access::choose(&read.table, and_all(filter).as_ref());
+        let access = access::choose(&read.table, and_all(filter).as_ref(), &read.partial);
         access::narrowness(&read.table, &access)
     };
     let ranks: Vec<_> = items.iter().map(rank).collect();
@@ -1479,6 +1480,7 @@ fn join(
                     filter: read.filter.clone(),
                     descending: false,
                     index_order: false,
+                    partial: read.partial.clone(),
                 };
                 return Relation::IndexJoin {
                     left: Box::new(left),

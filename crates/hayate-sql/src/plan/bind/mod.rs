@@ -604,8 +604,10 @@ impl<'a> Binder<'a> {
         let filter = selection
             .map(|expr| self.bind_typed(expr, DataType::Bool))
             .transpose()?;
-        let access = access::choose(&table, filter.as_ref());
+        let partial = self.partial_predicates(&table);
+        let access = access::choose(&table, filter.as_ref(), &partial);
         Ok(TableRead {
+            partial,
             table,
             access,
             filter,

@@ -361,6 +361,7 @@ impl Binder<'_> {
                     None => access::ordered_index(
                         &read.table,
                         read.filter.as_ref(),
+                        &read.partial,
                         &read.access,
                         &order_by,
                         limit.is_some(),

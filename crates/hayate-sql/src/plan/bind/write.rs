@@ -102,7 +102,7 @@ impl Binder<'_> {
                     found.push(Arbiter::PrimaryKey);
                 }
                 for (position, index) in def.indexes.iter().enumerate() {
-                    if index.unique && same(&index.columns) {
+                    if index.unique && index.predicate.is_none() && same(&index.columns) {
                         found.push(Arbiter::Index(position));
                     }
                 }
