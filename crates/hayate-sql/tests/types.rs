@@ -731,3 +731,17 @@ fn script_output(script: &str) -> Vec<String> {
     }
     output
 }
+
+/// The data type formatting functions (`fixtures/formatting.sql`): to_char of timestamps,
+/// timestamptz in two zones, dates, intervals and numbers (every template keyword:
+/// padding, fill mode, ordinals, names in three cases, signs, overflow, roman numerals,
+/// V, EEEE), to_timestamp with a template and from Unix seconds, to_date, to_number, and
+/// to_char in a GROUP BY; PostgreSQL 15's output line for line.
+#[test]
+fn formatting_functions_as_postgresql() {
+    let output = script_output(include_str!("fixtures/formatting.sql"));
+    let expected: Vec<&str> = include_str!("fixtures/formatting.expected")
+        .lines()
+        .collect();
+    assert_eq!(output, expected);
+}

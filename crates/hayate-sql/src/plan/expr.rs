@@ -119,6 +119,12 @@ pub enum ScalarFunction {
     Extract,
     /// date_trunc(field, value [, zone]): a timestamptz cut in `zone` (else the session's).
     DateTrunc,
+    /// to_char(value, template) (`types::format`).
+    ToChar,
+    /// to_timestamp(text, template), or to_timestamp(seconds since the Unix epoch).
+    ToTimestamp,
+    ToDate,
+    ToNumber,
     /// value AT TIME ZONE zone (args: the zone, a text or an interval; the value): a
     /// timestamptz becomes the zone's wall-clock timestamp, a timestamp the timestamptz of
     /// that wall-clock time there.

@@ -10,6 +10,7 @@
 pub mod bytea;
 pub mod datetime;
 pub mod fields;
+pub mod format;
 pub mod interval;
 pub mod json;
 pub mod numeric;

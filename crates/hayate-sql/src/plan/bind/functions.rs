@@ -482,6 +482,58 @@ impl Binder<'_> {
                     _ => (call, T::Numeric(None)),
                 })
             }
+            "to_char" => {
+                arity(&[2])?;
+                let (value, value_type) = self.bind_expr(exprs[0], None)?;
+                let value = match value_type {
+                    T::Date
+                    | T::Timestamp
+                    | T::TimestampTz
+                    | T::Interval
+                    | T::Int2
+                    | T::Int4
+                    | T::Int8
+                    | T::Float4
+                    | T::Float8
+                    | T::Numeric(_) => value,
+                    _ if super::expr::untyped(exprs[0]) => {
+                        return Err(SqlError::new(
+                            "42725",
+                            "function to_char(unknown, unknown) is not unique",
+                        ))
+                    }
+                    other => {
+                        return Err(SqlError::new(
+                            sqlstate::UNDEFINED_FUNCTION,
+                            format!("function to_char({other}, unknown) does not exist"),
+                        ))
+                    }
+                };
+                let template = self.bind_as(exprs[1], T::Text)?;
+                Ok((function(F::ToChar, vec![value, template]), T::Text))
+            }
+            "to_timestamp" => {
+                arity(&[1, 2])?;
+                let args = match exprs.len() {
+                    1 => vec![self.bind_as(exprs[0], T::Float8)?],
+                    _ => vec![
+                        self.bind_as(exprs[0], T::Text)?,
+                        self.bind_as(exprs[1], T::Text)?,
+                    ],
+                };
+                Ok((function(F::ToTimestamp, args), T::TimestampTz))
+            }
+            "to_date" | "to_number" => {
+                arity(&[2])?;
+                let args = vec![
+                    self.bind_as(exprs[0], T::Text)?,
+                    self.bind_as(exprs[1], T::Text)?,
+                ];
+                Ok(match name {
+                    "to_date" => (function(F::ToDate, args), T::Date),
+                    _ => (function(F::ToNumber, args), T::Numeric(None)),
+                })
+            }
             "date_trunc" => {
                 arity(&[2, 3])?;
                 let unit = self.bind_as(exprs[0], T::Text)?;

@@ -196,6 +196,13 @@ pub(super) fn eval(
         F::Random => Value::Float(random()),
         F::GenRandomUuid => Value::Text(crate::types::uuid::random()),
         F::Extract => crate::types::fields::extract(&text(0), &values[1])?,
+        F::ToChar => crate::types::format::to_char(&values[0], &text(1))?,
+        F::ToTimestamp => match &values[..] {
+            [seconds] => crate::types::format::from_unix_seconds(float(seconds)?)?,
+            _ => crate::types::format::to_timestamp(&text(0), &text(1))?,
+        },
+        F::ToDate => crate::types::format::to_date(&text(0), &text(1))?,
+        F::ToNumber => crate::types::format::to_number(&text(0), &text(1))?,
         F::DateTrunc => match values.get(2) {
             None => crate::types::fields::truncate(&text(0), &values[1])?,
             Some(Value::Null) => Value::Null,
