@@ -355,7 +355,17 @@ impl<'a> NodeAccessor<'a> {
     /// While one probe's key is compared, the cells of both possible next probes are
     /// prefetched, so their cache misses overlap instead of following one another.
     pub fn search(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
-        let (mut low, mut high) = (0, self.count);
+        self.search_from(key, 0)
+    }
+
+    /// `search` among the cells from `from` on (the caller knows `key` sorts after the ones
+    /// before it).
+    pub fn search_from(
+        &self,
+        key: &[u8],
+        from: usize,
+    ) -> Result<std::result::Result<usize, usize>> {
+        let (mut low, mut high) = (from.min(self.count), self.count);
         while low < high {
             let middle = low + (high - low) / 2;
             self.prefetch_cell(low + (middle - low) / 2);

@@ -306,6 +306,22 @@ impl TxnManager {
         }
     }
 
+    /// `read_visible` of sorted keys (`BTree::get_sorted`: one descent per leaf).
+    fn read_visible_sorted(
+        &self,
+        id: TreeId,
+        keys: &[Vec<u8>],
+        snapshot_ts: u64,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        let raws = BTree::open(self.tree_root(id)?).get_sorted(&self.pool, keys)?;
+        raws.into_iter()
+            .map(|raw| match raw {
+                Some(raw) => self.resolve_owned(id, raw, snapshot_ts),
+                None => Ok(None),
+            })
+            .collect()
+    }
+
     /// `resolve` for a stored row read into `raw`: a visible value reuses its buffer.
     fn resolve_owned(&self, id: TreeId, raw: Vec<u8>, snapshot_ts: u64) -> Result<Option<Vec<u8>>> {
         self.visible(raw, snapshot_ts, || {

@@ -32,6 +32,35 @@ use crate::types::{DataType, Value};
 /// Takes each row read: (primary key, raw row).
 type RowSink<'a> = dyn FnMut(Vec<u8>, &[u8]) -> SqlResult<()> + 'a;
 
+/// Rows read per `Transaction::get_sorted` call: few at first (a LIMIT stops after few
+/// extra reads), doubling up to this many.
+const SORTED_READ_CHUNK_MAX: usize = 512;
+
+/// Reads the rows of primary keys in primary key order, a chunk at a time through `read`
+/// (`Transaction::get_sorted`: one descent per leaf), calling `keep` with each row that
+/// exists until it returns false (then false).
+pub(super) fn rows_of_keys(
+    keys: Vec<Vec<u8>>,
+    read: impl Fn(&[Vec<u8>]) -> SqlResult<Vec<Option<Vec<u8>>>>,
+    mut keep: impl FnMut(Vec<u8>, &[u8]) -> SqlResult<bool>,
+) -> SqlResult<bool> {
+    let mut chunk = 16;
+    let mut keys = keys.into_iter().peekable();
+    while keys.peek().is_some() {
+        let batch: Vec<Vec<u8>> = keys.by_ref().take(chunk).collect();
+        chunk = (chunk * 2).min(SORTED_READ_CHUNK_MAX);
+        let rows = read(&batch)?;
+        for (key, row) in batch.into_iter().zip(rows) {
+            if let Some(raw) = row {
+                if !keep(key, &raw)? {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    Ok(true)
+}
+
 /// Partial indexes' predicates, bound once per statement (or DDL command) and index.
 #[derive(Default)]
 pub struct PartialIndexes {
@@ -205,11 +234,12 @@ impl Executor<'_> {
         context: &EvalContext,
         keep: &mut RowSink<'_>,
     ) -> SqlResult<()> {
-        for pk in self.index_keys(table, access, txn, context)? {
-            if let Some(raw) = txn.get(table.tree, &pk)? {
-                keep(pk, &raw)?;
-            }
-        }
+        let keys = self.index_keys(table, access, txn, context)?;
+        rows_of_keys(
+            keys,
+            |chunk| Ok(txn.get_sorted(table.tree, chunk)?),
+            |pk, raw| keep(pk, raw).map(|()| true),
+        )?;
         Ok(())
     }
 

@@ -703,15 +703,11 @@ impl<'r, 'e> Run<'r, 'e> {
                 let keys = self
                     .exec
                     .index_keys(table, index, &self.txn.borrow(), &context)?;
-                for key in keys {
-                    let raw = self.txn.borrow().get(table.tree, &key)?;
-                    if let Some(raw) = raw {
-                        if !keep(key, &raw)? {
-                            return Ok(false);
-                        }
-                    }
-                }
-                Ok(true)
+                super::index::rows_of_keys(
+                    keys,
+                    |chunk| Ok(self.txn.borrow().get_sorted(table.tree, chunk)?),
+                    |key, raw| keep(key, raw),
+                )
             }
             Access::Union(branches) => {
                 // Each row once, in primary key order, as every path reads.

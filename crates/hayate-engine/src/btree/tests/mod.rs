@@ -370,3 +370,50 @@ fn a_descent_reports_only_the_fences_of_its_own_path() {
     drop(last);
     assert_eq!(fences.high, None, "the rightmost leaf has no upper fence");
 }
+
+/// `get_sorted` answers as a `get` of each key: sorted key sets with absent keys, repeats,
+/// keys past either end and keys over the length limit, over a tree of many leaves (some
+/// values in overflow chains) in a pool smaller than the tree, after deletes leave gaps.
+#[test]
+fn get_sorted_equals_a_get_of_each_key() {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    let pool = pool(4096, 64);
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    let mut random = StdRng::seed_from_u64(7);
+    for number in (0..6000u32).step_by(3) {
+        let length = if number % 97 == 0 {
+            5000
+        } else {
+            20 + number as usize % 60
+        };
+        tree.put(&pool, &key(number), &vec![(number % 251) as u8; length], 1)
+            .unwrap();
+    }
+    for number in (0..6000u32).step_by(21) {
+        tree.delete(&pool, &key(number), 2).unwrap();
+    }
+    let too_long = vec![b'k'; 5000];
+    for round in 0..40 {
+        let mut keys: Vec<Vec<u8>> = (0..random.gen_range(1..400))
+            .map(|_| key(random.gen_range(0..6100)))
+            .collect();
+        if round % 4 == 0 {
+            keys.push(too_long.clone());
+            keys.push(Vec::new());
+        }
+        keys.sort();
+        let expected: Vec<Option<Vec<u8>>> =
+            keys.iter().map(|k| tree.get(&pool, k).unwrap()).collect();
+        assert_eq!(
+            tree.get_sorted(&pool, &keys).unwrap(),
+            expected,
+            "round {round}"
+        );
+    }
+    assert_eq!(
+        tree.get_sorted(&pool, &[]).unwrap(),
+        Vec::<Option<Vec<u8>>>::new()
+    );
+}
