@@ -97,7 +97,9 @@ pub fn decode(bytes: &[u8], types: &[DataType], table: &str) -> SqlResult<Vec<Va
 
 /// `decode` of the columns `wanted` marks only, the others read as NULL: what a scan's filter
 /// reads, before it decodes the whole of the rows that pass (most rows of a selective scan
-/// are never decoded further). Skipped text is not checked for UTF-8 here.
+/// are never decoded further), and all a query reads of a table's rows (`count(*)` none).
+/// Skipped text is not checked for UTF-8 here, and nothing after the last wanted column is
+/// read.
 pub fn decode_some(
     bytes: &[u8],
     types: &[DataType],
@@ -138,6 +140,15 @@ fn decode_columns(
         .take(count.div_ceil(8))
         .ok_or_else(|| corrupt("truncated null bitmap"))?;
     let mut values = Vec::with_capacity(types.len());
+    // Past the last wanted column nothing more is read.
+    let stored = count;
+    let count = match wanted {
+        Some(wanted) => wanted
+            .iter()
+            .rposition(|wanted| *wanted)
+            .map_or(0, |last| count.min(last + 1)),
+        None => count,
+    };
     for (index, data_type) in types.iter().enumerate().take(count) {
         if bitmap[index / 8] & (1 << (index % 8)) != 0 {
             values.push(Value::Null);
@@ -154,7 +165,7 @@ fn decode_columns(
         values.push(value);
     }
     values.resize(types.len(), Value::Null);
-    if reader.offset != bytes.len() {
+    if count == stored && reader.offset != bytes.len() {
         return Err(corrupt("trailing bytes"));
     }
     Ok(values)
@@ -352,6 +363,12 @@ mod tests {
                 }
             }
         }
-        assert!(decode_some(&bytes[..bytes.len() - 1], &types, &[false; 17], "t").is_err());
+        // A truncated row is an error when the columns read reach its end; past the last
+        // wanted column nothing is read (so nothing there is checked).
+        let mut last = [false; 17];
+        last[16] = true;
+        assert!(decode_some(&bytes[..bytes.len() - 1], &types, &last, "t").is_err());
+        let none = decode_some(&bytes[..bytes.len() - 1], &types, &[false; 17], "t").unwrap();
+        assert_eq!(none, vec![Value::Null; 17]);
     }
 }

@@ -619,6 +619,11 @@ impl<'r, 'e> Run<'r, 'e> {
                 wanted
             })
         });
+        // The columns the plan reads of the rows that pass (None: all).
+        let decode = |raw: &[u8]| match &read.columns {
+            Some(wanted) if !lock => row::decode_some(raw, &types, wanted, &table.def.name),
+            _ => row::decode(raw, &types, &table.def.name),
+        };
         let mut keep = |key: Vec<u8>, raw: &[u8]| -> SqlResult<bool> {
             let name = &table.def.name;
             let values = match (&read.filter, &filter_columns) {
@@ -627,7 +632,7 @@ impl<'r, 'e> Run<'r, 'e> {
                     if !truth(&filter.eval(&some, &context)?)? {
                         return Ok(true);
                     }
-                    row::decode(raw, &types, name)?
+                    decode(raw)?
                 }
                 (Some(filter), None) => {
                     let values = row::decode(raw, &types, name)?;
@@ -636,7 +641,7 @@ impl<'r, 'e> Run<'r, 'e> {
                     }
                     values
                 }
-                (None, _) => row::decode(raw, &types, name)?,
+                (None, _) => decode(raw)?,
             };
             if !lock {
                 return f(key, values);

@@ -147,6 +147,9 @@ pub struct TableRead {
     /// The table's partial indexes (position, predicate bound over the table's row): a path
     /// uses one only where the filter implies its predicate (`access::usable_indexes`).
     pub partial: Vec<(usize, Expr)>,
+    /// The columns the plan above reads of each row (None: all): the others are not decoded
+    /// and read as NULL (`count(*)` decodes none).
+    pub columns: Option<Vec<bool>>,
 }
 
 /// A query: a tree of relations whose root yields the result rows.

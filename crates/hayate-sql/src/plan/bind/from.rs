@@ -563,6 +563,7 @@ impl Binder<'_> {
                     let entry = ScopeEntry::table(&table);
                     let read = TableRead {
                         partial: self.partial_predicates(&table),
+                        columns: None,
                         table,
                         access: Access::Full,
                         filter: None,
@@ -1481,6 +1482,7 @@ fn join(
                     descending: false,
                     index_order: false,
                     partial: read.partial.clone(),
+                    columns: None,
                 };
                 return Relation::IndexJoin {
                     left: Box::new(left),

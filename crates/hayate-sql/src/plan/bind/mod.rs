@@ -608,6 +608,7 @@ impl<'a> Binder<'a> {
         let access = access::choose(&table, filter.as_ref(), &partial);
         Ok(TableRead {
             partial,
+            columns: None,
             table,
             access,
             filter,

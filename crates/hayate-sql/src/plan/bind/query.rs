@@ -381,6 +381,18 @@ impl Binder<'_> {
                 read.index_order = true;
             }
         }
+        // A single table's rows are decoded only as far as the query reads them.
+        if let Relation::Table { read, lock: false } = &mut root {
+            if windows.is_empty() && set_calls.is_empty() {
+                read.columns = needed_columns(
+                    read.table.def.columns.len(),
+                    aggregation.as_ref(),
+                    &projection,
+                    &order_by,
+                    distinct_on.as_deref(),
+                );
+            }
+        }
         if let Some(aggregation) = aggregation {
             root = Relation::Aggregate {
                 input: Box::new(root),
@@ -786,4 +798,42 @@ fn read_in_order(read: &TableRead, order_by: &[SortKey]) -> Option<bool> {
         next += 1;
     }
     Some(descending.unwrap_or(false))
+}
+
+/// The columns of a single table's rows a query reads above its scan (its WHERE is the
+/// scan's own): the aggregation's inputs when it aggregates, else its projection, ORDER BY
+/// and DISTINCT ON. None when that is every column, or when an expression's columns cannot
+/// be told (a correlated subquery).
+fn needed_columns(
+    width: usize,
+    aggregation: Option<&crate::plan::Aggregation>,
+    projection: &[Expr],
+    order_by: &[SortKey],
+    distinct_on: Option<&[Expr]>,
+) -> Option<Vec<bool>> {
+    let mut exprs: Vec<&Expr> = Vec::new();
+    match aggregation {
+        Some(aggregation) => {
+            exprs.extend(&aggregation.group_by);
+            for call in &aggregation.aggregates {
+                exprs.extend(&call.arg);
+                exprs.extend(&call.filter);
+                exprs.extend(call.order_by.iter().map(|key| &key.expr));
+            }
+        }
+        None => {
+            exprs.extend(projection);
+            exprs.extend(order_by.iter().map(|key| &key.expr));
+            exprs.extend(distinct_on.into_iter().flatten());
+        }
+    }
+    let mut columns = Vec::new();
+    if !exprs.iter().all(|expr| expr.columns_read(&mut columns)) {
+        return None;
+    }
+    let mut wanted = vec![false; width];
+    for column in columns {
+        *wanted.get_mut(column)? = true;
+    }
+    (!wanted.iter().all(|wanted| *wanted)).then_some(wanted)
 }
