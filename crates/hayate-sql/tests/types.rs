@@ -745,3 +745,15 @@ fn formatting_functions_as_postgresql() {
         .collect();
     assert_eq!(output, expected);
 }
+
+/// json(b)_each and json(b)_each_text in a SELECT list: records `(key,value)` quoted as
+/// PostgreSQL's record_out quotes them, beside another set function, and their errors on an
+/// array (`fixtures/json_each.sql`); PostgreSQL 15's output line for line.
+#[test]
+fn json_each_in_a_select_list_as_postgresql() {
+    let output = script_output(include_str!("fixtures/json_each.sql"));
+    let expected: Vec<&str> = include_str!("fixtures/json_each.expected")
+        .lines()
+        .collect();
+    assert_eq!(output, expected);
+}

@@ -28,6 +28,32 @@ fn document(value: &Value, binary: bool) -> SqlResult<Option<json::Json>> {
     }
 }
 
+/// A field of a record's text form, as PostgreSQL's record_out writes it: nothing for NULL;
+/// in double quotes (with `"` and `\` doubled) when empty or holding a quote, a backslash,
+/// a parenthesis, a comma or white space.
+fn record_field(value: Option<&str>) -> String {
+    let Some(value) = value else {
+        return String::new();
+    };
+    let quoted = value.is_empty()
+        || value
+            .chars()
+            .any(|c| matches!(c, '"' | '\\' | '(' | ')' | ',') || c.is_whitespace());
+    if !quoted {
+        return value.to_string();
+    }
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        if c == '"' || c == '\\' {
+            out.push(c);
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
 /// The 22023 of a json(b) set function applied to a document of the wrong kind.
 fn wrong_kind(message: String) -> SqlError {
     SqlError::new(sqlstate::INVALID_PARAMETER_VALUE, message)
@@ -84,6 +110,33 @@ pub(super) fn values(function: SetFunction, args: &[Value]) -> SqlResult<Vec<Val
                     "cannot call {name} on {}",
                     kind(&other)
                 )));
+            }
+        },
+        SetFunction::JsonEach { text, binary } => match document(&args[0], binary)? {
+            None => Vec::new(),
+            Some(json::Json::Object(pairs)) => pairs
+                .iter()
+                .map(|(key, value)| {
+                    let value = match text {
+                        true => json::text_of(value),
+                        false => Some(json::format(value)),
+                    };
+                    Value::Text(format!(
+                        "({},{})",
+                        record_field(Some(key)),
+                        record_field(value.as_deref())
+                    ))
+                })
+                .collect(),
+            Some(other) => {
+                let suffix = if text { "_text" } else { "" };
+                return Err(wrong_kind(match (binary, &other) {
+                    (true, _) => format!("cannot call jsonb_each{suffix} on a non-object"),
+                    (false, json::Json::Array(_)) => {
+                        "cannot deconstruct an array as an object".to_string()
+                    }
+                    (false, _) => "cannot deconstruct a scalar".to_string(),
+                }));
             }
         },
         SetFunction::Unnest { integers } => elements(&args[0])?

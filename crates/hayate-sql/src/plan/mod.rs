@@ -112,17 +112,24 @@ pub enum SetFunction {
     JsonElements { text: bool, binary: bool },
     /// json(b)_object_keys(doc): the object's keys.
     JsonKeys { binary: bool },
+    /// json(b)_each(doc) and json(b)_each_text(doc) in a SELECT list: records `(key,value)`
+    /// as text, the value a document, or (`text`) as `->>` gives it.
+    JsonEach { text: bool, binary: bool },
 }
 
 /// The json(b) set-returning functions of a SELECT list (`SetFunction::JsonElements`,
-/// `JsonKeys`).
-pub(crate) const JSON_SET_FUNCTIONS: [&str; 6] = [
+/// `JsonKeys`, `JsonEach`).
+pub(crate) const JSON_SET_FUNCTIONS: [&str; 10] = [
     "jsonb_array_elements",
     "json_array_elements",
     "jsonb_array_elements_text",
     "json_array_elements_text",
     "jsonb_object_keys",
     "json_object_keys",
+    "jsonb_each",
+    "json_each",
+    "jsonb_each_text",
+    "json_each_text",
 ];
 
 #[derive(Debug, Clone, PartialEq)]

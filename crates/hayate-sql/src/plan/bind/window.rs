@@ -169,6 +169,13 @@ impl Binder<'_> {
                 };
                 (function, DataType::Text)
             }
+            "jsonb_each" | "json_each" | "jsonb_each_text" | "json_each_text" => {
+                let function = crate::plan::SetFunction::JsonEach {
+                    text: name.ends_with("_text"),
+                    binary: name.starts_with("jsonb"),
+                };
+                (function, DataType::Text)
+            }
             "jsonb_object_keys" | "json_object_keys" => {
                 let binary = name.starts_with("jsonb");
                 (
