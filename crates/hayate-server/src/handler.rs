@@ -268,6 +268,15 @@ impl ConnectionState {
         });
     }
 
+    /// A reported setting's value as the client is (or, at startup, is about to be) told.
+    pub(crate) fn reported(&self, name: &str) -> String {
+        self.reported
+            .lock()
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map_or_else(String::new, |(_, value)| value.clone())
+    }
+
     /// The reported settings (TimeZone, application_name) whose values changed since the
     /// client was last told, now noted as told: sent as ParameterStatus before ReadyForQuery.
     pub(crate) fn changed_parameters(&self) -> Vec<(&'static str, String)> {

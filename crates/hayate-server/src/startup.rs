@@ -18,9 +18,7 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     ServerParameterProvider, StartupHandler,
 };
-use pgwire::api::{
-    ClientInfo, PgWireConnectionState, METADATA_APPLICATION_NAME, METADATA_DATABASE, METADATA_USER,
-};
+use pgwire::api::{ClientInfo, PgWireConnectionState, METADATA_DATABASE, METADATA_USER};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::startup::{Authentication, PasswordMessageFamily};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -38,6 +36,8 @@ pub struct ServerParameters {
     pub standby: bool,
     /// The session's TimeZone (UTC, or what the client's startup parameters set).
     pub time_zone: String,
+    /// The session's application_name (its startup parameter, or `-c` in options).
+    pub application_name: String,
 }
 
 impl ServerParameterProvider for ServerParameters {
@@ -47,10 +47,7 @@ impl ServerParameterProvider for ServerParameters {
     {
         let metadata = client.metadata();
         let user = metadata.get(METADATA_USER).cloned().unwrap_or_default();
-        let application = metadata
-            .get(METADATA_APPLICATION_NAME)
-            .cloned()
-            .unwrap_or_default();
+        let application = self.application_name.clone();
         let pairs = [
             ("server_version", hayate_sql::SERVER_VERSION.to_string()),
             ("server_encoding", "UTF8".into()),
@@ -300,6 +297,7 @@ impl Startup {
             &ServerParameters {
                 standby: self.standby,
                 time_zone: self.connection.zone().get().name().to_string(),
+                application_name: self.connection.reported("application_name"),
             },
         )
         .await

@@ -814,3 +814,92 @@ fn partial_indexes_hold_the_rows_their_predicate_accepts() {
         ]
     );
 }
+
+/// What a partial index is not: a foreign key's referenced key (42830) or the index its
+/// checks and cascades find child rows through (rows outside the predicate have no entry,
+/// and are cascaded and checked all the same); a UNIQUE constraint in pg_constraint. Its
+/// predicate may not depend on the session's time zone (42P17) nor name the table.
+#[test]
+fn partial_indexes_and_foreign_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+    run(
+        &mut session,
+        "CREATE TABLE parent (id int4 PRIMARY KEY, code int4)",
+    );
+    run(
+        &mut session,
+        "CREATE UNIQUE INDEX parent_code_key ON parent (code) WHERE id > 0",
+    );
+    assert_eq!(
+        try_run(
+            &mut session,
+            "CREATE TABLE bad (id int4 PRIMARY KEY, code int4 REFERENCES parent (code))"
+        )
+        .unwrap_err()
+        .code,
+        "42830"
+    );
+    let constraints = rows(
+        &mut session,
+        "SELECT count(*) FROM pg_constraint WHERE conname = 'parent_code_key'",
+    );
+    assert_eq!(constraints, vec![vec![Value::Int(0)]]);
+    run(
+        &mut session,
+        "CREATE TABLE child (id int4 PRIMARY KEY, pid int4 REFERENCES parent ON DELETE CASCADE, \
+         archived bool)",
+    );
+    run(
+        &mut session,
+        "CREATE INDEX child_live ON child (pid) WHERE NOT archived",
+    );
+    run(&mut session, "INSERT INTO parent VALUES (1, 10), (2, 20)");
+    run(
+        &mut session,
+        "INSERT INTO child VALUES (1, 1, false), (2, 1, true), (3, 2, true)",
+    );
+    run(&mut session, "DELETE FROM parent WHERE id = 1");
+    assert_eq!(
+        rows(&mut session, "SELECT id FROM child ORDER BY id"),
+        vec![vec![Value::Int(3)]]
+    );
+    run(&mut session, "CREATE TABLE strict_child (id int4 PRIMARY KEY, pid int4 REFERENCES parent, archived bool)");
+    run(
+        &mut session,
+        "CREATE INDEX strict_live ON strict_child (pid) WHERE NOT archived",
+    );
+    run(&mut session, "INSERT INTO strict_child VALUES (1, 2, true)");
+    assert_eq!(
+        try_run(&mut session, "DELETE FROM parent WHERE id = 2")
+            .unwrap_err()
+            .code,
+        "23503"
+    );
+
+    run(
+        &mut session,
+        "CREATE TABLE events (id int4 PRIMARY KEY, at timestamptz, deleted_at timestamptz)",
+    );
+    for predicate in [
+        "at > '2026-01-01'",
+        "at::date = '2026-01-01'",
+        "date_trunc('day', at) = at",
+    ] {
+        let sql = format!("CREATE INDEX events_bad ON events (id) WHERE {predicate}");
+        assert_eq!(
+            try_run(&mut session, &sql).unwrap_err().code,
+            "42P17",
+            "{sql}"
+        );
+    }
+    run(
+        &mut session,
+        "CREATE INDEX events_live ON events (at) WHERE deleted_at IS NULL",
+    );
+    assert!(try_run(
+        &mut session,
+        "CREATE INDEX events_named ON events (at) WHERE events.deleted_at IS NULL"
+    )
+    .is_err());
+}

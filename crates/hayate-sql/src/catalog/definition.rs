@@ -226,7 +226,7 @@ impl TableDef {
     /// Whether `index` is a UNIQUE constraint's (flagged, or, in data written before the
     /// flag, named as PostgreSQL names one: table_col1_col2_key).
     pub fn is_unique_constraint(&self, index: &IndexDef) -> bool {
-        if !index.unique {
+        if !index.unique || index.predicate.is_some() {
             return false;
         }
         let columns: Vec<&str> = index
@@ -507,10 +507,12 @@ impl CheckDef {
     }
 }
 
-/// True if an expression's text names the column (a word of it, case-insensitively).
+/// True if an expression's text names the column (a word of it, case-insensitively, or its
+/// quoted name: `"due date"`).
 fn mentions(text: &str, column: &str) -> bool {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .any(|word| word.eq_ignore_ascii_case(column))
+        || text.contains(&crate::ident::quote_ident(column))
 }
 
 /// An expression's text with the column `from` named `to` (RENAME COLUMN of a CHECK's

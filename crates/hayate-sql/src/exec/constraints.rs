@@ -464,7 +464,12 @@ fn referencing_rows(
         for entry in txn.scan_latest(child.tree, as_slice(&start), as_slice(&end))? {
             candidates.push(entry?.0);
         }
-    } else if let Some(position) = def.indexes.iter().position(|i| leads(&i.columns)) {
+    } else if let Some(position) = def
+        .indexes
+        .iter()
+        // A partial index lacks the rows outside its predicate.
+        .position(|i| i.predicate.is_none() && leads(&i.columns))
+    {
         let index = &def.indexes[position];
         let mut prefix = Vec::new();
         for column in &index.columns[..foreign.columns.len()] {

@@ -87,7 +87,7 @@ impl PartialIndexes {
         let expr = match bound {
             Some(expr) => expr,
             None => {
-                let expr = Rc::new(Binder::new(catalog, &[]).bind_check(def, predicate)?);
+                let expr = Rc::new(Binder::new(catalog, &[]).bind_index_predicate(def, predicate)?);
                 self.bound.borrow_mut().insert(key, expr.clone());
                 expr
             }

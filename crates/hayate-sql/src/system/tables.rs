@@ -1319,6 +1319,7 @@ fn pg_constraint(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                         .iter()
                         .find(|index| {
                             index.unique
+                                && index.predicate.is_none()
                                 && index.columns.len() == referenced.len()
                                 && index.columns.iter().all(|c| referenced.contains(c))
                         })

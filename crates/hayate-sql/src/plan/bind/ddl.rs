@@ -239,14 +239,14 @@ impl Binder<'_> {
                     predicate = inner.as_ref();
                 }
                 let text = stored_text(predicate);
-                let bound = self.bind_check(&table.def, &text)?;
+                let bound = self.bind_index_predicate(&table.def, &text)?;
                 if bound.contains_subquery() {
                     return Err(SqlError::new(
                         sqlstate::FEATURE_NOT_SUPPORTED,
                         "cannot use subquery in index predicate",
                     ));
                 }
-                if !bound.is_immutable() {
+                if !bound.is_immutable() || reads_the_zone(&bound, &table.def) {
                     return Err(SqlError::new(
                         sqlstate::INVALID_OBJECT_DEFINITION,
                         "functions in index predicate must be marked IMMUTABLE",
@@ -800,6 +800,19 @@ impl Binder<'_> {
 
     /// Binds a CHECK expression (SQL text) over a row of `def`.
     pub(crate) fn bind_check(&mut self, def: &TableDef, expr: &str) -> SqlResult<Expr> {
+        self.bind_over_row(def, expr, true)
+    }
+
+    /// A partial index's predicate (its text) bound over the table's row. Its columns are
+    /// named unqualified: the text is kept, and a table name in it would not follow a
+    /// RENAME.
+    pub(crate) fn bind_index_predicate(&mut self, def: &TableDef, expr: &str) -> SqlResult<Expr> {
+        self.bind_over_row(def, expr, false)
+    }
+
+    /// A boolean expression's text bound over a row of `def` (`named`: the table's name may
+    /// qualify its columns).
+    fn bind_over_row(&mut self, def: &TableDef, expr: &str, named: bool) -> SqlResult<Expr> {
         let dialect = sqlparser::dialect::PostgreSqlDialect {};
         let parsed = sqlparser::parser::Parser::new(&dialect)
             .try_with_sql(expr)
@@ -807,8 +820,8 @@ impl Binder<'_> {
             .map_err(|error| SqlError::syntax(format!("invalid CHECK {expr}: {error}")))?;
         let mut scope = super::scope::Scope::default();
         scope.push(super::scope::ScopeEntry::new(
-            Some(def.name.clone()),
-            Some(crate::system::PUBLIC_SCHEMA.into()),
+            named.then(|| def.name.clone()),
+            named.then(|| crate::system::PUBLIC_SCHEMA.into()),
             def.columns
                 .iter()
                 .map(|column| (column.name.clone(), column.data_type))
@@ -830,7 +843,7 @@ impl Binder<'_> {
         for (position, index) in table.def.indexes.iter().enumerate() {
             if let Some(predicate) = &index.predicate {
                 let bound = self
-                    .bind_check(&table.def, predicate)
+                    .bind_index_predicate(&table.def, predicate)
                     .unwrap_or(Expr::Literal(Value::Bool(false)));
                 partial.push((position, bound));
             }
@@ -1074,8 +1087,33 @@ pub(crate) fn unique_key_of(def: &TableDef, columns: &[usize]) -> Option<Option<
     }
     def.indexes
         .iter()
-        .position(|index| index.unique && same(&index.columns))
+        // A partial unique index is no key: rows outside its predicate may repeat.
+        .position(|index| index.unique && index.predicate.is_none() && same(&index.columns))
         .map(Some)
+}
+
+/// True if an index predicate's value could depend on the session's time zone: it holds a
+/// timestamptz constant (a literal is read in the zone when bound, and the predicate is
+/// bound again by every writer), a cast to timestamptz, a function of the zone-sensitive
+/// date/time family, or reads a timestamptz column other than by IS [NOT] NULL. Such a
+/// predicate would put rows in or out of the index by the writer's zone.
+fn reads_the_zone(expr: &Expr, def: &TableDef) -> bool {
+    use crate::plan::expr::ScalarFunction as F;
+    match expr {
+        Expr::IsNull { expr, .. } if matches!(**expr, Expr::Column(_)) => false,
+        Expr::Column(column) => def.columns[*column].data_type == DataType::TimestampTz,
+        Expr::Literal(Value::TimestampTz(_)) => true,
+        Expr::Cast { to, .. } if *to == DataType::TimestampTz => true,
+        Expr::Function {
+            function:
+                F::AtTimeZone | F::DateTrunc | F::Extract | F::ToChar | F::ToTimestamp | F::ToDate,
+            ..
+        } => true,
+        other => other
+            .children()
+            .into_iter()
+            .any(|child| reads_the_zone(child, def)),
+    }
 }
 
 pub(super) fn multiple_primary_keys(table: &str) -> SqlError {
