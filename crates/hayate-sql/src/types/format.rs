@@ -47,6 +47,10 @@ fn invalid_format(message: impl Into<String>) -> SqlError {
     SqlError::new(sqlstate::INVALID_DATETIME_FORMAT, message)
 }
 
+fn interval_format() -> SqlError {
+    invalid_format("invalid format specification for an interval value")
+}
+
 /// Date and time keywords, longest first where one is a prefix of another.
 const DATE_KEYWORDS: &[&str] = &[
     "A.D.", "A.M.", "AD", "AM", "B.C.", "BC", "CC", "DAY", "DDD", "DD", "DY", "D", "FF1", "FF2",
@@ -104,15 +108,20 @@ fn parse_template(template: &str, keywords: &[&'static str]) -> Vec<Piece> {
         Some(Piece::Literal(text)) => text.push(c),
         _ => pieces.push(Piece::Literal(c.to_string())),
     };
+    // Keywords match ASCII letters case-insensitively (other characters are never part of
+    // one, and keep their length).
+    let upper: Vec<char> = chars.iter().map(char::to_ascii_uppercase).collect();
+    let starts = |at: usize, word: &str| {
+        word.chars().count() <= upper.len() - at
+            && word.chars().zip(&upper[at..]).all(|(a, b)| a == *b)
+    };
     while at < chars.len() {
-        let rest: String = chars[at..].iter().collect();
-        let upper = rest.to_uppercase();
-        if upper.starts_with("FM") {
+        if starts(at, "FM") {
             fill = true;
             at += 2;
             continue;
         }
-        if let Some(keyword) = keywords.iter().find(|k| upper.starts_with(**k)) {
+        if let Some(keyword) = keywords.iter().find(|k| starts(at, k)) {
             let length = keyword.chars().count();
             let written: String = chars[at..at + length].iter().collect();
             at += length;
@@ -183,7 +192,8 @@ fn ordinal_suffix(number: i64, upper: bool) -> &'static str {
 struct Moment {
     /// Astronomical year (0 is 1 BC); for an interval, whole years.
     year: i64,
-    month: u32,
+    /// 1 to 12; for an interval, the months past whole years (negative for a negative one).
+    month: i64,
     day: i64,
     hour: i64,
     minute: i64,
@@ -204,7 +214,7 @@ impl Moment {
         let seconds = time / MICROS_PER_SECOND;
         Moment {
             year,
-            month,
+            month: i64::from(month),
             day: i64::from(day),
             hour: seconds / 3600,
             minute: seconds / 60 % 60,
@@ -220,7 +230,7 @@ impl Moment {
         let seconds = interval.micros / MICROS_PER_SECOND;
         Moment {
             year: interval.months / 12,
-            month: (interval.months % 12) as u32,
+            month: interval.months % 12,
             day: interval.days,
             hour: seconds / 3600,
             minute: seconds / 60 % 60,
@@ -269,12 +279,12 @@ impl Moment {
     }
 }
 
-/// A number padded with zeros to `width` digits unless in fill mode (a minus sign before).
+/// A number padded with zeros to `width` characters (a minus sign counting as one) unless
+/// in fill mode.
 fn padded(value: i64, width: usize, fill: bool) -> String {
-    match (fill, value < 0) {
-        (true, _) => value.to_string(),
-        (false, false) => format!("{value:0width$}"),
-        (false, true) => format!("-{:0width$}", value.unsigned_abs()),
+    match fill {
+        true => value.to_string(),
+        false => format!("{value:0width$}"),
     }
 }
 
@@ -317,8 +327,14 @@ fn format_moment(moment: &Moment, template: &str) -> SqlResult<String> {
             "IYY" => Some((iso_year % 1000, 3)),
             "IY" => Some((iso_year % 100, 2)),
             "I" => Some((iso_year % 10, 1)),
-            "MM" => Some((i64::from(moment.month), 2)),
+            // As PostgreSQL: a negative interval field widens by its sign here.
+            "MM" => Some((moment.month, 2 + usize::from(moment.month < 0))),
             "DD" => Some((moment.day, 2)),
+            "D" | "ID" if moment.interval => return Err(interval_format()),
+            // An interval's days, and weeks of them.
+            "DDD" if moment.interval => Some((moment.day, 3)),
+            "WW" if moment.interval => Some(((moment.day - 1) / 7 + 1, 2)),
+            "Q" if moment.interval => None,
             "DDD" => Some((moment.day_of_year(), 3)),
             "IDDD" => Some((iso_day_of_year, 3)),
             "D" => Some((moment.weekday() + 1, 1)),
@@ -326,27 +342,21 @@ fn format_moment(moment: &Moment, template: &str) -> SqlResult<String> {
             "WW" => Some(((moment.day_of_year() - 1) / 7 + 1, 2)),
             "IW" => Some((iso_week, 2)),
             "W" => Some(((moment.day - 1) / 7 + 1, 1)),
-            "Q" if moment.interval => None,
-            "Q" => Some(((i64::from(moment.month) + 2) / 3, 1)),
-            "CC" => Some((
-                match moment.interval {
+            "Q" => Some(((moment.month + 2) / 3, 1)),
+            "CC" => {
+                let century = match moment.interval {
                     true => moment.year / 100,
                     false if moment.year > 0 => (moment.year + 99) / 100,
-                    false => -((99 - moment.year) / 100),
-                },
-                2,
-            )),
+                    // BC: 1 BC is in century -1, 101 BC in -2.
+                    false => -((1 - moment.year + 99) / 100),
+                };
+                Some((century, 2 + usize::from(century < 0)))
+            }
             "J" => Some((moment.days.map_or(0, |days| days + 2_440_588), 1)),
-            "HH" | "HH12" => Some((
-                match moment.interval {
-                    true => moment.hour % 12,
-                    false => hour12,
-                },
-                2,
-            )),
-            "HH24" => Some((moment.hour, 2)),
-            "MI" => Some((moment.minute, 2)),
-            "SS" => Some((moment.second, 2)),
+            "HH" | "HH12" => Some((hour12, 2 + usize::from(hour12 < 0))),
+            "HH24" => Some((moment.hour, 2 + usize::from(moment.hour < 0))),
+            "MI" => Some((moment.minute, 2 + usize::from(moment.minute < 0))),
+            "SS" => Some((moment.second, 2 + usize::from(moment.second < 0))),
             "MS" => Some((moment.micros / 1000, 3)),
             "US" => Some((moment.micros, 6)),
             "FF1" => Some((moment.micros / 100_000, 1)),
@@ -365,14 +375,21 @@ fn format_moment(moment: &Moment, template: &str) -> SqlResult<String> {
             }
             continue;
         }
+        // Month and day names of an interval mean nothing (PostgreSQL: 22007).
+        if moment.interval && matches!(keyword, "MONTH" | "MON" | "DAY" | "DY") {
+            return Err(interval_format());
+        }
+        // 1 to 12 (an interval's 0 months are December's numeral, as in PostgreSQL).
+        let month_index = (moment.month.unsigned_abs() as usize + 11) % 12;
         let text = match keyword {
             "Y,YYY" => format!("{},{:03}", year / 1000, year % 1000),
-            "MONTH" => padded_name(cased(MONTHS[moment.month as usize - 1], case), fill),
-            "MON" => cased(&MONTHS[moment.month as usize - 1][..3], case),
+            "MONTH" => padded_name(cased(MONTHS[month_index], case), fill),
+            "MON" => cased(&MONTHS[month_index][..3], case),
             "DAY" => padded_name(cased(DAYS[moment.weekday() as usize], case), fill),
             "DY" => cased(&DAYS[moment.weekday() as usize][..3], case),
+            "RM" if moment.interval && moment.month == 0 && moment.year == 0 => String::new(),
             "RM" => {
-                let roman = ROMAN_MONTHS[moment.month as usize - 1];
+                let roman = ROMAN_MONTHS[month_index];
                 let roman = match case {
                     Case::Lower => roman.to_lowercase(),
                     _ => roman.to_string(),
@@ -480,15 +497,41 @@ pub fn to_char(value: &Value, template: &str) -> SqlResult<Value> {
 }
 
 fn format_float(value: f64, template: &str) -> SqlResult<String> {
-    if !value.is_finite() {
-        // PostgreSQL fills every digit position with '#'.
-        let width = parse_number_template(template).digits_total();
-        return Ok(format!(" {}", "#".repeat(width)));
+    let read = parse_number_template(template);
+    if read.scientific && value.is_finite() {
+        return Ok(scientific(value, &read));
+    }
+    if value.is_nan() {
+        // NaN right-aligned where the number would be.
+        let width = format_number(&Decimal::ZERO, template)?.chars().count();
+        return Ok(format!("{:>width$}", "NaN"));
+    }
+    // Infinities and values past numeric's range fill every digit position with '#'.
+    if value.is_infinite() || value.abs() >= 1e27 {
+        let bound = match value < 0.0 {
+            true => Decimal::MIN,
+            false => Decimal::MAX,
+        };
+        return format_number(&bound, template);
     }
     // Rounded as C's printf rounds a double (ties to even on the exact binary value).
-    let digits = parse_number_template(template).fraction_digits;
+    let digits = read.fraction_digits.min(28);
     let decimal = numeric::parse(&format!("{value:.digits$}"))?;
     format_number(&decimal, template)
+}
+
+/// EEEE: the value as `d.dde+NN` with the template's fraction digits.
+fn scientific(float: f64, read: &NumberTemplate) -> String {
+    let digits = read.fraction_digits;
+    let text = format!("{float:.digits$e}");
+    let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let sign = if exponent < 0 { '-' } else { '+' };
+    let body = format!("{mantissa}e{sign}{:02}", exponent.abs());
+    match (read.fill, float < 0.0) {
+        (true, _) | (false, true) => body,
+        (false, false) => format!(" {body}"),
+    }
 }
 
 /// Number keywords.
@@ -513,12 +556,6 @@ struct NumberTemplate {
     anchored: bool,
     roman: bool,
     scientific: bool,
-}
-
-impl NumberTemplate {
-    fn digits_total(&self) -> usize {
-        self.integer_digits + self.fraction_digits
-    }
 }
 
 fn parse_number_template(template: &str) -> NumberTemplate {
@@ -601,24 +638,15 @@ fn format_number(value: &Decimal, template: &str) -> SqlResult<String> {
         });
     }
     if read.scientific {
-        let float = numeric::to_f64(value);
-        let digits = read.fraction_digits;
-        let text = format!("{float:.digits$e}");
-        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
-        let exponent: i32 = exponent.parse().unwrap_or(0);
-        let sign = if exponent < 0 { '-' } else { '+' };
-        let body = format!("{mantissa}e{sign}{:02}", exponent.abs());
-        return Ok(match (read.fill, float < 0.0) {
-            (true, _) | (false, true) => body,
-            (false, false) => format!(" {body}"),
-        });
+        return Ok(scientific(numeric::to_f64(value), &read));
     }
-    let negative = value.is_sign_negative() && !value.is_zero();
     let mut magnitude = value.abs();
     for _ in 0..read.shift {
         magnitude = numeric::multiply(&magnitude, &numeric::from_i64(10))?;
     }
     let rounded = numeric::round(&magnitude, read.fraction_digits as i32);
+    // The sign of what is shown: -0.004 at two places is 0.00.
+    let negative = value.is_sign_negative() && !rounded.is_zero();
     let text = format!("{rounded:.prec$}", prec = read.fraction_digits);
     let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
     let mut whole = whole.trim_start_matches('0');
@@ -801,7 +829,7 @@ fn format_number(value: &Decimal, template: &str) -> SqlResult<String> {
 
 /// Reads the digits of a number field: up to `width` digits (or, for the last field or one
 /// followed by a separator, as many as there are), after optional spaces and a sign.
-fn read_number(chars: &[char], at: &mut usize, width: usize, greedy: bool) -> Option<i64> {
+fn read_number(chars: &[char], at: &mut usize, width: usize, greedy: bool) -> Option<(i64, usize)> {
     while *at < chars.len() && chars[*at] == ' ' {
         *at += 1;
     }
@@ -818,8 +846,9 @@ fn read_number(chars: &[char], at: &mut usize, width: usize, greedy: bool) -> Op
         return None;
     }
     let digits: String = chars[start..*at].iter().collect();
-    let value: i64 = digits.parse().ok()?;
-    Some(if negative { -value } else { value })
+    // Too many digits for an i64 reads as out of range below.
+    let value: i64 = digits.parse().unwrap_or(i64::MAX);
+    Some((if negative { -value } else { value }, *at - start))
 }
 
 /// Reads one of `names` (case-insensitively) at `at`, by its full name or its first three
@@ -828,7 +857,7 @@ fn read_name(chars: &[char], at: &mut usize, names: &[&str], short: bool) -> Opt
     while *at < chars.len() && chars[*at] == ' ' {
         *at += 1;
     }
-    let rest: String = chars[*at..].iter().collect::<String>().to_lowercase();
+    let rest: String = rest_upper(chars, *at).to_ascii_lowercase();
     for (index, name) in names.iter().enumerate() {
         let lower = name.to_lowercase();
         if !short && rest.starts_with(&lower) {
@@ -846,6 +875,16 @@ fn read_name(chars: &[char], at: &mut usize, names: &[&str], short: bool) -> Opt
     None
 }
 
+/// The text from `at` on, its ASCII letters in upper case.
+fn rest_upper(chars: &[char], at: usize) -> String {
+    chars
+        .get(at..)
+        .unwrap_or_default()
+        .iter()
+        .map(char::to_ascii_uppercase)
+        .collect()
+}
+
 fn bad_value(chars: &[char], at: usize, what: &str) -> SqlError {
     invalid_format(format!(
         "invalid value \"{}\" for \"{what}\"",
@@ -853,9 +892,36 @@ fn bad_value(chars: &[char], at: usize, what: &str) -> SqlError {
     ))
 }
 
-/// A number field of the text (`read_number`), or the error naming the field.
+/// A number field of the text (`read_number`), or the error naming the field; PostgreSQL's
+/// fields are 32-bit.
 fn field(chars: &[char], at: &mut usize, width: usize, greedy: bool, what: &str) -> SqlResult<i64> {
-    read_number(chars, at, width, greedy).ok_or_else(|| bad_value(chars, *at, what))
+    Ok(field_digits(chars, at, width, greedy, what)?.0)
+}
+
+/// `field` with the number of digits read.
+fn field_digits(
+    chars: &[char],
+    at: &mut usize,
+    width: usize,
+    greedy: bool,
+    what: &str,
+) -> SqlResult<(i64, usize)> {
+    let (value, digits) =
+        read_number(chars, at, width, greedy).ok_or_else(|| bad_value(chars, *at, what))?;
+    if i32::try_from(value).is_err() {
+        return Err(invalid_format(format!(
+            "value for \"{what}\" in source string is out of range"
+        ))
+        .with_detail("Value must be in the range -2147483648 to 2147483647."));
+    }
+    Ok((value, digits))
+}
+
+/// A fraction of a second of `width` digits read as `digits` digits (`12.3` as SS.MS is
+/// 300 ms), in microseconds.
+fn fraction_micros(value: i64, digits: usize, width: usize) -> i64 {
+    let scaled = value * 10i64.pow(width.saturating_sub(digits) as u32);
+    scaled * 10i64.pow(6u32.saturating_sub(width as u32))
 }
 
 /// What to_date and to_timestamp read.
@@ -892,6 +958,8 @@ fn parse_moment(text: &str, template: &str) -> SqlResult<Fields> {
                     }
                 }
             }
+            // Fields after the end of the text are left unset, as in PostgreSQL.
+            Piece::Field { .. } if at >= chars.len() => break,
             Piece::Field { keyword, .. } => {
                 // Any separator in the input before a field is skipped.
                 while at < chars.len()
@@ -911,7 +979,7 @@ fn parse_moment(text: &str, template: &str) -> SqlResult<Fields> {
                         }
                         let rest = read_number(&chars, &mut at, 3, false)
                             .ok_or_else(|| bad_value(&chars, at, keyword))?;
-                        fields.year = Some(thousands * 1000 + rest);
+                        fields.year = Some(thousands * 1000 + rest.0);
                     }
                     "YYY" | "IYY" => {
                         let year = field(&chars, &mut at, 3, greedy, keyword)?;
@@ -929,19 +997,35 @@ fn parse_moment(text: &str, template: &str) -> SqlResult<Fields> {
                     "DDD" | "IDDD" => {
                         fields.day_of_year = Some(field(&chars, &mut at, 3, greedy, keyword)?)
                     }
-                    "HH" | "HH12" | "HH24" => {
-                        fields.hour = field(&chars, &mut at, 2, greedy, keyword)?
+                    "HH" | "HH12" => {
+                        let hour = field(&chars, &mut at, 2, greedy, keyword)?;
+                        if !(1..=12).contains(&hour) {
+                            return Err(SqlError::new(
+                                sqlstate::DATETIME_FIELD_OVERFLOW,
+                                format!("hour \"{hour}\" is invalid for the 12-hour clock"),
+                            ));
+                        }
+                        fields.hour = hour;
                     }
+                    "HH24" => fields.hour = field(&chars, &mut at, 2, greedy, keyword)?,
                     "MI" => fields.minute = field(&chars, &mut at, 2, greedy, keyword)?,
                     "SS" => fields.second = field(&chars, &mut at, 2, greedy, keyword)?,
-                    "MS" | "FF3" => {
-                        fields.micros = field(&chars, &mut at, 3, greedy, keyword)? * 1000
+                    "MS" | "FF1" | "FF2" | "FF3" | "FF4" | "FF5" | "US" | "FF6" => {
+                        let width = match *keyword {
+                            "MS" => 3,
+                            "US" => 6,
+                            ff => usize::from(ff.as_bytes()[2] - b'0'),
+                        };
+                        let (value, digits) =
+                            field_digits(&chars, &mut at, width, greedy, keyword)?;
+                        if digits > width {
+                            return Err(SqlError::new(
+                                sqlstate::DATETIME_FIELD_OVERFLOW,
+                                format!("date/time field value out of range: \"{text}\""),
+                            ));
+                        }
+                        fields.micros = fraction_micros(value.abs(), digits, width);
                     }
-                    "US" | "FF6" => fields.micros = field(&chars, &mut at, 6, greedy, keyword)?,
-                    "FF1" => fields.micros = field(&chars, &mut at, 1, greedy, keyword)? * 100_000,
-                    "FF2" => fields.micros = field(&chars, &mut at, 2, greedy, keyword)? * 10_000,
-                    "FF4" => fields.micros = field(&chars, &mut at, 4, greedy, keyword)? * 100,
-                    "FF5" => fields.micros = field(&chars, &mut at, 5, greedy, keyword)? * 10,
                     "SSSS" | "SSSSS" => {
                         let seconds = field(&chars, &mut at, 5, greedy, keyword)?;
                         fields.hour = seconds / 3600;
@@ -962,7 +1046,7 @@ fn parse_moment(text: &str, template: &str) -> SqlResult<Fields> {
                             .ok_or_else(|| bad_value(&chars, at, keyword))?;
                     }
                     "RM" => {
-                        let rest: String = chars[at..].iter().collect::<String>().to_uppercase();
+                        let rest: String = rest_upper(&chars, at);
                         let month = (0..12)
                             .rev()
                             .max_by_key(|m| {
@@ -974,7 +1058,7 @@ fn parse_moment(text: &str, template: &str) -> SqlResult<Fields> {
                         fields.month = Some(month as u32 + 1);
                     }
                     "AM" | "PM" | "A.M." | "P.M." => {
-                        let rest: String = chars[at..].iter().collect::<String>().to_uppercase();
+                        let rest: String = rest_upper(&chars, at);
                         let (pm, length) = if rest.starts_with("P.M.") {
                             (true, 4)
                         } else if rest.starts_with("A.M.") {
@@ -990,14 +1074,13 @@ fn parse_moment(text: &str, template: &str) -> SqlResult<Fields> {
                         fields.pm = Some(pm);
                     }
                     "AD" | "BC" | "A.D." | "B.C." => {
-                        let rest: String = chars[at..].iter().collect::<String>().to_uppercase();
-                        let length = if rest.starts_with("B.C.") || rest.starts_with("A.D.") {
-                            4
-                        } else {
-                            2
-                        };
-                        fields.bc = rest.starts_with('B');
-                        at += length;
+                        let rest = rest_upper(&chars, at);
+                        let era = ["B.C.", "A.D.", "BC", "AD"]
+                            .into_iter()
+                            .find(|era| rest.starts_with(era))
+                            .ok_or_else(|| bad_value(&chars, at, keyword))?;
+                        fields.bc = era.starts_with('B');
+                        at += era.len();
                     }
                     "TZH" => {
                         let hours = field(&chars, &mut at, 2, greedy, keyword)?;
@@ -1007,13 +1090,19 @@ fn parse_moment(text: &str, template: &str) -> SqlResult<Fields> {
                         } else {
                             1
                         };
-                        fields.offset = Some((sign * (hours.abs() * 3600 + minutes * 60)) as i32);
+                        let offset = sign * (hours.abs() * 3600 + minutes * 60);
+                        fields.offset = Some(
+                            i32::try_from(offset).map_err(|_| bad_value(&chars, at, keyword))?,
+                        );
                     }
                     "TZM" => {
                         let minutes = field(&chars, &mut at, 2, greedy, keyword)?;
                         let current = fields.offset.unwrap_or(0);
                         let sign = if current < 0 { -1 } else { 1 };
-                        fields.offset = Some(current + sign * (minutes as i32) * 60);
+                        let offset = i64::from(current) + sign * minutes * 60;
+                        fields.offset = Some(
+                            i32::try_from(offset).map_err(|_| bad_value(&chars, at, keyword))?,
+                        );
                     }
                     "TZ" | "OF" => {
                         return Err(SqlError::unsupported(format!(
@@ -1039,7 +1128,8 @@ fn fields_to_local(fields: &Fields, text: &str) -> SqlResult<i64> {
     let days = if let Some(julian) = fields.julian {
         julian - 2_440_588
     } else {
-        let mut year = fields.year.unwrap_or(1);
+        // No year is year 0, 1 BC, as in PostgreSQL.
+        let mut year = fields.year.unwrap_or(0);
         if fields.bc {
             year = 1 - year;
         }
@@ -1059,6 +1149,13 @@ fn fields_to_local(fields: &Fields, text: &str) -> SqlResult<i64> {
             }
         }
     };
+    // The Julian calendar's day 0 (4714-11-24 BC) is the first day there is.
+    if days + 2_440_588 < 0 {
+        return Err(SqlError::new(
+            sqlstate::DATETIME_VALUE_OUT_OF_RANGE,
+            format!("date out of range: \"{text}\""),
+        ));
+    }
     let mut hour = fields.hour;
     match fields.pm {
         Some(true) if hour < 12 => hour += 12,
@@ -1132,8 +1229,9 @@ pub fn to_number(text: &str, template: &str) -> SqlResult<Value> {
             }
         )
     });
+    // At most as many digits as the template has on each side of its point.
     let mut digits = String::new();
-    let mut fraction = 0;
+    let (mut integer, mut fraction) = (0, 0);
     let mut after_point = false;
     let mut negative = false;
     for c in text.chars() {
@@ -1142,9 +1240,13 @@ pub fn to_number(text: &str, template: &str) -> SqlResult<Value> {
                 digits.push(c);
                 fraction += 1;
             }
-            '0'..='9' if after_point => {}
-            '0'..='9' => digits.push(c),
+            '0'..='9' if !after_point && integer < read.integer_digits => {
+                digits.push(c);
+                integer += 1;
+            }
+            '0'..='9' => {}
             '.' if has_point && !after_point => after_point = true,
+            '.' => break, // a template without a point reads no fraction
             '-' | '<' => negative = true,
             _ => {}
         }
