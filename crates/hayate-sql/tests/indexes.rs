@@ -903,3 +903,47 @@ fn partial_indexes_and_foreign_keys() {
     )
     .is_err());
 }
+
+/// A DROP COLUMN keeps the CHECKs and partial indexes that name another column whose name
+/// contains the dropped one's (`a` in `total`); a predicate whose constants are read in the
+/// session's zone when bound (a literal cast through timestamptz) is refused (42P17).
+#[test]
+fn drop_column_keeps_what_names_other_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+    run(
+        &mut session,
+        "CREATE TABLE zt (id int4 PRIMARY KEY, d date, total int4 CHECK (total > 0), a int4)",
+    );
+    run(
+        &mut session,
+        "CREATE INDEX zt_total ON zt (id) WHERE total > 5",
+    );
+    assert_eq!(
+        try_run(
+            &mut session,
+            "CREATE INDEX zt_bad ON zt (id) WHERE d >= '2024-01-01 20:00+00'::timestamptz::date"
+        )
+        .unwrap_err()
+        .code,
+        "42P17"
+    );
+    run(&mut session, "ALTER TABLE zt DROP COLUMN a");
+    assert_eq!(
+        try_run(&mut session, "INSERT INTO zt VALUES (1, '2024-01-01', -1)")
+            .unwrap_err()
+            .code,
+        "23514"
+    );
+    let indexes = rows(
+        &mut session,
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'zt' ORDER BY indexname",
+    );
+    assert_eq!(
+        indexes,
+        vec![
+            vec![Value::Text("zt_pkey".into())],
+            vec![Value::Text("zt_total".into())]
+        ]
+    );
+}

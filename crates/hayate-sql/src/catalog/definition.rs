@@ -510,9 +510,11 @@ impl CheckDef {
 /// True if an expression's text names the column (a word of it, case-insensitively, or its
 /// quoted name: `"due date"`).
 fn mentions(text: &str, column: &str) -> bool {
+    let quoted = crate::ident::quote_ident(column);
     text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .any(|word| word.eq_ignore_ascii_case(column))
-        || text.contains(&crate::ident::quote_ident(column))
+        // A name that needs quotes is found whole, quoted (a plain one only as a word).
+        || (quoted.starts_with('"') && text.contains(&quoted))
 }
 
 /// An expression's text with the column `from` named `to` (RENAME COLUMN of a CHECK's

@@ -30,15 +30,18 @@ fn document(value: &Value, binary: bool) -> SqlResult<Option<json::Json>> {
 
 /// A field of a record's text form, as PostgreSQL's record_out writes it: nothing for NULL;
 /// in double quotes (with `"` and `\` doubled) when empty or holding a quote, a backslash,
-/// a parenthesis, a comma or white space.
+/// a parenthesis, a comma or ASCII white space (C's isspace).
 fn record_field(value: Option<&str>) -> String {
     let Some(value) = value else {
         return String::new();
     };
     let quoted = value.is_empty()
-        || value
-            .chars()
-            .any(|c| matches!(c, '"' | '\\' | '(' | ')' | ',') || c.is_whitespace());
+        || value.chars().any(|c| {
+            matches!(
+                c,
+                '"' | '\\' | '(' | ')' | ',' | ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c'
+            )
+        });
     if !quoted {
         return value.to_string();
     }

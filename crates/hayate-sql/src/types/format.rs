@@ -314,14 +314,16 @@ fn format_moment(moment: &Moment, template: &str) -> SqlResult<String> {
         let case = case_of(&written);
         let year = moment.shown_year();
         let (iso_year, iso_week, iso_day_of_year) = moment.iso();
+        let interval_days = (moment.year * 12 + moment.month) * 30 + moment.day;
         let hour12 = match moment.hour % 12 {
             0 => 12,
             hour => hour,
         };
         let number: Option<(i64, usize)> = match keyword {
-            "YYYY" => Some((year, 4)),
-            "YYY" => Some((year % 1000, 3)),
-            "YY" => Some((year % 100, 2)),
+            // A negative interval's years widen by the sign, as in PostgreSQL.
+            "YYYY" => Some((year, 4 + usize::from(year < 0))),
+            "YYY" => Some((year % 1000, 3 + usize::from(year < 0))),
+            "YY" => Some((year % 100, 2 + usize::from(year < 0))),
             "Y" => Some((year % 10, 1)),
             "IYYY" => Some((iso_year, 4)),
             "IYY" => Some((iso_year % 1000, 3)),
@@ -331,9 +333,9 @@ fn format_moment(moment: &Moment, template: &str) -> SqlResult<String> {
             "MM" => Some((moment.month, 2 + usize::from(moment.month < 0))),
             "DD" => Some((moment.day, 2)),
             "D" | "ID" if moment.interval => return Err(interval_format()),
-            // An interval's days, and weeks of them.
-            "DDD" if moment.interval => Some((moment.day, 3)),
-            "WW" if moment.interval => Some(((moment.day - 1) / 7 + 1, 2)),
+            // An interval's days (months of 30), and weeks of them.
+            "DDD" if moment.interval => Some((interval_days, 3)),
+            "WW" if moment.interval => Some(((interval_days - 1) / 7 + 1, 2)),
             "Q" if moment.interval => None,
             "DDD" => Some((moment.day_of_year(), 3)),
             "IDDD" => Some((iso_day_of_year, 3)),
@@ -353,7 +355,7 @@ fn format_moment(moment: &Moment, template: &str) -> SqlResult<String> {
                 Some((century, 2 + usize::from(century < 0)))
             }
             "J" => Some((moment.days.map_or(0, |days| days + 2_440_588), 1)),
-            "HH" | "HH12" => Some((hour12, 2 + usize::from(hour12 < 0))),
+            "HH" | "HH12" => Some((hour12, 2 + usize::from(moment.hour < 0))),
             "HH24" => Some((moment.hour, 2 + usize::from(moment.hour < 0))),
             "MI" => Some((moment.minute, 2 + usize::from(moment.minute < 0))),
             "SS" => Some((moment.second, 2 + usize::from(moment.second < 0))),
@@ -481,8 +483,8 @@ pub fn to_char(value: &Value, template: &str) -> SqlResult<Value> {
         Value::Interval(interval) => format_moment(&Moment::of_interval(*interval), template)?,
         Value::Int(value) => format_number(&numeric::from_i64(*value), template)?,
         Value::Numeric(value) => format_number(value, template)?,
-        Value::Float(value) => format_float(*value, template)?,
-        Value::Float4(value) => format_float(f64::from(*value), template)?,
+        Value::Float(value) => format_float(*value, template, 15)?,
+        Value::Float4(value) => format_float(f64::from(*value), template, 6)?,
         other => {
             return Err(SqlError::new(
                 sqlstate::UNDEFINED_FUNCTION,
@@ -496,7 +498,10 @@ pub fn to_char(value: &Value, template: &str) -> SqlResult<Value> {
     Ok(Value::Text(text))
 }
 
-fn format_float(value: f64, template: &str) -> SqlResult<String> {
+/// to_char of a float: as a numeric, with at most `significant` digits in all (C's DBL_DIG,
+/// FLT_DIG: PostgreSQL shows no more fraction digits than that leaves) and the sign C's
+/// printf gives it (-0.004 at two places is -.00).
+fn format_float(value: f64, template: &str, significant: usize) -> SqlResult<String> {
     let read = parse_number_template(template);
     if read.scientific && value.is_finite() {
         return Ok(scientific(value, &read));
@@ -515,9 +520,12 @@ fn format_float(value: f64, template: &str) -> SqlResult<String> {
         return format_number(&bound, template);
     }
     // Rounded as C's printf rounds a double (ties to even on the exact binary value).
-    let digits = read.fraction_digits.min(28);
+    let whole_digits = format!("{:.0}", value.abs()).len();
+    let digits = read
+        .fraction_digits
+        .min(significant.saturating_sub(whole_digits));
     let decimal = numeric::parse(&format!("{value:.digits$}"))?;
-    format_number(&decimal, template)
+    format_number_as(&decimal, template, digits, value < 0.0)
 }
 
 /// EEEE: the value as `d.dde+NN` with the template's fraction digits.
@@ -621,7 +629,19 @@ fn roman(mut value: i64) -> String {
 /// to_char of a number: PostgreSQL's NUM formatting (9 0 . , D G S MI PL SG PR V RN EEEE FM
 /// TH; L is the C locale's empty currency symbol).
 fn format_number(value: &Decimal, template: &str) -> SqlResult<String> {
-    let read = parse_number_template(template);
+    format_number_as(value, template, usize::MAX, false)
+}
+
+/// `format_number` showing at most `fraction_cap` fraction digits (the template's positions
+/// past it print nothing), negative when `negative` even if the rounded value is zero.
+fn format_number_as(
+    value: &Decimal,
+    template: &str,
+    fraction_cap: usize,
+    negative: bool,
+) -> SqlResult<String> {
+    let mut read = parse_number_template(template);
+    read.fraction_digits = read.fraction_digits.min(fraction_cap);
     if read.roman {
         let rounded = numeric::to_i64(&numeric::round(value, 0)).unwrap_or(0);
         let text = match (1..=3999).contains(&rounded) {
@@ -642,11 +662,12 @@ fn format_number(value: &Decimal, template: &str) -> SqlResult<String> {
     }
     let mut magnitude = value.abs();
     for _ in 0..read.shift {
-        magnitude = numeric::multiply(&magnitude, &numeric::from_i64(10))?;
+        // Past numeric's range the digits are all '#' anyway.
+        magnitude = numeric::multiply(&magnitude, &numeric::from_i64(10)).unwrap_or(Decimal::MAX);
     }
     let rounded = numeric::round(&magnitude, read.fraction_digits as i32);
     // The sign of what is shown: -0.004 at two places is 0.00.
-    let negative = value.is_sign_negative() && !rounded.is_zero();
+    let negative = negative || value.is_sign_negative() && !rounded.is_zero();
     let text = format!("{rounded:.prec$}", prec = read.fraction_digits);
     let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
     let mut whole = whole.trim_start_matches('0');
@@ -757,6 +778,9 @@ fn format_number(value: &Decimal, template: &str) -> SqlResult<String> {
             }
             "9" | "0" => {
                 fraction_position += 1;
+                if fraction_position > read.fraction_digits {
+                    continue; // past a float's significant digits
+                }
                 if overflow {
                     out.push('#');
                 } else if !read.fill || fraction_position <= fraction_kept {
@@ -873,6 +897,14 @@ fn read_name(chars: &[char], at: &mut usize, names: &[&str], short: bool) -> Opt
         }
     }
     None
+}
+
+/// An offset (TZH, TZM) past 15:59.
+fn displacement(text: &str) -> SqlError {
+    SqlError::new(
+        "22009",
+        format!("time zone displacement out of range: \"{text}\""),
+    )
 }
 
 /// The text from `at` on, its ASCII letters in upper case.
@@ -1084,6 +1116,9 @@ fn parse_moment(text: &str, template: &str) -> SqlResult<Fields> {
                     }
                     "TZH" => {
                         let hours = field(&chars, &mut at, 2, greedy, keyword)?;
+                        if !(-15..=15).contains(&hours) {
+                            return Err(displacement(text));
+                        }
                         let minutes = fields.offset.map_or(0, |o| (o.abs() / 60 % 60) as i64);
                         let sign = if hours < 0 || chars.get(at.saturating_sub(3)) == Some(&'-') {
                             -1
@@ -1097,6 +1132,9 @@ fn parse_moment(text: &str, template: &str) -> SqlResult<Fields> {
                     }
                     "TZM" => {
                         let minutes = field(&chars, &mut at, 2, greedy, keyword)?;
+                        if !(0..60).contains(&minutes) {
+                            return Err(displacement(text));
+                        }
                         let current = fields.offset.unwrap_or(0);
                         let sign = if current < 0 { -1 } else { 1 };
                         let offset = i64::from(current) + sign * minutes * 60;
@@ -1180,10 +1218,18 @@ fn fields_to_local(fields: &Fields, text: &str) -> SqlResult<i64> {
 pub fn to_timestamp(text: &str, template: &str) -> SqlResult<Value> {
     let fields = parse_moment(text, template)?;
     let local = fields_to_local(&fields, text)?;
-    Ok(Value::TimestampTz(match fields.offset {
-        Some(offset) => local - i64::from(offset) * MICROS_PER_SECOND,
+    let utc = match fields.offset {
+        Some(offset) => local
+            .checked_sub(i64::from(offset) * MICROS_PER_SECOND)
+            .ok_or_else(timestamp_out_of_range)?,
         None => zone::current().to_utc(local),
-    }))
+    };
+    // PostgreSQL's last timestamp is in 294276 AD.
+    let end = (days_from_civil(294_277, 1, 1) - EPOCH_2000_DAYS) * MICROS_PER_DAY;
+    if utc >= end {
+        return Err(timestamp_out_of_range());
+    }
+    Ok(Value::TimestampTz(utc))
 }
 
 /// to_timestamp(double precision): the Unix epoch plus that many seconds.

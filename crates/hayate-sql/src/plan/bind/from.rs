@@ -638,7 +638,9 @@ impl Binder<'_> {
             let sql = format!("SELECT ({})::oid AS relid{ordinality}", args[0]);
             return Some(self.bind_sql_in_from(&sql, &function, alias, scope));
         }
-        let json_set = crate::plan::JSON_SET_FUNCTIONS.contains(&function.as_str());
+        // json(b)_each has columns of its own in FROM (below), not a record.
+        let json_set = crate::plan::JSON_SET_FUNCTIONS.contains(&function.as_str())
+            && !function.contains("_each");
         if with_ordinality && json_set && args.len() == 1 {
             let column = if function.contains("_array_elements") {
                 "value"
