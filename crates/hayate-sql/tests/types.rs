@@ -757,3 +757,27 @@ fn json_each_in_a_select_list_as_postgresql() {
         .collect();
     assert_eq!(output, expected);
 }
+
+/// pg_timezone_names lists the time zone database's zones with their abbreviation, offset
+/// and summer time now (zones without summer time checked, as PostgreSQL 15 shows them).
+#[test]
+fn pg_timezone_names_lists_the_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session(dir.path());
+    let (rows, types) = query(
+        &mut session,
+        "SELECT name, abbrev, utc_offset, is_dst FROM pg_timezone_names \
+         WHERE name IN ('Asia/Tokyo', 'Asia/Kolkata', 'UTC') ORDER BY name",
+    );
+    assert_eq!(
+        rows,
+        [
+            "Asia/Kolkata|IST|05:30:00|f",
+            "Asia/Tokyo|JST|09:00:00|f",
+            "UTC|UTC|00:00:00|f"
+        ]
+    );
+    assert_eq!(types, ["text", "text", "interval", "boolean"]);
+    let (count, _) = query(&mut session, "SELECT count(*) > 300 FROM pg_timezone_names");
+    assert_eq!(count, ["t"]);
+}

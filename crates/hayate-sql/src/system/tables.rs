@@ -48,6 +48,7 @@ pub(super) const NAMES: &[&str] = &[
     "pg_sequence",
     "pg_stat_replication",
     "pg_stat_activity",
+    "pg_timezone_names",
     "pg_views",
     "pg_tables",
     "pg_indexes",
@@ -469,6 +470,17 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                 ("backend_type", TEXT),
             ],
             pg_stat_activity,
+        ),
+        "pg_timezone_names" => (
+            "pg_catalog",
+            12133,
+            &[
+                ("name", TEXT),
+                ("abbrev", TEXT),
+                ("utc_offset", DataType::Interval),
+                ("is_dst", BOOL),
+            ],
+            pg_timezone_names,
         ),
         "pg_views" => (
             "pg_catalog",
@@ -1564,6 +1576,25 @@ fn pg_stat_replication(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 int(i64::from(standby.sync_state == "sync")),
                 text(standby.sync_state),
                 NULL,
+            ]
+        })
+        .collect()
+}
+
+/// The time zone database's zones with their abbreviation, offset and summer time now.
+fn pg_timezone_names(_: &Snapshot, _: &SessionNames) -> Rows {
+    crate::types::zone::database_zones()
+        .into_iter()
+        .map(|(name, abbreviation, seconds_east, dst)| {
+            vec![
+                text(&name),
+                text(&abbreviation),
+                Value::Interval(crate::types::Interval {
+                    months: 0,
+                    days: 0,
+                    micros: i64::from(seconds_east) * 1_000_000,
+                }),
+                bool(dst),
             ]
         })
         .collect()

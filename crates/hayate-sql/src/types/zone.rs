@@ -262,6 +262,28 @@ impl Zone {
 }
 
 /// `+HH`, `+HH:MM` or `+HH:MM:SS` as PostgreSQL writes a zone offset.
+/// Every zone of the time zone database, by name, as pg_timezone_names lists them: (name,
+/// abbreviation, seconds east of UTC, summer time in effect), now.
+pub fn database_zones() -> Vec<(String, String, i32, bool)> {
+    let now = Timestamp::now();
+    let database = jiff::tz::db();
+    let mut zones: Vec<(String, String, i32, bool)> = database
+        .available()
+        .filter_map(|name| {
+            let tz = database.get(name.as_str()).ok()?;
+            let info = tz.to_offset_info(now);
+            Some((
+                name.as_str().to_string(),
+                info.abbreviation().to_string(),
+                info.offset().seconds(),
+                info.dst().is_dst(),
+            ))
+        })
+        .collect();
+    zones.sort();
+    zones
+}
+
 pub fn offset_text(seconds_east: i32) -> String {
     let sign = if seconds_east < 0 { '-' } else { '+' };
     let total = seconds_east.unsigned_abs();
