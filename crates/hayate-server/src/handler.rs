@@ -348,6 +348,18 @@ impl StatementResult for Vec<SqlResult<Outcome>> {
     }
 }
 
+/// A query string's outcomes with the zone each statement left (`take_statement_zones`).
+struct Outcomes {
+    outcomes: Vec<SqlResult<Outcome>>,
+    zones: Vec<std::sync::Arc<hayate_sql::types::zone::Zone>>,
+}
+
+impl StatementResult for Outcomes {
+    fn fail(&mut self, error: SqlError) {
+        self.outcomes.fail(error);
+    }
+}
+
 /// Logs a failed statement with its SQLSTATE and text, as PostgreSQL's default
 /// `log_min_error_statement = error` does.
 pub(crate) fn log_failed(error: &SqlError, statement: &str) {
@@ -487,14 +499,22 @@ impl SimpleQueryHandler for ConnectionState {
             return Ok(vec![Response::EmptyQuery]);
         }
         let owned = query.to_owned();
-        let outcomes = self
-            .run_statement(client, move |session| session.execute_sql(&owned))
+        let Outcomes { outcomes, zones } = self
+            .run_statement(client, move |session| Outcomes {
+                outcomes: session.execute_sql(&owned),
+                zones: session.take_statement_zones(),
+            })
             .await;
         outcomes
             .into_iter()
-            .map(|outcome| match outcome {
+            .enumerate()
+            .map(|(position, outcome)| match outcome {
                 Ok(outcome) => {
-                    let _zone = self.zone().enter();
+                    // Each statement's rows in the zone its statement left.
+                    let _zone = match zones.get(position) {
+                        Some(zone) => hayate_sql::types::zone::enter(zone.clone()),
+                        None => self.zone().enter(),
+                    };
                     outcome_response(outcome, &Format::UnifiedText)
                 }
                 Err(error) => {

@@ -142,3 +142,36 @@ fn changed_settings_are_reported() {
     drop(stream);
     server.stop();
 }
+
+/// The rows of each statement of a query string are shown in the time zone current when
+/// that statement ended, as PostgreSQL sends them before running the next statement.
+#[test]
+fn rows_of_a_query_string_in_their_statements_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut client = server.connect();
+    let messages = client
+        .simple_query(
+            "SELECT TIMESTAMPTZ '2026-06-01 12:00+00'; SET TIME ZONE 'Asia/Tokyo'; \
+             SELECT TIMESTAMPTZ '2026-06-01 12:00+00'; RESET TIME ZONE; \
+             SELECT TIMESTAMPTZ '2026-06-01 12:00+00'",
+        )
+        .unwrap();
+    let shown: Vec<String> = messages
+        .iter()
+        .filter_map(|message| match message {
+            postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "2026-06-01 12:00:00+00",
+            "2026-06-01 21:00:00+09",
+            "2026-06-01 12:00:00+00"
+        ]
+    );
+    drop(client);
+    server.stop();
+}

@@ -145,6 +145,9 @@ pub struct Session {
     /// The TimeZone setting's zone, shared with the server, which makes it current around
     /// the session's statements and the encoding of their rows (`types::zone`).
     zone: crate::types::zone::SessionZone,
+    /// The zone current at the end of each statement of the last query string, in order
+    /// (`take_statement_zones`): the server shows each statement's rows in it.
+    statement_zones: Vec<std::sync::Arc<crate::types::zone::Zone>>,
     /// What RESET goes back to where it is not PostgreSQL's default: the values the server's
     /// configuration and the client's startup parameters set (`set_setting`).
     reset_values: BTreeMap<String, String>,
@@ -216,6 +219,7 @@ impl Session {
             default_isolation: Isolation::ReadCommitted,
             work_mem_bytes: 0,
             zone: Default::default(),
+            statement_zones: Vec::new(),
             reset_values: BTreeMap::new(),
             setting_undo: Vec::new(),
             activity: None,

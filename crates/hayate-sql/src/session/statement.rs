@@ -198,12 +198,21 @@ impl Session {
     /// transaction control or DDL (then each statement is its own transaction).
     pub fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
         let _zone = self.enter_zone();
+        self.statement_zones.clear();
         if self.activity.is_some() {
             self.note_statement_start(&std::sync::Arc::from(sql));
         }
         let outcomes = self.execute_sql_listed(sql);
         self.note_statement_end();
         outcomes
+    }
+
+    /// The zone current at the end of each statement `execute_sql` ran last, in order (a
+    /// string's rows are shown in the zone of their statement, as PostgreSQL sends each
+    /// statement's rows before running the next); fewer than its outcomes when one was not
+    /// a statement's (then the session's zone applies).
+    pub fn take_statement_zones(&mut self) -> Vec<std::sync::Arc<crate::types::zone::Zone>> {
+        std::mem::take(&mut self.statement_zones)
     }
 
     /// `execute_sql` once pg_stat_activity shows the statement.
@@ -271,6 +280,7 @@ impl Session {
             let outcome = self.execute_statement(statement);
             let failed = outcome.is_err();
             outcomes.push(outcome);
+            self.statement_zones.push(self.zone.get());
             if failed {
                 break;
             }
