@@ -919,6 +919,19 @@ fn drop_column_keeps_what_names_other_columns() {
         &mut session,
         "CREATE INDEX zt_total ON zt (id) WHERE total > 5",
     );
+    // A NaN constant is the same in every zone.
+    run(&mut session, "ALTER TABLE zt ADD COLUMN f float8");
+    run(
+        &mut session,
+        "CREATE INDEX zt_f ON zt (id) WHERE f <> 'NaN'",
+    );
+    // Neither a literal 'a' nor a quoted "Total" names the dropped columns a and Total.
+    run(
+        &mut session,
+        "ALTER TABLE zt ADD COLUMN k text CHECK (k IN ('a', 'b'))",
+    );
+    run(&mut session, "ALTER TABLE zt ADD COLUMN \"Total\" int4");
+    run(&mut session, "ALTER TABLE zt DROP COLUMN \"Total\"");
     assert_eq!(
         try_run(
             &mut session,
@@ -930,9 +943,21 @@ fn drop_column_keeps_what_names_other_columns() {
     );
     run(&mut session, "ALTER TABLE zt DROP COLUMN a");
     assert_eq!(
-        try_run(&mut session, "INSERT INTO zt VALUES (1, '2024-01-01', -1)")
-            .unwrap_err()
-            .code,
+        try_run(
+            &mut session,
+            "INSERT INTO zt VALUES (1, '2024-01-01', -1, 0, 'a')"
+        )
+        .unwrap_err()
+        .code,
+        "23514"
+    );
+    assert_eq!(
+        try_run(
+            &mut session,
+            "INSERT INTO zt VALUES (1, '2024-01-01', 1, 0, 'z')"
+        )
+        .unwrap_err()
+        .code,
         "23514"
     );
     let indexes = rows(
@@ -942,6 +967,7 @@ fn drop_column_keeps_what_names_other_columns() {
     assert_eq!(
         indexes,
         vec![
+            vec![Value::Text("zt_f".into())],
             vec![Value::Text("zt_pkey".into())],
             vec![Value::Text("zt_total".into())]
         ]

@@ -507,14 +507,52 @@ impl CheckDef {
     }
 }
 
-/// True if an expression's text names the column (a word of it, case-insensitively, or its
-/// quoted name: `"due date"`).
+/// True if an expression's text names the column: a bare word that folds to its name (as
+/// the parser folds unquoted names to lower case) or a quoted name equal to it; string
+/// literals are skipped.
 fn mentions(text: &str, column: &str) -> bool {
-    let quoted = crate::ident::quote_ident(column);
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .any(|word| word.eq_ignore_ascii_case(column))
-        // A name that needs quotes is found whole, quoted (a plain one only as a word).
-        || (quoted.starts_with('"') && text.contains(&quoted))
+    let chars: Vec<char> = text.chars().collect();
+    let mut at = 0;
+    while at < chars.len() {
+        let c = chars[at];
+        if c == '\'' || c == '"' {
+            // A literal or a quoted name, up to its closing quote (doubled quotes inside).
+            let mut content = String::new();
+            at += 1;
+            while at < chars.len() {
+                if chars[at] == c {
+                    if chars.get(at + 1) == Some(&c) {
+                        content.push(c);
+                        at += 2;
+                        continue;
+                    }
+                    break;
+                }
+                content.push(chars[at]);
+                at += 1;
+            }
+            at += 1;
+            if c == '"' && content == column {
+                return true;
+            }
+            continue;
+        }
+        if c.is_alphanumeric() || c == '_' {
+            let start = at;
+            while at < chars.len()
+                && (chars[at].is_alphanumeric() || chars[at] == '_' || chars[at] == '$')
+            {
+                at += 1;
+            }
+            let word: String = chars[start..at].iter().collect();
+            if word.to_lowercase() == column {
+                return true;
+            }
+            continue;
+        }
+        at += 1;
+    }
+    false
 }
 
 /// An expression's text with the column `from` named `to` (RENAME COLUMN of a CHECK's

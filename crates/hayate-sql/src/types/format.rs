@@ -519,13 +519,22 @@ fn format_float(value: f64, template: &str, significant: usize) -> SqlResult<Str
         };
         return format_number(&bound, template);
     }
+    if read.shift > 0 {
+        // V shifts before rounding, as PostgreSQL multiplies first.
+        return format_number_as(
+            &numeric::from_f64(value)?,
+            template,
+            usize::MAX,
+            value.is_sign_negative(),
+        );
+    }
     // Rounded as C's printf rounds a double (ties to even on the exact binary value).
     let whole_digits = format!("{:.0}", value.abs()).len();
     let digits = read
         .fraction_digits
         .min(significant.saturating_sub(whole_digits));
     let decimal = numeric::parse(&format!("{value:.digits$}"))?;
-    format_number_as(&decimal, template, digits, value < 0.0)
+    format_number_as(&decimal, template, digits, value.is_sign_negative())
 }
 
 /// EEEE: the value as `d.dde+NN` with the template's fraction digits.
@@ -661,9 +670,13 @@ fn format_number_as(
         return Ok(scientific(numeric::to_f64(value), &read));
     }
     let mut magnitude = value.abs();
+    let mut shifted_past = false;
     for _ in 0..read.shift {
-        // Past numeric's range the digits are all '#' anyway.
-        magnitude = numeric::multiply(&magnitude, &numeric::from_i64(10)).unwrap_or(Decimal::MAX);
+        // Past numeric's range the digits are all '#'.
+        match numeric::multiply(&magnitude, &numeric::from_i64(10)) {
+            Ok(shifted) => magnitude = shifted,
+            Err(_) => shifted_past = true,
+        }
     }
     let rounded = numeric::round(&magnitude, read.fraction_digits as i32);
     // The sign of what is shown: -0.004 at two places is 0.00.
@@ -674,7 +687,7 @@ fn format_number_as(
     if whole.is_empty() && read.fraction_digits == 0 && read.integer_digits > 0 {
         whole = "0"; // a zero shows its last digit
     }
-    let overflow = whole.len() > read.integer_digits;
+    let overflow = shifted_past || whole.len() > read.integer_digits;
     // Digits of the integer part, right-aligned to the template's positions.
     let whole_digits: Vec<char> = whole.chars().collect();
     let fraction_digits: Vec<char> = fraction.chars().collect();

@@ -261,7 +261,6 @@ impl Zone {
     }
 }
 
-/// `+HH`, `+HH:MM` or `+HH:MM:SS` as PostgreSQL writes a zone offset.
 /// Every zone of the time zone database, by name, as pg_timezone_names lists them: (name,
 /// abbreviation, seconds east of UTC, summer time in effect), now.
 pub fn database_zones() -> Vec<(String, String, i32, bool)> {
@@ -269,6 +268,8 @@ pub fn database_zones() -> Vec<(String, String, i32, bool)> {
     let database = jiff::tz::db();
     let mut zones: Vec<(String, String, i32, bool)> = database
         .available()
+        // PostgreSQL's view leaves out these two files of the database.
+        .filter(|name| !matches!(name.as_str(), "localtime" | "posixrules"))
         .filter_map(|name| {
             let tz = database.get(name.as_str()).ok()?;
             let info = tz.to_offset_info(now);
@@ -284,6 +285,7 @@ pub fn database_zones() -> Vec<(String, String, i32, bool)> {
     zones
 }
 
+/// `+HH`, `+HH:MM` or `+HH:MM:SS` as PostgreSQL writes a zone offset.
 pub fn offset_text(seconds_east: i32) -> String {
     let sign = if seconds_east < 0 { '-' } else { '+' };
     let total = seconds_east.unsigned_abs();
