@@ -678,11 +678,10 @@ fn json_set_returning_functions_as_postgres() {
 /// zone, Etc/UTC, is UTC here).
 #[test]
 fn time_zones_as_postgresql() {
-    let output = script_output(include_str!("fixtures/time_zones.sql"));
-    let expected: Vec<&str> = include_str!("fixtures/time_zones.expected")
-        .lines()
-        .collect();
-    assert_eq!(output, expected);
+    assert_script_as_postgresql(
+        include_str!("fixtures/time_zones.sql"),
+        include_str!("fixtures/time_zones.expected"),
+    );
 }
 
 /// A table's name as a whole-row value where JSON is built (`fixtures/whole_rows.sql`):
@@ -690,11 +689,16 @@ fn time_zones_as_postgresql() {
 /// column of the table's name winning; PostgreSQL 15's output line for line.
 #[test]
 fn whole_rows_as_json_as_postgresql() {
-    let output = script_output(include_str!("fixtures/whole_rows.sql"));
-    let expected: Vec<&str> = include_str!("fixtures/whole_rows.expected")
-        .lines()
-        .collect();
-    assert_eq!(output, expected);
+    assert_script_as_postgresql(
+        include_str!("fixtures/whole_rows.sql"),
+        include_str!("fixtures/whole_rows.expected"),
+    );
+}
+
+/// A script's output (`script_output`) equals PostgreSQL 15's, line for line.
+fn assert_script_as_postgresql(script: &str, expected: &str) {
+    let expected: Vec<&str> = expected.lines().collect();
+    assert_eq!(script_output(script), expected);
 }
 
 /// Runs a script of one statement a line on a fresh database and gives what `psql -A -t`
@@ -739,11 +743,10 @@ fn script_output(script: &str) -> Vec<String> {
 /// to_char in a GROUP BY; PostgreSQL 15's output line for line.
 #[test]
 fn formatting_functions_as_postgresql() {
-    let output = script_output(include_str!("fixtures/formatting.sql"));
-    let expected: Vec<&str> = include_str!("fixtures/formatting.expected")
-        .lines()
-        .collect();
-    assert_eq!(output, expected);
+    assert_script_as_postgresql(
+        include_str!("fixtures/formatting.sql"),
+        include_str!("fixtures/formatting.expected"),
+    );
 }
 
 /// json(b)_each and json(b)_each_text in a SELECT list: records `(key,value)` quoted as
@@ -751,11 +754,10 @@ fn formatting_functions_as_postgresql() {
 /// array (`fixtures/json_each.sql`); PostgreSQL 15's output line for line.
 #[test]
 fn json_each_in_a_select_list_as_postgresql() {
-    let output = script_output(include_str!("fixtures/json_each.sql"));
-    let expected: Vec<&str> = include_str!("fixtures/json_each.expected")
-        .lines()
-        .collect();
-    assert_eq!(output, expected);
+    assert_script_as_postgresql(
+        include_str!("fixtures/json_each.sql"),
+        include_str!("fixtures/json_each.expected"),
+    );
 }
 
 /// pg_timezone_names lists the time zone database's zones with their abbreviation, offset

@@ -76,6 +76,20 @@ fn case_of(written: &str) -> Case {
     }
 }
 
+/// AM/PM or AD/BC: the second of `pair` when `second`, dotted (`A.M.`) when the keyword
+/// is, in lower case when the keyword is (no capitalized form).
+fn marker(pair: [&str; 2], second: bool, keyword: &str, case: Case) -> String {
+    let plain = pair[usize::from(second)];
+    let text = match keyword.contains('.') {
+        true => plain.chars().flat_map(|c| [c, '.']).collect(),
+        false => plain.to_string(),
+    };
+    match case {
+        Case::Lower => text.to_lowercase(),
+        _ => text,
+    }
+}
+
 fn cased(name: &str, case: Case) -> String {
     match case {
         Case::Upper => name.to_uppercase(),
@@ -401,38 +415,8 @@ fn format_moment(moment: &Moment, template: &str) -> SqlResult<String> {
                     false => format!("{roman:<4}"),
                 }
             }
-            "AM" | "PM" | "A.M." | "P.M." => {
-                let meridian = match (moment.hour >= 12, keyword.contains('.')) {
-                    (false, false) => "AM",
-                    (true, false) => "PM",
-                    (false, true) => "A.M.",
-                    (true, true) => "P.M.",
-                };
-                cased(
-                    meridian,
-                    if case == Case::Lower {
-                        case
-                    } else {
-                        Case::Upper
-                    },
-                )
-            }
-            "AD" | "BC" | "A.D." | "B.C." => {
-                let era = match (moment.year <= 0, keyword.contains('.')) {
-                    (false, false) => "AD",
-                    (true, false) => "BC",
-                    (false, true) => "A.D.",
-                    (true, true) => "B.C.",
-                };
-                cased(
-                    era,
-                    if case == Case::Lower {
-                        case
-                    } else {
-                        Case::Upper
-                    },
-                )
-            }
+            "AM" | "PM" | "A.M." | "P.M." => marker(["AM", "PM"], moment.hour >= 12, keyword, case),
+            "AD" | "BC" | "A.D." | "B.C." => marker(["AD", "BC"], moment.year <= 0, keyword, case),
             "TZ" => match &moment.zone {
                 Some((_, abbreviation)) => cased(abbreviation, case),
                 None => String::new(),
