@@ -45,8 +45,8 @@ pub use page::{validate_page_size, PAGE_SIZE_DEFAULT};
 pub use store::control::{ControlFile, CONTROL_FILE};
 pub use store::{CleanerConfig, StoreConfig, StoreStats, VictimPolicy, WritePolicy};
 pub use txn::{
-    LockConfig, LockStats, PendingCommit, Savepoint, Scan, Transaction, TreeId, TreeInfo, TreeKind,
-    TxnStats, UndoConfig, UndoStats,
+    LockConfig, LockStats, Locked, PendingCommit, Savepoint, Scan, Transaction, TreeId, TreeInfo,
+    TreeKind, TxnStats, UndoConfig, UndoStats,
 };
 pub use wal::{LogShipper, Lsn, RecoveryReport, StreamDecoder, SyncMode, WalConfig, WalStats};
 

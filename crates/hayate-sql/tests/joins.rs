@@ -467,6 +467,95 @@ fn insert_select_streams_pgbench_style_rows() {
     );
 }
 
+/// The ids a query returns, in order.
+fn ids(session: &mut Session, sql: &str) -> Vec<i64> {
+    query(session, sql)
+        .into_iter()
+        .map(|row| match row[0] {
+            Value::Int(id) => id,
+            ref other => panic!("{sql}: id {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn skip_locked_and_nowait_as_postgresql() {
+    // Outcomes checked against PostgreSQL 15 with the same statements (two connections).
+    let dir = tempfile::tempdir().unwrap();
+    let (mut a, mut b) = two_sessions(dir.path());
+    query_ok(
+        &mut a,
+        "CREATE TABLE jobs (id int4 PRIMARY KEY, queue text, run_at int4, payload text)",
+    );
+    query_ok(
+        &mut a,
+        "INSERT INTO jobs SELECT g, 'q' || (g % 3), 100 - g, 'p' || g \
+         FROM generate_series(1, 20) g",
+    );
+    let next_two = "SELECT id FROM jobs ORDER BY id LIMIT 2 FOR UPDATE SKIP LOCKED";
+    query_ok(&mut a, "BEGIN");
+    assert_eq!(ids(&mut a, next_two), [1, 2]);
+    // A queue's second consumer takes the next rows nobody holds.
+    assert_eq!(ids(&mut b, next_two), [3, 4]);
+    // Sorted on a column without an index: rows are locked as they leave the sort, so a
+    // LIMIT locks only what it returns and the other consumer gets the next ones.
+    let sorted = "SELECT id FROM jobs WHERE queue = 'q1' ORDER BY payload LIMIT 2 \
+                  FOR UPDATE SKIP LOCKED";
+    assert!(explain(&mut a, sorted).contains("Lock Rows of jobs (locking rows, skip locked)"));
+    assert_eq!(ids(&mut a, sorted), [1, 10]);
+    query_ok(&mut b, "BEGIN");
+    assert_eq!(ids(&mut b, sorted), [13, 16]);
+    assert_eq!(
+        ids(
+            &mut b,
+            "SELECT id FROM jobs ORDER BY payload DESC LIMIT 3 FOR UPDATE SKIP LOCKED"
+        ),
+        [9, 8, 7]
+    );
+    query_ok(&mut b, "ROLLBACK");
+    // NOWAIT fails at a held row (55P03), point lookup or sorted read alike, and takes a
+    // free one.
+    for held in [
+        "SELECT id FROM jobs WHERE id = 1 FOR UPDATE NOWAIT",
+        "SELECT id FROM jobs ORDER BY payload FOR SHARE NOWAIT",
+        "SELECT j.id FROM jobs j WHERE j.id = 2 FOR UPDATE OF j NOWAIT",
+    ] {
+        assert_eq!(error_code(&mut b, held), "55P03", "{held}");
+    }
+    assert_eq!(
+        ids(&mut b, "SELECT id FROM jobs WHERE id = 5 FOR UPDATE NOWAIT"),
+        [5]
+    );
+    // FOR UPDATE in a derived table locks (the statement is not read-only).
+    assert_eq!(
+        query(
+            &mut b,
+            "SELECT count(*) FROM (SELECT id FROM jobs FOR UPDATE SKIP LOCKED) s"
+        ),
+        vec![vec![Value::Int(17)]]
+    );
+    // REPEATABLE READ skips the same way.
+    query_ok(&mut b, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    assert_eq!(
+        ids(
+            &mut b,
+            "SELECT id FROM jobs WHERE id < 6 ORDER BY payload FOR UPDATE SKIP LOCKED"
+        ),
+        [3, 4, 5]
+    );
+    query_ok(&mut b, "ROLLBACK");
+    assert_eq!(
+        error_code(
+            &mut b,
+            "SELECT id FROM jobs ORDER BY id LIMIT 1 FOR UPDATE OF nosuch"
+        ),
+        "42P01"
+    );
+    // Once the holder ends, its rows are taken again.
+    query_ok(&mut a, "COMMIT");
+    assert_eq!(ids(&mut b, next_two), [1, 2]);
+}
+
 #[test]
 fn for_update_locks_rows_it_reads() {
     let dir = tempfile::tempdir().unwrap();

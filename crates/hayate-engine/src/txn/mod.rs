@@ -36,7 +36,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use catalog::{Catalog, TreeId, TreeInfo, TreeKind};
 pub use locks::{LockConfig, LockStats};
-pub use transaction::{PendingCommit, Savepoint, Scan, Transaction};
+pub use transaction::{Locked, PendingCommit, Savepoint, Scan, Transaction};
 
 use crate::btree::BTree;
 use crate::buffer::BufferPool;

@@ -38,6 +38,15 @@ impl Failure {
     }
 }
 
+/// A locking read that does not wait (`try_lock_latest`, `try_get_for_update`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Locked {
+    /// Locked: the row's value (None: there is no such row).
+    Row(Option<Vec<u8>>),
+    /// Another transaction holds the row's lock; nothing was taken.
+    Busy,
+}
+
 /// Batched loads `prefetch` waits for at most (a tree's height, plus overflow pages).
 const PREFETCH_ROUNDS_MAX: usize = 6;
 
@@ -282,6 +291,36 @@ impl Transaction {
         self.manager.read_visible(tree, key, u64::MAX)
     }
 
+    /// `get_for_update` without waiting: `Locked::Busy` if another transaction holds the
+    /// row's lock (SELECT ... FOR UPDATE NOWAIT / SKIP LOCKED at REPEATABLE READ).
+    pub fn try_get_for_update(&mut self, tree: TreeId, key: &[u8]) -> Result<Locked> {
+        let info = self.tree(tree)?;
+        match self.lock_row_or_skip(&info, key, false)? {
+            None => Ok(Locked::Busy),
+            Some(_) => self.get(tree, key).map(Locked::Row),
+        }
+    }
+
+    /// `lock_latest` without waiting: `Locked::Busy` if another transaction holds the row's
+    /// lock (SELECT ... FOR UPDATE NOWAIT / SKIP LOCKED at READ COMMITTED; a queue's
+    /// consumers taking the oldest entry nobody else is taking).
+    pub fn try_lock_latest(&mut self, tree: TreeId, key: &[u8]) -> Result<Locked> {
+        if let Some(write) = self.writes.get(&(tree, key.to_vec())) {
+            return Ok(Locked::Row(write.clone()));
+        }
+        let info = self.tree(tree)?;
+        let lock_key = (tree, key.to_vec());
+        let before = self.read_latest.len();
+        self.read_latest.insert(lock_key);
+        if self.lock_row_or_skip(&info, key, false)?.is_none() {
+            self.read_latest.truncate(before);
+            return Ok(Locked::Busy);
+        }
+        self.manager
+            .read_visible(tree, key, u64::MAX)
+            .map(Locked::Row)
+    }
+
     /// Locks a row shared (other shared holders allowed, writers kept out until this
     /// transaction ends) and returns its newest committed version, or this transaction's own
     /// write: a foreign key's check that its referenced row exists and stays (PostgreSQL's
@@ -379,15 +418,30 @@ impl Transaction {
 
     /// Locks a row for writing and returns whether it exists for this transaction.
     fn lock_row(&mut self, info: &TreeInfo, key: &[u8]) -> Result<bool> {
+        let exists = self.lock_row_or_skip(info, key, true)?;
+        Ok(exists.unwrap_or_default())
+    }
+
+    /// `lock_row`, or None without waiting when `wait` is false and another transaction
+    /// holds the row's lock (NOWAIT and SKIP LOCKED).
+    fn lock_row_or_skip(
+        &mut self,
+        info: &TreeInfo,
+        key: &[u8],
+        wait: bool,
+    ) -> Result<Option<bool>> {
         if let Some(exists) = self.write_precheck(info, key)? {
-            return Ok(exists);
+            return Ok(Some(exists));
         }
         let lock_key = (info.id, key.to_vec());
-        let taken = self
-            .manager
-            .locks
-            .lock(self.txn_id, &lock_key)
-            .map_err(|error| self.fail(error))?;
+        let taken = match wait {
+            true => self.manager.locks.lock(self.txn_id, &lock_key),
+            false => match self.manager.locks.try_take(self.txn_id, &lock_key) {
+                Some(taken) => Ok(taken),
+                None => return Ok(None),
+            },
+        };
+        let taken = taken.map_err(|error| self.fail(error))?;
         if taken {
             self.locked.push(lock_key.clone());
         }
@@ -396,6 +450,7 @@ impl Transaction {
             self.manager.wait_visible(commit_ts);
         }
         self.check_latest(info, &lock_key, latest.as_deref())
+            .map(Some)
     }
 
     /// The commit timestamp of the row's newest version when it is newer than the snapshot

@@ -20,7 +20,7 @@ mod write;
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use hayate_engine::{Database, Transaction};
+use hayate_engine::{Database, Locked, Transaction};
 
 use crate::catalog::{Catalog, Table};
 use crate::encoding::{key, row};
@@ -28,7 +28,8 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::{Access, KeyBound};
 use crate::plan::expr::truth;
 use crate::plan::{
-    EvalContext, Expr, InsertSelect, OutputColumn, Plan, QueryPlan, Returning, SortKey, TableRead,
+    EvalContext, Expr, InsertSelect, OutputColumn, Plan, QueryPlan, Returning, RowLock, SortKey,
+    TableRead,
 };
 use crate::types::{DataType, Value};
 pub use constraints::{recheck, ConstraintCache, ConstraintModes, PendingCheck};
@@ -404,7 +405,7 @@ impl Executor<'_> {
             let context = run.context();
             let mut rows = Vec::new();
             for (key, old) in run.read_keyed(read)? {
-                let Some(old) = self.latest_matching(&run, read, &key, old)? else {
+                let Some(old) = self.latest_matching(&run, read, &key, old, RowLock::Wait)? else {
                     continue;
                 };
                 let mut new = old.clone();
@@ -430,19 +431,22 @@ impl Executor<'_> {
     /// works on: the row is locked and its newest committed version read; None if that
     /// version is gone or no longer passes the statement's WHERE. At REPEATABLE READ the row
     /// as read (a later write of a row changed since the snapshot fails with 40001).
+    /// `lock` says what to do about a row another transaction holds (None: SKIP LOCKED
+    /// skipped it).
     fn latest_matching(
         &self,
         run: &Run,
         read: &TableRead,
         key: &[u8],
         read_row: Vec<Value>,
+        lock: RowLock,
     ) -> SqlResult<Option<Vec<Value>>> {
         if !self.read_committed {
             return Ok(Some(read_row));
         }
         let table = &read.table;
-        let latest = run.txn.borrow_mut().lock_latest(table.tree, key)?;
-        let Some(raw) = latest else {
+        let latest = lock_row(&mut run.txn.borrow_mut(), table, key, lock, true)?;
+        let Some(Some(raw)) = latest else {
             return Ok(None);
         };
         let latest = row::decode(&raw, &table.def.types(), &table.def.name)?;
@@ -467,7 +471,7 @@ impl Executor<'_> {
             let run = Run::new(self, txn);
             let mut rows = Vec::new();
             for (key, old) in run.read_keyed(read)? {
-                if let Some(old) = self.latest_matching(&run, read, &key, old)? {
+                if let Some(old) = self.latest_matching(&run, read, &key, old, RowLock::Wait)? {
                     rows.push((key, old));
                 }
             }
@@ -582,5 +586,35 @@ fn dml_outcome(
         None => Outcome::Command {
             tag: format!("{command} {count}"),
         },
+    }
+}
+
+/// Locks a row for a locking read as `lock` says and returns its value: the newest committed
+/// version when `latest` (READ COMMITTED), else the snapshot's (REPEATABLE READ, 40001 if it
+/// changed since). None when SKIP LOCKED met a row another transaction holds; NOWAIT fails
+/// there with 55P03.
+fn lock_row(
+    txn: &mut Transaction,
+    table: &Table,
+    key: &[u8],
+    lock: RowLock,
+    latest: bool,
+) -> SqlResult<Option<Option<Vec<u8>>>> {
+    let locked = match (lock, latest) {
+        (RowLock::Wait, true) => return Ok(Some(txn.lock_latest(table.tree, key)?)),
+        (RowLock::Wait, false) => return Ok(Some(txn.get_for_update(table.tree, key)?)),
+        (_, true) => txn.try_lock_latest(table.tree, key)?,
+        (_, false) => txn.try_get_for_update(table.tree, key)?,
+    };
+    match (locked, lock) {
+        (Locked::Row(row), _) => Ok(Some(row)),
+        (Locked::Busy, RowLock::SkipLocked) => Ok(None),
+        (Locked::Busy, _) => Err(SqlError::new(
+            sqlstate::LOCK_NOT_AVAILABLE,
+            format!(
+                "could not obtain lock on row in relation \"{}\"",
+                table.def.name
+            ),
+        )),
     }
 }

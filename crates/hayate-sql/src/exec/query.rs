@@ -22,7 +22,9 @@ use crate::encoding::row;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::Access;
 use crate::plan::expr::{truth, SubqueryRunner};
-use crate::plan::{EvalContext, Expr, JoinKind, Relation, Subquery, SubqueryKind, TableRead};
+use crate::plan::{
+    EvalContext, Expr, JoinKind, Relation, RowLock, Subquery, SubqueryKind, TableRead,
+};
 use crate::types::Value;
 
 const CARDINALITY_VIOLATION: &str = "21000";
@@ -124,6 +126,12 @@ impl<'r, 'e> Run<'r, 'e> {
                 Ok(true)
             }
             Relation::Series { start, stop, step } => self.series(start, stop, step.as_ref(), sink),
+            Relation::LockRows { input, read, lock } => self.produce(input, &mut |row| match self
+                .lock_sorted_row(read, *lock, row)?
+            {
+                Some(row) => sink(row),
+                None => Ok(true),
+            }),
             Relation::Filter { input, predicate } => self.produce(input, &mut |row| {
                 if self.holds(predicate, &row)? {
                     sink(row)
@@ -597,10 +605,28 @@ impl<'r, 'e> Run<'r, 'e> {
     /// Reads the rows of `read` that pass its filter, with their keys. The access path's
     /// expressions are evaluated on `key_row` (the left row of an index join, else empty);
     /// `lock` locks each row read (FOR UPDATE).
+    /// A row of `read`'s table leaving a sort, locked as `lock` says (LockRows): the row to
+    /// return (at READ COMMITTED its newest version, if that still passes the filter), or
+    /// None to leave it out.
+    fn lock_sorted_row(
+        &self,
+        read: &TableRead,
+        lock: RowLock,
+        row: Vec<Value>,
+    ) -> SqlResult<Option<Vec<Value>>> {
+        let table = &read.table;
+        let key = table.row_key(self.exec.db, &row)?;
+        if self.exec.read_committed {
+            return self.exec.latest_matching(self, read, &key, row, lock);
+        }
+        let locked = super::lock_row(&mut self.txn.borrow_mut(), table, &key, lock, false)?;
+        Ok(matches!(locked, Some(Some(_))).then_some(row))
+    }
+
     pub fn read_table(
         &self,
         read: &TableRead,
-        lock: bool,
+        lock: Option<RowLock>,
         key_row: &[Value],
         f: &mut dyn FnMut(Vec<u8>, Vec<Value>) -> SqlResult<bool>,
     ) -> SqlResult<bool> {
@@ -621,7 +647,9 @@ impl<'r, 'e> Run<'r, 'e> {
         });
         // The columns the plan reads of the rows that pass (None: all).
         let decode = |raw: &[u8]| match &read.columns {
-            Some(wanted) if !lock => row::decode_some(raw, &types, wanted, &table.def.name),
+            Some(wanted) if lock.is_none() => {
+                row::decode_some(raw, &types, wanted, &table.def.name)
+            }
             _ => row::decode(raw, &types, &table.def.name),
         };
         let mut keep = |key: Vec<u8>, raw: &[u8]| -> SqlResult<bool> {
@@ -643,27 +671,22 @@ impl<'r, 'e> Run<'r, 'e> {
                 }
                 (None, _) => decode(raw)?,
             };
-            if !lock {
+            let Some(lock) = lock else {
                 return f(key, values);
-            }
+            };
             if self.exec.read_committed {
                 // Locks the row and goes on with its newest committed version, if that still
                 // passes the filter, as UPDATE does (PostgreSQL's FOR UPDATE re-reads too).
-                return match self.exec.latest_matching(self, read, &key, values)? {
+                return match self.exec.latest_matching(self, read, &key, values, lock)? {
                     Some(latest) => f(key, latest),
                     None => Ok(true),
                 };
             }
             // REPEATABLE READ: a row changed since the snapshot is a serialization failure.
-            if self
-                .txn
-                .borrow_mut()
-                .get_for_update(table.tree, &key)?
-                .is_none()
-            {
-                return Ok(true);
+            match super::lock_row(&mut self.txn.borrow_mut(), table, &key, lock, false)? {
+                Some(Some(_)) => f(key, values),
+                _ => Ok(true),
             }
-            f(key, values)
         };
         match &read.access {
             Access::Point(values) => {
@@ -791,7 +814,7 @@ impl<'r, 'e> Run<'r, 'e> {
     /// The rows of `read` (UPDATE and DELETE read them all before writing).
     pub fn read_keyed(&self, read: &TableRead) -> SqlResult<Vec<KeyedRow>> {
         let mut rows = Vec::new();
-        self.read_table(read, false, &[], &mut |key, values| {
+        self.read_table(read, None, &[], &mut |key, values| {
             rows.push((key, values));
             Ok(true)
         })?;

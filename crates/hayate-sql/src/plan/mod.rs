@@ -192,14 +192,41 @@ pub enum JoinKind {
     Left,
 }
 
+/// A locking read's rows (SELECT ... FOR UPDATE / FOR SHARE): what it does about a row another
+/// transaction holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowLock {
+    /// Waits until the holder ends.
+    Wait,
+    /// NOWAIT: fails at once (55P03).
+    NoWait,
+    /// SKIP LOCKED: leaves the row out (a queue's consumers each taking rows nobody else has).
+    SkipLocked,
+}
+
+impl RowLock {
+    /// What EXPLAIN adds to a locking read.
+    pub fn explain(lock: Option<RowLock>) -> &'static str {
+        match lock {
+            None => "",
+            Some(RowLock::Wait) => " (locking rows)",
+            Some(RowLock::NoWait) => " (locking rows, nowait)",
+            Some(RowLock::SkipLocked) => " (locking rows, skip locked)",
+        }
+    }
+}
+
 /// An operator of a query plan. Rows of a join are the left row followed by the right row,
 /// so an expression bound against the whole FROM list reads any left-deep prefix of it.
 #[derive(Debug, Clone)]
 pub enum Relation {
     /// Rows of expressions (SELECT without FROM is one row without columns).
     Values(Vec<Vec<Expr>>),
-    /// A user table through an access path; `lock`: FOR UPDATE.
-    Table { read: TableRead, lock: bool },
+    /// A user table through an access path; `lock`: FOR UPDATE / FOR SHARE.
+    Table {
+        read: TableRead,
+        lock: Option<RowLock>,
+    },
     /// A pg_catalog / information_schema table, computed from the catalog.
     System(crate::system::SystemTable),
     /// generate_series(start, stop, step) over integers.
@@ -238,9 +265,18 @@ pub enum Relation {
     IndexJoin {
         left: Box<Relation>,
         right: TableRead,
-        lock: bool,
+        lock: Option<RowLock>,
         kind: JoinKind,
         condition: Option<Expr>,
+    },
+    /// A locking read of a table whose rows must be sorted first: each row is locked as it
+    /// leaves `input` (a Sort over the table's read, whose own read does not lock), so that
+    /// with a LIMIT only the rows returned are locked, as PostgreSQL's LockRows does.
+    /// `read` gives the table and the filter a newer version is checked against.
+    LockRows {
+        input: Box<Relation>,
+        read: TableRead,
+        lock: RowLock,
     },
     /// Both sides sorted on their keys, then merged (equi-join on sort-compatible keys).
     MergeJoin {
@@ -352,6 +388,7 @@ impl Relation {
             Relation::ProjectSet { input, calls } => input.width() + calls.len(),
             Relation::Filter { input, .. }
             | Relation::Sort { input, .. }
+            | Relation::LockRows { input, .. }
             | Relation::Distinct { input, .. }
             | Relation::Limit { input, .. } => input.width(),
             Relation::Union { left, .. } | Relation::SetOperation { left, .. } => left.width(),
@@ -373,6 +410,7 @@ impl Relation {
             | Relation::Window { input, .. }
             | Relation::ProjectSet { input, .. }
             | Relation::Sort { input, .. }
+            | Relation::LockRows { input, .. }
             | Relation::Distinct { input, .. }
             | Relation::Limit { input, .. } => vec![input],
             Relation::IndexJoin { left, .. } => vec![left],
@@ -384,6 +422,17 @@ impl Relation {
             | Relation::Union { left, right, .. }
             | Relation::SetOperation { left, right, .. } => vec![left, right],
             Relation::RecursiveUnion { base, step, .. } => vec![base, step],
+        }
+    }
+
+    /// Whether a read of the tree locks rows (FOR UPDATE in it or in a derived table of it).
+    pub fn locks(&self) -> bool {
+        match self {
+            Relation::Table { lock, .. } | Relation::IndexJoin { lock, .. } if lock.is_some() => {
+                true
+            }
+            Relation::LockRows { .. } => true,
+            other => other.inputs().iter().any(|input| input.locks()),
         }
     }
 
@@ -409,11 +458,9 @@ impl Relation {
         };
         let line = match self {
             Relation::Values(rows) => format!("Values ({} rows)", rows.len()),
-            Relation::Table { read, lock } => format!(
-                "{}{}",
-                describe_read(read),
-                if *lock { " (locking rows)" } else { "" }
-            ),
+            Relation::Table { read, lock } => {
+                format!("{}{}", describe_read(read), RowLock::explain(*lock))
+            }
             Relation::System(table) => format!("System Table {}.{}", table.schema, table.name),
             Relation::Series { .. } => "Function Scan on generate_series".into(),
             Relation::Filter { .. } => "Filter".into(),
@@ -434,7 +481,7 @@ impl Relation {
                 "Index Nested Loop {} Join: primary key lookup on {}{}",
                 kind(k),
                 right.table.def.name,
-                if *lock { " (locking rows)" } else { "" }
+                RowLock::explain(*lock)
             ),
             Relation::LateralJoin { kind: k, .. } => {
                 format!("Nested Loop {} Join (lateral)", kind(k))
@@ -453,6 +500,13 @@ impl Relation {
             Relation::Window { calls, .. } => format!("WindowAgg ({} functions)", calls.len()),
             Relation::ProjectSet { calls, .. } => format!("ProjectSet ({} functions)", calls.len()),
             Relation::Sort { keys, .. } => format!("Sort ({} keys)", keys.len()),
+            Relation::LockRows { read, lock, .. } => {
+                format!(
+                    "Lock Rows of {}{}",
+                    read.table.def.name,
+                    RowLock::explain(Some(*lock))
+                )
+            }
             Relation::Distinct { on: None, .. } => "Hash Distinct".into(),
             Relation::Distinct { on: Some(_), .. } => "Distinct On".into(),
             Relation::Limit { .. } => "Limit".into(),

@@ -23,7 +23,7 @@ use super::{ident_name, Binder};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::{self, Access};
 use crate::plan::expr::{BinaryOp, Expr, SubqueryKind};
-use crate::plan::{JoinKind, QueryPlan, Relation, TableRead};
+use crate::plan::{JoinKind, QueryPlan, Relation, RowLock, TableRead};
 use crate::system::PUBLIC_SCHEMA;
 use crate::types::DataType;
 
@@ -81,7 +81,7 @@ impl Binder<'_> {
         &mut self,
         from: &[ast::TableWithJoins],
         selection: Option<&ast::Expr>,
-        lock: bool,
+        locks: &[ast::LockClause],
     ) -> SqlResult<Relation> {
         let mut scope = Scope::default();
         let mut items = Vec::new();
@@ -100,7 +100,7 @@ impl Binder<'_> {
                 &table.relation,
                 ItemJoin::Inner,
                 None,
-                lock,
+                locks,
                 &mut scope,
                 &mut items,
             )?;
@@ -126,7 +126,7 @@ impl Binder<'_> {
                     &join.relation,
                     kind,
                     constraint,
-                    lock,
+                    locks,
                     &mut scope,
                     &mut items,
                 )?;
@@ -146,12 +146,12 @@ impl Binder<'_> {
         factor: &TableFactor,
         kind: ItemJoin,
         constraint: Option<&ast::JoinConstraint>,
-        lock: bool,
+        locks: &[ast::LockClause],
         scope: &mut Scope,
         items: &mut Vec<FromItem>,
     ) -> SqlResult<()> {
         self.derived_correlated = false;
-        let (relation, entry) = self.bind_factor(factor, lock, scope)?;
+        let (relation, entry) = self.bind_factor(factor, locks, scope)?;
         let start = scope.width();
         let left_width = start;
         let mut on = Vec::new();
@@ -237,7 +237,7 @@ impl Binder<'_> {
     fn bind_factor(
         &mut self,
         factor: &TableFactor,
-        lock: bool,
+        locks: &[ast::LockClause],
         scope: &Scope,
     ) -> SqlResult<(Relation, ScopeEntry)> {
         match factor {
@@ -264,6 +264,7 @@ impl Binder<'_> {
                 if let Some(bound) = self.bind_cte_reference(name, alias.as_ref()) {
                     return bound;
                 }
+                let lock = row_lock(locks, name, alias.as_ref());
                 let (relation, mut entry) = self.bind_named_relation(name, lock)?;
                 entry.alias(alias.as_ref())?;
                 if let Some(qualifier) = &entry.qualifier {
@@ -534,7 +535,7 @@ impl Binder<'_> {
     fn bind_named_relation(
         &mut self,
         name: &ast::ObjectName,
-        lock: bool,
+        lock: Option<RowLock>,
     ) -> SqlResult<(Relation, ScopeEntry)> {
         let parts: Vec<String> = name
             .0
@@ -1572,4 +1573,53 @@ fn reads_earlier_function(function: &str) -> bool {
             | "jsonb_each_text"
             | "json_each_text"
     ) || crate::plan::JSON_SET_FUNCTIONS.contains(&function)
+}
+
+/// The row lock FOR UPDATE / FOR SHARE clauses take on a FROM item named `name` (`alias` if
+/// it has one): the first clause without OF or whose OF names it. FOR SHARE locks as FOR
+/// UPDATE does (a shared row lock only keeps foreign keys' referenced rows).
+fn row_lock(
+    locks: &[ast::LockClause],
+    name: &ast::ObjectName,
+    alias: Option<&ast::TableAlias>,
+) -> Option<RowLock> {
+    let item = match alias {
+        Some(alias) => ident_name(&alias.name),
+        None => name.0.last()?.as_ident().map(ident_name)?,
+    };
+    let clause = locks.iter().find(|clause| match &clause.of {
+        None => true,
+        Some(of) => {
+            of.0.last()
+                .and_then(|part| part.as_ident())
+                .is_some_and(|of| ident_name(of) == item)
+        }
+    })?;
+    Some(match clause.nonblock {
+        None => RowLock::Wait,
+        Some(ast::NonBlock::Nowait) => RowLock::NoWait,
+        Some(ast::NonBlock::SkipLocked) => RowLock::SkipLocked,
+    })
+}
+
+/// FOR UPDATE OF must name an item of the FROM list (42P01, as PostgreSQL).
+pub(super) fn check_locked_names(
+    locks: &[ast::LockClause],
+    scope: Option<&Scope>,
+) -> SqlResult<()> {
+    for of in locks.iter().filter_map(|clause| clause.of.as_ref()) {
+        let name = of.0.last().and_then(|part| part.as_ident()).map(ident_name);
+        let found = name.as_deref().is_some_and(|name| {
+            scope.is_some_and(|scope| {
+                (scope.entries.iter()).any(|entry| entry.qualifier.as_deref() == Some(name))
+            })
+        });
+        if !found {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_TABLE,
+                format!("relation \"{of}\" in FOR UPDATE clause not found in FROM clause"),
+            ));
+        }
+    }
+    Ok(())
 }

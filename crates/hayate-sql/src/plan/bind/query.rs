@@ -6,6 +6,7 @@
 use sqlparser::ast::{self, SelectItem, SetExpr};
 
 use super::expr::{contains_aggregate, function_name};
+use super::from::check_locked_names;
 use super::scope::Scope;
 use super::{ident_name, Binder, Grouping};
 use crate::error::{sqlstate, SqlError, SqlResult};
@@ -36,11 +37,10 @@ impl Binder<'_> {
     }
 
     fn bind_query_body(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
-        let locks = !query.locks.is_empty();
         if let SetExpr::Select(select) = query.body.as_ref() {
-            return self.bind_select(select, Some(query), locks);
+            return self.bind_select(select, Some(query), &query.locks);
         }
-        if locks {
+        if !query.locks.is_empty() {
             return Err(SqlError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "FOR UPDATE is not allowed with UNION/INTERSECT/EXCEPT",
@@ -71,9 +71,9 @@ impl Binder<'_> {
             };
         }
         Ok(QueryPlan {
+            locks: root.locks(),
             root,
             columns,
-            locks: false,
         })
     }
 
@@ -147,7 +147,7 @@ impl Binder<'_> {
     fn bind_set_expr(&mut self, body: &SetExpr) -> SqlResult<(Relation, Vec<OutputColumn>)> {
         match body {
             SetExpr::Select(select) => {
-                let plan = self.bind_select(select, None, false)?;
+                let plan = self.bind_select(select, None, &[])?;
                 Ok((plan.root, plan.columns))
             }
             SetExpr::Query(query) => {
@@ -244,7 +244,7 @@ impl Binder<'_> {
         &mut self,
         select: &ast::Select,
         query: Option<&ast::Query>,
-        locks: bool,
+        locks: &[ast::LockClause],
     ) -> SqlResult<QueryPlan> {
         let saved_scope = self.scope.take();
         let saved_grouping = self.grouping.take();
@@ -262,9 +262,10 @@ impl Binder<'_> {
         &mut self,
         select: &ast::Select,
         query: Option<&ast::Query>,
-        locks: bool,
+        locks: &[ast::LockClause],
     ) -> SqlResult<QueryPlan> {
         let mut root = self.bind_from_where(&select.from, select.selection.as_ref(), locks)?;
+        check_locked_names(locks, self.scope.as_ref())?;
         let single_table = matches!(root, Relation::Table { .. });
         if select.from.is_empty() {
             self.scope = None;
@@ -290,7 +291,7 @@ impl Binder<'_> {
             Some(ast::Distinct::Distinct) => (true, None),
             Some(ast::Distinct::On(exprs)) => (false, Some(exprs)),
         };
-        if locks && (aggregated || distinct || distinct_on.is_some()) {
+        if !locks.is_empty() && (aggregated || distinct || distinct_on.is_some()) {
             return Err(SqlError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "FOR UPDATE is not allowed with GROUP BY, aggregate functions or DISTINCT",
@@ -382,7 +383,7 @@ impl Binder<'_> {
             }
         }
         // A single table's rows are decoded only as far as the query reads them.
-        if let Relation::Table { read, lock: false } = &mut root {
+        if let Relation::Table { read, lock: None } = &mut root {
             if windows.is_empty() && set_calls.is_empty() {
                 read.columns = needed_columns(
                     read.table.def.columns.len(),
@@ -431,10 +432,28 @@ impl Binder<'_> {
                 calls: set_calls,
             };
         }
+        // A locking read of one table that must be sorted locks each row as it leaves the
+        // sort (the table's own read does not lock), so that a LIMIT locks only the rows it
+        // returns and SKIP LOCKED skips to the next row in the sort's order.
+        let lock_after_sort = match &mut root {
+            Relation::Table { read, lock }
+                if !ordered_by_key && !read.table.def.primary_key.is_empty() =>
+            {
+                lock.take().map(|lock| (read.clone(), lock))
+            }
+            _ => None,
+        };
         if !ordered_by_key {
             root = Relation::Sort {
                 input: Box::new(root),
                 keys: order_by,
+            };
+        }
+        if let Some((read, lock)) = lock_after_sort {
+            root = Relation::LockRows {
+                input: Box::new(root),
+                read,
+                lock,
             };
         }
         if let Some(on) = distinct_on {
@@ -461,9 +480,9 @@ impl Binder<'_> {
             };
         }
         Ok(QueryPlan {
+            locks: !locks.is_empty() || root.locks(),
             root,
             columns,
-            locks,
         })
     }
 
