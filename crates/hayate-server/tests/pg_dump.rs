@@ -19,6 +19,7 @@ const SCHEMA: &str = "\
 CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, note text, \
     joined timestamptz DEFAULT now(), credit numeric(10,2) DEFAULT 0 CHECK (credit >= 0));
 CREATE INDEX customers_name ON customers (name);
+CREATE INDEX customers_recent ON customers (joined DESC NULLS LAST, name NULLS FIRST);
 CREATE TABLE orders (id bigint PRIMARY KEY, customer int NOT NULL REFERENCES customers (id), \
     total float8, paid bool DEFAULT false);
 CREATE UNIQUE INDEX orders_unpaid ON orders (customer) WHERE NOT paid;
@@ -44,6 +45,8 @@ const CHECKS: &[&str] = &[
     "SELECT nextval('laps')::text",
     "SELECT nextval('customers_id_seq')::text",
     "SELECT indexdef FROM pg_indexes WHERE indexname = 'orders_unpaid'",
+    // DESC and NULLS FIRST/LAST as written (stored ascending, but kept for the dump).
+    "SELECT indexdef FROM pg_indexes WHERE indexname = 'customers_recent'",
 ];
 
 fn psql(host: &str, port: u16, user: &str, database: &str, args: &[&str]) -> String {
@@ -113,6 +116,12 @@ fn a_dump_restores_into_hayate_and_postgresql_and_back() {
     // copy taken after one round of checks shows.
     let expected = checked(&host, port, "tester", "test");
     let expected_after = checked(&host, port, "tester", "test");
+    assert!(
+        std::fs::read_to_string(&first)
+            .unwrap()
+            .contains("USING btree (joined DESC NULLS LAST, name NULLS FIRST)"),
+        "the dump keeps DESC and NULLS FIRST/LAST"
+    );
 
     // Hayate -> pg_dump -> psql -> Hayate: the same rows, and the same dump text.
     psql(

@@ -626,6 +626,95 @@ fn indexes_survive_restart_and_crash() {
 }
 
 #[test]
+fn descending_and_nulls_order_are_kept_as_written() {
+    // PostgreSQL 15's pg_indexes and indoption for the same statements (checked there).
+    let dir = tempfile::tempdir().unwrap();
+    let create = [
+        "CREATE TABLE ev (id int4 PRIMARY KEY, at int4, kind text)",
+        "CREATE INDEX ev_at ON ev (at DESC)",
+        "CREATE INDEX ev_at2 ON ev (at DESC NULLS LAST, kind)",
+        "CREATE INDEX ev_kind ON ev (kind NULLS FIRST, at ASC NULLS LAST)",
+        "CREATE UNIQUE INDEX ev_u ON ev (kind ASC, id DESC) WHERE kind IS NOT NULL",
+        "INSERT INTO ev VALUES (1, 5, 'a'), (2, NULL, 'b'), (3, 7, NULL)",
+    ];
+    let expected = [
+        (
+            "ev_at",
+            "CREATE INDEX ev_at ON public.ev USING btree (at DESC)",
+            "3",
+        ),
+        (
+            "ev_at2",
+            "CREATE INDEX ev_at2 ON public.ev USING btree (at DESC NULLS LAST, kind)",
+            "1 0",
+        ),
+        (
+            "ev_kind",
+            "CREATE INDEX ev_kind ON public.ev USING btree (kind NULLS FIRST, at)",
+            "2 0",
+        ),
+        (
+            "ev_pkey",
+            "CREATE UNIQUE INDEX ev_pkey ON public.ev USING btree (id)",
+            "0",
+        ),
+        (
+            "ev_u",
+            "CREATE UNIQUE INDEX ev_u ON public.ev USING btree (kind, id DESC) \
+             WHERE (kind IS NOT NULL)",
+            "0 3",
+        ),
+    ];
+    let shown = |session: &mut Session| -> Vec<(String, String, String)> {
+        rows(
+            session,
+            "SELECT i.indexname, i.indexdef, x.indoption::text FROM pg_indexes i \
+             JOIN pg_class c ON c.relname = i.indexname JOIN pg_index x ON x.indexrelid = c.oid \
+             WHERE i.tablename = 'ev' ORDER BY 1",
+        )
+        .into_iter()
+        .map(|row| match &row[..] {
+            [Value::Text(a), Value::Text(b), Value::Text(c)] => (a.clone(), b.clone(), c.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+    };
+    let expected: Vec<(String, String, String)> = expected
+        .iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect();
+    {
+        let mut session =
+            session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+        for statement in create {
+            run(&mut session, statement);
+        }
+        assert_eq!(shown(&mut session), expected);
+    }
+    // Kept in the catalog across a restart; the entries stay ascending, so every order reads
+    // right through them.
+    let mut session = session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+    assert_eq!(shown(&mut session), expected);
+    let ids = |session: &mut Session, sql: &str| -> Vec<Value> {
+        rows(session, sql)
+            .into_iter()
+            .map(|row| row[0].clone())
+            .collect()
+    };
+    assert_eq!(
+        ids(&mut session, "SELECT id FROM ev ORDER BY at DESC"),
+        [Value::Int(2), Value::Int(3), Value::Int(1)]
+    );
+    assert_eq!(
+        ids(
+            &mut session,
+            "SELECT id FROM ev ORDER BY at DESC NULLS LAST LIMIT 2"
+        ),
+        [Value::Int(3), Value::Int(1)]
+    );
+}
+
+#[test]
 fn create_index_writes_its_entries_in_key_order() {
     // Index values in an order unrelated to the rows' (as sysbench's k): entries written in
     // row order would split leaves in the middle and leave them about two thirds full.

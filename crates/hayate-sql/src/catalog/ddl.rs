@@ -47,6 +47,8 @@ pub struct NewIndex<'a> {
     pub if_not_exists: bool,
     /// A partial index's predicate: its text and the test of a row.
     pub partial: Option<(String, PartialTest<'a>)>,
+    /// Per column, indoption bits (`IndexDef::options`); empty for the defaults.
+    pub options: &'a [u8],
 }
 
 impl Catalog {
@@ -247,6 +249,7 @@ impl Catalog {
             kind,
             if_not_exists,
             partial,
+            options,
         } = index;
         let unique = kind != IndexKind::Plain;
         let constraint = kind == IndexKind::UniqueConstraint;
@@ -299,6 +302,10 @@ impl Catalog {
             constraint,
             tree: tree_name.clone(),
             predicate: partial.as_ref().map(|(text, _)| text.clone()),
+            options: match options.iter().all(|option| *option == 0) {
+                true => Vec::new(),
+                false => options.to_vec(),
+            },
         };
         let mut def = table.def.clone();
         def.indexes.push(index_def.clone());

@@ -60,6 +60,11 @@ pub struct IndexDef {
     /// A partial index's WHERE (SQL text over the table's columns, bound again by the
     /// statements that write the table): only rows for which it is true have an entry.
     pub predicate: Option<String>,
+    /// Per column, PostgreSQL's indoption bits as written at CREATE INDEX: `INDEX_DESC` (1)
+    /// and `INDEX_NULLS_FIRST` (2); empty when every column is the default (ascending, NULLS
+    /// LAST). Kept for pg_get_indexdef, pg_index and dumps: entries are stored ascending
+    /// whatever they say, and an ORDER BY ... DESC reads the index backward.
+    pub options: Vec<u8>,
 }
 
 /// Whether a row has an entry in a partial index (its predicate is true for the row): the
@@ -67,7 +72,17 @@ pub struct IndexDef {
 pub type PartialTest<'a> =
     &'a dyn Fn(&TableDef, &IndexDef, &[crate::types::Value]) -> SqlResult<bool>;
 
+/// An index column's indoption bit: DESC.
+pub const INDEX_DESC: u8 = 1;
+/// An index column's indoption bit: NULLS FIRST.
+pub const INDEX_NULLS_FIRST: u8 = 2;
+
 impl IndexDef {
+    /// The indoption bits of the index's column at `position`.
+    pub fn option(&self, position: usize) -> u8 {
+        self.options.get(position).copied().unwrap_or(0)
+    }
+
     /// True if the partial index's predicate names the column (see `mentions`).
     pub fn predicate_mentions(&self, column: &str) -> bool {
         self.predicate
@@ -285,8 +300,9 @@ impl TableDef {
     /// 4 = identity always, 8 = identity by default, 16 = serial, 32 = a sequence name of
     /// its own (version 5); default text if flag 2, then the sequence name if flag 32),
     /// u16 primary key length, u16 column index each, the table's engine tree name, u16 index
-    /// count, per index (name, u8 flags: 1 = unique, 2 = a UNIQUE constraint's, u16 column count, u16 column index each, engine tree
-    /// name), then (version 3) u16 check count, per check (name, expression text), u16 foreign
+    /// count, per index (name, u8 flags: 1 = unique, 2 = a UNIQUE constraint's, 4 = partial, 8 = column
+    /// options; u16 column count, u16 column index each, engine tree name, the predicate's
+    /// text if 4, a u8 of indoption bits per column if 8), then (version 3) u16 check count, per check (name, expression text), u16 foreign
     /// key count, per key (name, u16 column count, u16 column index each, referenced table,
     /// u16 referenced column count, each name, u8 on delete, u8 on update action, and (version
     /// 4) u8 deferral). Strings are u32 length + UTF-8. Versions 1 (no identity flags, no tree
@@ -326,12 +342,16 @@ impl TableDef {
             out.push(
                 index.unique as u8
                     | (index.constraint as u8) << 1
-                    | (index.predicate.is_some() as u8) << 2,
+                    | (index.predicate.is_some() as u8) << 2
+                    | (!index.options.is_empty() as u8) << 3,
             );
             put_columns(&mut out, &index.columns);
             put_string(&mut out, &index.tree);
             if let Some(predicate) = &index.predicate {
                 put_string(&mut out, predicate);
+            }
+            if !index.options.is_empty() {
+                out.extend_from_slice(&index.options);
             }
         }
         out.extend_from_slice(&(self.checks.len() as u16).to_le_bytes());
@@ -423,6 +443,12 @@ impl TableDef {
                     true => Some(reader.string().ok_or_else(|| corrupt("index predicate"))?),
                     false => None,
                 };
+                let options = match flags & 8 != 0 {
+                    true => (0..index_columns.len())
+                        .map(|_| reader.u8().ok_or_else(|| corrupt("index options")))
+                        .collect::<SqlResult<Vec<u8>>>()?,
+                    false => Vec::new(),
+                };
                 indexes.push(IndexDef {
                     name,
                     columns: index_columns,
@@ -430,6 +456,7 @@ impl TableDef {
                     constraint: flags & 2 != 0,
                     tree,
                     predicate,
+                    options,
                 });
             }
             (tree, indexes)
@@ -675,7 +702,8 @@ mod tests {
                 unique: true,
                 constraint: true,
                 tree: "sql.index.accounts_name_idx".into(),
-                predicate: None,
+                predicate: Some("name IS NOT NULL".into()),
+                options: vec![INDEX_DESC | INDEX_NULLS_FIRST, 0],
             }],
             tree: "sql.table.accounts.2".into(),
             checks: vec![CheckDef {

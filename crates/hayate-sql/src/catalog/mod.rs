@@ -69,7 +69,7 @@ pub use cluster::{Cluster, DatabaseInfo, SessionTerminator, DEFAULT_DATABASE};
 pub use ddl::{DdlUndo, NewIndex};
 pub use definition::{
     rename_column_in, CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, IndexKind,
-    PartialTest, ReferentialAction, TableDef,
+    PartialTest, ReferentialAction, TableDef, INDEX_DESC, INDEX_NULLS_FIRST,
 };
 pub use rebuild::Rebuild;
 pub use sequence::{Sequence, SequenceChanges, SequenceOptions, SessionSequences};

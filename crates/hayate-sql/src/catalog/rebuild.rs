@@ -196,6 +196,7 @@ impl Catalog {
                             constraint: true,
                             tree: String::new(),
                             predicate: None,
+                            options: Vec::new(),
                         };
                         index_entry::duplicated(&def, &pk, &values)
                     })?;

@@ -655,6 +655,8 @@ pub enum Plan {
         if_not_exists: bool,
         /// A partial index's WHERE, as SQL text.
         predicate: Option<String>,
+        /// Per column, DESC and NULLS FIRST as indoption bits (`IndexDef::options`).
+        options: Vec<u8>,
     },
     DropIndex {
         names: Vec<String>,

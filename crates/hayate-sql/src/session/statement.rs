@@ -438,6 +438,7 @@ impl Session {
                 unique,
                 if_not_exists,
                 predicate,
+                options,
             } => {
                 let catalog = self.catalog.clone();
                 let block = self.ddl_block();
@@ -452,6 +453,7 @@ impl Session {
                         },
                         if_not_exists: *if_not_exists,
                         partial: predicate.clone().map(|text| (text, partial)),
+                        options,
                     };
                     catalog.create_index(index, block)
                 })?;
@@ -769,6 +771,7 @@ impl Session {
                     kind: IndexKind::UniqueConstraint,
                     if_not_exists: false,
                     partial: None,
+                    options: &[],
                 };
                 let undo = catalog.create_index(index, self.ddl_block())?;
                 self.note_ddl(undo);

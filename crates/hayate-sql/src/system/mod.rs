@@ -36,7 +36,7 @@ mod tables;
 use crate::ident::quote_ident;
 use std::sync::Arc;
 
-use crate::catalog::{Catalog, Sequence, Table};
+use crate::catalog::{Catalog, Sequence, Table, INDEX_DESC, INDEX_NULLS_FIRST};
 use crate::error::SqlResult;
 use crate::types::{DataType, Value};
 
@@ -163,16 +163,29 @@ pub struct IndexInfo {
     pub constraint: Option<i64>,
     /// A partial index's WHERE, as SQL text.
     pub predicate: Option<String>,
+    /// Per column, indoption bits (`IndexDef::options`; empty: all default).
+    pub options: Vec<u8>,
 }
 
 impl IndexInfo {
     /// The index as pg_get_indexdef and pg_indexes show it.
     pub fn definition(&self, table: &UserTable) -> String {
         let columns = &table.table.def.columns;
-        let names: Vec<String> = self
-            .columns
-            .iter()
-            .map(|column| crate::ident::quote_ident(&columns[*column].name))
+        let names: Vec<String> = (self.columns.iter().enumerate())
+            .map(|(position, column)| {
+                let name = crate::ident::quote_ident(&columns[*column].name);
+                let option = self.options.get(position).copied().unwrap_or(0);
+                let descending = option & INDEX_DESC != 0;
+                let nulls_first = option & INDEX_NULLS_FIRST != 0;
+                // pg_get_indexdef names what differs from the defaults: ASC NULLS LAST, and
+                // DESC's NULLS FIRST.
+                match (descending, nulls_first) {
+                    (false, false) => name,
+                    (false, true) => format!("{name} NULLS FIRST"),
+                    (true, true) => format!("{name} DESC"),
+                    (true, false) => format!("{name} DESC NULLS LAST"),
+                }
+            })
             .collect();
         let mut definition = format!(
             "CREATE {}INDEX {} ON {PUBLIC_SCHEMA}.{} USING btree ({})",
@@ -276,6 +289,7 @@ impl Snapshot {
                     primary: true,
                     constraint: Some(oid + 3),
                     predicate: None,
+                    options: Vec::new(),
                 });
             }
             indexes.extend(secondary_indexes(&table));
@@ -526,6 +540,7 @@ fn secondary_indexes(table: &Table) -> Vec<IndexInfo> {
                 primary: false,
                 constraint,
                 predicate: index.predicate.clone(),
+                options: index.options.clone(),
             }
         })
         .collect()

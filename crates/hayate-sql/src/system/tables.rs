@@ -1250,7 +1250,9 @@ fn pg_index(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 text(&array::vector(index.columns.iter().map(|c| *c as i64 + 1))),
                 text(&array::vector(index.columns.iter().map(|_| 0))),
                 text(&array::vector(index.columns.iter().map(|_| 0))),
-                text(&array::vector(index.columns.iter().map(|_| 0))),
+                text(&array::vector((0..index.columns.len()).map(|position| {
+                    i64::from(index.options.get(position).copied().unwrap_or(0))
+                }))),
                 NULL,
                 index.predicate.as_deref().map_or(NULL, text),
             ]);

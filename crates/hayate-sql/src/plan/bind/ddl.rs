@@ -9,7 +9,7 @@ use sqlparser::ast;
 use super::{data_type, ident_name, object_name, undefined_column, Binder};
 use crate::catalog::{
     CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, ReferentialAction, TableDef,
-    ViewDef,
+    ViewDef, INDEX_DESC, INDEX_NULLS_FIRST,
 };
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
@@ -187,6 +187,7 @@ impl Binder<'_> {
                     constraint: true,
                     tree: String::new(),
                     predicate: None,
+                    options: Vec::new(),
                 });
             }
         }
@@ -267,8 +268,18 @@ impl Binder<'_> {
             }
             None => None,
         };
-        // Descending columns are accepted and stored ascending: an ORDER BY ... DESC reads
-        // the index backward.
+        // Descending columns and NULLS FIRST/LAST are kept as written (pg_get_indexdef, dumps)
+        // and stored ascending: an ORDER BY ... DESC reads the index backward.
+        let options = create
+            .columns
+            .iter()
+            .map(|column| {
+                let order = &column.column.options;
+                let descending = matches!(order.sort, Some(ast::OrderBySort::Desc));
+                let nulls_first = order.nulls_first.unwrap_or(descending);
+                (descending as u8) * INDEX_DESC | (nulls_first as u8) * INDEX_NULLS_FIRST
+            })
+            .collect();
         Ok(Plan::CreateIndex {
             table: table.def.name.clone(),
             name: create.name.as_ref().map(object_name).transpose()?,
@@ -276,6 +287,7 @@ impl Binder<'_> {
             unique: create.unique,
             if_not_exists: create.if_not_exists,
             predicate,
+            options,
         })
     }
 
