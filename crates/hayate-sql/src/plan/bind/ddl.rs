@@ -277,7 +277,14 @@ impl Binder<'_> {
                 let order = &column.column.options;
                 let descending = matches!(order.sort, Some(ast::OrderBySort::Desc));
                 let nulls_first = order.nulls_first.unwrap_or(descending);
-                (descending as u8) * INDEX_DESC | (nulls_first as u8) * INDEX_NULLS_FIRST
+                let mut option = 0;
+                if descending {
+                    option |= INDEX_DESC;
+                }
+                if nulls_first {
+                    option |= INDEX_NULLS_FIRST;
+                }
+                option
             })
             .collect();
         Ok(Plan::CreateIndex {
