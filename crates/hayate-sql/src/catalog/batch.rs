@@ -17,7 +17,7 @@ use std::ops::Bound;
 
 use hayate_engine::{Database, ExternalSorter, Transaction, TreeId};
 
-use super::definition::{IndexDef, TableDef};
+use super::definition::{IndexDef, IndexKeys, TableDef};
 use super::index_entry;
 use super::table::Table;
 use crate::encoding::row;
@@ -175,10 +175,12 @@ pub(super) fn duplicated_row(
     def: &TableDef,
     index: &IndexDef,
     pk: &[u8],
+    keys_of: IndexKeys<'_>,
 ) -> SqlError {
     let row = txn.get(table_tree, pk).ok().flatten();
-    match row.and_then(|raw| row::decode(&raw, &def.types(), &def.name).ok()) {
-        Some(values) => index_entry::duplicated(def, index, &values),
+    let values = row.and_then(|raw| row::decode(&raw, &def.types(), &def.name).ok());
+    match values.and_then(|values| keys_of(def, index, &values).ok().flatten()) {
+        Some(keys) => index_entry::duplicated(def, index, &keys),
         None => SqlError::new(
             sqlstate::UNIQUE_VIOLATION,
             format!("could not create unique index \"{}\"", index.name),

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use hayate_engine::Transaction;
 
 use super::batch::{duplicated_row, for_each_row, BatchWriter, IndexBuild};
-use super::definition::{IndexDef, IndexKind, PartialTest, TableDef, TABLE_TREE_PREFIX};
+use super::definition::{
+    IndexDef, IndexKey, IndexKeys, IndexKind, TableDef, EXPRESSION_KEY, TABLE_TREE_PREFIX,
+};
 use super::index_entry;
 use super::sequence::{Sequence, SequenceOptions};
 use super::table::Table;
@@ -42,11 +44,13 @@ pub struct NewIndex<'a> {
     pub table: &'a str,
     /// None: PostgreSQL's name (table_col1_col2_idx, then ...idx1, idx2, ...).
     pub name: Option<&'a str>,
-    pub columns: &'a [String],
+    pub keys: &'a [IndexKey],
     pub kind: IndexKind,
     pub if_not_exists: bool,
-    /// A partial index's predicate: its text and the test of a row.
-    pub partial: Option<(String, PartialTest<'a>)>,
+    /// A partial index's predicate, as SQL text.
+    pub predicate: Option<String>,
+    /// A row's key in the new index, or None when its predicate leaves the row out.
+    pub keys_of: IndexKeys<'a>,
     /// Per column, indoption bits (`IndexDef::options`); empty for the defaults.
     pub options: &'a [u8],
 }
@@ -245,25 +249,31 @@ impl Catalog {
         let NewIndex {
             table: table_name,
             name,
-            columns,
+            keys,
             kind,
             if_not_exists,
-            partial,
+            predicate,
+            keys_of,
             options,
         } = index;
         let unique = kind != IndexKind::Plain;
         let constraint = kind == IndexKind::UniqueConstraint;
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let table = self.table(table_name)?;
-        let columns = columns
+        let mut expressions = Vec::new();
+        let columns = keys
             .iter()
-            .map(|column| {
-                table.def.column_index(column).ok_or_else(|| {
+            .map(|key| match key {
+                IndexKey::Column(column) => table.def.column_index(column).ok_or_else(|| {
                     SqlError::new(
                         sqlstate::UNDEFINED_COLUMN,
                         format!("column \"{column}\" does not exist"),
                     )
-                })
+                }),
+                IndexKey::Expression(expression) => {
+                    expressions.push(expression.clone());
+                    Ok(EXPRESSION_KEY)
+                }
             })
             .collect::<SqlResult<Vec<usize>>>()?;
         let name = match name {
@@ -279,9 +289,9 @@ impl Catalog {
             None => {
                 // PostgreSQL's choice: table_col1_col2_idx, then ...idx1, idx2, ...
                 let mut base = table.def.name.clone();
-                for column in &columns {
+                for key in keys {
                     base.push('_');
-                    base.push_str(&table.def.columns[*column].name);
+                    base.push_str(&key.name_part());
                 }
                 base.push_str("_idx");
                 let mut candidate = base.clone();
@@ -301,7 +311,8 @@ impl Catalog {
             unique,
             constraint,
             tree: tree_name.clone(),
-            predicate: partial.as_ref().map(|(text, _)| text.clone()),
+            predicate,
+            expressions,
             options: match options.iter().all(|option| *option == 0) {
                 true => Vec::new(),
                 false => options.to_vec(),
@@ -314,18 +325,16 @@ impl Catalog {
             let mut writer = BatchWriter::new(&self.db);
             let mut build = IndexBuild::new(&self.db, tree, 1);
             for_each_row(&self.db, block.as_deref(), &table, |pk, values| {
-                if let Some((_, includes)) = &partial {
-                    if !includes(&table.def, &index_def, &values)? {
-                        return Ok(());
-                    }
-                }
-                let (entry, checked) = index_entry::entry(&table.def, &index_def, &values, &pk)?;
+                let Some(key) = keys_of(&table.def, &index_def, &values)? else {
+                    return Ok(());
+                };
+                let (entry, checked) = index_entry::entry(&table.def, &index_def, &key, &pk)?;
                 build.push(entry, &pk, checked)
             })?;
             build.write_to(&mut writer, |own, pk| {
                 // The block's uncommitted rows are the block's to see.
                 let txn = block.as_deref().unwrap_or(own);
-                duplicated_row(txn, table.tree, &table.def, &index_def, pk)
+                duplicated_row(txn, table.tree, &table.def, &index_def, pk, keys_of)
             })?;
             writer.finish()?;
             self.write_defs(block, |txn| self.write_def(txn, &def))?;

@@ -65,12 +65,78 @@ pub struct IndexDef {
     /// LAST). Kept for pg_get_indexdef, pg_index and dumps: entries are stored ascending
     /// whatever they say, and an ORDER BY ... DESC reads the index backward.
     pub options: Vec<u8>,
+    /// An expression index's key expressions (`lower(email)`), in key order: each is at a
+    /// position of `columns` that holds `EXPRESSION_KEY`. Empty for a plain index.
+    pub expressions: Vec<IndexExpression>,
+}
+
+/// A key of CREATE INDEX: a column by name, or an expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexKey {
+    Column(String),
+    Expression(IndexExpression),
+}
+
+impl IndexKey {
+    /// The key's part of an index name PostgreSQL makes up: the column's name, an
+    /// expression's function name (`lower(email)`: lower), or `expr`.
+    pub fn name_part(&self) -> String {
+        match self {
+            IndexKey::Column(name) => name.clone(),
+            IndexKey::Expression(expression) => expression.name(),
+        }
+    }
+}
+
+/// In `IndexDef::columns`: this key is the next of `IndexDef::expressions`.
+pub const EXPRESSION_KEY: usize = usize::MAX;
+
+/// A key expression of an index: SQL text over the table's columns (bound again by the
+/// statements that write the table, as a partial index's predicate is) and its type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexExpression {
+    pub text: String,
+    pub data_type: DataType,
+}
+
+impl IndexExpression {
+    /// The name PostgreSQL gives the expression's index column (and index names made up
+    /// from it): a function call's name (`lower(email)`: lower), else `expr`.
+    pub fn name(&self) -> String {
+        let text = self.text.trim();
+        let head: String = text
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let call = !head.is_empty()
+            && !head.starts_with(|c: char| c.is_ascii_digit())
+            && text[head.len()..].trim_start().starts_with('(');
+        match call {
+            true => head.to_lowercase(),
+            false => "expr".into(),
+        }
+    }
+
+    /// The expression as an index definition writes it: a function call as it is, anything
+    /// else in two pairs of parentheses, as PostgreSQL writes an operator (`((a + b))`).
+    pub fn in_definition(&self) -> String {
+        match self.name() == "expr" {
+            true => format!("(({}))", self.text),
+            false => self.text.clone(),
+        }
+    }
 }
 
 /// Whether a row has an entry in a partial index (its predicate is true for the row): the
 /// layers above bind and evaluate predicates; the catalog asks when it builds an index.
-pub type PartialTest<'a> =
-    &'a dyn Fn(&TableDef, &IndexDef, &[crate::types::Value]) -> SqlResult<bool>;
+/// The key of a row in an index (`IndexDef::key_values`, its expressions evaluated), or None
+/// when a partial index holds no entry for it: the layers above bind and evaluate
+/// predicates and expressions; the catalog asks when it builds an index.
+pub type IndexKeys<'a> = &'a dyn Fn(
+    &TableDef,
+    &IndexDef,
+    &[crate::types::Value],
+) -> SqlResult<Option<Vec<crate::types::Value>>>;
 
 /// An index column's indoption bit: DESC.
 pub const INDEX_DESC: u8 = 1;
@@ -78,6 +144,63 @@ pub const INDEX_DESC: u8 = 1;
 pub const INDEX_NULLS_FIRST: u8 = 2;
 
 impl IndexDef {
+    /// The key expression at key `position` (None: a column).
+    pub fn expression_at(&self, position: usize) -> Option<&IndexExpression> {
+        if self.columns.get(position) != Some(&EXPRESSION_KEY) {
+            return None;
+        }
+        let nth = self.columns[..position]
+            .iter()
+            .filter(|column| **column == EXPRESSION_KEY)
+            .count();
+        self.expressions.get(nth)
+    }
+
+    /// The type of the key at `position`.
+    pub fn key_type(&self, def: &TableDef, position: usize) -> DataType {
+        match self.expression_at(position) {
+            Some(expression) => expression.data_type,
+            None => def.columns[self.columns[position]].data_type,
+        }
+    }
+
+    /// The key's name at `position`: its column's name, or its expression's text.
+    pub fn key_name(&self, def: &TableDef, position: usize) -> String {
+        match self.expression_at(position) {
+            Some(expression) => expression.text.clone(),
+            None => def.columns[self.columns[position]].name.clone(),
+        }
+    }
+
+    /// The index key of a row whose expressions' values are `computed` (in key order).
+    pub fn key_values(
+        &self,
+        values: &[crate::types::Value],
+        computed: Vec<crate::types::Value>,
+    ) -> Vec<crate::types::Value> {
+        let mut computed = computed.into_iter();
+        self.columns
+            .iter()
+            .map(|column| match *column {
+                EXPRESSION_KEY => computed.next().unwrap_or(crate::types::Value::Null),
+                column => values[column].clone(),
+            })
+            .collect()
+    }
+
+    /// True if a key expression names the column (see `mentions`).
+    pub fn expressions_mention(&self, column: &str) -> bool {
+        (self.expressions.iter()).any(|expression| mentions(&expression.text, column))
+    }
+
+    /// True if the index's key may differ between the two versions of a row.
+    pub fn reads_changed(&self, old: &[crate::types::Value], new: &[crate::types::Value]) -> bool {
+        match self.expressions.is_empty() {
+            true => (self.columns.iter()).any(|column| old[*column] != new[*column]),
+            false => old != new,
+        }
+    }
+
     /// The indoption bits of the index's column at `position`.
     pub fn option(&self, position: usize) -> u8 {
         self.options.get(position).copied().unwrap_or(0)
@@ -241,7 +364,7 @@ impl TableDef {
     /// Whether `index` is a UNIQUE constraint's (flagged, or, in data written before the
     /// flag, named as PostgreSQL names one: table_col1_col2_key).
     pub fn is_unique_constraint(&self, index: &IndexDef) -> bool {
-        if !index.unique || index.predicate.is_some() {
+        if !index.unique || index.predicate.is_some() || !index.expressions.is_empty() {
             return false;
         }
         let columns: Vec<&str> = index
@@ -301,8 +424,10 @@ impl TableDef {
     /// its own (version 5); default text if flag 2, then the sequence name if flag 32),
     /// u16 primary key length, u16 column index each, the table's engine tree name, u16 index
     /// count, per index (name, u8 flags: 1 = unique, 2 = a UNIQUE constraint's, 4 = partial, 8 = column
-    /// options; u16 column count, u16 column index each, engine tree name, the predicate's
-    /// text if 4, a u8 of indoption bits per column if 8), then (version 3) u16 check count, per check (name, expression text), u16 foreign
+    /// options, 16 = key expressions; u16 column count, u16 column index each (u16::MAX: the
+    /// next key expression), engine tree name, the predicate's text if 4, a u8 of indoption
+    /// bits per column if 8, if 16 a u16 count and per expression its text, u8 type tag and
+    /// u32 type modifier), then (version 3) u16 check count, per check (name, expression text), u16 foreign
     /// key count, per key (name, u16 column count, u16 column index each, referenced table,
     /// u16 referenced column count, each name, u8 on delete, u8 on update action, and (version
     /// 4) u8 deferral). Strings are u32 length + UTF-8. Versions 1 (no identity flags, no tree
@@ -343,7 +468,8 @@ impl TableDef {
                 index.unique as u8
                     | (index.constraint as u8) << 1
                     | (index.predicate.is_some() as u8) << 2
-                    | (!index.options.is_empty() as u8) << 3,
+                    | (!index.options.is_empty() as u8) << 3
+                    | (!index.expressions.is_empty() as u8) << 4,
             );
             put_columns(&mut out, &index.columns);
             put_string(&mut out, &index.tree);
@@ -352,6 +478,14 @@ impl TableDef {
             }
             if !index.options.is_empty() {
                 out.extend_from_slice(&index.options);
+            }
+            if !index.expressions.is_empty() {
+                out.extend_from_slice(&(index.expressions.len() as u16).to_le_bytes());
+                for expression in &index.expressions {
+                    put_string(&mut out, &expression.text);
+                    out.push(expression.data_type.tag());
+                    out.extend_from_slice(&expression.data_type.type_modifier().to_le_bytes());
+                }
             }
         }
         out.extend_from_slice(&(self.checks.len() as u16).to_le_bytes());
@@ -436,7 +570,7 @@ impl TableDef {
                 let name = reader.string().ok_or_else(|| corrupt("index name"))?;
                 let flags = reader.u8().ok_or_else(|| corrupt("index flags"))?;
                 let index_columns = reader
-                    .columns(columns.len())
+                    .index_columns(columns.len())
                     .ok_or_else(|| corrupt("index columns"))?;
                 let tree = reader.string().ok_or_else(|| corrupt("index tree"))?;
                 let predicate = match flags & 4 != 0 {
@@ -449,6 +583,25 @@ impl TableDef {
                         .collect::<SqlResult<Vec<u8>>>()?,
                     false => Vec::new(),
                 };
+                let mut expressions = Vec::new();
+                if flags & 16 != 0 {
+                    let count = reader.u16().ok_or_else(|| corrupt("index expressions"))?;
+                    for _ in 0..count {
+                        let text = reader.string().ok_or_else(|| corrupt("index expression"))?;
+                        let tag = reader.u8().ok_or_else(|| corrupt("expression type"))?;
+                        let length = reader.u32().ok_or_else(|| corrupt("expression type"))?;
+                        let data_type = DataType::from_tag(tag, length)
+                            .ok_or_else(|| corrupt("unknown expression type tag"))?;
+                        expressions.push(IndexExpression { text, data_type });
+                    }
+                }
+                let keyed = index_columns
+                    .iter()
+                    .filter(|c| **c == EXPRESSION_KEY)
+                    .count();
+                if keyed != expressions.len() {
+                    return Err(corrupt("index expressions"));
+                }
                 indexes.push(IndexDef {
                     name,
                     columns: index_columns,
@@ -457,6 +610,7 @@ impl TableDef {
                     tree,
                     predicate,
                     options,
+                    expressions,
                 });
             }
             (tree, indexes)
@@ -644,7 +798,9 @@ pub(super) fn put_string(out: &mut Vec<u8>, text: &str) {
 fn put_columns(out: &mut Vec<u8>, columns: &[usize]) {
     out.extend_from_slice(&(columns.len() as u16).to_le_bytes());
     for column in columns {
-        out.extend_from_slice(&(*column as u16).to_le_bytes());
+        // An expression key (`EXPRESSION_KEY`) is stored as u16::MAX.
+        let stored = u16::try_from(*column).unwrap_or(u16::MAX);
+        out.extend_from_slice(&stored.to_le_bytes());
     }
 }
 
@@ -698,12 +854,16 @@ mod tests {
             primary_key: vec![0],
             indexes: vec![IndexDef {
                 name: "accounts_name_idx".into(),
-                columns: vec![1, 0],
+                columns: vec![1, EXPRESSION_KEY, 0],
                 unique: true,
                 constraint: true,
                 tree: "sql.index.accounts_name_idx".into(),
                 predicate: Some("name IS NOT NULL".into()),
-                options: vec![INDEX_DESC | INDEX_NULLS_FIRST, 0],
+                options: vec![INDEX_DESC | INDEX_NULLS_FIRST, 0, 0],
+                expressions: vec![IndexExpression {
+                    text: "lower(name)".into(),
+                    data_type: DataType::Text,
+                }],
             }],
             tree: "sql.table.accounts.2".into(),
             checks: vec![CheckDef {

@@ -23,24 +23,25 @@ pub(crate) const NOT_NULL: u8 = 0x01;
 /// Marks an index column that is NULL.
 pub(crate) const NULL: u8 = 0x02;
 
-/// The key of an index entry for a row, and whether its insert must check uniqueness.
+/// The key of an index entry for a row whose index key is `keys` (`IndexDef::key_values`:
+/// per key column or expression, its value), and whether its insert must check uniqueness.
 pub(crate) fn entry(
     def: &TableDef,
     index: &IndexDef,
-    values: &[Value],
+    keys: &[Value],
     pk: &[u8],
 ) -> SqlResult<(Vec<u8>, bool)> {
     let mut out = Vec::with_capacity(16 * index.columns.len() + pk.len());
     let mut has_null = false;
-    for column in &index.columns {
-        match &values[*column] {
+    for (position, value) in keys.iter().enumerate() {
+        match value {
             Value::Null => {
                 out.push(NULL);
                 has_null = true;
             }
             value => {
                 out.push(NOT_NULL);
-                key::encode_column(&mut out, value, def.columns[*column].data_type)?;
+                key::encode_column(&mut out, value, index.key_type(def, position))?;
             }
         }
     }
@@ -51,21 +52,21 @@ pub(crate) fn entry(
     Ok((out, checked))
 }
 
-fn key_text(def: &TableDef, columns: &[usize], values: &[Value]) -> (String, String) {
-    let names: Vec<&str> = columns
-        .iter()
-        .map(|c| def.columns[*c].name.as_str())
+/// The key's names (columns, expressions) and values as PostgreSQL's DETAIL shows them.
+fn key_text(def: &TableDef, index: &IndexDef, keys: &[Value]) -> (String, String) {
+    let names: Vec<String> = (0..keys.len())
+        .map(|position| index.key_name(def, position))
         .collect();
-    let shown: Vec<String> = columns
+    let shown: Vec<String> = keys
         .iter()
-        .map(|c| values[*c].to_text().unwrap_or_else(|| "null".into()))
+        .map(|value| value.to_text().unwrap_or_else(|| "null".into()))
         .collect();
     (names.join(", "), shown.join(", "))
 }
 
-/// 23505 of a write that would duplicate a unique index's key.
-pub(crate) fn violation(def: &TableDef, index: &IndexDef, values: &[Value]) -> SqlError {
-    let (names, shown) = key_text(def, &index.columns, values);
+/// 23505 of a write that would duplicate a unique index's key (`keys`, as `entry` takes).
+pub(crate) fn violation(def: &TableDef, index: &IndexDef, keys: &[Value]) -> SqlError {
+    let (names, shown) = key_text(def, index, keys);
     SqlError::new(
         sqlstate::UNIQUE_VIOLATION,
         format!(
@@ -77,8 +78,8 @@ pub(crate) fn violation(def: &TableDef, index: &IndexDef, values: &[Value]) -> S
 }
 
 /// 23505 of CREATE UNIQUE INDEX or ADD PRIMARY KEY over rows that repeat a key.
-pub(crate) fn duplicated(def: &TableDef, index: &IndexDef, values: &[Value]) -> SqlError {
-    let (names, shown) = key_text(def, &index.columns, values);
+pub(crate) fn duplicated(def: &TableDef, index: &IndexDef, keys: &[Value]) -> SqlError {
+    let (names, shown) = key_text(def, index, keys);
     SqlError::new(
         sqlstate::UNIQUE_VIOLATION,
         format!("could not create unique index \"{}\"", index.name),

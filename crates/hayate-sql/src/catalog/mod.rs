@@ -68,8 +68,9 @@ use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
 pub use cluster::{Cluster, DatabaseInfo, SessionTerminator, DEFAULT_DATABASE};
 pub use ddl::{DdlUndo, NewIndex};
 pub use definition::{
-    rename_column_in, CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, IndexKind,
-    PartialTest, ReferentialAction, TableDef, INDEX_DESC, INDEX_NULLS_FIRST,
+    rename_column_in, CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef,
+    IndexExpression, IndexKey, IndexKeys, IndexKind, ReferentialAction, TableDef, EXPRESSION_KEY,
+    INDEX_DESC, INDEX_NULLS_FIRST,
 };
 pub use rebuild::Rebuild;
 pub use sequence::{Sequence, SequenceChanges, SequenceOptions, SessionSequences};

@@ -52,6 +52,17 @@ impl<'a> Reader<'a> {
     }
 
     /// A u16 count of column indexes below `limit`.
+    /// An index's key columns: as `columns`, with u16::MAX read as `EXPRESSION_KEY`.
+    pub(super) fn index_columns(&mut self, limit: usize) -> Option<Vec<usize>> {
+        let count = self.u16()?;
+        (0..count)
+            .map(|_| match self.u16()? {
+                u16::MAX => Some(super::definition::EXPRESSION_KEY),
+                column => Some(usize::from(column)).filter(|c| *c < limit),
+            })
+            .collect()
+    }
+
     pub(super) fn columns(&mut self, limit: usize) -> Option<Vec<usize>> {
         let count = self.u16()?;
         (0..count)

@@ -11,7 +11,9 @@ use hayate_engine::Transaction;
 
 use super::batch::{duplicated_row, for_each_row, BatchWriter, IndexBuild};
 use super::ddl::{trees_of, DdlUndo};
-use super::definition::{ColumnDef, IndexDef, PartialTest, TableDef, TABLE_TREE_PREFIX};
+use super::definition::{
+    ColumnDef, IndexDef, IndexKeys, TableDef, EXPRESSION_KEY, TABLE_TREE_PREFIX,
+};
 use super::index_entry;
 use super::table::Table;
 use super::{Catalog, INDEX_TREE_PREFIX};
@@ -35,17 +37,17 @@ impl Catalog {
     /// Rebuilds tables into fresh engine trees, made visible by one commit of their
     /// definitions: TRUNCATE (outside a transaction block) and ALTER TABLE. The old trees are
     /// dropped after that commit.
-    /// `partial` tells which rows a partial index holds.
+    /// `keys_of` gives a row's key in an index (None: a partial index leaves it out).
     pub fn rebuild(
         &self,
         changes: Vec<(String, Rebuild)>,
-        partial: PartialTest<'_>,
+        keys_of: IndexKeys<'_>,
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let mut created: Vec<String> = Vec::new();
         let in_block = block.is_some();
-        let result = self.rebuild_locked(changes, partial, &mut created, block);
+        let result = self.rebuild_locked(changes, keys_of, &mut created, block);
         match result {
             Ok((new_tables, old_trees)) => {
                 let mut undo = DdlUndo {
@@ -72,7 +74,7 @@ impl Catalog {
     fn rebuild_locked(
         &self,
         changes: Vec<(String, Rebuild)>,
-        partial: PartialTest<'_>,
+        keys_of: IndexKeys<'_>,
         created: &mut Vec<String>,
         block: Option<&mut Transaction>,
     ) -> SqlResult<(Vec<Table>, Vec<String>)> {
@@ -124,13 +126,16 @@ impl Catalog {
                     def.columns.remove(*column);
                     // As PostgreSQL: the indexes on the column, or whose WHERE reads it, go.
                     def.indexes.retain(|index| {
-                        !index.columns.contains(column) && !index.predicate_mentions(&column_name)
+                        !index.columns.contains(column)
+                            && !index.predicate_mentions(&column_name)
+                            && !index.expressions_mention(&column_name)
                     });
                     // As PostgreSQL: the constraints on the column go with it.
                     def.foreign_keys.retain(|key| !key.columns.contains(column));
                     def.checks.retain(|check| !check.mentions(&column_name));
+                    // (An expression key, EXPRESSION_KEY, stays what it is.)
                     let shift = |c: &mut usize| {
-                        if *c > *column {
+                        if *c > *column && *c != EXPRESSION_KEY {
                             *c -= 1
                         }
                     };
@@ -197,14 +202,15 @@ impl Catalog {
                             tree: String::new(),
                             predicate: None,
                             options: Vec::new(),
+                            expressions: Vec::new(),
                         };
-                        index_entry::duplicated(&def, &pk, &values)
+                        index_entry::duplicated(&def, &pk, &pk.key_values(&values, Vec::new()))
                     })?;
                     for (index, build) in def.indexes.iter().zip(&mut builds) {
-                        if index.predicate.is_some() && !partial(&def, index, &values)? {
+                        let Some(keys) = keys_of(&def, index, &values)? else {
                             continue;
-                        }
-                        let (entry, checked) = index_entry::entry(&def, index, &values, &key)?;
+                        };
+                        let (entry, checked) = index_entry::entry(&def, index, &keys, &key)?;
                         build.push(entry, &key, checked)?;
                     }
                     Ok(())
@@ -212,7 +218,7 @@ impl Catalog {
                 // The new table's rows are written (the last batch by `writer`'s transaction).
                 for (index, build) in def.indexes.iter().zip(builds) {
                     build.write_to(&mut writer, |txn, pk| {
-                        duplicated_row(txn, tree, &def, index, pk)
+                        duplicated_row(txn, tree, &def, index, pk, keys_of)
                     })?;
                 }
                 writer.finish()?;

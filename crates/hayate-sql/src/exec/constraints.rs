@@ -416,7 +416,9 @@ fn referenced_key(
             Ok(Some((parent.tree, key_bytes)))
         }
         Some(Some(position)) => {
-            let (entry, _) = index_entry::entry(def, &def.indexes[position], &row, &[])?;
+            let index = &def.indexes[position];
+            let (entry, _) =
+                index_entry::entry(def, index, &index.key_values(&row, Vec::new()), &[])?;
             Ok(Some((parent.index_trees[position], entry)))
         }
         None => Err(SqlError::new(

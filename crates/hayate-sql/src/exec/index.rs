@@ -3,7 +3,8 @@
 //!
 //! 1. An INSERT adds the new row's entries (`add_entries`); a unique index with no NULL
 //!    column checks uniqueness through the engine's `insert`, in the writing transaction.
-//!    A partial index holds the rows its predicate is true for (`PartialIndexes`).
+//!    A partial index holds the rows its predicate is true for, an expression index the
+//!    values of its key expressions (`IndexTerms`).
 //! 2. An UPDATE removes and adds the entries of the indexes whose columns it changed, a
 //!    DELETE removes them all (`remove_entries`); ON CONFLICT finds the conflicting row by a
 //!    unique index (`find_unique`).
@@ -61,14 +62,46 @@ pub(super) fn rows_of_keys(
     Ok(true)
 }
 
-/// Partial indexes' predicates, bound once per statement (or DDL command) and index.
+/// Partial indexes' predicates and expression indexes' key expressions, bound once per
+/// statement (or DDL command) and index.
 #[derive(Default)]
-pub struct PartialIndexes {
-    /// (table, index) -> the index's predicate, bound over the table's columns.
-    bound: RefCell<HashMap<(String, String), Rc<Expr>>>,
+pub struct IndexTerms {
+    /// (table, index) -> the index's predicate and key expressions, bound over the table's
+    /// columns.
+    bound: RefCell<HashMap<(String, String), Rc<BoundTerms>>>,
 }
 
-impl PartialIndexes {
+struct BoundTerms {
+    predicate: Option<Expr>,
+    expressions: Vec<Expr>,
+}
+
+impl IndexTerms {
+    fn bound(
+        &self,
+        catalog: &Catalog,
+        def: &TableDef,
+        index: &IndexDef,
+    ) -> SqlResult<Rc<BoundTerms>> {
+        let key = (def.name.clone(), index.name.clone());
+        if let Some(bound) = self.bound.borrow().get(&key) {
+            return Ok(bound.clone());
+        }
+        let mut binder = Binder::new(catalog, &[]);
+        let predicate = (index.predicate.as_deref())
+            .map(|predicate| binder.bind_index_predicate(def, predicate))
+            .transpose()?;
+        let expressions = (index.expressions.iter())
+            .map(|expression| binder.bind_index_expression(def, expression))
+            .collect::<SqlResult<Vec<Expr>>>()?;
+        let bound = Rc::new(BoundTerms {
+            predicate,
+            expressions,
+        });
+        self.bound.borrow_mut().insert(key, bound.clone());
+        Ok(bound)
+    }
+
     /// True if the row has an entry in the index: always for a plain index; for a partial
     /// one, when its predicate is true (NULL or false: no entry, as in PostgreSQL).
     pub fn includes(
@@ -79,51 +112,53 @@ impl PartialIndexes {
         values: &[Value],
         context: &EvalContext,
     ) -> SqlResult<bool> {
-        let Some(predicate) = &index.predicate else {
+        if index.predicate.is_none() {
             return Ok(true);
-        };
-        let key = (def.name.clone(), index.name.clone());
-        let bound = self.bound.borrow().get(&key).cloned();
-        let expr = match bound {
-            Some(expr) => expr,
-            None => {
-                let expr = Rc::new(Binder::new(catalog, &[]).bind_index_predicate(def, predicate)?);
-                self.bound.borrow_mut().insert(key, expr.clone());
-                expr
+        }
+        let bound = self.bound(catalog, def, index)?;
+        match &bound.predicate {
+            Some(predicate) => Ok(predicate.eval(values, context)? == Value::Bool(true)),
+            None => Ok(true),
+        }
+    }
+
+    /// The row's key in the index (`IndexDef::key_values`: its columns' values, its
+    /// expressions evaluated over the row), or None when a partial index leaves it out.
+    pub fn keys(
+        &self,
+        catalog: &Catalog,
+        def: &TableDef,
+        index: &IndexDef,
+        values: &[Value],
+        context: &EvalContext,
+    ) -> SqlResult<Option<Vec<Value>>> {
+        if index.predicate.is_none() && index.expressions.is_empty() {
+            return Ok(Some(index.key_values(values, Vec::new())));
+        }
+        let bound = self.bound(catalog, def, index)?;
+        if let Some(predicate) = &bound.predicate {
+            if predicate.eval(values, context)? != Value::Bool(true) {
+                return Ok(None);
             }
-        };
-        Ok(expr.eval(values, context)? == Value::Bool(true))
+        }
+        let computed = (bound.expressions.iter())
+            .map(|expression| expression.eval(values, context))
+            .collect::<SqlResult<Vec<Value>>>()?;
+        Ok(Some(index.key_values(values, computed)))
     }
 }
 
 impl Executor<'_> {
-    /// Of the table's indexes (all, or those in `only`), the ones the row has an entry in.
-    /// None when that is all of them in `only` (no partial index among them).
-    fn indexes_holding(
+    /// The row's key in `index` of `table` (`IndexTerms::keys`), or None when a partial
+    /// index leaves it out.
+    fn index_keys_of(
         &self,
         table: &Table,
+        index: &IndexDef,
         values: &[Value],
-        only: Option<&[bool]>,
-    ) -> SqlResult<Option<Vec<bool>>> {
-        let indexes = &table.def.indexes;
-        if indexes.iter().all(|index| index.predicate.is_none()) {
-            return Ok(only.map(<[bool]>::to_vec));
-        }
-        let mut holding = Vec::with_capacity(indexes.len());
-        for (position, index) in indexes.iter().enumerate() {
-            let wanted = only.is_none_or(|only| only[position]);
-            holding.push(
-                wanted
-                    && self.partial.includes(
-                        self.catalog,
-                        &table.def,
-                        index,
-                        values,
-                        &self.context,
-                    )?,
-            );
-        }
-        Ok(Some(holding))
+    ) -> SqlResult<Option<Vec<Value>>> {
+        self.index_terms
+            .keys(self.catalog, &table.def, index, values, &self.context)
     }
 
     /// Adds a new row's entries to the table's indexes (all of them, or those in `only`;
@@ -136,16 +171,18 @@ impl Executor<'_> {
         only: Option<&[bool]>,
         txn: &mut Transaction,
     ) -> SqlResult<()> {
-        let holding = self.indexes_holding(table, values, only)?;
         for (position, index) in table.def.indexes.iter().enumerate() {
-            if holding.as_ref().is_some_and(|holding| !holding[position]) {
+            if only.is_some_and(|only| !only[position]) {
                 continue;
             }
+            let Some(keys) = self.index_keys_of(table, index, values)? else {
+                continue;
+            };
             let tree = table.index_trees[position];
-            let (entry, checked) = entry(&table.def, index, values, pk)?;
+            let (entry, checked) = entry(&table.def, index, &keys, pk)?;
             if checked {
                 txn.insert(tree, &entry, pk).map_err(|error| match error {
-                    hayate_engine::Error::DuplicateKey => violation(&table.def, index, values),
+                    hayate_engine::Error::DuplicateKey => violation(&table.def, index, &keys),
                     other => other.into(),
                 })?;
             } else {
@@ -165,12 +202,14 @@ impl Executor<'_> {
         only: Option<&[bool]>,
         txn: &mut Transaction,
     ) -> SqlResult<()> {
-        let holding = self.indexes_holding(table, values, only)?;
         for (position, index) in table.def.indexes.iter().enumerate() {
-            if holding.as_ref().is_some_and(|holding| !holding[position]) {
+            if only.is_some_and(|only| !only[position]) {
                 continue;
             }
-            let (entry, _) = entry(&table.def, index, values, pk)?;
+            let Some(keys) = self.index_keys_of(table, index, values)? else {
+                continue;
+            };
+            let (entry, _) = entry(&table.def, index, &keys, pk)?;
             txn.delete(table.index_trees[position], &entry)?;
         }
         Ok(())
@@ -187,13 +226,10 @@ impl Executor<'_> {
         txn: &Transaction,
     ) -> SqlResult<Option<Vec<u8>>> {
         let index = &table.def.indexes[position];
-        if !self
-            .partial
-            .includes(self.catalog, &table.def, index, values, &self.context)?
-        {
+        let Some(keys) = self.index_keys_of(table, index, values)? else {
             return Ok(None);
-        }
-        let (entry, checked) = entry(&table.def, index, values, &[])?;
+        };
+        let (entry, checked) = entry(&table.def, index, &keys, &[])?;
         if !checked {
             return Ok(None);
         }
@@ -210,8 +246,8 @@ impl Executor<'_> {
         context: &EvalContext,
     ) -> SqlResult<Option<Vec<u8>>> {
         let mut out = Vec::new();
-        for (expr, column) in values.iter().zip(&index.columns) {
-            let data_type: DataType = def.columns[*column].data_type;
+        for (position, expr) in values.iter().enumerate() {
+            let data_type: DataType = index.key_type(def, position);
             match key_value(expr.eval(&[], context)?, data_type)? {
                 Some(value) => {
                     out.push(NOT_NULL);
@@ -295,19 +331,18 @@ impl Executor<'_> {
                 let Some(base) = self.index_prefix(&table.def, index, prefix, context)? else {
                     return Ok(None);
                 };
-                let next = index.columns[prefix.len()];
-                self.index_range(&table.def, next, base, lower, upper, context)
+                let next = index.key_type(&table.def, prefix.len());
+                self.index_range(next, base, lower, upper, context)
             }
         }
     }
 
     /// The entry range of the entries starting with `base` (the encoded equal prefix) whose
-    /// next column, `next`, is within the bounds: with no bound, every entry of the prefix
-    /// (NULLs in `next` too), else never a NULL. None: empty.
+    /// next key, of type `data_type`, is within the bounds: with no bound, every entry of the
+    /// prefix (NULLs in the next key too), else never a NULL. None: empty.
     fn index_range(
         &self,
-        def: &TableDef,
-        next: usize,
+        data_type: DataType,
         base: Vec<u8>,
         lower: &Option<KeyBound>,
         upper: &Option<KeyBound>,
@@ -316,7 +351,6 @@ impl Executor<'_> {
         if lower.is_none() && upper.is_none() {
             return Ok(Some(prefix_range(base)));
         }
-        let data_type = def.columns[next].data_type;
         let with = |marker: u8| {
             let mut key = base.clone();
             key.push(marker);

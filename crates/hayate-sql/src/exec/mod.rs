@@ -33,7 +33,7 @@ use crate::plan::{
 };
 use crate::types::{DataType, Value};
 pub use constraints::{recheck, ConstraintCache, ConstraintModes, PendingCheck};
-pub use index::PartialIndexes;
+pub use index::IndexTerms;
 use run::Run;
 pub use spill::{memory_size_bytes, parse_work_mem, WORK_MEM_DEFAULT};
 
@@ -63,8 +63,8 @@ pub struct Executor<'a> {
     pub work_mem_bytes: usize,
     /// Constraints bound and looked up by this statement (`constraints`).
     pub constraints: ConstraintCache,
-    /// Partial indexes' predicates bound by this statement.
-    pub partial: PartialIndexes,
+    /// Partial indexes' predicates and expression indexes' keys bound by this statement.
+    pub index_terms: IndexTerms,
     /// The block's SET CONSTRAINTS modes; None outside a block, where a deferred key is
     /// checked at the end of the statement (its transaction's end).
     pub constraint_modes: Option<&'a ConstraintModes>,

@@ -156,12 +156,17 @@ impl Executor<'_> {
         let moved = new_key != key;
         let mut changed = Vec::with_capacity(table.def.indexes.len());
         for index in &table.def.indexes {
-            let mut index_changed = moved || index.columns.iter().any(|c| old[*c] != new[*c]);
+            let mut index_changed = moved || index.reads_changed(old, new);
             if !index_changed && index.predicate.is_some() {
                 // The row enters or leaves a partial index.
                 let includes = |values: &[Value]| {
-                    self.partial
-                        .includes(self.catalog, &table.def, index, values, &self.context)
+                    self.index_terms.includes(
+                        self.catalog,
+                        &table.def,
+                        index,
+                        values,
+                        &self.context,
+                    )
                 };
                 index_changed = includes(old)? != includes(new)?;
             }

@@ -19,10 +19,38 @@
 //! path at least as narrow as the chosen one, or the whole index instead of a full scan
 //! (`ORDER BY created DESC LIMIT 10` reads ten entries backward, not the table and a sort).
 
-use crate::catalog::{IndexDef, Table};
+use crate::catalog::{IndexDef, Table, EXPRESSION_KEY};
 use crate::plan::expr::{BinaryOp, Expr};
 use crate::plan::SortKey;
 use crate::types::DataType;
+
+/// What paths need to know of a table's indexes beyond their columns, bound over its row:
+/// partial indexes' predicates and expression indexes' key expressions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexBindings {
+    /// (index position, predicate).
+    pub predicates: Vec<(usize, Expr)>,
+    /// (index position, key position, expression).
+    pub expressions: Vec<(usize, usize, Expr)>,
+}
+
+/// Ids of expression keys as `Comparisons` and paths name them, past every column number.
+const EXPRESSION_IDS: usize = usize::MAX / 2;
+
+/// The id of the expression key at `key` of the index at `index`.
+fn expression_id(index: usize, key: usize) -> usize {
+    EXPRESSION_IDS + index * 4096 + key
+}
+
+/// An index's keys as paths compare them: its columns, and an expression key's id.
+fn key_ids(index: &IndexDef, position: usize) -> Vec<usize> {
+    (index.columns.iter().enumerate())
+        .map(|(key, column)| match *column {
+            EXPRESSION_KEY => expression_id(position, key),
+            column => column,
+        })
+        .collect()
+}
 
 /// A bound of a range scan on the key column after the equal prefix.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +136,39 @@ fn column_comparison(expr: &Expr) -> Option<(usize, BinaryOp, &Expr)> {
     }
 }
 
+/// `expression op constant` (either way round) where the expression is an index's key
+/// expression (`lower(email) = $1`), as `column_comparison` with the key's id.
+fn expression_comparison<'a>(
+    expr: &'a Expr,
+    expressions: &[(usize, usize, Expr)],
+) -> Option<(usize, BinaryOp, &'a Expr)> {
+    let Expr::Binary {
+        op, left, right, ..
+    } = expr
+    else {
+        return None;
+    };
+    if !op.is_comparison() || *op == BinaryOp::NotEqual || expressions.is_empty() {
+        return None;
+    }
+    let key = |side: &Expr| {
+        (expressions.iter())
+            .find(|(_, _, expression)| expression == side || expression == strip_cast(side))
+            .map(|(index, key, _)| expression_id(*index, *key))
+    };
+    if right.is_constant() {
+        if let Some(id) = key(left) {
+            return Some((id, *op, right.as_ref()));
+        }
+    }
+    if left.is_constant() {
+        if let Some(id) = key(right) {
+            return Some((id, op.flipped(), left.as_ref()));
+        }
+    }
+    None
+}
+
 /// A cast of a column to another numeric width keeps its order; look through it.
 fn strip_cast(expr: &Expr) -> &Expr {
     match expr {
@@ -174,27 +235,27 @@ fn disjuncts<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
     }
 }
 
-/// Picks the access path for reading `table` with `filter`; `partial`: its partial indexes
-/// with their predicates (`TableRead::partial`).
-pub fn choose(table: &Table, filter: Option<&Expr>, partial: &[(usize, Expr)]) -> Access {
+/// Picks the access path for reading `table` with `filter`; `terms`: its partial indexes'
+/// predicates and expression indexes' keys (`TableRead::index_terms`).
+pub fn choose(table: &Table, filter: Option<&Expr>, terms: &IndexBindings) -> Access {
     let Some(filter) = filter else {
         return Access::Full;
     };
     let mut parts = Vec::new();
     conjuncts(filter, &mut parts);
-    choose_parts(table, &parts, partial, MAX_UNION)
+    choose_parts(table, &parts, terms, MAX_UNION)
 }
 
 /// Which of the table's indexes a read with AND-ed `parts` may use: every plain index; a
 /// partial one when each conjunct of its predicate is one of `parts`, or is `c IS NOT NULL`
 /// and `parts` compare c with a constant (a comparison is never true of a NULL). Empty when
 /// every index may be used.
-pub fn usable_indexes(table: &Table, partial: &[(usize, Expr)], parts: &[&Expr]) -> Vec<bool> {
-    if partial.is_empty() {
+pub fn usable_indexes(table: &Table, terms: &IndexBindings, parts: &[&Expr]) -> Vec<bool> {
+    if terms.predicates.is_empty() {
         return Vec::new();
     }
     let mut usable = vec![true; table.def.indexes.len()];
-    for (position, predicate) in partial {
+    for (position, predicate) in &terms.predicates {
         let mut needed = Vec::new();
         conjuncts(predicate, &mut needed);
         let implied = |needed: &&Expr| {
@@ -226,13 +287,8 @@ fn may_use(usable: &[bool], position: usize) -> bool {
 
 /// The best of the single path for `parts` and a union over one of its OR conjuncts, whose
 /// branches may use at most `budget` lookups in all.
-fn choose_parts(
-    table: &Table,
-    parts: &[&Expr],
-    partial: &[(usize, Expr)],
-    budget: usize,
-) -> Access {
-    let single = choose_single(table, parts, partial);
+fn choose_parts(table: &Table, parts: &[&Expr], terms: &IndexBindings, budget: usize) -> Access {
+    let single = choose_single(table, parts, terms);
     let mut best_rank = narrowness(table, &single);
     if best_rank.0 == 3 {
         return single;
@@ -252,7 +308,7 @@ fn choose_parts(
             with.extend(parts[..position].iter().copied());
             with.extend(parts[position + 1..].iter().copied());
             conjuncts(branch, &mut with);
-            match choose_parts(table, &with, partial, share) {
+            match choose_parts(table, &with, terms, share) {
                 Access::Full => {
                     complete = false;
                     break;
@@ -274,12 +330,19 @@ fn choose_parts(
     best
 }
 
-/// The column comparisons of AND-ed conjuncts, which equalities and bounds paths use.
+/// The column (and key expression) comparisons of AND-ed conjuncts, which equalities and
+/// bounds paths use.
 struct Comparisons<'a>(Vec<(usize, BinaryOp, &'a Expr)>);
 
 impl<'a> Comparisons<'a> {
-    fn of(parts: &[&'a Expr]) -> Self {
-        Comparisons(parts.iter().filter_map(|e| column_comparison(e)).collect())
+    fn of(parts: &[&'a Expr], terms: &IndexBindings) -> Self {
+        Comparisons(
+            (parts.iter())
+                .filter_map(|e| {
+                    column_comparison(e).or_else(|| expression_comparison(e, &terms.expressions))
+                })
+                .collect(),
+        )
     }
 
     /// The constant `column` equals, if any.
@@ -339,11 +402,11 @@ impl<'a> Comparisons<'a> {
     /// The path through the index at `position`: its lookup if every column is equal, else
     /// its range (maybe the whole index).
     fn index_path(&self, table: &Table, position: usize) -> IndexAccess {
-        let columns = &table.def.indexes[position].columns;
-        let lookup = match self.all_equal(columns) {
+        let columns = key_ids(&table.def.indexes[position], position);
+        let lookup = match self.all_equal(&columns) {
             Some(values) => IndexLookup::Point(values),
             None => {
-                let (_, prefix, (lower, upper)) = self.range(columns);
+                let (_, prefix, (lower, upper)) = self.range(&columns);
                 IndexLookup::Range {
                     prefix,
                     lower,
@@ -359,9 +422,9 @@ impl<'a> Comparisons<'a> {
 }
 
 /// The access path of AND-ed `parts` without unions.
-fn choose_single(table: &Table, parts: &[&Expr], partial: &[(usize, Expr)]) -> Access {
-    let comparisons = Comparisons::of(parts);
-    let usable = usable_indexes(table, partial, parts);
+fn choose_single(table: &Table, parts: &[&Expr], terms: &IndexBindings) -> Access {
+    let comparisons = Comparisons::of(parts, terms);
+    let usable = usable_indexes(table, terms, parts);
     let key = &table.def.primary_key;
     if !key.is_empty() {
         if let Some(values) = comparisons.all_equal(key) {
@@ -373,7 +436,7 @@ fn choose_single(table: &Table, parts: &[&Expr], partial: &[(usize, Expr)]) -> A
         if !may_use(&usable, position) {
             continue;
         }
-        if let Some(values) = comparisons.all_equal(&index.columns) {
+        if let Some(values) = comparisons.all_equal(&key_ids(index, position)) {
             let rank = (index.unique, index.columns.len());
             if best
                 .as_ref()
@@ -397,7 +460,7 @@ fn choose_single(table: &Table, parts: &[&Expr], partial: &[(usize, Expr)]) -> A
         upper,
     };
     for (position, index) in table.def.indexes.iter().enumerate() {
-        let (rank, prefix, (lower, upper)) = comparisons.range(&index.columns);
+        let (rank, prefix, (lower, upper)) = comparisons.range(&key_ids(index, position));
         if rank > best_rank && may_use(&usable, position) {
             best_rank = rank;
             access = Access::Index(IndexAccess {
@@ -423,7 +486,7 @@ fn choose_single(table: &Table, parts: &[&Expr], partial: &[(usize, Expr)]) -> A
 pub fn ordered_index(
     table: &Table,
     filter: Option<&Expr>,
-    partial: &[(usize, Expr)],
+    terms: &IndexBindings,
     current: &Access,
     order_by: &[SortKey],
     limited: bool,
@@ -436,8 +499,8 @@ pub fn ordered_index(
     if let Some(filter) = filter {
         conjuncts(filter, &mut parts);
     }
-    let comparisons = Comparisons::of(&parts);
-    let usable = usable_indexes(table, partial, &parts);
+    let comparisons = Comparisons::of(&parts, terms);
+    let usable = usable_indexes(table, terms, &parts);
     let mut best: Option<((u8, usize, bool), Access, bool)> = None;
     for (position, index) in table.def.indexes.iter().enumerate() {
         if !may_use(&usable, position) {

@@ -14,7 +14,7 @@ pub mod write;
 
 use std::sync::Arc;
 
-use crate::catalog::{Table, TableDef};
+use crate::catalog::{IndexKey, Table, TableDef};
 use crate::types::DataType;
 pub use access::Access;
 use access::{IndexAccess, IndexLookup};
@@ -151,9 +151,10 @@ pub struct TableRead {
     /// An index path returns rows in the index's entry order, not primary key order (an
     /// ORDER BY the index gives: `access::ordered_index`), read lazily.
     pub index_order: bool,
-    /// The table's partial indexes (position, predicate bound over the table's row): a path
-    /// uses one only where the filter implies its predicate (`access::usable_indexes`).
-    pub partial: Vec<(usize, Expr)>,
+    /// The table's partial indexes' predicates and expression indexes' keys, bound over the
+    /// table's row: a path uses a partial index only where the filter implies its predicate
+    /// (`access::usable_indexes`), an expression key where the filter compares it.
+    pub index_terms: access::IndexBindings,
     /// The columns the plan above reads of each row (None: all): the others are not decoded
     /// and read as NULL (`count(*)` decodes none).
     pub columns: Option<Vec<bool>>,
@@ -650,7 +651,8 @@ pub enum Plan {
     CreateIndex {
         table: String,
         name: Option<String>,
-        columns: Vec<String>,
+        /// Columns and key expressions.
+        keys: Vec<IndexKey>,
         unique: bool,
         if_not_exists: bool,
         /// A partial index's WHERE, as SQL text.

@@ -14,9 +14,11 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 use super::{command, in_failed_block, Prepared, Session, State};
-use crate::catalog::{Catalog, IndexDef, IndexKind, NewIndex, PartialTest, Rebuild, TableDef};
+use crate::catalog::{
+    Catalog, IndexDef, IndexKey, IndexKeys, IndexKind, NewIndex, Rebuild, TableDef,
+};
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::exec::{Executor, Outcome, PartialIndexes};
+use crate::exec::{Executor, IndexTerms, Outcome};
 use crate::plan::bind::Binder;
 use crate::plan::write::AlterAction;
 use crate::plan::{EvalContext, Isolation, Plan};
@@ -434,7 +436,7 @@ impl Session {
             Plan::CreateIndex {
                 table,
                 name,
-                columns,
+                keys,
                 unique,
                 if_not_exists,
                 predicate,
@@ -442,17 +444,18 @@ impl Session {
             } => {
                 let catalog = self.catalog.clone();
                 let block = self.ddl_block();
-                let undo = with_partial_test(&catalog, |partial| {
+                let undo = with_index_keys(&catalog, |keys_of| {
                     let index = NewIndex {
                         table,
                         name: name.as_deref(),
-                        columns,
+                        keys,
                         kind: match unique {
                             true => IndexKind::Unique,
                             false => IndexKind::Plain,
                         },
                         if_not_exists: *if_not_exists,
-                        partial: predicate.clone().map(|text| (text, partial)),
+                        predicate: predicate.clone(),
+                        keys_of,
                         options,
                     };
                     catalog.create_index(index, block)
@@ -531,8 +534,8 @@ impl Session {
                     .iter()
                     .map(|table| (table.def.name.clone(), Rebuild::Truncate))
                     .collect();
-                with_partial_test(&self.catalog, |partial| {
-                    self.catalog.rebuild(changes, partial, None)
+                with_index_keys(&self.catalog, |keys_of| {
+                    self.catalog.rebuild(changes, keys_of, None)
                 })?;
                 if *restart_identity {
                     for table in tables {
@@ -764,16 +767,21 @@ impl Session {
                 columns,
             } => {
                 let catalog = self.catalog.clone();
-                let index = NewIndex {
-                    table: name,
-                    name: Some(index_name),
-                    columns,
-                    kind: IndexKind::UniqueConstraint,
-                    if_not_exists: false,
-                    partial: None,
-                    options: &[],
-                };
-                let undo = catalog.create_index(index, self.ddl_block())?;
+                let keys: Vec<IndexKey> = columns.iter().cloned().map(IndexKey::Column).collect();
+                let block = self.ddl_block();
+                let undo = with_index_keys(&catalog, |keys_of| {
+                    let index = NewIndex {
+                        table: name,
+                        name: Some(index_name),
+                        keys: &keys,
+                        kind: IndexKind::UniqueConstraint,
+                        if_not_exists: false,
+                        predicate: None,
+                        keys_of,
+                        options: &[],
+                    };
+                    catalog.create_index(index, block)
+                })?;
                 self.note_ddl(undo);
                 return Ok(());
             }
@@ -872,8 +880,8 @@ impl Session {
         };
         let catalog = self.catalog.clone();
         let block = self.ddl_block();
-        let undo = with_partial_test(&catalog, |partial| {
-            catalog.rebuild(vec![(name.to_string(), change)], partial, block)
+        let undo = with_index_keys(&catalog, |keys_of| {
+            catalog.rebuild(vec![(name.to_string(), change)], keys_of, block)
         })?;
         self.note_ddl(undo);
         Ok(())
@@ -923,6 +931,10 @@ impl Session {
                 for index in &mut def.indexes {
                     if let Some(predicate) = &mut index.predicate {
                         *predicate = crate::catalog::rename_column_in(predicate, from, to);
+                    }
+                    for expression in &mut index.expressions {
+                        expression.text =
+                            crate::catalog::rename_column_in(&expression.text, from, to);
                     }
                 }
                 rename_referenced(def);
@@ -1149,7 +1161,7 @@ impl Session {
             read_committed,
             work_mem_bytes: self.work_mem_bytes,
             constraints: Default::default(),
-            partial: Default::default(),
+            index_terms: Default::default(),
             constraint_modes: match self.state {
                 State::InBlock(_) => Some(&self.constraint_modes),
                 _ => None,
@@ -1218,10 +1230,11 @@ fn undefined_column(column: &str, table: &str) -> SqlError {
     )
 }
 
-/// Runs `f` (DDL that builds indexes) with the test of a row against a partial index's
-/// predicate. Predicates are immutable (`Expr::is_immutable`), so no session state is read.
-fn with_partial_test<T>(catalog: &Catalog, f: impl FnOnce(PartialTest<'_>) -> T) -> T {
-    let predicates = PartialIndexes::default();
+/// Runs `f` (DDL that builds indexes) with the key of a row in an index (its expressions
+/// evaluated; None when a partial index's predicate leaves it out). Predicates and key
+/// expressions are immutable (`Expr::is_immutable`), so no session state is read.
+fn with_index_keys<T>(catalog: &Catalog, f: impl FnOnce(IndexKeys<'_>) -> T) -> T {
+    let terms = IndexTerms::default();
     let context = EvalContext {
         params: &[],
         database_name: "",
@@ -1232,8 +1245,8 @@ fn with_partial_test<T>(catalog: &Catalog, f: impl FnOnce(PartialTest<'_>) -> T)
         settings: None,
         setting_changes: None,
     };
-    let test = |def: &TableDef, index: &IndexDef, values: &[Value]| {
-        predicates.includes(catalog, def, index, values, &context)
+    let keys_of = |def: &TableDef, index: &IndexDef, values: &[Value]| {
+        terms.keys(catalog, def, index, values, &context)
     };
-    f(&test)
+    f(&keys_of)
 }

@@ -388,11 +388,8 @@ impl SystemFunction {
                 let Some((table, index)) = snapshot.index_by_oid(oid) else {
                     return Ok(Value::Null);
                 };
-                let columns = &table.table.def.columns;
-                let names: Vec<String> = index
-                    .columns
-                    .iter()
-                    .map(|column| quote_ident(&columns[*column].name))
+                let names: Vec<String> = (0..index.columns.len())
+                    .map(|position| index.key(table, position).1)
                     .collect();
                 // pg_get_indexdef(oid, n, pretty) with n > 0: the n-th column only.
                 if let Some(column) = values.get(1).and_then(int_of).filter(|n| *n > 0) {

@@ -36,7 +36,9 @@ mod tables;
 use crate::ident::quote_ident;
 use std::sync::Arc;
 
-use crate::catalog::{Catalog, Sequence, Table, INDEX_DESC, INDEX_NULLS_FIRST};
+use crate::catalog::{
+    Catalog, IndexExpression, Sequence, Table, EXPRESSION_KEY, INDEX_DESC, INDEX_NULLS_FIRST,
+};
 use crate::error::SqlResult;
 use crate::types::{DataType, Value};
 
@@ -165,15 +167,42 @@ pub struct IndexInfo {
     pub predicate: Option<String>,
     /// Per column, indoption bits (`IndexDef::options`; empty: all default).
     pub options: Vec<u8>,
+    /// Key expressions, at the positions of `columns` that hold `EXPRESSION_KEY`.
+    pub expressions: Vec<IndexExpression>,
 }
 
 impl IndexInfo {
+    /// The key at `position`: its index column's name (a column's, or an expression's as
+    /// PostgreSQL names it), its text in a definition, and its type.
+    pub fn key(&self, table: &UserTable, position: usize) -> (String, String, DataType) {
+        let columns = &table.table.def.columns;
+        match self.columns[position] {
+            EXPRESSION_KEY => {
+                let nth = (self.columns[..position].iter())
+                    .filter(|column| **column == EXPRESSION_KEY)
+                    .count();
+                match self.expressions.get(nth) {
+                    Some(expression) => (
+                        expression.name(),
+                        expression.in_definition(),
+                        expression.data_type,
+                    ),
+                    None => ("expr".into(), "?".into(), DataType::Text),
+                }
+            }
+            column => (
+                columns[column].name.clone(),
+                crate::ident::quote_ident(&columns[column].name),
+                columns[column].data_type,
+            ),
+        }
+    }
+
     /// The index as pg_get_indexdef and pg_indexes show it.
     pub fn definition(&self, table: &UserTable) -> String {
-        let columns = &table.table.def.columns;
-        let names: Vec<String> = (self.columns.iter().enumerate())
-            .map(|(position, column)| {
-                let name = crate::ident::quote_ident(&columns[*column].name);
+        let names: Vec<String> = (0..self.columns.len())
+            .map(|position| {
+                let name = self.key(table, position).1;
                 let option = self.options.get(position).copied().unwrap_or(0);
                 let descending = option & INDEX_DESC != 0;
                 let nulls_first = option & INDEX_NULLS_FIRST != 0;
@@ -290,6 +319,7 @@ impl Snapshot {
                     constraint: Some(oid + 3),
                     predicate: None,
                     options: Vec::new(),
+                    expressions: Vec::new(),
                 });
             }
             indexes.extend(secondary_indexes(&table));
@@ -541,6 +571,7 @@ fn secondary_indexes(table: &Table) -> Vec<IndexInfo> {
                 constraint,
                 predicate: index.predicate.clone(),
                 options: index.options.clone(),
+                expressions: index.expressions.clone(),
             }
         })
         .collect()

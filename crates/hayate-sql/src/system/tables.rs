@@ -9,7 +9,7 @@ use super::{
     BTREE_AM_OID, DEFAULT_COLLATION_OID, HEAP_AM_OID, INFORMATION_SCHEMA_NAMESPACE_OID, INT2, INT4,
     NAME, OID, OWNER_ROLE_OID, PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, PUBLIC_SCHEMA, TEXT,
 };
-use crate::catalog::Identity;
+use crate::catalog::{Identity, EXPRESSION_KEY};
 use crate::types::{DataType, Value};
 
 const FLOAT: DataType = DataType::Float8;
@@ -1036,12 +1036,12 @@ fn pg_attribute(snapshot: &Snapshot, _: &SessionNames) -> Rows {
             ));
         }
         for index in &table.indexes {
-            for (position, column) in index.columns.iter().enumerate() {
-                let column = &columns[*column];
+            for position in 0..index.columns.len() {
+                let (name, _, data_type) = index.key(table, position);
                 rows.push(attribute_row(
                     index.oid,
-                    &column.name,
-                    column.data_type,
+                    &name,
+                    data_type,
                     position + 1,
                     false,
                     false,
@@ -1247,13 +1247,25 @@ fn pg_index(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 bool(true),
                 bool(true),
                 bool(false),
-                text(&array::vector(index.columns.iter().map(|c| *c as i64 + 1))),
+                // An expression key is 0, its text in indexprs.
+                text(&array::vector(index.columns.iter().map(|c| match *c {
+                    EXPRESSION_KEY => 0,
+                    c => c as i64 + 1,
+                }))),
                 text(&array::vector(index.columns.iter().map(|_| 0))),
                 text(&array::vector(index.columns.iter().map(|_| 0))),
                 text(&array::vector((0..index.columns.len()).map(|position| {
                     i64::from(index.options.get(position).copied().unwrap_or(0))
                 }))),
-                NULL,
+                match index.expressions.is_empty() {
+                    true => NULL,
+                    false => text(
+                        &(index.expressions.iter())
+                            .map(|expression| expression.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    ),
+                },
                 index.predicate.as_deref().map_or(NULL, text),
             ]);
         }

@@ -8,8 +8,8 @@ use sqlparser::ast;
 
 use super::{data_type, ident_name, object_name, undefined_column, Binder};
 use crate::catalog::{
-    CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, ReferentialAction, TableDef,
-    ViewDef, INDEX_DESC, INDEX_NULLS_FIRST,
+    CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, IndexExpression, IndexKey,
+    ReferentialAction, TableDef, ViewDef, INDEX_DESC, INDEX_NULLS_FIRST,
 };
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
@@ -188,6 +188,7 @@ impl Binder<'_> {
                     tree: String::new(),
                     predicate: None,
                     options: Vec::new(),
+                    expressions: Vec::new(),
                 });
             }
         }
@@ -224,12 +225,44 @@ impl Binder<'_> {
             return Err(SqlError::unsupported("CREATE INDEX ... INCLUDE"));
         }
         let table = self.catalog.table(&object_name(&create.table_name)?)?;
-        let columns = key_columns(create.columns.iter().map(|c| &c.column.expr))?;
-        for column in &columns {
-            table
-                .def
-                .column_index(column)
-                .ok_or_else(|| undefined_column(column))?;
+        // Each key: a column, or an expression over the row (`lower(email)`, `(a + b)`),
+        // kept as text with its type and bound again by each writer, as a predicate is.
+        let mut keys = Vec::with_capacity(create.columns.len());
+        for column in &create.columns {
+            let mut expr = &column.column.expr;
+            while let ast::Expr::Nested(inner) = expr {
+                expr = inner.as_ref();
+            }
+            if let ast::Expr::Identifier(ident) = expr {
+                let name = ident_name(ident);
+                table
+                    .def
+                    .column_index(&name)
+                    .ok_or_else(|| undefined_column(&name))?;
+                keys.push(IndexKey::Column(name));
+                continue;
+            }
+            if super::expr::contains_aggregate(expr) {
+                return Err(SqlError::new(
+                    sqlstate::GROUPING_ERROR,
+                    "aggregate functions are not allowed in index expressions",
+                ));
+            }
+            let text = stored_text(expr);
+            let (bound, data_type) = self.bind_index_expression_text(&table.def, &text)?;
+            self.check_index_term(&table.def, &text, &bound, "expression", |binder, text| {
+                binder
+                    .bind_index_expression_text(&table.def, text)
+                    .map(|(bound, _)| bound)
+            })?;
+            if data_type == DataType::Unknown {
+                keys.push(IndexKey::Expression(IndexExpression {
+                    text: format!("({text})::text"),
+                    data_type: DataType::Text,
+                }));
+            } else {
+                keys.push(IndexKey::Expression(IndexExpression { text, data_type }));
+            }
         }
         // A partial index's WHERE: a condition on the table's columns, kept as text.
         let predicate = match &create.predicate {
@@ -241,29 +274,9 @@ impl Binder<'_> {
                 }
                 let text = stored_text(predicate);
                 let bound = self.bind_index_predicate(&table.def, &text)?;
-                if bound.contains_subquery() {
-                    return Err(SqlError::new(
-                        sqlstate::FEATURE_NOT_SUPPORTED,
-                        "cannot use subquery in index predicate",
-                    ));
-                }
-                // Constants folded when bound (a literal cast through timestamptz) show a
-                // predicate read in the zone: bound in two far-apart zones they differ.
-                // (Compared as text: NaN constants are equal there; an error in one zone
-                // only is a difference too.)
-                let mut in_zone = |east: i32| -> Option<String> {
-                    let zone = crate::types::zone::Zone::fixed(east).ok()?;
-                    let _entered = crate::types::zone::enter(std::sync::Arc::new(zone));
-                    let bound = self.bind_index_predicate(&table.def, &text).ok()?;
-                    Some(format!("{bound:?}"))
-                };
-                let folds_the_zone = in_zone(14 * 3600) != in_zone(-12 * 3600);
-                if !bound.is_immutable() || folds_the_zone || reads_the_zone(&bound, &table.def) {
-                    return Err(SqlError::new(
-                        sqlstate::INVALID_OBJECT_DEFINITION,
-                        "functions in index predicate must be marked IMMUTABLE",
-                    ));
-                }
+                self.check_index_term(&table.def, &text, &bound, "predicate", |binder, text| {
+                    binder.bind_index_predicate(&table.def, text)
+                })?;
                 Some(text)
             }
             None => None,
@@ -290,7 +303,7 @@ impl Binder<'_> {
         Ok(Plan::CreateIndex {
             table: table.def.name.clone(),
             name: create.name.as_ref().map(object_name).transpose()?,
-            columns,
+            keys,
             unique: create.unique,
             if_not_exists: create.if_not_exists,
             predicate,
@@ -840,14 +853,80 @@ impl Binder<'_> {
         self.bind_over_row(def, expr, false)
     }
 
-    /// A boolean expression's text bound over a row of `def` (`named`: the table's name may
-    /// qualify its columns).
-    fn bind_over_row(&mut self, def: &TableDef, expr: &str, named: bool) -> SqlResult<Expr> {
-        let dialect = sqlparser::dialect::PostgreSqlDialect {};
-        let parsed = sqlparser::parser::Parser::new(&dialect)
-            .try_with_sql(expr)
-            .and_then(|mut parser| parser.parse_expr())
-            .map_err(|error| SqlError::syntax(format!("invalid CHECK {expr}: {error}")))?;
+    /// An expression index's key expression bound over a row of `def`.
+    pub(crate) fn bind_index_expression(
+        &mut self,
+        def: &TableDef,
+        expression: &IndexExpression,
+    ) -> SqlResult<Expr> {
+        let (bound, data_type) = self.bind_index_expression_text(def, &expression.text)?;
+        if data_type != expression.data_type {
+            return Err(SqlError::new(
+                sqlstate::DATA_CORRUPTED,
+                format!(
+                    "index expression {} is {data_type:?}, stored as {:?}",
+                    expression.text, expression.data_type
+                ),
+            ));
+        }
+        Ok(bound)
+    }
+
+    /// A key expression's text bound over a row of `def`, and its type.
+    fn bind_index_expression_text(
+        &mut self,
+        def: &TableDef,
+        text: &str,
+    ) -> SqlResult<(Expr, DataType)> {
+        let parsed = parse_stored(text)?;
+        self.in_row_scope(def, false, |binder| binder.bind_expr(&parsed, None))
+    }
+
+    /// Checks a partial index's predicate or an index's key expression (`what`), bound as
+    /// `bound` from `text`: no subquery (0A000), nothing that depends
+    /// on more than the row (42P17: non-immutable functions, the session's time zone).
+    /// `rebind` binds the text again (to see whether it folds differently in another zone).
+    fn check_index_term(
+        &mut self,
+        def: &TableDef,
+        text: &str,
+        bound: &Expr,
+        what: &str,
+        mut rebind: impl FnMut(&mut Self, &str) -> SqlResult<Expr>,
+    ) -> SqlResult<()> {
+        if bound.contains_subquery() {
+            return Err(SqlError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                format!("cannot use subquery in index {what}"),
+            ));
+        }
+        // Constants folded when bound (a literal cast through timestamptz) show a term read
+        // in the zone: bound in two far-apart zones they differ. (Compared as text: NaN
+        // constants are equal there; an error in one zone only is a difference too.)
+        let mut in_zone = |east: i32| -> Option<String> {
+            let zone = crate::types::zone::Zone::fixed(east).ok()?;
+            let _entered = crate::types::zone::enter(std::sync::Arc::new(zone));
+            let bound = rebind(self, text).ok()?;
+            Some(format!("{bound:?}"))
+        };
+        let folds_the_zone = in_zone(14 * 3600) != in_zone(-12 * 3600);
+        if !bound.is_immutable() || folds_the_zone || reads_the_zone(bound, def) {
+            return Err(SqlError::new(
+                sqlstate::INVALID_OBJECT_DEFINITION,
+                format!("functions in index {what} must be marked IMMUTABLE"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with the scope a row of `def` (`named`: the table's name may qualify its
+    /// columns).
+    fn in_row_scope<T>(
+        &mut self,
+        def: &TableDef,
+        named: bool,
+        f: impl FnOnce(&mut Self) -> SqlResult<T>,
+    ) -> SqlResult<T> {
         let mut scope = super::scope::Scope::default();
         scope.push(super::scope::ScopeEntry::new(
             named.then(|| def.name.clone()),
@@ -858,27 +937,44 @@ impl Binder<'_> {
                 .collect(),
         ));
         let saved = self.scope.replace(scope);
-        let bound = self.bind_typed(&parsed, DataType::Bool);
+        let bound = f(self);
         self.scope = saved;
         bound
     }
 
-    /// The table's partial indexes with their predicates bound over its row (one that does
-    /// not bind, which CREATE INDEX prevents, gets FALSE: never used for reads).
-    pub(crate) fn partial_predicates(
+    /// A boolean expression's text bound over a row of `def` (`named`: the table's name may
+    /// qualify its columns).
+    fn bind_over_row(&mut self, def: &TableDef, expr: &str, named: bool) -> SqlResult<Expr> {
+        let parsed = parse_stored(expr)?;
+        self.in_row_scope(def, named, |binder| {
+            binder.bind_typed(&parsed, DataType::Bool)
+        })
+    }
+
+    /// The table's partial indexes' predicates and expression indexes' key expressions,
+    /// bound over its row (a predicate that does not bind, which CREATE INDEX prevents,
+    /// gets FALSE and an expression that does not bind is left out: never used for reads).
+    pub(crate) fn index_bindings(
         &mut self,
         table: &crate::catalog::Table,
-    ) -> Vec<(usize, Expr)> {
-        let mut partial = Vec::new();
+    ) -> crate::plan::access::IndexBindings {
+        let mut terms = crate::plan::access::IndexBindings::default();
         for (position, index) in table.def.indexes.iter().enumerate() {
             if let Some(predicate) = &index.predicate {
                 let bound = self
                     .bind_index_predicate(&table.def, predicate)
                     .unwrap_or(Expr::Literal(Value::Bool(false)));
-                partial.push((position, bound));
+                terms.predicates.push((position, bound));
+            }
+            for key in 0..index.columns.len() {
+                if let Some(expression) = index.expression_at(key) {
+                    if let Ok(bound) = self.bind_index_expression(&table.def, expression) {
+                        terms.expressions.push((position, key, bound));
+                    }
+                }
             }
         }
-        partial
+        terms
     }
 
     /// Binds a column's DEFAULT (stored as SQL text) as an expression of the column's type.
@@ -986,6 +1082,15 @@ fn column_def_with_constraints(
 /// An expression as the catalog keeps it (a DEFAULT, a CHECK): its SQL text without the
 /// parentheses around the whole, type names of casts in lower case as PostgreSQL shows them
 /// (`nextval('s'::regclass)`), so a definition read back by pg_dump is the one written.
+/// An expression stored as text (a CHECK, an index's predicate or key expression), parsed.
+fn parse_stored(text: &str) -> SqlResult<ast::Expr> {
+    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+    sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(text)
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(|error| SqlError::syntax(format!("invalid stored expression {text}: {error}")))
+}
+
 fn stored_text(expr: &ast::Expr) -> String {
     let mut expr = expr;
     while let ast::Expr::Nested(inner) = expr {

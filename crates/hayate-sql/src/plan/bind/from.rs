@@ -563,7 +563,7 @@ impl Binder<'_> {
                     self.note_read(table_name);
                     let entry = ScopeEntry::table(&table);
                     let read = TableRead {
-                        partial: self.partial_predicates(&table),
+                        index_terms: self.index_bindings(&table),
                         columns: None,
                         table,
                         access: Access::Full,
@@ -955,7 +955,7 @@ fn push_into(relation: Relation, conjuncts: Vec<Expr>) -> Relation {
                 Some(existing) => and_all(vec![existing, predicate]),
                 None => Some(predicate),
             };
-            read.access = access::choose(&read.table, filter.as_ref(), &read.partial);
+            read.access = access::choose(&read.table, filter.as_ref(), &read.index_terms);
             read.filter = filter;
             Relation::Table { read, lock }
         }
@@ -1134,7 +1134,7 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
             .collect();
         let mut filter = read.filter.clone().into_iter().collect::<Vec<_>>();
         filter.extend(own);
-        let access = access::choose(&read.table, and_all(filter).as_ref(), &read.partial);
+        let access = access::choose(&read.table, and_all(filter).as_ref(), &read.index_terms);
         access::narrowness(&read.table, &access)
     };
     let ranks: Vec<_> = items.iter().map(rank).collect();
@@ -1484,7 +1484,7 @@ fn join(
                     filter: read.filter.clone(),
                     descending: false,
                     index_order: false,
-                    partial: read.partial.clone(),
+                    index_terms: read.index_terms.clone(),
                     columns: None,
                 };
                 return Relation::IndexJoin {

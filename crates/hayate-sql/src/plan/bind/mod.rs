@@ -604,10 +604,10 @@ impl<'a> Binder<'a> {
         let filter = selection
             .map(|expr| self.bind_typed(expr, DataType::Bool))
             .transpose()?;
-        let partial = self.partial_predicates(&table);
-        let access = access::choose(&table, filter.as_ref(), &partial);
+        let index_terms = self.index_bindings(&table);
+        let access = access::choose(&table, filter.as_ref(), &index_terms);
         Ok(TableRead {
-            partial,
+            index_terms,
             columns: None,
             table,
             access,

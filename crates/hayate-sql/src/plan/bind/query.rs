@@ -362,7 +362,7 @@ impl Binder<'_> {
                     None => access::ordered_index(
                         &read.table,
                         read.filter.as_ref(),
-                        &read.partial,
+                        &read.index_terms,
                         &read.access,
                         &order_by,
                         limit.is_some(),
