@@ -20,9 +20,11 @@ CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, note text, \
     joined timestamptz DEFAULT now(), credit numeric(10,2) DEFAULT 0 CHECK (credit >= 0));
 CREATE INDEX customers_name ON customers (name);
 CREATE INDEX customers_recent ON customers (joined DESC NULLS LAST, name NULLS FIRST);
+CREATE UNIQUE INDEX customers_lower_name ON customers (lower(name));
 CREATE TABLE orders (id bigint PRIMARY KEY, customer int NOT NULL REFERENCES customers (id), \
     total float8, paid bool DEFAULT false);
 CREATE UNIQUE INDEX orders_unpaid ON orders (customer) WHERE NOT paid;
+CREATE INDEX orders_gross ON orders ((total * 2), customer);
 CREATE SEQUENCE tickets START 100 INCREMENT 5;
 CREATE SEQUENCE laps INCREMENT 3 MAXVALUE 7 CYCLE;
 CREATE VIEW big_orders AS SELECT o.id, c.name, o.total FROM orders o \
@@ -47,6 +49,9 @@ const CHECKS: &[&str] = &[
     "SELECT indexdef FROM pg_indexes WHERE indexname = 'orders_unpaid'",
     // DESC and NULLS FIRST/LAST as written (stored ascending, but kept for the dump).
     "SELECT indexdef FROM pg_indexes WHERE indexname = 'customers_recent'",
+    // Expression indexes (PostgreSQL writes `total * 2` as `total * (2)::double precision`).
+    "SELECT indexdef FROM pg_indexes WHERE indexname = 'customers_lower_name'",
+    "SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%USING btree (((total * %, customer)'",
 ];
 
 fn psql(host: &str, port: u16, user: &str, database: &str, args: &[&str]) -> String {
@@ -116,12 +121,14 @@ fn a_dump_restores_into_hayate_and_postgresql_and_back() {
     // copy taken after one round of checks shows.
     let expected = checked(&host, port, "tester", "test");
     let expected_after = checked(&host, port, "tester", "test");
-    assert!(
-        std::fs::read_to_string(&first)
-            .unwrap()
-            .contains("USING btree (joined DESC NULLS LAST, name NULLS FIRST)"),
-        "the dump keeps DESC and NULLS FIRST/LAST"
-    );
+    let dumped = std::fs::read_to_string(&first).unwrap();
+    for kept in [
+        "USING btree (joined DESC NULLS LAST, name NULLS FIRST)",
+        "CREATE UNIQUE INDEX customers_lower_name ON public.customers USING btree (lower(name))",
+        "CREATE INDEX orders_gross ON public.orders USING btree (((total * 2)), customer)",
+    ] {
+        assert!(dumped.contains(kept), "the dump keeps {kept}:\n{dumped}");
+    }
 
     // Hayate -> pg_dump -> psql -> Hayate: the same rows, and the same dump text.
     psql(

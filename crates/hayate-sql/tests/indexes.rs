@@ -926,6 +926,16 @@ fn expression_indexes_hold_their_expressions_values() {
     );
     let chosen = access(&session, "SELECT id FROM t WHERE lower(mail) = 'a'", &[]);
     assert_eq!(index_point(&chosen), Some(0), "{chosen:?}");
+    // Its stored type would no longer be the expression's.
+    assert_eq!(
+        try_run(
+            &mut session,
+            "ALTER TABLE t ALTER COLUMN mail TYPE varchar(40)"
+        )
+        .unwrap_err()
+        .code,
+        "0A000"
+    );
     // What PostgreSQL refuses.
     for (bad, code) in [
         ("CREATE INDEX bad ON t (random())", "42P17"),

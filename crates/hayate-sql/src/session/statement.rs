@@ -1027,6 +1027,14 @@ impl Session {
                 "cannot alter type of a column used by a view or rule",
             ));
         }
+        // The stored type of a key expression over the column would change with it.
+        if let Some(index) = def.indexes.iter().find(|i| i.expressions_mention(column)) {
+            return Err(SqlError::unsupported(format!(
+                "ALTER COLUMN TYPE of a column the expression index \"{}\" reads (drop the \
+                 index, change the type, create it again)",
+                index.name
+            )));
+        }
         let quoted = quote(column);
         let violation = match to {
             DataType::Int2 | DataType::Int4 if from.wider_integer(to) != to => {
