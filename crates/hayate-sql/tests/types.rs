@@ -760,6 +760,19 @@ fn json_each_in_a_select_list_as_postgresql() {
     );
 }
 
+/// information_schema's constraint views (table_constraints, key_column_usage with
+/// position_in_unique_constraint, referential_constraints with their rules,
+/// constraint_column_usage, check_constraints) and the join schema tools run over them
+/// (`fixtures/constraint_views.sql`); PostgreSQL 15's output line for line (its NOT NULL
+/// pseudo-checks filtered out).
+#[test]
+fn constraint_views_as_postgresql() {
+    assert_script_as_postgresql(
+        include_str!("fixtures/constraint_views.sql"),
+        include_str!("fixtures/constraint_views.expected"),
+    );
+}
+
 /// pg_timezone_names lists the time zone database's zones with their abbreviation, offset
 /// and summer time now (zones without summer time checked, as PostgreSQL 15 shows them).
 #[test]

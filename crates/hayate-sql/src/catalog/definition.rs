@@ -127,8 +127,6 @@ impl IndexExpression {
     }
 }
 
-/// Whether a row has an entry in a partial index (its predicate is true for the row): the
-/// layers above bind and evaluate predicates; the catalog asks when it builds an index.
 /// The key of a row in an index (`IndexDef::key_values`, its expressions evaluated), or None
 /// when a partial index holds no entry for it: the layers above bind and evaluate
 /// predicates and expressions; the catalog asks when it builds an index.

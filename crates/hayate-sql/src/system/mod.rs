@@ -27,6 +27,7 @@
 //! PostgreSQL text form (`{pg_catalog,public}`) in text values: see `array`.
 
 pub mod array;
+mod constraints;
 mod empty;
 pub mod functions;
 mod pg_types;
@@ -128,7 +129,8 @@ impl SystemTable {
 pub fn lookup(schema: Option<&str>, name: &str) -> Option<SystemTable> {
     let table = tables::definition(name)
         .or_else(|| empty::definition(name))
-        .or_else(|| statistics::definition(name))?;
+        .or_else(|| statistics::definition(name))
+        .or_else(|| constraints::definition(name))?;
     match schema {
         Some(schema) if schema != table.schema => None,
         _ => Some(table),
@@ -149,6 +151,11 @@ pub fn all_tables() -> impl Iterator<Item = SystemTable> {
             statistics::NAMES
                 .iter()
                 .filter_map(|name| statistics::definition(name)),
+        )
+        .chain(
+            constraints::NAMES
+                .iter()
+                .filter_map(|name| constraints::definition(name)),
         )
 }
 
@@ -596,7 +603,10 @@ mod tests {
         let tables: Vec<SystemTable> = all_tables().collect();
         assert_eq!(
             tables.len(),
-            tables::NAMES.len() + empty::NAMES.len() + statistics::NAMES.len()
+            tables::NAMES.len()
+                + empty::NAMES.len()
+                + statistics::NAMES.len()
+                + constraints::NAMES.len()
         );
         let mut oids: Vec<i64> = tables.iter().map(|table| table.oid).collect();
         oids.sort();
