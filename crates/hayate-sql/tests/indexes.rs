@@ -947,6 +947,82 @@ fn expression_indexes_hold_their_expressions_values() {
     }
 }
 
+/// A comparison through a cast is a key lookup only when the cast keeps the column's values
+/// exact and in order (an integer to a wider integer): `t::int = 5` finds '5' and '05',
+/// `f::int >= 3` finds 2.6, as a scan does; an expression index's entry follows a change
+/// SQL calls equal but the expression does not (1.5 to 1.50 as text).
+#[test]
+fn casts_that_change_equality_are_not_key_lookups() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_on(Database::open(dir.path(), DatabaseConfig::default()).unwrap());
+    for statement in [
+        "CREATE TABLE sc (id int4 PRIMARY KEY, t text, f float8, n int4)",
+        "CREATE INDEX sc_t ON sc (t)",
+        "CREATE INDEX sc_f ON sc (f)",
+        "CREATE INDEX sc_n ON sc (n)",
+        "INSERT INTO sc VALUES (1, '5', 2.6, 7), (2, '05', 3.2, 8)",
+        "CREATE TABLE sk (k text PRIMARY KEY)",
+        "INSERT INTO sk VALUES ('7'), ('07')",
+    ] {
+        run(&mut session, statement);
+    }
+    let ids = |session: &mut Session, sql: &str| -> Vec<Value> {
+        rows(session, sql)
+            .into_iter()
+            .map(|row| row[0].clone())
+            .collect()
+    };
+    let both = [Value::Int(1), Value::Int(2)];
+    assert_eq!(
+        ids(
+            &mut session,
+            "SELECT id FROM sc WHERE t::int4 = 5 ORDER BY id"
+        ),
+        both
+    );
+    assert_eq!(
+        ids(
+            &mut session,
+            "SELECT id FROM sc WHERE f::int4 >= 3 ORDER BY id"
+        ),
+        both
+    );
+    assert_eq!(
+        ids(
+            &mut session,
+            "SELECT k FROM sk WHERE k::int4 = 7 ORDER BY k"
+        ),
+        [Value::Text("07".into()), Value::Text("7".into())]
+    );
+    assert_eq!(
+        ids(
+            &mut session,
+            "SELECT sc.id FROM sc JOIN sk ON sk.k::int4 = sc.n ORDER BY 1"
+        ),
+        [Value::Int(1), Value::Int(1)]
+    );
+    // An integer widened stays a key lookup.
+    let chosen = access(&session, "SELECT id FROM sc WHERE n::int8 = 7", &[]);
+    assert_eq!(index_point(&chosen), Some(2), "{chosen:?}");
+    let chosen = access(&session, "SELECT id FROM sc WHERE id::int8 = 1", &[]);
+    assert!(matches!(chosen, Access::Point(_)), "{chosen:?}");
+
+    run(
+        &mut session,
+        "CREATE TABLE nx (id int4 PRIMARY KEY, n numeric)",
+    );
+    run(&mut session, "CREATE INDEX nx_text ON nx ((n::text))");
+    run(&mut session, "INSERT INTO nx VALUES (1, 1.5)");
+    run(&mut session, "UPDATE nx SET n = 1.50 WHERE id = 1");
+    assert_eq!(
+        ids(&mut session, "SELECT id FROM nx WHERE n::text = '1.50'"),
+        [Value::Int(1)]
+    );
+    assert!(ids(&mut session, "SELECT id FROM nx WHERE n::text = '1.5'").is_empty());
+    run(&mut session, "DELETE FROM nx");
+    assert!(ids(&mut session, "SELECT id FROM nx WHERE n::text >= '1'").is_empty());
+}
+
 /// Partial indexes (CREATE INDEX ... WHERE) on random data: a unique one holds only the rows
 /// its predicate accepts (a duplicate among them is 23505, one outside them is not), reads
 /// through them equal full scans of an unindexed copy, queries whose WHERE does not imply a

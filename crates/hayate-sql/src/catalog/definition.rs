@@ -110,7 +110,7 @@ impl IndexExpression {
             .collect();
         let call = !head.is_empty()
             && !head.starts_with(|c: char| c.is_ascii_digit())
-            && text[head.len()..].trim_start().starts_with('(');
+            && call_ends_text(text[head.len()..].trim_start());
         match call {
             true => head.to_lowercase(),
             false => "expr".into(),
@@ -125,6 +125,32 @@ impl IndexExpression {
             false => self.text.clone(),
         }
     }
+}
+
+/// True if `text` is one parenthesized argument list and nothing after it (`(a, 'x)')` is;
+/// `(a) || b` is not): the rest of a function call's text after its name.
+fn call_ends_text(text: &str) -> bool {
+    if !text.starts_with('(') {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    for (at, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return at + 1 == text.len();
+                }
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The key of a row in an index (`IndexDef::key_values`, its expressions evaluated), or None
@@ -191,11 +217,12 @@ impl IndexDef {
         (self.expressions.iter()).any(|expression| mentions(&expression.text, column))
     }
 
-    /// True if the index's key may differ between the two versions of a row.
+    /// True if the index's key may differ between the two versions of a row: a column of it
+    /// changed, or (an expression index) any column did (the caller compares the entries).
     pub fn reads_changed(&self, old: &[crate::types::Value], new: &[crate::types::Value]) -> bool {
         match self.expressions.is_empty() {
             true => (self.columns.iter()).any(|column| old[*column] != new[*column]),
-            false => old != new,
+            false => true,
         }
     }
 
@@ -825,6 +852,31 @@ mod tests {
             rename_column_in("length(length) < 10 AND x::length IS NULL", "length", "n"),
             "length(n) < 10 AND x::length IS NULL"
         );
+    }
+
+    #[test]
+    fn expression_names_as_postgresql() {
+        let name = |text: &str| {
+            let expression = IndexExpression {
+                text: text.into(),
+                data_type: DataType::Text,
+            };
+            (expression.name(), expression.in_definition())
+        };
+        assert_eq!(
+            name("lower(email)"),
+            ("lower".into(), "lower(email)".into())
+        );
+        assert_eq!(name("a + b"), ("expr".into(), "((a + b))".into()));
+        assert_eq!(
+            name("lower(a) || b"),
+            ("expr".into(), "((lower(a) || b))".into())
+        );
+        assert_eq!(
+            name("coalesce(a, ')')::TEXT"),
+            ("expr".into(), "((coalesce(a, ')')::TEXT))".into())
+        );
+        assert_eq!(name("f(g(x), ')')"), ("f".into(), "f(g(x), ')')".into()));
     }
 
     #[test]

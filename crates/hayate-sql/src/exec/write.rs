@@ -9,6 +9,7 @@ use std::sync::Arc;
 use hayate_engine::Transaction;
 
 use super::{dml_outcome, duplicate_key, Executor, Outcome};
+use crate::catalog::index_entry::entry;
 use crate::catalog::Table;
 use crate::encoding::row;
 use crate::error::{sqlstate, SqlError, SqlResult};
@@ -157,6 +158,22 @@ impl Executor<'_> {
         let mut changed = Vec::with_capacity(table.def.indexes.len());
         for index in &table.def.indexes {
             let mut index_changed = moved || index.reads_changed(old, new);
+            if index_changed && !moved && !index.expressions.is_empty() {
+                // Whether the entry changes (values equal as SQL values may still differ
+                // through an expression: 1.5 and 1.50 as text).
+                let entry_of = |values: &[Value]| -> SqlResult<Option<Vec<u8>>> {
+                    let keys = self.index_terms.keys(
+                        self.catalog,
+                        &table.def,
+                        index,
+                        values,
+                        &self.context,
+                    )?;
+                    keys.map(|keys| Ok(entry(&table.def, index, &keys, key)?.0))
+                        .transpose()
+                };
+                index_changed = entry_of(old)? != entry_of(new)?;
+            }
             if !index_changed && index.predicate.is_some() {
                 // The row enters or leaves a partial index.
                 let includes = |values: &[Value]| {

@@ -113,9 +113,17 @@ pub(crate) fn conjuncts<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
     }
 }
 
+/// A table's column types by position, as `exact_column` asks for them.
+fn column_types(table: &Table) -> impl Fn(usize) -> Option<DataType> + '_ {
+    |column| table.def.columns.get(column).map(|c| c.data_type)
+}
+
 /// `column op constant` (either way round) as (column, op with the column on the left,
-/// constant).
-fn column_comparison(expr: &Expr) -> Option<(usize, BinaryOp, &Expr)> {
+/// constant); `type_of` gives a column's type (see `exact_column`).
+fn column_comparison<'a>(
+    expr: &'a Expr,
+    type_of: &dyn Fn(usize) -> Option<DataType>,
+) -> Option<(usize, BinaryOp, &'a Expr)> {
     let Expr::Binary {
         op, left, right, ..
     } = expr
@@ -125,56 +133,75 @@ fn column_comparison(expr: &Expr) -> Option<(usize, BinaryOp, &Expr)> {
     if !op.is_comparison() || *op == BinaryOp::NotEqual {
         return None;
     }
-    match (strip_cast(left), strip_cast(right)) {
-        (Expr::Column(column), constant) if constant.is_constant() => {
-            Some((*column, *op, right.as_ref()))
+    if right.is_constant() {
+        if let Some(column) = exact_column(left, type_of) {
+            return Some((column, *op, right.as_ref()));
         }
-        (constant, Expr::Column(column)) if constant.is_constant() => {
-            Some((*column, op.flipped(), left.as_ref()))
+    }
+    if left.is_constant() {
+        if let Some(column) = exact_column(right, type_of) {
+            return Some((column, op.flipped(), left.as_ref()));
+        }
+    }
+    None
+}
+
+/// The column `expr` reads, if it is a column, or an integer column through casts that keep
+/// its values exact and in their order (to an integer type or numeric: `c::int8 = $1` is
+/// `c = $1`). Other casts are not looked through: through `t::int` ('5' and '05') or
+/// `f::int` (2.6 and 3) values a key keeps apart compare equal, so no key range finds them.
+pub(crate) fn exact_column(
+    expr: &Expr,
+    type_of: &dyn Fn(usize) -> Option<DataType>,
+) -> Option<usize> {
+    match expr {
+        Expr::Column(column) => Some(*column),
+        Expr::Cast { expr, to } if to.is_integer() || matches!(to, DataType::Numeric(_)) => {
+            let column = exact_column(expr, type_of)?;
+            type_of(column)?.is_integer().then_some(column)
         }
         _ => None,
     }
 }
 
 /// `expression op constant` (either way round) where the expression is an index's key
-/// expression (`lower(email) = $1`), as `column_comparison` with the key's id.
-fn expression_comparison<'a>(
+/// expression (`lower(email) = $1`), as `column_comparison` with the key's id: one for each
+/// index key that is that expression.
+fn expression_comparisons<'a>(
     expr: &'a Expr,
     expressions: &[(usize, usize, Expr)],
-) -> Option<(usize, BinaryOp, &'a Expr)> {
+) -> Vec<(usize, BinaryOp, &'a Expr)> {
     let Expr::Binary {
         op, left, right, ..
     } = expr
     else {
-        return None;
+        return Vec::new();
     };
     if !op.is_comparison() || *op == BinaryOp::NotEqual || expressions.is_empty() {
-        return None;
+        return Vec::new();
     }
-    let key = |side: &Expr| {
+    // The expression exactly (a cast of it compares other values); every index holding it.
+    let keys = |side: &Expr| -> Vec<usize> {
         (expressions.iter())
-            .find(|(_, _, expression)| expression == side || expression == strip_cast(side))
+            .filter(|(_, _, expression)| expression == side)
             .map(|(index, key, _)| expression_id(*index, *key))
+            .collect()
     };
     if right.is_constant() {
-        if let Some(id) = key(left) {
-            return Some((id, *op, right.as_ref()));
+        let ids = keys(left);
+        if !ids.is_empty() {
+            return ids
+                .into_iter()
+                .map(|id| (id, *op, right.as_ref()))
+                .collect();
         }
     }
     if left.is_constant() {
-        if let Some(id) = key(right) {
-            return Some((id, op.flipped(), left.as_ref()));
-        }
+        return (keys(right).into_iter())
+            .map(|id| (id, op.flipped(), left.as_ref()))
+            .collect();
     }
-    None
-}
-
-/// A cast of a column to another numeric width keeps its order; look through it.
-fn strip_cast(expr: &Expr) -> &Expr {
-    match expr {
-        Expr::Cast { expr, to } if to.is_numeric() => strip_cast(expr),
-        other => other,
-    }
+    Vec::new()
 }
 
 type Bounds = (Option<KeyBound>, Option<KeyBound>);
@@ -254,6 +281,7 @@ pub fn usable_indexes(table: &Table, terms: &IndexBindings, parts: &[&Expr]) -> 
     if terms.predicates.is_empty() {
         return Vec::new();
     }
+    let type_of = column_types(table);
     let mut usable = vec![true; table.def.indexes.len()];
     for (position, predicate) in &terms.predicates {
         let mut needed = Vec::new();
@@ -264,11 +292,11 @@ pub fn usable_indexes(table: &Table, terms: &IndexBindings, parts: &[&Expr]) -> 
                     Expr::IsNull {
                         expr,
                         negated: true,
-                    } => match strip_cast(expr) {
-                        Expr::Column(column) => parts.iter().any(|part| {
-                            column_comparison(part).is_some_and(|(c, _, _)| c == *column)
+                    } => match exact_column(expr, &type_of) {
+                        Some(column) => parts.iter().any(|part| {
+                            column_comparison(part, &type_of).is_some_and(|(c, _, _)| c == column)
                         }),
-                        _ => false,
+                        None => false,
                     },
                     _ => false,
                 }
@@ -335,11 +363,13 @@ fn choose_parts(table: &Table, parts: &[&Expr], terms: &IndexBindings, budget: u
 struct Comparisons<'a>(Vec<(usize, BinaryOp, &'a Expr)>);
 
 impl<'a> Comparisons<'a> {
-    fn of(parts: &[&'a Expr], terms: &IndexBindings) -> Self {
+    fn of(table: &Table, parts: &[&'a Expr], terms: &IndexBindings) -> Self {
+        let type_of = column_types(table);
         Comparisons(
             (parts.iter())
-                .filter_map(|e| {
-                    column_comparison(e).or_else(|| expression_comparison(e, &terms.expressions))
+                .flat_map(|e| match column_comparison(e, &type_of) {
+                    Some(comparison) => vec![comparison],
+                    None => expression_comparisons(e, &terms.expressions),
                 })
                 .collect(),
         )
@@ -423,7 +453,7 @@ impl<'a> Comparisons<'a> {
 
 /// The access path of AND-ed `parts` without unions.
 fn choose_single(table: &Table, parts: &[&Expr], terms: &IndexBindings) -> Access {
-    let comparisons = Comparisons::of(parts, terms);
+    let comparisons = Comparisons::of(table, parts, terms);
     let usable = usable_indexes(table, terms, parts);
     let key = &table.def.primary_key;
     if !key.is_empty() {
@@ -499,7 +529,7 @@ pub fn ordered_index(
     if let Some(filter) = filter {
         conjuncts(filter, &mut parts);
     }
-    let comparisons = Comparisons::of(&parts, terms);
+    let comparisons = Comparisons::of(table, &parts, terms);
     let usable = usable_indexes(table, terms, &parts);
     let mut best: Option<((u8, usize, bool), Access, bool)> = None;
     for (position, index) in table.def.indexes.iter().enumerate() {

@@ -180,58 +180,21 @@ fn each<'a>(
 pub(super) fn definition(name: &str) -> Option<SystemTable> {
     let name = *NAMES.iter().find(|known| **known == name)?;
     let (_, oid, columns, compute): super::Definition = match name {
-        "table_constraints" => ("information_schema", 13103, TABLE_CONSTRAINTS, |snapshot, names| {
-            each(snapshot, |table, constraint, rows| {
-                let (deferrable, deferred) = match &constraint.kind {
-                    Kind::ForeignKey(key) => (
-                        key.deferral.deferrable(),
-                        key.deferral == Deferral::InitiallyDeferred,
-                    ),
-                    _ => (false, false),
-                };
-                // nulls_distinct: a UNIQUE constraint's (always YES here); NULL otherwise.
-                let unique = matches!(constraint.kind, Kind::Unique);
-                rows.push(vec![
-                    text(&names.database),
-                    text(PUBLIC_SCHEMA),
-                    text(constraint.name),
-                    text(&names.database),
-                    text(PUBLIC_SCHEMA),
-                    text(table.name()),
-                    text(constraint.kind.sql()),
-                    yes_no(deferrable),
-                    yes_no(deferred),
-                    yes_no(true),
-                    match unique {
-                        true => yes_no(true),
-                        false => Value::Null,
-                    },
-                ]);
-            })
-        }),
-        "key_column_usage" => ("information_schema", 13104, KEY_COLUMN_USAGE, |snapshot, names| {
-            each(snapshot, |table, constraint, rows| {
-                let referenced = match &constraint.kind {
-                    Kind::Check(_) => return,
-                    Kind::ForeignKey(key) => referenced_constraint(snapshot, key).map(
-                        |(parent, _, unique_columns)| {
-                            (key.referenced.iter())
-                                .map(|name| {
-                                    let column = parent.table.def.column_index(name)?;
-                                    let position =
-                                        unique_columns.iter().position(|c| *c == column)?;
-                                    Some(position as i64 + 1)
-                                })
-                                .collect::<Vec<_>>()
-                        },
-                    ),
-                    _ => None,
-                };
-                let def = &table.table.def;
-                for (position, column) in constraint.columns.iter().enumerate() {
-                    let in_unique = referenced
-                        .as_ref()
-                        .and_then(|positions| positions.get(position).copied().flatten());
+        "table_constraints" => (
+            "information_schema",
+            13103,
+            TABLE_CONSTRAINTS,
+            |snapshot, names| {
+                each(snapshot, |table, constraint, rows| {
+                    let (deferrable, deferred) = match &constraint.kind {
+                        Kind::ForeignKey(key) => (
+                            key.deferral.deferrable(),
+                            key.deferral == Deferral::InitiallyDeferred,
+                        ),
+                        _ => (false, false),
+                    };
+                    // nulls_distinct: a UNIQUE constraint's (always YES here); NULL otherwise.
+                    let unique = matches!(constraint.kind, Kind::Unique);
                     rows.push(vec![
                         text(&names.database),
                         text(PUBLIC_SCHEMA),
@@ -239,76 +202,139 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                         text(&names.database),
                         text(PUBLIC_SCHEMA),
                         text(table.name()),
-                        text(&def.columns[*column].name),
-                        Value::Int(position as i64 + 1),
-                        in_unique.map_or(Value::Null, Value::Int),
+                        text(constraint.kind.sql()),
+                        yes_no(deferrable),
+                        yes_no(deferred),
+                        yes_no(true),
+                        match unique {
+                            true => yes_no(true),
+                            false => Value::Null,
+                        },
                     ]);
-                }
-            })
-        }),
-        "referential_constraints" => ("information_schema", 13105, REFERENTIAL_CONSTRAINTS, |snapshot, names| {
-            each(snapshot, |_, constraint, rows| {
-                let Kind::ForeignKey(key) = &constraint.kind else {
-                    return;
-                };
-                let unique = referenced_constraint(snapshot, key).map(|(_, name, _)| name);
-                rows.push(vec![
-                    text(&names.database),
-                    text(PUBLIC_SCHEMA),
-                    text(constraint.name),
-                    text(&names.database),
-                    text(PUBLIC_SCHEMA),
-                    unique.map_or(Value::Null, text),
-                    text("NONE"),
-                    text(key.on_update.sql()),
-                    text(key.on_delete.sql()),
-                ]);
-            })
-        }),
-        "constraint_column_usage" => ("information_schema", 13106, CONSTRAINT_COLUMN_USAGE, |snapshot, names| {
-            each(snapshot, |table, constraint, rows| {
-                // A foreign key uses the referenced table's columns; the others their own.
-                let (owner, columns): (&UserTable, Vec<usize>) = match &constraint.kind {
-                    Kind::ForeignKey(key) => {
-                        let Some(parent) = snapshot.tables.iter().find(|t| t.name() == key.table)
-                        else {
-                            return;
-                        };
-                        let columns = (key.referenced.iter())
-                            .filter_map(|name| parent.table.def.column_index(name))
-                            .collect();
-                        (parent, columns)
+                })
+            },
+        ),
+        "key_column_usage" => (
+            "information_schema",
+            13104,
+            KEY_COLUMN_USAGE,
+            |snapshot, names| {
+                each(snapshot, |table, constraint, rows| {
+                    let referenced = match &constraint.kind {
+                        Kind::Check(_) => return,
+                        Kind::ForeignKey(key) => referenced_constraint(snapshot, key).map(
+                            |(parent, _, unique_columns)| {
+                                (key.referenced.iter())
+                                    .map(|name| {
+                                        let column = parent.table.def.column_index(name)?;
+                                        let position =
+                                            unique_columns.iter().position(|c| *c == column)?;
+                                        Some(position as i64 + 1)
+                                    })
+                                    .collect::<Vec<_>>()
+                            },
+                        ),
+                        _ => None,
+                    };
+                    let def = &table.table.def;
+                    for (position, column) in constraint.columns.iter().enumerate() {
+                        let in_unique = referenced
+                            .as_ref()
+                            .and_then(|positions| positions.get(position).copied().flatten());
+                        rows.push(vec![
+                            text(&names.database),
+                            text(PUBLIC_SCHEMA),
+                            text(constraint.name),
+                            text(&names.database),
+                            text(PUBLIC_SCHEMA),
+                            text(table.name()),
+                            text(&def.columns[*column].name),
+                            Value::Int(position as i64 + 1),
+                            in_unique.map_or(Value::Null, Value::Int),
+                        ]);
                     }
-                    _ => (table, constraint.columns.clone()),
-                };
-                let mut columns = columns;
-                columns.sort_unstable();
-                columns.dedup();
-                for column in columns {
-                    rows.push(vec![
-                        text(&names.database),
-                        text(PUBLIC_SCHEMA),
-                        text(owner.name()),
-                        text(&owner.table.def.columns[column].name),
-                        text(&names.database),
-                        text(PUBLIC_SCHEMA),
-                        text(constraint.name),
-                    ]);
-                }
-            })
-        }),
-        "check_constraints" => ("information_schema", 13107, CHECK_CONSTRAINTS, |snapshot, names| {
-            each(snapshot, |_, constraint, rows| {
-                if let Kind::Check(expr) = &constraint.kind {
+                })
+            },
+        ),
+        "referential_constraints" => (
+            "information_schema",
+            13105,
+            REFERENTIAL_CONSTRAINTS,
+            |snapshot, names| {
+                each(snapshot, |_, constraint, rows| {
+                    let Kind::ForeignKey(key) = &constraint.kind else {
+                        return;
+                    };
+                    let unique = referenced_constraint(snapshot, key).map(|(_, name, _)| name);
                     rows.push(vec![
                         text(&names.database),
                         text(PUBLIC_SCHEMA),
                         text(constraint.name),
-                        text(expr),
+                        text(&names.database),
+                        text(PUBLIC_SCHEMA),
+                        unique.map_or(Value::Null, text),
+                        text("NONE"),
+                        text(key.on_update.sql()),
+                        text(key.on_delete.sql()),
                     ]);
-                }
-            })
-        }),
+                })
+            },
+        ),
+        "constraint_column_usage" => (
+            "information_schema",
+            13106,
+            CONSTRAINT_COLUMN_USAGE,
+            |snapshot, names| {
+                each(snapshot, |table, constraint, rows| {
+                    // A foreign key uses the referenced table's columns; the others their own.
+                    let (owner, columns): (&UserTable, Vec<usize>) = match &constraint.kind {
+                        Kind::ForeignKey(key) => {
+                            let Some(parent) =
+                                snapshot.tables.iter().find(|t| t.name() == key.table)
+                            else {
+                                return;
+                            };
+                            let columns = (key.referenced.iter())
+                                .filter_map(|name| parent.table.def.column_index(name))
+                                .collect();
+                            (parent, columns)
+                        }
+                        _ => (table, constraint.columns.clone()),
+                    };
+                    let mut columns = columns;
+                    columns.sort_unstable();
+                    columns.dedup();
+                    for column in columns {
+                        rows.push(vec![
+                            text(&names.database),
+                            text(PUBLIC_SCHEMA),
+                            text(owner.name()),
+                            text(&owner.table.def.columns[column].name),
+                            text(&names.database),
+                            text(PUBLIC_SCHEMA),
+                            text(constraint.name),
+                        ]);
+                    }
+                })
+            },
+        ),
+        "check_constraints" => (
+            "information_schema",
+            13107,
+            CHECK_CONSTRAINTS,
+            |snapshot, names| {
+                each(snapshot, |_, constraint, rows| {
+                    if let Kind::Check(expr) = &constraint.kind {
+                        rows.push(vec![
+                            text(&names.database),
+                            text(PUBLIC_SCHEMA),
+                            text(constraint.name),
+                            text(expr),
+                        ]);
+                    }
+                })
+            },
+        ),
         _ => return None,
     };
     Some(SystemTable {

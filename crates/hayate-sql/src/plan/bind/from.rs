@@ -976,13 +976,6 @@ fn filter(relation: Relation, conjuncts: Vec<Expr>) -> Relation {
     }
 }
 
-fn strip_cast(expr: &Expr) -> &Expr {
-    match expr {
-        Expr::Cast { expr, to } if to.is_numeric() => strip_cast(expr),
-        other => other,
-    }
-}
-
 /// `left = right` split into its operands.
 fn equality(expr: &Expr) -> Option<(&Expr, &Expr)> {
     match expr {
@@ -1451,12 +1444,17 @@ fn join(
             let bound: Option<Vec<Expr>> = key
                 .iter()
                 .map(|column| {
+                    // The key column, maybe through casts that keep its values exact.
+                    let key_type = read.table.def.columns[*column].data_type;
+                    let is_key = |e: &Expr, at: usize| {
+                        let type_of = |c: usize| (c == at).then_some(key_type);
+                        crate::plan::access::exact_column(e, &type_of) == Some(at)
+                    };
                     let joined = conditions.iter().find_map(|condition| {
                         let (a, b) = equality(condition)?;
-                        let target = Expr::Column(start + column);
-                        if *strip_cast(a) == target && left_only(b) {
+                        if is_key(a, start + column) && left_only(b) {
                             Some(b.clone())
-                        } else if *strip_cast(b) == target && left_only(a) {
+                        } else if is_key(b, start + column) && left_only(a) {
                             Some(a.clone())
                         } else {
                             None
@@ -1465,10 +1463,9 @@ fn join(
                     joined.or_else(|| {
                         own.iter().find_map(|condition| {
                             let (a, b) = equality(condition)?;
-                            let target = Expr::Column(*column);
-                            if *strip_cast(a) == target && constant(b) {
+                            if is_key(a, *column) && constant(b) {
                                 Some(b.clone())
-                            } else if *strip_cast(b) == target && constant(a) {
+                            } else if is_key(b, *column) && constant(a) {
                                 Some(a.clone())
                             } else {
                                 None
