@@ -557,6 +557,117 @@ fn skip_locked_and_nowait_as_postgresql() {
 }
 
 #[test]
+fn locking_clauses_reach_where_postgresql_locks() {
+    // Outcomes checked against PostgreSQL 15 with the same statements (two connections).
+    let dir = tempfile::tempdir().unwrap();
+    let (mut a, mut b) = two_sessions(dir.path());
+    for statement in [
+        "CREATE TABLE jobs (id int4 PRIMARY KEY, queue text, payload text)",
+        "CREATE TABLE jd (job int4 PRIMARY KEY)",
+        "INSERT INTO jobs SELECT g, 'q' || (g % 3), 'p' || g FROM generate_series(1, 20) g",
+        "INSERT INTO jd VALUES (1), (2), (7)",
+    ] {
+        query_ok(&mut a, statement);
+    }
+    query_ok(&mut a, "BEGIN");
+    // FOR UPDATE of a derived table locks the rows of the table inside it.
+    assert_eq!(
+        ids(
+            &mut a,
+            "SELECT id FROM (SELECT * FROM jobs WHERE id < 4) s ORDER BY id FOR UPDATE"
+        ),
+        [1, 2, 3]
+    );
+    assert_eq!(
+        error_code(&mut b, "SELECT id FROM jobs WHERE id = 2 FOR UPDATE NOWAIT"),
+        "55P03"
+    );
+    // A locking subquery in an expression makes its statement a writing one.
+    assert_eq!(
+        ids(
+            &mut b,
+            "SELECT id FROM jobs WHERE id = \
+             (SELECT id FROM jobs ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+        ),
+        [4]
+    );
+    // Rows a correlated filter drops are not locked: the lock comes after the filter.
+    query_ok(&mut b, "BEGIN");
+    assert_eq!(
+        ids(
+            &mut b,
+            "SELECT id FROM jobs j WHERE NOT EXISTS (SELECT 1 FROM jd WHERE jd.job = j.id) \
+             ORDER BY id LIMIT 2 FOR UPDATE SKIP LOCKED"
+        ),
+        [4, 5]
+    );
+    assert_eq!(
+        ids(
+            &mut b,
+            "SELECT id FROM jobs j WHERE NOT EXISTS (SELECT 1 FROM jd WHERE jd.job = j.id) \
+             AND id >= 7 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"
+        ),
+        [8]
+    );
+    // 7, which the filter dropped, is free.
+    assert_eq!(
+        ids(&mut a, "SELECT id FROM jobs WHERE id = 7 FOR UPDATE NOWAIT"),
+        [7]
+    );
+    query_ok(&mut b, "ROLLBACK");
+    assert_eq!(
+        error_code(
+            &mut b,
+            "SELECT j.id FROM jobs j LEFT JOIN jd ON jd.job = j.id FOR UPDATE OF jd"
+        ),
+        "0A000"
+    );
+    assert_eq!(
+        ids(
+            &mut b,
+            "SELECT j.id FROM jobs j LEFT JOIN jd ON jd.job = j.id WHERE j.id = 10 \
+             FOR UPDATE OF j"
+        ),
+        [10]
+    );
+    // FOR SHARE holders share; FOR UPDATE waits for them (here: NOWAIT fails).
+    query_ok(&mut b, "BEGIN");
+    assert_eq!(
+        ids(&mut b, "SELECT id FROM jobs WHERE id = 10 FOR SHARE NOWAIT"),
+        [10]
+    );
+    assert_eq!(
+        ids(&mut a, "SELECT id FROM jobs WHERE id = 10 FOR SHARE NOWAIT"),
+        [10]
+    );
+    assert_eq!(
+        error_code(
+            &mut b,
+            "SELECT id FROM jobs WHERE id = 10 FOR UPDATE NOWAIT"
+        ),
+        "55P03"
+    );
+    query_ok(&mut b, "ROLLBACK");
+    // The strongest clause that names a table wins, NOWAIT over SKIP LOCKED.
+    assert_eq!(
+        error_code(
+            &mut b,
+            "SELECT id FROM jobs WHERE id IN (1, 11) ORDER BY id \
+             FOR SHARE SKIP LOCKED FOR UPDATE OF jobs NOWAIT"
+        ),
+        "55P03"
+    );
+    assert_eq!(
+        ids(
+            &mut b,
+            "SELECT id FROM jobs WHERE id IN (1, 11) ORDER BY id FOR SHARE SKIP LOCKED"
+        ),
+        [11]
+    );
+    query_ok(&mut a, "ROLLBACK");
+}
+
+#[test]
 fn for_update_locks_rows_it_reads() {
     let dir = tempfile::tempdir().unwrap();
     let (mut s1, mut s2) = two_sessions(dir.path());

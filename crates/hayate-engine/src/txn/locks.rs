@@ -170,8 +170,17 @@ impl LockTable {
     /// Takes the lock without waiting: None if another transaction owns it, else whether this
     /// call took it (false: `txn_id` already owned it), as `lock` answers.
     pub fn try_take(&self, txn_id: u64, key: &LockKey) -> Option<bool> {
+        self.try_request(txn_id, key, false)
+    }
+
+    /// `try_take` of a shared lock: None if another transaction holds it exclusively.
+    pub fn try_take_shared(&self, txn_id: u64, key: &LockKey) -> Option<bool> {
+        self.try_request(txn_id, key, true)
+    }
+
+    fn try_request(&self, txn_id: u64, key: &LockKey, shared: bool) -> Option<bool> {
         let mut owners = self.shard(key).owners.lock();
-        match self.request(&mut owners, txn_id, key, false) {
+        match self.request(&mut owners, txn_id, key, shared) {
             Grant::Taken(took) => Some(took),
             Grant::Blocked(_) => None,
         }

@@ -326,8 +326,21 @@ impl Transaction {
     /// write: a foreign key's check that its referenced row exists and stays (PostgreSQL's
     /// FOR KEY SHARE). Rows inserting references to one row no longer queue behind each other.
     pub fn lock_shared_latest(&mut self, tree: TreeId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.lock_shared_or_skip(tree, key, true)? {
+            Locked::Row(row) => Ok(row),
+            Locked::Busy => unreachable!("a waiting lock is never busy"),
+        }
+    }
+
+    /// `lock_shared_latest` without waiting: `Locked::Busy` if another transaction holds the
+    /// row exclusively (SELECT ... FOR SHARE NOWAIT / SKIP LOCKED).
+    pub fn try_lock_shared_latest(&mut self, tree: TreeId, key: &[u8]) -> Result<Locked> {
+        self.lock_shared_or_skip(tree, key, false)
+    }
+
+    fn lock_shared_or_skip(&mut self, tree: TreeId, key: &[u8], wait: bool) -> Result<Locked> {
         if let Some(write) = self.writes.get(&(tree, key.to_vec())) {
-            return Ok(write.clone());
+            return Ok(Locked::Row(write.clone()));
         }
         if self.finished {
             return Err(Error::TransactionClosed);
@@ -336,15 +349,20 @@ impl Transaction {
             return Err(Error::ReadOnlyTransaction);
         }
         let lock_key = (tree, key.to_vec());
-        let taken = self
-            .manager
-            .locks
-            .lock_shared(self.txn_id, &lock_key)
-            .map_err(|error| self.fail(error))?;
+        let taken = match wait {
+            true => self.manager.locks.lock_shared(self.txn_id, &lock_key),
+            false => match self.manager.locks.try_take_shared(self.txn_id, &lock_key) {
+                Some(taken) => Ok(taken),
+                None => return Ok(Locked::Busy),
+            },
+        };
+        let taken = taken.map_err(|error| self.fail(error))?;
         if taken {
             self.locked.push(lock_key);
         }
-        self.manager.read_visible(tree, key, u64::MAX)
+        self.manager
+            .read_visible(tree, key, u64::MAX)
+            .map(Locked::Row)
     }
 
     /// Moves the snapshot to the newest published commit (READ COMMITTED: each statement

@@ -28,8 +28,8 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::{Access, KeyBound};
 use crate::plan::expr::truth;
 use crate::plan::{
-    EvalContext, Expr, InsertSelect, OutputColumn, Plan, QueryPlan, Returning, RowLock, SortKey,
-    TableRead,
+    EvalContext, Expr, InsertSelect, LockWait, OutputColumn, Plan, QueryPlan, Returning, RowLock,
+    SortKey, TableRead,
 };
 use crate::types::{DataType, Value};
 pub use constraints::{recheck, ConstraintCache, ConstraintModes, PendingCheck};
@@ -405,7 +405,8 @@ impl Executor<'_> {
             let context = run.context();
             let mut rows = Vec::new();
             for (key, old) in run.read_keyed(read)? {
-                let Some(old) = self.latest_matching(&run, read, &key, old, RowLock::Wait)? else {
+                let Some(old) = self.latest_matching(&run, read, &key, old, RowLock::UPDATE)?
+                else {
                     continue;
                 };
                 let mut new = old.clone();
@@ -471,7 +472,7 @@ impl Executor<'_> {
             let run = Run::new(self, txn);
             let mut rows = Vec::new();
             for (key, old) in run.read_keyed(read)? {
-                if let Some(old) = self.latest_matching(&run, read, &key, old, RowLock::Wait)? {
+                if let Some(old) = self.latest_matching(&run, read, &key, old, RowLock::UPDATE)? {
                     rows.push((key, old));
                 }
             }
@@ -600,15 +601,20 @@ fn lock_row(
     lock: RowLock,
     latest: bool,
 ) -> SqlResult<Option<Option<Vec<u8>>>> {
-    let locked = match (lock, latest) {
-        (RowLock::Wait, true) => return Ok(Some(txn.lock_latest(table.tree, key)?)),
-        (RowLock::Wait, false) => return Ok(Some(txn.get_for_update(table.tree, key)?)),
-        (_, true) => txn.try_lock_latest(table.tree, key)?,
-        (_, false) => txn.try_get_for_update(table.tree, key)?,
+    let waits = lock.wait == LockWait::Wait;
+    let locked = match (lock.shared && latest, latest) {
+        // FOR SHARE at READ COMMITTED: a shared lock (REPEATABLE READ's check against the
+        // snapshot takes the row lock exclusively, as FOR UPDATE does).
+        (true, _) if waits => Locked::Row(txn.lock_shared_latest(table.tree, key)?),
+        (true, _) => txn.try_lock_shared_latest(table.tree, key)?,
+        (false, true) if waits => Locked::Row(txn.lock_latest(table.tree, key)?),
+        (false, false) if waits => Locked::Row(txn.get_for_update(table.tree, key)?),
+        (false, true) => txn.try_lock_latest(table.tree, key)?,
+        (false, false) => txn.try_get_for_update(table.tree, key)?,
     };
-    match (locked, lock) {
+    match (locked, lock.wait) {
         (Locked::Row(row), _) => Ok(Some(row)),
-        (Locked::Busy, RowLock::SkipLocked) => Ok(None),
+        (Locked::Busy, LockWait::SkipLocked) => Ok(None),
         (Locked::Busy, _) => Err(SqlError::new(
             sqlstate::LOCK_NOT_AVAILABLE,
             format!(

@@ -602,12 +602,9 @@ impl<'r, 'e> Run<'r, 'e> {
         }
     }
 
-    /// Reads the rows of `read` that pass its filter, with their keys. The access path's
-    /// expressions are evaluated on `key_row` (the left row of an index join, else empty);
-    /// `lock` locks each row read (FOR UPDATE).
-    /// A row of `read`'s table leaving a sort, locked as `lock` says (LockRows): the row to
-    /// return (at READ COMMITTED its newest version, if that still passes the filter), or
-    /// None to leave it out.
+    /// A row of `read`'s table leaving a sort or a filter, locked as `lock` says (LockRows):
+    /// the row to return (at READ COMMITTED its newest version, if that still passes the
+    /// table's filter), or None to leave it out.
     fn lock_sorted_row(
         &self,
         read: &TableRead,
@@ -623,6 +620,9 @@ impl<'r, 'e> Run<'r, 'e> {
         Ok(matches!(locked, Some(Some(_))).then_some(row))
     }
 
+    /// Reads the rows of `read` that pass its filter, with their keys. The access path's
+    /// expressions are evaluated on `key_row` (the left row of an index join, else empty);
+    /// `lock` locks each row read (FOR UPDATE / FOR SHARE).
     pub fn read_table(
         &self,
         read: &TableRead,

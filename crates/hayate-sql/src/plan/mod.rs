@@ -193,10 +193,19 @@ pub enum JoinKind {
     Left,
 }
 
-/// A locking read's rows (SELECT ... FOR UPDATE / FOR SHARE): what it does about a row another
-/// transaction holds.
+/// A locking read's rows (SELECT ... FOR UPDATE / FOR SHARE): the lock it takes and what it
+/// does about a row another transaction holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RowLock {
+pub struct RowLock {
+    /// FOR SHARE: other FOR SHARE readers (and foreign key checks) may hold the row too (at
+    /// READ COMMITTED; REPEATABLE READ locks as FOR UPDATE does).
+    pub shared: bool,
+    pub wait: LockWait,
+}
+
+/// What a locking read does about a row another transaction holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockWait {
     /// Waits until the holder ends.
     Wait,
     /// NOWAIT: fails at once (55P03).
@@ -206,14 +215,28 @@ pub enum RowLock {
 }
 
 impl RowLock {
+    /// The lock of UPDATE and DELETE (FOR UPDATE, waiting).
+    pub const UPDATE: RowLock = RowLock {
+        shared: false,
+        wait: LockWait::Wait,
+    };
+
     /// What EXPLAIN adds to a locking read.
-    pub fn explain(lock: Option<RowLock>) -> &'static str {
-        match lock {
-            None => "",
-            Some(RowLock::Wait) => " (locking rows)",
-            Some(RowLock::NoWait) => " (locking rows, nowait)",
-            Some(RowLock::SkipLocked) => " (locking rows, skip locked)",
+    pub fn explain(lock: Option<RowLock>) -> String {
+        let Some(lock) = lock else {
+            return String::new();
+        };
+        let mut text = String::from(" (locking rows");
+        if lock.shared {
+            text.push_str(", shared");
         }
+        match lock.wait {
+            LockWait::Wait => {}
+            LockWait::NoWait => text.push_str(", nowait"),
+            LockWait::SkipLocked => text.push_str(", skip locked"),
+        }
+        text.push(')');
+        text
     }
 }
 

@@ -23,7 +23,7 @@ use super::{ident_name, Binder};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::{self, Access};
 use crate::plan::expr::{BinaryOp, Expr, SubqueryKind};
-use crate::plan::{JoinKind, QueryPlan, Relation, RowLock, TableRead};
+use crate::plan::{JoinKind, LockWait, QueryPlan, Relation, RowLock, TableRead};
 use crate::system::PUBLIC_SCHEMA;
 use crate::types::DataType;
 
@@ -151,6 +151,22 @@ impl Binder<'_> {
         items: &mut Vec<FromItem>,
     ) -> SqlResult<()> {
         self.derived_correlated = false;
+        // As PostgreSQL: a locked item may not be on the nullable side of an outer join.
+        let locked = |name: Option<String>| name.is_some_and(|n| row_lock(locks, &n).is_some());
+        let this_nullable = matches!(kind, ItemJoin::Left | ItemJoin::Full);
+        let before_nullable = matches!(kind, ItemJoin::Right | ItemJoin::Full);
+        if (this_nullable && locked(factor_name(factor)))
+            || (before_nullable
+                && (scope.entries.iter()).any(|entry| locked(entry.qualifier.clone())))
+        {
+            return Err(SqlError::new(
+                sqlstate::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "{} cannot be applied to the nullable side of an outer join",
+                    lock_words(locks)
+                ),
+            ));
+        }
         let (relation, entry) = self.bind_factor(factor, locks, scope)?;
         let start = scope.width();
         let left_width = start;
@@ -264,8 +280,11 @@ impl Binder<'_> {
                 if let Some(bound) = self.bind_cte_reference(name, alias.as_ref()) {
                     return bound;
                 }
-                let lock = row_lock(locks, name, alias.as_ref());
-                let (relation, mut entry) = self.bind_named_relation(name, lock)?;
+                let lock =
+                    (item_name(name, alias.as_ref())).and_then(|item| row_lock(locks, &item));
+                let bound = self.bind_named_relation(name, lock);
+                self.inherited_lock = None;
+                let (relation, mut entry) = bound?;
                 entry.alias(alias.as_ref())?;
                 if let Some(qualifier) = &entry.qualifier {
                     let duplicate = scope.entries.iter().any(|e| {
@@ -295,13 +314,23 @@ impl Binder<'_> {
                 subquery,
                 alias,
                 ..
-            } => self.bind_derived(subquery, alias.as_ref(), Some(scope)),
+            } => {
+                self.inherit_lock(locks, alias.as_ref());
+                let bound = self.bind_derived(subquery, alias.as_ref(), Some(scope));
+                self.inherited_lock = None;
+                bound
+            }
             TableFactor::Derived {
                 lateral: false,
                 subquery,
                 alias,
                 ..
-            } => self.bind_derived(subquery, alias.as_ref(), None),
+            } => {
+                self.inherit_lock(locks, alias.as_ref());
+                let bound = self.bind_derived(subquery, alias.as_ref(), None);
+                self.inherited_lock = None;
+                bound
+            }
             TableFactor::UNNEST {
                 alias,
                 array_exprs,
@@ -530,6 +559,13 @@ impl Binder<'_> {
         Some(bound)
     }
 
+    /// Makes the next query bound (a derived table's) inherit the lock the clauses take on
+    /// the FROM item called `alias`.
+    fn inherit_lock(&mut self, locks: &[ast::LockClause], alias: Option<&ast::TableAlias>) {
+        let lock = alias.and_then(|alias| row_lock(locks, &ident_name(&alias.name)));
+        self.inherited_lock = lock.map(inherited_clause);
+    }
+
     /// A table by name: a user table, else (or when qualified with a system schema) a system
     /// table.
     fn bind_named_relation(
@@ -576,6 +612,8 @@ impl Binder<'_> {
                 Err(error) if error.code == sqlstate::UNDEFINED_TABLE => {
                     if let Some(view) = self.catalog.view(table_name) {
                         self.note_read(table_name);
+                        // FOR UPDATE of a view locks the rows of the tables it reads.
+                        self.inherited_lock = lock.map(inherited_clause);
                         return self.bind_view(&view);
                     }
                     if let Ok(sequence) = self.catalog.sequence(table_name) {
@@ -1572,31 +1610,76 @@ fn reads_earlier_function(function: &str) -> bool {
     ) || crate::plan::JSON_SET_FUNCTIONS.contains(&function)
 }
 
-/// The row lock FOR UPDATE / FOR SHARE clauses take on a FROM item named `name` (`alias` if
-/// it has one): the first clause without OF or whose OF names it. FOR SHARE locks as FOR
-/// UPDATE does (a shared row lock only keeps foreign keys' referenced rows).
-fn row_lock(
-    locks: &[ast::LockClause],
-    name: &ast::ObjectName,
-    alias: Option<&ast::TableAlias>,
-) -> Option<RowLock> {
-    let item = match alias {
-        Some(alias) => ident_name(&alias.name),
-        None => name.0.last()?.as_ident().map(ident_name)?,
-    };
-    let clause = locks.iter().find(|clause| match &clause.of {
-        None => true,
-        Some(of) => {
-            of.0.last()
+/// The name a FROM item of any kind is known by (None: a join in parentheses without alias).
+fn factor_name(factor: &TableFactor) -> Option<String> {
+    match factor {
+        TableFactor::Table { name, alias, .. } => item_name(name, alias.as_ref()),
+        TableFactor::Derived { alias, .. }
+        | TableFactor::Function { alias, .. }
+        | TableFactor::UNNEST { alias, .. }
+        | TableFactor::NestedJoin { alias, .. } => alias.as_ref().map(|a| ident_name(&a.name)),
+        _ => None,
+    }
+}
+
+/// The words of the first locking clause, as PostgreSQL's messages name it.
+fn lock_words(locks: &[ast::LockClause]) -> &'static str {
+    match locks.first().map(|clause| clause.lock_type) {
+        Some(ast::LockType::Share) => "FOR SHARE",
+        _ => "FOR UPDATE",
+    }
+}
+
+/// The name a FROM item is known by: its alias, else its last name part.
+fn item_name(name: &ast::ObjectName, alias: Option<&ast::TableAlias>) -> Option<String> {
+    match alias {
+        Some(alias) => Some(ident_name(&alias.name)),
+        None => name.0.last()?.as_ident().map(ident_name),
+    }
+}
+
+/// The row lock FOR UPDATE / FOR SHARE clauses take on the FROM item named `item`: of the
+/// clauses without OF or whose OF names it, as PostgreSQL, the strongest (FOR UPDATE over
+/// FOR SHARE), NOWAIT if any says so, else SKIP LOCKED if any does.
+fn row_lock(locks: &[ast::LockClause], item: &str) -> Option<RowLock> {
+    let applying: Vec<&ast::LockClause> = locks
+        .iter()
+        .filter(|clause| match &clause.of {
+            None => true,
+            Some(of) => (of.0.last())
                 .and_then(|part| part.as_ident())
-                .is_some_and(|of| ident_name(of) == item)
-        }
-    })?;
-    Some(match clause.nonblock {
-        None => RowLock::Wait,
-        Some(ast::NonBlock::Nowait) => RowLock::NoWait,
-        Some(ast::NonBlock::SkipLocked) => RowLock::SkipLocked,
+                .is_some_and(|of| ident_name(of) == item),
+        })
+        .collect();
+    if applying.is_empty() {
+        return None;
+    }
+    let any = |nonblock: ast::NonBlock| applying.iter().any(|c| c.nonblock == Some(nonblock));
+    Some(RowLock {
+        shared: (applying.iter()).all(|clause| clause.lock_type == ast::LockType::Share),
+        wait: match (any(ast::NonBlock::Nowait), any(ast::NonBlock::SkipLocked)) {
+            (true, _) => LockWait::NoWait,
+            (false, true) => LockWait::SkipLocked,
+            (false, false) => LockWait::Wait,
+        },
     })
+}
+
+/// The clause a derived table's or view's query inherits from a lock on it: every table
+/// inside is locked so (PostgreSQL's FOR UPDATE of a subquery in FROM).
+fn inherited_clause(lock: RowLock) -> ast::LockClause {
+    ast::LockClause {
+        lock_type: match lock.shared {
+            true => ast::LockType::Share,
+            false => ast::LockType::Update,
+        },
+        of: None,
+        nonblock: match lock.wait {
+            LockWait::Wait => None,
+            LockWait::NoWait => Some(ast::NonBlock::Nowait),
+            LockWait::SkipLocked => Some(ast::NonBlock::SkipLocked),
+        },
+    }
 }
 
 /// FOR UPDATE OF must name an item of the FROM list (42P01, as PostgreSQL).
@@ -1614,7 +1697,10 @@ pub(super) fn check_locked_names(
         if !found {
             return Err(SqlError::new(
                 sqlstate::UNDEFINED_TABLE,
-                format!("relation \"{of}\" in FOR UPDATE clause not found in FROM clause"),
+                format!(
+                    "relation \"{of}\" in {} clause not found in FROM clause",
+                    lock_words(locks)
+                ),
             ));
         }
     }

@@ -79,6 +79,12 @@ pub struct Binder<'a> {
     windows: Option<Vec<crate::plan::WindowCall>>,
     /// Set-returning calls of the SELECT list being bound (None: not allowed here).
     set_calls: Option<Vec<crate::plan::SetCall>>,
+    /// A lock the next query bound inherits (FOR UPDATE of a derived table or view locks
+    /// the tables inside it).
+    inherited_lock: Option<ast::LockClause>,
+    /// A locking clause was bound somewhere in the statement (a locking subquery makes the
+    /// statement a writing one).
+    saw_locks: bool,
 }
 
 /// An enclosing query level: its FROM list, and whether it is grouped (its rows are then
@@ -164,6 +170,8 @@ impl<'a> Binder<'a> {
             views: Vec::new(),
             windows: None,
             set_calls: None,
+            inherited_lock: None,
+            saw_locks: false,
         }
     }
 

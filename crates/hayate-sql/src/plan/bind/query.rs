@@ -37,10 +37,23 @@ impl Binder<'_> {
     }
 
     fn bind_query_body(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
-        if let SetExpr::Select(select) = query.body.as_ref() {
-            return self.bind_select(select, Some(query), &query.locks);
+        // A lock on the derived table or view this query is: its tables are locked too.
+        let inherited = self.inherited_lock.take();
+        let with_inherited: Vec<ast::LockClause>;
+        let locks = match inherited {
+            Some(clause) => {
+                with_inherited = query.locks.iter().cloned().chain([clause]).collect();
+                &with_inherited[..]
+            }
+            None => &query.locks[..],
+        };
+        if !locks.is_empty() {
+            self.saw_locks = true;
         }
-        if !query.locks.is_empty() {
+        if let SetExpr::Select(select) = query.body.as_ref() {
+            return self.bind_select(select, Some(query), locks);
+        }
+        if !locks.is_empty() {
             return Err(SqlError::new(
                 sqlstate::FEATURE_NOT_SUPPORTED,
                 "FOR UPDATE is not allowed with UNION/INTERSECT/EXCEPT",
@@ -71,7 +84,7 @@ impl Binder<'_> {
             };
         }
         Ok(QueryPlan {
-            locks: root.locks(),
+            locks: root.locks() || self.saw_locks,
             root,
             columns,
         })
@@ -432,13 +445,16 @@ impl Binder<'_> {
                 calls: set_calls,
             };
         }
-        // A locking read of one table that must be sorted locks each row as it leaves the
-        // sort (the table's own read does not lock), so that a LIMIT locks only the rows it
-        // returns and SKIP LOCKED skips to the next row in the sort's order.
-        let lock_after_sort = match &mut root {
-            Relation::Table { read, lock }
-                if !ordered_by_key && !read.table.def.primary_key.is_empty() =>
-            {
+        // A locking read of one table that must be sorted, or whose rows a filter above the
+        // read (a correlated subquery's) may still drop, locks each row as it leaves the sort
+        // or the filter (the table's own read does not lock), so that a LIMIT locks only the
+        // rows it returns and SKIP LOCKED skips to the next row in the sort's order.
+        let filtered = matches!(root, Relation::Filter { .. });
+        let lock_after_sort = match (!ordered_by_key || filtered)
+            .then(|| filtered_table(&mut root))
+            .flatten()
+        {
+            Some(Relation::Table { read, lock }) if !read.table.def.primary_key.is_empty() => {
                 lock.take().map(|lock| (read.clone(), lock))
             }
             _ => None,
@@ -480,7 +496,7 @@ impl Binder<'_> {
             };
         }
         Ok(QueryPlan {
-            locks: !locks.is_empty() || root.locks(),
+            locks: !locks.is_empty() || root.locks() || self.saw_locks,
             root,
             columns,
         })
@@ -855,4 +871,13 @@ fn needed_columns(
         *wanted.get_mut(column)? = true;
     }
     (!wanted.iter().all(|wanted| *wanted)).then_some(wanted)
+}
+
+/// The table read under a chain of filters (or the relation itself when it is one).
+fn filtered_table(relation: &mut Relation) -> Option<&mut Relation> {
+    match relation {
+        Relation::Table { .. } => Some(relation),
+        Relation::Filter { input, .. } => filtered_table(input),
+        _ => None,
+    }
 }
