@@ -574,13 +574,22 @@ fn locking_clauses_reach_where_postgresql_locks() {
     assert_eq!(
         ids(
             &mut a,
-            "SELECT id FROM (SELECT * FROM jobs WHERE id < 4) s ORDER BY id FOR UPDATE"
+            "SELECT id FROM (SELECT * FROM jobs WHERE id < 4) s FOR UPDATE"
         ),
         [1, 2, 3]
     );
     assert_eq!(
         error_code(&mut b, "SELECT id FROM jobs WHERE id = 2 FOR UPDATE NOWAIT"),
         "55P03"
+    );
+    // ... but not when a WHERE, join, ORDER BY or LIMIT outside it would have it lock rows
+    // the statement does not return.
+    assert_eq!(
+        error_code(
+            &mut b,
+            "SELECT id FROM (SELECT * FROM jobs) s WHERE id = 5 FOR UPDATE"
+        ),
+        "0A000"
     );
     // A locking subquery in an expression makes its statement a writing one.
     assert_eq!(

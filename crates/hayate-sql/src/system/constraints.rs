@@ -137,22 +137,26 @@ fn constraints(table: &UserTable) -> Vec<Constraint<'_>> {
     out
 }
 
-/// The primary key or UNIQUE constraint of `table` a foreign key's referenced columns
-/// (by name) are, and those columns' positions in it.
+/// The primary key or UNIQUE constraint of `table` a foreign key's referenced columns (by
+/// name) are (None: a unique index that is no constraint), and the key's columns.
 fn referenced_constraint<'a>(
     snapshot: &'a Snapshot,
     key: &ForeignKeyDef,
-) -> Option<(&'a UserTable, &'a str, Vec<usize>)> {
+) -> Option<(&'a UserTable, Option<&'a str>, Vec<usize>)> {
     let parent = snapshot.tables.iter().find(|t| t.name() == key.table)?;
     let referenced: Vec<usize> = (key.referenced.iter())
         .map(|name| parent.table.def.column_index(name))
         .collect::<Option<_>>()?;
-    let index = parent.indexes.iter().find(|index| {
-        index.constraint.is_some()
+    let matches = |index: &&super::IndexInfo| {
+        index.unique
+            && index.predicate.is_none()
             && index.columns.len() == referenced.len()
             && index.columns.iter().all(|c| referenced.contains(c))
-    })?;
-    Some((parent, &index.name, index.columns.clone()))
+    };
+    let index =
+        (parent.indexes.iter().filter(matches)).min_by_key(|index| index.constraint.is_none())?;
+    let name = index.constraint.map(|_| index.name.as_str());
+    Some((parent, name, index.columns.clone()))
 }
 
 fn text(value: &str) -> Value {
@@ -265,13 +269,14 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                     let Kind::ForeignKey(key) = &constraint.kind else {
                         return;
                     };
-                    let unique = referenced_constraint(snapshot, key).map(|(_, name, _)| name);
+                    let unique = referenced_constraint(snapshot, key).and_then(|(_, name, _)| name);
+                    let named = |value: &str| unique.map_or(Value::Null, |_| text(value));
                     rows.push(vec![
                         text(&names.database),
                         text(PUBLIC_SCHEMA),
                         text(constraint.name),
-                        text(&names.database),
-                        text(PUBLIC_SCHEMA),
+                        named(&names.database),
+                        named(PUBLIC_SCHEMA),
                         unique.map_or(Value::Null, text),
                         text("NONE"),
                         text(key.on_update.sql()),
@@ -329,7 +334,8 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                             text(&names.database),
                             text(PUBLIC_SCHEMA),
                             text(constraint.name),
-                            text(expr),
+                            // As pg_get_constraintdef writes it, without CHECK.
+                            text(&format!("(({expr}))")),
                         ]);
                     }
                 })

@@ -96,6 +96,9 @@ impl Binder<'_> {
             from
         };
         for table in from {
+            // As PostgreSQL: a locked table, derived table or view may not be on the nullable
+            // side of an outer join of its chain.
+            let mut chain_locked = self.locked_item(&table.relation, locks);
             self.bind_from_item(
                 &table.relation,
                 ItemJoin::Inner,
@@ -122,6 +125,23 @@ impl Binder<'_> {
                         ))
                     }
                 };
+                let item_locked = self.locked_item(&join.relation, locks);
+                let nullable_locked = match kind {
+                    ItemJoin::Left => item_locked,
+                    ItemJoin::Right => chain_locked,
+                    ItemJoin::Full => item_locked || chain_locked,
+                    ItemJoin::Inner => false,
+                };
+                if nullable_locked {
+                    return Err(SqlError::new(
+                        sqlstate::FEATURE_NOT_SUPPORTED,
+                        format!(
+                            "{} cannot be applied to the nullable side of an outer join",
+                            lock_words(locks)
+                        ),
+                    ));
+                }
+                chain_locked |= item_locked;
                 self.bind_from_item(
                     &join.relation,
                     kind,
@@ -151,22 +171,6 @@ impl Binder<'_> {
         items: &mut Vec<FromItem>,
     ) -> SqlResult<()> {
         self.derived_correlated = false;
-        // As PostgreSQL: a locked item may not be on the nullable side of an outer join.
-        let locked = |name: Option<String>| name.is_some_and(|n| row_lock(locks, &n).is_some());
-        let this_nullable = matches!(kind, ItemJoin::Left | ItemJoin::Full);
-        let before_nullable = matches!(kind, ItemJoin::Right | ItemJoin::Full);
-        if (this_nullable && locked(factor_name(factor)))
-            || (before_nullable
-                && (scope.entries.iter()).any(|entry| locked(entry.qualifier.clone())))
-        {
-            return Err(SqlError::new(
-                sqlstate::FEATURE_NOT_SUPPORTED,
-                format!(
-                    "{} cannot be applied to the nullable side of an outer join",
-                    lock_words(locks)
-                ),
-            ));
-        }
         let (relation, entry) = self.bind_factor(factor, locks, scope)?;
         let start = scope.width();
         let left_width = start;
@@ -315,7 +319,7 @@ impl Binder<'_> {
                 alias,
                 ..
             } => {
-                self.inherit_lock(locks, alias.as_ref());
+                self.inherit_lock(locks, subquery, alias.as_ref());
                 let bound = self.bind_derived(subquery, alias.as_ref(), Some(scope));
                 self.inherited_lock = None;
                 bound
@@ -326,7 +330,7 @@ impl Binder<'_> {
                 alias,
                 ..
             } => {
-                self.inherit_lock(locks, alias.as_ref());
+                self.inherit_lock(locks, subquery, alias.as_ref());
                 let bound = self.bind_derived(subquery, alias.as_ref(), None);
                 self.inherited_lock = None;
                 bound
@@ -559,11 +563,46 @@ impl Binder<'_> {
         Some(bound)
     }
 
-    /// Makes the next query bound (a derived table's) inherit the lock the clauses take on
-    /// the FROM item called `alias`.
-    fn inherit_lock(&mut self, locks: &[ast::LockClause], alias: Option<&ast::TableAlias>) {
+    /// Makes the next query bound (the derived table `subquery`'s) inherit the lock the
+    /// clauses take on the FROM item called `alias` (a VALUES list has no rows to lock).
+    fn inherit_lock(
+        &mut self,
+        locks: &[ast::LockClause],
+        subquery: &ast::Query,
+        alias: Option<&ast::TableAlias>,
+    ) {
+        if matches!(subquery.body.as_ref(), ast::SetExpr::Values(_)) {
+            return;
+        }
         let lock = alias.and_then(|alias| row_lock(locks, &ident_name(&alias.name)));
         self.inherited_lock = lock.map(inherited_clause);
+        self.locked_derived |= lock.is_some();
+    }
+
+    /// Whether the clauses lock the FROM item `factor`: a table, a view or a derived table
+    /// (not a function, a VALUES list or a WITH query, whose rows are no table's).
+    fn locked_item(&self, factor: &TableFactor, locks: &[ast::LockClause]) -> bool {
+        if locks.is_empty() {
+            return false;
+        }
+        let lockable = match factor {
+            TableFactor::Derived { subquery, .. } => {
+                !matches!(subquery.body.as_ref(), ast::SetExpr::Values(_))
+            }
+            TableFactor::Table {
+                name, args: None, ..
+            } => match name.0.as_slice() {
+                [part] => part.as_ident().map(ident_name).is_some_and(|name| {
+                    let cte =
+                        (self.ctes.iter()).any(|(cte, _)| ident_name(&cte.alias.name) == name);
+                    !cte && (self.catalog.table(&name).is_ok()
+                        || self.catalog.view(&name).is_some())
+                }),
+                _ => true,
+            },
+            _ => false,
+        };
+        lockable && factor_name(factor).is_some_and(|name| row_lock(locks, &name).is_some())
     }
 
     /// A table by name: a user table, else (or when qualified with a system schema) a system
@@ -614,6 +653,7 @@ impl Binder<'_> {
                         self.note_read(table_name);
                         // FOR UPDATE of a view locks the rows of the tables it reads.
                         self.inherited_lock = lock.map(inherited_clause);
+                        self.locked_derived |= lock.is_some();
                         return self.bind_view(&view);
                     }
                     if let Ok(sequence) = self.catalog.sequence(table_name) {

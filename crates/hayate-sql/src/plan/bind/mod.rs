@@ -85,6 +85,8 @@ pub struct Binder<'a> {
     /// A locking clause was bound somewhere in the statement (a locking subquery makes the
     /// statement a writing one).
     saw_locks: bool,
+    /// The FROM list being bound passed a lock into a derived table or view.
+    locked_derived: bool,
 }
 
 /// An enclosing query level: its FROM list, and whether it is grouped (its rows are then
@@ -172,6 +174,7 @@ impl<'a> Binder<'a> {
             set_calls: None,
             inherited_lock: None,
             saw_locks: false,
+            locked_derived: false,
         }
     }
 

@@ -277,8 +277,26 @@ impl Binder<'_> {
         query: Option<&ast::Query>,
         locks: &[ast::LockClause],
     ) -> SqlResult<QueryPlan> {
-        let mut root = self.bind_from_where(&select.from, select.selection.as_ref(), locks)?;
+        let outer_locked_derived = std::mem::replace(&mut self.locked_derived, false);
+        let root = self.bind_from_where(&select.from, select.selection.as_ref(), locks);
+        let locked_derived = std::mem::replace(&mut self.locked_derived, outer_locked_derived);
+        let mut root = root?;
         check_locked_names(locks, self.scope.as_ref())?;
+        // A lock passed into a derived table or view is taken by its query's reads, before
+        // anything outside it: with a WHERE, a join, an ORDER BY or a LIMIT outside, it
+        // would lock rows the statement does not return (PostgreSQL locks those returned).
+        let outside = select.selection.is_some()
+            || select.from.len() > 1
+            || select.from.iter().any(|item| !item.joins.is_empty())
+            || query.is_some_and(|q| {
+                q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some()
+            });
+        if locked_derived && outside {
+            return Err(SqlError::unsupported(
+                "FOR UPDATE of a derived table or view with a WHERE, join, ORDER BY or LIMIT \
+                 outside it (lock its tables in the subquery, or name the tables with OF)",
+            ));
+        }
         let single_table = matches!(root, Relation::Table { .. });
         if select.from.is_empty() {
             self.scope = None;
