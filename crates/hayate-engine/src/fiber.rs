@@ -40,12 +40,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
-use corosensei::stack::DefaultStack;
+use corosensei::stack::{DefaultStack, Stack};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-/// Stack of one fiber: as much as a tokio worker thread has, where statements ran before.
-/// Only the touched part is backed by memory; stacks are reused per thread.
-pub const STACK_BYTES: usize = 2 << 20;
+/// Stack of one fiber: room for the recursion of a long chain of operators in a statement
+/// (the binder checks `stack_remaining` and fails before the end). Only the touched part is
+/// backed by memory; stacks are reused per thread.
+pub const STACK_BYTES: usize = 16 << 20;
 /// Stacks kept per thread for reuse.
 const STACKS_KEPT: usize = 256;
 
@@ -75,13 +76,18 @@ pub enum Step<R> {
 struct FiberLocals {
     gate_depth: u32,
     io_allowed: u32,
+    /// The lowest and highest addresses of the running fiber's stack (0 off a fiber).
+    stack_limit: usize,
+    stack_base: usize,
 }
 
 type FiberYielder = Yielder<(), Wait>;
 
 thread_local! {
     static CURRENT: Cell<*const FiberYielder> = const { Cell::new(std::ptr::null()) };
-    static LOCALS: Cell<FiberLocals> = const { Cell::new(FiberLocals { gate_depth: 0, io_allowed: 0 }) };
+    static LOCALS: Cell<FiberLocals> = const {
+        Cell::new(FiberLocals { gate_depth: 0, io_allowed: 0, stack_limit: 0, stack_base: 0 })
+    };
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
     static SLOTS: RefCell<IoSlots> = const { RefCell::new(IoSlots { slots: Vec::new(), free: Vec::new() }) };
 }
@@ -103,8 +109,15 @@ impl<'a, R> Fiber<'a, R> {
         // Boxed: what moves onto the new stack must be small (corosensei takes at most
         // 1 KiB), and a statement's closure may own large state (a COPY in progress).
         let work = Box::new(work);
+        let (stack_limit, stack_base) = (stack.limit().get(), stack.base().get());
         let body = move |yielder: &FiberYielder, ()| {
             CURRENT.with(|current| current.set(yielder));
+            LOCALS.with(|locals| {
+                let mut mine = locals.get();
+                mine.stack_limit = stack_limit;
+                mine.stack_base = stack_base;
+                locals.set(mine);
+            });
             let result = work();
             CURRENT.with(|current| current.set(std::ptr::null()));
             result
@@ -178,6 +191,49 @@ impl Drop for Switch {
         if !std::thread::panicking() {
             CURRENT.with(|current| current.set(self.current));
         }
+    }
+}
+
+/// True when more than half of the running fiber's stack (off a fiber: the thread's) is in
+/// use: deep recursion (binding a long chain of operators) checks it and fails cleanly,
+/// leaving the other half to what walks the same tree afterwards, instead of overflowing.
+#[inline(never)]
+pub fn stack_half_used() -> bool {
+    let locals = LOCALS.with(|locals| locals.get());
+    let (limit, base) = match locals.stack_limit {
+        0 => match THREAD_STACK.with(|stack| *stack) {
+            Some(bounds) => bounds,
+            None => return false,
+        },
+        limit => (limit, locals.stack_base),
+    };
+    let marker = 0u8;
+    let here = std::hint::black_box(&marker) as *const u8 as usize;
+    // The stack grows down, from `base` toward `limit`.
+    here < limit + (base.saturating_sub(limit)) / 2
+}
+
+thread_local! {
+    /// This thread's own stack: (lowest usable address above its guard, highest address).
+    static THREAD_STACK: Option<(usize, usize)> = thread_stack();
+}
+
+/// The calling thread's stack bounds, from its pthread attributes.
+fn thread_stack() -> Option<(usize, usize)> {
+    // SAFETY: pthread_getattr_np fills `attr` for the calling thread, which is then read
+    // and destroyed; no pointer outlives the calls.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut address: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let found = libc::pthread_attr_getstack(&attr, &mut address, &mut size) == 0;
+        let mut guard: libc::size_t = 0;
+        libc::pthread_attr_getguardsize(&attr, &mut guard);
+        libc::pthread_attr_destroy(&mut attr);
+        found.then(|| (address as usize + guard, address as usize + size))
     }
 }
 

@@ -333,6 +333,10 @@ impl EventLoops {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("hayate-loop-{index}"))
+                    // A fiber's size: the extended protocol parses and binds on the loop
+                    // itself, as deep as a statement's fiber may (only touched pages are
+                    // backed).
+                    .stack_size(hayate_engine::fiber::STACK_BYTES)
                     .spawn(move || {
                         if let Some(sender) = send_batch::install() {
                             runtime.spawn(sender);

@@ -88,6 +88,24 @@ fn server_survives_bad_input() {
         .unwrap()
         .get(0);
     assert_eq!(count, 1, "the batch's insert was rolled back with it");
+
+    // Chains of operators recurse as deep as they are long: a long one binds, a very long
+    // one is 54001 (PostgreSQL's stack depth limit), and the server goes on (it crashed on
+    // a 1,000-term sum before).
+    let chain = |terms: usize, separator: &str| vec!["1"; terms].join(separator);
+    let sum: i64 = client
+        .query_one(&format!("SELECT ({})::int8", chain(2_000, "+")), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(sum, 2_000);
+    for separator in ["+", " = 1 OR 1"] {
+        let error = client
+            .batch_execute(&format!("SELECT {}", chain(200_000, separator)))
+            .expect_err("too deep");
+        assert_eq!(sqlstate(&error), "54001", "{separator}");
+    }
+    let one: i32 = client.query_one("SELECT 1", &[]).unwrap().get(0);
+    assert_eq!(one, 1);
     server.stop();
 }
 

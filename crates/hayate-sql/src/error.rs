@@ -41,6 +41,7 @@ pub mod sqlstate {
     pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
     pub const READ_ONLY_SQL_TRANSACTION: &str = "25006";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
+    pub const STATEMENT_TOO_COMPLEX: &str = "54001";
     pub const SNAPSHOT_TOO_OLD: &str = "72000";
     pub const PROTOCOL_VIOLATION: &str = "08P01";
     pub const QUERY_CANCELED: &str = "57014";

@@ -27,10 +27,60 @@ use crate::types::{DataType, Value};
 /// How often an autocommitted statement is run again after a write conflict.
 const AUTOCOMMIT_ATTEMPTS_MAX: u32 = 16;
 
+/// Operators a query string may hold: sqlparser reads a chain of binary operators in a loop
+/// but builds a tree as deep as the chain is long, which every later walk of it recurses
+/// through; past this many, the string is refused before parsing (54001) rather than
+/// risking the statement's stack (the binder's own check stops shorter chains).
+const OPERATORS_MAX: usize = 50_000;
+
+/// 54001 for a query string with more than `OPERATORS_MAX` operator characters or AND/OR
+/// words outside quotes (an overestimate: commas, IN lists and VALUES rows do not count).
+fn check_operator_count(sql: &str) -> SqlResult<()> {
+    if sql.len() < OPERATORS_MAX {
+        return Ok(());
+    }
+    let mut count = 0usize;
+    let mut quote: Option<u8> = None;
+    let bytes = sql.as_bytes();
+    for (at, byte) in bytes.iter().enumerate() {
+        match (quote, byte) {
+            (Some(q), b) if *b == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'\'' | b'"') => quote = Some(*byte),
+            (None, b'+' | b'-' | b'*' | b'/' | b'%' | b'=' | b'<' | b'>' | b'|' | b'&') => {
+                count += 1
+            }
+            (None, b'o' | b'O' | b'a' | b'A') => {
+                let word_start = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
+                let rest = &bytes[at..];
+                let is = |word: &[u8]| {
+                    rest.len() >= word.len()
+                        && rest[..word.len()].eq_ignore_ascii_case(word)
+                        && rest
+                            .get(word.len())
+                            .is_none_or(|b| !b.is_ascii_alphanumeric())
+                };
+                if word_start && (is(b"or") || is(b"and")) {
+                    count += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    match count > OPERATORS_MAX {
+        true => Err(SqlError::new(
+            sqlstate::STATEMENT_TOO_COMPLEX,
+            "stack depth limit exceeded",
+        )),
+        false => Ok(()),
+    }
+}
+
 /// Parses a query string into its statements. The forms read here rather than by sqlparser
 /// (VACUUM/ANALYZE, CREATE/DROP DATABASE, CREATE SEQUENCE in any option order) are found in
 /// each statement of the string.
 pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
+    check_operator_count(sql)?;
     // Only a string that names one of those forms is split (the usual query is not).
     let lower = sql.to_ascii_lowercase();
     let special = [

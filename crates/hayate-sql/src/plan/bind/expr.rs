@@ -265,6 +265,14 @@ impl Binder<'_> {
         expr: &ast::Expr,
         expected: Option<DataType>,
     ) -> SqlResult<(Expr, DataType)> {
+        // A chain of thousands of operators recurses as deep as it is long: fail, as
+        // PostgreSQL does past max_stack_depth, before the statement's stack runs out.
+        if hayate_engine::fiber::stack_half_used() {
+            return Err(SqlError::new(
+                sqlstate::STATEMENT_TOO_COMPLEX,
+                "stack depth limit exceeded",
+            ));
+        }
         if let Some(grouping) = &self.grouping {
             if let Some(position) = grouping.group_by.iter().position(|g| g == expr) {
                 return Ok((Expr::Column(position), grouping.group_types[position]));
