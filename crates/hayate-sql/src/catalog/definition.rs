@@ -594,9 +594,12 @@ impl TableDef {
             for _ in 0..count {
                 let name = reader.string().ok_or_else(|| corrupt("index name"))?;
                 let flags = reader.u8().ok_or_else(|| corrupt("index flags"))?;
-                let index_columns = reader
+                let index_columns: Vec<usize> = reader
                     .index_columns(columns.len())
-                    .ok_or_else(|| corrupt("index columns"))?;
+                    .ok_or_else(|| corrupt("index columns"))?
+                    .into_iter()
+                    .map(|column| column.unwrap_or(EXPRESSION_KEY))
+                    .collect();
                 let tree = reader.string().ok_or_else(|| corrupt("index tree"))?;
                 let predicate = match flags & 4 != 0 {
                     true => Some(reader.string().ok_or_else(|| corrupt("index predicate"))?),

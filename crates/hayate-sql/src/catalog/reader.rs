@@ -52,13 +52,13 @@ impl<'a> Reader<'a> {
     }
 
     /// A u16 count of column indexes below `limit`.
-    /// An index's key columns: as `columns`, with u16::MAX read as `EXPRESSION_KEY`.
-    pub(super) fn index_columns(&mut self, limit: usize) -> Option<Vec<usize>> {
+    /// An index's key columns: as `columns`, with u16::MAX (an expression key) as None.
+    pub(super) fn index_columns(&mut self, limit: usize) -> Option<Vec<Option<usize>>> {
         let count = self.u16()?;
         (0..count)
             .map(|_| match self.u16()? {
-                u16::MAX => Some(super::definition::EXPRESSION_KEY),
-                column => Some(usize::from(column)).filter(|c| *c < limit),
+                u16::MAX => Some(None),
+                column => (usize::from(column) < limit).then_some(Some(usize::from(column))),
             })
             .collect()
     }
