@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use hayate_engine::PhaseReport;
-use hayate_engine::{Database, Locked, Transaction, TreeId};
+use hayate_engine::{Database, Transaction, TreeId};
 
 use crate::driver::{DriverError, DriverResult};
 use crate::tpcc::check::CheckData;
@@ -807,9 +807,11 @@ fn delivery(db: &Database, trees: &Trees, input: &DeliveryInput) -> DriverResult
         let prefix = key(&[w_id, d_id]);
         let end = prefix_end(&prefix);
         // The oldest undelivered order: candidates in order from the snapshot, each taken by
-        // a locking read that does not wait (SKIP LOCKED), so that a concurrent Delivery
-        // holding it, or one that took it first and deleted it, sends us to the next one
-        // instead of queueing behind it or failing.
+        // a locking read, so that a concurrent Delivery that took it first (and deleted it)
+        // sends us to the next one instead of failing. It waits for a Delivery holding it:
+        // passing over it (SKIP LOCKED) removes the queue of Deliveries but lets a later
+        // order be delivered first, and a crash or rollback of the one holding the older
+        // order then leaves a gap (consistency condition 3; the crash test found it).
         let candidates: Vec<Vec<u8>> = txn
             .scan(
                 trees.new_order,
@@ -821,7 +823,7 @@ fn delivery(db: &Database, trees: &Trees, input: &DeliveryInput) -> DriverResult
             .collect::<hayate_engine::Result<_>>()?;
         let mut claimed = None;
         for candidate in candidates {
-            if let Locked::Row(Some(value)) = txn.try_lock_latest(trees.new_order, &candidate)? {
+            if let Some(value) = txn.lock_latest(trees.new_order, &candidate)? {
                 txn.delete(trees.new_order, &candidate)?;
                 claimed = Some(decode_new_order(&value)?.o_id);
                 break;

@@ -335,16 +335,6 @@ impl Dialect {
         }
     }
 
-    /// FOR UPDATE passing over rows other transactions hold: a Delivery takes the oldest
-    /// order of a district that no concurrent Delivery is taking, instead of queueing behind
-    /// it (SKIP LOCKED: PostgreSQL 9.5, MariaDB 10.6, Hayate).
-    pub fn for_update_skip_locked(self) -> &'static str {
-        match self {
-            Dialect::Postgres | Dialect::Mariadb => " FOR UPDATE SKIP LOCKED",
-            Dialect::Sqlite => "",
-        }
-    }
-
     /// `?` placeholders as the dialect numbers them (`$1`, `$2`... in PostgreSQL).
     pub fn placeholders(self, text: &str) -> String {
         if self != Dialect::Postgres {

@@ -235,8 +235,7 @@ impl Statement {
             ),
             DeliveryOldest => format!(
                 "SELECT no_o_id FROM new_order WHERE no_w_id = ? AND no_d_id = ? \
-                 ORDER BY no_o_id LIMIT 1{}",
-                d.for_update_skip_locked()
+                 ORDER BY no_o_id LIMIT 1{lock}"
             ),
             DeliveryDeleteNewOrder => "DELETE FROM new_order \
                                        WHERE no_w_id = ? AND no_d_id = ? AND no_o_id = ?"
@@ -654,9 +653,9 @@ fn take_oldest_new_order<C: SqlConnection>(
     d_id: u32,
 ) -> DriverResult<Option<u32>> {
     let district_key = [Value::id(w_id), Value::id(d_id)];
-    // Rows a concurrent Delivery holds are passed over (SKIP LOCKED). An empty answer (every
-    // row held, or none left) is asked once more, and a row already gone (nothing deleted:
-    // SQLite, which has no row locks) makes it look again.
+    // At READ COMMITTED a concurrent Delivery may delete the row this one waited for:
+    // PostgreSQL then returns no row, so an empty answer is asked once more, and a row
+    // already gone (nothing deleted) makes it look again.
     let mut empty_answers = 0;
     while empty_answers < 2 {
         let rows = connection.query(Statement::DeliveryOldest, &district_key)?;
