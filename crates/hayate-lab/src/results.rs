@@ -239,6 +239,12 @@ pub struct TpccRun {
     pub retries: BTreeMap<String, u64>,
     /// Transactions still failing when the run ended (not counted).
     pub gave_up: u64,
+    /// Deliveries ran deferred (clause 2.7.2): counted when their ten districts committed.
+    #[serde(default)]
+    pub deferred_delivery: bool,
+    /// Deferred Deliveries queued but not finished when the run ended (not counted).
+    #[serde(default)]
+    pub deliveries_pending: u64,
     pub io: IoRates,
     pub buffer_hit_ratio: Option<f64>,
     pub log_flushes: Option<u64>,

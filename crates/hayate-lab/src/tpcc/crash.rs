@@ -92,6 +92,7 @@ pub fn child(args: &ChildArgs) -> CliResult<()> {
         acknowledged: Some(Arc::new(move |w_id, d_id, o_id| {
             sink.lock().push((w_id, d_id, o_id));
         })),
+        deferred_delivery: true,
     };
     // Acknowledgements reach stdout within milliseconds of the commit.
     std::thread::spawn(move || {

@@ -25,15 +25,16 @@ use hayate_engine::{Database, Transaction, TreeId};
 
 use crate::driver::{DriverError, DriverResult};
 use crate::tpcc::check::CheckData;
-use crate::tpcc::metrics::{record_output, TpccJob, TpccOutcome};
+use crate::tpcc::deferred::{executors_for, run_executor, DeliveryQueue};
+use crate::tpcc::metrics::{defer, record_output, TpccJob, TpccOutcome};
 use crate::tpcc::rows::{
     generate_items, generate_warehouse, Address, Customer, District, History, Item, NewOrder,
     Order, OrderLine, Row, Stock, Warehouse,
 };
-use crate::tpcc::spec::{now_micros, Scale, DISTRICTS_PER_WAREHOUSE};
+use crate::tpcc::spec::{now_micros, Scale};
 use crate::tpcc::txn::{
     CustomerSelector, DeliveryInput, NewOrderInput, NewOrderOutcome, OrderStatusInput,
-    PaymentInput, StockLevelInput, Terminal, TpccSession, TxnInput, TxnOutput,
+    PaymentInput, StockLevelInput, Terminal, TpccSession, TxnInput, TxnOutput, TxnType,
 };
 
 /// Rows per load transaction.
@@ -798,12 +799,13 @@ fn order_status(db: &Database, trees: &Trees, input: &OrderStatusInput) -> Drive
     Ok(lines)
 }
 
-/// Clause 2.7.4: the ten districts of the warehouse in one transaction.
+/// Clause 2.7.4: the input's districts (all ten, or one of a deferred Delivery) in one
+/// transaction.
 fn delivery(db: &Database, trees: &Trees, input: &DeliveryInput) -> DriverResult<u32> {
     let w_id = input.w_id;
     let mut txn = db.begin();
     let mut delivered = 0;
-    for d_id in 1..=DISTRICTS_PER_WAREHOUSE {
+    for d_id in input.districts() {
         let prefix = key(&[w_id, d_id]);
         let end = prefix_end(&prefix);
         // The oldest undelivered order: candidates in order from the snapshot, each taken by
@@ -914,7 +916,8 @@ pub struct WorkerRun {
 }
 
 /// Runs `job.terminals` terminals as fibers spread over `workers` threads until the job's
-/// duration is over (`run_terminal`). Spans of each worker's phases are recorded until
+/// duration is over (`run_terminal`), and the Delivery executors when Deliveries run deferred
+/// (`deferred`, as fibers too). Spans of each worker's phases are recorded until
 /// `record_until`.
 pub fn run_native(
     db: &Database,
@@ -926,12 +929,22 @@ pub fn run_native(
     let workers = workers.clamp(1, job.terminals.max(1));
     let started = Instant::now();
     let deadline = started + job.duration;
+    let queue = (job.deferred_delivery)
+        .then(|| DeliveryQueue::new(&job.scale, executors_for(&job.scale, job.terminals)));
+    let run = Native {
+        db,
+        trees,
+        job,
+        deadline,
+        deliveries: queue.as_ref(),
+    };
     let results: Vec<DriverResult<WorkerRun>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|worker| {
+                let run = &run;
                 scope.spawn(move || {
                     hayate_engine::start_accounting(record_until);
-                    let result = run_worker(db, trees, job, worker, workers, deadline);
+                    let result = run.worker(worker, workers);
                     let phases = hayate_engine::finish_accounting();
                     result.map(|(outcome, writes_committed)| WorkerRun {
                         outcome,
@@ -950,78 +963,96 @@ pub fn run_native(
             })
             .collect()
     });
-    results.into_iter().collect()
-}
-
-/// One worker thread: terminals `worker`, `worker + workers`, ... as fibers of the thread.
-fn run_worker(
-    db: &Database,
-    trees: &Trees,
-    job: &TpccJob,
-    worker: u32,
-    workers: u32,
-    deadline: Instant,
-) -> DriverResult<(TpccOutcome, u64)> {
-    type Work<'a> = Box<dyn FnOnce() -> DriverResult<(TpccOutcome, u64)> + 'a>;
-    let works: Vec<Work<'_>> = (worker..job.terminals)
-        .step_by(workers as usize)
-        .map(|index| {
-            let terminal = Terminal::new(&job.scale, index, job.seed);
-            Box::new(move || run_terminal(db, trees, job, terminal, deadline)) as Work<'_>
-        })
-        .collect();
-    let mut outcome = TpccOutcome::default();
-    let mut writes = 0;
-    for output in crate::fibers::run(works) {
-        let (terminal_outcome, terminal_writes) = output?;
-        outcome.merge(&terminal_outcome);
-        writes += terminal_writes;
+    let mut runs: Vec<WorkerRun> = results.into_iter().collect::<DriverResult<_>>()?;
+    if let (Some(queue), Some(first)) = (&queue, runs.first_mut()) {
+        first.outcome.deliveries_pending = queue.pending();
     }
-    outcome.worker_threads = 1;
-    Ok((outcome, writes))
+    Ok(runs)
 }
 
-/// One terminal until the deadline: runs the next transaction of the mix and retries it on
-/// retryable failures until it commits or the run ends. Returns what it measured and how many
-/// of its transactions wrote.
-fn run_terminal(
-    db: &Database,
-    trees: &Trees,
-    job: &TpccJob,
-    mut terminal: Terminal,
+/// What every worker of a native run shares.
+struct Native<'a> {
+    db: &'a Database,
+    trees: &'a Trees,
+    job: &'a TpccJob,
     deadline: Instant,
-) -> DriverResult<(TpccOutcome, u64)> {
-    let mut outcome = TpccOutcome::default();
-    let mut writes = 0;
-    'terminal: while Instant::now() < deadline {
-        let input = terminal.next();
-        let started = Instant::now();
-        loop {
-            match run(db, trees, &input) {
-                Ok(output) => {
-                    let latency = started.elapsed();
-                    record_output(&mut outcome, &input, output, latency, job);
-                    writes += u64::from(writes_rows(&input, &output));
-                    break;
-                }
-                Err(error) if error.retryable => {
-                    if Instant::now() >= deadline {
-                        outcome.gave_up += 1;
-                        break 'terminal;
+    deliveries: Option<&'a DeliveryQueue>,
+}
+
+impl Native<'_> {
+    /// One worker thread: terminals `worker`, `worker + workers`, ... and the Delivery
+    /// executors numbered the same way, as fibers of the thread. Returns what it measured and
+    /// how many of its transactions wrote.
+    fn worker(&self, worker: u32, workers: u32) -> DriverResult<(TpccOutcome, u64)> {
+        type Work<'a> = Box<dyn FnOnce() -> DriverResult<(TpccOutcome, u64)> + 'a>;
+        let mut works: Vec<Work<'_>> = (worker..self.job.terminals)
+            .step_by(workers as usize)
+            .map(|index| {
+                let terminal = Terminal::new(&self.job.scale, index, self.job.seed);
+                Box::new(move || self.terminal(terminal)) as Work<'_>
+            })
+            .collect();
+        if let Some(queue) = self.deliveries {
+            for executor in (worker..queue.executors()).step_by(workers as usize) {
+                works.push(Box::new(move || {
+                    let mut deliver = |input: &DeliveryInput| delivery(self.db, self.trees, input);
+                    let outcome = run_executor(queue, executor, self.deadline, &mut deliver)?;
+                    let writes = outcome.per_type[TxnType::Delivery.index()].committed;
+                    Ok((outcome, writes))
+                }));
+            }
+        }
+        let mut outcome = TpccOutcome::default();
+        let mut writes = 0;
+        for output in crate::fibers::run(works) {
+            let (terminal_outcome, terminal_writes) = output?;
+            outcome.merge(&terminal_outcome);
+            writes += terminal_writes;
+        }
+        outcome.worker_threads = 1;
+        Ok((outcome, writes))
+    }
+
+    /// One terminal until the deadline: runs the next transaction of the mix and retries it
+    /// on retryable failures until it commits or the run ends; queues a Delivery when they run
+    /// deferred. Returns what it measured and how many of its transactions wrote.
+    fn terminal(&self, mut terminal: Terminal) -> DriverResult<(TpccOutcome, u64)> {
+        let mut outcome = TpccOutcome::default();
+        let mut writes = 0;
+        let deadline = self.deadline;
+        'terminal: while Instant::now() < deadline {
+            let input = terminal.next();
+            if defer(&input, self.deliveries, deadline) {
+                continue;
+            }
+            let started = Instant::now();
+            loop {
+                match run(self.db, self.trees, &input) {
+                    Ok(output) => {
+                        let latency = started.elapsed();
+                        record_output(&mut outcome, &input, output, latency, self.job);
+                        writes += u64::from(writes_rows(&input, &output));
+                        break;
                     }
-                    outcome.retry(input.kind(), &error);
-                    crate::fibers::pause();
-                }
-                Err(error) => {
-                    return Err(DriverError::fatal(format!(
-                        "{}: {error}",
-                        input.kind().as_str()
-                    )))
+                    Err(error) if error.retryable => {
+                        if Instant::now() >= deadline {
+                            outcome.gave_up += 1;
+                            break 'terminal;
+                        }
+                        outcome.retry(input.kind(), &error);
+                        crate::fibers::pause();
+                    }
+                    Err(error) => {
+                        return Err(DriverError::fatal(format!(
+                            "{}: {error}",
+                            input.kind().as_str()
+                        )))
+                    }
                 }
             }
         }
+        Ok((outcome, writes))
     }
-    Ok((outcome, writes))
 }
 
 /// Whether a finished transaction committed writes.

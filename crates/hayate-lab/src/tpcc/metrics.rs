@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::driver::{DriverError, DriverResult};
+use crate::tpcc::deferred::DeliveryQueue;
 use crate::tpcc::spec::Scale;
 use crate::tpcc::txn::{NewOrderOutcome, Terminal, TpccSession, TxnInput, TxnOutput, TxnType};
 use hayate::report::Histogram;
@@ -23,6 +24,8 @@ pub struct TpccJob {
     pub seed: u64,
     /// Told of every acknowledged New-Order (the crash loop), when set.
     pub acknowledged: Option<AckSink>,
+    /// Deliveries run deferred (`deferred`, clause 2.7.2), else inline in the terminal.
+    pub deferred_delivery: bool,
 }
 
 /// Committed transactions of one type.
@@ -44,6 +47,8 @@ pub struct TpccOutcome {
     pub retries: BTreeMap<String, u64>,
     /// Transactions still failing with retryable errors when the run ended (not counted).
     pub gave_up: u64,
+    /// Deferred Deliveries queued and not finished when the run ended (not counted).
+    pub deliveries_pending: u64,
     pub worker_threads: u32,
 }
 
@@ -73,6 +78,7 @@ impl TpccOutcome {
             *self.retries.entry(cause.clone()).or_default() += count;
         }
         self.gave_up += other.gave_up;
+        self.deliveries_pending += other.deliveries_pending;
         self.worker_threads += other.worker_threads;
     }
 
@@ -101,13 +107,14 @@ pub fn retry_cause(error: &DriverError) -> &'static str {
 }
 
 /// Runs one terminal on a session until the deadline: the next input, retried on retryable
-/// failures (the same input) until it commits or the run ends. For engines without a native
-/// runner.
+/// failures (the same input) until it commits or the run ends; a Delivery goes to
+/// `deliveries` when given (deferred). For engines without a native runner.
 pub fn run_terminal(
     session: &mut dyn TpccSession,
     terminal: &mut Terminal,
     job: &TpccJob,
     deadline: Instant,
+    deliveries: Option<&DeliveryQueue>,
 ) -> DriverResult<TpccOutcome> {
     let mut outcome = TpccOutcome {
         worker_threads: 1,
@@ -115,6 +122,9 @@ pub fn run_terminal(
     };
     while Instant::now() < deadline {
         let input = terminal.next();
+        if defer(&input, deliveries, deadline) {
+            continue;
+        }
         let started = Instant::now();
         loop {
             match session.run(&input) {
@@ -139,6 +149,18 @@ pub fn run_terminal(
         }
     }
     Ok(outcome)
+}
+
+/// Hands a Delivery to the executors when they run deferred (waiting for room until the
+/// deadline); true when the terminal is done with it.
+pub fn defer(input: &TxnInput, deliveries: Option<&DeliveryQueue>, deadline: Instant) -> bool {
+    match (input, deliveries) {
+        (TxnInput::Delivery(delivery), Some(queue)) => {
+            queue.submit(delivery, deadline);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Counts a finished transaction (and tells the acknowledgement sink of a New-Order).

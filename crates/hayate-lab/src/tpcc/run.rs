@@ -16,10 +16,11 @@ use crate::primitive::measure::{
 };
 use crate::primitive::{DeviceClassArg, HayateDriver};
 use crate::results::{TpccRun, TpccTypeRun};
+use crate::tpcc::deferred::{executors_for, run_executor, DeliveryQueue};
 use crate::tpcc::driver::TpccDriver;
 use crate::tpcc::metrics::{run_terminal, TpccJob, TpccOutcome};
 use crate::tpcc::spec::Scale;
-use crate::tpcc::txn::{Terminal, TxnType};
+use crate::tpcc::txn::{DeliveryInput, Terminal, TxnType};
 use hayate::error::{CliError, CliResult};
 
 /// What every run of an invocation shares.
@@ -32,6 +33,8 @@ pub struct RunPlan {
     pub seed: u64,
     pub timeline: Duration,
     pub replay: bool,
+    /// Deliveries deferred (clause 2.7.2), else inline.
+    pub deferred_delivery: bool,
 }
 
 impl RunPlan {
@@ -42,30 +45,45 @@ impl RunPlan {
             duration,
             seed: self.seed,
             acknowledged: None,
+            deferred_delivery: self.deferred_delivery,
         }
     }
 }
 
-/// Runs a job natively when the engine can, else on one session per terminal (thread).
+/// Runs a job natively when the engine can, else on one session per terminal (thread), and
+/// one per Delivery executor when they run deferred.
 pub fn run_job(driver: &dyn TpccDriver, job: &TpccJob) -> DriverResult<TpccOutcome> {
     if let Some(result) = driver.run_tpcc_native(job) {
         return result;
     }
+    let queue = (job.deferred_delivery)
+        .then(|| DeliveryQueue::new(&job.scale, executors_for(&job.scale, job.terminals)));
     let sessions = (0..job.terminals)
+        .map(|_| driver.connect_tpcc())
+        .collect::<DriverResult<Vec<_>>>()?;
+    let executors = (0..queue.as_ref().map_or(0, DeliveryQueue::executors))
         .map(|_| driver.connect_tpcc())
         .collect::<DriverResult<Vec<_>>>()?;
     let deadline = Instant::now() + job.duration;
     let results: Vec<DriverResult<TpccOutcome>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = sessions
+        let queue = queue.as_ref();
+        let mut handles: Vec<_> = sessions
             .into_iter()
             .enumerate()
             .map(|(index, mut session)| {
                 scope.spawn(move || {
                     let mut terminal = Terminal::new(&job.scale, index as u32, job.seed);
-                    run_terminal(session.as_mut(), &mut terminal, job, deadline)
+                    run_terminal(session.as_mut(), &mut terminal, job, deadline, queue)
                 })
             })
             .collect();
+        for (index, mut session) in executors.into_iter().enumerate() {
+            let queue = queue.expect("executors only with a queue");
+            handles.push(scope.spawn(move || {
+                let mut deliver = |input: &DeliveryInput| session.delivery(input);
+                run_executor(queue, index as u32, deadline, &mut deliver)
+            }));
+        }
         handles
             .into_iter()
             .map(|handle| {
@@ -79,6 +97,7 @@ pub fn run_job(driver: &dyn TpccDriver, job: &TpccJob) -> DriverResult<TpccOutco
     for result in results {
         total.merge(&result?);
     }
+    total.deliveries_pending = queue.map_or(0, |queue| queue.pending());
     Ok(total)
 }
 
@@ -142,6 +161,8 @@ fn base_run(
         rolled_back: outcome.rolled_back,
         retries: outcome.retries.clone(),
         gave_up: outcome.gave_up,
+        deliveries_pending: outcome.deliveries_pending,
+        deferred_delivery: plan.deferred_delivery,
         ..TpccRun::default()
     }
 }

@@ -95,6 +95,19 @@ pub struct DeliveryInput {
     pub w_id: u32,
     pub carrier_id: u32,
     pub date: i64,
+    /// One district of a deferred Delivery (clause 2.7.4.2: its execution may be up to ten
+    /// transactions, `deferred`); `None`: all ten in one transaction.
+    pub d_id: Option<u32>,
+}
+
+impl DeliveryInput {
+    /// The districts this transaction delivers, in order.
+    pub fn districts(&self) -> std::ops::RangeInclusive<u32> {
+        match self.d_id {
+            Some(d_id) => d_id..=d_id,
+            None => 1..=DISTRICTS_PER_WAREHOUSE,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,6 +254,7 @@ impl Terminal {
                 w_id: self.w_id,
                 carrier_id: self.random.uniform_u32(1, 10),
                 date: crate::tpcc::spec::now_micros(),
+                d_id: None,
             }),
             TxnType::StockLevel => TxnInput::StockLevel(StockLevelInput {
                 w_id: self.w_id,

@@ -13,7 +13,6 @@ use crate::tpcc::check::{
     CheckData, CustomerCheck, DistrictCheck, HistoryCheck, OrderCheck, OrderLineCheck,
 };
 use crate::tpcc::rows::NewOrder;
-use crate::tpcc::spec::DISTRICTS_PER_WAREHOUSE;
 use crate::tpcc::txn::{
     CustomerSelector, DeliveryInput, NewOrderInput, NewOrderOutcome, OrderStatusInput,
     PaymentInput, StockLevelInput, TpccSession,
@@ -637,7 +636,7 @@ fn delivery<C: SqlConnection>(
     input: &DeliveryInput,
 ) -> DriverResult<u32> {
     let mut delivered = 0;
-    for d_id in 1..=DISTRICTS_PER_WAREHOUSE {
+    for d_id in input.districts() {
         if let Some(o_id) = take_oldest_new_order(connection, input.w_id, d_id)? {
             deliver_order(connection, dialect, input, d_id, o_id)?;
             delivered += 1;
