@@ -1,6 +1,9 @@
 //! TLS of client connections (docs/design.md 8.1): rustls, driven by the connection's own
 //! stream so that encrypted responses still leave in the event loop's batch (`send_batch`).
 //!
+//! `load_trusted` makes the client side for the replication connections a standby opens
+//! (`replication::ReplicationTls`).
+//!
 //! 1. `load` reads the server's certificate chain and private key (PEM files, as
 //!    PostgreSQL's `ssl_cert_file` and `ssl_key_file`) into a rustls configuration: TLS 1.2
 //!    and 1.3, no client certificates.
@@ -58,6 +61,99 @@ pub fn load(certificate: &Path, key: &Path) -> io::Result<TlsConfig> {
         .with_single_cert(chain, key_der)
         .map_err(|error| named(key, format!("does not fit the certificate ({error})")))?;
     Ok(Arc::new(config))
+}
+
+/// The client side of TLS for connections this server makes (to a primary, as a standby):
+/// the certificates it trusts, from a PEM file of one or more. A peer presenting one of them
+/// exactly is trusted (nodes sharing one self-signed certificate, which may be marked as a CA
+/// as `openssl req -x509` makes it); any other certificate must chain to one of them and name
+/// the host connected to (a CA's file).
+pub fn load_trusted(roots: &Path) -> io::Result<Arc<rustls::ClientConfig>> {
+    let named = |what: String| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: {what}", roots.display()),
+        )
+    };
+    let file = File::open(roots).map_err(|error| named(error.to_string()))?;
+    let pinned = CertificateDer::pem_reader_iter(BufReader::new(file))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| named(format!("not a PEM certificate file ({error})")))?;
+    if pinned.is_empty() {
+        return Err(named("holds no certificate".into()));
+    }
+    let mut store = rustls::RootCertStore::empty();
+    for certificate in &pinned {
+        store
+            .add(certificate.clone())
+            .map_err(|error| named(format!("a certificate that cannot be trusted ({error})")))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let chained =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(store.into(), provider.clone())
+            .build()
+            .map_err(|error| named(error.to_string()))?;
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| io::Error::other(error.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Trusted { pinned, chained }))
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// `load_trusted`'s check of a peer's certificate: one of `pinned` exactly, or one that
+/// `chained` (WebPKI: a chain to them, the host's name, validity) accepts. The handshake's
+/// signatures are checked the same way either way.
+#[derive(Debug)]
+struct Trusted {
+    pinned: Vec<CertificateDer<'static>>,
+    chained: Arc<rustls::client::WebPkiServerVerifier>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for Trusted {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        if self
+            .pinned
+            .iter()
+            .any(|pinned| pinned.as_ref() == end_entity.as_ref())
+        {
+            return Ok(rustls::client::danger::ServerCertVerified::assertion());
+        }
+        self.chained
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signed: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.chained
+            .verify_tls12_signature(message, certificate, signed)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signed: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.chained
+            .verify_tls13_signature(message, certificate, signed)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.chained.supported_verify_schemes()
+    }
 }
 
 /// The most plaintext handed out per read (a TLS record holds at most 16 KiB).

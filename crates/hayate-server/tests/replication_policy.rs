@@ -2,16 +2,21 @@
 //! and a standby in one process over TCP on 127.0.0.1: strict by default; with `alone_after`
 //! commits are acknowledged alone after that wait, and once the standby is back and holds
 //! every one of them, commits wait for it again; while alone, the log kept for the standby is
-//! capped, after which it must be seeded again. Replication connections prove the secret.
+//! capped, after which it must be seeded again. Replication connections prove the secret,
+//! and with TLS carry the log encrypted to a standby that checked the primary's certificate.
 
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hayate_engine::{Database, DatabaseConfig, TreeId, WalConfig};
 use hayate_server::replication::{
-    seed_from, Identity, Primary, ReplicationPolicy, ReplicationSecret, Standby, StandbyConfig,
-    StandbyState,
+    seed_from, Identity, Primary, ReplicationAuth, ReplicationPolicy, ReplicationSecret,
+    ReplicationTls, Standby, StandbyConfig, StandbyState,
 };
 use hayate_sql::Cluster;
 
@@ -52,41 +57,41 @@ fn seeded(dir: &Path) -> (Database, TreeId) {
 }
 
 fn start_primary(db: &Database, policy: ReplicationPolicy) -> Arc<Primary> {
-    start_primary_with(db, policy, None)
+    start_primary_with(db, policy, ReplicationAuth::default())
 }
 
 fn start_primary_with(
     db: &Database,
     policy: ReplicationPolicy,
-    secret: Option<ReplicationSecret>,
+    auth: ReplicationAuth,
 ) -> Arc<Primary> {
     let identity = Identity::new_system();
     let address = "127.0.0.1:0".parse().unwrap();
-    let primary = Primary::start(db.clone(), address, identity, None, secret).unwrap();
+    let primary = Primary::start(db.clone(), address, identity, None, auth).unwrap();
     primary.set_policy(policy);
     primary
 }
 
 fn start_standby(db: &Database, dir: &Path, primary: &Primary) -> Standby {
-    start_standby_with(db, dir, primary, None)
+    start_standby_with(
+        db,
+        dir,
+        &primary.address().to_string(),
+        ReplicationAuth::default(),
+    )
 }
 
-fn start_standby_with(
-    db: &Database,
-    dir: &Path,
-    primary: &Primary,
-    secret: Option<ReplicationSecret>,
-) -> Standby {
+fn start_standby_with(db: &Database, dir: &Path, primary: &str, auth: ReplicationAuth) -> Standby {
     if !db.is_standby() {
         db.start_standby().unwrap();
     }
     let cluster = Cluster::open(db.clone()).unwrap();
     let config = StandbyConfig {
-        primary: primary.address().to_string(),
+        primary: primary.to_string(),
         dir: dir.to_path_buf(),
         name: "b".into(),
         successor: None,
-        secret,
+        auth,
         peer_timeout: hayate_server::replication::PEER_TIMEOUT_DEFAULT,
     };
     Standby::start(db.clone(), cluster, config).unwrap()
@@ -243,13 +248,21 @@ fn replication_connections_must_prove_the_primary_s_secret() {
     let dir = tempfile::tempdir().unwrap();
     let (db, tree) = seeded(dir.path());
     let secret = ReplicationSecret::new(b"the right one");
-    let primary = start_primary_with(&db, ReplicationPolicy::default(), Some(secret.clone()));
+    let auth = ReplicationAuth {
+        secret: Some(secret),
+        tls: None,
+    };
+    let primary = start_primary_with(&db, ReplicationPolicy::default(), auth.clone());
     let address = primary.address().to_string();
     for (name, wrong) in [
         ("c", Some(ReplicationSecret::new(b"a wrong one"))),
         ("d", None),
     ] {
-        let error = seed_from(&address, &dir.path().join(name), name, wrong.as_ref())
+        let wrong = ReplicationAuth {
+            secret: wrong,
+            tls: None,
+        };
+        let error = seed_from(&address, &dir.path().join(name), name, &wrong)
             .expect_err("a base backup without the secret");
         assert_eq!(
             error.kind(),
@@ -266,10 +279,117 @@ fn replication_connections_must_prove_the_primary_s_secret() {
     std::io::Write::write_all(&mut stalled, b"P").unwrap();
     // A standby that knows it counts: a commit is acknowledged through it.
     let standby_db = open(&dir.path().join("b"));
-    let standby = start_standby_with(&standby_db, &dir.path().join("b"), &primary, Some(secret));
+    let standby = start_standby_with(&standby_db, &dir.path().join("b"), &address, auth);
     put(&db, tree, 1, b"through an authenticated standby").unwrap();
     assert_eq!(primary.sync_standby().as_deref(), Some("b"));
     drop(stalled);
+    standby.stop();
+    primary.stop();
+}
+
+/// TLS of a node trusting `ca` for its primary, presenting `certificate` as a primary.
+fn replication_tls(ca: &Path, certificate: &Path, key: &Path) -> ReplicationTls {
+    ReplicationTls {
+        server: hayate_server::tls::load(certificate, key).unwrap(),
+        client: hayate_server::tls::load_trusted(ca).unwrap(),
+    }
+}
+
+/// A TCP relay to `target` on a port of its own, keeping a copy of every byte the target
+/// sent (what anyone on the network would see of the primary's side).
+fn eavesdropper(target: String) -> (String, Arc<parking_lot::Mutex<Vec<u8>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let copy = seen.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let (Ok(client), Ok(server)) = (client, TcpStream::connect(&target)) else {
+                continue;
+            };
+            let pipe = |mut from: TcpStream, mut to: TcpStream, seen: Option<Arc<_>>| {
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16 * 1024];
+                    while let Ok(read @ 1..) = from.read(&mut buf) {
+                        if let Some(seen) = &seen {
+                            let seen: &parking_lot::Mutex<Vec<u8>> = seen;
+                            seen.lock().extend_from_slice(&buf[..read]);
+                        }
+                        if to.write_all(&buf[..read]).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                })
+            };
+            pipe(
+                client.try_clone().unwrap(),
+                server.try_clone().unwrap(),
+                None,
+            );
+            pipe(server, client, Some(copy.clone()));
+        }
+    });
+    (address, seen)
+}
+
+#[test]
+fn with_tls_the_log_travels_encrypted_to_a_standby_that_checked_the_primary() {
+    watchdog("replication TLS", Duration::from_secs(120));
+    let dir = tempfile::tempdir().unwrap();
+    let (db, tree) = seeded(dir.path());
+    let (ca, certificate, key) = common::certificates(dir.path(), "hayate");
+    let (other_ca, _, _) = common::certificates(dir.path(), "other");
+    let auth = ReplicationAuth {
+        secret: Some(ReplicationSecret::new(b"shared")),
+        tls: Some(replication_tls(&ca, &certificate, &key)),
+    };
+    let primary = start_primary_with(&db, ReplicationPolicy::default(), auth.clone());
+    let address = primary.address().to_string();
+    // A node without TLS, and one that does not trust the primary's certificate, get nothing.
+    let plain = ReplicationAuth {
+        tls: None,
+        ..auth.clone()
+    };
+    let error = seed_from(&address, &dir.path().join("c"), "c", &plain)
+        .expect_err("a plaintext connection to a TLS primary");
+    assert!(
+        !dir.path().join("c").join("control.hyt").exists(),
+        "seeded through plaintext: {error}"
+    );
+    let distrusting = ReplicationAuth {
+        tls: Some(replication_tls(&other_ca, &certificate, &key)),
+        ..auth.clone()
+    };
+    let error = seed_from(&address, &dir.path().join("d"), "d", &distrusting)
+        .expect_err("a primary whose certificate the node does not trust");
+    assert!(error.to_string().contains("certificate"), "{error}");
+    // A node may trust the primary's certificate itself rather than its CA.
+    let pinned = ReplicationAuth {
+        tls: Some(replication_tls(&certificate, &certificate, &key)),
+        ..auth.clone()
+    };
+    seed_from(&address, &dir.path().join("e"), "e", &pinned)
+        .expect("seeded trusting the certificate");
+    // Through a relay that keeps what the primary sent: the row is replicated (a commit is
+    // acknowledged through the standby) and never seen in the clear.
+    let (relay, seen) = eavesdropper(address);
+    let standby_db = open(&dir.path().join("b"));
+    let standby = start_standby_with(&standby_db, &dir.path().join("b"), &relay, auth);
+    let secret_value = b"a value nobody on the wire may read".repeat(4);
+    put(&db, tree, 7, &secret_value).unwrap();
+    assert_eq!(primary.sync_standby().as_deref(), Some("b"));
+    eventually("the row on the standby", || has(&standby_db, tree, 7));
+    let seen = seen.lock().clone();
+    assert!(
+        seen.len() > secret_value.len(),
+        "{} bytes relayed",
+        seen.len()
+    );
+    let clear = seen
+        .windows(b"a value nobody".len())
+        .any(|window| window == b"a value nobody");
+    assert!(!clear, "the log went out in the clear");
     standby.stop();
     primary.stop();
 }

@@ -13,33 +13,8 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::TestServer;
+use common::{certificates, TestServer};
 use hayate_server::ServerConfig;
-
-/// A CA and a server certificate it signed for localhost and 127.0.0.1, written as PEM
-/// files in `dir`: (ca.pem, server.pem, server.key).
-fn certificates(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, format!("{name} test CA"));
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-    let server_key = rcgen::KeyPair::generate().unwrap();
-    let server_params =
-        rcgen::CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
-    let server = server_params.signed_by(&server_key, &ca).unwrap();
-    let paths = (
-        dir.join(format!("{name}-ca.pem")),
-        dir.join(format!("{name}-server.pem")),
-        dir.join(format!("{name}-server.key")),
-    );
-    std::fs::write(&paths.0, ca.pem()).unwrap();
-    std::fs::write(&paths.1, server.pem()).unwrap();
-    std::fs::write(&paths.2, server_key.serialize_pem()).unwrap();
-    paths
-}
 
 fn psql_available() -> bool {
     common::clients::require(

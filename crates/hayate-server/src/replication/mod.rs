@@ -41,15 +41,17 @@
 //! every commit acknowledged alone. Meanwhile the log kept for it is capped
 //! (`max_slot_bytes`), past which it must be seeded again.
 //!
-//! Not here yet: TLS of replication connections (the secret authenticates the connecting
-//! node; the bytes travel in the clear, and the standby does not authenticate the primary).
+//! With `ReplicationAuth::tls` every connection is TLS (`link`): the connecting node checks
+//! the primary's certificate, and the challenge then runs inside the encrypted session.
 
 mod identity;
+mod link;
 mod primary;
 mod seed;
 mod standby;
 
 pub use identity::{Epoch, Identity};
+pub use link::ReplicationTls;
 pub use primary::{Primary, ReplicationPolicy, SyncGate};
 pub use seed::seed_from;
 pub use standby::{Standby, StandbyConfig, StandbyState};
@@ -57,6 +59,8 @@ pub use standby::{Standby, StandbyConfig, StandbyState};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
+
+pub(crate) use link::Link;
 
 use hayate_engine::Lsn;
 
@@ -71,7 +75,7 @@ const PROOF_BYTES_MAX: usize = 64;
 /// Reads one message of at most `limit` bytes before `HANDSHAKE_TIMEOUT` passes (a peer that
 /// has not proven anything yet gets neither a large buffer nor an endless wait); None if
 /// nothing came.
-fn read_small_message(socket: &mut TcpStream, limit: usize) -> io::Result<Option<(u8, Vec<u8>)>> {
+fn read_small_message(socket: &mut Link, limit: usize) -> io::Result<Option<(u8, Vec<u8>)>> {
     let deadline = std::time::Instant::now() + HANDSHAKE_TIMEOUT;
     let mut message = Vec::with_capacity(5 + limit);
     let mut chunk = [0u8; 128];
@@ -141,16 +145,22 @@ impl std::fmt::Debug for ReplicationSecret {
     }
 }
 
+/// How replication connections are secured: the secret a connecting node proves it knows,
+/// and TLS (both optional; the server refuses a replication listener beyond loopback without
+/// a secret).
+#[derive(Clone, Debug, Default)]
+pub struct ReplicationAuth {
+    pub secret: Option<ReplicationSecret>,
+    pub tls: Option<ReplicationTls>,
+}
+
 /// The primary's side of the handshake: sends `C` (a random challenge) and checks the `P`
 /// that answers it. With no secret every answer passes (the connecting node's is ignored).
-pub(crate) fn challenge(
-    socket: &mut TcpStream,
-    secret: Option<&ReplicationSecret>,
-) -> io::Result<()> {
+pub(crate) fn challenge(socket: &mut Link, secret: Option<&ReplicationSecret>) -> io::Result<()> {
     use hmac::Mac;
     let nonce: [u8; 32] = rand::random();
     write_message(socket, b'C', &[&nonce])?;
-    let refuse = |socket: &mut TcpStream, message: &str| {
+    let refuse = |socket: &mut Link, message: &str| {
         let _ = write_message(socket, b'E', &[message.as_bytes()]);
         Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
@@ -179,7 +189,7 @@ pub(crate) fn challenge(
 /// The connecting node's side: reads the primary's `C` and answers `P`, the proof of the
 /// secret (empty without one).
 pub(crate) fn answer_challenge(
-    socket: &mut TcpStream,
+    socket: &mut Link,
     secret: Option<&ReplicationSecret>,
     abandon: &dyn Fn() -> bool,
 ) -> io::Result<()> {
@@ -247,7 +257,7 @@ pub(crate) const CATCH_UP_BYTES_MAX: u64 = 4 << 20;
 /// The file whose appearance promotes a standby (`hayate promote`).
 pub const PROMOTE_FILE: &str = "promote";
 
-pub(crate) fn write_message(socket: &mut TcpStream, tag: u8, parts: &[&[u8]]) -> io::Result<()> {
+pub(crate) fn write_message(socket: &mut Link, tag: u8, parts: &[&[u8]]) -> io::Result<()> {
     let length: usize = parts.iter().map(|part| part.len()).sum();
     let mut message = Vec::with_capacity(5 + length);
     message.push(tag);
@@ -264,13 +274,18 @@ pub(crate) fn keepalive_interval(timeout: Duration) -> Duration {
     KEEPALIVE_INTERVAL.min(timeout / 4)
 }
 
-/// Connects to `address` (host:port), each of its addresses within `CONNECT_TIMEOUT`.
-pub(crate) fn connect(address: &str) -> io::Result<TcpStream> {
+/// Connects to `address` (host:port), each of its addresses within `CONNECT_TIMEOUT`, with
+/// TLS when `tls` is given; the socket has no delay and reads time out after `POLL`.
+pub(crate) fn connect(address: &str, tls: Option<&ReplicationTls>) -> io::Result<Link> {
     use std::net::ToSocketAddrs;
     let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{address}: no address"));
     for resolved in address.to_socket_addrs()? {
         match TcpStream::connect_timeout(&resolved, CONNECT_TIMEOUT) {
-            Ok(socket) => return Ok(socket),
+            Ok(socket) => {
+                socket.set_nodelay(true)?;
+                socket.set_read_timeout(Some(POLL))?;
+                return Link::connect(socket, address, tls);
+            }
             Err(error) => last = error,
         }
     }
@@ -280,13 +295,13 @@ pub(crate) fn connect(address: &str) -> io::Result<TcpStream> {
 /// Reads one message. With a read timeout on the socket, returns `Ok(None)` when the timeout
 /// passed before the first byte; once a message has begun it is read whole, unless no byte
 /// of it comes for `PEER_TIMEOUT_DEFAULT` (a peer gone mid-message: `TimedOut`).
-pub(crate) fn read_message(socket: &mut TcpStream) -> io::Result<Option<(u8, Vec<u8>)>> {
+pub(crate) fn read_message(socket: &mut Link) -> io::Result<Option<(u8, Vec<u8>)>> {
     read_message_within(socket, PEER_TIMEOUT_DEFAULT)
 }
 
 /// `read_message`, giving up on a message that stalled for `stall_limit`.
 pub(crate) fn read_message_within(
-    socket: &mut TcpStream,
+    socket: &mut Link,
     stall_limit: Duration,
 ) -> io::Result<Option<(u8, Vec<u8>)>> {
     let mut header = [0u8; 5];
@@ -309,7 +324,7 @@ pub(crate) fn read_message_within(
 /// `begun` is false (nothing consumed); otherwise keeps reading through timeouts, until no
 /// byte came for `stall_limit` (`TimedOut`).
 pub(crate) fn fill(
-    socket: &mut TcpStream,
+    socket: &mut Link,
     buf: &mut [u8],
     mut begun: bool,
     stall_limit: Duration,

@@ -13,7 +13,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::{
     challenge, keepalive_interval, lsn_of, read_message, read_message_within, write_message,
-    Identity, ReplicationSecret, CATCH_UP_BYTES_MAX, HELLO_MAGIC, PEER_TIMEOUT_DEFAULT, POLL,
+    Identity, Link, ReplicationAuth, CATCH_UP_BYTES_MAX, HELLO_MAGIC, PEER_TIMEOUT_DEFAULT, POLL,
 };
 
 #[derive(Default)]
@@ -165,8 +165,9 @@ pub struct Primary {
     /// recording a standby), so etcd's sync set and this primary never disagree. Taken
     /// before `state`.
     gate_lock: Mutex<()>,
-    /// What connecting standbys must prove they know (None: anyone may connect).
-    secret: Option<ReplicationSecret>,
+    /// What connecting standbys must prove they know (no secret: anyone may connect), and
+    /// the TLS every connection must speak.
+    auth: ReplicationAuth,
     /// Nanoseconds after `clock_base` past which commits are no longer acknowledged (the
     /// leader lease's deadline); `u64::MAX`: none.
     lease_deadline: AtomicU64,
@@ -267,9 +268,9 @@ impl Primary {
         listen: SocketAddr,
         identity: Identity,
         sync_gate: Option<SyncGate>,
-        secret: Option<ReplicationSecret>,
+        auth: ReplicationAuth,
     ) -> io::Result<Arc<Primary>> {
-        let primary = Primary::prepare(db.clone(), listen, sync_gate, secret)?;
+        let primary = Primary::prepare(db.clone(), listen, sync_gate, auth)?;
         let shipped_from = db.set_log_shipper(Some(primary.clone()));
         primary.activate(identity, shipped_from)?;
         Ok(primary)
@@ -281,7 +282,7 @@ impl Primary {
         db: Database,
         listen: SocketAddr,
         sync_gate: Option<SyncGate>,
-        secret: Option<ReplicationSecret>,
+        auth: ReplicationAuth,
     ) -> io::Result<Arc<Primary>> {
         let listener = TcpListener::bind(listen)?;
         listener.set_nonblocking(true)?;
@@ -290,7 +291,7 @@ impl Primary {
             identity: Mutex::new(None),
             sync_gate,
             gate_lock: Mutex::new(()),
-            secret,
+            auth,
             lease_deadline: AtomicU64::new(u64::MAX),
             clock_base: Instant::now(),
             state: Mutex::new(ShipperState {
@@ -498,11 +499,13 @@ impl Primary {
 
     /// Reads the standby's hello; a base backup request is served on a thread of its own,
     /// a follower gets the identity and its sender and reader threads.
-    fn serve_standby(self: Arc<Self>, mut socket: TcpStream, peer: SocketAddr) -> io::Result<()> {
+    fn serve_standby(self: Arc<Self>, socket: TcpStream, peer: SocketAddr) -> io::Result<()> {
         socket.set_nonblocking(false)?;
         socket.set_nodelay(true)?;
+        socket.set_read_timeout(Some(POLL))?;
+        let mut socket = Link::accept(socket, self.auth.tls.as_ref())?;
         socket.set_read_timeout(Some(Duration::from_secs(10)))?;
-        challenge(&mut socket, self.secret.as_ref())?;
+        challenge(&mut socket, self.auth.secret.as_ref())?;
         let (tag, payload) = read_message(&mut socket)?
             .ok_or_else(|| io::Error::new(io::ErrorKind::TimedOut, "no hello within 10 s"))?;
         let Some(body) = payload.strip_prefix(HELLO_MAGIC) else {
@@ -532,7 +535,7 @@ impl Primary {
     }
 
     /// Streams a base backup (`Database::base_backup`): the identity, the files, the end.
-    fn send_backup(&self, mut socket: TcpStream, name: &str) -> io::Result<()> {
+    fn send_backup(&self, mut socket: Link, name: &str) -> io::Result<()> {
         log::info!("replication: base backup for standby {name} begins");
         write_message(&mut socket, b'I', &[&self.identity().encode()])?;
         let report = self
@@ -572,7 +575,7 @@ impl Primary {
     /// identity and log, then starts its threads.
     fn start_following(
         self: Arc<Self>,
-        mut socket: TcpStream,
+        mut socket: Link,
         peer: SocketAddr,
         body: &[u8],
     ) -> io::Result<()> {
@@ -583,7 +586,7 @@ impl Primary {
         let system_id = lsn_of(&body[8..])?;
         let epoch = lsn_of(&body[16..])?;
         let name = String::from_utf8_lossy(&body[24..]).into_owned();
-        let refuse = |socket: &mut TcpStream, tag: u8, message: String| {
+        let refuse = |socket: &mut Link, tag: u8, message: String| {
             let _ = write_message(socket, tag, &[message.as_bytes()]);
             Err(io::Error::new(io::ErrorKind::InvalidData, message))
         };
@@ -741,7 +744,7 @@ impl Primary {
         }
     }
 
-    fn send_log(&self, mut socket: TcpStream, connection: u64, mut sent: Lsn) -> io::Result<()> {
+    fn send_log(&self, mut socket: Link, connection: u64, mut sent: Lsn) -> io::Result<()> {
         let mut last_sent = Instant::now();
         while let Some(next) = self.next_bytes(connection, sent, last_sent) {
             match next {
@@ -756,11 +759,11 @@ impl Primary {
             }
             last_sent = Instant::now();
         }
-        let _ = socket.shutdown(std::net::Shutdown::Both);
+        socket.shutdown();
         Ok(())
     }
 
-    fn read_acks(&self, mut socket: TcpStream, connection: u64, peer: &str) {
+    fn read_acks(&self, mut socket: Link, connection: u64, peer: &str) {
         // An acknowledgement the sync gate has not let count yet (etcd unreachable): tried
         // again at each read timeout, since commits waiting for it send no new bytes, and so
         // the standby no new acknowledgements.
@@ -814,7 +817,7 @@ impl Primary {
             }
         }
         self.disconnected(connection);
-        let _ = socket.shutdown(std::net::Shutdown::Both);
+        socket.shutdown();
         self.changed.notify_all();
     }
 

@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use hayate_engine::BackupWriter;
 
 use super::{
-    answer_challenge, lsn_of, read_message, write_message, Identity, ReplicationSecret,
-    HELLO_MAGIC, POLL,
+    answer_challenge, lsn_of, read_message, write_message, Identity, ReplicationAuth, HELLO_MAGIC,
 };
 
 /// How long a seeding standby waits for the primary's next message.
@@ -24,12 +23,10 @@ pub fn seed_from(
     primary: &str,
     dir: &Path,
     name: &str,
-    secret: Option<&ReplicationSecret>,
+    auth: &ReplicationAuth,
 ) -> io::Result<Identity> {
-    let mut socket = super::connect(primary)?;
-    socket.set_nodelay(true)?;
-    socket.set_read_timeout(Some(POLL))?;
-    answer_challenge(&mut socket, secret, &|| false)?;
+    let mut socket = super::connect(primary, auth.tls.as_ref())?;
+    answer_challenge(&mut socket, auth.secret.as_ref(), &|| false)?;
     write_message(&mut socket, b'B', &[HELLO_MAGIC, name.as_bytes()])?;
     let mut writer = BackupWriter::new(dir).map_err(io::Error::other)?;
     let mut identity = None;

@@ -1,7 +1,6 @@
 //! The standby's side of replication (module documentation of `replication`).
 
 use std::io;
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -13,8 +12,8 @@ use hayate_sql::Cluster;
 use parking_lot::{Condvar, Mutex};
 
 use super::{
-    answer_challenge, is_timeout, keepalive_interval, lsn_of, read_message_within, write_message,
-    Identity, Primary, ReplicationSecret, HELLO_MAGIC, POLL, PROMOTE_FILE, RECONNECT_PAUSE,
+    answer_challenge, keepalive_interval, lsn_of, read_message_within, write_message, Identity,
+    Link, Primary, ReplicationAuth, HELLO_MAGIC, POLL, PROMOTE_FILE, RECONNECT_PAUSE,
     REFUSED_PAUSE,
 };
 
@@ -45,8 +44,8 @@ pub struct StandbyConfig {
     /// standby lacks. None: the promoted node acknowledges alone (manual promotion without a
     /// replication address).
     pub successor: Option<Arc<Primary>>,
-    /// The replication secret the primary asks for (None: none).
-    pub secret: Option<ReplicationSecret>,
+    /// The replication secret the primary asks for and TLS (`ReplicationAuth`).
+    pub auth: ReplicationAuth,
     /// A primary that sent nothing for this long (it sends a keepalive at least every
     /// `KEEPALIVE_INTERVAL`) is left, and the standby connects again (to the primary it was
     /// last told of).
@@ -281,7 +280,7 @@ fn promote(shared: &Shared) -> StandbyState {
 }
 
 /// `A`: the log is durable up to `durable` and applied up to `applied`.
-fn acknowledge(socket: &mut TcpStream, durable: u64, applied: u64) -> io::Result<()> {
+fn acknowledge(socket: &mut Link, durable: u64, applied: u64) -> io::Result<()> {
     write_message(
         socket,
         b'A',
@@ -293,11 +292,9 @@ fn acknowledge(socket: &mut TcpStream, durable: u64, applied: u64) -> io::Result
 /// that only a new seed can mend is an `InvalidInput` error.
 fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
     let db = &shared.db;
-    let mut socket = super::connect(primary)?;
-    socket.set_nodelay(true)?;
-    socket.set_read_timeout(Some(POLL))?;
+    let mut socket = super::connect(primary, shared.config.auth.tls.as_ref())?;
     let abandon = || shared.stop.load(Ordering::Acquire) || shared.promotion_requested();
-    answer_challenge(&mut socket, shared.config.secret.as_ref(), &abandon)?;
+    answer_challenge(&mut socket, shared.config.auth.secret.as_ref(), &abandon)?;
     let timeout = shared.config.peer_timeout;
     let need = db.log_end_lsn();
     let (system_id, epoch) = shared.identity.lock().as_ref().map_or((0, 0), |identity| {
@@ -383,7 +380,7 @@ fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
 /// `bytes` (which starts at `lsn`) are appended to it, up to `BATCH_BYTES_MAX`; the first other
 /// message is returned.
 fn drain_contiguous(
-    socket: &mut TcpStream,
+    socket: &mut Link,
     lsn: u64,
     bytes: &mut Vec<u8>,
     stall_limit: Duration,
@@ -393,14 +390,8 @@ fn drain_contiguous(
         // Whether a message has begun to arrive, without waiting; then it is read in the
         // socket's usual (blocking, with a read timeout) mode, so the rest of it is waited for
         // rather than spun on.
-        socket.set_nonblocking(true)?;
-        let waiting = socket.peek(&mut [0u8; 1]);
-        socket.set_nonblocking(false)?;
-        match waiting {
-            Ok(0) => return Ok(None), // closed: the next read says so
-            Ok(_) => {}
-            Err(error) if is_timeout(&error) => return Ok(None),
-            Err(error) => return Err(error),
+        if !socket.readable()? {
+            return Ok(None);
         }
         match read_message_within(socket, stall_limit)? {
             Some((b'D', payload)) if lsn_of(&payload)? == lsn + bytes.len() as u64 => {

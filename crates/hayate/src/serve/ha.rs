@@ -59,7 +59,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
                     primary,
                     &data_dir,
                     &ha.node,
-                    settings.replication_secret.as_ref(),
+                    &settings.replication_auth,
                 ) {
                     eprintln!("hayate: seeding failed ({error}); trying again");
                     std::thread::sleep(std::time::Duration::from_secs(1));
@@ -96,7 +96,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
         let restart = Arc::new(tokio::sync::Notify::new());
         let watcher = {
             let policy = settings.replication_policy;
-            let secret = settings.replication_secret.clone();
+            let auth = settings.replication_auth.clone();
             let (coordinator, db, cluster, primary_slot, restart, data_dir, node) = (
                 coordinator.clone(),
                 db.clone(),
@@ -120,7 +120,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
                         dir: data_dir,
                         node,
                         policy,
-                        secret,
+                        auth,
                     });
                     if end != RoleEnd::Stopped {
                         restart.notify_one();
@@ -165,7 +165,7 @@ struct WatchedNode<'a> {
     dir: PathBuf,
     node: String,
     policy: hayate_server::replication::ReplicationPolicy,
-    secret: Option<hayate_server::replication::ReplicationSecret>,
+    auth: hayate_server::replication::ReplicationAuth,
 }
 
 /// Runs the node's role until it ends: a standby until promoted, then (or from the start) a
@@ -180,7 +180,7 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
                 node.db.clone(),
                 node.listen,
                 Some(coordinator.sync_gate()),
-                node.secret.clone(),
+                node.auth.clone(),
             ) {
                 Ok(successor) => successor,
                 Err(error) => {
@@ -194,7 +194,7 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
                 dir: node.dir.clone(),
                 name: node.node.clone(),
                 successor: Some(successor.clone()),
-                secret: node.secret.clone(),
+                auth: node.auth.clone(),
                 peer_timeout: node.policy.peer_timeout,
             };
             let standby = match Standby::start(node.db.clone(), node.cluster.clone(), config) {
@@ -213,7 +213,7 @@ fn watch_role(node: WatchedNode<'_>) -> RoleEnd {
             node.listen,
             node.identity,
             Some(coordinator.sync_gate()),
-            node.secret.clone(),
+            node.auth.clone(),
         ) {
             Ok(primary) => {
                 primary.set_policy(node.policy);

@@ -19,7 +19,9 @@ use hayate::error::{CliError, CliResult, Context};
 use hayate::latency::{DeviceClassArg, LatencyIo};
 use hayate_engine::{BufferSize, Database, DatabaseConfig};
 use hayate_server::ha::HaConfig;
-use hayate_server::replication::{Identity, Primary, ReplicationPolicy, ReplicationSecret};
+use hayate_server::replication::{
+    Identity, Primary, ReplicationAuth, ReplicationPolicy, ReplicationSecret, ReplicationTls,
+};
 use hayate_server::unix_socket::UnixSocket;
 use hayate_server::{AuthMethod, Listeners, ServerConfig};
 use hayate_sql::Cluster;
@@ -52,6 +54,8 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   tls_cert = \"server.crt\"                   # TLS for clients that ask (sslmode=require): PEM chain
   tls_key = \"server.key\"                    # and its private key (PEM)
   tls_required = false                      # refuse TCP clients without TLS (28000)
+  ha_replication_tls = false                # replication in TLS too (tls_cert is presented)
+  ha_replication_ca = \"ca.pem\"              # certificates trusted for the primary's (default: tls_cert)
   ha_alone_after = 10                       # primary: acknowledge alone after 10 s without a standby (default never)
   ha_max_slot_size = \"1GB\"                  # log kept for an absent standby while alone
   ha_peer_timeout = 10                      # drop a replication peer silent this long (seconds)
@@ -158,6 +162,14 @@ pub struct ServeArgs {
     /// Refuse TCP clients that do not use TLS (28000); Unix-socket clients need none.
     #[arg(long)]
     pub tls_required: bool,
+    /// Replication connections in TLS: the listener presents --tls-cert and takes nothing
+    /// else, and this node checks its primary's certificate against --ha-replication-ca.
+    #[arg(long)]
+    pub ha_replication_tls: bool,
+    /// Certificates a standby trusts for its primary's (PEM: a CA's, or the nodes' own)
+    /// [default: the --tls-cert file, for nodes that share one certificate].
+    #[arg(long, value_name = "FILE")]
+    pub ha_replication_ca: Option<PathBuf>,
     /// Device emulation, for measurements only: adds a device class's latency to every I/O of
     /// this node (e.g. a standby whose data directory is on tmpfs standing for a separate
     /// server's low-latency SSD, as the lab's `ha` experiment runs it) [default: real].
@@ -207,6 +219,8 @@ struct ConfigFile {
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
     tls_required: Option<bool>,
+    ha_replication_tls: Option<bool>,
+    ha_replication_ca: Option<PathBuf>,
     emulate_device: Option<String>,
     #[serde(default)]
     users: HashMap<String, String>,
@@ -235,8 +249,8 @@ pub struct Settings {
     /// How a primary waits for its standby.
     pub replication_policy: ReplicationPolicy,
     /// What replication connections prove they know (`ha_replication_secret`, or the
-    /// environment's HAYATE_REPLICATION_SECRET).
-    pub replication_secret: Option<ReplicationSecret>,
+    /// environment's HAYATE_REPLICATION_SECRET), and their TLS (`ha_replication_tls`).
+    pub replication_auth: ReplicationAuth,
 }
 
 fn read_config(path: &Path) -> CliResult<ConfigFile> {
@@ -384,10 +398,8 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
             }
         }
     }
-    let tls = match (
-        args.tls_cert.clone().or(file.tls_cert),
-        args.tls_key.clone().or(file.tls_key),
-    ) {
+    let tls_cert = args.tls_cert.clone().or(file.tls_cert);
+    let tls = match (tls_cert.clone(), args.tls_key.clone().or(file.tls_key)) {
         (None, None) => None,
         (Some(certificate), Some(key)) => {
             Some(hayate_server::tls::load(&certificate, &key).context(|| "TLS".to_string())?)
@@ -404,6 +416,29 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
             "tls_required needs tls_cert and tls_key (the server's certificate and key)",
         ));
     }
+    let replication_tls = if args.ha_replication_tls || file.ha_replication_tls.unwrap_or(false) {
+        let (Some(server), Some(certificate)) = (tls.clone(), tls_cert) else {
+            return Err(CliError::new(
+                "ha_replication_tls needs tls_cert and tls_key (the certificate the replication \
+                 listener presents)",
+            ));
+        };
+        let trusted = args
+            .ha_replication_ca
+            .clone()
+            .or(file.ha_replication_ca)
+            .unwrap_or(certificate);
+        let client = hayate_server::tls::load_trusted(&trusted)
+            .context(|| "ha_replication_ca".to_string())?;
+        Some(ReplicationTls { server, client })
+    } else {
+        if args.ha_replication_ca.is_some() || file.ha_replication_ca.is_some() {
+            return Err(CliError::new(
+                "ha_replication_ca is for ha_replication_tls, which is off",
+            ));
+        }
+        None
+    };
     let port = args.port.or(file.port).unwrap_or(5432);
     let ha = match args.ha_etcd.clone().or(file.ha_etcd) {
         None => None,
@@ -445,7 +480,10 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
         ha,
         emulate_device,
         replication_policy,
-        replication_secret,
+        replication_auth: ReplicationAuth {
+            secret: replication_secret,
+            tls: replication_tls,
+        },
         ha_replication_listen,
         ha_follow,
         listen,
@@ -659,13 +697,9 @@ fn start_replication(
         // of its own; without one it acknowledges alone after `hayate promote`.
         let successor = match settings.ha_replication_listen {
             Some(address) => {
-                let successor = Primary::prepare(
-                    db.clone(),
-                    address,
-                    None,
-                    settings.replication_secret.clone(),
-                )
-                .context(|| format!("listening for standbys on {address}"))?;
+                let successor =
+                    Primary::prepare(db.clone(), address, None, settings.replication_auth.clone())
+                        .context(|| format!("listening for standbys on {address}"))?;
                 successor.set_policy(settings.replication_policy);
                 cluster.set_replication_source(Some(successor.stat_source()));
                 Some(successor)
@@ -677,7 +711,7 @@ fn start_replication(
             dir: settings.data_dir.clone(),
             name: String::new(),
             successor,
-            secret: settings.replication_secret.clone(),
+            auth: settings.replication_auth.clone(),
             peer_timeout: settings.replication_policy.peer_timeout,
         };
         let standby = Standby::start(db.clone(), cluster.clone(), config)
@@ -700,7 +734,7 @@ fn start_replication(
                 address,
                 identity,
                 None,
-                settings.replication_secret.clone(),
+                settings.replication_auth.clone(),
             )
             .context(|| format!("listening for standbys on {address}"))?;
             primary.set_policy(settings.replication_policy);
@@ -782,6 +816,8 @@ mod tests {
             tls_cert: None,
             tls_key: None,
             tls_required: false,
+            ha_replication_tls: false,
+            ha_replication_ca: None,
             emulate_device: None,
         }
     }
@@ -803,7 +839,7 @@ mod tests {
         );
         assert_eq!(from_file.replication_policy.max_slot_bytes, Some(64 << 20));
         assert_eq!(from_file.emulate_device, DeviceClassArg::LowLatency);
-        assert!(from_file.replication_secret.is_some());
+        assert!(from_file.replication_auth.secret.is_some());
         std::fs::write(&path, "ha_max_slot_size = \"0\"\n").unwrap();
         let defaults = settings(&args(Some(path))).unwrap();
         assert_eq!(
@@ -926,6 +962,14 @@ mod tests {
             (
                 "tls_cert = \"/nonexistent/a.pem\"\ntls_key = \"/nonexistent/a.key\"\n",
                 "TLS: /nonexistent/a.pem",
+            ),
+            (
+                "ha_replication_tls = true\n",
+                "ha_replication_tls needs tls_cert",
+            ),
+            (
+                "ha_replication_ca = \"ca.pem\"\n",
+                "ha_replication_tls, which is off",
             ),
         ] {
             std::fs::write(&path, text).unwrap();
