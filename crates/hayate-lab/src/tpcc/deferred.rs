@@ -75,6 +75,9 @@ pub struct DeliveryQueue {
     inboxes: Vec<(Mutex<Inbox>, Condvar)>,
     /// By warehouse (W_ID - 1).
     outstanding: Vec<Outstanding>,
+    /// An executor stopped on an error: its districts' Deliveries would never finish, so
+    /// terminals stop queueing (and waiting for room).
+    failed: std::sync::atomic::AtomicBool,
 }
 
 impl DeliveryQueue {
@@ -86,6 +89,17 @@ impl DeliveryQueue {
             outstanding: (0..scale.warehouses)
                 .map(|_| Outstanding::default())
                 .collect(),
+            failed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// An executor failed: wakes every terminal waiting for room (`submit` fails from now).
+    fn fail(&self) {
+        self.failed.store(true, Ordering::Release);
+        for outstanding in &self.outstanding {
+            let mut state = outstanding.state.lock();
+            fiber::fire_all(&mut state.1);
+            outstanding.room.notify_all();
         }
     }
 
@@ -100,20 +114,28 @@ impl DeliveryQueue {
 
     /// Queues a Delivery of all ten districts of `input.w_id` (clause 2.7.2.1: the terminal
     /// goes on at once), once fewer than `MAX_OUTSTANDING` of the warehouse's are (suspending
-    /// on a fiber, blocking off one); false when the deadline came first (not queued).
-    pub fn submit(&self, input: &DeliveryInput, deadline: Instant) -> bool {
+    /// on a fiber, blocking off one); false when the deadline came first (not queued). Its
+    /// latency counts from the call, the wait for room included. Fails once an executor did.
+    pub fn submit(&self, input: &DeliveryInput, deadline: Instant) -> DriverResult<bool> {
+        let queued = Instant::now();
         let outstanding = &self.outstanding[input.w_id as usize - 1];
         loop {
+            if self.failed.load(Ordering::Acquire) {
+                return Err(DriverError::fatal(
+                    "a Delivery executor failed (its error is reported with the run's)",
+                ));
+            }
             let mut state = outstanding.state.lock();
             if state.0 < MAX_OUTSTANDING {
                 state.0 += 1;
                 break;
             }
             if Instant::now() >= deadline {
-                return false;
+                return Ok(false);
             }
             if fiber::on_fiber() {
                 let wakeup = Wakeup::new();
+                forget_stale(&mut state.1);
                 state.1.push(wakeup.clone());
                 drop(state);
                 fiber::wait_for_wakeup(wakeup, deadline.min(Instant::now() + RECHECK));
@@ -123,7 +145,7 @@ impl DeliveryQueue {
         }
         let request = Arc::new(Request {
             input: *input,
-            queued: Instant::now(),
+            queued,
             remaining: AtomicU32::new(DISTRICTS_PER_WAREHOUSE),
         });
         for d_id in 1..=DISTRICTS_PER_WAREHOUSE {
@@ -133,7 +155,7 @@ impl DeliveryQueue {
             fiber::fire_all(&mut inbox.waiting);
             ready.notify_all();
         }
-        true
+        Ok(true)
     }
 
     /// A Delivery of the warehouse finished: a waiting terminal may queue one.
@@ -170,6 +192,7 @@ impl DeliveryQueue {
             }
             if fiber::on_fiber() {
                 let wakeup = Wakeup::new();
+                forget_stale(&mut guard.waiting);
                 guard.waiting.push(wakeup.clone());
                 drop(guard);
                 fiber::wait_for_wakeup(wakeup, deadline.min(Instant::now() + RECHECK));
@@ -186,27 +209,54 @@ impl DeliveryQueue {
     }
 }
 
+/// Wake-ups of waits that ended by their timeout stay on a waiting list until the next
+/// event fires them; past a few, they are fired now (their waits are over: nothing wakes).
+fn forget_stale(waiting: &mut Vec<Wakeup>) {
+    if waiting.len() >= 16 {
+        fiber::fire_all(waiting);
+    }
+}
+
 /// Runs executor `executor` until `deadline`: each district with `deliver` (a Delivery of
-/// that district alone), retried on retryable failures; records a Delivery when its last
-/// district committed.
+/// that district alone, dated when it runs), retried on retryable failures; records a
+/// Delivery when its last district committed. Returns what it measured and how many
+/// districts it delivered (commits that wrote). An error makes `submit` fail too.
 pub fn run_executor(
     queue: &DeliveryQueue,
     executor: u32,
     deadline: Instant,
     deliver: &mut dyn FnMut(&DeliveryInput) -> DriverResult<u32>,
-) -> DriverResult<TpccOutcome> {
+) -> DriverResult<(TpccOutcome, u64)> {
+    let result = execute(queue, executor, deadline, deliver);
+    if result.is_err() {
+        queue.fail();
+    }
+    result
+}
+
+fn execute(
+    queue: &DeliveryQueue,
+    executor: u32,
+    deadline: Instant,
+    deliver: &mut dyn FnMut(&DeliveryInput) -> DriverResult<u32>,
+) -> DriverResult<(TpccOutcome, u64)> {
     let mut outcome = TpccOutcome::default();
+    let mut delivered = 0;
     while let Some((request, d_id)) = queue.next(executor, deadline) {
         let input = DeliveryInput {
             d_id: Some(d_id),
+            date: super::spec::now_micros(),
             ..request.input
         };
         loop {
             match deliver(&input) {
-                Ok(_) => break,
+                Ok(count) => {
+                    delivered += u64::from(count);
+                    break;
+                }
                 Err(error) if error.retryable => {
                     if Instant::now() >= deadline {
-                        return Ok(outcome);
+                        return Ok((outcome, delivered));
                     }
                     outcome.retry(TxnType::Delivery, &error);
                     fiber::pause();
@@ -222,7 +272,7 @@ pub fn run_executor(
             queue.finished(request.input.w_id);
         }
     }
-    Ok(outcome)
+    Ok((outcome, delivered))
 }
 
 #[cfg(test)]
@@ -243,7 +293,7 @@ mod tests {
         let queue = DeliveryQueue::new(&Scale::standard(2), 7);
         let later = Instant::now() + Duration::from_secs(5);
         for (w_id, carrier_id) in [(1, 1), (2, 2), (1, 3)] {
-            assert!(queue.submit(&input(w_id, carrier_id), later));
+            assert!(queue.submit(&input(w_id, carrier_id), later).unwrap());
         }
         assert_eq!(queue.pending(), 3);
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -254,7 +304,7 @@ mod tests {
                 Ok(1)
             };
             // Nothing more arrives: the executor drains its queue and stops at the deadline.
-            let stop = Instant::now() + Duration::from_millis(20);
+            let stop = Instant::now() + Duration::from_millis(300);
             run_executor(&queue, executor, stop.min(deadline), &mut deliver).unwrap();
         }
         assert_eq!(queue.pending(), 0);
@@ -276,8 +326,8 @@ mod tests {
     #[test]
     fn a_delivery_counts_once_its_last_district_committed() {
         let queue = DeliveryQueue::new(&Scale::standard(1), 2);
-        assert!(queue.submit(&input(1, 1), Instant::now()));
-        let deadline = || Instant::now() + Duration::from_millis(20);
+        assert!(queue.submit(&input(1, 1), Instant::now()).unwrap());
+        let deadline = || Instant::now() + Duration::from_millis(300);
         let mut failures = 1;
         let mut deliver = |_: &DeliveryInput| {
             if failures > 0 {
@@ -286,12 +336,13 @@ mod tests {
             }
             Ok(1)
         };
-        let first = run_executor(&queue, 0, deadline(), &mut deliver).unwrap();
+        let (first, delivered) = run_executor(&queue, 0, deadline(), &mut deliver).unwrap();
+        assert_eq!(delivered, 5);
         // Executor 0 did districts 1, 3, 5, 7, 9 (one retried): the request is not done.
         assert_eq!(first.per_type[TxnType::Delivery.index()].committed, 0);
         assert_eq!(first.retries.get("delivery: deadlock"), Some(&1));
         assert_eq!(queue.pending(), 1);
-        let second = run_executor(&queue, 1, deadline(), &mut deliver).unwrap();
+        let (second, _) = run_executor(&queue, 1, deadline(), &mut deliver).unwrap();
         assert_eq!(second.per_type[TxnType::Delivery.index()].committed, 1);
         assert_eq!(queue.pending(), 0);
     }
@@ -303,8 +354,8 @@ mod tests {
         let outcome = std::thread::scope(|scope| {
             let runner = scope.spawn(|| run_executor(&queue, 0, deadline, &mut |_| Ok(1)));
             std::thread::sleep(Duration::from_millis(50));
-            assert!(queue.submit(&input(1, 1), deadline));
-            runner.join().unwrap().unwrap()
+            assert!(queue.submit(&input(1, 1), deadline).unwrap());
+            runner.join().unwrap().unwrap().0
         });
         assert_eq!(outcome.per_type[TxnType::Delivery.index()].committed, 1);
         let latency = outcome.per_type[TxnType::Delivery.index()].latency_sum_ns;
@@ -317,26 +368,44 @@ mod tests {
         let queue = DeliveryQueue::new(&Scale::standard(2), 10);
         let now = Instant::now;
         for carrier_id in 0..MAX_OUTSTANDING {
-            assert!(queue.submit(&input(1, carrier_id), now()));
+            assert!(queue.submit(&input(1, carrier_id), now()).unwrap());
         }
         // Warehouse 1 is full: not queued by the deadline. Warehouse 2 has room.
         let soon = now() + Duration::from_millis(30);
-        assert!(!queue.submit(&input(1, 99), soon));
-        assert!(queue.submit(&input(2, 1), now()));
+        assert!(!queue.submit(&input(1, 99), soon).unwrap());
+        assert!(queue.submit(&input(2, 1), now()).unwrap());
         assert_eq!(queue.pending(), u64::from(MAX_OUTSTANDING) + 1);
-        // A Delivery of warehouse 1 finished (its ten districts, one per executor): room for one.
-        let deadline = now() + Duration::from_secs(5);
+        // A Delivery of warehouse 1 finished (its ten districts, one per executor, each
+        // executor's first item): room for one.
         for executor in 0..10 {
-            let mut first = true;
-            let mut once = |_: &DeliveryInput| {
-                if !std::mem::take(&mut first) {
-                    return Err(DriverError::fatal("stop"));
-                }
-                Ok(1)
-            };
-            assert!(run_executor(&queue, executor, deadline, &mut once).is_err());
+            let (inbox, _) = &queue.inboxes[executor];
+            let (request, _) = inbox.lock().work.front().cloned().unwrap();
+            queue.done(executor as u32);
+            if request.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                queue.finished(request.input.w_id);
+            }
         }
-        assert!(queue.submit(&input(1, 99), now()));
-        assert!(!queue.submit(&input(1, 100), now() + Duration::from_millis(10)));
+        assert!(queue.submit(&input(1, 99), now()).unwrap());
+        assert!(!queue
+            .submit(&input(1, 100), now() + Duration::from_millis(10))
+            .unwrap());
+    }
+
+    #[test]
+    fn a_failed_executor_stops_the_terminals_waiting_for_room() {
+        let queue = DeliveryQueue::new(&Scale::standard(1), 10);
+        let later = Instant::now() + Duration::from_secs(30);
+        for carrier_id in 0..MAX_OUTSTANDING {
+            assert!(queue.submit(&input(1, carrier_id), later).unwrap());
+        }
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| queue.submit(&input(1, 99), later));
+            std::thread::sleep(Duration::from_millis(50));
+            let mut broken = |_: &DeliveryInput| Err(DriverError::fatal("disk on fire"));
+            assert!(run_executor(&queue, 0, later, &mut broken).is_err());
+            // Woken at once rather than at the deadline 30 s away, and told why.
+            assert!(waiting.join().unwrap().is_err());
+        });
+        assert!(queue.submit(&input(1, 100), later).is_err());
     }
 }

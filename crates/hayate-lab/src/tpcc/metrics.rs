@@ -122,7 +122,7 @@ pub fn run_terminal(
     };
     while Instant::now() < deadline {
         let input = terminal.next();
-        if defer(&input, deliveries, deadline) {
+        if defer(&input, deliveries, deadline)? {
             continue;
         }
         let started = Instant::now();
@@ -153,13 +153,17 @@ pub fn run_terminal(
 
 /// Hands a Delivery to the executors when they run deferred (waiting for room until the
 /// deadline); true when the terminal is done with it.
-pub fn defer(input: &TxnInput, deliveries: Option<&DeliveryQueue>, deadline: Instant) -> bool {
+pub fn defer(
+    input: &TxnInput,
+    deliveries: Option<&DeliveryQueue>,
+    deadline: Instant,
+) -> DriverResult<bool> {
     match (input, deliveries) {
         (TxnInput::Delivery(delivery), Some(queue)) => {
-            queue.submit(delivery, deadline);
-            true
+            queue.submit(delivery, deadline)?;
+            Ok(true)
         }
-        _ => false,
+        _ => Ok(false),
     }
 }
 

@@ -82,6 +82,7 @@ pub fn run_job(driver: &dyn TpccDriver, job: &TpccJob) -> DriverResult<TpccOutco
             handles.push(scope.spawn(move || {
                 let mut deliver = |input: &DeliveryInput| session.delivery(input);
                 run_executor(queue, index as u32, deadline, &mut deliver)
+                    .map(|(outcome, _)| outcome)
             }));
         }
         handles
