@@ -364,22 +364,38 @@ fn with_tls_the_log_travels_encrypted_to_a_standby_that_checked_the_primary() {
     let error = seed_from(&address, &dir.path().join("d"), "d", &distrusting)
         .expect_err("a primary whose certificate the node does not trust");
     assert!(error.to_string().contains("certificate"), "{error}");
-    // A node may trust the primary's certificate itself rather than its CA.
-    let pinned = ReplicationAuth {
-        tls: Some(replication_tls(&certificate, &certificate, &key)),
-        ..auth.clone()
-    };
-    seed_from(&address, &dir.path().join("e"), "e", &pinned)
-        .expect("seeded trusting the certificate");
     // Through a relay that keeps what the primary sent: the row is replicated (a commit is
     // acknowledged through the standby) and never seen in the clear.
+    let address_direct = address.clone();
     let (relay, seen) = eavesdropper(address);
     let standby_db = open(&dir.path().join("b"));
-    let standby = start_standby_with(&standby_db, &dir.path().join("b"), &relay, auth);
+    let standby = start_standby_with(&standby_db, &dir.path().join("b"), &relay, auth.clone());
     let secret_value = b"a value nobody on the wire may read".repeat(4);
     put(&db, tree, 7, &secret_value).unwrap();
     assert_eq!(primary.sync_standby().as_deref(), Some("b"));
     eventually("the row on the standby", || has(&standby_db, tree, 7));
+    // Messages far larger than a TLS record, and than rustls's default send buffer (64 KiB).
+    let large: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    put(&db, tree, 8, &large).unwrap();
+    eventually("the large row on the standby", || has(&standby_db, tree, 8));
+    // A node may trust the primary's certificate itself rather than its CA; its base backup
+    // is sent in pieces of up to a megabyte.
+    let pinned = ReplicationAuth {
+        tls: Some(replication_tls(&certificate, &certificate, &key)),
+        ..auth.clone()
+    };
+    seed_from(&address_direct, &dir.path().join("e"), "e", &pinned)
+        .expect("seeded trusting the certificate");
+    let seeded = open(&dir.path().join("e"));
+    let copy = seeded
+        .begin_read_only()
+        .get(tree, &8u64.to_be_bytes())
+        .unwrap();
+    assert_eq!(
+        copy.as_deref(),
+        Some(&large[..]),
+        "the large row in the base backup"
+    );
     let seen = seen.lock().clone();
     assert!(
         seen.len() > secret_value.len(),

@@ -73,7 +73,7 @@ impl Link {
             Some(tls) => {
                 let session = rustls::ServerConnection::new(tls.server.clone())
                     .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))?;
-                TlsLink::handshake(socket, session.into())
+                TlsLink::handshake(socket, session.into(), &|| false)
             }
         }
     }
@@ -84,20 +84,22 @@ impl Link {
         socket: TcpStream,
         address: &str,
         tls: Option<&ReplicationTls>,
+        abandon: &dyn Fn() -> bool,
     ) -> io::Result<Link> {
         match tls {
             None => Ok(Link::Plain(socket)),
             Some(tls) => {
                 let host = host_of(address);
+                // Not InvalidInput: a standby takes that for a refusal only a new seed mends.
                 let name = ServerName::try_from(host.to_string()).map_err(|error| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("{address}: not a host name or address to check a certificate for ({error})"),
-                    )
+                    io::Error::other(format!(
+                        "{address}: not a host name or address to check a certificate for \
+                         ({error})"
+                    ))
                 })?;
                 let session = rustls::ClientConnection::new(tls.client.clone(), name)
                     .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))?;
-                TlsLink::handshake(socket, session.into())
+                TlsLink::handshake(socket, session.into(), abandon)
             }
         }
     }
@@ -209,20 +211,34 @@ impl Session {
 }
 
 impl TlsLink {
-    /// Runs the handshake on `socket` (blocking, whatever read timeout it has, bounded by
-    /// `HANDSHAKE_TIMEOUT`).
-    fn handshake(mut socket: TcpStream, mut connection: rustls::Connection) -> io::Result<Link> {
+    /// Runs the handshake on `socket` (blocking, with its read timeout between steps),
+    /// giving up at `HANDSHAKE_TIMEOUT` however slowly the peer sends, or when `abandon`
+    /// says so (a standby stopping or promoted).
+    fn handshake(
+        mut socket: TcpStream,
+        mut connection: rustls::Connection,
+        abandon: &dyn Fn() -> bool,
+    ) -> io::Result<Link> {
+        // Whole messages are encrypted at once (a catch-up message is megabytes): the records
+        // leave for the socket right after, so nothing accumulates.
+        connection.set_buffer_limit(None);
         let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
         while connection.is_handshaking() {
+            if Instant::now() >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the TLS handshake of a replication connection did not finish",
+                ));
+            }
+            if abandon() {
+                return Err(io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    "connecting to the primary given up",
+                ));
+            }
             match connection.complete_io(&mut socket) {
                 Ok(_) => {}
-                Err(error) if super::is_timeout(&error) && Instant::now() < deadline => {}
-                Err(error) if super::is_timeout(&error) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the TLS handshake of a replication connection did not finish",
-                    ))
-                }
+                Err(error) if super::is_timeout(&error) => {}
                 Err(error) => {
                     // The alert that says why, if the session has one to send.
                     let _ = connection.write_tls(&mut socket);
@@ -254,7 +270,12 @@ impl TlsLink {
         loop {
             {
                 let mut session = self.shared.session.lock();
-                session.feed()?;
+                if let Err(error) = session.feed() {
+                    // The alert that tells the peer why.
+                    drop(session);
+                    let _ = self.send_records();
+                    return Err(error);
+                }
                 match session.connection.reader().read(buf) {
                     Ok(read) => {
                         let answer = session.connection.wants_write();

@@ -275,8 +275,13 @@ pub(crate) fn keepalive_interval(timeout: Duration) -> Duration {
 }
 
 /// Connects to `address` (host:port), each of its addresses within `CONNECT_TIMEOUT`, with
-/// TLS when `tls` is given; the socket has no delay and reads time out after `POLL`.
-pub(crate) fn connect(address: &str, tls: Option<&ReplicationTls>) -> io::Result<Link> {
+/// TLS when `tls` is given (its handshake given up when `abandon` says so); the socket has
+/// no delay and reads time out after `POLL`.
+pub(crate) fn connect(
+    address: &str,
+    tls: Option<&ReplicationTls>,
+    abandon: &dyn Fn() -> bool,
+) -> io::Result<Link> {
     use std::net::ToSocketAddrs;
     let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{address}: no address"));
     for resolved in address.to_socket_addrs()? {
@@ -284,7 +289,7 @@ pub(crate) fn connect(address: &str, tls: Option<&ReplicationTls>) -> io::Result
             Ok(socket) => {
                 socket.set_nodelay(true)?;
                 socket.set_read_timeout(Some(POLL))?;
-                return Link::connect(socket, address, tls);
+                return Link::connect(socket, address, tls, abandon);
             }
             Err(error) => last = error,
         }

@@ -25,7 +25,7 @@ pub fn seed_from(
     name: &str,
     auth: &ReplicationAuth,
 ) -> io::Result<Identity> {
-    let mut socket = super::connect(primary, auth.tls.as_ref())?;
+    let mut socket = super::connect(primary, auth.tls.as_ref(), &|| false)?;
     answer_challenge(&mut socket, auth.secret.as_ref(), &|| false)?;
     write_message(&mut socket, b'B', &[HELLO_MAGIC, name.as_bytes()])?;
     let mut writer = BackupWriter::new(dir).map_err(io::Error::other)?;

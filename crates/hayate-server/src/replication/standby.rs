@@ -292,8 +292,8 @@ fn acknowledge(socket: &mut Link, durable: u64, applied: u64) -> io::Result<()> 
 /// that only a new seed can mend is an `InvalidInput` error.
 fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
     let db = &shared.db;
-    let mut socket = super::connect(primary, shared.config.auth.tls.as_ref())?;
     let abandon = || shared.stop.load(Ordering::Acquire) || shared.promotion_requested();
+    let mut socket = super::connect(primary, shared.config.auth.tls.as_ref(), &abandon)?;
     answer_challenge(&mut socket, shared.config.auth.secret.as_ref(), &abandon)?;
     let timeout = shared.config.peer_timeout;
     let need = db.log_end_lsn();
