@@ -299,7 +299,7 @@ impl Protocol {
                     let statement = statements
                         .pop()
                         .ok_or_else(|| SqlError::syntax("empty query"))?;
-                    let prepared = session.prepare(statement, declared)?;
+                    let prepared = session.prepare(statement, declared)?.with_text(sql);
                     Ok(ServerStatement::Sql(SqlStatement::new(prepared)))
                 })
             };

@@ -244,7 +244,11 @@ fn pg_stat_activity_lists_sessions_and_pg_terminate_backend_ends_one() {
         )
         .unwrap();
     assert_eq!(row.get::<_, String>(0), "active");
-    assert!(row.get::<_, String>(1).contains("pg_stat_activity"));
+    // The text as sent (an extended-protocol statement: not its parsed form reprinted).
+    assert_eq!(
+        row.get::<_, String>(1),
+        "SELECT state, query, xact_start IS NOT NULL FROM pg_stat_activity WHERE pid = $1"
+    );
     // An error in the block: aborted.
     assert!(worker.batch_execute("SELECT 1/0").is_err());
     let state: String = admin

@@ -99,9 +99,17 @@ impl Prepared {
         self.text().to_string()
     }
 
-    /// The statement's text, written once.
+    /// The statement's text, written once: the text the client sent when it was given
+    /// (`with_text`), else the parsed statement printed.
     pub(crate) fn text(&self) -> &Arc<str> {
         self.text.get_or_init(|| self.statement.to_string().into())
+    }
+
+    /// Keeps `sql`, the text the statement was parsed from, as its text (pg_stat_activity's
+    /// query and the log show what the client sent, as PostgreSQL's do).
+    pub fn with_text(self, sql: &str) -> Prepared {
+        let _ = self.text.set(sql.trim().into());
+        self
     }
 
     /// The plan as bound (the access path of a read shows in it).
