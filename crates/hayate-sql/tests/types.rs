@@ -796,3 +796,73 @@ fn pg_timezone_names_lists_the_zones() {
     let (count, _) = query(&mut session, "SELECT count(*) > 300 FROM pg_timezone_names");
     assert_eq!(count, ["t"]);
 }
+
+/// A date or time constant DEFAULT is fixed when the DDL runs, as PostgreSQL stores it: in
+/// the creating session's TimeZone, with its offset, so every inserting session gets the same
+/// instant (and `'now'` is the DDL's time); it shows as PostgreSQL 15 prints it, in the
+/// reading session's zone.
+#[test]
+fn a_timestamptz_default_is_fixed_in_the_creating_session_s_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
+    let catalog = Catalog::open(db).unwrap();
+    let mut tokyo = Session::new(catalog.clone(), "tester");
+    let mut utc = Session::new(catalog, "tester");
+    tokyo
+        .execute_sql("SET TIME ZONE 'Asia/Tokyo'")
+        .pop()
+        .unwrap()
+        .unwrap();
+    for sql in [
+        "CREATE TABLE t (id int, ts timestamptz DEFAULT '2026-01-01 00:00', d date DEFAULT '2026-02-03')",
+        "ALTER TABLE t ADD COLUMN later timestamptz DEFAULT '2026-06-01 12:00'",
+        "CREATE TABLE u (id int, ts timestamptz)",
+        "ALTER TABLE u ALTER COLUMN ts SET DEFAULT '2026-01-01 00:00'",
+        // A date cast to timestamptz is evaluated at each INSERT, in the inserting zone.
+        "CREATE TABLE v (id int, ts timestamptz DEFAULT '2026-01-01'::date)",
+        // Tokyo's local mean time (+09:18:59) does not print as an offset the parser reads
+        // back: not fixed, still usable.
+        "CREATE TABLE w (id int, ts timestamptz DEFAULT '1800-01-01 00:00')",
+    ] {
+        tokyo.execute_sql(sql).pop().unwrap().unwrap();
+    }
+    for sql in [
+        "SET TIME ZONE 'UTC'",
+        "INSERT INTO t (id) VALUES (1)",
+        "INSERT INTO u (id) VALUES (1)",
+        "INSERT INTO v (id) VALUES (1)",
+        "INSERT INTO w (id) VALUES (1)",
+    ] {
+        utc.execute_sql(sql).pop().unwrap().unwrap();
+    }
+    let (rows, _) = query(&mut utc, "SELECT ts FROM v");
+    assert_eq!(rows, ["2026-01-01 00:00:00+00"]);
+    let (rows, _) = query(
+        &mut utc,
+        "SELECT column_default FROM information_schema.columns WHERE table_name = 'v' \
+         AND column_name = 'ts'",
+    );
+    assert_eq!(rows, ["'2026-01-01'::date"]);
+    let (rows, _) = query(&mut utc, "SELECT count(*) FROM w WHERE ts IS NOT NULL");
+    assert_eq!(rows, ["1"]);
+    let (rows, _) = query(&mut utc, "SELECT ts, d, later FROM t");
+    assert_eq!(
+        rows,
+        ["2025-12-31 15:00:00+00|2026-02-03|2026-06-01 03:00:00+00"]
+    );
+    let (rows, _) = query(&mut utc, "SELECT ts FROM u");
+    assert_eq!(rows, ["2025-12-31 15:00:00+00"]);
+    let (rows, _) = query(
+        &mut utc,
+        "SELECT column_name, column_default FROM information_schema.columns \
+         WHERE table_name = 't' AND column_default IS NOT NULL ORDER BY ordinal_position",
+    );
+    assert_eq!(
+        rows,
+        [
+            "ts|'2025-12-31 15:00:00+00'::timestamp with time zone",
+            "d|'2026-02-03'::date",
+            "later|'2026-06-01 03:00:00+00'::timestamp with time zone",
+        ]
+    );
+}

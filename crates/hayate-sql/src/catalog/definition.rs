@@ -12,7 +12,7 @@
 
 use super::reader::Reader;
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::types::DataType;
+use crate::types::{DataType, Value};
 
 /// The engine table holding one row per table definition.
 pub(super) const CATALOG_TREE: &str = "sql.catalog";
@@ -422,7 +422,7 @@ impl TableDef {
         }
     }
 
-    /// A column's default as PostgreSQL shows it: the DEFAULT text, or for a SERIAL column
+    /// A column's default as SQL: the DEFAULT text, or for a SERIAL column
     /// `nextval('<table>_<column>_seq'::regclass)`.
     pub fn default_text(&self, column: usize) -> Option<String> {
         match (&self.columns[column].default, self.columns[column].identity) {
@@ -430,6 +430,13 @@ impl TableDef {
             (None, Some(Identity::Serial)) => Some(self.nextval_text(column)),
             (None, _) => None,
         }
+    }
+
+    /// A column's default as PostgreSQL shows it (`default_text`, a timestamptz fixed at its
+    /// DDL printed in the session's TimeZone, as PostgreSQL prints its stored constant).
+    pub fn default_shown(&self, column: usize) -> Option<String> {
+        let text = self.default_text(column)?;
+        Some(zoned_default(&text, self.columns[column].data_type))
     }
 
     /// `nextval('<sequence>'::regclass)` of an identity column.
@@ -829,6 +836,27 @@ fn put_columns(out: &mut Vec<u8>, columns: &[usize]) {
         // An expression key (`EXPRESSION_KEY`) is stored as u16::MAX.
         let stored = u16::try_from(*column).unwrap_or(u16::MAX);
         out.extend_from_slice(&stored.to_le_bytes());
+    }
+}
+
+/// A timestamptz DEFAULT fixed at its DDL (`'<instant>'::timestamp with time zone`) printed
+/// in the session's TimeZone; any other text as stored.
+fn zoned_default(default: &str, data_type: DataType) -> String {
+    const CAST: &str = "'::timestamp with time zone";
+    let fixed = (data_type == DataType::TimestampTz)
+        .then(|| default.strip_prefix('\'')?.strip_suffix(CAST))
+        .flatten()
+        .filter(|instant| !instant.contains('\''));
+    let Some(Ok(value)) = fixed.map(|instant| Value::parse(instant, DataType::TimestampTz)) else {
+        return default.to_string();
+    };
+    // Only a text that reads back as the same instant (an offset with seconds, as a zone's
+    // local mean time before 1900 has, does not).
+    match value.to_text() {
+        Some(text) if Value::parse(&text, DataType::TimestampTz).ok() == Some(value) => {
+            format!("'{text}{CAST}")
+        }
+        _ => default.to_string(),
     }
 }
 

@@ -846,7 +846,7 @@ fn pg_depend(snapshot: &Snapshot, _: &SessionNames) -> Rows {
     // A default that calls nextval('s') depends on s.
     for table in &snapshot.tables {
         for position in 0..table.table.def.columns.len() {
-            let Some(default) = table.table.def.default_text(position) else {
+            let Some(default) = table.table.def.default_shown(position) else {
                 continue;
             };
             let Some(sequence) = nextval_argument(&default) else {
@@ -1031,7 +1031,7 @@ fn pg_attribute(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 column.data_type,
                 position + 1,
                 column.not_null,
-                def.default_text(position).is_some(),
+                def.default_shown(position).is_some(),
                 identity,
             ));
         }
@@ -1439,7 +1439,7 @@ fn pg_attrdef(snapshot: &Snapshot, _: &SessionNames) -> Rows {
     let mut rows = Vec::new();
     for table in &snapshot.tables {
         for position in 0..table.table.def.columns.len() {
-            if let Some(default) = &table.table.def.default_text(position) {
+            if let Some(default) = &table.table.def.default_shown(position) {
                 let number = position as i64 + 1;
                 rows.push(vec![
                     oid(table.oid << 16 | number),
@@ -1804,7 +1804,7 @@ fn information_schema_columns(snapshot: &Snapshot, names: &SessionNames) -> Rows
                 table
                     .table
                     .def
-                    .default_text(position)
+                    .default_shown(position)
                     .map_or(NULL, |d| text(&d)),
                 text(if column.not_null { "NO" } else { "YES" }),
                 text(column.data_type.name()),

@@ -201,9 +201,12 @@ impl Binder<'_> {
             checks: Vec::new(),
             foreign_keys: Vec::new(),
         };
-        for column in &def.columns {
+        for column in &mut def.columns {
             if let Some(default) = &column.default {
-                self.bind_default(default, column.data_type)?;
+                let bound = self.bind_default(default, column.data_type)?;
+                if let Some(fixed) = fixed_default(default, &bound, column.data_type) {
+                    column.default = Some(fixed);
+                }
             }
         }
         for constraint in constraints {
@@ -505,7 +508,7 @@ impl Binder<'_> {
                     column_def: definition,
                     ..
                 } => {
-                    let (column, key, constraints) = column_def_with_constraints(definition)?;
+                    let (mut column, key, constraints) = column_def_with_constraints(definition)?;
                     if key == Some(true) || column.identity.is_some() {
                         return Err(SqlError::unsupported(
                             "ADD COLUMN with a primary key or identity (add the key separately)",
@@ -515,6 +518,11 @@ impl Binder<'_> {
                         Some(default) => self.bind_default(default, column.data_type)?,
                         None => Expr::Literal(Value::Null),
                     };
+                    let fixed = (column.default.as_deref())
+                        .and_then(|text| fixed_default(text, &fill, column.data_type));
+                    if fixed.is_some() {
+                        column.default = fixed;
+                    }
                     // Its UNIQUE, CHECK and REFERENCES follow as ADD CONSTRAINTs of the
                     // column (appended last, as the rebuilt table has it).
                     if dropped {
@@ -560,7 +568,9 @@ impl Binder<'_> {
                         C::SetDefault { value } => {
                             // Bound now to check it, stored as text like CREATE TABLE's.
                             let text = stored_text(value);
-                            self.bind_default(&text, table.def.columns[index].data_type)?;
+                            let data_type = table.def.columns[index].data_type;
+                            let bound = self.bind_default(&text, data_type)?;
+                            let text = fixed_default(&text, &bound, data_type).unwrap_or(text);
                             (Some(Some(text)), None)
                         }
                         C::DropDefault => (Some(None), None),
@@ -1089,6 +1099,37 @@ fn parse_stored(text: &str) -> SqlResult<ast::Expr> {
         .try_with_sql(text)
         .and_then(|mut parser| parser.parse_expr())
         .map_err(|error| SqlError::syntax(format!("invalid stored expression {text}: {error}")))
+}
+
+/// A DEFAULT that is a date or time constant of the column's own type (a string, or a string
+/// cast to that type), as PostgreSQL stores it: the value it has when the DDL runs, with its
+/// type (`'2026-01-01 00:00:00+01'::timestamp with time zone`), so that it means the same in
+/// every session's TimeZone. A constant of another type cast to the column's is evaluated at
+/// each INSERT, as in PostgreSQL, and so is a text that would not read back as the value.
+fn fixed_default(text: &str, bound: &Expr, data_type: DataType) -> Option<String> {
+    let Expr::Literal(value @ (Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_))) =
+        bound
+    else {
+        return None;
+    };
+    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+    let parsed = sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(text)
+        .and_then(|mut parser| parser.parse_expr())
+        .ok()?;
+    let string = |expr: &ast::Expr| matches!(expr, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_)));
+    let own_type = match &parsed {
+        expr if string(expr) => true,
+        ast::Expr::Cast {
+            expr,
+            data_type: to,
+            ..
+        } => string(expr) && super::data_type(to).ok() == Some(data_type),
+        _ => false,
+    };
+    let fixed = value.to_text()?;
+    (own_type && Value::parse(&fixed, data_type).ok().as_ref() == Some(value))
+        .then(|| format!("'{fixed}'::{}", data_type.name()))
 }
 
 fn stored_text(expr: &ast::Expr) -> String {
