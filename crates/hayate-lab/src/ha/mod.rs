@@ -116,6 +116,11 @@ pub struct HaArgs {
     #[arg(long, value_name = "DIR", default_value = "/dev/shm")]
     pub tmpfs: PathBuf,
 
+    /// Hayate's replication in TLS (`--ha-replication-tls`, with a self-signed certificate
+    /// made for the run and trusted by both nodes).
+    #[arg(long)]
+    pub replication_tls: bool,
+
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -132,6 +137,9 @@ pub struct HaResults {
     pub rounds: u32,
     pub runs: Vec<HaRun>,
     pub notes: Vec<String>,
+    /// Hayate's replication connections were TLS.
+    #[serde(default)]
+    pub replication_tls: bool,
 }
 
 /// One measured run.
@@ -173,7 +181,7 @@ pub fn run(args: &HaArgs) -> CliResult<()> {
         rows_per_table: args.rows,
     };
     let base_dir = args.common.base_dir();
-    let results = HaResults {
+    let mut results = HaResults {
         tables: args.tables,
         rows_per_table: args.rows,
         data_bytes: spec.data_bytes(),
@@ -182,6 +190,7 @@ pub fn run(args: &HaArgs) -> CliResult<()> {
         warmup_seconds: args.warmup,
         rounds: args.rounds,
         runs: Vec::new(),
+        replication_tls: args.replication_tls,
         notes: vec![
             "Durable single-row updates (the primitive workload's update: SET c1 of a row by \
              a uniformly random sid, autocommit, prepared statements) through the server over \
@@ -201,6 +210,13 @@ pub fn run(args: &HaArgs) -> CliResult<()> {
             "Both nodes, the clients and the lab share this machine's cores.".into(),
         ],
     };
+    if args.replication_tls {
+        results.notes.push(
+            "Hayate's replication connections are TLS (--ha-replication-tls, a self-signed \
+             certificate made for the run); PostgreSQL's streaming replication runs without."
+                .into(),
+        );
+    }
     let mut file = ResultFile::new("ha", &base_dir, results);
     let path = file.write(&args.common.results)?;
     for engine in &args.engines {
@@ -376,6 +392,14 @@ fn run_hayate(
     };
     let driver = HayateWireDriver::open(base_dir, 0)?;
     bench.load(&driver)?;
+    // Kept until the end: the certificate's files.
+    let certificate = args
+        .replication_tls
+        .then(|| nodes::ReplicationCertificate::create(base_dir))
+        .transpose()?;
+    let tls_args = certificate
+        .as_ref()
+        .map_or(Vec::new(), nodes::ReplicationCertificate::serve_args);
     for &percent in &args.buffer_percent {
         let bytes = bench.buffer_bytes(percent);
         driver.set_buffer_bytes(bytes)?;
@@ -387,7 +411,8 @@ fn run_hayate(
                     Setting::A => base_dir.to_path_buf(),
                     Setting::B => args.tmpfs.clone(),
                 };
-                let standby = HayateStandby::start(&driver, &standby_base, setting, bytes)?;
+                let standby =
+                    HayateStandby::start(&driver, &standby_base, setting, bytes, &tls_args)?;
                 bench.measure(&driver, Some((setting, &standby)), percent, round)?;
                 driver.restart_with(Vec::new(), &mut |_| Ok(()))?;
                 standby.stop()?;

@@ -133,6 +133,42 @@ pub fn standby_agrees(
     }
 }
 
+/// A self-signed certificate for 127.0.0.1 both nodes present and trust (replication in
+/// TLS), in a lab directory of its own.
+pub struct ReplicationCertificate {
+    directory: LabDirectory,
+}
+
+impl ReplicationCertificate {
+    pub fn create(base_dir: &Path) -> DriverResult<ReplicationCertificate> {
+        let directory = LabDirectory::create(base_dir, "hayate-tls", None)?;
+        let failed = |error: rcgen::Error| DriverError::fatal(format!("certificate: {error}"));
+        let key = rcgen::KeyPair::generate().map_err(failed)?;
+        let params = rcgen::CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()])
+            .map_err(failed)?;
+        let certificate = params.self_signed(&key).map_err(failed)?;
+        let write = |name: &str, text: String| {
+            std::fs::write(directory.path().join(name), text)
+                .map_err(|error| DriverError::fatal(format!("writing {name}: {error}")))
+        };
+        write("node.pem", certificate.pem())?;
+        write("node.key", key.serialize_pem())?;
+        Ok(ReplicationCertificate { directory })
+    }
+
+    /// What `hayate serve` needs for replication in TLS with this certificate.
+    pub fn serve_args(&self) -> Vec<String> {
+        let file = |name: &str| self.directory.path().join(name).display().to_string();
+        vec![
+            "--tls-cert".into(),
+            file("node.pem"),
+            "--tls-key".into(),
+            file("node.key"),
+            "--ha-replication-tls".into(),
+        ]
+    }
+}
+
 /// `hayate serve --ha-follow` on a copy of the primary's directory, taken while the primary
 /// was stopped; the primary restarts with `--ha-replication-listen`.
 pub struct HayateStandby {
@@ -151,16 +187,17 @@ impl HayateStandby {
         base_dir: &Path,
         setting: Setting,
         buffer_bytes: u64,
+        extra_args: &[String],
     ) -> DriverResult<HayateStandby> {
         let directory = LabDirectory::create(base_dir, "hayate-standby", None)?;
         let replication = format!("127.0.0.1:{}", engines::free_port()?);
         let standby_data = directory.path().join("data");
-        primary.restart_with(
-            vec!["--ha-replication-listen".into(), replication.clone()],
-            &mut |data| copy_tree(data, &standby_data),
-        )?;
+        let mut primary_args = vec!["--ha-replication-listen".to_string(), replication.clone()];
+        primary_args.extend_from_slice(extra_args);
+        primary.restart_with(primary_args, &mut |data| copy_tree(data, &standby_data))?;
         let port = engines::free_port()?;
         let mut args = vec!["--ha-follow".to_string(), replication];
+        args.extend_from_slice(extra_args);
         if setting == Setting::B {
             args.extend(["--emulate-device".into(), "low-latency".into()]);
         }

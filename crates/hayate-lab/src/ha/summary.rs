@@ -103,6 +103,9 @@ pub fn summary(results: &HaResults) -> String {
         results.seconds,
         results.rounds
     );
+    if results.replication_tls {
+        let _ = writeln!(out, "Hayate's replication connections in TLS.");
+    }
     let _ = writeln!(
         out,
         "{:<11} {:>7}  {:>10}  {:<50} {:>10} {:>9} {:>12}",
