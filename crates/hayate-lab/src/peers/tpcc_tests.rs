@@ -21,8 +21,9 @@ use super::tests::{installed, test_base_dir};
 use crate::driver::Driver;
 use crate::tpcc::check::{check, CheckData, Conditions};
 use crate::tpcc::driver::TpccDriver;
-use crate::tpcc::metrics::{run_terminal, TpccJob};
+use crate::tpcc::metrics::TpccJob;
 use crate::tpcc::rows::{generate_all, Row};
+use crate::tpcc::run::run_terminal;
 use crate::tpcc::spec::{now_micros, Scale};
 use crate::tpcc::txn::{
     CustomerSelector, DeliveryInput, NewOrderInput, NewOrderOutcome, OrderItem, OrderStatusInput,

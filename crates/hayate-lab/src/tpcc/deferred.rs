@@ -32,7 +32,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::metrics::TpccOutcome;
 use super::spec::{Scale, DISTRICTS_PER_WAREHOUSE};
-use super::txn::{DeliveryInput, TxnType};
+use super::txn::{DeliveryInput, TxnInput, TxnType};
 use crate::driver::{DriverError, DriverResult};
 
 /// Longest a fiber's wait for work or room lasts before it looks again.
@@ -273,6 +273,22 @@ fn execute(
         }
     }
     Ok((outcome, delivered))
+}
+
+/// Hands a Delivery to the executors when they run deferred (waiting for room until the
+/// deadline); true when the terminal is done with it.
+pub fn defer(
+    input: &TxnInput,
+    deliveries: Option<&DeliveryQueue>,
+    deadline: Instant,
+) -> DriverResult<bool> {
+    match (input, deliveries) {
+        (TxnInput::Delivery(delivery), Some(queue)) => {
+            queue.submit(delivery, deadline)?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
 }
 
 #[cfg(test)]

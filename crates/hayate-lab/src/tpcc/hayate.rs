@@ -25,8 +25,8 @@ use hayate_engine::{Database, Transaction, TreeId};
 
 use crate::driver::{DriverError, DriverResult};
 use crate::tpcc::check::CheckData;
-use crate::tpcc::deferred::{executors_for, run_executor, DeliveryQueue};
-use crate::tpcc::metrics::{defer, record_output, TpccJob, TpccOutcome};
+use crate::tpcc::deferred::{defer, executors_for, run_executor, DeliveryQueue};
+use crate::tpcc::metrics::{record_output, TpccJob, TpccOutcome};
 use crate::tpcc::rows::{
     generate_items, generate_warehouse, Address, Customer, District, History, Item, NewOrder,
     Order, OrderLine, Row, Stock, Warehouse,

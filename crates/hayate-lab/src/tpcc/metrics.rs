@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::driver::{DriverError, DriverResult};
-use crate::tpcc::deferred::DeliveryQueue;
+use crate::driver::DriverError;
 use crate::tpcc::spec::Scale;
-use crate::tpcc::txn::{NewOrderOutcome, Terminal, TpccSession, TxnInput, TxnOutput, TxnType};
+use crate::tpcc::txn::{NewOrderOutcome, TxnInput, TxnOutput, TxnType};
 use hayate::report::Histogram;
 
 /// Called with (W_ID, D_ID, O_ID) of every New-Order whose commit was acknowledged.
@@ -103,67 +102,6 @@ pub fn retry_cause(error: &DriverError) -> &'static str {
         "busy"
     } else {
         "other"
-    }
-}
-
-/// Runs one terminal on a session until the deadline: the next input, retried on retryable
-/// failures (the same input) until it commits or the run ends; a Delivery goes to
-/// `deliveries` when given (deferred). For engines without a native runner.
-pub fn run_terminal(
-    session: &mut dyn TpccSession,
-    terminal: &mut Terminal,
-    job: &TpccJob,
-    deadline: Instant,
-    deliveries: Option<&DeliveryQueue>,
-) -> DriverResult<TpccOutcome> {
-    let mut outcome = TpccOutcome {
-        worker_threads: 1,
-        ..TpccOutcome::default()
-    };
-    while Instant::now() < deadline {
-        let input = terminal.next();
-        if defer(&input, deliveries, deadline)? {
-            continue;
-        }
-        let started = Instant::now();
-        loop {
-            match session.run(&input) {
-                Ok(output) => {
-                    record_output(&mut outcome, &input, output, started.elapsed(), job);
-                    break;
-                }
-                Err(error) if error.retryable => {
-                    if Instant::now() >= deadline {
-                        outcome.gave_up += 1;
-                        break;
-                    }
-                    outcome.retry(input.kind(), &error);
-                }
-                Err(error) => {
-                    return Err(DriverError::fatal(format!(
-                        "{}: {error}",
-                        input.kind().as_str()
-                    )))
-                }
-            }
-        }
-    }
-    Ok(outcome)
-}
-
-/// Hands a Delivery to the executors when they run deferred (waiting for room until the
-/// deadline); true when the terminal is done with it.
-pub fn defer(
-    input: &TxnInput,
-    deliveries: Option<&DeliveryQueue>,
-    deadline: Instant,
-) -> DriverResult<bool> {
-    match (input, deliveries) {
-        (TxnInput::Delivery(delivery), Some(queue)) => {
-            queue.submit(delivery, deadline)?;
-            Ok(true)
-        }
-        _ => Ok(false),
     }
 }
 

@@ -16,11 +16,11 @@ use crate::primitive::measure::{
 };
 use crate::primitive::{DeviceClassArg, HayateDriver};
 use crate::results::{TpccRun, TpccTypeRun};
-use crate::tpcc::deferred::{executors_for, run_executor, DeliveryQueue};
+use crate::tpcc::deferred::{defer, executors_for, run_executor, DeliveryQueue};
 use crate::tpcc::driver::TpccDriver;
-use crate::tpcc::metrics::{run_terminal, TpccJob, TpccOutcome};
+use crate::tpcc::metrics::{record_output, TpccJob, TpccOutcome};
 use crate::tpcc::spec::Scale;
-use crate::tpcc::txn::{DeliveryInput, Terminal, TxnType};
+use crate::tpcc::txn::{DeliveryInput, Terminal, TpccSession, TxnType};
 use hayate::error::{CliError, CliResult};
 
 /// What every run of an invocation shares.
@@ -100,6 +100,51 @@ pub fn run_job(driver: &dyn TpccDriver, job: &TpccJob) -> DriverResult<TpccOutco
     }
     total.deliveries_pending = queue.map_or(0, |queue| queue.pending());
     Ok(total)
+}
+
+/// Runs one terminal on a session until the deadline: the next input, retried on retryable
+/// failures (the same input) until it commits or the run ends; a Delivery goes to
+/// `deliveries` when given (deferred). For engines without a native runner.
+pub fn run_terminal(
+    session: &mut dyn TpccSession,
+    terminal: &mut Terminal,
+    job: &TpccJob,
+    deadline: Instant,
+    deliveries: Option<&DeliveryQueue>,
+) -> DriverResult<TpccOutcome> {
+    let mut outcome = TpccOutcome {
+        worker_threads: 1,
+        ..TpccOutcome::default()
+    };
+    while Instant::now() < deadline {
+        let input = terminal.next();
+        if defer(&input, deliveries, deadline)? {
+            continue;
+        }
+        let started = Instant::now();
+        loop {
+            match session.run(&input) {
+                Ok(output) => {
+                    record_output(&mut outcome, &input, output, started.elapsed(), job);
+                    break;
+                }
+                Err(error) if error.retryable => {
+                    if Instant::now() >= deadline {
+                        outcome.gave_up += 1;
+                        break;
+                    }
+                    outcome.retry(input.kind(), &error);
+                }
+                Err(error) => {
+                    return Err(DriverError::fatal(format!(
+                        "{}: {error}",
+                        input.kind().as_str()
+                    )))
+                }
+            }
+        }
+    }
+    Ok(outcome)
 }
 
 fn label(driver: &dyn TpccDriver, class: DeviceClassArg, percent: f64) -> String {
