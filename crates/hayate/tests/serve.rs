@@ -279,7 +279,8 @@ fn serve_reads_its_config_file() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("ERROR 22012: division by zero; STATEMENT: SELECT 1 / $1::INT4"),
+        // The extended-protocol statement as the client sent it, as PostgreSQL logs it.
+        stderr.contains("ERROR 22012: division by zero; STATEMENT: SELECT 1 / $1::int4"),
         "{stderr}"
     );
 }
