@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hayate_engine::fiber::{self, Wakeup};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::metrics::TpccOutcome;
 use super::spec::{Scale, DISTRICTS_PER_WAREHOUSE};
@@ -97,9 +97,7 @@ impl DeliveryQueue {
     fn fail(&self) {
         self.failed.store(true, Ordering::Release);
         for outstanding in &self.outstanding {
-            let mut state = outstanding.state.lock();
-            fiber::fire_all(&mut state.1);
-            outstanding.room.notify_all();
+            wake(&mut outstanding.state.lock().1, &outstanding.room);
         }
     }
 
@@ -133,15 +131,7 @@ impl DeliveryQueue {
             if Instant::now() >= deadline {
                 return Ok(false);
             }
-            if fiber::on_fiber() {
-                let wakeup = Wakeup::new();
-                forget_stale(&mut state.1);
-                state.1.push(wakeup.clone());
-                drop(state);
-                fiber::wait_for_wakeup(wakeup, deadline.min(Instant::now() + RECHECK));
-            } else {
-                outstanding.room.wait_until(&mut state, deadline);
-            }
+            wait(state, |state| &mut state.1, &outstanding.room, deadline);
         }
         let request = Arc::new(Request {
             input: *input,
@@ -152,8 +142,7 @@ impl DeliveryQueue {
             let (inbox, ready) = &self.inboxes[self.executor_of(input.w_id, d_id)];
             let mut inbox = inbox.lock();
             inbox.work.push_back((request.clone(), d_id));
-            fiber::fire_all(&mut inbox.waiting);
-            ready.notify_all();
+            wake(&mut inbox.waiting, ready);
         }
         Ok(true)
     }
@@ -163,8 +152,7 @@ impl DeliveryQueue {
         let outstanding = &self.outstanding[w_id as usize - 1];
         let mut state = outstanding.state.lock();
         state.0 -= 1;
-        fiber::fire_all(&mut state.1);
-        outstanding.room.notify_all();
+        wake(&mut state.1, &outstanding.room);
     }
 
     /// Requests queued and not finished (after the executors stopped: left undone).
@@ -186,19 +174,11 @@ impl DeliveryQueue {
             if Instant::now() >= deadline {
                 return None;
             }
-            let mut guard = inbox.lock();
+            let guard = inbox.lock();
             if let Some(work) = guard.work.front() {
                 return Some(work.clone());
             }
-            if fiber::on_fiber() {
-                let wakeup = Wakeup::new();
-                forget_stale(&mut guard.waiting);
-                guard.waiting.push(wakeup.clone());
-                drop(guard);
-                fiber::wait_for_wakeup(wakeup, deadline.min(Instant::now() + RECHECK));
-            } else {
-                ready.wait_until(&mut guard, deadline);
-            }
+            wait(guard, |inbox| &mut inbox.waiting, ready, deadline);
         }
     }
 
@@ -209,12 +189,34 @@ impl DeliveryQueue {
     }
 }
 
-/// Wake-ups of waits that ended by their timeout stay on a waiting list until the next
-/// event fires them; past a few, they are fired now (their waits are over: nothing wakes).
-fn forget_stale(waiting: &mut Vec<Wakeup>) {
-    if waiting.len() >= 16 {
-        fiber::fire_all(waiting);
+/// Waits, at most until `deadline`, for a `wake` of the list `waiting` picks out of the
+/// guarded state (a fiber suspends, for `RECHECK` at most) or of `signal` (a thread blocks).
+fn wait<T>(
+    mut guard: MutexGuard<'_, T>,
+    waiting: fn(&mut T) -> &mut Vec<Wakeup>,
+    signal: &Condvar,
+    deadline: Instant,
+) {
+    if fiber::on_fiber() {
+        let wakeup = Wakeup::new();
+        let list = waiting(&mut guard);
+        // Wake-ups of waits that ended by their timeout stay listed until the next event
+        // fires them; past a few, they are fired now (their waits are over: nothing wakes).
+        if list.len() >= 16 {
+            fiber::fire_all(list);
+        }
+        list.push(wakeup.clone());
+        drop(guard);
+        fiber::wait_for_wakeup(wakeup, deadline.min(Instant::now() + RECHECK));
+    } else {
+        signal.wait_until(&mut guard, deadline);
     }
+}
+
+/// Ends the waits on `waiting` and `signal` (called under their mutex).
+fn wake(waiting: &mut Vec<Wakeup>, signal: &Condvar) {
+    fiber::fire_all(waiting);
+    signal.notify_all();
 }
 
 /// Runs executor `executor` until `deadline`: each district with `deliver` (a Delivery of

@@ -994,11 +994,7 @@ impl Binder<'_> {
 
     /// Binds a column's DEFAULT (stored as SQL text) as an expression of the column's type.
     pub(super) fn bind_default(&mut self, default: &str, target: DataType) -> SqlResult<Expr> {
-        let dialect = sqlparser::dialect::PostgreSqlDialect {};
-        let expr = sqlparser::parser::Parser::new(&dialect)
-            .try_with_sql(default)
-            .and_then(|mut parser| parser.parse_expr())
-            .map_err(|error| SqlError::syntax(format!("invalid DEFAULT {default}: {error}")))?;
+        let expr = parse_default(default)?;
         let saved = self.scope.take();
         let bound = self.bind_typed(&expr, target);
         self.scope = saved;
@@ -1101,6 +1097,15 @@ fn parse_stored(text: &str) -> SqlResult<ast::Expr> {
         .map_err(|error| SqlError::syntax(format!("invalid stored expression {text}: {error}")))
 }
 
+/// A column's DEFAULT text as an expression.
+fn parse_default(default: &str) -> SqlResult<ast::Expr> {
+    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+    sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(default)
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(|error| SqlError::syntax(format!("invalid DEFAULT {default}: {error}")))
+}
+
 /// A DEFAULT that is a date or time constant of the column's own type (a string, or a string
 /// cast to that type), as PostgreSQL stores it: the value it has when the DDL runs, with its
 /// type (`'2026-01-01 00:00:00+01'::timestamp with time zone`), so that it means the same in
@@ -1112,11 +1117,7 @@ fn fixed_default(text: &str, bound: &Expr, data_type: DataType) -> Option<String
     else {
         return None;
     };
-    let dialect = sqlparser::dialect::PostgreSqlDialect {};
-    let parsed = sqlparser::parser::Parser::new(&dialect)
-        .try_with_sql(text)
-        .and_then(|mut parser| parser.parse_expr())
-        .ok()?;
+    let parsed = parse_default(text).ok()?;
     let string = |expr: &ast::Expr| matches!(expr, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_)));
     let own_type = match &parsed {
         expr if string(expr) => true,
