@@ -34,6 +34,13 @@ pub fn pg_type(data_type: DataType) -> Type {
         DataType::TextArray => Type::TEXT_ARRAY,
         DataType::Int4Array => Type::INT4_ARRAY,
         DataType::Int8Array => Type::INT8_ARRAY,
+        // Only the oid goes on the wire (RowDescription, ParameterDescription).
+        DataType::Enum(oid) => Type::new(
+            "enum".into(),
+            oid,
+            postgres_types::Kind::Enum(Vec::new()),
+            "public".into(),
+        ),
         DataType::Text | DataType::Unknown => Type::TEXT,
     }
 }
@@ -138,6 +145,7 @@ pub fn decode_parameter(
         | DataType::Varchar(_)
         | DataType::Char(_)
         | DataType::Json
+        | DataType::Enum(_)
         | DataType::Unknown => Value::Text(utf8(bytes)?),
         // jsonb's binary form is a version byte (1) and the text.
         DataType::Jsonb => match bytes.split_first() {
@@ -297,7 +305,8 @@ fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> S
             put_binary_array(buffer, text, t)?
         }
         (Value::Text(text), t)
-            if t.is_text() || matches!(t, DataType::Unknown | DataType::Json) =>
+            if t.is_text()
+                || matches!(t, DataType::Unknown | DataType::Json | DataType::Enum(_)) =>
         {
             put_text(buffer, text, t)
         }

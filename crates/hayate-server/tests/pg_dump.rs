@@ -1,7 +1,7 @@
 //! pg_dump and psql, unmodified (issue 21): a Hayate database dumped by pg_dump 15 restores
 //! into another Hayate database with psql and dumps back to the same text; it restores into a
 //! real PostgreSQL 15 server, and PostgreSQL's own dump of it restores into Hayate with the same
-//! rows, sequences and objects.
+//! rows, sequences, enum types and objects.
 //!
 //! Without the PostgreSQL 15 client tools the test says so loudly and checks nothing; set
 //! HAYATE_REQUIRE_CLIENTS=1 to make that a failure. The PostgreSQL part also needs the server
@@ -16,13 +16,15 @@ use common::clients::{require, runs};
 use common::TestServer;
 
 const SCHEMA: &str = "\
+CREATE TYPE status AS ENUM ('new', 'paid', 'shipped');
+ALTER TYPE status ADD VALUE 'lost' BEFORE 'paid';
 CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, note text, \
     joined timestamptz DEFAULT now(), credit numeric(10,2) DEFAULT 0 CHECK (credit >= 0));
 CREATE INDEX customers_name ON customers (name);
 CREATE INDEX customers_recent ON customers (joined DESC NULLS LAST, name NULLS FIRST);
 CREATE UNIQUE INDEX customers_lower_name ON customers (lower(name));
 CREATE TABLE orders (id bigint PRIMARY KEY, customer int NOT NULL REFERENCES customers (id), \
-    total float8, paid bool DEFAULT false);
+    total float8, paid bool DEFAULT false, state status DEFAULT 'new');
 CREATE UNIQUE INDEX orders_unpaid ON orders (customer) WHERE NOT paid;
 CREATE INDEX orders_gross ON orders ((total * 2), customer);
 CREATE SEQUENCE tickets START 100 INCREMENT 5;
@@ -32,7 +34,8 @@ CREATE VIEW big_orders AS SELECT o.id, c.name, o.total FROM orders o \
 INSERT INTO customers (name, note, joined, credit) VALUES \
     ('ann', 'tab\tand ''quote''', '2026-11-26 10:00:00+00', 12.5), \
     ('bob', NULL, '2026-01-01 00:00:00+00', 0), ('cy', 'back\\\\slash', NULL, 3);
-INSERT INTO orders VALUES (1, 1, 5.5, true), (2, 1, 20, false), (3, 2, NULL, NULL);
+INSERT INTO orders VALUES (1, 1, 5.5, true, 'shipped'), (2, 1, 20, false, 'lost'), \
+    (3, 2, NULL, NULL, DEFAULT);
 SELECT nextval('tickets'), nextval('tickets');
 SELECT nextval('laps'), nextval('laps'), nextval('laps');
 ";
@@ -41,6 +44,10 @@ SELECT nextval('laps'), nextval('laps'), nextval('laps');
 const CHECKS: &[&str] = &[
     "SELECT id, name, note, joined::text, credit::text FROM customers ORDER BY id",
     "SELECT id::text, customer, total::text, paid::text FROM orders ORDER BY id",
+    // An enum's values in the type's order (new < lost < paid < shipped), not the text's.
+    "SELECT id::text FROM orders ORDER BY state DESC, id",
+    "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+     WHERE attrelid = 'orders'::regclass AND attname = 'state'",
     "SELECT id::text, name, total::text FROM big_orders ORDER BY id",
     "SELECT nextval('tickets')::text",
     // Past its maximum: only a copy that kept CYCLE starts again at 1.
@@ -126,6 +133,8 @@ fn a_dump_restores_into_hayate_and_postgresql_and_back() {
         "USING btree (joined DESC NULLS LAST, name NULLS FIRST)",
         "CREATE UNIQUE INDEX customers_lower_name ON public.customers USING btree (lower(name))",
         "CREATE INDEX orders_gross ON public.orders USING btree (((total * 2)), customer)",
+        "CREATE TYPE public.status AS ENUM (\n    'new',\n    'lost',\n    'paid',\n    'shipped'\n);",
+        "state public.status DEFAULT 'new'",
     ] {
         assert!(dumped.contains(kept), "the dump keeps {kept}:\n{dumped}");
     }

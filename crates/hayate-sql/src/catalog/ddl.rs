@@ -37,6 +37,8 @@ pub struct DdlUndo {
     pub(super) on_rollback: Vec<String>,
     /// The views as they were before (None: there was none), restored by a rollback.
     pub(super) previous_views: Vec<(String, Option<Arc<View>>)>,
+    /// The enum types as they were before (None: there was none), restored by a rollback.
+    pub(super) previous_enums: Vec<(String, Option<super::enum_type::StoredEnum>)>,
 }
 
 /// What `Catalog::create_index` creates.
@@ -101,6 +103,12 @@ impl Catalog {
                         None => state.views.remove(&name),
                     };
                 }
+                for (name, stored) in undo.previous_enums.into_iter().rev() {
+                    match stored {
+                        Some(stored) => state.enums.insert(name, stored),
+                        None => state.enums.remove(&name),
+                    };
+                }
                 state.version += 1;
             }
             self.drop_trees(&undo.on_rollback);
@@ -121,6 +129,10 @@ impl Catalog {
                 return Ok(DdlUndo::default());
             }
             return Err(duplicate_relation(&def.name));
+        }
+        // A table's row type would take the name (PostgreSQL: 42710).
+        if self.state.read().enums.contains_key(&def.name) {
+            return Err(super::enum_type::duplicate_type(&def.name));
         }
         for column in 0..def.columns.len() {
             if def.columns[column].identity.is_some() {
@@ -684,6 +696,9 @@ impl Catalog {
                     true => not_a(&def.name, "view"),
                     false => duplicate_relation(&def.name),
                 })
+            }
+            None if self.state.read().enums.contains_key(&def.name) => {
+                return Err(super::enum_type::duplicate_type(&def.name))
             }
             _ => {}
         }

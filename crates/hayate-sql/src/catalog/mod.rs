@@ -47,6 +47,7 @@ mod batch;
 pub mod cluster;
 mod ddl;
 mod definition;
+pub mod enum_type;
 pub(crate) mod index_entry;
 mod reader;
 mod rebuild;
@@ -77,6 +78,14 @@ pub use sequence::{Sequence, SequenceChanges, SequenceOptions, SessionSequences}
 pub use table::Table;
 pub use view::{View, ViewDef};
 
+/// The first oid of user objects.
+pub const FIRST_USER_OID: i64 = 16384;
+
+/// The oid of the user object with engine tree id `tree` (a table, view, sequence or type).
+pub fn tree_oid(tree: TreeId) -> i64 {
+    FIRST_USER_OID + 4 * tree as i64
+}
+
 const SEQUENCE_TREE: &str = "sql.sequence";
 const INDEX_TREE_PREFIX: &str = "sql.index.";
 /// Engine trees that give CREATE SEQUENCE sequences their oids (`sequence` module).
@@ -87,6 +96,8 @@ struct CatalogState {
     /// CREATE SEQUENCE sequences (a column's sequence belongs to its `Table`).
     sequences: HashMap<String, Arc<Sequence>>,
     views: HashMap<String, Arc<View>>,
+    /// Enum types by name.
+    enums: HashMap<String, enum_type::StoredEnum>,
     /// Bumped by every DDL: prepared statements bound at an older version are bound again.
     version: u64,
 }
@@ -170,18 +181,22 @@ struct Definitions {
     tables: Vec<TableDef>,
     sequences: Sequences,
     views: Vec<ViewDef>,
+    enums: Vec<enum_type::StoredEnum>,
 }
 
 /// The table and view definitions and the sequences stored in the catalog's trees.
 fn read_definitions(db: &Database, tree: TreeId, sequence_tree: TreeId) -> SqlResult<Definitions> {
     let mut defs = Vec::new();
     let mut views = Vec::new();
+    let mut enums = Vec::new();
     let mut sequences = HashMap::new();
     let txn = db.begin_read_only();
     for row in txn.scan(tree, Bound::Unbounded, Bound::Unbounded)? {
         let (_, value) = row?;
         if value.first() == Some(&view::VIEW_TAG) {
             views.push(ViewDef::decode(&value)?);
+        } else if value.first() == Some(&enum_type::ENUM_TAG) {
+            enums.push(enum_type::decode(&value)?);
         } else {
             defs.push(TableDef::decode(&value)?);
         }
@@ -210,6 +225,7 @@ fn read_definitions(db: &Database, tree: TreeId, sequence_tree: TreeId) -> SqlRe
         tables: defs,
         sequences,
         views,
+        enums,
     })
 }
 
@@ -269,6 +285,7 @@ impl Catalog {
                 tables: HashMap::new(),
                 sequences: definitions.sequences,
                 views: HashMap::new(),
+                enums: HashMap::new(),
                 version: 1,
             }),
             ddl: Mutex::new(()),
@@ -281,6 +298,7 @@ impl Catalog {
         }
         catalog.state.get_mut().tables = tables;
         catalog.state.get_mut().views = catalog.load_views(definitions.views);
+        catalog.state.get_mut().enums = catalog.load_enums(definitions.enums);
         if !catalog.db.is_standby() {
             catalog.drop_unreferenced()?;
         }
@@ -313,6 +331,7 @@ impl Catalog {
     pub fn reload(&self) -> SqlResult<()> {
         let definitions = read_definitions(&self.db, self.tree, self.sequence_tree)?;
         let views = self.load_views(definitions.views);
+        let enums = self.load_enums(definitions.enums);
         let mut tables = HashMap::new();
         for def in definitions.tables {
             let name = def.name.clone();
@@ -327,6 +346,7 @@ impl Catalog {
         state.tables = tables;
         state.sequences = definitions.sequences;
         state.views = views;
+        state.enums = enums;
         state.version += 1;
         Ok(())
     }
@@ -407,6 +427,7 @@ impl Catalog {
                         .filter_map(|sequence| Some(sequence.tree.as_ref()?.0.clone())),
                 )
                 .chain(state.views.values().map(|view| view.def.tree.clone()))
+                .chain(state.enums.values().map(|stored| stored.tree.clone()))
                 .collect()
         };
         for info in self.db.tables() {
@@ -415,6 +436,7 @@ impl Catalog {
                 INDEX_TREE_PREFIX,
                 SEQUENCE_TREE_PREFIX,
                 view::VIEW_TREE_PREFIX,
+                enum_type::TYPE_TREE_PREFIX,
             ]
             .iter()
             .any(|kind| info.name.starts_with(&format!("{}{kind}", self.prefix)));

@@ -42,6 +42,8 @@ pub struct CopyIn {
 pub(super) struct TargetColumn {
     pub(super) name: String,
     pub(super) data_type: DataType,
+    /// The column's enum type: a field must be one of its labels.
+    pub(super) enum_type: Option<std::sync::Arc<crate::types::enums::EnumType>>,
     pub(super) force_not_null: bool,
     pub(super) force_null: bool,
 }
@@ -216,15 +218,20 @@ impl CopyIn {
             .zip(&self.columns)
             .map(|(field, column)| match field {
                 None => Ok(Value::Null),
-                Some(text) => Value::parse(&text, column.data_type).map_err(|error| CopyFailure {
-                    error,
-                    context: Some(format!(
-                        "{}, column {}: \"{}\"",
-                        self.context(),
-                        column.name,
-                        text
-                    )),
-                }),
+                Some(text) => column
+                    .enum_type
+                    .as_ref()
+                    .map_or(Ok(()), |enum_type| enum_type.check(&text))
+                    .and_then(|_| Value::parse(&text, column.data_type))
+                    .map_err(|error| CopyFailure {
+                        error,
+                        context: Some(format!(
+                            "{}, column {}: \"{}\"",
+                            self.context(),
+                            column.name,
+                            text
+                        )),
+                    }),
             })
             .collect()
     }

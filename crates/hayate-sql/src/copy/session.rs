@@ -86,9 +86,14 @@ impl Session {
                     format!("column \"{name}\" specified more than once"),
                 ));
             }
+            let data_type = table.def.columns[index].data_type;
             columns.push(TargetColumn {
                 name: name.clone(),
-                data_type: table.def.columns[index].data_type,
+                data_type,
+                enum_type: match data_type {
+                    DataType::Enum(oid) => self.catalog.enum_type_by_oid(oid),
+                    _ => None,
+                },
                 force_not_null: options.force_not_null.contains(name),
                 force_null: options.force_null.contains(name),
             });

@@ -48,9 +48,7 @@ pub fn encode_column(out: &mut Vec<u8>, value: &Value, data_type: DataType) -> S
         }
         (Value::Numeric(v), DataType::Numeric(_)) => numeric::encode_key(out, v),
         (Value::Bool(v), DataType::Bool) => out.push(*v as u8),
-        (Value::Text(text), t) if t.is_text() || matches!(t, DataType::Json | DataType::Jsonb) => {
-            encode_bytes(out, text.as_bytes())
-        }
+        (Value::Text(text), t) if t.is_stored_as_text() => encode_bytes(out, text.as_bytes()),
         (Value::Text(text), DataType::Uuid) => out.extend_from_slice(&uuid::parse(text)?),
         (Value::Interval(v), DataType::Interval) => {
             out.extend_from_slice(&((v.span() as u128) ^ (1 << 127)).to_be_bytes())

@@ -59,9 +59,7 @@ fn encode_value(out: &mut Vec<u8>, value: &Value, data_type: DataType) -> SqlRes
         (Value::Float4(v), DataType::Float4) => out.extend_from_slice(&v.to_bits().to_le_bytes()),
         (Value::Numeric(v), DataType::Numeric(_)) => numeric::encode_row(out, v),
         (Value::Bool(v), DataType::Bool) => out.push(*v as u8),
-        (Value::Text(text), t) if t.is_text() || matches!(t, DataType::Json | DataType::Jsonb) => {
-            put_bytes(out, text.as_bytes())?
-        }
+        (Value::Text(text), t) if t.is_stored_as_text() => put_bytes(out, text.as_bytes())?,
         (Value::Text(text), DataType::Uuid) => out.extend_from_slice(&uuid::parse(text)?),
         (Value::Interval(v), DataType::Interval) => {
             let narrow = |field: i64| {

@@ -344,13 +344,23 @@ impl Executor<'_> {
             .collect()
     }
 
-    /// Casts a new row to the table's column types and checks NOT NULL.
+    /// Casts a new row to the table's column types and checks NOT NULL (and that an enum
+    /// column's value is one of its type's labels, whatever the row came from).
     fn conform(&self, table: &Table, values: Vec<Value>) -> SqlResult<Vec<Value>> {
         values
             .into_iter()
             .zip(&table.def.columns)
             .map(|(value, column)| {
                 let value = value.cast(column.data_type)?;
+                if let (DataType::Enum(oid), Value::Text(label)) = (column.data_type, &value) {
+                    let enum_type = self.catalog.enum_type_by_oid(oid).ok_or_else(|| {
+                        SqlError::new(
+                            sqlstate::UNDEFINED_OBJECT,
+                            format!("type with oid {oid} does not exist"),
+                        )
+                    })?;
+                    enum_type.check(label)?;
+                }
                 if value.is_null() && column.not_null {
                     return Err(SqlError::new(
                         sqlstate::NOT_NULL_VIOLATION,

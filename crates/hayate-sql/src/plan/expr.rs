@@ -44,6 +44,11 @@ pub enum BinaryOp {
 }
 
 impl BinaryOp {
+    /// <, <=, > and >=: the comparisons that depend on an order, not only on equality.
+    pub fn is_ordering(self) -> bool {
+        self.is_comparison() && !matches!(self, BinaryOp::Equal | BinaryOp::NotEqual)
+    }
+
     pub fn is_comparison(self) -> bool {
         matches!(
             self,
@@ -169,6 +174,14 @@ pub enum Expr {
         expr: Box<Expr>,
         to: DataType,
     },
+    /// A value of an enum type: its text checked to be one of the type's labels (22P02
+    /// otherwise) and kept, or with `order` the label's sort order (a float4), which
+    /// comparisons and sorting use in place of the text.
+    Enum {
+        expr: Box<Expr>,
+        enum_type: std::sync::Arc<crate::types::enums::EnumType>,
+        order: bool,
+    },
     Function {
         function: ScalarFunction,
         args: Vec<Expr>,
@@ -284,7 +297,10 @@ impl Expr {
             Expr::Column(_) => false,
             Expr::Literal(_) | Expr::Parameter(_) => true,
             Expr::Binary { left, right, .. } => left.is_constant() && right.is_constant(),
-            Expr::Not(e) | Expr::Negate(e) | Expr::Cast { expr: e, .. } => e.is_constant(),
+            Expr::Not(e)
+            | Expr::Negate(e)
+            | Expr::Cast { expr: e, .. }
+            | Expr::Enum { expr: e, .. } => e.is_constant(),
             Expr::IsNull { expr, .. } => expr.is_constant(),
             Expr::Function { function, args } => {
                 !matches!(
@@ -386,7 +402,10 @@ impl Expr {
                 Vec::new()
             }
             Expr::Binary { left, right, .. } => vec![left, right],
-            Expr::Not(e) | Expr::Negate(e) | Expr::Cast { expr: e, .. } => vec![e],
+            Expr::Not(e)
+            | Expr::Negate(e)
+            | Expr::Cast { expr: e, .. }
+            | Expr::Enum { expr: e, .. } => vec![e],
             Expr::IsNull { expr, .. } => vec![expr],
             Expr::Function { args, .. } => args.iter().collect(),
             Expr::Case {
@@ -417,7 +436,10 @@ impl Expr {
                 Vec::new()
             }
             Expr::Binary { left, right, .. } => vec![left, right],
-            Expr::Not(e) | Expr::Negate(e) | Expr::Cast { expr: e, .. } => vec![e],
+            Expr::Not(e)
+            | Expr::Negate(e)
+            | Expr::Cast { expr: e, .. }
+            | Expr::Enum { expr: e, .. } => vec![e],
             Expr::IsNull { expr, .. } => vec![expr],
             Expr::Function { args, .. } => args.iter_mut().collect(),
             Expr::Case {
@@ -487,6 +509,19 @@ impl Expr {
                 Ok(Value::Bool(expr.eval(row, context)?.is_null() != *negated))
             }
             Expr::Cast { expr, to } => expr.eval(row, context)?.cast(*to),
+            Expr::Enum {
+                expr,
+                enum_type,
+                order,
+            } => match expr.eval(row, context)? {
+                Value::Null => Ok(Value::Null),
+                Value::Text(text) if *order => Ok(Value::Float4(enum_type.sort_order(&text)?)),
+                Value::Text(text) => enum_type.check(&text).map(|_| Value::Text(text)),
+                other => Err(SqlError::mismatch(format!(
+                    "{other:?} is not a value of enum {}",
+                    enum_type.name
+                ))),
+            },
             Expr::Function { function, args } => functions::eval(*function, args, row, context),
             Expr::Case {
                 operand,
@@ -550,8 +585,13 @@ impl SystemCall {
             .iter()
             .map(|arg| arg.eval(row, context))
             .collect::<SqlResult<_>>()?;
-        self.function
-            .eval(&values, context.user_name, context.sequences)
+        let search_path = context.settings.and_then(|s| s.get("search_path"));
+        self.function.eval(
+            &values,
+            context.user_name,
+            context.sequences,
+            search_path.map(String::as_str),
+        )
     }
 }
 

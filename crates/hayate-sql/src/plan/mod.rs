@@ -725,6 +725,17 @@ pub enum Plan {
         names: Vec<String>,
         if_exists: bool,
     },
+    /// CREATE TYPE name AS ENUM (labels).
+    CreateEnum(crate::types::enums::EnumType),
+    /// ALTER TYPE name ADD VALUE / RENAME TO.
+    AlterEnum {
+        name: String,
+        change: crate::catalog::enum_type::EnumChange,
+    },
+    DropEnum {
+        names: Vec<String>,
+        if_exists: bool,
+    },
     /// CREATE DATABASE, outside a transaction block.
     CreateDatabase {
         name: String,
@@ -876,6 +887,9 @@ impl Plan {
                 | Plan::AlterTable { .. }
                 | Plan::CreateView { .. }
                 | Plan::DropView { .. }
+                | Plan::CreateEnum(_)
+                | Plan::AlterEnum { .. }
+                | Plan::DropEnum { .. }
                 | Plan::CreateDatabase { .. }
                 | Plan::DropDatabase { .. }
         )

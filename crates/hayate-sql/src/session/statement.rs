@@ -159,6 +159,9 @@ fn preparsed(sql: &str) -> Option<SqlResult<Statement>> {
     if let Some(statement) = reset_time_zone(sql) {
         return Some(Ok(statement));
     }
+    if let Some(statement) = alter_type_owner(sql) {
+        return Some(statement);
+    }
     if let Some(statement) = super::database::database_statement(sql) {
         return Some(statement);
     }
@@ -192,6 +195,27 @@ fn reset_time_zone(sql: &str) -> Option<Statement> {
                 vec![sqlparser::ast::Ident::new("timezone")],
             )),
         })
+    })
+}
+
+/// `ALTER TYPE name OWNER TO role` (pg_dump writes one per type; sqlparser does not read
+/// it), as a rename of the type to its own name, which binds to nothing to do (one role
+/// owns every object).
+fn alter_type_owner(sql: &str) -> Option<SqlResult<Statement>> {
+    let text = sql.trim().trim_end_matches(';').trim();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let [alter, kind, name, owner, to, _role] = words.as_slice() else {
+        return None;
+    };
+    let keywords = [alter, kind, owner, to].map(|word| word.to_ascii_lowercase());
+    if keywords != ["alter", "type", "owner", "to"] {
+        return None;
+    }
+    let own_name = name.rsplit('.').next().unwrap_or(name);
+    let rename = format!("ALTER TYPE {name} RENAME TO {own_name}");
+    Some(match Parser::parse_sql(&PostgreSqlDialect {}, &rename) {
+        Ok(mut statements) if statements.len() == 1 => Ok(statements.remove(0)),
+        _ => Err(SqlError::syntax(format!("syntax error in \"{text}\""))),
     })
 }
 
@@ -319,6 +343,8 @@ impl Session {
                         | Statement::CreateTable(_)
                         | Statement::CreateDatabase { .. }
                         | Statement::CreateView(_)
+                        | Statement::CreateType { .. }
+                        | Statement::AlterType(_)
                         | Statement::CreateIndex(_)
                         | Statement::AlterTable(_)
                         | Statement::Drop { .. }
@@ -542,6 +568,26 @@ impl Session {
                     self.note_ddl(undo);
                 }
                 Ok(command("DROP VIEW"))
+            }
+            Plan::CreateEnum(enum_type) => {
+                let catalog = self.catalog.clone();
+                let undo = catalog.create_enum(enum_type.clone(), self.ddl_block())?;
+                self.note_ddl(undo);
+                Ok(command("CREATE TYPE"))
+            }
+            Plan::AlterEnum { name, change } => {
+                let catalog = self.catalog.clone();
+                let undo = catalog.alter_enum(name, change.clone(), self.ddl_block())?;
+                self.note_ddl(undo);
+                Ok(command("ALTER TYPE"))
+            }
+            Plan::DropEnum { names, if_exists } => {
+                for name in names {
+                    let catalog = self.catalog.clone();
+                    let undo = catalog.drop_enum(name, *if_exists, self.ddl_block())?;
+                    self.note_ddl(undo);
+                }
+                Ok(command("DROP TYPE"))
             }
             Plan::CreateDatabase {
                 name,

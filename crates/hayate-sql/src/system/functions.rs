@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use regex::{Regex, RegexBuilder};
 
-use super::pg_types::{format_type, type_oid_by_name};
 use super::{array, Snapshot, OWNER_ROLE_OID, PUBLIC_SCHEMA};
 use crate::catalog::{Catalog, Sequence, SessionSequences};
 use crate::error::{sqlstate, SqlError, SqlResult};
@@ -286,6 +285,7 @@ impl SystemFunction {
         values: &[Value],
         user_name: &str,
         sequences: Option<&SessionSequences>,
+        search_path: Option<&str>,
     ) -> SqlResult<Value> {
         use Function as F;
         if let F::SignalBackend(signal) = self.function {
@@ -339,8 +339,11 @@ impl SystemFunction {
             F::FormatType => {
                 let oid = int_of(&values[0]).unwrap_or_default();
                 let typmod = values.get(1).and_then(int_of);
+                let qualified = !public_visible(search_path);
                 Ok(Value::Text(
-                    format_type(oid, typmod).unwrap_or_else(|| "???".into()),
+                    snapshot
+                        .type_name(oid, typmod, qualified)
+                        .unwrap_or_else(|| "???".into()),
                 ))
             }
             F::GetExpr => Ok(values[0].clone()),
@@ -492,7 +495,7 @@ impl SystemFunction {
             }),
             F::ToRegType => Ok(values[0]
                 .to_text()
-                .and_then(|name| type_oid_by_name(&name))
+                .and_then(|name| snapshot.type_oid(&name))
                 .map_or(Value::Null, Value::Int)),
             F::ToRegClass => Ok(values[0]
                 .to_text()
@@ -543,9 +546,10 @@ impl SystemFunction {
                     .iter()
                     .find(|table| table.row_type_oid() == oid)
                     .map(|table| table.name().to_string());
+                let qualified = !public_visible(search_path);
                 Ok(Value::Text(
                     table_type
-                        .or_else(|| format_type(oid, None))
+                        .or_else(|| snapshot.type_name(oid, None, qualified))
                         .unwrap_or_else(|| oid.to_string()),
                 ))
             }
@@ -588,7 +592,7 @@ impl SystemFunction {
                 if let Ok(oid) = name.trim().parse::<i64>() {
                     return Ok(Value::Int(oid));
                 }
-                type_oid_by_name(&name).map(Value::Int).ok_or_else(|| {
+                snapshot.type_oid(&name).map(Value::Int).ok_or_else(|| {
                     SqlError::new(
                         sqlstate::UNDEFINED_OBJECT,
                         format!("type \"{name}\" does not exist"),
@@ -659,5 +663,13 @@ fn array_of(value: &Value) -> SqlResult<Vec<Option<String>>> {
             sqlstate::INVALID_TEXT_REPRESENTATION,
             format!("malformed array literal: \"{text}\""),
         )
+    })
+}
+
+/// Whether the public schema is on `search_path` (None: the default path, which has it).
+fn public_visible(search_path: Option<&str>) -> bool {
+    search_path.is_none_or(|path| {
+        path.split(',')
+            .any(|schema| schema.trim().trim_matches('"') == PUBLIC_SCHEMA)
     })
 }

@@ -43,7 +43,7 @@ use crate::catalog::{
 use crate::error::SqlResult;
 use crate::types::{DataType, Value};
 
-pub use pg_types::{format_type, type_of};
+pub use pg_types::{format_type, type_of, type_oid_by_name};
 
 /// The schema every user table lives in.
 pub const PUBLIC_SCHEMA: &str = "public";
@@ -67,8 +67,7 @@ pub(super) type Definition = (
     fn(&Snapshot, &SessionNames) -> Vec<Vec<Value>>,
 );
 
-/// The first oid of user objects.
-pub const FIRST_USER_OID: i64 = 16384;
+pub use crate::catalog::{tree_oid, FIRST_USER_OID};
 /// pg_am: the table access method and the B+tree index method.
 pub const HEAP_AM_OID: i64 = 2;
 pub const BTREE_AM_OID: i64 = 403;
@@ -268,17 +267,20 @@ impl UserTable {
 
 /// Where the oids of CHECK and FOREIGN KEY constraints start.
 const RULE_OID_BASE: i64 = 1_000_000_000;
+/// The first oid of enum labels (pg_enum.oid): 1024 per type, in the order added.
+const ENUM_LABEL_OID_BASE: i64 = 2_000_000_000;
+
+/// The oid of label `number` of the enum type `type_oid` (unique for the first 1024 labels
+/// added to a type).
+pub fn enum_label_oid(type_oid: u32, number: u32) -> i64 {
+    ENUM_LABEL_OID_BASE + (type_oid as i64 - FIRST_USER_OID) * 256 + number as i64
+}
 
 /// A CHECK or FOREIGN KEY constraint of a table, by position in its definition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
     Check(usize),
     ForeignKey(usize),
-}
-
-/// The oid of the user object with engine tree id `tree`.
-pub fn tree_oid(tree: u32) -> i64 {
-    FIRST_USER_OID + 4 * tree as i64
 }
 
 /// A sequence with its oid; `owner`: the (table oid, attnum) of a SERIAL/identity column's.
@@ -305,6 +307,8 @@ pub struct Snapshot {
     pub views: Vec<(i64, Arc<crate::catalog::View>)>,
     /// The cluster's sessions (pg_stat_activity lists them when it is read).
     pub activities: Option<Arc<crate::catalog::activity::Activities>>,
+    /// The enum types (pg_type, pg_enum).
+    pub enums: Vec<Arc<crate::types::enums::EnumType>>,
 }
 
 impl Snapshot {
@@ -376,7 +380,36 @@ impl Snapshot {
                 .into_iter()
                 .map(|view| (tree_oid(view.tree), view))
                 .collect(),
+            enums: catalog.enum_types(),
         }
+    }
+
+    /// The oid a type name means: a built-in type's (`type_oid_by_name`) or an enum type's,
+    /// maybe qualified by its schema.
+    pub fn type_oid(&self, name: &str) -> Option<i64> {
+        type_oid_by_name(name).or_else(|| {
+            let name = match split_qualified(name).as_slice() {
+                [name] => name.clone(),
+                [schema, name] if schema == PUBLIC_SCHEMA => name.clone(),
+                _ => return None,
+            };
+            let found = self.enums.iter().find(|enum_type| enum_type.name == name);
+            found.map(|enum_type| enum_type.oid as i64)
+        })
+    }
+
+    /// format_type(oid, typmod): a built-in type's SQL name, or an enum type's name, with its
+    /// schema when `qualified` (the session's search_path leaves public out, as pg_dump's
+    /// does), as PostgreSQL prints a type that is not visible.
+    pub fn type_name(&self, oid: i64, typmod: Option<i64>, qualified: bool) -> Option<String> {
+        let Some(enum_type) = self.enums.iter().find(|e| e.oid as i64 == oid) else {
+            return format_type(oid, typmod);
+        };
+        let name = crate::ident::quote_ident(&enum_type.name);
+        Some(match qualified {
+            true => format!("{PUBLIC_SCHEMA}.{name}"),
+            false => name,
+        })
     }
 
     /// The sequence a nextval/currval/setval argument names: its oid ('s'::regclass) or

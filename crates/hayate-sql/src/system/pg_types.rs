@@ -182,6 +182,7 @@ pub fn type_of(data_type: DataType) -> (i64, i64) {
         DataType::TextArray => (1009, -1),
         DataType::Int4Array => (1007, -1),
         DataType::Int8Array => (1016, -1),
+        DataType::Enum(oid) => (oid as i64, -1),
         DataType::Unknown => (705, -1),
     }
 }

@@ -398,7 +398,7 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
                 ("enumsortorder", FLOAT),
                 ("enumlabel", NAME),
             ],
-            no_rows,
+            pg_enum,
         ),
         "pg_sequence" => (
             "pg_catalog",
@@ -976,9 +976,13 @@ fn attribute_row(
 ) -> Vec<Value> {
     let (type_oid, typmod) = type_of(data_type);
     let builtin = builtin_types().into_iter().find(|t| t.oid == type_oid);
-    let (length, by_value, collation) = builtin
-        .map(|t| (t.length, t.by_value, t.collation))
-        .unwrap_or((-1, false, 0));
+    let (length, by_value, collation) = match data_type {
+        // An enum is a 4-byte value in PostgreSQL (its label's oid), stored plain.
+        DataType::Enum(_) => (4, true, 0),
+        _ => builtin
+            .map(|t| (t.length, t.by_value, t.collation))
+            .unwrap_or((-1, false, 0)),
+    };
     let collation = if collation != 0 {
         DEFAULT_COLLATION_OID
     } else {
@@ -1198,6 +1202,40 @@ fn pg_type(snapshot: &Snapshot, _: &SessionNames) -> Rows {
         );
         row[2] = oid(PUBLIC_NAMESPACE_OID);
         rows.push(row);
+    }
+    for enum_type in &snapshot.enums {
+        let (type_oid, _) = type_of(DataType::Enum(enum_type.oid));
+        let mut row = type_row(
+            type_oid,
+            &enum_type.name,
+            4,
+            true,
+            "e",
+            "E",
+            0,
+            0,
+            0,
+            "enum_",
+            0,
+        );
+        row[2] = oid(PUBLIC_NAMESPACE_OID);
+        rows.push(row);
+    }
+    rows
+}
+
+/// pg_enum: every label of every enum type, with its sort order.
+fn pg_enum(snapshot: &Snapshot, _: &SessionNames) -> Rows {
+    let mut rows = Vec::new();
+    for enum_type in &snapshot.enums {
+        for label in &enum_type.labels {
+            rows.push(vec![
+                oid(super::enum_label_oid(enum_type.oid, label.number)),
+                oid(enum_type.oid as i64),
+                Value::Float(label.sort_order as f64),
+                text(&label.label),
+            ]);
+        }
     }
     rows
 }
@@ -1780,10 +1818,18 @@ fn information_schema_columns(snapshot: &Snapshot, names: &SessionNames) -> Rows
     for table in &snapshot.tables {
         for (position, column) in table.table.def.columns.iter().enumerate() {
             let (type_oid, _) = type_of(column.data_type);
-            let udt = builtin_types()
-                .into_iter()
-                .find(|t| t.oid == type_oid)
-                .map_or("unknown", |t| t.name);
+            let enum_type = snapshot.enums.iter().find(|t| t.oid as i64 == type_oid);
+            let (data_type, udt_schema, udt) = match enum_type {
+                Some(enum_type) => ("USER-DEFINED", PUBLIC_SCHEMA, enum_type.name.as_str()),
+                None => (
+                    column.data_type.name(),
+                    "pg_catalog",
+                    builtin_types()
+                        .into_iter()
+                        .find(|t| t.oid == type_oid)
+                        .map_or("unknown", |t| t.name),
+                ),
+            };
             let length = match column.data_type {
                 DataType::Varchar(Some(length)) => int(length as i64),
                 _ => NULL,
@@ -1807,12 +1853,12 @@ fn information_schema_columns(snapshot: &Snapshot, names: &SessionNames) -> Rows
                     .default_shown(position)
                     .map_or(NULL, |d| text(&d)),
                 text(if column.not_null { "NO" } else { "YES" }),
-                text(column.data_type.name()),
+                text(data_type),
                 length,
                 precision,
                 scale,
                 text(&names.database),
-                text("pg_catalog"),
+                text(udt_schema),
                 text(udt),
                 text("NO"),
                 text("NEVER"),

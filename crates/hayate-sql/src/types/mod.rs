@@ -9,6 +9,7 @@
 
 pub mod bytea;
 pub mod datetime;
+pub mod enums;
 pub mod fields;
 pub mod format;
 pub mod interval;
@@ -66,6 +67,11 @@ pub enum DataType {
     TextArray,
     Int4Array,
     Int8Array,
+    /// A CREATE TYPE ... AS ENUM type, by its oid: a `Value::Text` holding one of its labels
+    /// (stored as text). Labels order by their place in the type, not as text: the binder
+    /// checks labels and orders by `types::enums::EnumType` (an enum's labels live in the
+    /// catalog, not in the type).
+    Enum(u32),
     /// The type of a NULL literal or an untyped parameter before it is inferred.
     Unknown,
 }
@@ -96,6 +102,7 @@ impl DataType {
             DataType::TextArray => 20,
             DataType::Int4Array => 21,
             DataType::Int8Array => 22,
+            DataType::Enum(_) => 23,
             DataType::Unknown => 0,
         }
     }
@@ -106,6 +113,7 @@ impl DataType {
         match self {
             DataType::Varchar(Some(length)) | DataType::Char(Some(length)) => length,
             DataType::Numeric(Some((precision, scale))) => (precision as u32) << 16 | scale as u32,
+            DataType::Enum(oid) => oid,
             _ => 0,
         }
     }
@@ -138,6 +146,7 @@ impl DataType {
             20 => DataType::TextArray,
             21 => DataType::Int4Array,
             22 => DataType::Int8Array,
+            23 if modifier != 0 => DataType::Enum(modifier),
             _ => return None,
         })
     }
@@ -167,6 +176,7 @@ impl DataType {
             DataType::TextArray => 1009,
             DataType::Int4Array => 1007,
             DataType::Int8Array => 1016,
+            DataType::Enum(oid) => oid,
             DataType::Unknown => 705,
         }
     }
@@ -175,6 +185,7 @@ impl DataType {
     /// ((precision << 16) | scale) + 4.
     pub fn pg_type_modifier(self) -> i32 {
         match self.type_modifier() {
+            _ if matches!(self, DataType::Enum(_)) => -1,
             0 => -1,
             m => m as i32 + 4,
         }
@@ -199,7 +210,7 @@ impl DataType {
     pub fn size(self) -> i16 {
         match self {
             DataType::Int2 => 2,
-            DataType::Int4 | DataType::Float4 | DataType::Date => 4,
+            DataType::Int4 | DataType::Float4 | DataType::Date | DataType::Enum(_) => 4,
             DataType::Int8 | DataType::Float8 | DataType::Timestamp | DataType::TimestampTz => 8,
             DataType::Bool => 1,
             DataType::Uuid | DataType::Interval => 16,
@@ -224,6 +235,11 @@ impl DataType {
             self,
             DataType::Text | DataType::Varchar(_) | DataType::Char(_)
         ) || self.is_text_form_array()
+    }
+
+    /// Values kept in rows and keys as their text: the text types, json, jsonb and enums.
+    pub fn is_stored_as_text(self) -> bool {
+        self.is_text() || matches!(self, DataType::Json | DataType::Jsonb | DataType::Enum(_))
     }
 
     /// An array result type (`TextArray`, `Int4Array`, `Int8Array`).
@@ -279,6 +295,8 @@ impl DataType {
             DataType::TextArray => "text[]",
             DataType::Int4Array => "integer[]",
             DataType::Int8Array => "bigint[]",
+            // Its own name is in the catalog (`EnumType::name`); messages say what it is.
+            DataType::Enum(_) => "enum",
             DataType::Unknown => "unknown",
         }
     }
@@ -598,7 +616,10 @@ impl Value {
                 "f" | "false" | "n" | "no" | "off" | "0" => Ok(Value::Bool(false)),
                 _ => Err(invalid()),
             },
-            DataType::Text | DataType::Unknown => Ok(Value::Text(text.to_string())),
+            // An enum's label is checked by the binder, which knows the type's labels.
+            DataType::Text | DataType::Unknown | DataType::Enum(_) => {
+                Ok(Value::Text(text.to_string()))
+            }
             DataType::Varchar(limit) => {
                 if let Some(limit) = limit {
                     if text.chars().count() > limit as usize {

@@ -6,10 +6,10 @@
 
 use sqlparser::ast;
 
-use super::{data_type, ident_name, object_name, undefined_column, Binder};
+use super::{ident_name, object_name, resolve_type, undefined_column, Binder};
 use crate::catalog::{
-    CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, IndexExpression, IndexKey,
-    ReferentialAction, TableDef, ViewDef, INDEX_DESC, INDEX_NULLS_FIRST,
+    Catalog, CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef, IndexExpression,
+    IndexKey, ReferentialAction, TableDef, ViewDef, INDEX_DESC, INDEX_NULLS_FIRST,
 };
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::Expr;
@@ -113,7 +113,7 @@ impl Binder<'_> {
                     format!("column \"{column_name}\" specified more than once"),
                 ));
             }
-            let (def, key, column_constraints) = column_def_with_constraints(column)?;
+            let (def, key, column_constraints) = column_def_with_constraints(self.catalog, column)?;
             constraints.extend(column_constraints);
             match key {
                 Some(true) => {
@@ -508,7 +508,8 @@ impl Binder<'_> {
                     column_def: definition,
                     ..
                 } => {
-                    let (mut column, key, constraints) = column_def_with_constraints(definition)?;
+                    let (mut column, key, constraints) =
+                        column_def_with_constraints(self.catalog, definition)?;
                     if key == Some(true) || column.identity.is_some() {
                         return Err(SqlError::unsupported(
                             "ADD COLUMN with a primary key or identity (add the key separately)",
@@ -581,7 +582,7 @@ impl Binder<'_> {
                             using,
                             ..
                         } => {
-                            let target = data_type(target)?;
+                            let target = resolve_type(self.catalog, target)?;
                             // USING the column itself, or cast to the new type: what the
                             // type change does anyway (Django's `USING "col"::bigint`).
                             let plain = match using {
@@ -594,7 +595,7 @@ impl Binder<'_> {
                                 }) => {
                                     matches!(expr.as_ref(), ast::Expr::Identifier(ident)
                                         if ident_name(ident) == column)
-                                        && data_type(cast_to).ok() == Some(target)
+                                        && resolve_type(self.catalog, cast_to).ok() == Some(target)
                                 }
                                 Some(_) => false,
                             };
@@ -1011,6 +1012,7 @@ enum Constraint {
 /// A column definition, its key flag (PRIMARY KEY: true, UNIQUE: false) and its CHECK and
 /// REFERENCES constraints.
 fn column_def_with_constraints(
+    catalog: &Catalog,
     column: &ast::ColumnDef,
 ) -> SqlResult<(ColumnDef, Option<bool>, Vec<Constraint>)> {
     let mut constraints = Vec::new();
@@ -1019,7 +1021,7 @@ fn column_def_with_constraints(
         name: ident_name(&column.name),
         data_type: match serial {
             Some(data_type) => data_type,
-            None => data_type(&column.data_type)?,
+            None => resolve_type(catalog, &column.data_type)?,
         },
         not_null: serial.is_some(),
         default: None,

@@ -3,7 +3,7 @@
 
 use sqlparser::ast;
 
-use super::{data_type, ident_name, undefined_column, Binder};
+use super::{ident_name, resolve_type, undefined_column, Binder};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use std::sync::Arc;
 
@@ -356,11 +356,12 @@ impl Binder<'_> {
                 expr: inner,
                 data_type: target,
                 ..
-            } => self.bind_cast(inner, data_type(target)?),
+            } => self.bind_cast(inner, resolve_type(self.catalog, target)?),
             E::TypedString(typed) => {
-                let target = data_type(&typed.data_type)?;
+                let target = resolve_type(self.catalog, &typed.data_type)?;
                 let text = typed.value.value.clone().into_string().unwrap_or_default();
-                Ok((Expr::Literal(Value::parse(&text, target)?), target))
+                let literal = Expr::Literal(Value::parse(&text, target)?);
+                Ok((self.enum_check(literal, target)?, target))
             }
             E::Function(function) => self.bind_function(function),
             E::Interval(interval) => {
@@ -484,8 +485,15 @@ impl Binder<'_> {
         Ok((bound, DataType::Bool))
     }
 
-    fn bind_cast(&mut self, inner: &ast::Expr, target: DataType) -> SqlResult<(Expr, DataType)> {
-        let (bound, _) = self.bind_expr(inner, Some(target))?;
+    pub(super) fn bind_cast(
+        &mut self,
+        inner: &ast::Expr,
+        target: DataType,
+    ) -> SqlResult<(Expr, DataType)> {
+        let (bound, from) = self.bind_expr(inner, Some(target))?;
+        if let DataType::Enum(_) = target {
+            return Ok((self.coerce(bound, from, target)?, target));
+        }
         Ok(match bound {
             Expr::Literal(value) => (Expr::Literal(value.cast(target)?), target),
             Expr::Parameter(index) if self.params[index] == DataType::Unknown => {
@@ -564,7 +572,8 @@ impl Binder<'_> {
                 // A quoted literal has no type of its own: it takes the expected one.
                 match expected {
                     Some(target) if target != DataType::Unknown => {
-                        Ok((Expr::Literal(Value::parse(text, target)?), target))
+                        let literal = Expr::Literal(Value::parse(text, target)?);
+                        Ok((self.enum_check(literal, target)?, target))
                     }
                     _ => Ok((Expr::Literal(Value::Text(text.clone())), DataType::Text)),
                 }
@@ -585,6 +594,11 @@ impl Binder<'_> {
                     self.params.resize(index + 1, DataType::Unknown);
                 }
                 if self.params[index] == DataType::Unknown {
+                    if let Some(target @ DataType::Enum(_)) = expected {
+                        // The client sends a label as text; it is checked as it is used.
+                        self.params[index] = DataType::Text;
+                        return Ok((self.enum_check(Expr::Parameter(index), target)?, target));
+                    }
                     if let Some(target) = expected {
                         self.params[index] = target;
                     }
@@ -658,6 +672,17 @@ impl Binder<'_> {
             (l, lt, r, rt)
         };
         let result_type = result_type(op, left_type, right_type)?;
+        if op.is_ordering() {
+            // Enum labels order by their place in the type, not as text.
+            let enum_type = [left_type, right_type]
+                .into_iter()
+                .find(|t| matches!(t, DataType::Enum(_)));
+            if let Some(enum_type) = enum_type {
+                let left = self.enum_order(left, enum_type)?;
+                let right = self.enum_order(right, enum_type)?;
+                return Ok((binary(op, left, right, result_type), result_type));
+            }
+        }
         Ok((binary(op, left, right, result_type), result_type))
     }
 
@@ -783,6 +808,14 @@ impl Binder<'_> {
                             if arg_type.is_numeric() =>
                         {
                             DataType::Numeric(None)
+                        }
+                        AggregateFunction::Min | AggregateFunction::Max
+                            if matches!(arg_type, DataType::Enum(_)) =>
+                        {
+                            return Err(SqlError::unsupported(format!(
+                                "{}() of an enum",
+                                function.name
+                            )))
                         }
                         AggregateFunction::Min | AggregateFunction::Max => arg_type,
                         // Arrays are text in the array text form, typed for drivers.

@@ -138,6 +138,22 @@ impl Binder<'_> {
         if from == to || to == DataType::Unknown {
             return Ok(expr);
         }
+        if let DataType::Enum(_) = to {
+            // Text becomes an enum's value once checked to be a label; a parameter stays
+            // text for the client (it is checked the same way).
+            if !(from.is_text() || from == DataType::Unknown) {
+                return Err(SqlError::new(
+                    sqlstate::CANNOT_COERCE,
+                    format!("cannot cast type {from} to {}", self.type_name(to)),
+                ));
+            }
+            if let Expr::Parameter(index) = expr {
+                if self.params[index] == DataType::Unknown {
+                    self.params[index] = DataType::Text;
+                }
+            }
+            return self.enum_check(expr, to);
+        }
         Ok(match expr {
             Expr::Literal(value) => Expr::Literal(value.cast(to)?),
             Expr::Parameter(index) if self.params[index] == DataType::Unknown => {

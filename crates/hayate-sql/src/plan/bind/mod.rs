@@ -3,6 +3,7 @@
 
 mod cursor;
 mod ddl;
+mod enum_type;
 mod expr;
 mod from;
 mod functions;
@@ -154,6 +155,31 @@ pub fn data_type(data_type: &ast::DataType) -> SqlResult<DataType> {
     })
 }
 
+/// Maps a SQL type name to our types, the database's enum types included (a name that is no
+/// type at all is 42704, as in PostgreSQL).
+pub fn resolve_type(catalog: &Catalog, ast_type: &ast::DataType) -> SqlResult<DataType> {
+    let result = data_type(ast_type);
+    let ast::DataType::Custom(name, modifiers) = ast_type else {
+        return result;
+    };
+    if result.is_ok() || !modifiers.is_empty() {
+        return result;
+    }
+    let name = object_name(name).map_err(|_| undefined_type(name))?;
+    match catalog.enum_type(&name) {
+        Some(enum_type) => Ok(DataType::Enum(enum_type.oid)),
+        None if crate::system::type_oid_by_name(&name).is_some() => result,
+        None => Err(undefined_type(&name)),
+    }
+}
+
+fn undefined_type(name: impl std::fmt::Display) -> SqlError {
+    SqlError::new(
+        sqlstate::UNDEFINED_OBJECT,
+        format!("type \"{name}\" does not exist"),
+    )
+}
+
 impl<'a> Binder<'a> {
     pub fn new(catalog: &'a Catalog, declared_params: &[DataType]) -> Binder<'a> {
         Binder {
@@ -227,6 +253,11 @@ impl<'a> Binder<'a> {
             Statement::AlterTable(alter) => self.bind_alter_table(alter),
             Statement::AlterIndex { name, operation } => self.bind_alter_index(name, operation),
             Statement::CreateView(create) => self.bind_create_view(create),
+            Statement::CreateType {
+                name,
+                representation,
+            } => self.bind_create_type(name, representation.as_ref()),
+            Statement::AlterType(alter) => self.bind_alter_type(alter),
             // One role owns every object: a change of owner changes nothing.
             Statement::AlterSchema(alter)
                 if alter
@@ -291,6 +322,10 @@ impl<'a> Binder<'a> {
                     ast::ObjectType::Index => Ok(Plan::DropIndex { names, if_exists }),
                     ast::ObjectType::Sequence => Ok(Plan::DropSequence { names, if_exists }),
                     ast::ObjectType::View => Ok(Plan::DropView { names, if_exists }),
+                    ast::ObjectType::Type if cascade => {
+                        Err(SqlError::unsupported("DROP TYPE ... CASCADE"))
+                    }
+                    ast::ObjectType::Type => Ok(Plan::DropEnum { names, if_exists }),
                     ast::ObjectType::Database => match names.as_slice() {
                         // PostgreSQL's DROP DATABASE takes no CASCADE.
                         _ if cascade => {

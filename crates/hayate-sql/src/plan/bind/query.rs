@@ -64,7 +64,7 @@ impl Binder<'_> {
         let saved_scope = self.scope.replace(Scope::output(&columns));
         let saved_grouping = self.grouping.take();
         let identity: Vec<Expr> = (0..columns.len()).map(Expr::Column).collect();
-        let order_by = self.bind_order_by(query, &[], &identity);
+        let order_by = self.bind_order_by(query, &identity, &columns);
         self.scope = saved_scope;
         self.grouping = saved_grouping;
         let order_by = order_by?;
@@ -363,7 +363,7 @@ impl Binder<'_> {
             .transpose()?;
         self.windows = Some(windows);
         let mut order_by = match query {
-            Some(query) => self.bind_order_by(query, &select.projection, &projection)?,
+            Some(query) => self.bind_order_by(query, &projection, &columns)?,
             None => Vec::new(),
         };
         let windows = self.windows.take().unwrap_or_default();
@@ -597,8 +597,8 @@ impl Binder<'_> {
     pub(super) fn bind_order_by(
         &mut self,
         query: &ast::Query,
-        items: &[SelectItem],
         projection: &[Expr],
+        columns: &[OutputColumn],
     ) -> SqlResult<Vec<SortKey>> {
         let Some(order_by) = &query.order_by else {
             return Ok(Vec::new());
@@ -607,36 +607,38 @@ impl Binder<'_> {
             return Err(SqlError::unsupported("ORDER BY ALL"));
         };
         let mut keys = Vec::with_capacity(exprs.len());
+        let output = |position: usize| (projection[position].clone(), columns[position].data_type);
         for order in exprs {
-            let expr = match &order.expr {
+            let (expr, data_type) = match &order.expr {
                 ast::Expr::Value(value) => match &value.value {
                     ast::Value::Number(number, _) => {
                         let position: usize = number.parse().unwrap_or(0);
-                        projection
-                            .get(position.wrapping_sub(1))
-                            .cloned()
+                        let position = position
+                            .checked_sub(1)
+                            .filter(|p| *p < projection.len())
                             .ok_or_else(|| {
                                 SqlError::new(
                                     sqlstate::UNDEFINED_COLUMN,
                                     format!("ORDER BY position {number} is not in select list"),
                                 )
-                            })?
+                            })?;
+                        output(position)
                     }
-                    _ => self.bind_expr(&order.expr, None)?.0,
+                    _ => self.bind_expr(&order.expr, None)?,
                 },
+                // A bare name is an output column's first (an alias, or the name a column
+                // or expression gets: `x::text` is `x`), else an input column, as in
+                // PostgreSQL.
                 ast::Expr::Identifier(ident) => {
                     let name = ident_name(ident);
-                    let alias = items.iter().position(|item| {
-                        matches!(item, SelectItem::ExprWithAlias { alias, .. }
-                            if ident_name(alias) == name)
-                    });
-                    match alias {
-                        Some(position) => projection[position].clone(),
-                        None => self.bind_expr(&order.expr, None)?.0,
+                    match columns.iter().position(|column| column.name == name) {
+                        Some(position) => output(position),
+                        None => self.bind_expr(&order.expr, None)?,
                     }
                 }
-                other => self.bind_expr(other, None)?.0,
+                other => self.bind_expr(other, None)?,
             };
+            let expr = self.enum_order(expr, data_type)?;
             let descending = matches!(order.options.sort, Some(ast::OrderBySort::Desc));
             keys.push(SortKey {
                 expr,

@@ -43,8 +43,12 @@ pub(super) fn bind_function(
     // The argument's type is known now: its name is a constant (PostgreSQL's regtype prints
     // as this name; the argument is not evaluated).
     if name == "pg_typeof" && types.len() == 1 {
+        let name = match types[0] {
+            DataType::Enum(oid) => catalog.enum_type_by_oid(oid).map(|t| t.name.clone()),
+            other => Some(other.name().to_string()),
+        };
         return Ok((
-            Expr::Literal(Value::Text(types[0].name().into())),
+            Expr::Literal(Value::Text(name.unwrap_or_default())),
             DataType::Text,
         ));
     }
@@ -308,10 +312,13 @@ pub(super) fn bind_cast(
             }
             Ok((expr, result))
         }
-        other => Err(SqlError::new(
-            sqlstate::UNDEFINED_OBJECT,
-            format!("type \"{other}\" does not exist"),
-        )),
+        other => match super::resolve_type(catalog, target) {
+            Ok(enum_type @ DataType::Enum(_)) => binder.bind_cast(inner, enum_type),
+            _ => Err(SqlError::new(
+                sqlstate::UNDEFINED_OBJECT,
+                format!("type \"{other}\" does not exist"),
+            )),
+        },
     }
 }
 

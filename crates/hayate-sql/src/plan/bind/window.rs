@@ -276,8 +276,9 @@ impl Binder<'_> {
         let mut keys = Vec::with_capacity(orders.len());
         for order in orders {
             let descending = matches!(order.options.sort, Some(ast::OrderBySort::Desc));
+            let (expr, data_type) = self.bind_expr(&order.expr, None)?;
             keys.push(SortKey {
-                expr: self.bind_expr(&order.expr, None)?.0,
+                expr: self.enum_order(expr, data_type)?,
                 descending,
                 nulls_first: order.options.nulls_first.unwrap_or(descending),
             });

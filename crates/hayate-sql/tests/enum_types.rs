@@ -1,0 +1,323 @@
+//! Enum types (issue 21): CREATE TYPE ... AS ENUM, columns of the type that take only its
+//! labels (literals, casts, parameters, UPDATE, COPY), order by the labels' places in the
+//! type (comparisons, ORDER BY, an index on the column), ALTER TYPE ADD VALUE BEFORE/AFTER,
+//! DROP TYPE refused while a column uses it, transactional inside a block, durable across a
+//! reopen, and shown by pg_type, pg_enum, format_type and information_schema as PostgreSQL
+//! shows them.
+
+use hayate_engine::{Database, DatabaseConfig};
+use hayate_sql::{Catalog, Session, Value};
+
+mod common;
+use common::{error_code, rows, run};
+
+fn open(dir: &std::path::Path) -> (Database, Session) {
+    let db = Database::open(dir, DatabaseConfig::default()).unwrap();
+    let session = Session::new(Catalog::open(db.clone()).unwrap(), "tester");
+    (db, session)
+}
+
+/// The first column of each row, as text.
+fn texts(session: &mut Session, sql: &str) -> Vec<String> {
+    rows(session, sql)
+        .into_iter()
+        .map(|row| row[0].to_text().unwrap_or_else(|| "NULL".into()))
+        .collect()
+}
+
+fn setup(session: &mut Session) {
+    run(
+        session,
+        "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy'); \
+         CREATE TABLE people (id int PRIMARY KEY, name text, m mood NOT NULL DEFAULT 'ok'); \
+         CREATE INDEX people_m ON people (m); \
+         INSERT INTO people VALUES (1, 'ann', 'happy'), (2, 'bob', 'sad'), (3, 'cy', 'ok'); \
+         INSERT INTO people (id, name) VALUES (4, 'di')",
+    );
+}
+
+#[test]
+fn labels_are_checked_everywhere_a_value_comes_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut session) = open(dir.path());
+    setup(&mut session);
+    for statement in [
+        "INSERT INTO people VALUES (5, 'eve', 'angry')",
+        "INSERT INTO people SELECT 6, 'fay', 'Happy'",
+        "UPDATE people SET m = 'glad' WHERE id = 1",
+        "SELECT 'nope'::mood",
+        "SELECT CAST(name AS mood) FROM people",
+        "SELECT * FROM people WHERE m = 'angry'",
+    ] {
+        assert_eq!(error_code(&mut session, statement), "22P02", "{statement}");
+    }
+    // A parameter is a label sent as text, checked as it is used.
+    run(
+        &mut session,
+        "PREPARE add_person AS INSERT INTO people VALUES ($1, $2, $3)",
+    );
+    run(&mut session, "EXECUTE add_person(7, 'gus', 'sad')");
+    assert_eq!(
+        error_code(&mut session, "EXECUTE add_person(8, 'hal', 'bored')"),
+        "22P02"
+    );
+    run(
+        &mut session,
+        "PREPARE by_mood AS SELECT name FROM people WHERE m = $1 ORDER BY id",
+    );
+    assert_eq!(
+        texts(&mut session, "EXECUTE by_mood('sad')"),
+        ["bob", "gus"]
+    );
+    assert_eq!(error_code(&mut session, "EXECUTE by_mood('meh')"), "22P02");
+    // Only text converts to an enum; enums of two types do not compare.
+    assert_eq!(error_code(&mut session, "SELECT 1::mood"), "42846");
+    run(&mut session, "CREATE TYPE color AS ENUM ('red', 'ok')");
+    assert_eq!(
+        error_code(&mut session, "SELECT 'ok'::mood = 'ok'::color"),
+        "42883"
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT count(*) FROM people WHERE m = 'happy'"
+        ),
+        ["1"]
+    );
+}
+
+#[test]
+fn values_order_by_the_labels_places_not_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut session) = open(dir.path());
+    setup(&mut session);
+    // Alphabetically: happy < ok < sad. By the type: sad < ok < happy.
+    assert_eq!(
+        texts(&mut session, "SELECT name FROM people ORDER BY m, id"),
+        ["bob", "cy", "di", "ann"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT name FROM people ORDER BY m DESC, id"),
+        ["ann", "cy", "di", "bob"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT name FROM people ORDER BY 1 LIMIT 1"),
+        ["ann"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT m FROM people ORDER BY 1 LIMIT 1"),
+        ["sad"]
+    );
+    // ORDER BY a name takes an output column first, as PostgreSQL does: `m::text` is named
+    // m and orders as text.
+    assert_eq!(
+        texts(&mut session, "SELECT m::text FROM people ORDER BY m, id"),
+        ["happy", "ok", "ok", "sad"]
+    );
+    // Comparisons through the index on m, and with the literal on either side.
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT name FROM people WHERE m > 'sad' ORDER BY id"
+        ),
+        ["ann", "cy", "di"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT name FROM people WHERE 'ok' >= m ORDER BY id"
+        ),
+        ["bob", "cy", "di"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT name FROM people WHERE m BETWEEN 'ok' AND 'happy' ORDER BY id"
+        ),
+        ["ann", "cy", "di"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT name FROM people WHERE m IN ('sad', 'happy') ORDER BY id"
+        ),
+        ["ann", "bob"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT string_agg(name, ',' ORDER BY m DESC, name) FROM people"
+        ),
+        ["ann,cy,di,bob"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT m || ':' || count(*) FROM people GROUP BY m ORDER BY m"
+        ),
+        ["sad:1", "ok:2", "happy:1"]
+    );
+    // A label added BEFORE/AFTER sorts there; the others keep their orders.
+    run(&mut session, "ALTER TYPE mood ADD VALUE 'meh' BEFORE 'ok'");
+    run(&mut session, "ALTER TYPE mood ADD VALUE 'glad' AFTER 'ok'");
+    run(
+        &mut session,
+        "ALTER TYPE mood ADD VALUE IF NOT EXISTS 'glad'",
+    );
+    assert_eq!(
+        error_code(&mut session, "ALTER TYPE mood ADD VALUE 'glad'"),
+        "42710"
+    );
+    run(
+        &mut session,
+        "INSERT INTO people VALUES (5, 'eve', 'meh'), (6, 'fay', 'glad')",
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT m FROM people ORDER BY m, id"),
+        ["sad", "meh", "ok", "ok", "glad", "happy"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT name FROM people WHERE m < 'ok' ORDER BY id"
+        ),
+        ["bob", "eve"]
+    );
+    assert_eq!(
+        error_code(&mut session, "SELECT max(m) FROM people"),
+        "0A000"
+    );
+}
+
+#[test]
+fn types_are_durable_transactional_and_guarded_by_their_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (db, mut session) = open(dir.path());
+        setup(&mut session);
+        run(&mut session, "ALTER TYPE mood ADD VALUE 'meh' BEFORE 'ok'");
+        // Inside a block: gone with a rollback, there after a commit.
+        run(
+            &mut session,
+            "BEGIN; CREATE TYPE gone AS ENUM ('x'); ALTER TYPE mood ADD VALUE 'never'; ROLLBACK",
+        );
+        assert_eq!(error_code(&mut session, "SELECT 'x'::gone"), "42704");
+        assert_eq!(error_code(&mut session, "SELECT 'never'::mood"), "22P02");
+        run(
+            &mut session,
+            "BEGIN; CREATE TYPE size AS ENUM ('s', 'm', 'l'); COMMIT",
+        );
+        // Types and relations share names, as PostgreSQL's row types make them.
+        assert_eq!(
+            error_code(&mut session, "CREATE TYPE people AS ENUM ('a')"),
+            "42710"
+        );
+        assert_eq!(
+            error_code(&mut session, "CREATE TABLE size (x int)"),
+            "42710"
+        );
+        assert_eq!(
+            error_code(&mut session, "CREATE TYPE twice AS ENUM ('a', 'a')"),
+            "42710"
+        );
+        // A used type stays; an unused one goes.
+        assert_eq!(error_code(&mut session, "DROP TYPE mood"), "2BP01");
+        assert_eq!(error_code(&mut session, "DROP TYPE nope"), "42704");
+        run(&mut session, "DROP TYPE IF EXISTS nope, size");
+        assert_eq!(error_code(&mut session, "SELECT 's'::size"), "42704");
+        assert_eq!(
+            error_code(&mut session, "ALTER TYPE mood RENAME VALUE 'ok' TO 'fine'"),
+            "0A000"
+        );
+        run(&mut session, "ALTER TYPE mood RENAME TO feeling");
+        run(&mut session, "ALTER TYPE feeling OWNER TO someone");
+        drop(session);
+        db.close().unwrap();
+    }
+    let (_db, mut session) = open(dir.path());
+    assert_eq!(
+        texts(&mut session, "SELECT m FROM people ORDER BY m DESC, id"),
+        ["happy", "ok", "ok", "sad"]
+    );
+    run(&mut session, "INSERT INTO people VALUES (9, 'ida', 'meh')");
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT name FROM people WHERE m < 'ok' ORDER BY m DESC"
+        ),
+        ["ida", "bob"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT pg_typeof(m) FROM people LIMIT 1"),
+        ["feeling"]
+    );
+    assert_eq!(error_code(&mut session, "SELECT 'ok'::mood"), "42704");
+    run(&mut session, "DROP TABLE people");
+    run(&mut session, "DROP TYPE feeling");
+    assert!(texts(
+        &mut session,
+        "SELECT typname FROM pg_type WHERE typtype = 'e'"
+    )
+    .is_empty());
+}
+
+#[test]
+fn the_catalog_shows_enums_as_postgres_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut session) = open(dir.path());
+    setup(&mut session);
+    run(&mut session, "ALTER TYPE mood ADD VALUE 'meh' BEFORE 'ok'");
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT e.enumlabel || ':' || e.enumsortorder FROM pg_enum e \
+             JOIN pg_type t ON t.oid = e.enumtypid \
+             WHERE t.typname = 'mood' AND t.typtype = 'e' ORDER BY e.enumsortorder"
+        ),
+        ["sad:1", "meh:1.5", "ok:2", "happy:3"]
+    );
+    let type_oid = texts(
+        &mut session,
+        "SELECT oid FROM pg_type WHERE typname = 'mood'",
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT 'mood'::regtype::oid"),
+        type_oid.clone()
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = 'people'::regclass \
+             AND a.attname = 'm'"
+        ),
+        type_oid
+    );
+    let format = "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a \
+                  WHERE a.attrelid = 'public.people'::regclass AND a.attname = 'm'";
+    assert_eq!(texts(&mut session, format), ["mood"]);
+    // pg_dump empties search_path: a type outside it is written with its schema.
+    run(&mut session, "SET search_path = ''");
+    assert_eq!(texts(&mut session, format), ["public.mood"]);
+    run(&mut session, "RESET search_path");
+    assert_eq!(
+        rows(
+            &mut session,
+            "SELECT data_type, udt_schema, udt_name FROM information_schema.columns \
+             WHERE table_name = 'people' AND column_name = 'm'"
+        ),
+        [vec![
+            Value::Text("USER-DEFINED".into()),
+            Value::Text("public".into()),
+            Value::Text("mood".into())
+        ]]
+    );
+    // Labels of the type in order, as SQLAlchemy's reflection asks for them.
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT array_agg(e.enumlabel ORDER BY e.enumsortorder) FROM pg_type t \
+             JOIN pg_enum e ON e.enumtypid = t.oid WHERE t.typname = 'mood'"
+        ),
+        ["{sad,meh,ok,happy}"]
+    );
+}
