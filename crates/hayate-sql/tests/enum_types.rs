@@ -281,6 +281,13 @@ fn the_catalog_shows_enums_as_postgres_does() {
         "SELECT oid FROM pg_type WHERE typname = 'mood'",
     );
     assert_eq!(
+        texts(
+            &mut session,
+            "SELECT pg_type_is_visible(oid)::text FROM pg_type WHERE typname = 'mood'"
+        ),
+        ["true"]
+    );
+    assert_eq!(
         texts(&mut session, "SELECT 'mood'::regtype::oid"),
         type_oid.clone()
     );

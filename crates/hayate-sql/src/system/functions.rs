@@ -77,6 +77,8 @@ pub const NAMES: &[&str] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Function {
     TableIsVisible,
+    /// pg_type_is_visible(oid): every type is in pg_catalog or public, both on the path.
+    TypeIsVisible,
     GetUserById,
     FormatType,
     /// pg_get_expr: the stored expression text as it is.
@@ -329,6 +331,13 @@ impl SystemFunction {
             return Ok(Value::Null);
         }
         match self.function {
+            F::TypeIsVisible => Ok(Value::Bool(int_of(&values[0]).is_some_and(|oid| {
+                snapshot.type_name(oid, None, false).is_some()
+                    || snapshot
+                        .tables
+                        .iter()
+                        .any(|table| table.row_type_oid() == oid)
+            }))),
             F::TableIsVisible => Ok(Value::Bool(
                 int_of(&values[0]).is_some_and(|oid| snapshot.relation_name(oid).is_some()),
             )),

@@ -53,7 +53,8 @@ pub(super) fn bind_function(
         ));
     }
     let (function, data_type, arity): (Function, DataType, &[usize]) = match name {
-        "pg_table_is_visible" | "pg_type_is_visible" => (F::TableIsVisible, DataType::Bool, &[1]),
+        "pg_table_is_visible" => (F::TableIsVisible, DataType::Bool, &[1]),
+        "pg_type_is_visible" => (F::TypeIsVisible, DataType::Bool, &[1]),
         "pg_get_userbyid" => (F::GetUserById, DataType::Text, &[1]),
         "format_type" => (F::FormatType, DataType::Text, &[2]),
         "pg_get_expr" => (F::GetExpr, DataType::Text, &[2, 3]),
