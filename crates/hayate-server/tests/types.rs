@@ -306,3 +306,44 @@ fn array_results_are_typed_arrays() {
         .unwrap();
     assert_eq!(text, "{x,\"y z\",NULL}");
 }
+
+/// An enum column through rust-postgres: results in text (the simple protocol) in the type's
+/// order, and labels as text parameters of the extended protocol, checked (22P02). (Its
+/// binary results are not read here: rust-postgres looks an unknown type oid up with an
+/// oid-typed parameter, and oid columns are int8 in Hayate.)
+#[test]
+fn enum_columns_take_labels_from_a_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut client = server.connect();
+    client
+        .batch_execute(
+            "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy'); \
+             ALTER TYPE mood ADD VALUE 'meh' BEFORE 'ok'; \
+             CREATE TABLE p (id int PRIMARY KEY, m mood); \
+             INSERT INTO p VALUES (1, 'happy'), (2, 'sad')",
+        )
+        .unwrap();
+    let insert = client.prepare("INSERT INTO p VALUES ($1, $2)").unwrap();
+    assert_eq!(insert.params(), [Type::INT4, Type::TEXT]);
+    client.execute(&insert, &[&3i32, &"meh"]).unwrap();
+    let error = client.execute(&insert, &[&4i32, &"glad"]).unwrap_err();
+    assert_eq!(sqlstate(&error), "22P02");
+    let labels: Vec<String> = client
+        .simple_query("SELECT m FROM p ORDER BY m DESC")
+        .unwrap()
+        .into_iter()
+        .filter_map(|message| match message {
+            postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).unwrap().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(labels, ["happy", "meh", "sad"]);
+    let order: Vec<i32> = client
+        .query("SELECT id FROM p WHERE m < $1 ORDER BY m", &[&"ok"])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(order, [2, 3]);
+}

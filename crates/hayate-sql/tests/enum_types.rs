@@ -114,6 +114,13 @@ fn values_order_by_the_labels_places_not_their_text() {
         texts(&mut session, "SELECT m::text FROM people ORDER BY m, id"),
         ["happy", "ok", "ok", "sad"]
     );
+    assert_eq!(
+        error_code(
+            &mut session,
+            "SELECT m, m::text AS m FROM people ORDER BY m"
+        ),
+        "42702"
+    );
     // Comparisons through the index on m, and with the literal on either side.
     assert_eq!(
         texts(
@@ -187,6 +194,10 @@ fn values_order_by_the_labels_places_not_their_text() {
         error_code(&mut session, "SELECT max(m) FROM people"),
         "0A000"
     );
+    assert_eq!(
+        error_code(&mut session, "SELECT greatest(m, 'ok') FROM people"),
+        "0A000"
+    );
 }
 
 #[test]
@@ -229,8 +240,19 @@ fn types_are_durable_transactional_and_guarded_by_their_columns() {
             error_code(&mut session, "ALTER TYPE mood RENAME VALUE 'ok' TO 'fine'"),
             "0A000"
         );
-        run(&mut session, "ALTER TYPE mood RENAME TO feeling");
-        run(&mut session, "ALTER TYPE feeling OWNER TO someone");
+        // Stored SQL text (DEFAULT 'ok'::mood) names a type in use: no rename. Nor may a
+        // table take a type's name.
+        assert_eq!(
+            error_code(&mut session, "ALTER TYPE mood RENAME TO feeling"),
+            "0A000"
+        );
+        assert_eq!(
+            error_code(&mut session, "ALTER TABLE people RENAME TO mood"),
+            "42710"
+        );
+        run(&mut session, "CREATE TYPE unused AS ENUM ('x')");
+        run(&mut session, "ALTER TYPE unused RENAME TO renamed");
+        run(&mut session, "ALTER TYPE renamed OWNER TO someone");
         drop(session);
         db.close().unwrap();
     }
@@ -249,11 +271,12 @@ fn types_are_durable_transactional_and_guarded_by_their_columns() {
     );
     assert_eq!(
         texts(&mut session, "SELECT pg_typeof(m) FROM people LIMIT 1"),
-        ["feeling"]
+        ["mood"]
     );
-    assert_eq!(error_code(&mut session, "SELECT 'ok'::mood"), "42704");
+    assert_eq!(texts(&mut session, "SELECT 'x'::renamed"), ["x"]);
+    assert_eq!(error_code(&mut session, "SELECT 'x'::unused"), "42704");
     run(&mut session, "DROP TABLE people");
-    run(&mut session, "DROP TYPE feeling");
+    run(&mut session, "DROP TYPE mood, renamed");
     assert!(texts(
         &mut session,
         "SELECT typname FROM pg_type WHERE typtype = 'e'"
@@ -327,4 +350,36 @@ fn the_catalog_shows_enums_as_postgres_does() {
         ),
         ["{sad,meh,ok,happy}"]
     );
+}
+
+/// A block's uncommitted ALTER TYPE holds the type: another session's write of a column of
+/// it waits, and after a rollback the label it used is no label (it never reaches a row).
+#[test]
+fn another_session_waits_for_a_blocks_type_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
+    let catalog = Catalog::open(db.clone()).unwrap();
+    let mut session = Session::new(catalog.clone(), "tester");
+    setup(&mut session);
+    run(&mut session, "BEGIN; ALTER TYPE mood ADD VALUE 'meh'");
+    run(&mut session, "INSERT INTO people VALUES (7, 'own', 'meh')");
+    let writer = std::thread::spawn(move || {
+        let mut other = Session::new(catalog, "other");
+        let started = std::time::Instant::now();
+        let code = error_code(&mut other, "INSERT INTO people VALUES (8, 'eve', 'meh')");
+        (code, started.elapsed())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run(&mut session, "ROLLBACK");
+    let (code, waited) = writer.join().unwrap();
+    assert_eq!(code, "22P02");
+    assert!(
+        waited >= std::time::Duration::from_millis(250),
+        "{waited:?}"
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT count(*) FROM people WHERE id >= 7"),
+        ["0"]
+    );
+    assert_eq!(error_code(&mut session, "SELECT 'meh'::mood"), "22P02");
 }

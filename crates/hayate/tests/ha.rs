@@ -243,6 +243,26 @@ fn a_standby_follows_serves_reads_and_takes_over_with_every_acknowledged_commit(
         .unwrap()
         .get(0);
     assert_eq!(by_index, 1);
+    // An enum type, its column and a label added before another: the standby's catalog
+    // follows, and both order the values by the type.
+    writer
+        .batch_execute(
+            "CREATE TYPE size AS ENUM ('big', 'huge'); \
+             CREATE TABLE sized (s size PRIMARY KEY); INSERT INTO sized VALUES ('huge'), ('big'); \
+             ALTER TYPE size ADD VALUE 'small' BEFORE 'big'; INSERT INTO sized VALUES ('small')",
+        )
+        .unwrap();
+    let sizes = |client: &mut postgres::Client| -> String {
+        let row = client
+            .query_one("SELECT string_agg(s::text, ',' ORDER BY s) FROM sized", &[])
+            .unwrap();
+        row.get(0)
+    };
+    assert_eq!(sizes(&mut writer), "small,big,huge");
+    eventually("the standby to apply the enum type", || {
+        count(&mut reader, "sized") == 3
+    });
+    assert_eq!(sizes(&mut reader), "small,big,huge");
     let last_ticket: i64 = writer
         .query_one("SELECT nextval('tickets')", &[])
         .unwrap()

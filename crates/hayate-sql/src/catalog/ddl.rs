@@ -429,6 +429,10 @@ impl Catalog {
         if self.relation_exists(to) {
             return Err(duplicate_relation(to));
         }
+        // A type's row has the name as its key in sql.catalog too.
+        if self.state.read().enums.contains_key(to) {
+            return Err(super::enum_type::duplicate_type(to));
+        }
         let rename_references = |def: &mut TableDef| {
             for key in def.foreign_keys.iter_mut().filter(|key| key.table == from) {
                 key.table = to.to_string();

@@ -249,6 +249,13 @@ impl Catalog {
                 if self.relation_exists(&to) || self.state.read().enums.contains_key(&to) {
                     return Err(duplicate_type(&to));
                 }
+                // Defaults, checks and views keep SQL text, which may name the type
+                // (pg_dump writes `'x'::public.t`): a rename would leave them naming none.
+                if let Some(user) = self.enum_user(DataType::Enum(enum_type.oid)) {
+                    return Err(SqlError::unsupported(format!(
+                        "ALTER TYPE ... RENAME TO of a type in use ({user})"
+                    )));
+                }
                 enum_type.name = to.clone();
                 previous_enums.push((to, None));
             }

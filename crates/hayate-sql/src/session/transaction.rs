@@ -147,6 +147,7 @@ impl Session {
     /// Takes the table locks a plan needs (`table_lock`): the write lock on the tables it
     /// writes, the exclusive lock on those a DDL changes.
     pub(super) fn lock_tables(&mut self, plan: &Plan) -> SqlResult<()> {
+        self.lock_enum_types(plan)?;
         let in_block = !matches!(self.state, State::Idle);
         let (tables, exclusive): (Vec<&str>, bool) = match plan {
             Plan::Insert { table, .. } => (vec![&table.def.name], false),
@@ -211,6 +212,82 @@ impl Session {
                     .lock_exclusive(self.lock_owner, &name)?;
                 self.locked_tables.push(name);
             }
+        }
+        Ok(())
+    }
+
+    /// Enum types are locked by name as tables are (they share the name space): CREATE,
+    /// ALTER and DROP TYPE take the exclusive lock; a statement that writes a column of a
+    /// type, or creates, changes or drops a table with one, takes its write lock. A block's
+    /// uncommitted type change is then never built on by another session (a label or a type
+    /// that a rollback takes away never reaches a row or a definition), and a type is not
+    /// dropped while a block may still put back a column of it.
+    fn lock_enum_types(&mut self, plan: &Plan) -> SqlResult<()> {
+        let catalog = self.catalog.clone();
+        let types_of = |def: &crate::catalog::TableDef| -> Vec<String> {
+            let types = def
+                .columns
+                .iter()
+                .filter_map(|column| match column.data_type {
+                    crate::types::DataType::Enum(oid) => catalog.enum_type_by_oid(oid),
+                    _ => None,
+                });
+            types.map(|enum_type| enum_type.name.clone()).collect()
+        };
+        let (names, exclusive) = match plan {
+            Plan::CreateEnum(enum_type) => (vec![enum_type.name.clone()], true),
+            Plan::AlterEnum { name, change } => {
+                let mut names = vec![name.clone()];
+                if let crate::catalog::enum_type::EnumChange::Rename(to) = change {
+                    names.push(to.clone());
+                }
+                (names, true)
+            }
+            Plan::DropEnum { names, .. } => (names.clone(), true),
+            Plan::Insert { table, .. } => (types_of(&table.def), false),
+            Plan::InsertSelect(insert) => (types_of(&insert.table.def), false),
+            Plan::Update { read, .. } => (types_of(&read.table.def), false),
+            Plan::CreateTable { def, .. } => (types_of(def), false),
+            Plan::AlterTable { table, actions } => {
+                let mut names = catalog
+                    .table(table)
+                    .map_or(Vec::new(), |t| types_of(&t.def));
+                for action in actions {
+                    if let AlterAction::AddColumn { column, .. } = action {
+                        if let crate::types::DataType::Enum(oid) = column.data_type {
+                            names.extend(catalog.enum_type_by_oid(oid).map(|t| t.name.clone()));
+                        }
+                    }
+                }
+                (names, false)
+            }
+            Plan::DropTable { names, .. } => {
+                let tables = names.iter().filter_map(|name| catalog.table(name).ok());
+                (
+                    tables.flat_map(|table| types_of(&table.def)).collect(),
+                    false,
+                )
+            }
+            _ => return Ok(()),
+        };
+        for name in names {
+            let locks = &catalog.table_locks;
+            if exclusive {
+                locks.lock_exclusive(self.lock_owner, &name)?;
+            } else if !self.locked_tables.contains(&name) {
+                locks.lock_write(self.lock_owner, &name)?;
+                // A block that held the type may have rolled it back while this waited.
+                if catalog.enum_type(&name).is_none() {
+                    self.locked_tables.push(name.clone());
+                    return Err(SqlError::new(
+                        sqlstate::UNDEFINED_OBJECT,
+                        format!("type \"{name}\" does not exist"),
+                    ));
+                }
+            } else {
+                continue;
+            }
+            self.locked_tables.push(name);
         }
         Ok(())
     }

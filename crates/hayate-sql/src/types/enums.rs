@@ -11,6 +11,8 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 
 /// PostgreSQL's limit on a label's length (NAMEDATALEN - 1 bytes).
 pub const LABEL_LENGTH_MAX: usize = 63;
+/// The most labels a type has (pg_enum's oids of a type are numbered within 1024).
+pub const LABEL_COUNT_MAX: usize = 1024;
 
 /// One label of an enum type.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +86,12 @@ impl EnumType {
             .with_detail(format!(
                 "Labels must be 1 to {LABEL_LENGTH_MAX} bytes long."
             )));
+        }
+        if self.labels.len() >= LABEL_COUNT_MAX {
+            return Err(SqlError::new(
+                sqlstate::PROGRAM_LIMIT_EXCEEDED,
+                format!("an enum type has at most {LABEL_COUNT_MAX} labels"),
+            ));
         }
         if self.contains(label) {
             return Err(SqlError::new(

@@ -584,6 +584,9 @@ impl Binder<'_> {
                     arity(&[1])?;
                 }
                 let (bound, data_type) = self.bind_common(&exprs)?;
+                if matches!(data_type, T::Enum(_)) && matches!(name, "greatest" | "least") {
+                    return Err(SqlError::unsupported(format!("{name}() of an enum")));
+                }
                 let scalar = match name {
                     "coalesce" => F::Coalesce,
                     "greatest" => F::Greatest,

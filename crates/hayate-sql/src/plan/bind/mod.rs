@@ -363,7 +363,10 @@ impl<'a> Binder<'a> {
                 statement,
             } => Ok(Plan::Prepare {
                 name: ident_name(name),
-                declared: data_types.iter().map(data_type).collect::<SqlResult<_>>()?,
+                declared: data_types
+                    .iter()
+                    .map(|t| resolve_type(self.catalog, t))
+                    .collect::<SqlResult<_>>()?,
                 statement: statement.clone(),
             }),
             Statement::Execute {

@@ -631,8 +631,17 @@ impl Binder<'_> {
                 // PostgreSQL.
                 ast::Expr::Identifier(ident) => {
                     let name = ident_name(ident);
-                    match columns.iter().position(|column| column.name == name) {
-                        Some(position) => output(position),
+                    let mut named = (0..columns.len()).filter(|&p| columns[p].name == name);
+                    match named.next() {
+                        Some(first) => {
+                            if named.any(|other| projection[other] != projection[first]) {
+                                return Err(SqlError::new(
+                                    sqlstate::AMBIGUOUS_COLUMN,
+                                    format!("ORDER BY \"{name}\" is ambiguous"),
+                                ));
+                            }
+                            output(first)
+                        }
                         None => self.bind_expr(&order.expr, None)?,
                     }
                 }
