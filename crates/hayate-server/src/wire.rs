@@ -178,9 +178,7 @@ pub fn decode_parameter(
             })
         }
         DataType::Int2Array | DataType::TextArray | DataType::Int4Array | DataType::Int8Array => {
-            return Err(SqlError::unsupported(format!(
-                "a {data_type} parameter in binary format"
-            )))
+            Value::Text(decode_binary_array(bytes, data_type)?)
         }
     };
     // Checks lengths and typmods as the text form would.
@@ -188,6 +186,63 @@ pub fn decode_parameter(
         DataType::Unknown => Ok(value),
         _ => value.cast(data_type),
     }
+}
+
+/// A one-dimensional array in PostgreSQL's binary form (dimension count, null flag, element
+/// oid, per dimension its length and lower bound, per element a length (-1: NULL) and the
+/// element's binary form), as its text form. Elements of int2, int4, int8 and text.
+fn decode_binary_array(bytes: &[u8], data_type: DataType) -> SqlResult<String> {
+    let malformed = || {
+        SqlError::new(
+            "22P03",
+            format!("incorrect binary data format in parameter of type {data_type}"),
+        )
+    };
+    let mut rest = bytes;
+    let mut take = |length: usize| -> SqlResult<&[u8]> {
+        if rest.len() < length {
+            return Err(malformed());
+        }
+        let (taken, after) = rest.split_at(length);
+        rest = after;
+        Ok(taken)
+    };
+    let int = |bytes: &[u8]| i32::from_be_bytes(bytes.try_into().unwrap_or_default());
+    let dimensions = int(take(4)?);
+    let _has_null = take(4)?;
+    let element_oid = int(take(4)?);
+    let count = match dimensions {
+        0 => 0,
+        1 => {
+            let length = int(take(4)?);
+            let _lower_bound = take(4)?;
+            usize::try_from(length).map_err(|_| malformed())?
+        }
+        _ => return Err(SqlError::unsupported("a multidimensional array parameter")),
+    };
+    let mut elements: Vec<Option<String>> = Vec::with_capacity(count.min(bytes.len()));
+    for _ in 0..count {
+        let length = int(take(4)?);
+        if length < 0 {
+            elements.push(None);
+            continue;
+        }
+        let element = take(length as usize)?;
+        let text = match (element_oid, element.len()) {
+            (21, 2) => i16::from_be_bytes([element[0], element[1]]).to_string(),
+            (23, 4) => int(element).to_string(),
+            (20, 8) => i64::from_be_bytes(element.try_into().unwrap_or_default()).to_string(),
+            (25 | 1043 | 1042 | 19, _) => std::str::from_utf8(element)
+                .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?
+                .to_string(),
+            _ => return Err(malformed()),
+        };
+        elements.push(Some(text));
+    }
+    if !rest.is_empty() {
+        return Err(malformed());
+    }
+    Ok(hayate_sql::system::array::format(&elements))
 }
 
 /// A DataRow's fields for a simple query's response.

@@ -347,3 +347,50 @@ fn enum_columns_take_labels_from_a_driver() {
         .collect();
     assert_eq!(order, [2, 3]);
 }
+
+/// Array columns through rust-postgres, which sends and reads arrays in binary: Vec<i32>,
+/// Vec<i64>, Vec<Option<String>> parameters land in int[], bigint[] and text[] columns and
+/// come back equal; a NULL element and an empty array survive.
+#[test]
+fn array_columns_take_binary_array_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut client = server.connect();
+    client
+        .batch_execute("CREATE TABLE arr (id int PRIMARY KEY, n int[], b bigint[], t text[])")
+        .unwrap();
+    let insert = client
+        .prepare("INSERT INTO arr VALUES ($1, $2, $3, $4)")
+        .unwrap();
+    assert_eq!(
+        insert.params(),
+        [
+            Type::INT4,
+            Type::INT4_ARRAY,
+            Type::INT8_ARRAY,
+            Type::TEXT_ARRAY
+        ]
+    );
+    let tags = vec![Some("a b".to_string()), None, Some("{c}".to_string())];
+    client
+        .execute(&insert, &[&1i32, &vec![3i32, -1], &vec![1i64 << 40], &tags])
+        .unwrap();
+    client
+        .execute(
+            &insert,
+            &[&2i32, &Vec::<i32>::new(), &Vec::<i64>::new(), &tags],
+        )
+        .unwrap();
+    let rows = client
+        .query("SELECT n, b, t FROM arr ORDER BY n", &[])
+        .unwrap();
+    assert_eq!(rows[0].get::<_, Vec<i32>>(0), Vec::<i32>::new());
+    assert_eq!(rows[1].get::<_, Vec<i32>>(0), vec![3, -1]);
+    assert_eq!(rows[1].get::<_, Vec<i64>>(1), vec![1i64 << 40]);
+    assert_eq!(rows[1].get::<_, Vec<Option<String>>>(2), tags);
+    let found: i32 = client
+        .query_one("SELECT id FROM arr WHERE n = $1", &[&vec![3i32, -1]])
+        .unwrap()
+        .get(0);
+    assert_eq!(found, 1);
+}

@@ -143,6 +143,12 @@ pub enum ScalarFunction {
     SetConfig,
     /// pg_backend_pid(): the connection's process id (its cancel key's).
     BackendPid,
+    /// What comparisons and sorting order an array value (its text form) by: PostgreSQL's
+    /// element-by-element order (a shorter array first when one is the other's start,
+    /// NULL elements last) as memcomparable bytes; `integers` for integer arrays.
+    ArrayOrder {
+        integers: bool,
+    },
     /// A json/jsonb operator or function; `binary`: its documents are jsonb.
     Json {
         function: JsonFunction,

@@ -41,6 +41,10 @@ pub fn parse(text: &str) -> Option<Vec<Option<String>>> {
                 c => element.push(c),
             }
         }
+        // An unquoted brace starts another dimension: one-dimensional arrays only.
+        if !quoted && element.contains(['{', '}']) {
+            return None;
+        }
         let element = if quoted {
             element
         } else {

@@ -48,6 +48,9 @@ pub const NAMES: &[&str] = &[
     "pg_has_role",
     "array_position",
     "array_remove",
+    "array_append",
+    "array_prepend",
+    "array_cat",
     "array_to_string",
     "array_upper",
     "array_lower",
@@ -98,6 +101,11 @@ pub enum Function {
     ArrayPosition,
     /// array_remove(array, value): the array without the elements equal to `value`.
     ArrayRemove,
+    /// array_append(array, element), array_prepend(element, array), array_cat(a, b): a NULL
+    /// array is empty, a NULL element is NULL in the array.
+    ArrayAppend,
+    ArrayPrepend,
+    ArrayCat,
     ArrayToString,
     ArrayUpper,
     ArrayLower,
@@ -324,6 +332,31 @@ impl SystemFunction {
                 })
             }
             F::GetExpr | F::FormatType | F::ArrayToString => {}
+            F::ArrayAppend | F::ArrayPrepend | F::ArrayCat => {
+                let array = |value: &Value| match value {
+                    Value::Null => Ok(Vec::new()),
+                    value => array_of(value),
+                };
+                let elements = match self.function {
+                    F::ArrayAppend => {
+                        let mut elements = array(&values[0])?;
+                        elements.push(values[1].to_text());
+                        elements
+                    }
+                    F::ArrayPrepend => {
+                        let mut elements = vec![values[0].to_text()];
+                        elements.extend(array(&values[1])?);
+                        elements
+                    }
+                    _ if values.iter().all(Value::is_null) => return Ok(Value::Null),
+                    _ => {
+                        let mut elements = array(&values[0])?;
+                        elements.extend(array(&values[1])?);
+                        elements
+                    }
+                };
+                return text(&array::format(&elements));
+            }
             _ if values.iter().any(Value::is_null) => return Ok(Value::Null),
             _ => {}
         }
@@ -628,6 +661,9 @@ impl SystemFunction {
             | F::SequenceLastValue
             | F::SequenceShownValue
             | F::SignalBackend(_)
+            | F::ArrayAppend
+            | F::ArrayPrepend
+            | F::ArrayCat
             | F::LastVal => {
                 unreachable!("handled above (CASE by the expression holding the call)")
             }

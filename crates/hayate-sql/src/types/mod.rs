@@ -237,9 +237,21 @@ impl DataType {
         ) || self.is_text_form_array()
     }
 
-    /// Values kept in rows and keys as their text: the text types, json, jsonb and enums.
+    /// Types whose values do not order as their stored form does (an enum's labels order by
+    /// their place, an array element by element): comparisons and sorting go through an
+    /// order key the binder adds (`plan::bind::enum_type`).
+    pub fn needs_order_key(self) -> bool {
+        matches!(self, DataType::Enum(_) | DataType::Int2Array) || self.is_text_form_array()
+    }
+
+    /// Values kept in rows and keys as their text: the text types, json, jsonb, enums and
+    /// arrays.
     pub fn is_stored_as_text(self) -> bool {
-        self.is_text() || matches!(self, DataType::Json | DataType::Jsonb | DataType::Enum(_))
+        self.is_text()
+            || matches!(
+                self,
+                DataType::Json | DataType::Jsonb | DataType::Enum(_) | DataType::Int2Array
+            )
     }
 
     /// An array result type (`TextArray`, `Int4Array`, `Int8Array`).
@@ -638,10 +650,16 @@ impl Value {
             DataType::TimestampTz => Ok(Value::TimestampTz(datetime::parse_timestamptz(text)?)),
             DataType::Int2Array => {
                 let elements = crate::system::array::elements(text).ok_or_else(invalid)?;
-                for element in elements.iter().flatten() {
-                    let value: i64 = element.trim().parse().map_err(|_| invalid())?;
-                    DataType::Int2.check_integer(value)?;
-                }
+                let elements = elements
+                    .iter()
+                    .map(|element| match element {
+                        Some(element) => {
+                            let value: i64 = element.trim().parse().map_err(|_| invalid())?;
+                            Ok(Some(DataType::Int2.check_integer(value)?.to_string()))
+                        }
+                        None => Ok(None),
+                    })
+                    .collect::<SqlResult<Vec<_>>>()?;
                 Ok(Value::Text(crate::system::array::format(&elements)))
             }
             DataType::Uuid => Ok(Value::Text(uuid::format(&uuid::parse(text)?))),
@@ -655,11 +673,26 @@ impl Value {
                         format!("malformed array literal: \"{text}\""),
                     )
                 })?;
-                if target != DataType::TextArray {
-                    for element in elements.iter().flatten() {
-                        Value::parse(element, DataType::Int8)?;
-                    }
-                }
+                // Integers in their canonical form ('{01, +2}' is '{1,2}'), so that equal
+                // arrays have equal text.
+                let element_type = match target {
+                    DataType::Int4Array => Some(DataType::Int4),
+                    DataType::Int8Array => Some(DataType::Int8),
+                    _ => None,
+                };
+                let elements = match element_type {
+                    Some(element_type) => elements
+                        .iter()
+                        .map(|element| {
+                            element
+                                .as_deref()
+                                .map(|e| Ok(Value::parse(e, element_type)?.to_text()))
+                                .transpose()
+                                .map(Option::flatten)
+                        })
+                        .collect::<SqlResult<Vec<_>>>()?,
+                    None => elements,
+                };
                 Ok(Value::Text(crate::system::array::format(&elements)))
             }
         }

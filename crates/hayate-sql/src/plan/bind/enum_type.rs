@@ -1,6 +1,6 @@
 //! Binding of enum types: CREATE TYPE ... AS ENUM and ALTER TYPE, and the expressions that
-//! make a value of an enum (a label, checked) or order by one (its sort order), which
-//! casts, assignments, comparisons and ORDER BY call (`types::enums`).
+//! make a value of an enum (a label, checked) or order by one (its sort order; an array by
+//! its elements), which casts, assignments, comparisons and ORDER BY call (`types::enums`).
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use sqlparser::ast;
 use super::{ident_name, object_name, Binder};
 use crate::catalog::enum_type::EnumChange;
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::plan::expr::Expr;
+use crate::plan::expr::{Expr, ScalarFunction};
 use crate::plan::Plan;
 use crate::types::enums::{EnumType, LabelPlace};
 use crate::types::{DataType, Value};
@@ -112,8 +112,16 @@ impl Binder<'_> {
     }
 
     /// What comparisons and sorting order `expr` of type `data_type` by: an enum value's
-    /// sort order, any other value itself.
-    pub(super) fn enum_order(&self, expr: Expr, data_type: DataType) -> SqlResult<Expr> {
+    /// sort order, an array's element-by-element key (`ScalarFunction::ArrayOrder`), any
+    /// other value itself.
+    pub(super) fn order_key(&self, expr: Expr, data_type: DataType) -> SqlResult<Expr> {
+        if data_type == DataType::Int2Array || data_type.is_text_form_array() {
+            let integers = data_type != DataType::TextArray;
+            return Ok(Expr::Function {
+                function: ScalarFunction::ArrayOrder { integers },
+                args: vec![expr],
+            });
+        }
         let DataType::Enum(oid) = data_type else {
             return Ok(expr);
         };

@@ -673,13 +673,14 @@ impl Binder<'_> {
         };
         let result_type = result_type(op, left_type, right_type)?;
         if op.is_ordering() {
-            // Enum labels order by their place in the type, not as text.
-            let enum_type = [left_type, right_type]
+            // Enum labels order by their place in the type, arrays element by element: not
+            // as their text.
+            let keyed = [left_type, right_type]
                 .into_iter()
-                .find(|t| matches!(t, DataType::Enum(_)));
-            if let Some(enum_type) = enum_type {
-                let left = self.enum_order(left, enum_type)?;
-                let right = self.enum_order(right, enum_type)?;
+                .find(|t| t.needs_order_key());
+            if let Some(keyed) = keyed {
+                let left = self.order_key(left, keyed)?;
+                let right = self.order_key(right, keyed)?;
                 return Ok((binary(op, left, right, result_type), result_type));
             }
         }
@@ -810,10 +811,10 @@ impl Binder<'_> {
                             DataType::Numeric(None)
                         }
                         AggregateFunction::Min | AggregateFunction::Max
-                            if matches!(arg_type, DataType::Enum(_)) =>
+                            if arg_type.needs_order_key() =>
                         {
                             return Err(SqlError::unsupported(format!(
-                                "{}() of an enum",
+                                "{}() of {arg_type}",
                                 function.name
                             )))
                         }

@@ -584,8 +584,8 @@ impl Binder<'_> {
                     arity(&[1])?;
                 }
                 let (bound, data_type) = self.bind_common(&exprs)?;
-                if matches!(data_type, T::Enum(_)) && matches!(name, "greatest" | "least") {
-                    return Err(SqlError::unsupported(format!("{name}() of an enum")));
+                if data_type.needs_order_key() && matches!(name, "greatest" | "least") {
+                    return Err(SqlError::unsupported(format!("{name}() of {data_type}")));
                 }
                 let scalar = match name {
                     "coalesce" => F::Coalesce,

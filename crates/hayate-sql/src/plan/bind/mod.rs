@@ -148,6 +148,17 @@ pub fn data_type(data_type: &ast::DataType) -> SqlResult<DataType> {
             }
             _ => None,
         }),
+        // One-dimensional arrays of text and integers (the declared size is not enforced,
+        // as in PostgreSQL; varchar(n)[] and char(n)[] elements are text).
+        T::Array(ast::ArrayElemTypeDef::SquareBracket(element, _)) => {
+            match self::data_type(element)? {
+                DataType::Text | DataType::Varchar(_) | DataType::Char(_) => DataType::TextArray,
+                DataType::Int2 => DataType::Int2Array,
+                DataType::Int4 => DataType::Int4Array,
+                DataType::Int8 => DataType::Int8Array,
+                other => return Err(SqlError::unsupported(format!("type {other}[]"))),
+            }
+        }
         other => {
             return functions::data_type(other)
                 .unwrap_or_else(|| Err(SqlError::unsupported(format!("type {other}"))))

@@ -647,7 +647,7 @@ impl Binder<'_> {
                 }
                 other => self.bind_expr(other, None)?,
             };
-            let expr = self.enum_order(expr, data_type)?;
+            let expr = self.order_key(expr, data_type)?;
             let descending = matches!(order.options.sort, Some(ast::OrderBySort::Desc));
             keys.push(SortKey {
                 expr,

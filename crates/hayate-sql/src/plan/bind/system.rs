@@ -78,6 +78,9 @@ pub(super) fn bind_function(
         "has_column_privilege" => (F::True, DataType::Bool, &[3, 4]),
         "array_position" => (F::ArrayPosition, DataType::Int4, &[2]),
         "array_remove" => (F::ArrayRemove, DataType::Text, &[2]),
+        "array_append" => (F::ArrayAppend, DataType::Text, &[2]),
+        "array_prepend" => (F::ArrayPrepend, DataType::Text, &[2]),
+        "array_cat" => (F::ArrayCat, DataType::Text, &[2]),
         "array_to_string" => (F::ArrayToString, DataType::Text, &[2, 3]),
         "array_upper" | "array_length" => (F::ArrayUpper, DataType::Int4, &[2]),
         "array_lower" => (F::ArrayLower, DataType::Int4, &[2]),
@@ -132,6 +135,16 @@ pub(super) fn bind_function(
             data_type,
         ));
     }
+    // An array built from an array has its type (text in the array form otherwise).
+    let array_argument = match function {
+        F::ArrayRemove | F::ArrayAppend | F::ArrayCat => types.first(),
+        F::ArrayPrepend => types.get(1),
+        _ => None,
+    };
+    let data_type = match array_argument {
+        Some(&array) if array == DataType::Int2Array || array.is_text_form_array() => array,
+        _ => data_type,
+    };
     Ok((call(function, args, catalog), data_type))
 }
 
@@ -265,6 +278,12 @@ pub(super) fn bind_cast(
     inner: &ast::Expr,
     target: &ast::DataType,
 ) -> SqlResult<(Expr, DataType)> {
+    // An array type a column can have: typed, so that it orders as an array.
+    if let ast::DataType::Array(_) = target {
+        if let Ok(array_type) = super::data_type(target) {
+            return binder.bind_cast(inner, array_type);
+        }
+    }
     let name = custom_type_name(target);
     let plain = |binder: &mut Binder, to: DataType| -> SqlResult<(Expr, DataType)> {
         let (bound, _) = binder.bind_expr(inner, Some(to))?;

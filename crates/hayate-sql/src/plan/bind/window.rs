@@ -278,7 +278,7 @@ impl Binder<'_> {
             let descending = matches!(order.options.sort, Some(ast::OrderBySort::Desc));
             let (expr, data_type) = self.bind_expr(&order.expr, None)?;
             keys.push(SortKey {
-                expr: self.enum_order(expr, data_type)?,
+                expr: self.order_key(expr, data_type)?,
                 descending,
                 nulls_first: order.options.nulls_first.unwrap_or(descending),
             });

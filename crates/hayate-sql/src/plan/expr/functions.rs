@@ -135,6 +135,7 @@ pub(super) fn eval(
             Value::Text(source.repeat(count))
         }
         F::QuoteIdent => Value::Text(crate::ident::quote_ident(&text(0))),
+        F::ArrayOrder { integers } => Value::Bytes(array_order(&text(0), integers)?),
         F::QuoteLiteral => {
             let source = text(0);
             let body = source.replace('\'', "''");
@@ -445,4 +446,30 @@ mod tests {
             assert!((0.0..1.0).contains(&value));
         }
     }
+}
+
+/// The memcomparable order key of an array in its text form (`ScalarFunction::ArrayOrder`):
+/// per element 1 and the element's key (2 for NULL), then 0.
+fn array_order(text: &str, integers: bool) -> SqlResult<Vec<u8>> {
+    let elements = crate::system::array::parse(text).ok_or_else(|| {
+        SqlError::new(
+            sqlstate::INVALID_TEXT_REPRESENTATION,
+            format!("malformed array literal: \"{text}\""),
+        )
+    })?;
+    let mut key = Vec::with_capacity(text.len() + 8);
+    for element in elements {
+        let Some(element) = element else {
+            key.push(2);
+            continue;
+        };
+        key.push(1);
+        let (value, data_type) = match integers {
+            true => (Value::parse(&element, DataType::Int8)?, DataType::Int8),
+            false => (Value::Text(element), DataType::Text),
+        };
+        crate::encoding::key::encode_column(&mut key, &value, data_type)?;
+    }
+    key.push(0);
+    Ok(key)
 }

@@ -1,0 +1,179 @@
+//! Array column types (issue 21): one-dimensional text[], varchar(n)[], smallint[],
+//! integer[] and bigint[] columns that take array literals and ARRAY[...] (checked and kept
+//! in canonical form, so equal arrays are equal), compare and sort element by element as
+//! PostgreSQL does (not as their text), grow with array_append/array_prepend/array_cat,
+//! survive a reopen and show as ARRAY in information_schema.
+
+use hayate_engine::{Database, DatabaseConfig};
+use hayate_sql::{Catalog, Session};
+
+mod common;
+use common::{error_code, rows, run};
+
+fn open(dir: &std::path::Path) -> (Database, Session) {
+    let db = Database::open(dir, DatabaseConfig::default()).unwrap();
+    let session = Session::new(Catalog::open(db.clone()).unwrap(), "tester");
+    (db, session)
+}
+
+/// The first column of each row, as text.
+fn texts(session: &mut Session, sql: &str) -> Vec<String> {
+    rows(session, sql)
+        .into_iter()
+        .map(|row| row[0].to_text().unwrap_or_else(|| "NULL".into()))
+        .collect()
+}
+
+fn setup(session: &mut Session) {
+    run(
+        session,
+        "CREATE TABLE a (id int PRIMARY KEY, tags text[], n int[], b bigint[] DEFAULT '{}', \
+         s smallint[], v varchar(10)[]); \
+         CREATE INDEX a_n ON a (n); \
+         INSERT INTO a VALUES (1, '{x,\"y z\"}', '{10,2}', '{1}', '{1}', '{a}'), \
+         (2, ARRAY['a', 'c'], '{9}', DEFAULT, NULL, NULL), \
+         (3, '{\"a b\",c}', '{01, +3}', '{3,NULL}', '{}', '{}'), \
+         (4, '{a}', '{1,3,0}', '{}', '{}', '{}')",
+    );
+}
+
+#[test]
+fn values_are_checked_and_kept_in_canonical_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut session) = open(dir.path());
+    setup(&mut session);
+    assert_eq!(
+        texts(&mut session, "SELECT n FROM a ORDER BY id"),
+        ["{10,2}", "{9}", "{1,3}", "{1,3,0}"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT tags FROM a ORDER BY id"),
+        ["{x,\"y z\"}", "{a,c}", "{\"a b\",c}", "{a}"]
+    );
+    // Equal arrays are equal whatever their input text; the index finds them.
+    assert_eq!(
+        texts(&mut session, "SELECT id FROM a WHERE n = '{1, 03}'"),
+        ["3"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT id FROM a WHERE 'c' = ANY(tags) ORDER BY id"
+        ),
+        ["2", "3"]
+    );
+    for (statement, code) in [
+        ("INSERT INTO a (id, n) VALUES (9, '{x}')", "22P02"),
+        ("INSERT INTO a (id, n) VALUES (9, '{1')", "22P02"),
+        ("INSERT INTO a (id, tags) VALUES (9, '{{a},{b}}')", "22P02"),
+        ("INSERT INTO a (id, s) VALUES (9, '{70000}')", "22003"),
+        ("SELECT min(n) FROM a", "0A000"),
+        ("SELECT greatest(n, '{1}') FROM a", "0A000"),
+    ] {
+        assert_eq!(error_code(&mut session, statement), code, "{statement}");
+    }
+}
+
+#[test]
+fn arrays_order_element_by_element() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut session) = open(dir.path());
+    setup(&mut session);
+    // As text {10,2} < {1,3} < {1,3,0} < {9}; element by element {1,3} < {1,3,0} < {9} <
+    // {10,2}.
+    assert_eq!(
+        texts(&mut session, "SELECT id FROM a ORDER BY n"),
+        ["3", "4", "2", "1"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT id FROM a WHERE n > '{9}' ORDER BY id"),
+        ["1"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT id FROM a WHERE n <= '{1,3,0}' ORDER BY id"
+        ),
+        ["3", "4"]
+    );
+    // Text elements: {a} < {a,c} < {"a b",c} < {x,"y z"} ("a" < "a b"; as text the quote
+    // of "a b" would sort first).
+    assert_eq!(
+        texts(&mut session, "SELECT id FROM a ORDER BY tags DESC"),
+        ["1", "3", "2", "4"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT ('{1,10}'::int[] < '{1,9}'::int[])::text, pg_typeof('{1}'::bigint[])"
+        ),
+        ["false"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT pg_typeof('{1}'::bigint[])"),
+        ["bigint[]"]
+    );
+}
+
+#[test]
+fn arrays_grow_persist_and_show_in_the_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (db, mut session) = open(dir.path());
+        setup(&mut session);
+        run(
+            &mut session,
+            "UPDATE a SET tags = array_append(tags, 'q'), n = array_prepend(7, n) WHERE id = 1; \
+             UPDATE a SET b = array_cat(b, '{5,6}'), s = array_append(s, NULL) WHERE id = 2",
+        );
+        drop(session);
+        db.close().unwrap();
+    }
+    let (_db, mut session) = open(dir.path());
+    assert_eq!(
+        rows(
+            &mut session,
+            "SELECT tags, n, b, s FROM a WHERE id IN (1, 2) ORDER BY id"
+        )
+        .into_iter()
+        .map(|row| row
+            .iter()
+            .map(|v| v.to_text().unwrap_or_default())
+            .collect())
+        .collect::<Vec<Vec<String>>>(),
+        [
+            ["{x,\"y z\",q}", "{7,10,2}", "{1}", "{1}"],
+            ["{a,c}", "{9}", "{5,6}", "{NULL}"],
+        ]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT pg_typeof(array_append(n, 1)) FROM a WHERE id = 1"
+        ),
+        ["integer[]"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT data_type || ':' || udt_name FROM information_schema.columns \
+             WHERE table_name = 'a' ORDER BY ordinal_position"
+        ),
+        [
+            "integer:int4",
+            "ARRAY:_text",
+            "ARRAY:_int4",
+            "ARRAY:_int8",
+            "ARRAY:_int2",
+            "ARRAY:_text"
+        ]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+             WHERE attrelid = 'a'::regclass AND attnum = 3"
+        ),
+        ["integer[]"]
+    );
+}
