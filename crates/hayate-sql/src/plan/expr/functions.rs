@@ -424,30 +424,6 @@ fn named_zone(zone: &Value) -> SqlResult<crate::types::zone::Zone> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn substring_follows_postgres() {
-        let text = |v: Value| v.to_text().unwrap();
-        assert_eq!(text(substring("hello", 2, Some(3)).unwrap()), "ell");
-        assert_eq!(text(substring("hello", 0, Some(3)).unwrap()), "he");
-        assert_eq!(text(substring("hello", -5, Some(3)).unwrap()), "");
-        assert_eq!(text(substring("hello", 3, None).unwrap()), "llo");
-        assert_eq!(text(substring("héllo", 2, Some(1)).unwrap()), "é");
-        assert!(substring("x", 1, Some(-1)).is_err());
-    }
-
-    #[test]
-    fn random_is_in_range() {
-        for _ in 0..1000 {
-            let value = random();
-            assert!((0.0..1.0).contains(&value));
-        }
-    }
-}
-
 /// The memcomparable order key of an array in its text form (`ScalarFunction::ArrayOrder`):
 /// per element 1 and the element's key (2 for NULL), then 0.
 fn array_order(text: &str, integers: bool) -> SqlResult<Vec<u8>> {
@@ -472,4 +448,28 @@ fn array_order(text: &str, integers: bool) -> SqlResult<Vec<u8>> {
     }
     key.push(0);
     Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substring_follows_postgres() {
+        let text = |v: Value| v.to_text().unwrap();
+        assert_eq!(text(substring("hello", 2, Some(3)).unwrap()), "ell");
+        assert_eq!(text(substring("hello", 0, Some(3)).unwrap()), "he");
+        assert_eq!(text(substring("hello", -5, Some(3)).unwrap()), "");
+        assert_eq!(text(substring("hello", 3, None).unwrap()), "llo");
+        assert_eq!(text(substring("héllo", 2, Some(1)).unwrap()), "é");
+        assert!(substring("x", 1, Some(-1)).is_err());
+    }
+
+    #[test]
+    fn random_is_in_range() {
+        for _ in 0..1000 {
+            let value = random();
+            assert!((0.0..1.0).contains(&value));
+        }
+    }
 }
