@@ -177,3 +177,58 @@ fn arrays_grow_persist_and_show_in_the_catalog() {
         ["integer[]"]
     );
 }
+
+/// The array operators as PostgreSQL has them: containment both ways, overlap, and `||`
+/// with an array or an element (not the arrays' text run together); json's @> is unchanged.
+#[test]
+fn array_operators_contain_overlap_and_concatenate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut session) = open(dir.path());
+    setup(&mut session);
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT id FROM a WHERE tags @> '{c}' ORDER BY id"
+        ),
+        ["2", "3"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT id FROM a WHERE '{1,3}' <@ n ORDER BY id"
+        ),
+        ["3", "4"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT id FROM a WHERE n && ARRAY[2, 9] ORDER BY id"
+        ),
+        ["1", "2"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT (ARRAY[1, NULL] @> ARRAY[NULL::int])::text || ',' || \
+             (ARRAY[1] && ARRAY[NULL::int])::text"
+        ),
+        ["false,false"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT n || '{4}'::int[] || 5 FROM a WHERE id = 2 \
+             UNION ALL SELECT 0 || n FROM a WHERE id = 2 \
+             UNION ALL SELECT tags || 'd' FROM a WHERE id = 2"
+        ),
+        ["{9,4,5}", "{0,9}", "{a,c,d}"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT ('{\"a\": 1, \"b\": 2}'::jsonb @> '{\"a\": 1}')::text"
+        ),
+        ["true"]
+    );
+    assert_eq!(error_code(&mut session, "SELECT 1 && 2"), "42883");
+}

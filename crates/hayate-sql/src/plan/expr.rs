@@ -149,6 +149,11 @@ pub enum ScalarFunction {
     ArrayOrder {
         integers: bool,
     },
+    /// array @> array (args: the container, the contained): every element of the second is
+    /// in the first; NULL elements are in none.
+    ArrayContains,
+    /// array && array: an element (not NULL) in both.
+    ArrayOverlap,
     /// A json/jsonb operator or function; `binary`: its documents are jsonb.
     Json {
         function: JsonFunction,

@@ -634,6 +634,9 @@ impl Binder<'_> {
             B::Or => BinaryOp::Or,
             B::StringConcat => BinaryOp::Concat,
             other => {
+                if let Some(bound) = self.bind_array_operator(left, other, right)? {
+                    return Ok(bound);
+                }
                 if let Some(bound) = self.bind_json_operator(left, other, right)? {
                     return Ok(bound);
                 }
@@ -671,6 +674,11 @@ impl Binder<'_> {
             let (r, rt) = self.bind_expr(right, Some(hint(lt)))?;
             (l, lt, r, rt)
         };
+        if op == BinaryOp::Concat
+            && (super::array::is_array(left_type) || super::array::is_array(right_type))
+        {
+            return self.bind_array_concat(left, left_type, right, right_type);
+        }
         let result_type = result_type(op, left_type, right_type)?;
         if op.is_ordering() {
             // Enum labels order by their place in the type, arrays element by element: not

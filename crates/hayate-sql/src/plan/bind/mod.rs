@@ -1,6 +1,7 @@
 //! The binder: sqlparser's AST to a `Plan`, against the catalog. Statements and DML here;
 //! SELECT in `query`, expressions in `expr`, DDL and session statements in `ddl`.
 
+mod array;
 mod cursor;
 mod ddl;
 mod enum_type;

@@ -136,6 +136,14 @@ pub(super) fn eval(
         }
         F::QuoteIdent => Value::Text(crate::ident::quote_ident(&text(0))),
         F::ArrayOrder { integers } => Value::Bytes(array_order(&text(0), integers)?),
+        F::ArrayContains | F::ArrayOverlap => {
+            let (first, second) = (array_elements(&text(0))?, array_elements(&text(1))?);
+            let found = |element: &Option<String>| element.is_some() && first.contains(element);
+            Value::Bool(match function {
+                F::ArrayContains => second.iter().all(found),
+                _ => second.iter().any(found),
+            })
+        }
         F::QuoteLiteral => {
             let source = text(0);
             let body = source.replace('\'', "''");
@@ -424,15 +432,20 @@ fn named_zone(zone: &Value) -> SqlResult<crate::types::zone::Zone> {
     }
 }
 
-/// The memcomparable order key of an array in its text form (`ScalarFunction::ArrayOrder`):
-/// per element 1 and the element's key (2 for NULL), then 0.
-fn array_order(text: &str, integers: bool) -> SqlResult<Vec<u8>> {
-    let elements = crate::system::array::parse(text).ok_or_else(|| {
+/// The elements of an array in its text form (22P02 if it is none).
+fn array_elements(text: &str) -> SqlResult<Vec<Option<String>>> {
+    crate::system::array::parse(text).ok_or_else(|| {
         SqlError::new(
             sqlstate::INVALID_TEXT_REPRESENTATION,
             format!("malformed array literal: \"{text}\""),
         )
-    })?;
+    })
+}
+
+/// The memcomparable order key of an array in its text form (`ScalarFunction::ArrayOrder`):
+/// per element 1 and the element's key (2 for NULL), then 0.
+fn array_order(text: &str, integers: bool) -> SqlResult<Vec<u8>> {
+    let elements = array_elements(text)?;
     let mut key = Vec::with_capacity(text.len() + 8);
     for element in elements {
         let Some(element) = element else {
