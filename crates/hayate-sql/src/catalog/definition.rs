@@ -850,8 +850,7 @@ fn zoned_default(default: &str, data_type: DataType) -> String {
     let Some(Ok(value)) = fixed.map(|instant| Value::parse(instant, DataType::TimestampTz)) else {
         return default.to_string();
     };
-    // Only a text that reads back as the same instant (an offset with seconds, as a zone's
-    // local mean time before 1900 has, does not).
+    // Only a text that reads back as the same instant.
     match value.to_text() {
         Some(text) if Value::parse(&text, DataType::TimestampTz).ok() == Some(value) => {
             format!("'{text}{CAST}")

@@ -223,13 +223,21 @@ fn parse_zone(zone: &str) -> Option<Option<Written>> {
     if !digits.is_ascii() {
         return None;
     }
-    let (hours, minutes) = match digits.len() {
-        1 | 2 => (number(&digits)?, 0),
-        4 => (number(&digits[..2])?, number(&digits[2..])?),
+    // +h, +hh, +hhmm, +hh:mm and +hh:mm:ss (a zone's local mean time before ~1900 has
+    // seconds, as PostgreSQL prints it: `+09:18:59`).
+    let (hours, minutes, seconds) = match digits.len() {
+        1 | 2 => (number(&digits)?, 0, 0),
+        4 => (number(&digits[..2])?, number(&digits[2..])?, 0),
+        6 => (
+            number(&digits[..2])?,
+            number(&digits[2..4])?,
+            number(&digits[4..])?,
+        ),
         _ => return None,
     };
-    (hours <= 15 && minutes < 60)
-        .then_some(Some(Written::Offset(sign * (hours * 3600 + minutes * 60))))
+    (hours <= 15 && minutes < 60 && seconds < 60).then_some(Some(Written::Offset(
+        sign * (hours * 3600 + minutes * 60 + seconds),
+    )))
 }
 
 pub fn parse_date(text: &str) -> SqlResult<i32> {
@@ -435,6 +443,16 @@ mod tests {
             round_trip("0001-01-01 00:00:00 BC"),
             "0001-01-01 00:00:00 BC"
         );
+        // Offsets with seconds, as PostgreSQL prints a zone's local mean time.
+        assert_eq!(
+            parse_timestamptz("1890-01-01 00:00:00+09:18:59"),
+            parse_timestamptz("1889-12-31 14:41:01+00")
+        );
+        assert_eq!(
+            parse_timestamptz("1880-06-01 12:00:00-00:53:28"),
+            parse_timestamptz("1880-06-01 12:53:28+00")
+        );
+        assert!(parse_timestamptz("2020-01-01 00:00:00+01:00:60").is_err());
         let zoned = parse_timestamptz("2020-01-01 10:00:00+05").unwrap();
         assert_eq!(format_timestamp(zoned, "+00"), "2020-01-01 05:00:00+00");
         assert_eq!(
