@@ -231,4 +231,22 @@ fn array_operators_contain_overlap_and_concatenate() {
         ["true"]
     );
     assert_eq!(error_code(&mut session, "SELECT 1 && 2"), "42883");
+    // Built arrays are checked and canonical like stored ones; ARRAY[...] fits smallint[].
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT array_append('{1}'::int[], '05')::text || ',' || \
+             array_cat(ARRAY[1], ARRAY[5000000000])::text"
+        ),
+        ["{1,5},{1,5000000000}"]
+    );
+    assert_eq!(
+        error_code(&mut session, "SELECT array_append('{1}'::int[], 'x')"),
+        "22P02"
+    );
+    run(&mut session, "UPDATE a SET s = ARRAY[4, 5] WHERE id = 1");
+    assert_eq!(
+        texts(&mut session, "SELECT s FROM a WHERE id = 1"),
+        ["{4,5}"]
+    );
 }

@@ -110,9 +110,11 @@ impl Binder<'_> {
                 other => other,
             });
         }
+        let is_array = super::array::is_array;
         let compatible = (data_type.is_numeric() && target.is_numeric())
             || (data_type.is_text() && target.is_text())
             || (data_type.is_datetime() && target.is_datetime())
+            || (is_array(data_type) && is_array(target))
             || target.is_text();
         if !compatible {
             return Err(SqlError::mismatch(format!(

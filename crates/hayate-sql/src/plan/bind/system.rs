@@ -141,11 +141,26 @@ pub(super) fn bind_function(
         F::ArrayPrepend => types.get(1),
         _ => None,
     };
-    let data_type = match array_argument {
-        Some(&array) if array == DataType::Int2Array || array.is_text_form_array() => array,
-        _ => data_type,
+    let array_type = match (function, types) {
+        // Two integer arrays: the wider one's type, as PostgreSQL resolves anyarray.
+        (F::ArrayCat, &[DataType::Int8Array, _] | &[_, DataType::Int8Array]) => {
+            Some(DataType::Int8Array)
+        }
+        _ => array_argument
+            .copied()
+            .filter(|t| super::array::is_array(*t)),
     };
-    Ok((call(function, args, catalog), data_type))
+    match array_type {
+        // Cast to it: elements checked and canonical ('05' is 5), as stored arrays are.
+        Some(array_type) => Ok((
+            Expr::Cast {
+                expr: Box::new(call(function, args, catalog)),
+                to: array_type,
+            },
+            array_type,
+        )),
+        None => Ok((call(function, args, catalog), data_type)),
+    }
 }
 
 /// A sequence function: a constant sequence argument is looked up now
