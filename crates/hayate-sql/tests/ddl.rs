@@ -1055,7 +1055,9 @@ fn alter_index_rename_and_rename_constraint_as_postgresql() {
         code(&mut s, "ALTER INDEX p_code_lookup RENAME TO c"),
         "42P07"
     );
-    assert_eq!(code(&mut s, "ALTER INDEX p_pkey RENAME TO p_key"), "0A000");
+    // The primary key's index and constraint are one name, kept in the definition.
+    run(&mut s, "ALTER INDEX p_pkey RENAME TO p_key");
+    run(&mut s, "ALTER TABLE p RENAME CONSTRAINT p_key TO p_primary");
     run(&mut s, "ALTER TABLE p RENAME CONSTRAINT pos TO positive");
     run(
         &mut s,
@@ -1092,7 +1094,7 @@ fn alter_index_rename_and_rename_constraint_as_postgresql() {
             "c_parent|f",
             "c_pkey|p",
             "code_unique|u",
-            "p_pkey|p",
+            "p_primary|p",
             "positive|c"
         ]
     );
@@ -1102,6 +1104,8 @@ fn alter_index_rename_and_rename_constraint_as_postgresql() {
     let error = try_run(&mut s, "INSERT INTO p VALUES (0, 'a')").unwrap_err();
     assert!(error.message.contains("\"positive\""), "{}", error.message);
     run(&mut s, "INSERT INTO p VALUES (1, 'a')");
+    let error = try_run(&mut s, "INSERT INTO p VALUES (1, 'b')").unwrap_err();
+    assert!(error.message.contains("\"p_primary\""), "{}", error.message);
     let error = try_run(&mut s, "INSERT INTO p VALUES (2, 'a')").unwrap_err();
     assert!(
         error.message.contains("\"code_unique\""),
@@ -1175,4 +1179,49 @@ fn a_renamed_deferred_foreign_key_is_still_checked_at_commit() {
     let error = try_run(&mut s, "INSERT INTO c VALUES (2, 43)").unwrap_err();
     assert_eq!(error.code, "23503", "{}", error.message);
     run(&mut s, "ROLLBACK");
+}
+
+/// A primary key's name as PostgreSQL keeps it: CONSTRAINT name PRIMARY KEY (table and
+/// column level, ADD CONSTRAINT), kept by RENAME TO of the table (a new table of the old
+/// name gets t_pkey1), in pg_constraint, pg_indexes and the duplicate key error, after a
+/// reopen too.
+#[test]
+fn primary_key_names_are_kept_as_postgresql_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = open(dir.path());
+    run(
+        &mut s,
+        "CREATE TABLE t (id int PRIMARY KEY); ALTER TABLE t RENAME TO u; \
+         CREATE TABLE t (id int PRIMARY KEY); \
+         CREATE TABLE n (id int, CONSTRAINT n_pk PRIMARY KEY (id)); \
+         CREATE TABLE c (id int CONSTRAINT c_key_is PRIMARY KEY); \
+         CREATE TABLE d (id int NOT NULL); ALTER TABLE d ADD CONSTRAINT d_named PRIMARY KEY (id)",
+    );
+    let names = |s: &mut Session| -> Vec<String> {
+        rows(
+            s,
+            "SELECT c.relname || ':' || k.conname FROM pg_constraint k \
+             JOIN pg_class c ON c.oid = k.conrelid WHERE k.contype = 'p' ORDER BY 1",
+        )
+        .into_iter()
+        .map(|row| row[0].to_text().unwrap())
+        .collect()
+    };
+    let expected = ["c:c_key_is", "d:d_named", "n:n_pk", "t:t_pkey1", "u:t_pkey"];
+    assert_eq!(names(&mut s), expected);
+    drop(s);
+    let mut s = open(dir.path());
+    assert_eq!(names(&mut s), expected);
+    run(&mut s, "INSERT INTO n VALUES (1)");
+    let error = try_run(&mut s, "INSERT INTO n VALUES (1)").unwrap_err();
+    assert!(error.message.contains("\"n_pk\""), "{}", error.message);
+    assert_eq!(
+        try_run(
+            &mut s,
+            "CREATE TABLE e (id int CONSTRAINT n_pk PRIMARY KEY)"
+        )
+        .unwrap_err()
+        .code,
+        "42P07"
+    );
 }

@@ -134,6 +134,16 @@ impl Catalog {
         if self.state.read().enums.contains_key(&def.name) {
             return Err(super::enum_type::duplicate_type(&def.name));
         }
+        // The primary key's index is a relation too: a name of its own, as PostgreSQL
+        // chooses one (t_pkey1, t_pkey2, ... when a renamed table kept t_pkey).
+        if !def.primary_key.is_empty() && self.relation_exists(&def.primary_key_name()) {
+            if def.primary_key_constraint.is_some() {
+                return Err(duplicate_relation(&def.primary_key_name()));
+            }
+            let base = def.primary_key_name();
+            let free = (1..).map(|n| format!("{base}{n}"));
+            def.primary_key_constraint = free.into_iter().find(|n| !self.relation_exists(n));
+        }
         for column in 0..def.columns.len() {
             if def.columns[column].identity.is_some() {
                 // A taken name (a renamed table kept its sequence's) gets a number, as in
@@ -440,6 +450,7 @@ impl Catalog {
         };
         let mut def = table.def.clone();
         def.pin_sequence_names();
+        def.pin_primary_key_name();
         rename_references(&mut def);
         def.name = to.to_string();
         let children: Vec<Arc<Table>> = self
@@ -516,6 +527,17 @@ impl Catalog {
                 let constraint_taken = def.checks.iter().any(|c| c.name == to)
                     || def.foreign_keys.iter().any(|k| k.name == to);
                 let table = def.name.clone();
+                // The primary key's index: its constraint's name.
+                if !def.primary_key.is_empty() && def.primary_key_name() == from {
+                    if constraint_taken {
+                        return Err(SqlError::new(
+                            sqlstate::DUPLICATE_OBJECT,
+                            format!("constraint \"{to}\" for relation \"{table}\" already exists"),
+                        ));
+                    }
+                    def.primary_key_constraint = Some(to.to_string());
+                    return Ok(());
+                }
                 let index = def
                     .indexes
                     .iter_mut()

@@ -18,7 +18,7 @@ use crate::types::{DataType, Value};
 pub(super) const CATALOG_TREE: &str = "sql.catalog";
 /// Engine tables holding a table's rows: `sql.table.t`, or `sql.table.t.N` after a rebuild.
 pub(super) const TABLE_TREE_PREFIX: &str = "sql.table.";
-const FORMAT_VERSION: u8 = 5;
+const FORMAT_VERSION: u8 = 6;
 
 /// How a column generates its values from a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -379,6 +379,9 @@ pub struct TableDef {
     pub tree: String,
     pub checks: Vec<CheckDef>,
     pub foreign_keys: Vec<ForeignKeyDef>,
+    /// The primary key constraint's (and its index's) name when it is not `<table>_pkey`:
+    /// given by CONSTRAINT name, renamed, or kept from before a RENAME of the table.
+    pub primary_key_constraint: Option<String>,
 }
 
 impl TableDef {
@@ -447,7 +450,18 @@ impl TableDef {
 
     /// The name of the primary key constraint.
     pub fn primary_key_name(&self) -> String {
-        format!("{}_pkey", self.name)
+        match &self.primary_key_constraint {
+            Some(name) => name.clone(),
+            None => format!("{}_pkey", self.name),
+        }
+    }
+
+    /// Keeps the primary key's current name through a RENAME of the table, as PostgreSQL
+    /// does (t_pkey stays t_pkey).
+    pub fn pin_primary_key_name(&mut self) {
+        if !self.primary_key.is_empty() && self.primary_key_constraint.is_none() {
+            self.primary_key_constraint = Some(self.primary_key_name());
+        }
     }
 
     /// Format version 2, little-endian: u8 version, name, u16 column count, per column
@@ -462,7 +476,8 @@ impl TableDef {
     /// u32 type modifier), then (version 3) u16 check count, per check (name, expression text), u16 foreign
     /// key count, per key (name, u16 column count, u16 column index each, referenced table,
     /// u16 referenced column count, each name, u8 on delete, u8 on update action, and (version
-    /// 4) u8 deferral). Strings are u32 length + UTF-8. Versions 1 (no identity flags, no tree
+    /// 4) u8 deferral), then (version 6) u8 1 and the primary key's name when it is not
+    /// `<table>_pkey`, else u8 0. Strings are u32 length + UTF-8. Versions 1 (no identity flags, no tree
     /// name, no indexes), 2 (no checks, no foreign keys) and 3 (keys not deferrable) are
     /// still read.
     pub fn encode(&self) -> Vec<u8> {
@@ -537,6 +552,13 @@ impl TableDef {
             out.push(key.on_delete.tag());
             out.push(key.on_update.tag());
             out.push(key.deferral.tag());
+        }
+        match &self.primary_key_constraint {
+            Some(name) => {
+                out.push(1);
+                put_string(&mut out, name);
+            }
+            None => out.push(0),
         }
         out
     }
@@ -700,6 +722,14 @@ impl TableDef {
                 });
             }
         }
+        let primary_key_constraint = match version >= 6 {
+            true => match reader.u8() {
+                Some(0) => None,
+                Some(1) => Some(reader.string().ok_or_else(|| corrupt("primary key name"))?),
+                _ => return Err(corrupt("primary key name flag")),
+            },
+            false => None,
+        };
         if !reader.at_end() {
             return Err(corrupt("trailing bytes"));
         }
@@ -711,6 +741,7 @@ impl TableDef {
             tree,
             checks,
             foreign_keys,
+            primary_key_constraint,
         })
     }
 }
@@ -959,14 +990,28 @@ mod tests {
                 on_update: ReferentialAction::SetNull,
                 deferral: Deferral::InitiallyDeferred,
             }],
+            primary_key_constraint: None,
         };
         let bytes = def.encode();
         assert_eq!(TableDef::decode(&bytes).unwrap(), def);
         for cut in 0..bytes.len() {
             assert!(TableDef::decode(&bytes[..cut]).is_err());
         }
-        // Format 3: the same without the deferral byte, read as NOT DEFERRABLE.
-        let mut old = bytes[..bytes.len() - 1].to_vec();
+        // A primary key of another name than accounts_pkey.
+        let named = TableDef {
+            primary_key_constraint: Some("accounts_pk".into()),
+            ..def.clone()
+        };
+        let named_bytes = named.encode();
+        assert_eq!(TableDef::decode(&named_bytes).unwrap(), named);
+        assert_eq!(named.primary_key_name(), "accounts_pk");
+        assert!(TableDef::decode(&named_bytes[..named_bytes.len() - 1]).is_err());
+        // Format 5: without the name's flag byte, named accounts_pkey.
+        let mut five = bytes[..bytes.len() - 1].to_vec();
+        five[0] = 5;
+        assert_eq!(TableDef::decode(&five).unwrap(), def);
+        // Format 3: without the deferral byte either, read as NOT DEFERRABLE.
+        let mut old = bytes[..bytes.len() - 2].to_vec();
         old[0] = 3;
         let read = TableDef::decode(&old).unwrap();
         assert_eq!(read.foreign_keys[0].deferral, Deferral::NotDeferrable);

@@ -26,7 +26,8 @@ pub enum Rebuild {
     /// Empty the table (TRUNCATE).
     Truncate,
     /// Key the rows by these columns (ALTER TABLE ADD PRIMARY KEY).
-    AddPrimaryKey(Vec<usize>),
+    /// The key's columns and its constraint's name (None: <table>_pkey).
+    AddPrimaryKey(Vec<usize>, Option<String>),
     /// Append a column; existing rows get the value.
     AddColumn(ColumnDef, Value),
     /// Remove a column (and the indexes on it).
@@ -86,7 +87,7 @@ impl Catalog {
             let mut copy = true;
             match &change {
                 Rebuild::Truncate => copy = false,
-                Rebuild::AddPrimaryKey(columns) => {
+                Rebuild::AddPrimaryKey(columns, key_name) => {
                     if !def.primary_key.is_empty() {
                         return Err(SqlError::new(
                             sqlstate::INVALID_TABLE_DEFINITION,
@@ -97,6 +98,7 @@ impl Catalog {
                         def.columns[*column].not_null = true;
                     }
                     def.primary_key = columns.clone();
+                    def.primary_key_constraint = key_name.clone();
                 }
                 Rebuild::AddColumn(column, _) => def.columns.push(column.clone()),
                 Rebuild::DropColumn(column) => {

@@ -571,8 +571,8 @@ fn duplicate_key(table: &Table, values: &[Value]) -> SqlError {
     SqlError::new(
         sqlstate::UNIQUE_VIOLATION,
         format!(
-            "duplicate key value violates unique constraint \"{}_pkey\"",
-            table.def.name
+            "duplicate key value violates unique constraint \"{}\"",
+            table.def.primary_key_name()
         ),
     )
     .with_detail(format!(

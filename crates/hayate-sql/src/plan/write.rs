@@ -45,7 +45,11 @@ pub enum ConflictAction {
 
 #[derive(Debug, Clone)]
 pub enum AlterAction {
-    AddPrimaryKey(Vec<String>),
+    /// ADD [CONSTRAINT name] PRIMARY KEY (columns).
+    AddPrimaryKey {
+        columns: Vec<String>,
+        name: Option<String>,
+    },
     AddColumn {
         column: ColumnDef,
         /// The value of the new column in existing rows (the DEFAULT, or NULL).

@@ -751,7 +751,10 @@ impl Session {
         let table = self.catalog.table(name)?;
         let def = &table.def;
         let change = match action {
-            AlterAction::AddPrimaryKey(columns) => {
+            AlterAction::AddPrimaryKey {
+                columns,
+                name: key_name,
+            } => {
                 let columns = columns
                     .iter()
                     .map(|column| {
@@ -759,7 +762,7 @@ impl Session {
                             .ok_or_else(|| undefined_column(column, name))
                     })
                     .collect::<SqlResult<Vec<usize>>>()?;
-                Rebuild::AddPrimaryKey(columns)
+                Rebuild::AddPrimaryKey(columns, key_name.clone())
             }
             AlterAction::AddColumn {
                 column,
@@ -899,7 +902,8 @@ impl Session {
                 let unique = def
                     .indexes
                     .iter()
-                    .any(|index| index.constraint && index.name == *from);
+                    .any(|index| index.constraint && index.name == *from)
+                    || (!def.primary_key.is_empty() && def.primary_key_name() == *from);
                 let foreign_key = def.foreign_keys.iter().any(|key| key.name == *from);
                 let undo = if unique {
                     catalog.rename_index(name, from, to, block)?

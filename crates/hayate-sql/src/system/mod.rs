@@ -323,7 +323,7 @@ impl Snapshot {
             if !table.def.primary_key.is_empty() {
                 indexes.push(IndexInfo {
                     oid: oid + 1,
-                    name: format!("{name}_pkey"),
+                    name: table.def.primary_key_name(),
                     columns: table.def.primary_key.clone(),
                     unique: true,
                     primary: true,

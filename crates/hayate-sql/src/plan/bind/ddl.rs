@@ -99,6 +99,8 @@ impl Binder<'_> {
         let name = object_name(&create.name)?;
         let mut columns: Vec<ColumnDef> = Vec::new();
         let mut primary_key: Vec<usize> = Vec::new();
+        // CONSTRAINT name PRIMARY KEY (None: <table>_pkey).
+        let mut primary_key_constraint: Option<String> = None;
         // UNIQUE constraints, by column names: each becomes a unique index.
         let mut unique: Vec<Vec<String>> = Vec::new();
         // The names given to table UNIQUE constraints (CONSTRAINT name UNIQUE ...), after
@@ -121,6 +123,14 @@ impl Binder<'_> {
                         return Err(multiple_primary_keys(&name));
                     }
                     primary_key.push(columns.len());
+                    primary_key_constraint = column.options.iter().find_map(|option| match &option
+                        .option
+                    {
+                        ast::ColumnOption::PrimaryKey(key) => {
+                            key.name.as_ref().or(option.name.as_ref()).map(ident_name)
+                        }
+                        _ => None,
+                    });
                 }
                 Some(false) => unique.push(vec![def.name.clone()]),
                 None => {}
@@ -134,6 +144,7 @@ impl Binder<'_> {
                     if !primary_key.is_empty() {
                         return Err(multiple_primary_keys(&name));
                     }
+                    primary_key_constraint = key.name.as_ref().map(ident_name);
                     for column in &key.columns {
                         let ast::Expr::Identifier(ident) = &column.column.expr else {
                             return Err(SqlError::unsupported("a primary key on an expression"));
@@ -200,6 +211,7 @@ impl Binder<'_> {
             tree: String::new(),
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            primary_key_constraint,
         };
         for column in &mut def.columns {
             if let Some(default) = &column.default {
@@ -400,7 +412,10 @@ impl Binder<'_> {
                             .column_index(column)
                             .ok_or_else(|| undefined_column(column))?;
                     }
-                    actions.push(AlterAction::AddPrimaryKey(columns));
+                    actions.push(AlterAction::AddPrimaryKey {
+                        columns,
+                        name: key.name.as_ref().map(ident_name),
+                    });
                 }
                 Op::AddConstraint {
                     constraint: ast::TableConstraint::Unique(unique),
@@ -484,7 +499,8 @@ impl Binder<'_> {
                             actions.push(AlterAction::DropUnique(constraint));
                             continue;
                         }
-                        if constraint == format!("{name}_pkey") && !table.def.primary_key.is_empty()
+                        if constraint == table.def.primary_key_name()
+                            && !table.def.primary_key.is_empty()
                         {
                             return Err(SqlError::unsupported("dropping a primary key"));
                         }
@@ -653,11 +669,6 @@ impl Binder<'_> {
                 Op::RenameConstraint { old_name, new_name } => {
                     let (from, to) = (ident_name(old_name), ident_name(new_name));
                     let has_primary_key = !working.primary_key.is_empty();
-                    if has_primary_key && from == working.primary_key_name() {
-                        return Err(SqlError::unsupported(
-                            "renaming a primary key constraint (it is named <table>_pkey here)",
-                        ));
-                    }
                     let constraint = |def: &crate::catalog::TableDef, name: &str| {
                         def.checks.iter().any(|c| c.name == name)
                             || def.foreign_keys.iter().any(|k| k.name == name)
@@ -685,6 +696,8 @@ impl Binder<'_> {
                         .find(|i| i.constraint && i.name == from)
                     {
                         index.name = to.clone();
+                    } else if has_primary_key && working.primary_key_name() == from {
+                        working.primary_key_constraint = Some(to.clone());
                     }
                     actions.push(AlterAction::RenameConstraint { from, to });
                 }
@@ -713,15 +726,13 @@ impl Binder<'_> {
         let ast::AlterIndexOperation::RenameIndex { index_name } = operation;
         let to = object_name(index_name)?;
         let Some(table) = self.catalog.index_table(&from) else {
-            let primary_key = self.catalog.table_names().into_iter().any(|table| {
-                self.catalog.table(&table).is_ok_and(|table| {
+            let primary_key = self.catalog.table_names().into_iter().find(|table| {
+                self.catalog.table(table).is_ok_and(|table| {
                     !table.def.primary_key.is_empty() && table.def.primary_key_name() == from
                 })
             });
-            if primary_key {
-                return Err(SqlError::unsupported(
-                    "renaming a primary key's index (it is named <table>_pkey here)",
-                ));
+            if let Some(table) = primary_key {
+                return Ok(Plan::RenameIndex { table, from, to });
             }
             return Err(SqlError::new(
                 sqlstate::UNDEFINED_TABLE,
