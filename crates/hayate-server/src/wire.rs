@@ -356,9 +356,7 @@ fn encode_binary(buffer: &mut BytesMut, value: &Value, data_type: DataType) -> S
         (Value::Date(v), DataType::Date) => buffer.put_i32(*v),
         (Value::Timestamp(v), DataType::Timestamp)
         | (Value::TimestampTz(v), DataType::TimestampTz) => buffer.put_i64(*v),
-        (Value::Text(text), t) if t == DataType::Int2Array || t.is_text_form_array() => {
-            put_binary_array(buffer, text, t)?
-        }
+        (Value::Text(text), t) if t.is_array() => put_binary_array(buffer, text, t)?,
         (Value::Text(text), t)
             if t.is_text()
                 || matches!(t, DataType::Unknown | DataType::Json | DataType::Enum(_)) =>

@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use hayate_engine::Transaction;
 
-use super::ddl::DdlUndo;
 use super::definition::put_string;
 use super::reader::Reader;
+use super::DdlUndo;
 use super::{tree_oid, Catalog};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::types::enums::{EnumLabel, EnumType, LabelPlace};

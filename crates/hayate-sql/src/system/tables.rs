@@ -1821,9 +1821,7 @@ fn information_schema_columns(snapshot: &Snapshot, names: &SessionNames) -> Rows
             let enum_type = snapshot.enums.iter().find(|t| t.oid as i64 == type_oid);
             let (data_type, udt_schema, udt) = match enum_type {
                 Some(enum_type) => ("USER-DEFINED", PUBLIC_SCHEMA, enum_type.name.as_str()),
-                None if column.data_type.is_text_form_array()
-                    || column.data_type == DataType::Int2Array =>
-                {
+                None if column.data_type.is_array() => {
                     let udt = builtin_types().into_iter().find(|t| t.oid == type_oid);
                     ("ARRAY", "pg_catalog", udt.map_or("unknown", |t| t.name))
                 }

@@ -241,7 +241,7 @@ impl DataType {
     /// their place, an array element by element): comparisons and sorting go through an
     /// order key the binder adds (`plan::bind::enum_type`).
     pub fn needs_order_key(self) -> bool {
-        matches!(self, DataType::Enum(_) | DataType::Int2Array) || self.is_text_form_array()
+        matches!(self, DataType::Enum(_)) || self.is_array()
     }
 
     /// Values kept in rows and keys as their text: the text types, json, jsonb, enums and
@@ -252,6 +252,11 @@ impl DataType {
                 self,
                 DataType::Json | DataType::Jsonb | DataType::Enum(_) | DataType::Int2Array
             )
+    }
+
+    /// An array type a column or result can have (smallint[] included).
+    pub fn is_array(self) -> bool {
+        self == DataType::Int2Array || self.is_text_form_array()
     }
 
     /// An array result type (`TextArray`, `Int4Array`, `Int8Array`).

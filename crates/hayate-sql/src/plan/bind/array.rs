@@ -10,11 +10,6 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::expr::{Expr, ScalarFunction};
 use crate::types::DataType;
 
-/// An array type a column or result can have.
-pub(super) fn is_array(data_type: DataType) -> bool {
-    data_type == DataType::Int2Array || data_type.is_text_form_array()
-}
-
 impl Binder<'_> {
     /// `left op right` for @>, <@ and && when the left operand (the right one for an
     /// untyped left) is an array; None for another operator or operands that are no arrays
@@ -43,7 +38,7 @@ impl Binder<'_> {
             }
             _ => None,
         };
-        let Some(array_type) = peeked.filter(|t| is_array(*t)) else {
+        let Some(array_type) = peeked.filter(|t| t.is_array()) else {
             if function == ScalarFunction::ArrayOverlap {
                 return Err(SqlError::new(
                     sqlstate::UNDEFINED_FUNCTION,
@@ -67,7 +62,7 @@ impl Binder<'_> {
         if untyped(expr) || data_type == DataType::Unknown {
             return self.coerce(bound, DataType::Unknown, array_type);
         }
-        if !is_array(data_type) {
+        if !data_type.is_array() {
             return Err(SqlError::new(
                 sqlstate::UNDEFINED_FUNCTION,
                 format!("operator does not exist: {array_type} and {data_type}"),
@@ -85,7 +80,7 @@ impl Binder<'_> {
         right: Expr,
         right_type: DataType,
     ) -> SqlResult<(Expr, DataType)> {
-        let name = match (is_array(left_type), is_array(right_type)) {
+        let name = match (left_type.is_array(), right_type.is_array()) {
             (true, true) => "array_cat",
             (true, false) => "array_append",
             _ => "array_prepend",

@@ -115,7 +115,7 @@ impl Binder<'_> {
     /// sort order, an array's element-by-element key (`ScalarFunction::ArrayOrder`), any
     /// other value itself.
     pub(super) fn order_key(&self, expr: Expr, data_type: DataType) -> SqlResult<Expr> {
-        if data_type == DataType::Int2Array || data_type.is_text_form_array() {
+        if data_type.is_array() {
             let integers = data_type != DataType::TextArray;
             return Ok(Expr::Function {
                 function: ScalarFunction::ArrayOrder { integers },

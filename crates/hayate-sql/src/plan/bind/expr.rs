@@ -110,11 +110,10 @@ impl Binder<'_> {
                 other => other,
             });
         }
-        let is_array = super::array::is_array;
         let compatible = (data_type.is_numeric() && target.is_numeric())
             || (data_type.is_text() && target.is_text())
             || (data_type.is_datetime() && target.is_datetime())
-            || (is_array(data_type) && is_array(target))
+            || (data_type.is_array() && target.is_array())
             || target.is_text();
         if !compatible {
             return Err(SqlError::mismatch(format!(
@@ -676,9 +675,7 @@ impl Binder<'_> {
             let (r, rt) = self.bind_expr(right, Some(hint(lt)))?;
             (l, lt, r, rt)
         };
-        if op == BinaryOp::Concat
-            && (super::array::is_array(left_type) || super::array::is_array(right_type))
-        {
+        if op == BinaryOp::Concat && (left_type.is_array() || right_type.is_array()) {
             return self.bind_array_concat(left, left_type, right, right_type);
         }
         let result_type = result_type(op, left_type, right_type)?;

@@ -146,9 +146,7 @@ pub(super) fn bind_function(
         (F::ArrayCat, &[DataType::Int8Array, _] | &[_, DataType::Int8Array]) => {
             Some(DataType::Int8Array)
         }
-        _ => array_argument
-            .copied()
-            .filter(|t| super::array::is_array(*t)),
+        _ => array_argument.copied().filter(|t| t.is_array()),
     };
     match array_type {
         // Cast to it: elements checked and canonical ('05' is 5), as stored arrays are.
