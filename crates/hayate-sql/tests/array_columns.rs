@@ -219,7 +219,7 @@ fn array_operators_contain_overlap_and_concatenate() {
             &mut session,
             "SELECT n || '{4}'::int[] || 5 FROM a WHERE id = 2 \
              UNION ALL SELECT 0 || n FROM a WHERE id = 2 \
-             UNION ALL SELECT tags || 'd' FROM a WHERE id = 2"
+             UNION ALL SELECT tags || '{d}' FROM a WHERE id = 2"
         ),
         ["{9,4,5}", "{0,9}", "{a,c,d}"]
     );
@@ -231,6 +231,18 @@ fn array_operators_contain_overlap_and_concatenate() {
         ["true"]
     );
     assert_eq!(error_code(&mut session, "SELECT 1 && 2"), "42883");
+    // An untyped side of || next to an array is an array, as in PostgreSQL.
+    assert_eq!(
+        error_code(&mut session, "SELECT tags || 'd' FROM a"),
+        "22P02"
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT (ARRAY[1, 2] || NULL)::text || (NULL || ARRAY['x'])::text"
+        ),
+        ["{1,2}{x}"]
+    );
     // Built arrays are checked and canonical like stored ones; ARRAY[...] fits smallint[].
     assert_eq!(
         texts(

@@ -1224,4 +1224,39 @@ fn primary_key_names_are_kept_as_postgresql_keeps_them() {
         .code,
         "42P07"
     );
+    // ADD PRIMARY KEY names its key the same way: t_pkey is u's, so v's given name is
+    // refused and w's derived one is its own.
+    run(
+        &mut s,
+        "CREATE TABLE v (id int NOT NULL, CONSTRAINT v_positive CHECK (id > 0)); \
+         CREATE TABLE w (id int NOT NULL)",
+    );
+    let code = |s: &mut Session, sql: &str| try_run(s, sql).unwrap_err().code;
+    assert_eq!(
+        code(
+            &mut s,
+            "ALTER TABLE v ADD CONSTRAINT t_pkey PRIMARY KEY (id)"
+        ),
+        "42P07"
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            "ALTER TABLE v ADD CONSTRAINT v_positive PRIMARY KEY (id)"
+        ),
+        "42710"
+    );
+    assert_eq!(
+        code(
+            &mut s,
+            "CREATE TABLE x (id int, CONSTRAINT x PRIMARY KEY (id))"
+        ),
+        "42P07"
+    );
+    run(&mut s, "ALTER TABLE w ADD PRIMARY KEY (id)");
+    let key = rows(
+        &mut s,
+        "SELECT conname FROM pg_constraint WHERE conrelid = 'w'::regclass",
+    );
+    assert_eq!(key[0][0].to_text().unwrap(), "w_pkey");
 }

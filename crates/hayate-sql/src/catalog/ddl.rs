@@ -136,14 +136,7 @@ impl Catalog {
         }
         // The primary key's index is a relation too: a name of its own, as PostgreSQL
         // chooses one (t_pkey1, t_pkey2, ... when a renamed table kept t_pkey).
-        if !def.primary_key.is_empty() && self.relation_exists(&def.primary_key_name()) {
-            if def.primary_key_constraint.is_some() {
-                return Err(duplicate_relation(&def.primary_key_name()));
-            }
-            let base = def.primary_key_name();
-            let free = (1..).map(|n| format!("{base}{n}"));
-            def.primary_key_constraint = free.into_iter().find(|n| !self.relation_exists(n));
-        }
+        self.name_primary_key(&mut def)?;
         for column in 0..def.columns.len() {
             if def.columns[column].identity.is_some() {
                 // A taken name (a renamed table kept its sequence's) gets a number, as in
@@ -427,7 +420,7 @@ impl Catalog {
     /// writes the new, with the foreign keys of every table that references it (itself
     /// included) naming the new one. The engine trees, index names and identity sequences
     /// keep their names (the sequences are pinned first: `TableDef::pin_sequence_names`), as
-    /// in PostgreSQL; the primary key's constraint is `<table>_pkey` of the new name.
+    /// in PostgreSQL, and so does the primary key (`TableDef::pin_primary_key_name`).
     pub fn rename_table(
         &self,
         from: &str,

@@ -501,6 +501,46 @@ impl Catalog {
         names
     }
 
+    /// Gives a new primary key a name no relation and no constraint of its table has, as
+    /// PostgreSQL does: a name given that is taken is 42P07 (42710 for a constraint's); a
+    /// taken `<table>_pkey` becomes `<table>_pkey1`, `2`, ... (a renamed table kept it).
+    pub(super) fn name_primary_key(&self, def: &mut TableDef) -> SqlResult<()> {
+        if def.primary_key.is_empty() {
+            return Ok(());
+        }
+        let constraint_taken = |name: &str| {
+            def.checks.iter().any(|c| c.name == name)
+                || def.foreign_keys.iter().any(|k| k.name == name)
+                || def.indexes.iter().any(|i| i.name == name)
+        };
+        let name = def.primary_key_name();
+        let relation_taken = self.relation_exists(&name)
+            && self.table(&def.name).map_or(true, |t| {
+                t.def.primary_key.is_empty() || t.def.primary_key_name() != name
+            });
+        let taken = relation_taken || name == def.name || constraint_taken(&name);
+        if !taken {
+            return Ok(());
+        }
+        if def.primary_key_constraint.is_some() {
+            if constraint_taken(&name) {
+                return Err(SqlError::new(
+                    sqlstate::DUPLICATE_OBJECT,
+                    format!(
+                        "constraint \"{name}\" for relation \"{}\" already exists",
+                        def.name
+                    ),
+                ));
+            }
+            return Err(duplicate_relation(&name));
+        }
+        let free = (1..).map(|n| format!("{name}{n}"));
+        def.primary_key_constraint = free
+            .into_iter()
+            .find(|n| !self.relation_exists(n) && !constraint_taken(n) && *n != def.name);
+        Ok(())
+    }
+
     /// True if a table, index or sequence has the name (they share one namespace, as in
     /// PostgreSQL, where indexes and sequences are relations too).
     pub(super) fn relation_exists(&self, name: &str) -> bool {

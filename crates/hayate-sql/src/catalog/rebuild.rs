@@ -99,6 +99,7 @@ impl Catalog {
                     }
                     def.primary_key = columns.clone();
                     def.primary_key_constraint = key_name.clone();
+                    self.name_primary_key(&mut def)?;
                 }
                 Rebuild::AddColumn(column, _) => def.columns.push(column.clone()),
                 Rebuild::DropColumn(column) => {

@@ -9,7 +9,7 @@
 //! Object ids (OIDs) are stable across restarts because they derive from the engine's tree
 //! ids, which the engine never reuses:
 //! - a user table with tree id `k` has oid `16384 + 4k` (16384 is PostgreSQL's first user oid);
-//!   its primary key index `<table>_pkey` is `oid + 1`, its row type `oid + 2` and its
+//!   its primary key index (`TableDef::primary_key_name`) is `oid + 1`, its row type `oid + 2` and its
 //!   primary key constraint `oid + 3`;
 //! - a secondary index with its own tree id `k` has oid `16384 + 4k` too (and `+ 3` for the
 //!   constraint of a UNIQUE constraint);

@@ -715,8 +715,8 @@ impl Binder<'_> {
         })
     }
 
-    /// ALTER INDEX name RENAME TO new: the index's table (a primary key's index is named
-    /// after its table here and cannot be renamed).
+    /// ALTER INDEX name RENAME TO new: the index's table (a primary key's index renames
+    /// the key's constraint too).
     pub(super) fn bind_alter_index(
         &mut self,
         name: &ast::ObjectName,

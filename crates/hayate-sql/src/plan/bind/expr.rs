@@ -658,9 +658,9 @@ impl Binder<'_> {
         }
         // Bind the side with a type of its own first; it types the other side. `||` with a
         // non-text operand is PostgreSQL's text || anynonarray: the untyped side is text
-        // (bytea || bytea stays bytea's).
+        // (bytea || bytea stays bytea's, an array's untyped other side is an array).
         let hint = |typed: DataType| match op {
-            BinaryOp::Concat if typed != DataType::Bytea => DataType::Text,
+            BinaryOp::Concat if typed != DataType::Bytea && !typed.is_array() => DataType::Text,
             _ => typed,
         };
         let (left, left_type, right, right_type) = if untyped(left) && !untyped(right) {
