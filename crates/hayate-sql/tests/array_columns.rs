@@ -4,25 +4,10 @@
 //! PostgreSQL does (not as their text), grow with array_append/array_prepend/array_cat,
 //! survive a reopen and show as ARRAY in information_schema.
 
-use hayate_engine::{Database, DatabaseConfig};
-use hayate_sql::{Catalog, Session};
+use hayate_sql::Session;
 
 mod common;
-use common::{error_code, rows, run};
-
-fn open(dir: &std::path::Path) -> (Database, Session) {
-    let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let session = Session::new(Catalog::open(db.clone()).unwrap(), "tester");
-    (db, session)
-}
-
-/// The first column of each row, as text.
-fn texts(session: &mut Session, sql: &str) -> Vec<String> {
-    rows(session, sql)
-        .into_iter()
-        .map(|row| row[0].to_text().unwrap_or_else(|| "NULL".into()))
-        .collect()
-}
+use common::{error_code, open, rows, run, texts};
 
 fn setup(session: &mut Session) {
     run(

@@ -7,13 +7,7 @@ use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Session, Value};
 
 mod common;
-use common::{error_code, rows, run};
-
-fn open(dir: &std::path::Path) -> (Database, Session) {
-    let db = Database::open(dir, DatabaseConfig::default()).unwrap();
-    let session = Session::new(Catalog::open(db.clone()).unwrap(), "tester");
-    (db, session)
-}
+use common::{error_code, open, rows, run};
 
 fn texts(session: &mut Session, sql: &str) -> Vec<String> {
     rows(session, sql)

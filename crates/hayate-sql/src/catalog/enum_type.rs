@@ -106,7 +106,8 @@ pub(super) fn decode(bytes: &[u8]) -> SqlResult<StoredEnum> {
     })
 }
 
-fn undefined_type(name: &str) -> SqlError {
+/// 42704 for a type name that names no type.
+pub(crate) fn undefined_type(name: impl std::fmt::Display) -> SqlError {
     SqlError::new(
         sqlstate::UNDEFINED_OBJECT,
         format!("type \"{name}\" does not exist"),
@@ -135,6 +136,17 @@ impl Catalog {
             .values()
             .find(|stored| stored.enum_type.oid == oid)
             .map(|stored| stored.enum_type.clone())
+    }
+
+    /// `enum_type_by_oid`, 42704 if there is none (a DDL dropped it since a statement was
+    /// bound with it).
+    pub fn existing_enum_type(&self, oid: u32) -> SqlResult<Arc<EnumType>> {
+        self.enum_type_by_oid(oid).ok_or_else(|| {
+            SqlError::new(
+                sqlstate::UNDEFINED_OBJECT,
+                format!("type with oid {oid} does not exist"),
+            )
+        })
     }
 
     /// Every enum type, by name.

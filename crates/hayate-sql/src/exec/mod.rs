@@ -353,13 +353,7 @@ impl Executor<'_> {
             .map(|(value, column)| {
                 let value = value.cast(column.data_type)?;
                 if let (DataType::Enum(oid), Value::Text(label)) = (column.data_type, &value) {
-                    let enum_type = self.catalog.enum_type_by_oid(oid).ok_or_else(|| {
-                        SqlError::new(
-                            sqlstate::UNDEFINED_OBJECT,
-                            format!("type with oid {oid} does not exist"),
-                        )
-                    })?;
-                    enum_type.check(label)?;
+                    self.catalog.existing_enum_type(oid)?.check(label)?;
                 }
                 if value.is_null() && column.not_null {
                     return Err(SqlError::new(

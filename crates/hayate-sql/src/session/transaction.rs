@@ -279,10 +279,7 @@ impl Session {
                 // A block that held the type may have rolled it back while this waited.
                 if catalog.enum_type(&name).is_none() {
                     self.locked_tables.push(name.clone());
-                    return Err(SqlError::new(
-                        sqlstate::UNDEFINED_OBJECT,
-                        format!("type \"{name}\" does not exist"),
-                    ));
+                    return Err(crate::catalog::enum_type::undefined_type(&name));
                 }
             } else {
                 continue;

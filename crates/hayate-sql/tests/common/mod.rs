@@ -48,3 +48,18 @@ pub fn explain(session: &mut Session, sql: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A database in `dir` (opened, or made) and a session on its default catalog.
+pub fn open(dir: &std::path::Path) -> (hayate_engine::Database, Session) {
+    let db = hayate_engine::Database::open(dir, hayate_engine::DatabaseConfig::default()).unwrap();
+    let catalog = hayate_sql::Catalog::open(db.clone()).unwrap();
+    (db, Session::new(catalog, "tester"))
+}
+
+/// The first column of each row of `sql`, as text ("NULL" for NULL).
+pub fn texts(session: &mut Session, sql: &str) -> Vec<String> {
+    rows(session, sql)
+        .into_iter()
+        .map(|row| row[0].to_text().unwrap_or_else(|| "NULL".into()))
+        .collect()
+}

@@ -2,13 +2,11 @@
 //! make a value of an enum (a label, checked) or order by one (its sort order; an array by
 //! its elements), which casts, assignments, comparisons and ORDER BY call (`types::enums`).
 
-use std::sync::Arc;
-
 use sqlparser::ast;
 
 use super::{ident_name, object_name, Binder};
-use crate::catalog::enum_type::EnumChange;
-use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::catalog::enum_type::{undefined_type, EnumChange};
+use crate::error::{SqlError, SqlResult};
 use crate::plan::expr::{Expr, ScalarFunction};
 use crate::plan::Plan;
 use crate::types::enums::{EnumType, LabelPlace};
@@ -39,10 +37,7 @@ impl Binder<'_> {
         let change = match &alter.operation {
             Op::Rename(rename) if ident_name(&rename.new_name) == name => {
                 if self.catalog.enum_type(&name).is_none() {
-                    return Err(SqlError::new(
-                        sqlstate::UNDEFINED_OBJECT,
-                        format!("type \"{name}\" does not exist"),
-                    ));
+                    return Err(undefined_type(&name));
                 }
                 return Ok(Plan::NoOp { tag: "ALTER TYPE" });
             }
@@ -69,16 +64,6 @@ impl Binder<'_> {
         Ok(Plan::AlterEnum { name, change })
     }
 
-    /// The enum type of this oid (42704 if it is gone: dropped by a DDL since).
-    fn enum_type(&self, oid: u32) -> SqlResult<Arc<EnumType>> {
-        self.catalog.enum_type_by_oid(oid).ok_or_else(|| {
-            SqlError::new(
-                sqlstate::UNDEFINED_OBJECT,
-                format!("type with oid {oid} does not exist"),
-            )
-        })
-    }
-
     /// A type's name as PostgreSQL writes it, an enum's included.
     pub(super) fn type_name(&self, data_type: DataType) -> String {
         match data_type {
@@ -96,7 +81,7 @@ impl Binder<'_> {
         let DataType::Enum(oid) = target else {
             return Ok(expr);
         };
-        let enum_type = self.enum_type(oid)?;
+        let enum_type = self.catalog.existing_enum_type(oid)?;
         Ok(match expr {
             Expr::Literal(Value::Text(text)) => {
                 enum_type.check(&text)?;
@@ -117,15 +102,22 @@ impl Binder<'_> {
     pub(super) fn order_key(&self, expr: Expr, data_type: DataType) -> SqlResult<Expr> {
         if data_type.is_array() {
             let integers = data_type != DataType::TextArray;
-            return Ok(Expr::Function {
+            let key = Expr::Function {
                 function: ScalarFunction::ArrayOrder { integers },
                 args: vec![expr],
+            };
+            // A constant's key is computed once, not for every row it is compared with.
+            return Ok(match &key {
+                Expr::Function { args, .. } if matches!(args[0], Expr::Literal(_)) => {
+                    Expr::Literal(key.eval(&[], &crate::plan::expr::EvalContext::constant())?)
+                }
+                _ => key,
             });
         }
         let DataType::Enum(oid) = data_type else {
             return Ok(expr);
         };
-        let enum_type = self.enum_type(oid)?;
+        let enum_type = self.catalog.existing_enum_type(oid)?;
         Ok(match expr {
             Expr::Literal(Value::Text(text)) => {
                 Expr::Literal(Value::Float4(enum_type.sort_order(&text)?))

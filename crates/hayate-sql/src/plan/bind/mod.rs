@@ -170,6 +170,7 @@ pub fn data_type(data_type: &ast::DataType) -> SqlResult<DataType> {
 /// Maps a SQL type name to our types, the database's enum types included (a name that is no
 /// type at all is 42704, as in PostgreSQL).
 pub fn resolve_type(catalog: &Catalog, ast_type: &ast::DataType) -> SqlResult<DataType> {
+    use crate::catalog::enum_type::undefined_type;
     let result = data_type(ast_type);
     let ast::DataType::Custom(name, modifiers) = ast_type else {
         return result;
@@ -183,13 +184,6 @@ pub fn resolve_type(catalog: &Catalog, ast_type: &ast::DataType) -> SqlResult<Da
         None if crate::system::type_oid_by_name(&name).is_some() => result,
         None => Err(undefined_type(&name)),
     }
-}
-
-fn undefined_type(name: impl std::fmt::Display) -> SqlError {
-    SqlError::new(
-        sqlstate::UNDEFINED_OBJECT,
-        format!("type \"{name}\" does not exist"),
-    )
 }
 
 impl<'a> Binder<'a> {

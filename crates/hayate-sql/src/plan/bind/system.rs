@@ -347,10 +347,7 @@ pub(super) fn bind_cast(
         }
         other => match super::resolve_type(catalog, target) {
             Ok(enum_type @ DataType::Enum(_)) => binder.bind_cast(inner, enum_type),
-            _ => Err(SqlError::new(
-                sqlstate::UNDEFINED_OBJECT,
-                format!("type \"{other}\" does not exist"),
-            )),
+            _ => Err(crate::catalog::enum_type::undefined_type(other)),
         },
     }
 }
