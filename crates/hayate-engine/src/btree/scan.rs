@@ -4,7 +4,9 @@
 //! 1. `BTree::scan` records the bounds; nothing is read yet.
 //! 2. Each `next_batch` descends from the root to the leaf holding the resume key (shared
 //!    latches, hand over hand), noting the leaf's upper fence: the nearest separator to the
-//!    right of the path.
+//!    right of the path. A forward scan notes the leaf's parent too (its version): while the
+//!    parent stays unchanged and resident, the next leaf is found in it without a descent
+//!    (`BTree::leaf_from_parent`, checked as an optimistic descent is).
 //! 3. It copies the leaf's entries within the bounds (values from overflow chains while the leaf
 //!    is still latched), up to `BATCH_BYTES_MAX`, then releases the leaf.
 //! 4. The cursor resumes after the last key copied, or at the fence if it copied the whole leaf.
@@ -19,10 +21,10 @@
 use std::collections::VecDeque;
 use std::ops::Bound;
 
-use crate::buffer::BufferPool;
+use crate::buffer::{BufferPool, PageStamp};
 use crate::error::Result;
 
-use super::node::NodeAccessor;
+use super::node::{LeafValue, NodeAccessor};
 use super::tree::{copy_value, BTree, LeafFences, Seek};
 
 /// A batch stops once it holds this many key and value bytes (at least one entry).
@@ -56,6 +58,9 @@ pub struct Cursor {
     buffered: VecDeque<Entry>,
     /// Leaves read so far: read-ahead starts at the second.
     leaves_read: usize,
+    /// The last leaf's parent as the descent to it saw it: the next leaf is looked up there
+    /// while the parent stays unchanged (forward scans).
+    parent: Option<(PageStamp, usize)>,
 }
 
 fn owned(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -77,6 +82,7 @@ impl BTree {
             finished: false,
             buffered: VecDeque::new(),
             leaves_read: 0,
+            parent: None,
         }
     }
 
@@ -95,6 +101,7 @@ impl BTree {
             finished: false,
             buffered: VecDeque::new(),
             leaves_read: 0,
+            parent: None,
         }
     }
 }
@@ -114,13 +121,24 @@ impl Cursor {
 
     /// The next entries in order; empty when the scan is over.
     pub fn next_batch(&mut self, pool: &BufferPool) -> Result<Vec<Entry>> {
+        self.next_batch_where(pool, &mut |_| true)
+    }
+
+    /// `next_batch` without the entries whose value lies whole in its leaf and `keep` refuses
+    /// (they are never copied). `keep` runs with the leaf latched: it must not touch the
+    /// tree, wait or suspend. Values in overflow chains are always kept.
+    pub fn next_batch_where(
+        &mut self,
+        pool: &BufferPool,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Vec<Entry>> {
         if !self.buffered.is_empty() {
             return Ok(self.buffered.drain(..).collect());
         }
         while !self.finished {
             let batch = match self.reverse {
-                false => self.read_leaf(pool)?,
-                true => self.read_leaf_reverse(pool)?,
+                false => self.read_leaf(pool, keep)?,
+                true => self.read_leaf_reverse(pool, keep)?,
             };
             if !batch.is_empty() {
                 return Ok(batch);
@@ -138,13 +156,15 @@ impl Cursor {
         Ok(self.buffered.pop_front())
     }
 
-    /// Copies the latched leaf's entries at `indexes`, in that order, until one lies past
-    /// where the scan stops or the batch is full with entries of the leaf left.
+    /// Copies the latched leaf's entries at `indexes` that `keep` does not refuse, in that
+    /// order, until one lies past where the scan stops or the batch is full with entries of
+    /// the leaf left.
     fn copy_entries(
         &self,
         pool: &BufferPool,
         node: &NodeAccessor<'_>,
         indexes: impl Iterator<Item = usize>,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<(Vec<Entry>, LeafEnd)> {
         let mut indexes = indexes.peekable();
         let mut batch = Vec::new();
@@ -153,6 +173,11 @@ impl Cursor {
             let key = node.key(index)?;
             if self.past_end(key) {
                 return Ok((batch, LeafEnd::Finished));
+            }
+            if let LeafValue::Inline(value) = node.leaf_value(index)? {
+                if !keep(value) {
+                    continue;
+                }
             }
             let value = copy_value(pool, node, index)?;
             batch_bytes += key.len() + value.len();
@@ -165,7 +190,11 @@ impl Cursor {
     }
 
     /// Copies entries from the leaf holding the resume key and advances the resume key.
-    fn read_leaf(&mut self, pool: &BufferPool) -> Result<Vec<Entry>> {
+    fn read_leaf(
+        &mut self,
+        pool: &BufferPool,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Vec<Entry>> {
         let seek_key: &[u8] = match &self.resume {
             Bound::Included(key) | Bound::Excluded(key) => key,
             Bound::Unbounded => &[],
@@ -181,21 +210,39 @@ impl Cursor {
             Bound::Excluded(end) => low < end.as_slice(),
             Bound::Unbounded => true,
         };
-        let leaf = self.tree.descend_shared(
-            pool,
-            seek_key,
-            Seek::At,
-            Some(&mut fences),
-            read_ahead,
-            within,
-        )?;
+        let from_parent = match &self.parent {
+            Some(parent) => self.tree.leaf_from_parent(pool, parent, seek_key)?,
+            None => None,
+        };
+        let leaf = match from_parent {
+            Some((leaf, high, index)) => {
+                fences.high = Some(high);
+                fences.parent = self.parent.map(|(parent, _)| (parent, index));
+                leaf
+            }
+            None => self.tree.descend_shared(
+                pool,
+                seek_key,
+                Seek::At,
+                Some(&mut fences),
+                read_ahead,
+                within,
+            )?,
+        };
+        self.parent = fences.parent;
         self.leaves_read += 1;
         let node = NodeAccessor::new(&leaf)?;
-        let start = match (&self.resume, node.search(seek_key)?) {
-            (Bound::Excluded(_), Ok(index)) => index + 1,
-            (_, Ok(index) | Err(index)) => index,
+        // A scan going on at a leaf's lower fence starts at its first key.
+        let from_first = matches!(self.resume, Bound::Included(_) | Bound::Unbounded)
+            && (node.count() == 0 || node.key(0)? >= seek_key);
+        let start = match from_first {
+            true => 0,
+            false => match (&self.resume, node.search(seek_key)?) {
+                (Bound::Excluded(_), Ok(index)) => index + 1,
+                (_, Ok(index) | Err(index)) => index,
+            },
         };
-        let (batch, end) = self.copy_entries(pool, &node, start..node.count())?;
+        let (batch, end) = self.copy_entries(pool, &node, start..node.count(), keep)?;
         match end {
             LeafEnd::Exhausted => {}
             LeafEnd::Finished => {
@@ -226,7 +273,11 @@ impl Cursor {
 
     /// Copies entries from the leaf holding the greatest keys before the resume bound, last
     /// first, and moves the bound down.
-    fn read_leaf_reverse(&mut self, pool: &BufferPool) -> Result<Vec<Entry>> {
+    fn read_leaf_reverse(
+        &mut self,
+        pool: &BufferPool,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Vec<Entry>> {
         let (seek_key, seek): (&[u8], Seek) = match &self.resume {
             Bound::Included(key) => (key, Seek::At),
             Bound::Excluded(key) => (key, Seek::Before),
@@ -249,7 +300,7 @@ impl Cursor {
             },
             Bound::Unbounded => node.count(),
         };
-        let (batch, end) = self.copy_entries(pool, &node, (0..stop).rev())?;
+        let (batch, end) = self.copy_entries(pool, &node, (0..stop).rev(), keep)?;
         match end {
             LeafEnd::Exhausted => {}
             LeafEnd::Finished => {

@@ -26,7 +26,7 @@
 //! 7. Page-changing operations hold `BufferPool::operation` throughout; lookups and scans do
 //!    not. Scan cursors hold no latch between batches and re-seek by key.
 
-use crate::buffer::{BufferPool, Optimistic, PageReadGuard, PageWriteGuard};
+use crate::buffer::{BufferPool, Optimistic, PageReadGuard, PageStamp, PageWriteGuard};
 use crate::error::{Error, Result};
 use crate::page::{PageId, PageKind, PAGE_ID_NONE};
 
@@ -160,11 +160,14 @@ pub(super) enum Seek {
 }
 
 /// The bounds of a leaf's key range, from the separators of the path to it: `low` inclusive
-/// (None for the leftmost leaf), `high` exclusive (None for the rightmost).
+/// (None for the leftmost leaf), `high` exclusive (None for the rightmost); and the leaf's
+/// parent as it was passed with the leaf's child index in it (None if the root is the leaf),
+/// for `BTree::leaf_from_parent`.
 #[derive(Debug, Default)]
 pub(super) struct LeafFences {
     pub(super) low: Option<Vec<u8>>,
     pub(super) high: Option<Vec<u8>>,
+    pub(super) parent: Option<(PageStamp, usize)>,
 }
 
 impl BTree {
@@ -253,6 +256,57 @@ impl BTree {
         let fetch = |page_id| pool.read(page_id).map(Some);
         let leaf = self.descend_shared_with(key, seek, fences, fetch, |_, _| Ok(()))?;
         Ok(leaf.expect("a blocking read always yields the page"))
+    }
+
+    /// The leaf for `key` (latched shared, resident only), its upper fence and its child
+    /// index, read from the leaf level's node `parent` if that is unchanged since it was
+    /// stamped on a descent to child `last` and `key` falls below its last separator: a scan
+    /// going on to the next leaf spares the descent from the root. As step 0 of the protocol,
+    /// the parent's version is checked again once the leaf is latched. None: descend from the
+    /// root.
+    pub(super) fn leaf_from_parent<'p>(
+        &self,
+        pool: &'p BufferPool,
+        (parent, last): &(PageStamp, usize),
+        key: &[u8],
+    ) -> Result<Option<(PageReadGuard<'p>, Vec<u8>, usize)>> {
+        let Some(page) = pool.unchanged(parent) else {
+            return Ok(None);
+        };
+        // SAFETY: the node is parsed through bounds-checked accessors only, and what they give
+        // is used only after `validate`.
+        let bytes = unsafe { page.bytes() };
+        let step = || -> Result<Option<(PageId, Vec<u8>, usize)>> {
+            let node = NodeAccessor::new(bytes)?;
+            if node.is_leaf() || node.level() != 1 {
+                return Ok(None);
+            }
+            // Child i >= 1 holds key(i - 1) <= k < key(i); the last child's upper bound lies
+            // in an ancestor. A scan at the last leaf's upper fence wants the next child.
+            let index = match *last < node.count() && node.key(*last)? == key {
+                true => last + 1,
+                false => node.child_index_for(key)?,
+            };
+            if index == 0 || index >= node.count() {
+                return Ok(None);
+            }
+            Ok(Some((node.child(index)?, node.key(index)?.to_vec(), index)))
+        };
+        let step = step();
+        if !page.validate() {
+            return Ok(None);
+        }
+        let Ok(Some((child, high, index))) = step else {
+            return Ok(None); // an unreadable node is reported by the descent
+        };
+        let Some(leaf) = pool.try_read(child)? else {
+            return Ok(None);
+        };
+        if !page.validate() {
+            return Ok(None);
+        }
+        check_level(&NodeAccessor::new(&leaf)?, Some(0))?;
+        Ok(Some((leaf, high, index)))
     }
 
     /// The leaf for `key` by an optimistic descent (step 0 of the protocol), latched by
@@ -354,6 +408,11 @@ impl BTree {
                 }
                 if index > 0 {
                     fences.low = Some(node.key(index - 1)?.to_vec());
+                }
+            }
+            if let Some(fences) = fences.as_deref_mut() {
+                if node.level() == 1 {
+                    fences.parent = Some((guard.stamp(), index));
                 }
             }
             expected_level = Some(node.level() - 1);

@@ -26,7 +26,7 @@ mod writer;
 pub use latch::LatchConfig;
 pub use pool::{
     BufferPool, BufferPoolConfig, BufferStats, Optimistic, OptimisticPage, PageReadGuard,
-    PageWriteGuard,
+    PageStamp, PageWriteGuard,
 };
 
 #[cfg(test)]

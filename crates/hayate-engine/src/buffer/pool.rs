@@ -305,6 +305,23 @@ impl BufferPool {
         frame.page_id.load(Ordering::Acquire) == page_id && frame.valid.load(Ordering::Acquire)
     }
 
+    /// The page of `stamp` to read optimistically (as `optimistic`), if it is still in the
+    /// same frame at the same version: nothing changed it since the stamp was taken.
+    pub fn unchanged(&self, stamp: &PageStamp) -> Option<OptimisticPage<'_>> {
+        let frame = self.frames.get(stamp.frame_id)?;
+        if frame.page_id.load(Ordering::Acquire) != stamp.page_id
+            || !frame.valid.load(Ordering::Acquire)
+            || !frame.latch.validate(stamp.version)
+        {
+            return None;
+        }
+        Some(OptimisticPage {
+            pool: self,
+            frame_id: stamp.frame_id,
+            version: stamp.version,
+        })
+    }
+
     /// A resident page to read without pinning or latching it (see `latch` for the protocol),
     /// or why not.
     pub fn optimistic(&self, page_id: PageId) -> Optimistic<'_> {
@@ -996,6 +1013,30 @@ impl PageReadGuard<'_> {
             .page_id
             .load(Ordering::Acquire)
     }
+
+    /// The page as it is now (steady while the guard holds its shared latch), to ask later
+    /// with `BufferPool::unchanged` whether it was changed since.
+    pub fn stamp(&self) -> PageStamp {
+        let frame = &self.pool.frames[self.frame_id];
+        PageStamp {
+            page_id: self.page_id(),
+            frame_id: self.frame_id,
+            version: frame
+                .latch
+                .optimistic_version()
+                .expect("no exclusive hold while a shared one is held"),
+        }
+    }
+}
+
+/// A page at one version in one frame (`PageReadGuard::stamp`). A page leaves its frame,
+/// is loaded again or changes only under the frame's exclusive latch, each of which moves
+/// the frame's version: the same frame at the same version holds the same bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageStamp {
+    page_id: PageId,
+    frame_id: usize,
+    version: u64,
 }
 
 impl Deref for PageReadGuard<'_> {

@@ -62,6 +62,37 @@ fn freed_pages_are_reused() {
 }
 
 #[test]
+fn a_stamp_holds_only_while_nothing_changed_the_page() {
+    let pool = pool(8);
+    let id = pool.allocate(PageKind::BtreeLeaf).unwrap().page_id();
+    let stamp = pool.read(id).unwrap().stamp();
+    // Shared holds and optimistic reads leave it as it was.
+    let again = pool.read(id).unwrap();
+    assert_eq!(again.stamp(), stamp);
+    drop(again);
+    let view = pool.unchanged(&stamp).expect("unchanged");
+    assert!(view.validate());
+    // Any exclusive hold moves it on, even one that writes nothing.
+    drop(pool.write(id).unwrap());
+    assert!(!view.validate());
+    assert!(pool.unchanged(&stamp).is_none());
+    // A page evicted and loaded again, in whichever frame, is not the page stamped.
+    let stamp = pool.read(id).unwrap().stamp();
+    for _ in 0..16 {
+        drop(pool.allocate(PageKind::BtreeLeaf).unwrap());
+    }
+    assert!(pool.unchanged(&stamp).is_none(), "evicted");
+    let reloaded = pool.read(id).unwrap();
+    assert!(pool.unchanged(&stamp).is_none(), "loaded again");
+    assert!(pool.unchanged(&reloaded.stamp()).is_some());
+    // A freed page's stamp does not hold either.
+    let stamp = reloaded.stamp();
+    drop(reloaded);
+    pool.free(pool.write(id).unwrap());
+    assert!(pool.unchanged(&stamp).is_none(), "freed");
+}
+
+#[test]
 fn concurrent_increments_are_not_lost() {
     let pool = pool(16);
     let ids: Vec<_> = (0..40)

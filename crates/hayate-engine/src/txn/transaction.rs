@@ -803,10 +803,22 @@ pub struct Scan {
 }
 
 impl Scan {
-    /// Refills `batch` with visible rows until it holds one or the tree is exhausted.
-    fn fill(&mut self) -> Result<()> {
+    /// Refills `batch` with visible rows until it holds one or the tree is exhausted,
+    /// leaving out rows whose visible version `keep` refuses (see `next_row_where`).
+    fn fill(&mut self, keep: &mut dyn FnMut(&[u8]) -> bool) -> Result<()> {
+        let snapshot_ts = self.snapshot_ts;
+        // Decided in the leaf only for a row whose stored version is the snapshot's; a row
+        // this transaction wrote comes from `own` whatever its stored version shows.
+        let mut keep_stored = |raw: &[u8]| match row::header(raw) {
+            Some((commit_ts, _, tombstone)) if commit_ts <= snapshot_ts => {
+                !tombstone && keep(&raw[row::ROW_HEADER_SIZE..])
+            }
+            _ => true,
+        };
         while self.batch.is_empty() && !self.tree_done {
-            let entries = self.cursor.next_batch(&self.manager.pool)?;
+            let entries = self
+                .cursor
+                .next_batch_where(&self.manager.pool, &mut keep_stored)?;
             if entries.is_empty() {
                 self.tree_done = true;
             }
@@ -821,8 +833,21 @@ impl Scan {
 
     /// The next row as (key, value) in the scan's key order, or None past the range.
     pub fn next_row(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.next_row_where(&mut |_| true)
+    }
+
+    /// `next_row`, except that rows `keep` refuses may be left out: a committed row whose
+    /// version the snapshot sees lies whole in its leaf is given to `keep` there, before it
+    /// is copied, and is skipped if refused. Other rows (older versions, overflow values,
+    /// the transaction's own writes) are returned without asking, so `keep` is a filter
+    /// ahead of the caller's own, never instead of it. `keep` runs with a leaf latched: it
+    /// must not read the database, wait or suspend.
+    pub fn next_row_where(
+        &mut self,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         loop {
-            self.fill()?;
+            self.fill(keep)?;
             let take_own = match (self.batch.front(), self.own.front()) {
                 (None, None) => return Ok(None),
                 (Some(_), None) => false,

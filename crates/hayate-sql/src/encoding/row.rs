@@ -202,6 +202,11 @@ fn decode_value(reader: &mut Reader, data_type: DataType) -> Option<Value> {
 
 /// Moves past one non-NULL column without making its value (None: truncated).
 fn skip_value(reader: &mut Reader, data_type: DataType) -> Option<()> {
+    value_bytes(reader, data_type).map(drop)
+}
+
+/// The encoding of one non-NULL column, moving past it (None: truncated).
+fn value_bytes<'a>(reader: &mut Reader<'a>, data_type: DataType) -> Option<&'a [u8]> {
     let fixed = match data_type {
         t if t.is_integer() => 8,
         DataType::Float8 | DataType::Timestamp | DataType::TimestampTz => 8,
@@ -211,11 +216,99 @@ fn skip_value(reader: &mut Reader, data_type: DataType) -> Option<()> {
         DataType::Uuid | DataType::Interval => 16,
         // bytea, text and the text-like types: u32 length + bytes (as `decode_value`).
         _ => {
+            let start = reader.offset;
             let length = u32::from_le_bytes(reader.take(4)?.try_into().ok()?) as usize;
-            return reader.take(length).map(drop);
+            reader.take(length)?;
+            return reader.bytes.get(start..reader.offset);
         }
     };
-    reader.take(fixed).map(drop)
+    reader.take(fixed)
+}
+
+/// Tests of `column = value` run on a row's encoding, nothing decoded: a scan refuses most
+/// rows of a selective filter this way while they are still in their page. Only types whose
+/// values are equal exactly when their encodings are take part (integers, text, varchar,
+/// bool, dates, timestamps, uuid, bytea; not floats, numeric, char(n), intervals, json or
+/// enums, whose equality is not their bytes').
+#[derive(Debug)]
+pub struct EqualColumns {
+    /// (column, encoded value), by column.
+    tests: Vec<(usize, Vec<u8>)>,
+}
+
+impl EqualColumns {
+    /// The tests of `pairs` a row of `types` can be given; None if there are none.
+    pub fn new<'v>(
+        pairs: impl IntoIterator<Item = (usize, &'v Value)>,
+        types: &[DataType],
+    ) -> Option<EqualColumns> {
+        let mut tests = Vec::new();
+        for (column, value) in pairs {
+            let Some(&data_type) = types.get(column) else {
+                continue;
+            };
+            let bytes_equal = match (value, data_type) {
+                (Value::Int(_), t) => t.is_integer(),
+                (Value::Text(_), t) => {
+                    matches!(t, DataType::Text | DataType::Varchar(_) | DataType::Uuid)
+                }
+                (Value::Bool(_), DataType::Bool)
+                | (Value::Date(_), DataType::Date)
+                | (Value::Timestamp(_), DataType::Timestamp)
+                | (Value::TimestampTz(_), DataType::TimestampTz)
+                | (Value::Bytes(_), DataType::Bytea) => true,
+                _ => false,
+            };
+            let mut encoded = Vec::new();
+            if bytes_equal && encode_value(&mut encoded, value, data_type).is_ok() {
+                tests.push((column, encoded));
+            }
+        }
+        tests.sort_by_key(|(column, _)| *column);
+        (!tests.is_empty()).then_some(EqualColumns { tests })
+    }
+
+    /// True if a test fails for the row: its column is NULL or holds another value. A row
+    /// that cannot be read is not refused (its decoding reports it).
+    pub fn refuses(&self, bytes: &[u8], types: &[DataType]) -> bool {
+        self.first_failure(bytes, types) == Some(true)
+    }
+
+    /// Some(true) at the first failing test, Some(false) if all pass, None if unreadable.
+    fn first_failure(&self, bytes: &[u8], types: &[DataType]) -> Option<bool> {
+        let mut reader = Reader { bytes, offset: 0 };
+        if reader.take(1)?[0] != FORMAT_VERSION {
+            return None;
+        }
+        let count = reader
+            .take(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)?;
+        let bitmap = reader.take(count.div_ceil(8))?;
+        let mut tests = self.tests.iter().peekable();
+        for (index, data_type) in types.iter().enumerate().take(count) {
+            let Some((column, _)) = tests.peek() else {
+                return Some(false);
+            };
+            let null = bitmap[index / 8] & (1 << (index % 8)) != 0;
+            if index < *column {
+                if !null {
+                    value_bytes(&mut reader, *data_type)?;
+                }
+                continue;
+            }
+            let stored = match null {
+                true => None,
+                false => Some(value_bytes(&mut reader, *data_type)?),
+            };
+            while let Some((_, expected)) = tests.next_if(|(column, _)| *column == index) {
+                if stored != Some(expected.as_slice()) {
+                    return Some(true);
+                }
+            }
+        }
+        // Columns past those stored (added since the row was written) are not tested.
+        Some(false)
+    }
 }
 
 struct Reader<'a> {

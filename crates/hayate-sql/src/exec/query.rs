@@ -21,7 +21,7 @@ use crate::catalog::Table;
 use crate::encoding::row;
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::access::Access;
-use crate::plan::expr::{truth, SubqueryRunner};
+use crate::plan::expr::{truth, BinaryOp, SubqueryRunner};
 use crate::plan::{
     EvalContext, Expr, JoinKind, Relation, RowLock, Subquery, SubqueryKind, TableRead,
 };
@@ -652,24 +652,31 @@ impl<'r, 'e> Run<'r, 'e> {
             }
             _ => row::decode(raw, &types, &table.def.name),
         };
-        let mut keep = |key: Vec<u8>, raw: &[u8]| -> SqlResult<bool> {
+        // Whether a row passes the filter; with a filter reading few columns, only those.
+        let passes = |filter: &Expr, raw: &[u8]| -> SqlResult<bool> {
             let name = &table.def.name;
-            let values = match (&read.filter, &filter_columns) {
-                (Some(filter), Some(wanted)) => {
-                    let some = row::decode_some(raw, &types, wanted, name)?;
-                    if !truth(&filter.eval(&some, &context)?)? {
+            let values = match &filter_columns {
+                Some(wanted) => row::decode_some(raw, &types, wanted, name)?,
+                None => row::decode(raw, &types, name)?,
+            };
+            truth(&filter.eval(&values, &context)?)
+        };
+        let mut keep = |key: Vec<u8>, raw: &[u8]| -> SqlResult<bool> {
+            let values = match &read.filter {
+                Some(filter) if filter_columns.is_some() => {
+                    if !passes(filter, raw)? {
                         return Ok(true);
                     }
                     decode(raw)?
                 }
-                (Some(filter), None) => {
-                    let values = row::decode(raw, &types, name)?;
+                Some(filter) => {
+                    let values = row::decode(raw, &types, &table.def.name)?;
                     if !truth(&filter.eval(&values, &context)?)? {
                         return Ok(true);
                     }
                     values
                 }
-                (None, _) => decode(raw)?,
+                None => decode(raw)?,
             };
             let Some(lock) = lock else {
                 return f(key, values);
@@ -755,14 +762,29 @@ impl<'r, 'e> Run<'r, 'e> {
                     return Ok(true);
                 };
                 let txn = self.txn.borrow();
-                let scan = match read.descending {
+                let mut scan = match read.descending {
                     false => txn.scan(table.tree, as_slice(&lower), as_slice(&upper))?,
                     true => txn.scan_reverse(table.tree, as_slice(&lower), as_slice(&upper))?,
                 };
                 drop(txn);
-                for entry in scan {
+                // A pure filter is tried on each row in its page: the rows it refuses are
+                // never copied. A row it errs on or that a cancel reaches is let through, to
+                // the checks below that raise the error.
+                // Its `column = constant` parts are first tried on the row's encoding.
+                let prefilter = read.filter.as_ref().filter(|filter| filter.is_pure());
+                let equal = prefilter.and_then(|filter| equal_columns(filter, table, &context));
+                let mut ahead = |raw: &[u8]| match prefilter {
+                    Some(filter) => {
+                        crate::interrupt::check().is_err()
+                            || (!equal
+                                .as_ref()
+                                .is_some_and(|equal| equal.refuses(raw, &types))
+                                && passes(filter, raw).unwrap_or(true))
+                    }
+                    None => true,
+                };
+                while let Some((key, raw)) = scan.next_row_where(&mut ahead)? {
                     crate::interrupt::check()?;
-                    let (key, raw) = entry?;
                     if !keep(key, &raw)? {
                         return Ok(false);
                     }
@@ -929,4 +951,20 @@ fn compare_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
         }
     }
     std::cmp::Ordering::Equal
+}
+
+/// The `column = constant` conjuncts of a pure filter, the constants evaluated once, as tests
+/// on a row's encoding (None: none the encoding can decide).
+fn equal_columns(filter: &Expr, table: &Table, context: &EvalContext) -> Option<row::EqualColumns> {
+    let mut parts = Vec::new();
+    crate::plan::access::conjuncts(filter, &mut parts);
+    let type_of = crate::plan::access::column_types(table);
+    let pairs: Vec<(usize, Value)> = parts
+        .into_iter()
+        .filter_map(|part| crate::plan::access::column_comparison(part, &type_of))
+        .filter(|(_, op, constant)| *op == BinaryOp::Equal && constant.is_pure())
+        .filter_map(|(column, _, constant)| Some((column, constant.eval(&[], context).ok()?)))
+        .collect();
+    let types = table.def.types();
+    row::EqualColumns::new(pairs.iter().map(|(column, value)| (*column, value)), &types)
 }

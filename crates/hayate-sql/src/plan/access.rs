@@ -114,13 +114,13 @@ pub(crate) fn conjuncts<'a>(expr: &'a Expr, out: &mut Vec<&'a Expr>) {
 }
 
 /// A table's column types by position, as `exact_column` asks for them.
-fn column_types(table: &Table) -> impl Fn(usize) -> Option<DataType> + '_ {
+pub(crate) fn column_types(table: &Table) -> impl Fn(usize) -> Option<DataType> + '_ {
     |column| table.def.columns.get(column).map(|c| c.data_type)
 }
 
 /// `column op constant` (either way round) as (column, op with the column on the left,
 /// constant); `type_of` gives a column's type (see `exact_column`).
-fn column_comparison<'a>(
+pub(crate) fn column_comparison<'a>(
     expr: &'a Expr,
     type_of: &dyn Fn(usize) -> Option<DataType>,
 ) -> Option<(usize, BinaryOp, &'a Expr)> {

@@ -406,6 +406,25 @@ impl Expr {
         own && self.children().into_iter().all(Expr::is_immutable)
     }
 
+    /// True if evaluating the expression reads nothing but its row, the parameters, outer
+    /// values and the session, changes nothing and gives the same value each time within a
+    /// statement: a scan may then run it on a row still in its page, with the page latched
+    /// (no subquery or system call, which read the database; no chance or clock).
+    pub fn is_pure(&self) -> bool {
+        let own = match self {
+            Expr::Function { function, .. } => !matches!(
+                function,
+                ScalarFunction::Random
+                    | ScalarFunction::ClockTimestamp
+                    | ScalarFunction::GenRandomUuid
+                    | ScalarFunction::SetConfig
+            ),
+            Expr::System(_) | Expr::Subquery(_) => false,
+            _ => true,
+        };
+        own && self.children().into_iter().all(Expr::is_pure)
+    }
+
     /// The expressions this one evaluates on the same row (a subquery's plan is not one).
     pub fn children(&self) -> Vec<&Expr> {
         match self {

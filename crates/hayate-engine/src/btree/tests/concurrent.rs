@@ -1,5 +1,8 @@
 //! Concurrency: four writer threads on disjoint keys and two scanners share one tree in a small
-//! pool; afterwards the tree holds exactly what each writer left and passes `check`.
+//! pool; afterwards the tree holds exactly what each writer left and passes `check`. Keys put
+//! before the writers start and never touched are found by every scan, however the writers
+//! split, merge and evict the leaves around them (a scan going from leaf to leaf through a
+//! parent it saw earlier must notice any change to it).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -11,6 +14,8 @@ use rand::{Rng, SeedableRng};
 use crate::{BTree, BufferPool};
 
 const WRITER_COUNT: u64 = 4;
+/// Every this many key numbers, a key of no writer's stays put throughout.
+const STEADY_EVERY: u64 = 7;
 const OPERATIONS_PER_WRITER: usize = 3000;
 
 fn key(writer: u64, number: u64) -> Vec<u8> {
@@ -44,18 +49,32 @@ fn writer(tree: BTree, pool: &BufferPool, writer: u64) -> BTreeMap<Vec<u8>, Vec<
     model
 }
 
+/// The keys no writer touches (writer number `WRITER_COUNT`).
+fn steady_keys() -> impl Iterator<Item = Vec<u8>> {
+    (0..800)
+        .step_by(STEADY_EVERY as usize)
+        .map(|number| key(WRITER_COUNT, number))
+}
+
 fn scanner(tree: BTree, pool: &BufferPool, stop: &AtomicBool) -> u64 {
+    let steady: Vec<Vec<u8>> = steady_keys().collect();
     let mut scans = 0;
     while !stop.load(Ordering::Relaxed) {
         let mut cursor = tree.scan(pool, Bound::Unbounded, Bound::Unbounded);
         let mut previous: Option<Vec<u8>> = None;
-        while let Some((key, _)) = cursor.next(pool).expect("scan") {
+        let mut steady_seen = 0;
+        while let Some((key, value)) = cursor.next(pool).expect("scan") {
             assert!(
                 previous.as_ref().is_none_or(|previous| *previous < key),
                 "scan order"
             );
+            if steady.binary_search(&key).is_ok() {
+                assert_eq!(value, key, "a steady key's value");
+                steady_seen += 1;
+            }
             previous = Some(key);
         }
+        assert_eq!(steady_seen, steady.len(), "a scan missed steady keys");
         scans += 1;
     }
     scans
@@ -65,6 +84,9 @@ fn scanner(tree: BTree, pool: &BufferPool, stop: &AtomicBool) -> u64 {
 fn btree_concurrent_writers_and_scanners() {
     let pool = super::pool(4096, 64);
     let tree = BTree::open(BTree::create(&pool).expect("create"));
+    for key in steady_keys() {
+        tree.put(&pool, &key, &key, 0).expect("put");
+    }
     let stop = AtomicBool::new(false);
     let (models, scans) = std::thread::scope(|scope| {
         let scanners: Vec<_> = (0..2)
@@ -82,7 +104,8 @@ fn btree_concurrent_writers_and_scanners() {
         (models, scans)
     });
     assert!(scans > 0);
-    let expected: BTreeMap<Vec<u8>, Vec<u8>> = models.into_iter().flatten().collect();
+    let mut expected: BTreeMap<Vec<u8>, Vec<u8>> = models.into_iter().flatten().collect();
+    expected.extend(steady_keys().map(|key| (key.clone(), key)));
     let mut cursor = tree.scan(&pool, Bound::Unbounded, Bound::Unbounded);
     let mut found = BTreeMap::new();
     while let Some((key, value)) = cursor.next(&pool).expect("scan") {

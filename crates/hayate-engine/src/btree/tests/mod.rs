@@ -354,6 +354,7 @@ fn a_descent_reports_only_the_fences_of_its_own_path() {
     let mut fences = LeafFences {
         low: Some(b"stale low".to_vec()),
         high: Some(b"stale high".to_vec()),
+        parent: None,
     };
     let first = tree
         .descend_shared(&pool, b"", Seek::At, Some(&mut fences), 0, |_| false)
@@ -416,4 +417,73 @@ fn get_sorted_equals_a_get_of_each_key() {
         tree.get_sorted(&pool, &[]).unwrap(),
         Vec::<Option<Vec<u8>>>::new()
     );
+}
+
+/// A forward cursor that goes on after splits and merges beside it (done between its batches)
+/// returns every key that was there all along, once and in order, with the value the tree
+/// holds when the batch is read. (Keys put behind where it resumes, its last leaf's upper
+/// fence, are not seen: a snapshot would not see them either.) Its next leaf is found in the
+/// parent it saw (`BTree::leaf_from_parent`) only while that parent is unchanged.
+#[test]
+fn a_cursor_goes_on_exactly_after_the_tree_changed_under_it() {
+    use rand::{Rng, SeedableRng};
+    for seed in 0..8u64 {
+        let mut random = rand::rngs::StdRng::seed_from_u64(seed);
+        let pool = pool(4096, 4096);
+        let tree = BTree::open(BTree::create(&pool).unwrap());
+        let mut model = std::collections::BTreeMap::new();
+        for number in (0..40_000).step_by(4) {
+            let value = vec![(number % 251) as u8; 40];
+            tree.put(&pool, &key(number), &value, 1).unwrap();
+            model.insert(key(number), value);
+        }
+        let mut all_along: std::collections::BTreeSet<Vec<u8>> = model.keys().cloned().collect();
+        let mut cursor = tree.scan(&pool, Bound::Unbounded, Bound::Unbounded);
+        let mut seen = Vec::new();
+        let mut batches = 0;
+        loop {
+            let batch = cursor.next_batch(&pool).unwrap();
+            if batch.is_empty() {
+                break;
+            }
+            for (key, value) in &batch {
+                assert_eq!(model.get(key), Some(value), "seed {seed}: a value not held");
+                assert!(
+                    seen.last() < Some(key),
+                    "seed {seed}: out of order or twice"
+                );
+                seen.push(key.clone());
+            }
+            batches += 1;
+            let last = &batch.last().unwrap().0;
+            let at: u32 = std::str::from_utf8(&last[4..]).unwrap().parse().unwrap();
+            // Mostly ahead of the cursor (so the next leaves split or merge).
+            let start = match random.gen_bool(0.8) {
+                true => at + random.gen_range(1..400),
+                false => at.saturating_sub(random.gen_range(0..400)),
+            };
+            match random.gen_range(0..4) {
+                0 => {
+                    for number in start..start + random.gen_range(1..300) {
+                        let value = vec![7u8; random.gen_range(10..120)];
+                        tree.put(&pool, &key(number), &value, 2).unwrap();
+                        model.insert(key(number), value);
+                    }
+                }
+                1 => {
+                    for number in start..start + random.gen_range(1..2000) {
+                        tree.delete(&pool, &key(number), 2).unwrap();
+                        model.remove(&key(number));
+                        all_along.remove(&key(number));
+                    }
+                }
+                _ => {} // leaves it alone: the next leaf comes from the parent
+            }
+        }
+        assert!(batches > 100, "seed {seed}: {batches} batches");
+        let seen: std::collections::BTreeSet<Vec<u8>> = seen.into_iter().collect();
+        let missed = all_along.difference(&seen).count();
+        assert_eq!(missed, 0, "seed {seed}: keys there all along not seen");
+        tree.check(&pool).unwrap();
+    }
 }
