@@ -34,7 +34,7 @@ mod txn;
 mod wal;
 
 // 1. The embedded database.
-pub use btree::TreeCheckReport;
+pub use btree::{compare_keys, TreeCheckReport};
 pub use buffer::{BufferStats, LatchConfig};
 pub use db::{
     is_backup_file, ApplyReport, BackupReport, BackupWriter, BufferSize, CheckReport, Database,

@@ -22,7 +22,7 @@ mod scan;
 mod tree;
 
 pub use check::TreeCheckReport;
-pub use node::NodeLimits;
+pub use node::{compare_keys, NodeLimits};
 pub use overflow::VALUE_LENGTH_MAX;
 pub use scan::Cursor;
 pub use tree::{BTree, TryLookup};

@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::page::{PageId, PageKind, PAGE_ID_NONE};
 
 use super::node::{
-    cell_key, corruption, encode_inner_cell, encode_leaf_cell, inner_cell_child,
+    cell_key, compare_keys, corruption, encode_inner_cell, encode_leaf_cell, inner_cell_child,
     shortest_separator, split_point, split_point_in_order, LeafValue, NodeAccessor, NodeBuilder,
     NodeLimits, SLOT_SIZE,
 };
@@ -563,6 +563,18 @@ impl BTree {
     /// nearby keys (an index range's primary keys, sorted) costs less than a `get` each.
     /// Values are copied out before the leaf is let go; no latch is held between leaves.
     pub fn get_sorted(&self, pool: &BufferPool, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.get_sorted_where(pool, keys, &mut |_| true)
+    }
+
+    /// `get_sorted`, with None for each value that lies whole in its leaf and `keep` refuses
+    /// there (it is never copied). `keep` runs with the leaf latched: it must not touch the
+    /// tree, wait or suspend. Values in overflow chains are always kept.
+    pub fn get_sorted_where(
+        &self,
+        pool: &BufferPool,
+        keys: &[Vec<u8>],
+        keep: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
         debug_assert!(keys.windows(2).all(|pair| pair[0] <= pair[1]));
         let key_length_max = NodeLimits::new(pool.page_size()).key_length_max;
         let mut values = Vec::with_capacity(keys.len());
@@ -586,13 +598,16 @@ impl BTree {
             let start = values.len();
             for (offset, key) in keys[start..].iter().enumerate() {
                 // The first key is the leaf's by its descent; the next ones up to its last.
-                if offset > 0 && last.is_none_or(|last| key.as_slice() > last) {
+                if offset > 0 && last.is_none_or(|last| compare_keys(key, last).is_gt()) {
                     break;
                 }
                 values.push(match node.search_from(key, from)? {
                     Ok(index) => {
                         from = index;
-                        Some(copy_value(pool, &node, index)?)
+                        match node.leaf_value(index)? {
+                            LeafValue::Inline(value) if !keep(value) => None,
+                            _ => Some(copy_value(pool, &node, index)?),
+                        }
                     }
                     Err(index) => {
                         from = index;

@@ -312,8 +312,14 @@ impl TxnManager {
         id: TreeId,
         keys: &[Vec<u8>],
         snapshot_ts: u64,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<Vec<Option<Vec<u8>>>> {
-        let raws = BTree::open(self.tree_root(id)?).get_sorted(&self.pool, keys)?;
+        let mut keep_stored = row::keep_visible(snapshot_ts, keep);
+        let raws = BTree::open(self.tree_root(id)?).get_sorted_where(
+            &self.pool,
+            keys,
+            &mut keep_stored,
+        )?;
         raws.into_iter()
             .map(|raw| match raw {
                 Some(raw) => self.resolve_owned(id, raw, snapshot_ts),

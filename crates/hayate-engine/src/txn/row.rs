@@ -50,6 +50,22 @@ pub fn header(bytes: &[u8]) -> Option<(u64, u64, bool)> {
     Some((commit_ts, undo_pointer, bytes[16] & FLAG_TOMBSTONE != 0))
 }
 
+/// `keep` (a test of row values) as a test of stored rows, for `Cursor::next_batch_where` and
+/// `BTree::get_sorted_where`: a row whose stored version a snapshot at `snapshot_ts` sees is
+/// tested (refused if it is a tombstone); an older or malformed one is kept for the caller to
+/// resolve through its undo chain or report.
+pub fn keep_visible<'k>(
+    snapshot_ts: u64,
+    keep: &'k mut dyn FnMut(&[u8]) -> bool,
+) -> impl FnMut(&[u8]) -> bool + 'k {
+    move |raw: &[u8]| match header(raw) {
+        Some((commit_ts, _, tombstone)) if commit_ts <= snapshot_ts => {
+            !tombstone && keep(&raw[ROW_HEADER_SIZE..])
+        }
+        _ => true,
+    }
+}
+
 /// The corruption error of a malformed row of `length_bytes` in tree `tree_name`.
 pub fn malformed(length_bytes: usize, tree_name: &str) -> Error {
     let location = Location {

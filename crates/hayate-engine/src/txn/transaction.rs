@@ -217,6 +217,20 @@ impl Transaction {
     /// descent to it (`BTree::get_sorted`), so the rows of an index range's primary keys
     /// cost far less than a `get` each.
     pub fn get_sorted(&self, tree: TreeId, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.get_sorted_where(tree, keys, &mut |_| true)
+    }
+
+    /// `get_sorted`, except that rows `keep` refuses may read as None: as with
+    /// `Scan::next_row_where`, a committed row whose version the snapshot sees lies whole in
+    /// its leaf is given to `keep` there and not copied if refused; other rows (older
+    /// versions, overflow values, the transaction's own writes) are returned without asking.
+    /// `keep` runs with a leaf latched: it must not read the database, wait or suspend.
+    pub fn get_sorted_where(
+        &self,
+        tree: TreeId,
+        keys: &[Vec<u8>],
+        keep: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
         if let Some((_, reads)) = &self.serializable {
             let mut reads = reads.lock();
             for key in keys {
@@ -225,7 +239,7 @@ impl Transaction {
         }
         let mut values = self
             .manager
-            .read_visible_sorted(tree, keys, self.snapshot_ts)?;
+            .read_visible_sorted(tree, keys, self.snapshot_ts, keep)?;
         for (key, value) in keys.iter().zip(values.iter_mut()) {
             if let Some(write) = self.own_write(tree, key) {
                 *value = write.clone();
@@ -806,15 +820,9 @@ impl Scan {
     /// Refills `batch` with visible rows until it holds one or the tree is exhausted,
     /// leaving out rows whose visible version `keep` refuses (see `next_row_where`).
     fn fill(&mut self, keep: &mut dyn FnMut(&[u8]) -> bool) -> Result<()> {
-        let snapshot_ts = self.snapshot_ts;
         // Decided in the leaf only for a row whose stored version is the snapshot's; a row
         // this transaction wrote comes from `own` whatever its stored version shows.
-        let mut keep_stored = |raw: &[u8]| match row::header(raw) {
-            Some((commit_ts, _, tombstone)) if commit_ts <= snapshot_ts => {
-                !tombstone && keep(&raw[row::ROW_HEADER_SIZE..])
-            }
-            _ => true,
-        };
+        let mut keep_stored = row::keep_visible(self.snapshot_ts, keep);
         while self.batch.is_empty() && !self.tree_done {
             let entries = self
                 .cursor

@@ -42,7 +42,7 @@ const SORTED_READ_CHUNK_MAX: usize = 512;
 /// exists until it returns false (then false).
 pub(super) fn rows_of_keys(
     keys: Vec<Vec<u8>>,
-    read: impl Fn(&[Vec<u8>]) -> SqlResult<Vec<Option<Vec<u8>>>>,
+    mut read: impl FnMut(&[Vec<u8>]) -> SqlResult<Vec<Option<Vec<u8>>>>,
     mut keep: impl FnMut(Vec<u8>, &[u8]) -> SqlResult<bool>,
 ) -> SqlResult<bool> {
     let mut chunk = 16;
@@ -305,7 +305,7 @@ impl Executor<'_> {
         }
         if matches!(access.lookup, IndexLookup::Range { .. }) {
             // Entries come in index order; the plan expects primary key order.
-            keys.sort_unstable();
+            keys.sort_unstable_by(|a, b| hayate_engine::compare_keys(a, b));
         }
         Ok(keys)
     }

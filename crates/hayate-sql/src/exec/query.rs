@@ -661,6 +661,22 @@ impl<'r, 'e> Run<'r, 'e> {
             };
             truth(&filter.eval(&values, &context)?)
         };
+        // A pure filter is tried on each row of a scan or sorted read while it is in its
+        // page, its `column = constant` parts first on the row's encoding: the rows it refuses
+        // are never copied. A row it errs on, or any once the statement is cancelled, is let
+        // through to `keep`, which raises the error.
+        let prefilter = read.filter.as_ref().filter(|filter| filter.is_pure());
+        let equal = prefilter.and_then(|filter| equal_columns(filter, table, &context));
+        let mut ahead = |raw: &[u8]| match prefilter {
+            Some(filter) => {
+                crate::interrupt::check().is_err()
+                    || (!equal
+                        .as_ref()
+                        .is_some_and(|equal| equal.refuses(raw, &types))
+                        && passes(filter, raw).unwrap_or(true))
+            }
+            None => true,
+        };
         let mut keep = |key: Vec<u8>, raw: &[u8]| -> SqlResult<bool> {
             let values = match &read.filter {
                 Some(filter) if filter_columns.is_some() => {
@@ -740,7 +756,10 @@ impl<'r, 'e> Run<'r, 'e> {
                     .index_keys(table, index, &self.txn.borrow(), &context)?;
                 super::index::rows_of_keys(
                     keys,
-                    |chunk| Ok(self.txn.borrow().get_sorted(table.tree, chunk)?),
+                    |chunk| {
+                        let txn = self.txn.borrow();
+                        Ok(txn.get_sorted_where(table.tree, chunk, &mut ahead)?)
+                    },
                     |key, raw| keep(key, raw),
                 )
             }
@@ -767,22 +786,6 @@ impl<'r, 'e> Run<'r, 'e> {
                     true => txn.scan_reverse(table.tree, as_slice(&lower), as_slice(&upper))?,
                 };
                 drop(txn);
-                // A pure filter is tried on each row in its page: the rows it refuses are
-                // never copied. A row it errs on or that a cancel reaches is let through, to
-                // the checks below that raise the error.
-                // Its `column = constant` parts are first tried on the row's encoding.
-                let prefilter = read.filter.as_ref().filter(|filter| filter.is_pure());
-                let equal = prefilter.and_then(|filter| equal_columns(filter, table, &context));
-                let mut ahead = |raw: &[u8]| match prefilter {
-                    Some(filter) => {
-                        crate::interrupt::check().is_err()
-                            || (!equal
-                                .as_ref()
-                                .is_some_and(|equal| equal.refuses(raw, &types))
-                                && passes(filter, raw).unwrap_or(true))
-                    }
-                    None => true,
-                };
                 while let Some((key, raw)) = scan.next_row_where(&mut ahead)? {
                     crate::interrupt::check()?;
                     if !keep(key, &raw)? {
