@@ -35,6 +35,7 @@ pub mod sqlstate {
     pub const DATETIME_VALUE_OUT_OF_RANGE: &str = "22008";
     pub const INVALID_BINARY_REPRESENTATION: &str = "22P03";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    pub const INVALID_REGULAR_EXPRESSION: &str = "2201B";
     pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
     pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
     pub const ACTIVE_SQL_TRANSACTION: &str = "25001";

@@ -97,7 +97,10 @@ fn filters_in_the_page_agree_with_filters_on_decoded_rows() {
         assert_eq!(fast, slow, "{filter}");
     }
     // Rows read by key from an index's entries are tried in their pages the same way.
-    run(&mut s, "CREATE INDEX t_i ON t (i); CREATE INDEX t_v ON t (v)");
+    run(
+        &mut s,
+        "CREATE INDEX t_i ON t (i); CREATE INDEX t_v ON t (v)",
+    );
     assert!(explain(&mut s, "SELECT id FROM t WHERE i = 3 AND s = 'text 4'").contains("t_i"));
     for filter in filters {
         let fast = ids(&mut s, filter);

@@ -10,6 +10,7 @@ use crate::types::{datetime, numeric, DataType, Value};
 
 mod functions;
 mod json;
+mod strings;
 
 pub use json::JsonFunction;
 
@@ -115,6 +116,35 @@ pub enum ScalarFunction {
     Left,
     Right,
     Repeat,
+    /// lpad/rpad(text, length [, fill]).
+    Lpad,
+    Rpad,
+    SplitPart,
+    Initcap,
+    Translate,
+    Reverse,
+    StartsWith,
+    Chr,
+    Ascii,
+    /// to_hex of a bigint (wide) or of an integer, in 32 bits.
+    ToHex {
+        wide: bool,
+    },
+    /// concat_ws(separator, values...): NULL values skipped.
+    ConcatWs,
+    /// regexp_replace(text, pattern, replacement [, flags]).
+    RegexpReplace,
+    /// encode(bytea, format) / decode(text, format): hex, base64, escape.
+    Encode,
+    Decode,
+    /// sign, ln, exp, log10 (log with one argument), log(base, x), cbrt, pi: float8.
+    Sign,
+    Ln,
+    Exp,
+    Log10,
+    Log,
+    Cbrt,
+    Pi,
     /// now() / CURRENT_TIMESTAMP / transaction_timestamp(): the transaction's start.
     Now,
     CurrentDate,

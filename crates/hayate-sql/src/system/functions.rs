@@ -24,9 +24,6 @@ use crate::catalog::{Catalog, Sequence, SessionSequences};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::types::{truth, Value};
 
-/// SQLSTATE of a pattern the regex engine rejects.
-const INVALID_REGULAR_EXPRESSION: &str = "2201B";
-
 /// The functions callable by name (pg_proc lists them).
 pub const NAMES: &[&str] = &[
     "pg_table_is_visible",
@@ -687,7 +684,7 @@ fn compile(pattern: &str, insensitive: bool) -> SqlResult<Regex> {
         .build()
         .map_err(|error| {
             SqlError::new(
-                INVALID_REGULAR_EXPRESSION,
+                sqlstate::INVALID_REGULAR_EXPRESSION,
                 format!("invalid regular expression: {error}"),
             )
         })

@@ -447,12 +447,43 @@ impl Binder<'_> {
             "set_config" => Some((F::SetConfig, &[T::Text, T::Text, T::Bool], T::Text)),
             "pg_backend_pid" => Some((F::BackendPid, &[], T::Int4)),
             "gen_random_uuid" | "uuid_generate_v4" => Some((F::GenRandomUuid, &[], T::Uuid)),
+            "lpad" => Some((F::Lpad, &[T::Text, T::Int4, T::Text], T::Text)),
+            "rpad" => Some((F::Rpad, &[T::Text, T::Int4, T::Text], T::Text)),
+            "split_part" => Some((F::SplitPart, &[T::Text, T::Text, T::Int4], T::Text)),
+            "initcap" => Some((F::Initcap, &[T::Text], T::Text)),
+            "translate" => Some((F::Translate, &[T::Text, T::Text, T::Text], T::Text)),
+            "reverse" => Some((F::Reverse, &[T::Text], T::Text)),
+            "starts_with" => Some((F::StartsWith, &[T::Text, T::Text], T::Bool)),
+            "chr" => Some((F::Chr, &[T::Int4], T::Text)),
+            "ascii" => Some((F::Ascii, &[T::Text], T::Int4)),
+            "regexp_replace" => Some((
+                F::RegexpReplace,
+                &[T::Text, T::Text, T::Text, T::Text],
+                T::Text,
+            )),
+            "encode" => Some((F::Encode, &[T::Bytea, T::Text], T::Text)),
+            "decode" => Some((F::Decode, &[T::Text, T::Text], T::Bytea)),
+            "sign" => Some((F::Sign, &[T::Float8], T::Float8)),
+            "ln" => Some((F::Ln, &[T::Float8], T::Float8)),
+            "exp" => Some((F::Exp, &[T::Float8], T::Float8)),
+            "log10" => Some((F::Log10, &[T::Float8], T::Float8)),
+            "log" if exprs.len() == 1 => Some((F::Log10, &[T::Float8], T::Float8)),
+            "log" => Some((F::Log, &[T::Float8, T::Float8], T::Float8)),
+            "cbrt" => Some((F::Cbrt, &[T::Float8], T::Float8)),
+            "pi" => Some((F::Pi, &[], T::Float8)),
             _ => None,
         };
         if let Some((scalar, types, result)) = fixed {
             // Trailing arguments are optional where PostgreSQL has the shorter form.
             let optional = match scalar {
-                F::BTrim | F::LTrim | F::RTrim | F::Substring | F::CurrentSetting => 1,
+                F::BTrim
+                | F::LTrim
+                | F::RTrim
+                | F::Substring
+                | F::CurrentSetting
+                | F::Lpad
+                | F::Rpad
+                | F::RegexpReplace => 1,
                 _ => 0,
             };
             arity(&(types.len() - optional..=types.len()).collect::<Vec<_>>())?;
@@ -570,12 +601,27 @@ impl Binder<'_> {
                 }
                 Ok((function(F::DateTrunc, args), result))
             }
-            "concat" => {
+            "to_hex" => {
+                arity(&[1])?;
+                let (arg, arg_type) = self.bind_expr(exprs[0], Some(T::Int8))?;
+                let wide = !matches!(arg_type, T::Int2 | T::Int4);
+                let arg = self.coerce(arg, arg_type, if wide { T::Int8 } else { T::Int4 })?;
+                Ok((function(F::ToHex { wide }, vec![arg]), T::Text))
+            }
+            "concat" | "concat_ws" => {
+                if name == "concat_ws" && exprs.is_empty() {
+                    arity(&[1])?;
+                }
                 let mut bound = Vec::with_capacity(exprs.len());
                 for expr in &exprs {
                     bound.push(self.bind_expr(expr, Some(T::Text))?.0);
                 }
-                Ok((function(F::Concat, bound), T::Text))
+                let scalar = if name == "concat" {
+                    F::Concat
+                } else {
+                    F::ConcatWs
+                };
+                Ok((function(scalar, bound), T::Text))
             }
             "coalesce" | "greatest" | "least" | "nullif" => {
                 if name == "nullif" {

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 
 use md5::{Digest, Md5};
 
-use super::{float_result, out_of_range, EvalContext, Expr, ScalarFunction};
+use super::{float_result, out_of_range, strings, EvalContext, Expr, ScalarFunction};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::types::{datetime, numeric, DataType, Value};
 
@@ -37,6 +37,7 @@ pub(super) fn eval(
             let text: String = values.iter().filter_map(Value::to_text).collect();
             return Ok(Value::Text(text));
         }
+        F::ConcatWs => return Ok(strings::concat_ws(&values)),
         F::Json { function, binary } => return super::json::eval(function, binary, &values),
         F::NullIf => {
             let equal = values[0].compare(&values[1])? == Some(Ordering::Equal);
@@ -135,6 +136,69 @@ pub(super) fn eval(
             Value::Text(source.repeat(count))
         }
         F::QuoteIdent => Value::Text(crate::ident::quote_ident(&text(0))),
+        F::Lpad | F::Rpad => {
+            let fill = values.get(2).map_or(" ".to_string(), |_| text(2));
+            strings::pad(&text(0), integer(1)?, &fill, function == F::Lpad)?
+        }
+        F::SplitPart => strings::split_part(&text(0), &text(1), integer(2)?)?,
+        F::Initcap => Value::Text(strings::initcap(&text(0))),
+        F::Translate => Value::Text(strings::translate(&text(0), &text(1), &text(2))),
+        F::Reverse => Value::Text(text(0).chars().rev().collect()),
+        F::StartsWith => Value::Bool(text(0).starts_with(&text(1))),
+        F::Chr => strings::chr(integer(0)?)?,
+        F::Ascii => strings::ascii(&text(0)),
+        F::ToHex { wide } => strings::to_hex(integer(0)?, wide),
+        F::RegexpReplace => {
+            let flags = values.get(3).map_or(String::new(), |_| text(3));
+            strings::regexp_replace(&text(0), &text(1), &text(2), &flags)?
+        }
+        F::Encode => match &values[0] {
+            Value::Bytes(bytes) => strings::encode(bytes, &text(1))?,
+            _ => return Err(wrong_argument(function)),
+        },
+        F::Decode => strings::decode(&text(0), &text(1))?,
+        F::Sign | F::Ln | F::Exp | F::Log10 | F::Cbrt => {
+            let value = float(&values[0])?;
+            let undefined = |what: &str| Err(SqlError::new("2201E", what.to_string()));
+            match function {
+                F::Ln | F::Log10 if value == 0.0 => {
+                    return undefined("cannot take logarithm of zero")
+                }
+                F::Ln | F::Log10 if value < 0.0 => {
+                    return undefined("cannot take logarithm of a negative number")
+                }
+                _ => {}
+            }
+            let result = match function {
+                F::Sign => match value {
+                    v if v > 0.0 => 1.0,
+                    v if v < 0.0 => -1.0,
+                    v => v,
+                },
+                F::Ln => value.ln(),
+                F::Exp => value.exp(),
+                F::Log10 => value.log10(),
+                _ => value.cbrt(),
+            };
+            float_result(result, value.is_infinite(), DataType::Float8)?
+        }
+        F::Log => {
+            let (base, value) = (float(&values[0])?, float(&values[1])?);
+            if base == 1.0 {
+                return Err(SqlError::new(
+                    sqlstate::DIVISION_BY_ZERO,
+                    "division by zero",
+                ));
+            }
+            if base <= 0.0 || value <= 0.0 {
+                return Err(SqlError::new(
+                    "2201E",
+                    "cannot take logarithm of zero or a negative number",
+                ));
+            }
+            Value::Float(value.ln() / base.ln())
+        }
+        F::Pi => Value::Float(std::f64::consts::PI),
         F::ArrayOrder { integers } => Value::Bytes(array_order(&text(0), integers)?),
         F::ArrayContains | F::ArrayOverlap => {
             let (first, second) = (array_elements(&text(0))?, array_elements(&text(1))?);
@@ -305,7 +369,13 @@ pub(super) fn eval(
                 .unwrap_or(0);
             Value::Int(pid)
         }
-        F::Coalesce | F::Concat | F::NullIf | F::Greatest | F::Least | F::Json { .. } => {
+        F::Coalesce
+        | F::Concat
+        | F::ConcatWs
+        | F::NullIf
+        | F::Greatest
+        | F::Least
+        | F::Json { .. } => {
             unreachable!("handled above")
         }
     })

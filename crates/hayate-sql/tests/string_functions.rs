@@ -1,0 +1,96 @@
+//! PostgreSQL's string and math functions that applications call (lpad, split_part, initcap,
+//! translate, chr, to_hex, concat_ws, regexp_replace, encode/decode, sign, ln, log, cbrt, pi
+//! ...): each result is the text PostgreSQL 15 prints for the same expression (taken from
+//! psql), and each refused argument gives PostgreSQL's SQLSTATE.
+
+mod common;
+
+use common::{error_code, open, rows};
+
+/// The first row of `sql`, its columns as text joined by '|' ("" for NULL, as psql -A).
+fn line(session: &mut hayate_sql::Session, sql: &str) -> String {
+    let rows = rows(session, sql);
+    rows[0]
+        .iter()
+        .map(|value| value.to_text().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+#[test]
+fn results_are_postgresqls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut s) = open(dir.path());
+    let cases = [
+        (
+            "SELECT lpad('hi', 5, 'xy'), rpad('hi', 5) || '|', lpad('hello', 3), lpad('hi', 5, '')",
+            "xyxhi|hi   ||hel|hi",
+        ),
+        (
+            "SELECT split_part('a,b,,c', ',', 2), split_part('a,b,,c', ',', 3) = '', \
+             split_part('a,b,,c', ',', -1), split_part('abc', '', 1)",
+            "b|t|c|abc",
+        ),
+        (
+            "SELECT initcap('hello wORLD-foo1bar'), translate('12345', '143', 'ax'), \
+             reverse('abc'), starts_with('alphabet', 'alph'), starts_with('alphabet', 'x')",
+            "Hello World-Foo1bar|a2x5|cba|t|f",
+        ),
+        (
+            "SELECT chr(65), chr(233), ascii('x'), ascii('é'), ascii(''), to_hex(255), \
+             to_hex(-1), to_hex(2147483647), to_hex(-1::bigint)",
+            "A|é|120|233|0|ff|ffffffff|7fffffff|ffffffffffffffff",
+        ),
+        (
+            "SELECT concat_ws(',', 'a', NULL, 'b', 3), concat_ws(NULL, 'a') IS NULL, \
+             concat_ws('-', 'x')",
+            "a,b,3|t|x",
+        ),
+        (
+            "SELECT regexp_replace('Thomas', '.[mN]a.', 'M'), \
+             regexp_replace('foobarbaz', 'b(..)', 'X\\1Y', 'g'), \
+             regexp_replace('ABC', 'b', '[\\&]', 'i'), regexp_replace('a.b', '.', '-', 'qg')",
+            "ThM|fooXarYXazY|A[B]C|a-b",
+        ),
+        (
+            "SELECT encode('\\x0102ff'::bytea, 'hex'), encode('\\x0102ff'::bytea, 'base64'), \
+             encode('a\\\\b'::bytea, 'escape'), decode('AQL/', 'base64'), \
+             decode('0102ff', 'hex'), decode('a\\\\\\\\b\\001', 'escape')",
+            "0102ff|AQL/|a\\\\b|\\x0102ff|\\x0102ff|\\x615c5c6201",
+        ),
+        (
+            "SELECT sign(-3.5), sign(0), sign(2), ln(exp(2)), log(100), log10(1000), pi(), exp(0)",
+            "-1|0|1|2|2|3|3.141592653589793|1",
+        ),
+        (
+            "SELECT lpad(NULL, 3), split_part('a', NULL, 1) IS NULL",
+            "|t",
+        ),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(line(&mut s, sql), expected, "{sql}");
+    }
+}
+
+#[test]
+fn refused_arguments_give_postgresqls_sqlstates() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut s) = open(dir.path());
+    let cases = [
+        ("SELECT ln(0)", "2201E"),
+        ("SELECT ln(-1)", "2201E"),
+        ("SELECT log(1, 8)", "22012"),
+        ("SELECT split_part('a', ',', 0)", "22023"),
+        ("SELECT regexp_replace('a', '(', 'b')", "2201B"),
+        ("SELECT regexp_replace('a', 'a', 'b', 'z')", "22023"),
+        ("SELECT chr(0)", "54000"),
+        ("SELECT decode('abc', 'hex')", "22023"),
+        ("SELECT encode('\\x01'::bytea, 'rot13')", "22023"),
+        ("SELECT exp(1000)", "22003"),
+        ("SELECT lpad('a', 1000000000)", "54000"),
+        ("SELECT concat_ws()", "42883"),
+    ];
+    for (sql, code) in cases {
+        assert_eq!(error_code(&mut s, sql), code, "{sql}");
+    }
+}
