@@ -167,3 +167,49 @@ fn rollback_to_undoes_ddl_after_the_savepoint() {
     assert_eq!(code(&mut s, "SELECT * FROM gone"), "42P01");
     run(&mut s, "CREATE INDEX kept_idx ON kept (id)");
 }
+
+/// As PostgreSQL (which aborts the innermost subtransaction at an error): rows locked since
+/// the newest savepoint are free for others as soon as a statement fails, before ROLLBACK
+/// TO; rows locked before it stay locked until the block ends.
+#[test]
+fn an_error_lets_go_of_the_locks_taken_since_the_newest_savepoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
+    let catalog = Catalog::open(db).unwrap();
+    let mut s1 = Session::new(catalog.clone(), "one");
+    let mut s2 = Session::new(catalog, "two");
+    run(&mut s1, "CREATE TABLE t (id int4 PRIMARY KEY, v int4)");
+    run(&mut s1, "INSERT INTO t VALUES (1, 10), (2, 20)");
+    run(&mut s1, "BEGIN");
+    assert_eq!(
+        ints(&mut s1, "SELECT id FROM t WHERE id = 1 FOR UPDATE"),
+        [1]
+    );
+    run(&mut s1, "SAVEPOINT a");
+    assert_eq!(
+        ints(&mut s1, "SELECT id FROM t WHERE id = 2 FOR UPDATE"),
+        [2]
+    );
+    assert_eq!(code(&mut s1, "SELECT 1 / 0"), "22012");
+    assert_eq!(s1.status(), TransactionStatus::Failed);
+    // Row 2 (locked after the savepoint) is free, row 1 is not.
+    assert_eq!(
+        ints(&mut s2, "SELECT id FROM t WHERE id = 2 FOR UPDATE NOWAIT"),
+        [2]
+    );
+    assert_eq!(
+        code(&mut s2, "SELECT id FROM t WHERE id = 1 FOR UPDATE NOWAIT"),
+        "55P03"
+    );
+    assert_eq!(code(&mut s1, "SELECT 1"), "25P02");
+    // ROLLBACK TO still takes the block back; the first lock is still the block's.
+    run(&mut s1, "ROLLBACK TO a");
+    assert_eq!(ints(&mut s1, "SELECT v FROM t WHERE id = 1"), [10]);
+    assert_eq!(
+        code(&mut s2, "SELECT id FROM t WHERE id = 1 FOR UPDATE NOWAIT"),
+        "55P03"
+    );
+    run(&mut s1, "COMMIT");
+    run(&mut s2, "UPDATE t SET v = 11 WHERE id = 1");
+    assert_eq!(ints(&mut s2, "SELECT v FROM t WHERE id = 1"), [11]);
+}

@@ -147,7 +147,8 @@ impl Cursor {
         Ok(Vec::new())
     }
 
-    /// The next entry, or None when the scan is over.
+    /// The next entry, or None when the scan is over. (Entries it buffered come out of a later
+    /// `next_batch_where` untested: use one or the other on a cursor.)
     pub fn next(&mut self, pool: &BufferPool) -> Result<Option<Entry>> {
         if self.buffered.is_empty() {
             let batch = self.next_batch(pool)?;

@@ -278,6 +278,15 @@ impl Session {
                 self.end_block(false);
                 self.state = State::Failed(None);
             } else {
+                // As PostgreSQL aborts the innermost subtransaction at the error: the rows
+                // locked and written since the newest savepoint are let go now (ROLLBACK TO
+                // it or an older one undoes them again, harmlessly); the ones before stay
+                // until ROLLBACK or ROLLBACK TO.
+                let mut txn = txn;
+                let newest = self.savepoints.last().expect("not empty").mark;
+                if let Err(error) = txn.rollback_to(newest) {
+                    log::warn!("rolling back to the newest savepoint after an error: {error}");
+                }
                 self.state = State::Failed(Some(txn));
             }
         }
