@@ -49,8 +49,9 @@ fn results_are_postgresqls() {
         (
             "SELECT regexp_replace('Thomas', '.[mN]a.', 'M'), \
              regexp_replace('foobarbaz', 'b(..)', 'X\\1Y', 'g'), \
-             regexp_replace('ABC', 'b', '[\\&]', 'i'), regexp_replace('a.b', '.', '-', 'qg')",
-            "ThM|fooXarYXazY|A[B]C|a-b",
+             regexp_replace('ABC', 'b', '[\\&]', 'i'), regexp_replace('a.b', '.', '-', 'qg'), \
+             regexp_replace('a/b', '/', '\\t')",
+            "ThM|fooXarYXazY|A[B]C|a-b|a\\tb",
         ),
         (
             "SELECT encode('\\x0102ff'::bytea, 'hex'), encode('\\x0102ff'::bytea, 'base64'), \
@@ -59,8 +60,9 @@ fn results_are_postgresqls() {
             "0102ff|AQL/|a\\\\b|\\x0102ff|\\x0102ff|\\x615c5c6201",
         ),
         (
-            "SELECT sign(-3.5), sign(0), sign(2), ln(exp(2)), log(100), log10(1000), pi(), exp(0)",
-            "-1|0|1|2|2|3|3.141592653589793|1",
+            "SELECT sign(-3.5), sign(0), sign(2), ln(exp(2)), log(100), log10(1000), pi(), exp(0), \
+             sign('NaN'::float8), sign('-0'::float8)",
+            "-1|0|1|2|2|3|3.141592653589793|1|0|0",
         ),
         (
             "SELECT lpad(NULL, 3), split_part('a', NULL, 1) IS NULL",
@@ -87,6 +89,10 @@ fn refused_arguments_give_postgresqls_sqlstates() {
         ("SELECT decode('abc', 'hex')", "22023"),
         ("SELECT encode('\\x01'::bytea, 'rot13')", "22023"),
         ("SELECT exp(1000)", "22003"),
+        ("SELECT exp(-1000)", "22003"),
+        ("SELECT log(1, 0)", "2201E"),
+        ("SELECT chr(-1)", "54000"),
+        ("SELECT decode('+1', 'hex')", "22023"),
         ("SELECT lpad('a', 1000000000)", "54000"),
         ("SELECT concat_ws()", "42883"),
     ];

@@ -268,13 +268,15 @@ impl EqualColumns {
         (!tests.is_empty()).then_some(EqualColumns { tests })
     }
 
-    /// True if a test fails for the row: its column is NULL or holds another value. A row
-    /// that cannot be read is not refused (its decoding reports it).
+    /// True if a test fails for the row: its column holds another value. A NULL is not
+    /// refused (the comparison is NULL, not false: the AND goes on to its other conjuncts,
+    /// whose errors must still be raised), nor is a row that cannot be read (its decoding
+    /// reports it).
     pub fn refuses(&self, bytes: &[u8], types: &[DataType]) -> bool {
         self.first_failure(bytes, types) == Some(true)
     }
 
-    /// Some(true) at the first failing test, Some(false) if all pass, None if unreadable.
+    /// Some(true) at the first failing test, Some(false) if none fails, None if unreadable.
     fn first_failure(&self, bytes: &[u8], types: &[DataType]) -> Option<bool> {
         let mut reader = Reader { bytes, offset: 0 };
         if reader.take(1)?[0] != FORMAT_VERSION {
@@ -301,7 +303,7 @@ impl EqualColumns {
                 false => Some(value_bytes(&mut reader, *data_type)?),
             };
             while let Some((_, expected)) = tests.next_if(|(column, _)| *column == index) {
-                if stored != Some(expected.as_slice()) {
+                if stored.is_some_and(|stored| stored != expected.as_slice()) {
                     return Some(true);
                 }
             }

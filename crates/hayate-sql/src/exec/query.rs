@@ -25,7 +25,7 @@ use crate::plan::expr::{truth, BinaryOp, SubqueryRunner};
 use crate::plan::{
     EvalContext, Expr, JoinKind, Relation, RowLock, Subquery, SubqueryKind, TableRead,
 };
-use crate::types::Value;
+use crate::types::{DataType, Value};
 
 const CARDINALITY_VIOLATION: &str = "21000";
 
@@ -956,18 +956,45 @@ fn compare_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
     std::cmp::Ordering::Equal
 }
 
-/// The `column = constant` conjuncts of a pure filter, the constants evaluated once, as tests
-/// on a row's encoding (None: none the encoding can decide).
+/// The leading `column = constant` conjuncts of a pure filter, the constants evaluated once,
+/// as tests on a row's encoding (None: none the encoding can decide). Only the conjuncts
+/// before the first other one are taken, each a column itself or widened (to bigint or
+/// numeric, which cannot fail): refusing a row where one of them is false is then what the
+/// AND's left-to-right evaluation does, which stops there without evaluating (or raising
+/// the errors of) the conjuncts after it.
 fn equal_columns(filter: &Expr, table: &Table, context: &EvalContext) -> Option<row::EqualColumns> {
     let mut parts = Vec::new();
     crate::plan::access::conjuncts(filter, &mut parts);
     let type_of = crate::plan::access::column_types(table);
-    let pairs: Vec<(usize, Value)> = parts
-        .into_iter()
-        .filter_map(|part| crate::plan::access::column_comparison(part, &type_of))
-        .filter(|(_, op, constant)| *op == BinaryOp::Equal && constant.is_pure())
-        .filter_map(|(column, _, constant)| Some((column, constant.eval(&[], context).ok()?)))
-        .collect();
+    let plain = |side: &Expr| match side {
+        Expr::Column(_) => true,
+        Expr::Cast { expr, to } => {
+            matches!(**expr, Expr::Column(_)) && matches!(to, DataType::Int8 | DataType::Numeric(_))
+        }
+        _ => false,
+    };
+    let mut pairs: Vec<(usize, Value)> = Vec::new();
+    for part in parts {
+        let Some((column, op, constant)) = crate::plan::access::column_comparison(part, &type_of)
+        else {
+            break;
+        };
+        let Expr::Binary { left, right, .. } = part else {
+            break;
+        };
+        let column_side = if std::ptr::eq(constant, right.as_ref()) {
+            left
+        } else {
+            right
+        };
+        if op != BinaryOp::Equal || !constant.is_pure() || !plain(column_side) {
+            break;
+        }
+        let Ok(value) = constant.eval(&[], context) else {
+            break;
+        };
+        pairs.push((column, value));
+    }
     let types = table.def.types();
     row::EqualColumns::new(pairs.iter().map(|(column, value)| (*column, value)), &types)
 }

@@ -436,10 +436,11 @@ impl Expr {
         own && self.children().into_iter().all(Expr::is_immutable)
     }
 
-    /// True if evaluating the expression reads nothing but its row, the parameters, outer
-    /// values and the session, changes nothing and gives the same value each time within a
-    /// statement: a scan may then run it on a row still in its page, with the page latched
-    /// (no subquery or system call, which read the database; no chance or clock).
+    /// True if evaluating the expression reads nothing but its row, the parameters and outer
+    /// values, changes nothing and gives the same value each time within a statement: a scan
+    /// may then run it on a row still in its page, with the page latched (no subquery or
+    /// system call, which read the database; no chance or clock; no setting, which a
+    /// set_config of the same statement may change between rows).
     pub fn is_pure(&self) -> bool {
         let own = match self {
             Expr::Function { function, .. } => !matches!(
@@ -448,6 +449,7 @@ impl Expr {
                     | ScalarFunction::ClockTimestamp
                     | ScalarFunction::GenRandomUuid
                     | ScalarFunction::SetConfig
+                    | ScalarFunction::CurrentSetting
             ),
             Expr::System(_) | Expr::Subquery(_) => false,
             _ => true,

@@ -170,30 +170,37 @@ pub(super) fn eval(
                 _ => {}
             }
             let result = match function {
+                // NaN and -0 have the sign 0, as PostgreSQL's.
                 F::Sign => match value {
                     v if v > 0.0 => 1.0,
                     v if v < 0.0 => -1.0,
-                    v => v,
+                    _ => 0.0,
                 },
                 F::Ln => value.ln(),
                 F::Exp => value.exp(),
                 F::Log10 => value.log10(),
                 _ => value.cbrt(),
             };
+            if function == F::Exp && result == 0.0 && value.is_finite() {
+                return Err(SqlError::new(
+                    sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                    "value out of range: underflow",
+                ));
+            }
             float_result(result, value.is_infinite(), DataType::Float8)?
         }
         F::Log => {
             let (base, value) = (float(&values[0])?, float(&values[1])?);
-            if base == 1.0 {
-                return Err(SqlError::new(
-                    sqlstate::DIVISION_BY_ZERO,
-                    "division by zero",
-                ));
-            }
             if base <= 0.0 || value <= 0.0 {
                 return Err(SqlError::new(
                     "2201E",
                     "cannot take logarithm of zero or a negative number",
+                ));
+            }
+            if base == 1.0 {
+                return Err(SqlError::new(
+                    sqlstate::DIVISION_BY_ZERO,
+                    "division by zero",
                 ));
             }
             Value::Float(value.ln() / base.ln())

@@ -93,6 +93,10 @@ pub(super) fn chr(code: i64) -> SqlResult<Value> {
             sqlstate::PROGRAM_LIMIT_EXCEEDED,
             "null character not permitted",
         )),
+        None if code < 0 => Err(SqlError::new(
+            sqlstate::PROGRAM_LIMIT_EXCEEDED,
+            "character number must be positive",
+        )),
         None => Err(SqlError::new(
             sqlstate::PROGRAM_LIMIT_EXCEEDED,
             "requested character too large for encoding",
@@ -126,8 +130,8 @@ pub(super) fn concat_ws(values: &[Value]) -> Value {
 /// regexp_replace(source, pattern, replacement [, flags]): the first match (every one with
 /// flag g) replaced; \1..\9 in the replacement are the groups and \& the whole match, as in
 /// PostgreSQL. Flags: g, i (ignore case), c (respect case), q (the pattern is literal text),
-/// x (expanded: blanks and # comments ignored), n (newline-sensitive: ^ and $ match at
-/// lines, . does not match a newline), s (the default). The pattern is read as the `regex`
+/// x (expanded: blanks and # comments ignored), n or m (newline-sensitive: ^ and $ match at
+/// lines, . does not match a newline), s (the default), the last of n/m/s counting. The pattern is read as the `regex`
 /// crate's syntax, which agrees with PostgreSQL's advanced expressions on the common forms
 /// (no back references).
 pub(super) fn regexp_replace(
@@ -147,7 +151,7 @@ pub(super) fn regexp_replace(
     for flag in flags.chars() {
         match flag {
             'g' => global = true,
-            'q' | 's' => {}
+            'q' => {}
             'i' => {
                 builder.case_insensitive(true);
             }
@@ -157,8 +161,12 @@ pub(super) fn regexp_replace(
             'x' => {
                 builder.ignore_whitespace(!literal);
             }
-            'n' => {
+            // Newline-sensitive (m is its old name); s, the default, undoes it.
+            'n' | 'm' => {
                 builder.multi_line(true).dot_matches_new_line(false);
+            }
+            's' => {
+                builder.multi_line(false).dot_matches_new_line(true);
             }
             other => {
                 return Err(SqlError::new(
@@ -187,7 +195,12 @@ pub(super) fn regexp_replace(
                     out.push_str(captures.get(group).map_or("", |m| m.as_str()));
                 }
                 Some('&') => out.push_str(&captures[0]),
-                Some(other) => out.push(other),
+                Some('\\') => out.push('\\'),
+                // Any other backslash stays, with what follows (PostgreSQL's \t is "\t").
+                Some(other) => {
+                    out.push('\\');
+                    out.push(other);
+                }
                 None => out.push('\\'),
             }
         }
@@ -212,7 +225,16 @@ fn unknown_encoding(name: &str) -> SqlError {
 pub(super) fn encode(bytes: &[u8], format: &str) -> SqlResult<Value> {
     Ok(Value::Text(match format.to_ascii_lowercase().as_str() {
         "hex" => bytes.iter().map(|b| format!("{b:02x}")).collect(),
-        "base64" => base64::engine::general_purpose::STANDARD.encode(bytes),
+        // Lines of 76 characters, as PostgreSQL writes them.
+        "base64" => {
+            let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+            let lines: Vec<&str> = text
+                .as_bytes()
+                .chunks(76)
+                .map(|line| std::str::from_utf8(line).expect("base64 is ASCII"))
+                .collect();
+            lines.join("\n")
+        }
         "escape" => bytes
             .iter()
             .map(|b| match b {
@@ -239,14 +261,14 @@ pub(super) fn decode(text: &str, format: &str) -> SqlResult<Value> {
             if !digits.len().is_multiple_of(2) {
                 return Err(invalid("hexadecimal"));
             }
+            let digit = |b: u8| {
+                (b as char)
+                    .to_digit(16)
+                    .ok_or_else(|| invalid("hexadecimal"))
+            };
             digits
                 .chunks(2)
-                .map(|pair| {
-                    std::str::from_utf8(pair)
-                        .ok()
-                        .and_then(|pair| u8::from_str_radix(pair, 16).ok())
-                        .ok_or_else(|| invalid("hexadecimal"))
-                })
+                .map(|pair| Ok((digit(pair[0])? * 16 + digit(pair[1])?) as u8))
                 .collect::<SqlResult<_>>()?
         }
         "base64" => {
@@ -267,11 +289,20 @@ pub(super) fn decode(text: &str, format: &str) -> SqlResult<Value> {
                     out.push(b'\\');
                     at += 2;
                 } else {
+                    // \ and three octal digits (the first 0-3).
                     let octal = bytes
                         .get(at + 1..at + 4)
-                        .and_then(|digits| std::str::from_utf8(digits).ok())
-                        .and_then(|digits| u8::from_str_radix(digits, 8).ok())
-                        .ok_or_else(|| invalid("escape"))?;
+                        .filter(|digits| {
+                            (b'0'..=b'3').contains(&digits[0])
+                                && digits[1..].iter().all(|d| (b'0'..=b'7').contains(d))
+                        })
+                        .map(|d| (d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'))
+                        .ok_or_else(|| {
+                            SqlError::new(
+                                sqlstate::INVALID_TEXT_REPRESENTATION,
+                                "invalid input syntax for type bytea",
+                            )
+                        })?;
                     out.push(octal);
                     at += 4;
                 }
@@ -338,6 +369,10 @@ mod tests {
         assert_eq!(text(regexp_replace("a.b", ".", "-", "qg")), "a-b");
         assert_eq!(text(regexp_replace("a\nb", "^b", "c", "n")), "a\nc");
         assert_eq!(text(regexp_replace("a\nb", "^b", "c", "")), "a\nb");
+        assert_eq!(text(regexp_replace("a\nb", "^b", "c", "m")), "a\nc");
+        assert_eq!(text(regexp_replace("a\nb", "^b", "c", "ns")), "a\nb");
+        assert_eq!(text(regexp_replace("a/b", "/", "\\t", "")), "a\\tb");
+        assert_eq!(text(regexp_replace("a/b", "/", "\\\\", "")), "a\\b");
         assert!(regexp_replace("a", "a", "", "z").is_err());
     }
 
@@ -363,6 +398,15 @@ mod tests {
             Value::Text("a\\\\\\000".into())
         );
         assert!(decode("abc", "hex").is_err());
+        assert!(decode("+1", "hex").is_err());
+        assert_eq!(
+            decode("\\+17", "escape").unwrap_err().code,
+            sqlstate::INVALID_TEXT_REPRESENTATION
+        );
+        let long = encode(&[0u8; 60], "base64").unwrap();
+        let Value::Text(long) = long else { panic!() };
+        assert_eq!(long.lines().map(str::len).collect::<Vec<_>>(), [76, 4]);
+        assert_eq!(decode(&long, "base64").unwrap(), Value::Bytes(vec![0; 60]));
         assert!(decode("ab", "rot13").is_err());
     }
 }
