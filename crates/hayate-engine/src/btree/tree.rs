@@ -318,6 +318,19 @@ impl BTree {
         key: &[u8],
         fetch_leaf: impl Fn(PageId) -> Result<Option<G>>,
     ) -> Result<Option<G>> {
+        self.descend_optimistic_noting(pool, key, fetch_leaf, &mut None)
+    }
+
+    /// `descend_optimistic`, noting in `parent` the stamp of the leaf's parent as the descent
+    /// validated it (None if the root is the leaf or the descent failed).
+    fn descend_optimistic_noting<G: std::ops::Deref<Target = [u8]>>(
+        &self,
+        pool: &BufferPool,
+        key: &[u8],
+        fetch_leaf: impl Fn(PageId) -> Result<Option<G>>,
+        parent_seen: &mut Option<PageStamp>,
+    ) -> Result<Option<G>> {
+        *parent_seen = None;
         'restart: for attempt in 0..OPTIMISTIC_RESTARTS_MAX {
             if attempt > OPTIMISTIC_RESTARTS_MAX / 2 {
                 std::thread::yield_now();
@@ -359,6 +372,7 @@ impl BTree {
                     return Ok(None);
                 };
                 check_level(&NodeAccessor::new(&leaf)?, Some(0))?;
+                *parent_seen = Some(page.stamp(page_id));
                 return Ok(Some(leaf));
             }
         }
@@ -559,8 +573,9 @@ impl BTree {
     /// Point lookups of `keys`, sorted ascending (repeats allowed): their values, in order.
     /// After a descent to the leaf holding a key, the next keys up to the leaf's last key are
     /// looked up in that leaf too (a key between a leaf's first and last keys can only be
-    /// there), each searched from where the previous one was, so reading the rows of many
-    /// nearby keys (an index range's primary keys, sorted) costs less than a `get` each.
+    /// there), each searched from where the previous one was, and a key past it in the leaf's
+    /// parent while that is unchanged, so reading the rows of many nearby keys (an index
+    /// range's primary keys, sorted) costs less than a `get` each.
     /// Values are copied out before the leaf is let go; no latch is held between leaves.
     pub fn get_sorted(&self, pool: &BufferPool, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
         self.get_sorted_where(pool, keys, &mut |_| true)
@@ -578,17 +593,29 @@ impl BTree {
         debug_assert!(keys.windows(2).all(|pair| pair[0] <= pair[1]));
         let key_length_max = NodeLimits::new(pool.page_size()).key_length_max;
         let mut values = Vec::with_capacity(keys.len());
+        // The last leaf's parent: while it is unchanged, a key between two of its separators
+        // is looked up in it rather than from the root (`leaf_from_parent`).
+        let mut parent: Option<PageStamp> = None;
         while values.len() < keys.len() {
             let first = &keys[values.len()];
             if first.len() > key_length_max {
                 values.push(None);
                 continue;
             }
-            let leaf =
-                match self.descend_optimistic(pool, first, |page_id| pool.try_read(page_id))? {
-                    Some(leaf) => leaf,
-                    None => self.descend_shared(pool, first, Seek::At, None, 0, |_| false)?,
-                };
+            let from_parent = match &parent {
+                Some(stamp) => self.leaf_from_parent(pool, &(*stamp, usize::MAX), first)?,
+                None => None,
+            };
+            let leaf = match from_parent {
+                Some((leaf, _, _)) => leaf,
+                None => {
+                    let fetch = |page_id| pool.try_read(page_id);
+                    match self.descend_optimistic_noting(pool, first, fetch, &mut parent)? {
+                        Some(leaf) => leaf,
+                        None => self.descend_shared(pool, first, Seek::At, None, 0, |_| false)?,
+                    }
+                }
+            };
             let node = NodeAccessor::new(&leaf)?;
             let last = match node.count() {
                 0 => None,

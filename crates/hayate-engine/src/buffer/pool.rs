@@ -1149,4 +1149,14 @@ impl<'a> OptimisticPage<'a> {
     pub fn validate(&self) -> bool {
         self.pool.frames[self.frame_id].latch.validate(self.version)
     }
+
+    /// The page as this view saw it, for `BufferPool::unchanged`; `page_id` is the page asked
+    /// of `BufferPool::optimistic` (a stamp is worth something once `validate` held).
+    pub fn stamp(&self, page_id: PageId) -> PageStamp {
+        PageStamp {
+            page_id,
+            frame_id: self.frame_id,
+            version: self.version,
+        }
+    }
 }

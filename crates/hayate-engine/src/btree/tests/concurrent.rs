@@ -75,6 +75,11 @@ fn scanner(tree: BTree, pool: &BufferPool, stop: &AtomicBool) -> u64 {
             previous = Some(key);
         }
         assert_eq!(steady_seen, steady.len(), "a scan missed steady keys");
+        // Sorted lookups go leaf to leaf through parents too.
+        let found = tree.get_sorted(pool, &steady).expect("get_sorted");
+        for (key, value) in steady.iter().zip(found) {
+            assert_eq!(value.as_ref(), Some(key), "a steady key's sorted lookup");
+        }
         scans += 1;
     }
     scans

@@ -479,6 +479,14 @@ fn a_cursor_goes_on_exactly_after_the_tree_changed_under_it() {
                 }
                 _ => {} // leaves it alone: the next leaf comes from the parent
             }
+            if batches % 10 == 0 {
+                // Sorted lookups (leaf to leaf through the parent too) see the tree as it is.
+                let keys: Vec<Vec<u8>> = (0..40_000).step_by(3).map(key).collect();
+                let found = tree.get_sorted(&pool, &keys).unwrap();
+                for (key, value) in keys.iter().zip(found) {
+                    assert_eq!(value.as_ref(), model.get(key), "seed {seed}: sorted lookup");
+                }
+            }
         }
         assert!(batches > 100, "seed {seed}: {batches} batches");
         let seen: std::collections::BTreeSet<Vec<u8>> = seen.into_iter().collect();
