@@ -213,3 +213,28 @@ fn an_error_lets_go_of_the_locks_taken_since_the_newest_savepoint() {
     run(&mut s2, "UPDATE t SET v = 11 WHERE id = 1");
     assert_eq!(ints(&mut s2, "SELECT v FROM t WHERE id = 1"), [11]);
 }
+
+/// What an error undoes at once (as PostgreSQL's abort of the innermost subtransaction) is
+/// all that was done since the newest savepoint, its DDL too: another session no longer
+/// finds a view the failed part of the block made, may make its own, and a later ROLLBACK
+/// TO does not take that one away.
+#[test]
+fn an_error_undoes_the_ddl_since_the_newest_savepoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
+    let catalog = Catalog::open(db).unwrap();
+    let mut s1 = Session::new(catalog.clone(), "one");
+    let mut s2 = Session::new(catalog, "two");
+    run(&mut s1, "BEGIN");
+    run(&mut s1, "CREATE VIEW kept AS SELECT 1 AS x");
+    run(&mut s1, "SAVEPOINT a");
+    run(&mut s1, "CREATE VIEW v AS SELECT 1 AS x");
+    assert_eq!(code(&mut s1, "SELECT 1 / 0"), "22012");
+    assert_eq!(code(&mut s2, "SELECT x FROM v"), "42P01");
+    run(&mut s2, "CREATE VIEW v AS SELECT 2 AS x");
+    run(&mut s1, "ROLLBACK TO a");
+    assert_eq!(ints(&mut s1, "SELECT x FROM kept"), [1]);
+    run(&mut s1, "COMMIT");
+    assert_eq!(ints(&mut s2, "SELECT x FROM v"), [2]);
+    assert_eq!(ints(&mut s2, "SELECT x FROM kept"), [1]);
+}

@@ -207,6 +207,10 @@ fn own_writes_older_versions_and_errors() {
         error_code(&mut s, "SELECT id FROM t WHERE w::int2 = 5"),
         "22003"
     );
+    assert_eq!(
+        error_code(&mut s, "SELECT id FROM t WHERE w::numeric(2) = 5"),
+        "22003"
+    );
     assert_eq!(ids(&mut s, "w::int8 = 100000"), [11]);
     assert_eq!(ids(&mut s, "w = 5"), ids(&mut s, &plain("w = 5")));
     assert_eq!(ids(&mut s, "w = 5").len(), 10);

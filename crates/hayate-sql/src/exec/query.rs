@@ -969,7 +969,8 @@ fn equal_columns(filter: &Expr, table: &Table, context: &EvalContext) -> Option<
     let plain = |side: &Expr| match side {
         Expr::Column(_) => true,
         Expr::Cast { expr, to } => {
-            matches!(**expr, Expr::Column(_)) && matches!(to, DataType::Int8 | DataType::Numeric(_))
+            matches!(**expr, Expr::Column(_))
+                && matches!(to, DataType::Int8 | DataType::Numeric(None))
         }
         _ => false,
     };

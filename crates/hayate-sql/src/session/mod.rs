@@ -278,13 +278,13 @@ impl Session {
                 self.end_block(false);
                 self.state = State::Failed(None);
             } else {
-                // As PostgreSQL aborts the innermost subtransaction at the error: the rows
-                // locked and written since the newest savepoint are let go now (ROLLBACK TO
-                // it or an older one undoes them again, harmlessly); the ones before stay
-                // until ROLLBACK or ROLLBACK TO.
+                // As PostgreSQL aborts the innermost subtransaction at the error: what was
+                // done since the newest savepoint (writes, row locks, DDLs, settings) is
+                // undone now (ROLLBACK TO it or an older one undoes nothing more twice); what
+                // was done before stays until ROLLBACK or ROLLBACK TO.
                 let mut txn = txn;
-                let newest = self.savepoints.last().expect("not empty").mark;
-                if let Err(error) = txn.rollback_to(newest) {
+                let newest = self.savepoints.len() - 1;
+                if let Err(error) = self.undo_to_savepoint(&mut txn, newest) {
                     log::warn!("rolling back to the newest savepoint after an error: {error}");
                 }
                 self.state = State::Failed(Some(txn));

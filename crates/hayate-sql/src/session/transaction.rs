@@ -454,19 +454,34 @@ impl Session {
             State::Failed(None) | State::Idle => unreachable!("savepoints exist only with one"),
         };
         self.savepoints.truncate(index + 1);
+        let undone = self.undo_to_savepoint(&mut txn, index);
+        self.state = State::InBlock(txn);
+        undone?;
+        Ok(command("ROLLBACK"))
+    }
+
+    /// Undoes everything after savepoint `index` (which stays, with the ones before it):
+    /// the engine's writes and row locks, the DDLs, owners, settings and deferred checks.
+    /// Doing it again for the same savepoint changes nothing.
+    pub(super) fn undo_to_savepoint(
+        &mut self,
+        txn: &mut Transaction,
+        index: usize,
+    ) -> SqlResult<()> {
         let savepoint = &self.savepoints[index];
         let undone = txn.rollback_to(savepoint.mark);
-        let ddl = self.ddl_undo.split_off(savepoint.ddl);
+        let ddl = self
+            .ddl_undo
+            .split_off(savepoint.ddl.min(self.ddl_undo.len()));
         self.deferred_checks = savepoint.deferred_checks.clone();
         self.constraint_modes = savepoint.constraint_modes.clone();
-        let owners = self.owner_undo.split_off(savepoint.owner_undo);
+        let kept_owners = savepoint.owner_undo.min(self.owner_undo.len());
+        let owners = self.owner_undo.split_off(kept_owners);
         restore_owners(owners);
         let settings = savepoint.settings;
         self.undo_settings_after(settings);
         self.catalog.finish_ddl(ddl, false);
-        self.state = State::InBlock(txn);
-        undone?;
-        Ok(command("ROLLBACK"))
+        Ok(undone?)
     }
 
     /// The open block's engine transaction for a DDL, its snapshot refreshed at READ

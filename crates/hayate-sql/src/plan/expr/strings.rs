@@ -225,15 +225,20 @@ fn unknown_encoding(name: &str) -> SqlError {
 pub(super) fn encode(bytes: &[u8], format: &str) -> SqlResult<Value> {
     Ok(Value::Text(match format.to_ascii_lowercase().as_str() {
         "hex" => bytes.iter().map(|b| format!("{b:02x}")).collect(),
-        // Lines of 76 characters, as PostgreSQL writes them.
+        // Lines of 76 characters, as PostgreSQL writes them: a newline after each line that
+        // whole groups of 3 bytes fill (so after the last one too if it is full), none after
+        // a last group padded with '='.
         "base64" => {
-            let text = base64::engine::general_purpose::STANDARD.encode(bytes);
-            let lines: Vec<&str> = text
-                .as_bytes()
-                .chunks(76)
-                .map(|line| std::str::from_utf8(line).expect("base64 is ASCII"))
-                .collect();
-            lines.join("\n")
+            let whole = bytes.len() / 3 * 3;
+            let mut out = String::new();
+            for (group, chunk) in bytes[..whole].chunks(3).enumerate() {
+                out.push_str(&base64::engine::general_purpose::STANDARD.encode(chunk));
+                if (group + 1) % 19 == 0 {
+                    out.push('\n');
+                }
+            }
+            out.push_str(&base64::engine::general_purpose::STANDARD.encode(&bytes[whole..]));
+            out
         }
         "escape" => bytes
             .iter()
@@ -406,6 +411,9 @@ mod tests {
         let long = encode(&[0u8; 60], "base64").unwrap();
         let Value::Text(long) = long else { panic!() };
         assert_eq!(long.lines().map(str::len).collect::<Vec<_>>(), [76, 4]);
+        let full = encode(&[7u8; 57], "base64").unwrap();
+        let Value::Text(full) = full else { panic!() };
+        assert!(full.len() == 77 && full.ends_with('\n'), "{full:?}");
         assert_eq!(decode(&long, "base64").unwrap(), Value::Bytes(vec![0; 60]));
         assert!(decode("ab", "rot13").is_err());
     }
