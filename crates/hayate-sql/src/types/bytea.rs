@@ -16,28 +16,36 @@ pub fn format(bytes: &[u8]) -> String {
 }
 
 pub fn parse(text: &str) -> SqlResult<Vec<u8>> {
-    let invalid = |what: &str| {
-        SqlError::new(
-            sqlstate::INVALID_TEXT_REPRESENTATION,
-            format!("invalid {what}"),
-        )
-    };
-    if let Some(hex) = text.strip_prefix("\\x") {
-        let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-        if !digits.len().is_multiple_of(2) {
-            return Err(invalid("hexadecimal data: odd number of digits"));
+    let invalid = |what: String| SqlError::new(sqlstate::INVALID_TEXT_REPRESENTATION, what);
+    match text.strip_prefix("\\x") {
+        Some(hex) => from_hex(hex).map_err(invalid),
+        None => {
+            from_escape(text).ok_or_else(|| invalid("invalid input syntax for type bytea".into()))
         }
-        let value = |digit: u8| {
-            (digit as char)
-                .to_digit(16)
-                .map(|v| v as u8)
-                .ok_or_else(|| invalid(&format!("hexadecimal digit: \"{}\"", digit as char)))
-        };
-        return digits
-            .chunks(2)
-            .map(|pair| Ok(value(pair[0])? << 4 | value(pair[1])?))
-            .collect();
     }
+}
+
+/// The bytes of hex digit pairs, blanks skipped; Err says what is wrong ("invalid ...").
+pub fn from_hex(hex: &str) -> Result<Vec<u8>, String> {
+    let digits: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if !digits.len().is_multiple_of(2) {
+        return Err("invalid hexadecimal data: odd number of digits".into());
+    }
+    let value = |digit: u8| {
+        (digit as char)
+            .to_digit(16)
+            .map(|v| v as u8)
+            .ok_or_else(|| format!("invalid hexadecimal digit: \"{}\"", digit as char))
+    };
+    digits
+        .chunks(2)
+        .map(|pair| Ok(value(pair[0])? << 4 | value(pair[1])?))
+        .collect()
+}
+
+/// The bytes of the escape format (`\\` a backslash, `\ooo` an octal byte with the first
+/// digit 0-3, other bytes themselves); None if a backslash starts neither.
+pub fn from_escape(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut at = 0;
@@ -52,18 +60,12 @@ pub fn parse(text: &str) -> SqlResult<Vec<u8>> {
             let octal = bytes.get(at + 1..at + 4).filter(|digits| {
                 (b'0'..=b'3').contains(&digits[0])
                     && digits[1..].iter().all(|d| (b'0'..=b'7').contains(d))
-            });
-            let Some(octal) = octal else {
-                return Err(SqlError::new(
-                    sqlstate::INVALID_TEXT_REPRESENTATION,
-                    "invalid input syntax for type bytea",
-                ));
-            };
+            })?;
             out.push((octal[0] - b'0') << 6 | (octal[1] - b'0') << 3 | (octal[2] - b'0'));
             at += 4;
         }
     }
-    Ok(out)
+    Some(out)
 }
 
 #[cfg(test)]

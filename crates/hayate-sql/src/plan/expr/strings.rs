@@ -6,7 +6,7 @@
 use base64::Engine;
 
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::types::Value;
+use crate::types::{bytea, Value};
 
 /// The longest text a padding function makes, as PostgreSQL's limit on a value (1 GB).
 const PADDED_LENGTH_MAX: i64 = 1 << 28;
@@ -261,59 +261,19 @@ pub(super) fn decode(text: &str, format: &str) -> SqlResult<Value> {
         )
     };
     Ok(Value::Bytes(match format.to_ascii_lowercase().as_str() {
-        "hex" => {
-            let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-            if !digits.len().is_multiple_of(2) {
-                return Err(invalid("hexadecimal"));
-            }
-            let digit = |b: u8| {
-                (b as char)
-                    .to_digit(16)
-                    .ok_or_else(|| invalid("hexadecimal"))
-            };
-            digits
-                .chunks(2)
-                .map(|pair| Ok((digit(pair[0])? * 16 + digit(pair[1])?) as u8))
-                .collect::<SqlResult<_>>()?
-        }
+        "hex" => bytea::from_hex(text).map_err(|_| invalid("hexadecimal"))?,
         "base64" => {
             let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
             base64::engine::general_purpose::STANDARD
                 .decode(compact)
                 .map_err(|_| invalid("base64"))?
         }
-        "escape" => {
-            let bytes = text.as_bytes();
-            let mut out = Vec::with_capacity(bytes.len());
-            let mut at = 0;
-            while at < bytes.len() {
-                if bytes[at] != b'\\' {
-                    out.push(bytes[at]);
-                    at += 1;
-                } else if bytes.get(at + 1) == Some(&b'\\') {
-                    out.push(b'\\');
-                    at += 2;
-                } else {
-                    // \ and three octal digits (the first 0-3).
-                    let octal = bytes
-                        .get(at + 1..at + 4)
-                        .filter(|digits| {
-                            (b'0'..=b'3').contains(&digits[0])
-                                && digits[1..].iter().all(|d| (b'0'..=b'7').contains(d))
-                        })
-                        .map(|d| (d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'))
-                        .ok_or_else(|| {
-                            SqlError::new(
-                                sqlstate::INVALID_TEXT_REPRESENTATION,
-                                "invalid input syntax for type bytea",
-                            )
-                        })?;
-                    out.push(octal);
-                    at += 4;
-                }
-            }
-            out
-        }
+        "escape" => bytea::from_escape(text).ok_or_else(|| {
+            SqlError::new(
+                sqlstate::INVALID_TEXT_REPRESENTATION,
+                "invalid input syntax for type bytea",
+            )
+        })?,
         _ => return Err(unknown_encoding(format)),
     }))
 }
