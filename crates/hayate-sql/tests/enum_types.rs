@@ -176,13 +176,62 @@ fn values_order_by_the_labels_places_not_their_text() {
         ),
         ["bob", "eve"]
     );
+    // min/max/greatest/least by the labels' places too (PostgreSQL 15 gives the same).
+    run(&mut session, "ALTER TABLE people ALTER m DROP NOT NULL");
+    run(&mut session, "INSERT INTO people VALUES (7, 'gus', NULL)");
     assert_eq!(
-        error_code(&mut session, "SELECT max(m) FROM people"),
-        "0A000"
+        texts(&mut session, "SELECT min(m) || ',' || max(m) FROM people"),
+        ["sad,happy"]
     );
     assert_eq!(
-        error_code(&mut session, "SELECT greatest(m, 'ok') FROM people"),
-        "0A000"
+        texts(
+            &mut session,
+            "SELECT min(m) || ',' || max(m) FROM people WHERE m > 'sad' AND m < 'happy'"
+        ),
+        ["meh,glad"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT name || ':' || coalesce(max(m)::text, '-') FROM people \
+             GROUP BY name HAVING count(*) = 1 ORDER BY name LIMIT 3"
+        ),
+        ["ann:happy", "bob:sad", "cy:ok"]
+    );
+    assert_eq!(
+        rows(&mut session, "SELECT max(m) FROM people WHERE id > 100"),
+        [[Value::Null]]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT greatest(m, 'ok') || '/' || least(m, 'ok', NULL) FROM people \
+             WHERE id <= 6 ORDER BY id"
+        ),
+        ["happy/ok", "ok/sad", "ok/ok", "ok/ok", "ok/meh", "glad/ok"]
+    );
+    assert_eq!(
+        rows(&mut session, "SELECT greatest(NULL::mood, NULL)"),
+        [[Value::Null]]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT least('glad'::mood, 'meh')"),
+        ["meh"]
+    );
+    // Arrays compare element by element, as in PostgreSQL (not as their text).
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT max(a)::text FROM (VALUES (ARRAY[9]), (ARRAY[10]), (ARRAY[9, 1])) v(a)"
+        ),
+        ["{10}"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT greatest(ARRAY[2, 1], ARRAY[10])::text"
+        ),
+        ["{10}"]
     );
 }
 

@@ -830,3 +830,81 @@ fn index_join_on_a_key_bound_by_a_constant_and_the_join() {
     assert_eq!(rows, query(&mut s, &copy));
     assert_ne!(rows[0][1], Value::Int(0), "the test should join some rows");
 }
+
+#[test]
+fn lock_lists_and_key_strengths_as_postgresql() {
+    // Outcomes checked against PostgreSQL 15 with the same statements (two connections).
+    let dir = tempfile::tempdir().unwrap();
+    let (mut a, mut b) = two_sessions(dir.path());
+    query_ok(&mut a, "CREATE TABLE pa (id int4 PRIMARY KEY, x int4)");
+    query_ok(&mut a, "CREATE TABLE pb (id int4 PRIMARY KEY, y int4)");
+    query_ok(&mut a, "CREATE TABLE pc (id int4 PRIMARY KEY, z int4)");
+    query_ok(&mut a, "INSERT INTO pa VALUES (1, 1), (2, 2)");
+    query_ok(&mut a, "INSERT INTO pb VALUES (1, 10), (2, 20)");
+    query_ok(&mut a, "INSERT INTO pc VALUES (1, 100), (2, 200)");
+    let held = |b: &mut Session, table: &str, id: i64| {
+        let sql = format!("SELECT id FROM {table} WHERE id = {id} FOR UPDATE NOWAIT");
+        match b.execute_sql(&sql).pop().unwrap() {
+            Ok(_) => false,
+            Err(error) if error.code == "55P03" => true,
+            Err(error) => panic!("{sql}: {error}"),
+        }
+    };
+    // OF a list: each table named is locked, the others are not.
+    query_ok(&mut a, "BEGIN");
+    assert_eq!(
+        ids(
+            &mut a,
+            "SELECT pa.id FROM pa JOIN pb USING (id) JOIN pc USING (id) WHERE pa.id = 1 \
+             FOR UPDATE OF pa, pb"
+        ),
+        [1]
+    );
+    assert!(held(&mut b, "pa", 1));
+    assert!(held(&mut b, "pb", 1));
+    assert!(!held(&mut b, "pc", 1));
+    assert!(!held(&mut b, "pa", 2));
+    query_ok(&mut a, "ROLLBACK");
+    // Aliases, NOWAIT after the list, and lists in two clauses of different strengths.
+    query_ok(&mut a, "BEGIN");
+    assert_eq!(
+        ids(
+            &mut a,
+            "SELECT x.id FROM pa x, pb y, pc z WHERE x.id = 2 AND y.id = 2 AND z.id = 2 \
+             FOR SHARE OF x, y NOWAIT FOR UPDATE OF z"
+        ),
+        [2]
+    );
+    assert!(held(&mut b, "pa", 2));
+    assert!(held(&mut b, "pc", 2));
+    // A share lock lets another share lock through.
+    assert_eq!(
+        ids(&mut b, "SELECT id FROM pb WHERE id = 2 FOR SHARE NOWAIT"),
+        [2]
+    );
+    query_ok(&mut a, "ROLLBACK");
+    // A name in the list that is not in FROM is refused, as PostgreSQL does.
+    assert_eq!(
+        error_code(&mut a, "SELECT pa.id FROM pa FOR UPDATE OF pa, nowhere"),
+        "42P01"
+    );
+    // FOR NO KEY UPDATE conflicts with FOR UPDATE; FOR KEY SHARE with FOR UPDATE but not
+    // with FOR SHARE.
+    query_ok(&mut a, "BEGIN");
+    assert_eq!(
+        ids(&mut a, "SELECT id FROM pa WHERE id = 1 FOR NO KEY UPDATE"),
+        [1]
+    );
+    assert_eq!(
+        ids(&mut a, "SELECT id FROM pb WHERE id = 1 FOR KEY SHARE OF pb"),
+        [1]
+    );
+    assert!(held(&mut b, "pa", 1));
+    assert!(held(&mut b, "pb", 1));
+    assert_eq!(
+        ids(&mut b, "SELECT id FROM pb WHERE id = 1 FOR SHARE NOWAIT"),
+        [1]
+    );
+    query_ok(&mut a, "ROLLBACK");
+    assert!(!held(&mut b, "pa", 1));
+}

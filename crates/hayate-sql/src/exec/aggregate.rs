@@ -43,6 +43,12 @@ enum Accumulator {
         binary: bool,
         rows: bool,
     },
+    /// min/max of values compared by sort keys (enums, arrays: the call's one ORDER BY key):
+    /// the best input so far with its key.
+    ExtremeByKey {
+        best: Option<(Vec<Value>, Value)>,
+        greatest: bool,
+    },
     /// An aggregate with ORDER BY: its inputs with their sort keys, aggregated in order by
     /// `inner` when the group is finished.
     Ordered {
@@ -53,6 +59,16 @@ enum Accumulator {
 
 impl Accumulator {
     fn new(call: &AggregateCall) -> Accumulator {
+        let min_or_max = matches!(
+            call.function,
+            AggregateFunction::Min | AggregateFunction::Max
+        );
+        if min_or_max && !call.order_by.is_empty() {
+            return Accumulator::ExtremeByKey {
+                best: None,
+                greatest: call.function == AggregateFunction::Max,
+            };
+        }
         if !call.order_by.is_empty() {
             let plain = AggregateCall {
                 order_by: Vec::new(),
@@ -244,6 +260,7 @@ impl Accumulator {
                 }
             }
             Accumulator::Min(value) | Accumulator::Max(value) => value,
+            Accumulator::ExtremeByKey { best, .. } => best.map_or(Value::Null, |(_, value)| value),
             Accumulator::StringAgg(text) => text.map_or(Value::Null, Value::Text),
             Accumulator::JsonAgg { elements, .. } if elements.is_empty() => Value::Null,
             // json keeps each element's text as it came; jsonb normalizes the whole.
@@ -429,6 +446,26 @@ impl<'a> Groups<'a> {
                     }
                     self.bytes += size;
                 }
+            }
+            if let Accumulator::ExtremeByKey { best, greatest } = accumulator {
+                if let Some(value) = input.filter(|value| !value.is_null()) {
+                    let keys = call
+                        .order_by
+                        .iter()
+                        .map(|key| key.expr.eval(&row, context))
+                        .collect::<SqlResult<Vec<_>>>()?;
+                    let wanted = match greatest {
+                        true => std::cmp::Ordering::Greater,
+                        false => std::cmp::Ordering::Less,
+                    };
+                    let better = best.as_ref().is_none_or(|(best_keys, _)| {
+                        super::compare_sort_keys(&keys, best_keys, &call.order_by) == wanted
+                    });
+                    if better {
+                        *best = Some((keys, value));
+                    }
+                }
+                continue;
             }
             if let Accumulator::Ordered { inputs, .. } = accumulator {
                 let keys = call

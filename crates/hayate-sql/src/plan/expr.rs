@@ -100,6 +100,11 @@ pub enum ScalarFunction {
     NullIf,
     Greatest,
     Least,
+    /// greatest/least of values compared by sort keys (enums, arrays): arguments are pairs
+    /// (value, its key), and the value with the greatest (least) key is the result.
+    ExtremeByKey {
+        greatest: bool,
+    },
     Round,
     Trunc,
     Floor,

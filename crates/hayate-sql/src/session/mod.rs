@@ -27,6 +27,7 @@ mod activity;
 mod constraints;
 mod cursor;
 mod database;
+mod locking_clause;
 mod prepared;
 mod sequence;
 mod settings;

@@ -108,7 +108,15 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
     if let Some(statement) = preparsed(sql) {
         return statement.map(|statement| vec![statement]);
     }
-    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|error| {
+    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, sql);
+    if parsed.is_err() {
+        if let Some(rewritten) = super::locking_clause::rewrite_locking_clauses(sql) {
+            if let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, &rewritten) {
+                return Ok(statements);
+            }
+        }
+    }
+    parsed.map_err(|error| {
         let message = error.to_string();
         let message = message
             .strip_prefix("sql parser error: ")

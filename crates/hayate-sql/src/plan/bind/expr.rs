@@ -817,13 +817,24 @@ impl Binder<'_> {
                         {
                             DataType::Numeric(None)
                         }
+                        // Enums and arrays compare by their sort keys: the input whose key
+                        // is least (greatest) is the result (`exec::aggregate`).
                         AggregateFunction::Min | AggregateFunction::Max
                             if arg_type.needs_order_key() =>
                         {
-                            return Err(SqlError::unsupported(format!(
-                                "{}() of {arg_type}",
-                                function.name
-                            )))
+                            let key = self.order_key(arg.clone(), arg_type)?;
+                            return Ok(AggregateCall {
+                                function: aggregate,
+                                arg: Some(arg),
+                                data_type: arg_type,
+                                distinct,
+                                filter: None,
+                                order_by: vec![crate::plan::SortKey {
+                                    expr: key,
+                                    descending: false,
+                                    nulls_first: false,
+                                }],
+                            });
                         }
                         AggregateFunction::Min | AggregateFunction::Max => arg_type,
                         // Arrays are text in the array text form, typed for drivers.

@@ -48,6 +48,7 @@ pub(super) fn eval(
             });
         }
         F::Greatest | F::Least => return extreme(function, values),
+        F::ExtremeByKey { greatest } => return extreme_by_key(greatest, values),
         _ => {}
     }
     if values.iter().any(Value::is_null) {
@@ -382,6 +383,7 @@ pub(super) fn eval(
         | F::NullIf
         | F::Greatest
         | F::Least
+        | F::ExtremeByKey { .. }
         | F::Json { .. } => {
             unreachable!("handled above")
         }
@@ -438,6 +440,30 @@ fn extreme(function: ScalarFunction, values: Vec<Value>) -> SqlResult<Value> {
         }
     }
     Ok(best)
+}
+
+/// greatest/least by sort keys: `values` are (value, key) pairs; NULL values are ignored.
+fn extreme_by_key(greatest: bool, values: Vec<Value>) -> SqlResult<Value> {
+    let wanted = if greatest {
+        Ordering::Greater
+    } else {
+        Ordering::Less
+    };
+    let mut best: Option<(Value, Value)> = None;
+    let mut values = values.into_iter();
+    while let (Some(value), Some(key)) = (values.next(), values.next()) {
+        if value.is_null() {
+            continue;
+        }
+        let better = match &best {
+            None => true,
+            Some((_, best_key)) => key.sort_order(best_key) == wanted,
+        };
+        if better {
+            best = Some((value, key));
+        }
+    }
+    Ok(best.map_or(Value::Null, |(value, _)| value))
 }
 
 /// round/trunc/floor/ceil of a numeric (with an optional scale) or a float.
