@@ -62,6 +62,9 @@ const OUTPUT_FLUSH_BYTES: usize = 64 * 1024;
 pub(crate) enum ServerStatement {
     Sql(SqlStatement),
     Copy(CopyStatement),
+    /// A statement the session runs from its text only (ALTER SEQUENCE: no parameters, no
+    /// rows), run at Execute as a query of its own.
+    Text(String),
     Empty,
 }
 
@@ -89,14 +92,14 @@ impl ServerStatement {
     fn param_types(&self) -> &[hayate_sql::DataType] {
         match self {
             ServerStatement::Sql(statement) => &statement.prepared.param_types,
-            ServerStatement::Copy(_) | ServerStatement::Empty => &[],
+            ServerStatement::Copy(_) | ServerStatement::Text(_) | ServerStatement::Empty => &[],
         }
     }
 
     fn columns(&self) -> &[OutputColumn] {
         match self {
             ServerStatement::Sql(statement) => &statement.prepared.columns,
-            ServerStatement::Copy(_) | ServerStatement::Empty => &[],
+            ServerStatement::Copy(_) | ServerStatement::Text(_) | ServerStatement::Empty => &[],
         }
     }
 
@@ -282,7 +285,9 @@ impl Protocol {
         declared: &[hayate_sql::DataType],
     ) -> SqlResult<ServerStatement> {
         self.state.with_session(client, |session| {
-            let result = if copy::is_copy(sql) {
+            let result = if hayate_sql::is_alter_sequence(sql) {
+                Ok(ServerStatement::Text(sql.to_string()))
+            } else if copy::is_copy(sql) {
                 // Unknown tables and columns are reported here rather than at Execute, where
                 // rust-postgres would already have pipelined its CopyFail and Sync behind it.
                 copy::parse_copy(sql).and_then(|statement| {
@@ -569,6 +574,17 @@ impl Protocol {
             ServerStatement::Copy(copy) => {
                 start_copy(&state, client, copy).await?;
                 return Ok(PortalRun::Done { tag: String::new() });
+            }
+            ServerStatement::Text(sql) => {
+                let text = sql.clone();
+                state
+                    .run_statement(client, move |session| {
+                        session.execute_sql(&text).pop().unwrap_or_else(|| {
+                            Err(SqlError::new(sqlstate::INTERNAL_ERROR, "no outcome"))
+                        })
+                    })
+                    .await
+                    .inspect_err(|error| log_failed(error, sql))
             }
             ServerStatement::Sql(_) => {
                 let run = statement.clone();

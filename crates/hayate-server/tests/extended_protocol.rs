@@ -377,3 +377,75 @@ fn time_zone_from_the_startup_parameters() {
     };
     assert_eq!(sqlstate(&error), "22023", "{error}");
 }
+
+#[test]
+fn alter_sequence_through_prepared_statements_and_strings_of_several() {
+    // JDBC and rust-postgres send every statement as Parse/Bind/Execute; migration tools
+    // send scripts as one string.
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path());
+    let mut client = server.connect();
+    client
+        .batch_execute("CREATE TABLE t (id int8 PRIMARY KEY); CREATE SEQUENCE s")
+        .unwrap();
+    let altered = client
+        .execute("ALTER SEQUENCE s RESTART WITH 100 INCREMENT BY 5", &[])
+        .unwrap();
+    assert_eq!(altered, 0);
+    let next = |client: &mut postgres::Client| -> i64 {
+        client.query_one("SELECT nextval('s')", &[]).unwrap().get(0)
+    };
+    assert_eq!(next(&mut client), 100);
+    assert_eq!(next(&mut client), 105);
+    // A prepared one describes no parameters and no columns, and runs each time executed.
+    let restart = client.prepare("ALTER SEQUENCE s RESTART").unwrap();
+    assert!(restart.params().is_empty() && restart.columns().is_empty());
+    client.execute(&restart, &[]).unwrap();
+    assert_eq!(next(&mut client), 1);
+    client.execute(&restart, &[]).unwrap();
+    assert_eq!(next(&mut client), 1);
+    client
+        .execute("ALTER SEQUENCE s OWNED BY t.id", &[])
+        .unwrap();
+    let owner: String = client
+        .query_one(
+            "SELECT d.refobjid::regclass::text FROM pg_depend d \
+             WHERE d.objid = 's'::regclass AND d.deptype = 'a'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(owner, "t");
+    // Errors keep their SQLSTATEs.
+    let error = client
+        .execute("ALTER SEQUENCE nowhere RESTART", &[])
+        .unwrap_err();
+    assert_eq!(sqlstate(&error), "42P01");
+    // In a string of several statements, each runs in turn; the first error stops the rest.
+    client
+        .batch_execute(
+            "ALTER SEQUENCE s RESTART WITH 7; INSERT INTO t VALUES (nextval('s')); \
+             ALTER SEQUENCE s INCREMENT BY 10; INSERT INTO t VALUES (nextval('s'))",
+        )
+        .unwrap();
+    let ids: Vec<i64> = client
+        .query("SELECT id FROM t ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(ids, [7, 17]);
+    let error = client
+        .batch_execute(
+            "ALTER SEQUENCE s RESTART WITH 50; ALTER SEQUENCE nowhere RESTART; \
+             INSERT INTO t VALUES (1000)",
+        )
+        .unwrap_err();
+    assert_eq!(sqlstate(&error), "42P01");
+    assert_eq!(next(&mut client), 50);
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM t WHERE id = 1000", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 0);
+}

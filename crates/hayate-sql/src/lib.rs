@@ -29,7 +29,7 @@ pub use catalog::{sequence, Catalog, Cluster};
 pub use error::{sqlstate, SqlError, SqlResult};
 pub use exec::Outcome;
 pub use plan::OutputColumn;
-pub use session::{parse, Prepared, Session, TransactionStatus};
+pub use session::{is_alter_sequence, parse, Prepared, Session, TransactionStatus};
 pub use types::{DataType, Value};
 
 /// The PostgreSQL version the server reports (clients parse it to pick protocol features).

@@ -46,7 +46,7 @@ use crate::plan::{EvalContext, Isolation, OutputColumn, Plan};
 use crate::types::DataType;
 
 use settings::default_settings;
-pub use statement::parse;
+pub use statement::{is_alter_sequence, parse};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransactionStatus {

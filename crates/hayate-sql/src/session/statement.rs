@@ -125,6 +125,27 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
     })
 }
 
+/// Whether `sql` is one ALTER SEQUENCE statement of the forms the session runs from its text
+/// (`Session::execute_sql`), not from a bound plan: a client's prepared statement of it is run
+/// as a query of its own (the server's extended protocol).
+pub fn is_alter_sequence(sql: &str) -> bool {
+    matches!(
+        super::sequence::sequence_statement(sql),
+        Some(Ok(super::sequence::SequenceStatement::OwnedBy { .. }
+            | super::sequence::SequenceStatement::Options { .. }))
+    )
+}
+
+/// The statements of a string of several, if one of them is an ALTER SEQUENCE that runs from
+/// its text (see `is_alter_sequence`).
+fn pieces_with_alter_sequence(sql: &str) -> Option<Vec<&str>> {
+    if !sql.to_ascii_lowercase().contains("sequence") {
+        return None;
+    }
+    let pieces = split_statements(sql);
+    (pieces.len() > 1 && pieces.iter().any(|piece| is_alter_sequence(piece))).then_some(pieces)
+}
+
 /// The statements of a query string as text: split at the semicolons outside literals,
 /// quoted names and comments (empty ones dropped). A string the tokenizer rejects is one
 /// piece (the parser reports the error).
@@ -182,8 +203,7 @@ fn preparsed(sql: &str) -> Option<SqlResult<Statement>> {
             super::sequence::SequenceStatement::OwnedBy { .. }
             | super::sequence::SequenceStatement::Options { .. },
         ) => Some(Err(SqlError::unsupported(
-            "ALTER SEQUENCE in a prepared statement or a string of several statements \
-             (send it as a query of its own)",
+            "ALTER SEQUENCE in PREPARE (send it as a query, or through the extended protocol)",
         ))),
         Err(error) => Some(Err(error)),
     }
@@ -320,6 +340,20 @@ impl Session {
                 self.note_error();
             }
             return vec![outcome];
+        }
+        if let Some(pieces) = pieces_with_alter_sequence(sql) {
+            // Each is DDL, so each statement is its own transaction anyway: run them one by
+            // one, stopping at the first error, as a string of statements does.
+            let mut outcomes = Vec::with_capacity(pieces.len());
+            for piece in pieces {
+                let mut outcome = self.execute_sql_listed(piece);
+                let failed = outcome.iter().any(Result::is_err);
+                outcomes.append(&mut outcome);
+                if failed {
+                    break;
+                }
+            }
+            return outcomes;
         }
         let statements = match parse(sql) {
             Ok(statements) => statements,
