@@ -162,7 +162,8 @@ fn decode_columns(
             .ok_or_else(|| corrupt(&format!("column {index} truncated or invalid")))?;
         values.push(value);
     }
-    values.resize(types.len(), Value::Null);
+    // Not `resize`, which clones its value through `Value::clone` once per column.
+    values.resize_with(types.len(), || Value::Null);
     if count == stored && reader.offset != bytes.len() {
         return Err(corrupt("trailing bytes"));
     }

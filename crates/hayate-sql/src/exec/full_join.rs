@@ -79,7 +79,7 @@ pub(super) fn produce(
         }
         if !any {
             let mut padded = outer;
-            padded.resize(left_width + right_width, Value::Null);
+            padded.resize_with(left_width + right_width, || Value::Null);
             if !sink(padded)? {
                 stopped = true;
                 return Ok(false);

@@ -40,7 +40,7 @@ pub(super) fn produce(
             return Ok(true);
         }
         let mut padded = outer;
-        padded.resize(padded.len() + right_width, Value::Null);
+        padded.resize_with(padded.len() + right_width, || Value::Null);
         sink(padded)
     })
 }

@@ -527,7 +527,7 @@ impl<'r, 'e> Run<'r, 'e> {
             return Ok(true);
         }
         let mut padded = outer;
-        padded.resize(padded.len() + width, Value::Null);
+        padded.resize_with(padded.len() + width, || Value::Null);
         sink(padded)
     }
 
