@@ -448,4 +448,45 @@ fn alter_sequence_through_prepared_statements_and_strings_of_several() {
         .unwrap()
         .get(0);
     assert_eq!(count, 0);
+    // Each statement of such a string sees the ones before it (their commits are not held
+    // back), and rows are shown in the time zone of their own statement.
+    let values = |messages: Vec<postgres::SimpleQueryMessage>| -> Vec<String> {
+        let mut values = Vec::new();
+        for message in messages {
+            match message {
+                postgres::SimpleQueryMessage::Row(row) => {
+                    values.push(row.get(0).unwrap_or("NULL").to_string())
+                }
+                postgres::SimpleQueryMessage::CommandComplete(count) => {
+                    values.push(format!("complete {count}"))
+                }
+                _ => {}
+            }
+        }
+        values
+    };
+    for id in 2000..2050 {
+        let answers = values(
+            client
+                .simple_query(&format!(
+                    "INSERT INTO t VALUES ({id}); ALTER SEQUENCE s RESTART; \
+                     SELECT count(*) FROM t WHERE id = {id}; \
+                     UPDATE t SET id = -id WHERE id = {id}"
+                ))
+                .unwrap(),
+        );
+        assert_eq!(
+            answers,
+            ["complete 1", "complete 0", "1", "complete 1", "complete 1"]
+        );
+    }
+    let answers = values(
+        client
+            .simple_query(
+                "SET TIME ZONE 'UTC'; ALTER SEQUENCE s RESTART; \
+                 SELECT '2020-01-01 00:00+00'::timestamptz; SET TIME ZONE 'Asia/Tokyo'",
+            )
+            .unwrap(),
+    );
+    assert_eq!(answers[2], "2020-01-01 00:00:00+00");
 }

@@ -477,6 +477,87 @@ fn insert_on_conflict() {
     }
 }
 
+#[test]
+fn on_conflict_infers_partial_unique_indexes_from_its_where() {
+    // Outcomes checked against PostgreSQL 15 with the same statements.
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = open(dir.path());
+    run(
+        &mut session,
+        "CREATE TABLE acct (id int4 PRIMARY KEY, email text, live bool, hits int4 DEFAULT 0)",
+    );
+    run(
+        &mut session,
+        "CREATE UNIQUE INDEX acct_live_email ON acct (email) WHERE live",
+    );
+    run(
+        &mut session,
+        "INSERT INTO acct VALUES (1, 'a', true, 0), (2, 'a', false, 0)",
+    );
+    // Without the WHERE the partial index is not inferred.
+    assert_eq!(
+        try_run(
+            &mut session,
+            "INSERT INTO acct VALUES (3, 'a', true) ON CONFLICT (email) DO NOTHING"
+        )
+        .unwrap_err()
+        .code,
+        "42P10"
+    );
+    // With it, it is: DO NOTHING, then DO UPDATE (with a WHERE of its own after SET).
+    assert_eq!(
+        tag(run(
+            &mut session,
+            "INSERT INTO acct VALUES (3, 'a', true) ON CONFLICT (email) WHERE live DO NOTHING"
+        )),
+        "INSERT 0 0"
+    );
+    run(
+        &mut session,
+        "INSERT INTO acct VALUES (3, 'a', true) ON CONFLICT (email) WHERE live AND email <> 'DO' \
+         DO UPDATE SET hits = acct.hits + 1 WHERE acct.id = 1",
+    );
+    // A new row outside the predicate has no entry there: no conflict, it goes in.
+    assert_eq!(
+        tag(run(
+            &mut session,
+            "INSERT INTO acct VALUES (4, 'a', false) ON CONFLICT (email) WHERE live DO NOTHING"
+        )),
+        "INSERT 0 1"
+    );
+    assert_eq!(
+        rows(&mut session, "SELECT id, hits FROM acct ORDER BY id"),
+        vec![
+            vec![Value::Int(1), Value::Int(1)],
+            vec![Value::Int(2), Value::Int(0)],
+            vec![Value::Int(4), Value::Int(0)],
+        ]
+    );
+    // A WHERE that does not imply the index's predicate infers nothing.
+    assert_eq!(
+        try_run(
+            &mut session,
+            "INSERT INTO acct VALUES (5, 'b', true) ON CONFLICT (email) WHERE hits > 0 DO NOTHING"
+        )
+        .unwrap_err()
+        .code,
+        "42P10"
+    );
+    // A plain unique index is inferred with a WHERE too.
+    run(
+        &mut session,
+        "CREATE UNIQUE INDEX acct_hits_id ON acct (hits, id)",
+    );
+    assert_eq!(
+        tag(run(
+            &mut session,
+            "INSERT INTO acct VALUES (1, 'z', true, 1) ON CONFLICT (id, hits) WHERE id > 0 \
+             DO NOTHING"
+        )),
+        "INSERT 0 0"
+    );
+}
+
 /// A table larger than one log record (16 MiB by default) is re-keyed and indexed in batches;
 /// a duplicate in a late batch still fails the whole ALTER and leaves the table as it was.
 #[test]

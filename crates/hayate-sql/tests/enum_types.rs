@@ -233,6 +233,23 @@ fn values_order_by_the_labels_places_not_their_text() {
         ),
         ["{10}"]
     );
+    // Each argument is evaluated once: its key is computed from its value.
+    run(&mut session, "CREATE SEQUENCE s");
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT max(ARRAY[nextval('s')])::text || ' ' || currval('s') \
+             FROM generate_series(1, 3)"
+        ),
+        ["{3} 3"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT greatest(ARRAY[nextval('s')], ARRAY[0])::text || ' ' || currval('s')"
+        ),
+        ["{4} 4"]
+    );
 }
 
 #[test]

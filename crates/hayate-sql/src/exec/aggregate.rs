@@ -43,8 +43,9 @@ enum Accumulator {
         binary: bool,
         rows: bool,
     },
-    /// min/max of values compared by sort keys (enums, arrays: the call's one ORDER BY key):
-    /// the best input so far with its key.
+    /// min/max of values compared by sort keys (enums, arrays: the call's one ORDER BY key,
+    /// an expression over column 0 evaluated on each input value): the best input so far
+    /// with its key.
     ExtremeByKey {
         best: Option<(Vec<Value>, Value)>,
         greatest: bool,
@@ -452,7 +453,7 @@ impl<'a> Groups<'a> {
                     let keys = call
                         .order_by
                         .iter()
-                        .map(|key| key.expr.eval(&row, context))
+                        .map(|key| key.expr.eval(std::slice::from_ref(&value), context))
                         .collect::<SqlResult<Vec<_>>>()?;
                     let wanted = match greatest {
                         true => std::cmp::Ordering::Greater,

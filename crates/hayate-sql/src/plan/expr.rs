@@ -100,8 +100,8 @@ pub enum ScalarFunction {
     NullIf,
     Greatest,
     Least,
-    /// greatest/least of values compared by sort keys (enums, arrays): arguments are pairs
-    /// (value, its key), and the value with the greatest (least) key is the result.
+    /// greatest/least of values compared by sort keys (enums, arrays): the arguments are the
+    /// values, then the key of a value as an expression over column 0, evaluated on each.
     ExtremeByKey {
         greatest: bool,
     },
@@ -336,6 +336,16 @@ impl<'a> EvalContext<'a> {
     }
 }
 
+/// How many of a function's arguments are operands evaluated on the row: all but the key
+/// template of `ExtremeByKey`, an expression over column 0 that its evaluation applies to each
+/// operand's value (walkers that read, move or fold the row's columns must not see it).
+fn operand_count(function: ScalarFunction, args: &[Expr]) -> usize {
+    match function {
+        ScalarFunction::ExtremeByKey { .. } => args.len().saturating_sub(1),
+        _ => args.len(),
+    }
+}
+
 impl Expr {
     /// True if the expression reads no column (a literal, a parameter, or built from them).
     pub fn is_constant(&self) -> bool {
@@ -355,7 +365,9 @@ impl Expr {
                         | ScalarFunction::GenRandomUuid
                         | ScalarFunction::ClockTimestamp
                         | ScalarFunction::SetConfig
-                ) && args.iter().all(Expr::is_constant)
+                ) && args[..operand_count(*function, args)]
+                    .iter()
+                    .all(Expr::is_constant)
             }
             Expr::Case {
                 operand,
@@ -474,7 +486,9 @@ impl Expr {
             | Expr::Cast { expr: e, .. }
             | Expr::Enum { expr: e, .. } => vec![e],
             Expr::IsNull { expr, .. } => vec![expr],
-            Expr::Function { args, .. } => args.iter().collect(),
+            Expr::Function { function, args } => {
+                args[..operand_count(*function, args)].iter().collect()
+            }
             Expr::Case {
                 operand,
                 branches,
@@ -508,7 +522,10 @@ impl Expr {
             | Expr::Cast { expr: e, .. }
             | Expr::Enum { expr: e, .. } => vec![e],
             Expr::IsNull { expr, .. } => vec![expr],
-            Expr::Function { args, .. } => args.iter_mut().collect(),
+            Expr::Function { function, args } => {
+                let count = operand_count(*function, args);
+                args[..count].iter_mut().collect()
+            }
             Expr::Case {
                 operand,
                 branches,

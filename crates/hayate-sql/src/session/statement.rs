@@ -110,7 +110,7 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
     }
     let parsed = Parser::parse_sql(&PostgreSqlDialect {}, sql);
     if parsed.is_err() {
-        if let Some(rewritten) = super::locking_clause::rewrite_locking_clauses(sql) {
+        if let Some(rewritten) = super::rewrite::rewrite(sql) {
             if let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, &rewritten) {
                 return Ok(statements);
             }
@@ -339,11 +339,14 @@ impl Session {
             if outcome.is_err() {
                 self.note_error();
             }
+            self.statement_zones.push(self.zone.get());
             return vec![outcome];
         }
         if let Some(pieces) = pieces_with_alter_sequence(sql) {
-            // Each is DDL, so each statement is its own transaction anyway: run them one by
-            // one, stopping at the first error, as a string of statements does.
+            // A string with DDL runs each statement as its own transaction (as
+            // `execute_statements` does): one by one, stopping at the first error. Each
+            // commits the usual way before the next starts (see below).
+            let defer = std::mem::replace(&mut self.defer_commits, false);
             let mut outcomes = Vec::with_capacity(pieces.len());
             for piece in pieces {
                 let mut outcome = self.execute_sql_listed(piece);
@@ -353,6 +356,7 @@ impl Session {
                     break;
                 }
             }
+            self.defer_commits = defer;
             return outcomes;
         }
         let statements = match parse(sql) {

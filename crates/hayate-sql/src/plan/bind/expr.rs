@@ -822,7 +822,9 @@ impl Binder<'_> {
                         AggregateFunction::Min | AggregateFunction::Max
                             if arg_type.needs_order_key() =>
                         {
-                            let key = self.order_key(arg.clone(), arg_type)?;
+                            // The key of the input value, evaluated on it (column 0), not
+                            // on the row: the argument is evaluated once.
+                            let key = self.order_key(Expr::Column(0), arg_type)?;
                             return Ok(AggregateCall {
                                 function: aggregate,
                                 arg: Some(arg),

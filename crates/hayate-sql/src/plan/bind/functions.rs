@@ -631,13 +631,10 @@ impl Binder<'_> {
                 }
                 let (bound, data_type) = self.bind_common(&exprs)?;
                 if data_type.needs_order_key() && matches!(name, "greatest" | "least") {
-                    let mut pairs = Vec::with_capacity(2 * bound.len());
-                    for arg in bound {
-                        pairs.push(arg.clone());
-                        pairs.push(self.order_key(arg, data_type)?);
-                    }
+                    let mut args = bound;
+                    args.push(self.order_key(Expr::Column(0), data_type)?);
                     let greatest = name == "greatest";
-                    return Ok((function(F::ExtremeByKey { greatest }, pairs), data_type));
+                    return Ok((function(F::ExtremeByKey { greatest }, args), data_type));
                 }
                 let scalar = match name {
                     "coalesce" => F::Coalesce,

@@ -16,6 +16,8 @@ mod system;
 mod window;
 mod write;
 
+pub use write::CONFLICT_PREDICATE;
+
 pub(crate) use ddl::unique_key_of;
 
 use cursor::fetch_count;

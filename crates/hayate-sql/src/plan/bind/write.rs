@@ -11,6 +11,11 @@ use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::write::{Arbiter, ConflictAction, OnConflict, SequenceFill};
 use crate::types::Value;
 
+/// The head of the quoted name that carries an `ON CONFLICT (columns) WHERE p` target's
+/// predicate p in its column list (sqlparser does not read the WHERE there; the session
+/// moves it, `session::rewrite`).
+pub const CONFLICT_PREDICATE: &str = "\u{1}hayate conflict predicate\u{1}";
+
 /// The prefix that names the proposed row's columns inside DO UPDATE.
 const EXCLUDED: &str = "excluded.";
 
@@ -82,6 +87,21 @@ impl Binder<'_> {
                 all
             }
             Some(ast::ConflictTarget::Columns(columns)) => {
+                // `(columns) WHERE p` arrives with p as a last, quoted name (`session::rewrite`).
+                let predicate = columns.last().and_then(|ident| {
+                    let text = ident.value.strip_prefix(CONFLICT_PREDICATE)?;
+                    Some(text)
+                });
+                let columns = match predicate {
+                    Some(_) => &columns[..columns.len() - 1],
+                    None => &columns[..],
+                };
+                // Partial unique indexes whose predicate p implies (as a read's WHERE would let
+                // it use them, `access::usable_indexes`) are inferred too, as in PostgreSQL.
+                let usable = match predicate {
+                    Some(text) => Some(self.conflict_predicate_usable(table, text)?),
+                    None => None,
+                };
                 let mut wanted = columns
                     .iter()
                     .map(|ident| {
@@ -102,7 +122,12 @@ impl Binder<'_> {
                     found.push(Arbiter::PrimaryKey);
                 }
                 for (position, index) in def.indexes.iter().enumerate() {
-                    if index.unique && index.predicate.is_none() && same(&index.columns) {
+                    let inferable = match (&index.predicate, &usable) {
+                        (None, _) => true,
+                        (Some(_), Some(usable)) => usable.get(position).copied().unwrap_or(false),
+                        (Some(_), None) => false,
+                    };
+                    if index.unique && inferable && same(&index.columns) {
                         found.push(Arbiter::Index(position));
                     }
                 }
@@ -141,6 +166,31 @@ impl Binder<'_> {
             ast::OnConflictAction::DoUpdate(update) => self.bind_do_update(table, update)?,
         };
         Ok(Some(OnConflict { arbiters, action }))
+    }
+
+    /// Which of `table`'s indexes an ON CONFLICT target's WHERE predicate (SQL text) lets the
+    /// target infer: `access::usable_indexes` of its conjuncts, bound over the table's row.
+    fn conflict_predicate_usable(
+        &mut self,
+        table: &Arc<Table>,
+        text: &str,
+    ) -> SqlResult<Vec<bool>> {
+        let expr = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+            .try_with_sql(text)
+            .and_then(|mut parser| parser.parse_expr())
+            .map_err(|error| SqlError::syntax(format!("syntax error: {error}")))?;
+        let saved = self.scope.replace(super::Scope::table(table));
+        let bound = self.bind_typed(&expr, crate::types::DataType::Bool);
+        self.scope = saved;
+        let bound = bound?;
+        let mut parts = Vec::new();
+        crate::plan::access::conjuncts(&bound, &mut parts);
+        let terms = self.index_bindings(table);
+        let usable = crate::plan::access::usable_indexes(table, &terms, &parts);
+        Ok(match usable.is_empty() {
+            true => vec![true; table.def.indexes.len()],
+            false => usable,
+        })
     }
 
     /// DO UPDATE: bound over the existing row's columns followed by EXCLUDED's.

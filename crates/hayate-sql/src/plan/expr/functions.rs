@@ -21,6 +21,9 @@ pub(super) fn eval(
     context: &EvalContext,
 ) -> SqlResult<Value> {
     use ScalarFunction as F;
+    if let F::ExtremeByKey { greatest } = function {
+        return extreme_by_key(greatest, args, row, context);
+    }
     let mut values = Vec::with_capacity(args.len());
     for arg in args {
         values.push(arg.eval(row, context)?);
@@ -48,7 +51,6 @@ pub(super) fn eval(
             });
         }
         F::Greatest | F::Least => return extreme(function, values),
-        F::ExtremeByKey { greatest } => return extreme_by_key(greatest, values),
         _ => {}
     }
     if values.iter().any(Value::is_null) {
@@ -442,19 +444,30 @@ fn extreme(function: ScalarFunction, values: Vec<Value>) -> SqlResult<Value> {
     Ok(best)
 }
 
-/// greatest/least by sort keys: `values` are (value, key) pairs; NULL values are ignored.
-fn extreme_by_key(greatest: bool, values: Vec<Value>) -> SqlResult<Value> {
+/// greatest/least by sort keys: `args` are the values, then the key of a value as an
+/// expression over column 0 (`Binder::order_key`), evaluated on each value once computed, so
+/// each argument is evaluated once; NULL values are ignored.
+fn extreme_by_key(
+    greatest: bool,
+    args: &[Expr],
+    row: &[Value],
+    context: &EvalContext,
+) -> SqlResult<Value> {
+    let Some((key_of, values)) = args.split_last() else {
+        return Ok(Value::Null);
+    };
     let wanted = if greatest {
         Ordering::Greater
     } else {
         Ordering::Less
     };
     let mut best: Option<(Value, Value)> = None;
-    let mut values = values.into_iter();
-    while let (Some(value), Some(key)) = (values.next(), values.next()) {
+    for arg in values {
+        let value = arg.eval(row, context)?;
         if value.is_null() {
             continue;
         }
+        let key = key_of.eval(std::slice::from_ref(&value), context)?;
         let better = match &best {
             None => true,
             Some((_, best_key)) => key.sort_order(best_key) == wanted,
