@@ -40,7 +40,7 @@ Config file (--config FILE, TOML; every key optional, flags override it):
   auth = \"scram-sha-256\"      # trust | password | md5 | scram-sha-256
   max_connections = 100       # more connections are refused (SQLSTATE 53300)
   work_mem = \"4MB\"            # memory of one sort or hash (SHOW work_mem)
-  buffer_size = \"128MB\"       # the engine's page cache
+  buffer_size = \"4GB\"         # the engine's page cache (default: a quarter of memory, >= 128MB)
   event_loops = 0             # threads serving connections (0: one per core)
   log_level = \"info\"          # error | warn | info | debug | trace (RUST_LOG wins)
   ha_replication_listen = \"127.0.0.1:6433\"  # primary: standbys connect here; commits wait for one
@@ -95,7 +95,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SIZE")]
     pub work_mem: Option<String>,
     /// Memory of the buffer pool (the engine's page cache), e.g. 128MB, 4GB; a bare number
-    /// is kB [default: 128MB].
+    /// is kB [default: a quarter of the memory the server may use, at least 128MB].
     #[arg(long, value_name = "SIZE")]
     pub buffer_size: Option<String>,
     /// Threads serving the connections, each an event loop running many of them; 0 is one
@@ -179,12 +179,49 @@ pub struct ServeArgs {
 
 /// How long a stopping primary lets its standby acknowledge the commits in flight.
 const HA_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-/// The buffer pool's size unless configured (`DatabaseConfig::default`'s).
-const BUFFER_SIZE_DEFAULT: &str = "128MB";
+/// The buffer pool's size unless configured: a quarter of the memory the server may use
+/// (`default_buffer_bytes`), at least this. The engine reads and writes with O_DIRECT, so no
+/// operating-system cache holds what its own does not: PostgreSQL's 128MB of shared_buffers
+/// come with the page cache behind them, Hayate's buffer is all the cache it has.
+const BUFFER_BYTES_DEFAULT_MIN: u64 = 128 << 20;
+/// The share of memory the default buffer takes.
+const BUFFER_MEMORY_SHARE_DEFAULT: u64 = 4;
 /// Where PostgreSQL itself puts its socket unless built otherwise.
 const UNIX_SOCKET_DIR_DEFAULT: &str = "/tmp";
 /// The smallest buffer accepted.
 const BUFFER_BYTES_MIN: u64 = 1 << 20;
+
+/// The default buffer: a quarter of the memory the server may use (the machine's, or its
+/// control group's limit if lower), rounded down to whole MiB, at least 128MB.
+fn default_buffer_bytes() -> u64 {
+    let memory = [machine_memory_bytes(), cgroup_memory_limit_bytes()]
+        .into_iter()
+        .flatten()
+        .min();
+    match memory {
+        Some(memory) => {
+            let share = memory / BUFFER_MEMORY_SHARE_DEFAULT / (1 << 20) * (1 << 20);
+            share.max(BUFFER_BYTES_DEFAULT_MIN)
+        }
+        None => BUFFER_BYTES_DEFAULT_MIN,
+    }
+}
+
+/// MemTotal of /proc/meminfo, in bytes.
+fn machine_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// The memory limit of the server's control group (cgroup v2 `memory.max`), if it has one.
+fn cgroup_memory_limit_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = text.lines().find_map(|line| line.strip_prefix("0::"))?;
+    let limit = std::fs::read_to_string(format!("/sys/fs/cgroup{path}/memory.max")).ok()?;
+    limit.trim().parse().ok() // "max": no limit
+}
 
 /// A path that may be empty (clap's own path parser refuses an empty value).
 fn empty_allowed(value: &str) -> Result<PathBuf, std::convert::Infallible> {
@@ -303,19 +340,17 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
         .unwrap_or(defaults.work_mem);
     hayate_sql::exec::parse_work_mem(&work_mem)
         .map_err(|error| CliError::new(format!("work_mem: {}", error.message)))?;
-    let buffer_size = args
-        .buffer_size
-        .clone()
-        .or(file.buffer_size)
-        .unwrap_or(BUFFER_SIZE_DEFAULT.into());
-    let buffer_bytes = hayate_sql::exec::memory_size_bytes(&buffer_size)
-        .filter(|bytes| *bytes >= BUFFER_BYTES_MIN)
-        .ok_or_else(|| {
-            CliError::new(format!(
-                "invalid buffer_size \"{buffer_size}\": a size of at least 1MB such as 128MB \
-                 or 4GB (units B, kB, MB, GB, TB; a bare number is kB)"
-            ))
-        })?;
+    let buffer_bytes = match args.buffer_size.clone().or(file.buffer_size) {
+        Some(buffer_size) => hayate_sql::exec::memory_size_bytes(&buffer_size)
+            .filter(|bytes| *bytes >= BUFFER_BYTES_MIN)
+            .ok_or_else(|| {
+                CliError::new(format!(
+                    "invalid buffer_size \"{buffer_size}\": a size of at least 1MB such as \
+                     128MB or 4GB (units B, kB, MB, GB, TB; a bare number is kB)"
+                ))
+            })?,
+        None => default_buffer_bytes(),
+    };
     let emulate_device = match (args.emulate_device, file.emulate_device) {
         (Some(class), _) => class,
         (None, None) => DeviceClassArg::Real,
@@ -632,10 +667,12 @@ fn serve_until(
             (Some(_), true) => ", TLS required",
         };
         eprintln!(
-            "hayate: serving PostgreSQL protocol on {}:{}{local} (data in {}, auth {}{tls})",
+            "hayate: serving PostgreSQL protocol on {}:{}{local} (data in {}, buffer {} MiB, \
+             auth {}{tls})",
             settings.listen,
             settings.port,
             data_dir.display(),
+            settings.buffer_bytes >> 20,
             settings.server.auth.name()
         );
         let listeners = Listeners { tcp, unix };
@@ -915,7 +952,8 @@ mod tests {
         assert_eq!(defaults.port, 5432);
         assert_eq!(defaults.unix_socket_dir, Some(PathBuf::from("/tmp")));
         assert_eq!(defaults.server.auth, AuthMethod::Trust);
-        assert_eq!(defaults.buffer_bytes, 128 << 20);
+        assert_eq!(defaults.buffer_bytes, default_buffer_bytes());
+        assert!(defaults.buffer_bytes >= 128 << 20);
     }
 
     #[test]
