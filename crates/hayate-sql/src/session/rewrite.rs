@@ -224,8 +224,8 @@ fn conflict_predicate_edits(
         // The predicate runs to the DO outside parentheses.
         let mut depth = 0usize;
         let mut end = None;
-        for index in close + 2..words.len() {
-            match &words[index].0 {
+        for (index, (token, _)) in words.iter().enumerate().skip(close + 2) {
+            match token {
                 Token::LParen => depth += 1,
                 Token::RParen => depth = depth.saturating_sub(1),
                 Token::SemiColon => break,
