@@ -6,5 +6,6 @@
 pub mod args;
 pub mod error;
 pub mod latency;
+pub mod memory;
 pub mod netproxy;
 pub mod report;

@@ -26,8 +26,6 @@ use super::Transport;
 /// The engines, in the order they run.
 pub const ENGINES: &[&str] = &["hayate", "postgresql", "mariadb"];
 
-/// The buffer `hayate serve` runs with (`DatabaseConfig::default`).
-const HAYATE_BUFFER_BYTES: u64 = 128 << 20;
 /// How long `hayate serve` may take to answer.
 const HAYATE_STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -339,10 +337,14 @@ pub fn hayate_settings(buffer_bytes: Option<u64>) -> BTreeMap<String, String> {
             set("buffer", format!("hayate serve --buffer-size {bytes}B"));
         }
         None => {
-            set("buffer_bytes", HAYATE_BUFFER_BYTES.to_string());
+            let bytes = ::hayate::memory::default_buffer_bytes();
+            set("buffer_bytes", bytes.to_string());
             set(
                 "buffer",
-                format!("{:?} (hayate serve's default)", config.buffer_size),
+                format!(
+                    "{} MiB (hayate serve's default: a quarter of the memory it may use)",
+                    bytes >> 20
+                ),
             );
         }
     }

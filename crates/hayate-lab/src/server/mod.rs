@@ -191,8 +191,8 @@ pub struct ServerArgs {
     /// a list measures each size on the same prepared data, the servers restarted between
     /// sizes. Hayate: `hayate serve --buffer-size`; MariaDB: innodb_buffer_pool_size (data
     /// files with O_DIRECT); PostgreSQL: shared_buffers (it also reads through the OS page
-    /// cache). Default: the data in memory (Hayate 128 MiB, the peers four times the
-    /// estimated data, at least 256 MiB).
+    /// cache). Default: the data in memory (Hayate `hayate serve`'s default, a quarter of the
+    /// memory, the peers four times the estimated data, at least 256 MiB).
     #[arg(
         long,
         value_name = "SIZE[,SIZE...]",
@@ -441,9 +441,10 @@ fn memory_note(data_bytes: u64, peer_buffer_bytes: u64) -> String {
     format!(
         "Data in memory: the tables take about {} MiB (estimated); PostgreSQL's shared_buffers \
          and InnoDB's buffer pool are {} MiB, Hayate's buffer is its `hayate serve` default of \
-         128 MiB.",
+         {} MiB (a quarter of the memory).",
         data_bytes >> 20,
-        peer_buffer_bytes >> 20
+        peer_buffer_bytes >> 20,
+        ::hayate::memory::default_buffer_bytes() >> 20
     )
 }
 

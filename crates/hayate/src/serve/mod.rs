@@ -179,49 +179,10 @@ pub struct ServeArgs {
 
 /// How long a stopping primary lets its standby acknowledge the commits in flight.
 const HA_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-/// The buffer pool's size unless configured: a quarter of the memory the server may use
-/// (`default_buffer_bytes`), at least this. The engine reads and writes with O_DIRECT, so no
-/// operating-system cache holds what its own does not: PostgreSQL's 128MB of shared_buffers
-/// come with the page cache behind them, Hayate's buffer is all the cache it has.
-const BUFFER_BYTES_DEFAULT_MIN: u64 = 128 << 20;
-/// The share of memory the default buffer takes.
-const BUFFER_MEMORY_SHARE_DEFAULT: u64 = 4;
 /// Where PostgreSQL itself puts its socket unless built otherwise.
 const UNIX_SOCKET_DIR_DEFAULT: &str = "/tmp";
 /// The smallest buffer accepted.
 const BUFFER_BYTES_MIN: u64 = 1 << 20;
-
-/// The default buffer: a quarter of the memory the server may use (the machine's, or its
-/// control group's limit if lower), rounded down to whole MiB, at least 128MB.
-fn default_buffer_bytes() -> u64 {
-    let memory = [machine_memory_bytes(), cgroup_memory_limit_bytes()]
-        .into_iter()
-        .flatten()
-        .min();
-    match memory {
-        Some(memory) => {
-            let share = memory / BUFFER_MEMORY_SHARE_DEFAULT / (1 << 20) * (1 << 20);
-            share.max(BUFFER_BYTES_DEFAULT_MIN)
-        }
-        None => BUFFER_BYTES_DEFAULT_MIN,
-    }
-}
-
-/// MemTotal of /proc/meminfo, in bytes.
-fn machine_memory_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
-}
-
-/// The memory limit of the server's control group (cgroup v2 `memory.max`), if it has one.
-fn cgroup_memory_limit_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = text.lines().find_map(|line| line.strip_prefix("0::"))?;
-    let limit = std::fs::read_to_string(format!("/sys/fs/cgroup{path}/memory.max")).ok()?;
-    limit.trim().parse().ok() // "max": no limit
-}
 
 /// A path that may be empty (clap's own path parser refuses an empty value).
 fn empty_allowed(value: &str) -> Result<PathBuf, std::convert::Infallible> {
@@ -349,7 +310,7 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
                      128MB or 4GB (units B, kB, MB, GB, TB; a bare number is kB)"
                 ))
             })?,
-        None => default_buffer_bytes(),
+        None => hayate::memory::default_buffer_bytes(),
     };
     let emulate_device = match (args.emulate_device, file.emulate_device) {
         (Some(class), _) => class,
@@ -952,7 +913,10 @@ mod tests {
         assert_eq!(defaults.port, 5432);
         assert_eq!(defaults.unix_socket_dir, Some(PathBuf::from("/tmp")));
         assert_eq!(defaults.server.auth, AuthMethod::Trust);
-        assert_eq!(defaults.buffer_bytes, default_buffer_bytes());
+        assert_eq!(
+            defaults.buffer_bytes,
+            hayate::memory::default_buffer_bytes()
+        );
         assert!(defaults.buffer_bytes >= 128 << 20);
     }
 

@@ -882,7 +882,13 @@ fn needed_columns(
             for call in &aggregation.aggregates {
                 exprs.extend(&call.arg);
                 exprs.extend(&call.filter);
-                exprs.extend(call.order_by.iter().map(|key| &key.expr));
+                // min/max's one key is of its input value (column 0 of that), not of the row.
+                if !matches!(
+                    call.function,
+                    crate::plan::AggregateFunction::Min | crate::plan::AggregateFunction::Max
+                ) {
+                    exprs.extend(call.order_by.iter().map(|key| &key.expr));
+                }
             }
         }
         None => {
