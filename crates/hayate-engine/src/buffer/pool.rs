@@ -16,6 +16,9 @@ use crate::io::AlignedBuf;
 use crate::page::{self, PageHeaderAccessor, PageHeaderBuilder, PageId, PageKind, PAGE_ID_NONE};
 use crate::store::PageStore;
 
+/// The most dirty bytes the background writer lets stand (`BufferPool::dirty_target`).
+const DIRTY_BYTES_TARGET_MAX: usize = 256 << 20;
+
 /// How a `BufferPool` is sized and when it writes back.
 #[derive(Debug, Clone)]
 pub struct BufferPoolConfig {
@@ -23,7 +26,8 @@ pub struct BufferPoolConfig {
     pub frame_count: usize,
     /// Keep inner B+tree pages resident (skip them in the first two clock rounds).
     pub keep_inner_resident: bool,
-    /// The background writer starts when this fraction of frames is dirty.
+    /// The background writer starts when this fraction of frames is dirty (or 256 MiB of
+    /// them, if less).
     pub dirty_fraction_target: f64,
     /// Frames written per background batch.
     pub write_batch_pages: usize,
@@ -940,12 +944,20 @@ impl BufferPool {
         }
     }
 
+    /// Dirty frames past which the background writer runs: `dirty_fraction_target` of the
+    /// frames, but never more than `DIRTY_BYTES_TARGET_MAX` of pages, so that what a
+    /// checkpoint copies while operations wait stays bounded however large the buffer.
+    fn dirty_target(&self) -> usize {
+        let by_fraction = (self.frames.len() as f64 * self.config.dirty_fraction_target) as usize;
+        by_fraction.min((DIRTY_BYTES_TARGET_MAX / self.page_size).max(1))
+    }
+
     /// The background writer's work: writes batches of dirty, unpinned frames found ahead of
     /// the clock hand, each batch in one store call (one sequential segment write when out of
     /// place), until the dirty fraction is under half the target.
     fn write_back_to_target(&self) -> Result<()> {
         let frame_count = self.frames.len();
-        let target = (frame_count as f64 * self.config.dirty_fraction_target) as usize;
+        let target = self.dirty_target();
         let batch_size = self.config.write_batch_pages.max(1);
         let mut scanned = 0;
         let mut position = 0;
@@ -1106,9 +1118,7 @@ impl Drop for PageWriteGuard<'_> {
         // SAFETY: dropped exactly once, here; the latch is released before the unpin.
         unsafe { ManuallyDrop::drop(&mut self.latch) };
         frame.pin_count.fetch_sub(1, Ordering::AcqRel);
-        if self.pool.dirty_count.load(Ordering::Relaxed) as f64
-            > self.pool.frames.len() as f64 * self.pool.config.dirty_fraction_target
-        {
+        if self.pool.dirty_count.load(Ordering::Relaxed) > self.pool.dirty_target() {
             self.pool.writer.wake();
         }
     }
