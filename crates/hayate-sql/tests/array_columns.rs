@@ -52,11 +52,31 @@ fn values_are_checked_and_kept_in_canonical_form() {
         ("INSERT INTO a (id, n) VALUES (9, '{1')", "22P02"),
         ("INSERT INTO a (id, tags) VALUES (9, '{{a},{b}}')", "22P02"),
         ("INSERT INTO a (id, s) VALUES (9, '{70000}')", "22003"),
-        ("SELECT min(n) FROM a", "0A000"),
-        ("SELECT greatest(n, '{1}') FROM a", "0A000"),
     ] {
         assert_eq!(error_code(&mut session, statement), code, "{statement}");
     }
+    // min/max/greatest/least compare element by element, as PostgreSQL 15 does.
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT min(n)::text || ' ' || max(n)::text || ' ' || min(tags)::text || ' ' \
+             || max(tags)::text FROM a"
+        ),
+        ["{1,3} {10,2} {a} {x,\"y z\"}"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT greatest(n, '{1}')::text || '/' || least(n, '{1,3,0}')::text FROM a \
+             ORDER BY id"
+        ),
+        [
+            "{10,2}/{1,3,0}",
+            "{9}/{1,3,0}",
+            "{1,3}/{1,3}",
+            "{1,3,0}/{1,3,0}"
+        ]
+    );
 }
 
 #[test]
