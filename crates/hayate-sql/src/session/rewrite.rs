@@ -19,8 +19,9 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::plan::bind::CONFLICT_PREDICATE;
 
-/// The tokens of `sql` that are not whitespace or comments, with their byte ranges.
-fn words(sql: &str) -> Option<Vec<(Token, std::ops::Range<usize>)>> {
+/// The tokens of `sql` that are not whitespace or comments, with their byte ranges (None if
+/// it does not tokenize).
+pub(super) fn words(sql: &str) -> Option<Vec<(Token, std::ops::Range<usize>)>> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
         .tokenize_with_location()
         .ok()?;
@@ -43,6 +44,18 @@ fn words(sql: &str) -> Option<Vec<(Token, std::ops::Range<usize>)>> {
         words.push((token.token, start..end));
     }
     Some(words)
+}
+
+/// Whether the word at `index` of `words` is the keyword `wanted`.
+fn is_keyword(words: &[(Token, std::ops::Range<usize>)], index: usize, wanted: Keyword) -> bool {
+    matches!(words.get(index), Some((Token::Word(word), _)) if word.keyword == wanted)
+}
+
+/// Whether `text` holds `word` in any case (ASCII), without a lowered copy of it.
+pub(super) fn contains_ignoring_case(text: &str, word: &str) -> bool {
+    text.as_bytes()
+        .windows(word.len())
+        .any(|window| window.eq_ignore_ascii_case(word.as_bytes()))
 }
 
 /// Byte offsets of the tokenizer's locations (lines from 1 at each `\n`, characters from 1),
@@ -75,8 +88,7 @@ impl Locator<'_> {
 /// `sql` rewritten by every form this module knows, or None if it has none of them.
 pub(super) fn rewrite(sql: &str) -> Option<String> {
     // Most statements that fail to parse have neither form: spare them the tokenizing.
-    let lower = sql.to_ascii_lowercase();
-    if !lower.contains("for") && !lower.contains("conflict") {
+    if !contains_ignoring_case(sql, "for") && !contains_ignoring_case(sql, "conflict") {
         return None;
     }
     let words = words(sql)?;
@@ -106,7 +118,7 @@ fn locking_clause_edits(
     sql: &str,
     words: &[(Token, std::ops::Range<usize>)],
 ) -> Vec<(std::ops::Range<usize>, String)> {
-    let keyword = |index: usize, wanted: Keyword| matches!(words.get(index), Some((Token::Word(word), _)) if word.keyword == wanted);
+    let keyword = |index: usize, wanted: Keyword| is_keyword(words, index, wanted);
     let mut edits = Vec::new();
     let mut at = 0;
     while at < words.len() {
@@ -200,7 +212,7 @@ fn conflict_predicate_edits(
     sql: &str,
     words: &[(Token, std::ops::Range<usize>)],
 ) -> Vec<(std::ops::Range<usize>, String)> {
-    let keyword = |index: usize, wanted: Keyword| matches!(words.get(index), Some((Token::Word(word), _)) if word.keyword == wanted);
+    let keyword = |index: usize, wanted: Keyword| is_keyword(words, index, wanted);
     let mut edits = Vec::new();
     for at in 0..words.len() {
         if !(keyword(at, Keyword::ON)

@@ -139,7 +139,7 @@ pub fn is_alter_sequence(sql: &str) -> bool {
 /// The statements of a string of several, if one of them is an ALTER SEQUENCE that runs from
 /// its text (see `is_alter_sequence`).
 fn pieces_with_alter_sequence(sql: &str) -> Option<Vec<&str>> {
-    if !sql.to_ascii_lowercase().contains("sequence") {
+    if !super::rewrite::contains_ignoring_case(sql, "sequence") {
         return None;
     }
     let pieces = split_statements(sql);
@@ -150,29 +150,15 @@ fn pieces_with_alter_sequence(sql: &str) -> Option<Vec<&str>> {
 /// quoted names and comments (empty ones dropped). A string the tokenizer rejects is one
 /// piece (the parser reports the error).
 fn split_statements(sql: &str) -> Vec<&str> {
-    let Ok(tokens) =
-        sqlparser::tokenizer::Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location()
-    else {
+    let Some(words) = super::rewrite::words(sql) else {
         return vec![sql];
-    };
-    // Byte offset of each line's start (locations count lines and characters from 1).
-    let line_starts: Vec<usize> = std::iter::once(0)
-        .chain(sql.match_indices('\n').map(|(at, _)| at + 1))
-        .collect();
-    let offset = |line: u64, column: u64| -> Option<usize> {
-        let start = *line_starts.get(usize::try_from(line).ok()?.checked_sub(1)?)?;
-        let column = usize::try_from(column).ok()?.checked_sub(1)?;
-        Some(start + sql[start..].char_indices().nth(column)?.0)
     };
     let mut pieces = Vec::new();
     let mut from = 0;
-    for token in &tokens {
-        if token.token == sqlparser::tokenizer::Token::SemiColon {
-            let Some(at) = offset(token.span.start.line, token.span.start.column) else {
-                return vec![sql];
-            };
-            pieces.push(&sql[from..at]);
-            from = at + 1;
+    for (token, range) in &words {
+        if *token == sqlparser::tokenizer::Token::SemiColon {
+            pieces.push(&sql[from..range.start]);
+            from = range.end;
         }
     }
     pieces.push(&sql[from..]);
