@@ -461,6 +461,16 @@ impl Database {
         Ok(report)
     }
 
+    /// Bytes of the buffer pool (SQL's shared_buffers).
+    pub fn buffer_bytes(&self) -> u64 {
+        self.inner.pool.capacity_bytes()
+    }
+
+    /// Bytes per page (SQL's block_size).
+    pub fn page_size(&self) -> usize {
+        self.inner.pool.page_size()
+    }
+
     /// Counters of every layer, most since the database was opened.
     pub fn stats(&self) -> DatabaseStats {
         DatabaseStats {

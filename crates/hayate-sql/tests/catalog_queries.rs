@@ -643,6 +643,51 @@ fn set_config_and_current_setting_as_pg_dump_sends_them() {
         .all(|w| w[0][0].to_text() < w[1][0].to_text()));
 }
 
+/// Settings the server fixes: SHOW reads the buffer's size and the page size as PostgreSQL
+/// shows shared_buffers and block_size; SET, set_config and RESET of them are 55P02, and
+/// RESET ALL leaves them.
+#[test]
+fn server_settings_show_the_database_and_refuse_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = DatabaseConfig {
+        buffer_size: hayate_engine::BufferSize::Bytes(24 << 20),
+        ..DatabaseConfig::default()
+    };
+    let db = Database::open(dir.path(), config).unwrap();
+    let mut session = Session::new(Catalog::open(db).unwrap(), "tester");
+    assert_eq!(query(&mut session, "SHOW shared_buffers"), [[text("24MB")]]);
+    assert_eq!(query(&mut session, "SHOW block_size"), [[text("4096")]]);
+    assert_eq!(
+        query(&mut session, "SELECT current_setting('shared_buffers')"),
+        [[text("24MB")]]
+    );
+    for (sql, why) in [
+        (
+            "SET shared_buffers = '1GB'",
+            "without restarting the server",
+        ),
+        ("SET block_size = 8192", "cannot be changed"),
+        ("SET server_version = '9.6'", "cannot be changed"),
+        ("RESET shared_buffers", "without restarting the server"),
+        (
+            "SELECT set_config('server_version_num', '1', false)",
+            "cannot be changed",
+        ),
+    ] {
+        let error = session.execute_sql(sql).pop().unwrap().unwrap_err();
+        assert_eq!(error.code, "55P02", "{sql}");
+        assert!(error.message.ends_with(why), "{sql}: {}", error.message);
+    }
+    run(&mut session, "SET work_mem = '8MB'");
+    run(&mut session, "RESET ALL");
+    assert_eq!(query(&mut session, "SHOW work_mem"), [[text("4MB")]]);
+    assert_eq!(query(&mut session, "SHOW shared_buffers"), [[text("24MB")]]);
+    assert_eq!(
+        query(&mut session, "SHOW server_version_num"),
+        [[text(hayate_sql::SERVER_VERSION_NUM)]]
+    );
+}
+
 /// Set-returning functions in a SELECT list, as SQLAlchemy's reflection of a primary key
 /// sends them (unnest of pg_index.indkey next to generate_subscripts), and `= ANY` of an
 /// int2vector.

@@ -673,6 +673,17 @@ fn locking_clauses_reach_where_postgresql_locks() {
         ),
         [11]
     );
+    // With no FROM there is nothing to lock: the row comes back (sqlparser alone reads the
+    // FOR as an alias), also inside a derived table whose rows are then locked by nothing.
+    assert_eq!(ids(&mut b, "SELECT 7 FOR UPDATE NOWAIT"), [7]);
+    assert_eq!(ids(&mut b, "SELECT 1 AS id FOR KEY SHARE"), [1]);
+    assert_eq!(
+        ids(
+            &mut b,
+            "SELECT id FROM (SELECT 3 AS id FOR UPDATE) s FOR UPDATE"
+        ),
+        [3]
+    );
     query_ok(&mut a, "ROLLBACK");
 }
 

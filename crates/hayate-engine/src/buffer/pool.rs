@@ -223,6 +223,11 @@ impl BufferPool {
         self.page_size
     }
 
+    /// Bytes of the pool's frames (the buffer's size).
+    pub fn capacity_bytes(&self) -> u64 {
+        self.frames.len() as u64 * self.page_size as u64
+    }
+
     /// The store pages are loaded from and written back to.
     pub fn store(&self) -> &Arc<dyn PageStore> {
         &self.store

@@ -35,7 +35,7 @@ use crate::types::{DataType, Value};
 pub use constraints::{recheck, ConstraintCache, ConstraintModes, PendingCheck};
 pub use index::IndexTerms;
 use run::Run;
-pub use spill::{memory_size_bytes, parse_work_mem, WORK_MEM_DEFAULT};
+pub use spill::{memory_size_bytes, memory_size_text, parse_work_mem, WORK_MEM_DEFAULT};
 
 /// What a statement returns.
 #[derive(Debug, Clone, PartialEq)]

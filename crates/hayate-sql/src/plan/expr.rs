@@ -14,7 +14,7 @@ mod strings;
 
 pub use json::JsonFunction;
 
-pub(crate) use functions::BACKEND_PID_SETTING;
+pub(crate) use functions::{check_settable, fixed_setting, BACKEND_PID_SETTING};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryOp {

@@ -207,10 +207,14 @@ impl Session {
         catalog
             .sessions
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let settings = default_settings(user, &database)
+            .into_iter()
+            .chain(settings::server_settings(catalog.database()))
+            .collect();
         Session {
             catalog,
             state: State::Idle,
-            settings: default_settings(user, &database),
+            settings,
             user: user.into(),
             database,
             block_timestamp: None,

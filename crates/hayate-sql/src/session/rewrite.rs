@@ -8,6 +8,9 @@
 //!   and `FOR KEY SHARE` become `FOR UPDATE` and `FOR SHARE`, the stronger locks (Hayate's row
 //!   locks have two strengths: a row locked for key share here also blocks a concurrent
 //!   update of its other columns, which PostgreSQL lets through).
+//! - A locking clause right after a select list (`SELECT 1 FOR UPDATE`, which PostgreSQL
+//!   runs, locking nothing): sqlparser reads the FOR as a column alias, so `WHERE true` goes
+//!   before it.
 //! - `ON CONFLICT (columns) WHERE predicate DO ...`, which infers a partial unique index whose
 //!   predicate the WHERE implies: the predicate goes into the column list as one quoted name,
 //!   `plan::bind::CONFLICT_PREDICATE` followed by its text, which the binder takes apart
@@ -142,6 +145,11 @@ fn locking_clause_edits(
             at += 1;
             continue;
         };
+        // Right after a select list (no FROM), sqlparser reads FOR as the last item's alias:
+        // a WHERE true, which changes nothing, ends the list first.
+        if clause_follows_select_list(words, at) {
+            edits.push((words[at].1.start..words[at].1.start, "WHERE true ".into()));
+        }
         // OF name [, name ...], each name possibly qualified. An OF or a comma with no name
         // after it is left for the parser to report.
         let mut names = Vec::new();
@@ -204,6 +212,35 @@ fn locking_clause_edits(
         at = next;
     }
     edits
+}
+
+/// Whether the FOR at `at` follows its SELECT's list with no clause between them (`SELECT
+/// 1 FOR UPDATE`): going back at the same depth of parentheses, SELECT comes before any of
+/// FROM, WHERE, GROUP, HAVING, WINDOW, ORDER, LIMIT, OFFSET and FETCH.
+fn clause_follows_select_list(words: &[(Token, std::ops::Range<usize>)], at: usize) -> bool {
+    let mut depth = 0usize;
+    for (token, _) in words[..at].iter().rev() {
+        match token {
+            Token::RParen => depth += 1,
+            Token::LParen if depth == 0 => return false,
+            Token::LParen => depth -= 1,
+            Token::Word(word) if depth == 0 => match word.keyword {
+                Keyword::SELECT => return true,
+                Keyword::FROM
+                | Keyword::WHERE
+                | Keyword::GROUP
+                | Keyword::HAVING
+                | Keyword::WINDOW
+                | Keyword::ORDER
+                | Keyword::LIMIT
+                | Keyword::OFFSET
+                | Keyword::FETCH => return false,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The edit that moves the WHERE predicate of an `ON CONFLICT (columns) WHERE predicate DO`
@@ -308,6 +345,25 @@ mod tests {
         assert_eq!(
             rewrite("select * from a for key share of a nowait").as_deref(),
             Some("select * from a FOR SHARE OF a nowait")
+        );
+    }
+
+    #[test]
+    fn a_clause_right_after_the_select_list_gets_a_where() {
+        assert_eq!(
+            rewrite("SELECT 1 FOR UPDATE").as_deref(),
+            Some("SELECT 1 WHERE true FOR UPDATE")
+        );
+        assert_eq!(
+            rewrite("select (select f(x) from t), 2 for key share nowait").as_deref(),
+            Some("select (select f(x) from t), 2 WHERE true FOR SHARE nowait")
+        );
+        // With a clause between them, or inside parentheses of their own, nothing is added.
+        assert_eq!(rewrite("select 1 from a for update"), None);
+        assert_eq!(rewrite("select 1 where x for update"), None);
+        assert_eq!(
+            rewrite("select * from (select 1 for update) s for no key update").as_deref(),
+            Some("select * from (select 1 WHERE true for update) s FOR UPDATE")
         );
     }
 

@@ -47,6 +47,18 @@ pub(super) fn default_settings(user: &str, database: &str) -> BTreeMap<String, S
     settings
 }
 
+/// What the server's database fixes for every session: the buffer's size and the page size,
+/// as PostgreSQL's shared_buffers and block_size show them.
+pub(super) fn server_settings(database: &hayate_engine::Database) -> [(String, String); 2] {
+    [
+        (
+            "shared_buffers".into(),
+            crate::exec::memory_size_text(database.buffer_bytes()),
+        ),
+        ("block_size".into(), database.page_size().to_string()),
+    ]
+}
+
 impl Session {
     pub(super) fn with_settings_read(mut self) -> Session {
         self.settings_changed();
@@ -216,13 +228,13 @@ impl Session {
     /// 55P02 for a setting SQL may not change: the session's own `hayate.*` values (its
     /// backend pid, its database).
     pub(super) fn check_settable(name: &str) -> crate::error::SqlResult<()> {
-        if name.starts_with("hayate.") {
-            return Err(crate::error::SqlError::new(
-                crate::error::sqlstate::CANT_CHANGE_RUNTIME_PARAM,
-                format!("parameter \"{name}\" cannot be changed"),
-            ));
-        }
-        Ok(())
+        crate::plan::expr::check_settable(name)
+    }
+
+    /// Whether RESET ALL leaves `name` alone: the transaction's settings and those no
+    /// session changes.
+    pub(super) fn kept_by_reset_all(name: &str) -> bool {
+        name.starts_with("transaction_") || crate::plan::expr::fixed_setting(name).is_some()
     }
 
     /// The value RESET gives `name`: the starting one (`set_setting`), else PostgreSQL's

@@ -695,9 +695,7 @@ impl Session {
                     None => self
                         .settings
                         .keys()
-                        .filter(|name| {
-                            !name.starts_with("hayate.") && !name.starts_with("transaction_")
-                        })
+                        .filter(|name| !Self::kept_by_reset_all(name))
                         .cloned()
                         .collect(),
                 };
@@ -707,7 +705,7 @@ impl Session {
                 }
                 Ok(command("RESET"))
             }
-            Plan::Set { name, .. } if name.starts_with("hayate.") => {
+            Plan::Set { name, .. } if Self::check_settable(name).is_err() => {
                 Self::check_settable(name).map(|()| command("SET"))
             }
             Plan::Set { name, value, local } if name == "timezone" => {

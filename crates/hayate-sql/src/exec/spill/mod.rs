@@ -85,6 +85,23 @@ pub fn memory_size_bytes(text: &str) -> Option<u64> {
     number.checked_mul(unit_bytes)
 }
 
+/// A memory setting as PostgreSQL shows it: in the largest unit that divides it exactly
+/// ("128MB", "6GB", "8200kB"; bytes only below a kB or when no unit divides them).
+pub fn memory_size_text(bytes: u64) -> String {
+    let units = [
+        ("TB", 1u64 << 40),
+        ("GB", 1 << 30),
+        ("MB", 1 << 20),
+        ("kB", 1 << 10),
+    ];
+    for (unit, unit_bytes) in units {
+        if bytes >= unit_bytes && bytes % unit_bytes == 0 {
+            return format!("{}{unit}", bytes / unit_bytes);
+        }
+    }
+    format!("{bytes}B")
+}
+
 /// Bytes of `work_mem` ("64kB", "4MB", "1GB"; a bare number is kB), as PostgreSQL reads it.
 pub fn parse_work_mem(text: &str) -> SqlResult<usize> {
     let bytes = memory_size_bytes(text).ok_or_else(|| {

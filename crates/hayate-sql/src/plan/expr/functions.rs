@@ -14,6 +14,38 @@ use crate::types::{datetime, numeric, DataType, Value};
 /// The session setting that holds the connection's process id (pg_backend_pid).
 pub(crate) const BACKEND_PID_SETTING: &str = "hayate.backend_pid";
 
+/// Settings no session changes, with PostgreSQL's words for why: the session's own values
+/// (`hayate.`), and those fixed when the server was built or started. RESET ALL leaves
+/// them alone.
+pub(crate) fn fixed_setting(name: &str) -> Option<&'static str> {
+    match name {
+        "server_version"
+        | "server_version_num"
+        | "server_encoding"
+        | "integer_datetimes"
+        | "max_identifier_length"
+        | "max_index_keys"
+        | "block_size"
+        | "in_hot_standby" => Some("cannot be changed"),
+        "shared_buffers" | "max_connections" => {
+            Some("cannot be changed without restarting the server")
+        }
+        _ if name.starts_with("hayate.") => Some("cannot be changed"),
+        _ => None,
+    }
+}
+
+/// SET, RESET and set_config of a setting no session changes: 55P02.
+pub(crate) fn check_settable(name: &str) -> SqlResult<()> {
+    match fixed_setting(name) {
+        Some(why) => Err(SqlError::new(
+            sqlstate::CANT_CHANGE_RUNTIME_PARAM,
+            format!("parameter \"{name}\" {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub(super) fn eval(
     function: ScalarFunction,
     args: &[Expr],
@@ -349,12 +381,7 @@ pub(super) fn eval(
         F::SetConfig => {
             let name = text(0).to_ascii_lowercase();
             let mut value = values[1].to_text().unwrap_or_default();
-            if name.starts_with("hayate.") {
-                return Err(SqlError::new(
-                    sqlstate::CANT_CHANGE_RUNTIME_PARAM,
-                    format!("parameter \"{name}\" cannot be changed"),
-                ));
-            }
+            check_settable(&name)?;
             if name == "timezone" {
                 value = crate::types::zone::Zone::setting(&value)?
                     .name()
