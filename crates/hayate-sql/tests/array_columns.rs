@@ -77,6 +77,31 @@ fn values_are_checked_and_kept_in_canonical_form() {
             "{1,3,0}/{1,3,0}"
         ]
     );
+    // Arrays of different integer types meet at the wider one (int8[] here), compared as
+    // numbers ({9} < {10}); text[] with int[] is no type (42804).
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT greatest(n, b)::text || '/' || least(s, n)::text || '/'              || pg_typeof(coalesce(s, b)) FROM a ORDER BY id"
+        ),
+        [
+            "{10,2}/{1}/bigint[]",
+            "{9}/{9}/bigint[]",
+            "{3,NULL}/{}/bigint[]",
+            "{1,3,0}/{}/bigint[]"
+        ]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT greatest(ARRAY[9], ARRAY[10::bigint])::text"
+        ),
+        ["{10}"]
+    );
+    assert_eq!(
+        error_code(&mut session, "SELECT greatest(tags, n) FROM a"),
+        "42804"
+    );
 }
 
 #[test]

@@ -267,6 +267,17 @@ impl DataType {
         )
     }
 
+    /// The element type of an array type (None for other types).
+    pub fn element(self) -> Option<DataType> {
+        match self {
+            DataType::Int2Array => Some(DataType::Int2),
+            DataType::Int4Array => Some(DataType::Int4),
+            DataType::Int8Array => Some(DataType::Int8),
+            DataType::TextArray => Some(DataType::Text),
+            _ => None,
+        }
+    }
+
     /// The array type of results whose elements are of this type (Text: no typed array;
     /// the value is an array in text form all the same).
     pub fn array_of(self) -> DataType {

@@ -113,6 +113,19 @@ fn common_type(types: &[DataType]) -> SqlResult<DataType> {
             (a, b) if a.is_numeric() && b.is_numeric() => {
                 a.common_numeric(b).unwrap_or(DataType::Float8)
             }
+            (a, b) if a.is_array() && b.is_array() => {
+                // int4[] with int8[] is int8[], as their elements are; text[] with int4[]
+                // is no type.
+                let elements = [a, b].map(|t| t.element().unwrap_or(DataType::Unknown));
+                match common_type(&elements).map(DataType::array_of) {
+                    Ok(array) if array.is_array() => array,
+                    _ => {
+                        return Err(SqlError::mismatch(format!(
+                            "types {a} and {b} cannot be matched"
+                        )))
+                    }
+                }
+            }
             (a, b) if a.is_text() && b.is_text() => DataType::Text,
             (a, b) if a.is_datetime() && b.is_datetime() => {
                 if a == DataType::TimestampTz || b == DataType::TimestampTz {

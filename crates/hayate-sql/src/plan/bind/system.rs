@@ -503,10 +503,7 @@ pub(super) fn bind_other(
             // the elements of int2vector / int2[] / oid[] columns are in PostgreSQL.
             let integer = match expected {
                 Some(target) if target.is_integer() => Some(target),
-                _ if array_type == DataType::Int2Array => Some(DataType::Int2),
-                _ if array_type == DataType::Int4Array => Some(DataType::Int4),
-                _ if array_type == DataType::Int8Array => Some(DataType::Int8),
-                _ => None,
+                _ => array_type.element().filter(|element| element.is_integer()),
             };
             match integer {
                 Some(target) => Ok((
