@@ -1,5 +1,5 @@
 //! PostgreSQL's string and math functions that applications call (lpad, split_part, initcap,
-//! translate, chr, to_hex, concat_ws, regexp_replace, encode/decode, sign, ln, log, cbrt, pi
+//! translate, chr, to_hex, concat_ws, regexp_replace and ~ (back references too), encode/decode, sign, ln, log, cbrt, pi
 //! ...): each result is the text PostgreSQL 15 prints for the same expression (taken from
 //! psql), and each refused argument gives PostgreSQL's SQLSTATE.
 
@@ -54,6 +54,16 @@ fn results_are_postgresqls() {
             "ThM|fooXarYXazY|A[B]C|a-b|a\\tb",
         ),
         (
+            // Back references and lookaround, which PostgreSQL's expressions have.
+            "SELECT 'aa' ~ '(a)\\1', 'ab' ~ '(a)\\1', 'Abab' ~* '(ab)\\1', \
+             'xyz' !~ '(.)\\1', 'aaaa' ~ '(a*)*\\1b', \
+             regexp_replace('hello  world  foo', '(\\s)\\1+', '\\1', 'g'), \
+             regexp_replace('abcabc-xyxy', '(\\w+)\\1', '[\\1]', 'g'), \
+             regexp_replace('foobar', 'o(?=b)', 'X'), \
+             regexp_replace('price: 100 dollars', '(?<!\\d)\\d{3}(?!\\d)', 'N')",
+            "t|f|t|t|f|hello world foo|[abc]-[xy]|foXbar|price: N dollars",
+        ),
+        (
             "SELECT encode('\\x0102ff'::bytea, 'hex'), encode('\\x0102ff'::bytea, 'base64'), \
              encode('a\\\\b'::bytea, 'escape'), decode('AQL/', 'base64'), \
              decode('0102ff', 'hex'), decode('a\\\\\\\\b\\001', 'escape')",
@@ -84,6 +94,7 @@ fn refused_arguments_give_postgresqls_sqlstates() {
         ("SELECT log(1, 8)", "22012"),
         ("SELECT split_part('a', ',', 0)", "22023"),
         ("SELECT regexp_replace('a', '(', 'b')", "2201B"),
+        ("SELECT 'a' ~ '(a)\\2'", "2201B"),
         ("SELECT regexp_replace('a', 'a', 'b', 'z')", "22023"),
         ("SELECT chr(0)", "54000"),
         ("SELECT decode('abc', 'hex')", "22023"),

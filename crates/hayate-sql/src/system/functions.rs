@@ -17,7 +17,7 @@
 use crate::ident::quote_ident;
 use std::sync::Arc;
 
-use regex::{Regex, RegexBuilder};
+use crate::types::pattern::{Pattern, PatternOptions};
 
 use super::{array, Snapshot, OWNER_ROLE_OID, PUBLIC_SCHEMA};
 use crate::catalog::{Catalog, Sequence, SessionSequences};
@@ -158,7 +158,7 @@ pub struct SystemFunction {
     pub function: Function,
     snapshot: Arc<Snapshot>,
     /// The compiled pattern of a regex match whose pattern is a constant.
-    regex: Option<Arc<Regex>>,
+    regex: Option<Arc<Pattern>>,
     /// The sequence of a sequence function whose argument is a constant.
     sequence: Option<Arc<Sequence>>,
     /// The sessions a signal function signals.
@@ -549,10 +549,10 @@ impl SystemFunction {
             } => {
                 let subject = values[0].to_text().unwrap_or_default();
                 let matched = match &self.regex {
-                    Some(regex) => regex.is_match(&subject),
+                    Some(regex) => regex.is_match(&subject)?,
                     None => {
                         let pattern = values[1].to_text().unwrap_or_default();
-                        compile(&pattern, insensitive)?.is_match(&subject)
+                        compile(&pattern, insensitive)?.is_match(&subject)?
                     }
                 };
                 Ok(Value::Bool(matched != negated))
@@ -678,16 +678,12 @@ pub(crate) fn undefined_relation(argument: &Value) -> SqlError {
     )
 }
 
-fn compile(pattern: &str, insensitive: bool) -> SqlResult<Regex> {
-    RegexBuilder::new(pattern)
-        .case_insensitive(insensitive)
-        .build()
-        .map_err(|error| {
-            SqlError::new(
-                sqlstate::INVALID_REGULAR_EXPRESSION,
-                format!("invalid regular expression: {error}"),
-            )
-        })
+fn compile(pattern: &str, insensitive: bool) -> SqlResult<Pattern> {
+    let options = PatternOptions {
+        case_insensitive: insensitive,
+        ..PatternOptions::default()
+    };
+    Pattern::new(pattern, options)
 }
 
 fn int_of(value: &Value) -> Option<i64> {

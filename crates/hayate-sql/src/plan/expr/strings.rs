@@ -6,6 +6,7 @@
 use base64::Engine;
 
 use crate::error::{sqlstate, SqlError, SqlResult};
+use crate::types::pattern::{Pattern, PatternOptions};
 use crate::types::{bytea, Value};
 
 /// The longest text a padding function makes, as PostgreSQL's limit on a value (1 GB).
@@ -131,9 +132,8 @@ pub(super) fn concat_ws(values: &[Value]) -> Value {
 /// flag g) replaced; \1..\9 in the replacement are the groups and \& the whole match, as in
 /// PostgreSQL. Flags: g, i (ignore case), c (respect case), q (the pattern is literal text),
 /// x (expanded: blanks and # comments ignored), n or m (newline-sensitive: ^ and $ match at
-/// lines, . does not match a newline), s (the default), the last of n/m/s counting. The pattern is read as the `regex`
-/// crate's syntax, which agrees with PostgreSQL's advanced expressions on the common forms
-/// (no back references).
+/// lines, . does not match a newline), s (the default), the last of n/m/s counting. The
+/// pattern is read as `types::pattern` reads it.
 pub(super) fn regexp_replace(
     source: &str,
     pattern: &str,
@@ -146,27 +146,22 @@ pub(super) fn regexp_replace(
         true => regex::escape(pattern),
         false => pattern.to_string(),
     };
-    let mut builder = regex::RegexBuilder::new(&pattern);
-    builder.dot_matches_new_line(true);
+    let mut options = PatternOptions::default();
     for flag in flags.chars() {
         match flag {
             'g' => global = true,
             'q' => {}
-            'i' => {
-                builder.case_insensitive(true);
-            }
-            'c' => {
-                builder.case_insensitive(false);
-            }
-            'x' => {
-                builder.ignore_whitespace(!literal);
-            }
+            'i' => options.case_insensitive = true,
+            'c' => options.case_insensitive = false,
+            'x' => options.ignore_whitespace = !literal,
             // Newline-sensitive (m is its old name); s, the default, undoes it.
             'n' | 'm' => {
-                builder.multi_line(true).dot_matches_new_line(false);
+                options.multi_line = true;
+                options.dot_matches_new_line = false;
             }
             's' => {
-                builder.multi_line(false).dot_matches_new_line(true);
+                options.multi_line = false;
+                options.dot_matches_new_line = true;
             }
             other => {
                 return Err(SqlError::new(
@@ -176,13 +171,9 @@ pub(super) fn regexp_replace(
             }
         }
     }
-    let regex = builder.build().map_err(|error| {
-        SqlError::new(
-            sqlstate::INVALID_REGULAR_EXPRESSION,
-            format!("invalid regular expression: {error}"),
-        )
-    })?;
-    let expand = |captures: &regex::Captures<'_>, out: &mut String| {
+    let regex = Pattern::new(&pattern, options)?;
+    let expand = |groups: &[Option<&str>], out: &mut String| {
+        let group = |index: usize| groups.get(index).copied().flatten();
         let mut chars = replacement.chars().peekable();
         while let Some(c) = chars.next() {
             if c != '\\' {
@@ -191,10 +182,9 @@ pub(super) fn regexp_replace(
             }
             match chars.next() {
                 Some(digit @ '1'..='9') => {
-                    let group = digit as usize - '0' as usize;
-                    out.push_str(captures.get(group).map_or("", |m| m.as_str()));
+                    out.push_str(group(digit as usize - '0' as usize).unwrap_or(""));
                 }
-                Some('&') => out.push_str(&captures[0]),
+                Some('&') => out.push_str(group(0).unwrap_or("")),
                 Some('\\') => out.push('\\'),
                 // Any other backslash stays, with what follows (PostgreSQL's \t is "\t").
                 Some(other) => {
@@ -206,12 +196,7 @@ pub(super) fn regexp_replace(
         }
     };
     let limit = if global { 0 } else { 1 };
-    let replaced = regex.replacen(source, limit, |captures: &regex::Captures<'_>| {
-        let mut out = String::new();
-        expand(captures, &mut out);
-        out
-    });
-    Ok(Value::Text(replaced.into_owned()))
+    Ok(Value::Text(regex.replacen(source, limit, expand)?))
 }
 
 fn unknown_encoding(name: &str) -> SqlError {
