@@ -1,7 +1,8 @@
 //! Enum types (issue 21): CREATE TYPE ... AS ENUM, columns of the type that take only its
 //! labels (literals, casts, parameters, UPDATE, COPY), order by the labels' places in the
 //! type (comparisons, ORDER BY, an index on the column), ALTER TYPE ADD VALUE BEFORE/AFTER,
-//! DROP TYPE refused while a column uses it, transactional inside a block, durable across a
+//! DROP TYPE refused while a column uses it, RENAME TO of a type in use and ALTER COLUMN TYPE
+//! ... USING c::text::t (Alembic's recipe), transactional inside a block, durable across a
 //! reopen, and shown by pg_type, pg_enum, format_type and information_schema as PostgreSQL
 //! shows them.
 
@@ -292,12 +293,17 @@ fn types_are_durable_transactional_and_guarded_by_their_columns() {
             error_code(&mut session, "ALTER TYPE mood RENAME VALUE 'ok' TO 'fine'"),
             "0A000"
         );
-        // Stored SQL text (DEFAULT 'ok'::mood) names a type in use: no rename. Nor may a
-        // table take a type's name.
+        // Stored SQL text that names a type in use (DEFAULT 'ok'::mood here) would not
+        // follow a rename: refused. Nor may a table take a type's name.
+        run(
+            &mut session,
+            "CREATE TABLE moods (m mood DEFAULT 'ok'::mood)",
+        );
         assert_eq!(
             error_code(&mut session, "ALTER TYPE mood RENAME TO feeling"),
             "0A000"
         );
+        run(&mut session, "DROP TABLE moods");
         assert_eq!(
             error_code(&mut session, "ALTER TABLE people RENAME TO mood"),
             "42710"
@@ -334,6 +340,83 @@ fn types_are_durable_transactional_and_guarded_by_their_columns() {
         "SELECT typname FROM pg_type WHERE typtype = 'e'"
     )
     .is_empty());
+}
+
+/// Alembic's recipe for changing an enum's labels, checked against PostgreSQL 15: rename
+/// the type in use, create the new one, move each column to it with `USING c::text::new`,
+/// drop the old one. Columns follow a rename; a value outside the new labels is 22P02; an
+/// enum target without USING, or with a default still set, is 42804.
+#[test]
+fn an_enum_in_use_is_renamed_and_its_columns_moved_to_a_new_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut session) = open(dir.path());
+    setup(&mut session);
+    run(
+        &mut session,
+        "ALTER TABLE people ADD COLUMN was text; UPDATE people SET was = 'ok' WHERE id < 3",
+    );
+    run(&mut session, "ALTER TYPE mood RENAME TO mood_old");
+    assert_eq!(
+        texts(&mut session, "SELECT pg_typeof(m) FROM people LIMIT 1"),
+        ["mood_old"]
+    );
+    run(
+        &mut session,
+        "CREATE TYPE mood AS ENUM ('sad', 'meh', 'ok', 'happy')",
+    );
+    assert_eq!(
+        error_code(
+            &mut session,
+            "ALTER TABLE people ALTER COLUMN m TYPE mood USING m::text::mood"
+        ),
+        "42804"
+    );
+    run(
+        &mut session,
+        "ALTER TABLE people ALTER COLUMN m DROP DEFAULT",
+    );
+    assert_eq!(
+        error_code(&mut session, "ALTER TABLE people ALTER COLUMN m TYPE mood"),
+        "42804"
+    );
+    run(
+        &mut session,
+        "ALTER TABLE people ALTER COLUMN m TYPE mood USING m::text::mood;          ALTER TABLE people ALTER COLUMN m SET DEFAULT 'meh';          ALTER TABLE people ALTER COLUMN was TYPE mood USING (was)::mood;          DROP TYPE mood_old",
+    );
+    run(
+        &mut session,
+        "INSERT INTO people (id, name) VALUES (5, 'ed')",
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT name || ':' || m || ':' || coalesce(was::text, '-') FROM people \
+             WHERE m > 'sad' ORDER BY m DESC, id"
+        ),
+        ["ann:happy:ok", "cy:ok:-", "di:ok:-", "ed:meh:-"]
+    );
+    // The index on m still finds rows by the new type's labels.
+    assert_eq!(
+        texts(&mut session, "SELECT name FROM people WHERE m = 'meh'"),
+        ["ed"]
+    );
+    // Back to text and to an enum that lacks a stored value: 22P02, nothing changed.
+    run(
+        &mut session,
+        "ALTER TABLE people ALTER COLUMN m DROP DEFAULT;          ALTER TABLE people ALTER COLUMN m TYPE text",
+    );
+    run(&mut session, "CREATE TYPE small AS ENUM ('ok', 'sad')");
+    assert_eq!(
+        error_code(
+            &mut session,
+            "ALTER TABLE people ALTER COLUMN m TYPE small USING m::small"
+        ),
+        "22P02"
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT pg_typeof(m) FROM people LIMIT 1"),
+        ["text"]
+    );
 }
 
 #[test]

@@ -754,10 +754,10 @@ impl CheckDef {
     }
 }
 
-/// True if an expression's text names the column: a bare word that folds to its name (as
+/// True if an expression's text names the column (or any name): a bare word that folds to its name (as
 /// the parser folds unquoted names to lower case) or a quoted name equal to it; string
 /// literals are skipped.
-fn mentions(text: &str, column: &str) -> bool {
+pub(crate) fn mentions(text: &str, column: &str) -> bool {
     let chars: Vec<char> = text.chars().collect();
     let mut at = 0;
     while at < chars.len() {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use hayate_engine::Transaction;
 
-use super::definition::put_string;
+use super::definition::{mentions, put_string};
 use super::reader::Reader;
 use super::DdlUndo;
 use super::{tree_oid, Catalog};
@@ -261,9 +261,10 @@ impl Catalog {
                 if self.relation_exists(&to) || self.state.read().enums.contains_key(&to) {
                     return Err(duplicate_type(&to));
                 }
-                // Defaults, checks and views keep SQL text, which may name the type
-                // (pg_dump writes `'x'::public.t`): a rename would leave them naming none.
-                if let Some(user) = self.enum_user(DataType::Enum(enum_type.oid)) {
+                // Columns name the type by oid and follow the rename; defaults, checks,
+                // index predicates and expressions and views keep SQL text, which may name
+                // it (pg_dump writes `'x'::public.t`): a rename would leave them naming none.
+                if let Some(user) = self.type_named_in_text(name) {
                     return Err(SqlError::unsupported(format!(
                         "ALTER TYPE ... RENAME TO of a type in use ({user})"
                     )));
@@ -327,6 +328,46 @@ impl Catalog {
 
     /// A column of a table or view whose type is `data_type`, as PostgreSQL names it in a
     /// dependency message.
+    /// What keeps SQL text that names the type `name` (`definition::mentions`: a column's
+    /// default, a check, an index's predicate or expression, a view's query), for the
+    /// message of a rename it would not follow. A name of the same spelling that is no type
+    /// (a column named as the type) counts too: the rename is refused, never wrong.
+    fn type_named_in_text(&self, name: &str) -> Option<String> {
+        let state = self.state.read();
+        for table in state.tables.values() {
+            let def = &table.def;
+            let texts = def
+                .columns
+                .iter()
+                .filter_map(|column| {
+                    let text = column.default.as_deref()?;
+                    Some((format!("the default of column {}", column.name), text))
+                })
+                .chain(
+                    def.checks
+                        .iter()
+                        .map(|check| (format!("constraint {}", check.name), check.expr.as_str())),
+                )
+                .chain(def.indexes.iter().flat_map(|index| {
+                    let predicate = index.predicate.as_deref().into_iter();
+                    let expressions = index.expressions.iter().map(|e| e.text.as_str());
+                    predicate
+                        .chain(expressions)
+                        .map(|text| (format!("index {}", index.name), text))
+                }));
+            for (what, text) in texts {
+                if mentions(text, name) {
+                    return Some(format!("{what} of table {}", def.name));
+                }
+            }
+        }
+        state
+            .views
+            .values()
+            .find(|view| mentions(&view.def.query, name))
+            .map(|view| format!("view {}", view.def.name))
+    }
+
     fn enum_user(&self, data_type: DataType) -> Option<String> {
         let state = self.state.read();
         for table in state.tables.values() {

@@ -1145,12 +1145,17 @@ impl Session {
         if from == to {
             return Ok(());
         }
-        let textual = |t: DataType| matches!(t, DataType::Text | DataType::Varchar(_));
+        // Text, varchar and enums store the text itself: a change among them keeps the rows.
+        let textual =
+            |t: DataType| matches!(t, DataType::Text | DataType::Varchar(_) | DataType::Enum(_));
         if !(from.is_integer() && to.is_integer() || textual(from) && textual(to)) {
             return Err(SqlError::unsupported(format!(
                 "ALTER COLUMN TYPE from {from} to {to} (only between integer widths, and \
-                 between text and varchar, which keep the stored rows)"
+                 among text, varchar and enum types, which keep the stored rows)"
             )));
+        }
+        if let DataType::Enum(oid) = to {
+            self.check_enum_column(&def, index, oid)?;
         }
         if self.catalog.read_by_view(table) {
             return Err(SqlError::unsupported(
@@ -1206,6 +1211,63 @@ impl Session {
         Ok(())
     }
 
+    /// Before column `index` of `def` becomes of enum type `oid`: its values must be the
+    /// type's labels (22P02 naming the first that is not), its default would need a cast
+    /// (42804, as PostgreSQL refuses it: drop the default first), and no check or index
+    /// predicate or expression may read it (their text would be bound again against the
+    /// enum's labels).
+    fn check_enum_column(&mut self, def: &TableDef, index: usize, oid: u32) -> SqlResult<()> {
+        let column = &def.columns[index];
+        let enum_type = self.catalog.existing_enum_type(oid)?;
+        if column.default.is_some() {
+            return Err(SqlError::new(
+                sqlstate::DATATYPE_MISMATCH,
+                format!(
+                    "default for column \"{}\" cannot be cast automatically to type {}",
+                    column.name, enum_type.name
+                ),
+            ));
+        }
+        let check = (def.checks.iter())
+            .find(|check| check.mentions(&column.name))
+            .map(|check| &check.name);
+        let index_reading = def.indexes.iter().find(|i| {
+            i.expressions_mention(&column.name)
+                || (i.predicate.as_deref())
+                    .is_some_and(|p| crate::catalog::mentions(p, &column.name))
+        });
+        let reader = check.or(index_reading.map(|index| &index.name));
+        if let Some(name) = reader {
+            return Err(SqlError::unsupported(format!(
+                "ALTER COLUMN TYPE to an enum of a column \"{name}\" reads (drop it, change \
+                 the type, create it again)"
+            )));
+        }
+        let labels: Vec<String> = (enum_type.labels.iter())
+            .map(|label| format!("'{}'", label.label.replace('\'', "''")))
+            .collect();
+        let quoted = quote(&column.name);
+        let outside = match labels.is_empty() {
+            true => format!("{quoted} IS NOT NULL"),
+            false => format!("{quoted}::text NOT IN ({})", labels.join(", ")),
+        };
+        let sql = format!(
+            "SELECT {quoted}::text FROM {} WHERE {outside} LIMIT 1",
+            quote(&def.name)
+        );
+        if let Some(row) = self.first_row(&sql)? {
+            let value = row[0].to_text().unwrap_or_default();
+            return Err(SqlError::new(
+                sqlstate::INVALID_TEXT_REPRESENTATION,
+                format!(
+                    "invalid input value for enum {}: \"{value}\"",
+                    enum_type.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Before DROP TABLE `names`: the foreign keys of other tables that reference them are
     /// dropped with CASCADE, else they make the statement fail (2BP01), as in PostgreSQL.
     fn drop_referencing_keys(&mut self, names: &[String], cascade: bool) -> SqlResult<()> {
@@ -1249,11 +1311,16 @@ impl Session {
 
     /// True if the query returns a row (run in the session's transaction, if open).
     fn any_row(&mut self, sql: &str) -> SqlResult<bool> {
+        Ok(self.first_row(sql)?.is_some())
+    }
+
+    /// The first row of a query the session runs for itself.
+    fn first_row(&mut self, sql: &str) -> SqlResult<Option<Vec<Value>>> {
         let statement = parse(sql)?.pop().ok_or_else(|| SqlError::syntax("empty"))?;
         let prepared = self.prepare(statement, &[])?;
         Ok(match self.run_data(&prepared.plan, &[])? {
-            Outcome::Rows { rows, .. } => !rows.is_empty(),
-            Outcome::Command { .. } => false,
+            Outcome::Rows { rows, .. } => rows.into_iter().next(),
+            Outcome::Command { .. } => None,
         })
     }
 

@@ -599,22 +599,26 @@ impl Binder<'_> {
                             ..
                         } => {
                             let target = resolve_type(self.catalog, target)?;
-                            // USING the column itself, or cast to the new type: what the
-                            // type change does anyway (Django's `USING "col"::bigint`).
-                            let plain = match using {
-                                None => true,
-                                Some(ast::Expr::Identifier(ident)) => ident_name(ident) == column,
-                                Some(ast::Expr::Cast {
-                                    expr,
-                                    data_type: cast_to,
-                                    ..
-                                }) => {
-                                    matches!(expr.as_ref(), ast::Expr::Identifier(ident)
-                                        if ident_name(ident) == column)
-                                        && resolve_type(self.catalog, cast_to).ok() == Some(target)
-                                }
-                                Some(_) => false,
-                            };
+                            // USING the column itself, or cast to the new type, possibly through
+                            // text (Alembic's `USING c::text::new_enum`): what the type change
+                            // does anyway (Django's `USING "col"::bigint`).
+                            let plain = using.as_ref().is_none_or(|using| {
+                                is_cast_of_column(self.catalog, using, &column, target, true)
+                            });
+                            // Text or another enum becomes an enum only by an explicit cast.
+                            let current = table.def.columns[index].data_type;
+                            if using.is_none()
+                                && matches!(target, DataType::Enum(_))
+                                && current != target
+                            {
+                                return Err(SqlError::new(
+                                    sqlstate::DATATYPE_MISMATCH,
+                                    format!(
+                                        "column \"{column}\" cannot be cast automatically to type {}",
+                                        self.type_name(target)
+                                    ),
+                                ));
+                            }
                             if !plain {
                                 return Err(SqlError::unsupported(
                                     "ALTER COLUMN TYPE ... USING an expression other than the column",
@@ -1446,5 +1450,34 @@ pub(super) fn bind_set(set: &ast::Set) -> SqlResult<Plan> {
         }),
         ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => Ok(Plan::NoOp { tag: "SET" }),
         other => Err(SqlError::unsupported(format!("{other}"))),
+    }
+}
+
+/// Whether `expr` is the column `column`, or casts of it ending at `target` (`outer`) with
+/// any inner ones to text or varchar, which keep every value a type change keeps.
+fn is_cast_of_column(
+    catalog: &Catalog,
+    expr: &ast::Expr,
+    column: &str,
+    target: DataType,
+    outer: bool,
+) -> bool {
+    match expr {
+        ast::Expr::Identifier(ident) => ident_name(ident) == column,
+        ast::Expr::Nested(inner) => is_cast_of_column(catalog, inner, column, target, outer),
+        ast::Expr::Cast {
+            expr, data_type, ..
+        } => {
+            let Ok(cast_to) = resolve_type(catalog, data_type) else {
+                return false;
+            };
+            let through_text = matches!(cast_to, DataType::Text | DataType::Varchar(None));
+            let fits = match outer {
+                true => cast_to == target || through_text && target.is_text(),
+                false => through_text,
+            };
+            fits && is_cast_of_column(catalog, expr, column, target, false)
+        }
+        _ => false,
     }
 }
