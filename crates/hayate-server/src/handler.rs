@@ -124,7 +124,7 @@ impl ConnectionState {
         session.set_setting("work_mem", &self.config.work_mem)?;
         session.set_setting("max_connections", &self.config.max_connections.to_string())?;
         for (name, value) in startup_settings(parameters) {
-            session.set_setting(&name, &value)?;
+            session.set_client_setting(&name, &value)?;
         }
         session.set_backend_pid(pid);
         if let crate::Peer::Tcp(address) = peer {

@@ -378,6 +378,39 @@ fn time_zone_from_the_startup_parameters() {
     assert_eq!(sqlstate(&error), "22023", "{error}");
 }
 
+/// Settings the server fixes: SHOW gives the server's max_connections and buffer; a client
+/// that sets one in its startup options is refused (FATAL 55P02), as PostgreSQL refuses it.
+#[test]
+fn fixed_settings_come_from_the_server_and_refuse_startup_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = hayate_server::ServerConfig {
+        max_connections: 37,
+        ..hayate_server::ServerConfig::default()
+    };
+    let server = TestServer::start_with(dir.path(), config);
+    let mut client = server.connect();
+    let show = |client: &mut postgres::Client, name: &str| -> String {
+        client
+            .query_one(&format!("SHOW {name}"), &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(show(&mut client, "max_connections"), "37");
+    assert!(show(&mut client, "shared_buffers").ends_with("MB"));
+    for option in [
+        "shared_buffers=1GB",
+        "max_connections=5",
+        "server_version=9.6",
+    ] {
+        let connection = format!("{} options='-c {option}'", server.connection_string());
+        let Err(error) = postgres::Client::connect(&connection, postgres::NoTls) else {
+            panic!("a connection setting {option}");
+        };
+        assert_eq!(sqlstate(&error), "55P02", "{option}: {error}");
+    }
+    assert_eq!(show(&mut client, "max_connections"), "37");
+}
+
 #[test]
 fn alter_sequence_through_prepared_statements_and_strings_of_several() {
     // JDBC and rust-postgres send every statement as Parse/Bind/Execute; migration tools

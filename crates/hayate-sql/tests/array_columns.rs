@@ -249,9 +249,25 @@ fn array_operators_contain_overlap_and_concatenate() {
             &mut session,
             "SELECT n || '{4}'::int[] || 5 FROM a WHERE id = 2 \
              UNION ALL SELECT 0 || n FROM a WHERE id = 2 \
-             UNION ALL SELECT tags || '{d}' FROM a WHERE id = 2"
+             UNION ALL SELECT (tags || '{d}')::text::int[] FROM a WHERE id = 0"
         ),
-        ["{9,4,5}", "{0,9}", "{a,c,d}"]
+        ["{9,4,5}", "{0,9}"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT tags || '{d}' FROM a WHERE id = 2"),
+        ["{a,c,d}"]
+    );
+    // integer[] with text[] has no common type (42804); with bigint[] it is bigint[].
+    assert_eq!(
+        error_code(&mut session, "SELECT n FROM a UNION ALL SELECT tags FROM a"),
+        "42804"
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT ARRAY[9] UNION SELECT ARRAY[10::bigint] ORDER BY 1"
+        ),
+        ["{9}", "{10}"]
     );
     assert_eq!(
         texts(

@@ -64,6 +64,14 @@ fn results_are_postgresqls() {
             "t|f|t|t|f|hello world foo|[abc]-[xy]|foXbar|price: N dollars",
         ),
         (
+            // `.` matches a newline unless the n flag says otherwise, with a back reference
+            // too; x ignores blanks in the pattern.
+            "SELECT E'a\\nb' ~ 'a.b', regexp_replace(E'a\\nab', '(a).\\1', 'X'), \
+             regexp_replace(E'a\\nab', '(a).\\1', 'X', 'n'), \
+             regexp_replace('aa-b', '( a ) \\1', 'X', 'x')",
+            "t|Xb|a\nab|X-b",
+        ),
+        (
             "SELECT encode('\\x0102ff'::bytea, 'hex'), encode('\\x0102ff'::bytea, 'base64'), \
              encode('a\\\\b'::bytea, 'escape'), decode('AQL/', 'base64'), \
              decode('0102ff', 'hex'), decode('a\\\\\\\\b\\001', 'escape')",
@@ -95,6 +103,10 @@ fn refused_arguments_give_postgresqls_sqlstates() {
         ("SELECT split_part('a', ',', 0)", "22023"),
         ("SELECT regexp_replace('a', '(', 'b')", "2201B"),
         ("SELECT 'a' ~ '(a)\\2'", "2201B"),
+        // Forms only the backtracking crate reads, which PostgreSQL refuses.
+        ("SELECT 'aa' ~ '(a)\\1\\g<1>'", "2201B"),
+        ("SELECT 'aa' ~ '(?>a)\\1'", "2201B"),
+        ("SELECT 'aa' ~ '(a)\\1a++'", "2201B"),
         ("SELECT regexp_replace('a', 'a', 'b', 'z')", "22023"),
         ("SELECT chr(0)", "54000"),
         ("SELECT decode('abc', 'hex')", "22023"),

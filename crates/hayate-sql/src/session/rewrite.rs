@@ -216,17 +216,27 @@ fn locking_clause_edits(
 
 /// Whether the FOR at `at` follows its SELECT's list with no clause between them (`SELECT
 /// 1 FOR UPDATE`): going back at the same depth of parentheses, SELECT comes before any of
-/// FROM, WHERE, GROUP, HAVING, WINDOW, ORDER, LIMIT, OFFSET and FETCH.
+/// FROM (not IS DISTINCT FROM's), WHERE, GROUP, HAVING, WINDOW, ORDER, LIMIT, OFFSET, FETCH,
+/// an earlier locking clause's FOR, a set operation, a `)` closing one of its operands and
+/// the end of an earlier statement.
 fn clause_follows_select_list(words: &[(Token, std::ops::Range<usize>)], at: usize) -> bool {
     let mut depth = 0usize;
-    for (token, _) in words[..at].iter().rev() {
+    for (index, (token, _)) in words[..at].iter().enumerate().rev() {
         match token {
+            Token::SemiColon if depth == 0 => return false,
+            // A parenthesised operand of a set operation ends right before the clause.
+            Token::RParen if index + 1 == at => return false,
             Token::RParen => depth += 1,
             Token::LParen if depth == 0 => return false,
             Token::LParen => depth -= 1,
             Token::Word(word) if depth == 0 => match word.keyword {
                 Keyword::SELECT => return true,
-                Keyword::FROM
+                Keyword::FROM if index > 0 && is_keyword(words, index - 1, Keyword::DISTINCT) => {}
+                Keyword::FOR
+                | Keyword::UNION
+                | Keyword::INTERSECT
+                | Keyword::EXCEPT
+                | Keyword::FROM
                 | Keyword::WHERE
                 | Keyword::GROUP
                 | Keyword::HAVING
@@ -358,9 +368,22 @@ mod tests {
             rewrite("select (select f(x) from t), 2 for key share nowait").as_deref(),
             Some("select (select f(x) from t), 2 WHERE true FOR SHARE nowait")
         );
-        // With a clause between them, or inside parentheses of their own, nothing is added.
+        assert_eq!(
+            rewrite("select 1 is distinct from 2 for update").as_deref(),
+            Some("select 1 is distinct from 2 WHERE true for update")
+        );
+        // Two clauses: the WHERE goes before the first only.
+        assert_eq!(
+            rewrite("SELECT 1 FOR UPDATE FOR SHARE").as_deref(),
+            Some("SELECT 1 WHERE true FOR UPDATE FOR SHARE")
+        );
+        // With a clause between them, after a set operation or another statement, or inside
+        // parentheses of their own, nothing is added.
         assert_eq!(rewrite("select 1 from a for update"), None);
         assert_eq!(rewrite("select 1 where x for update"), None);
+        assert_eq!(rewrite("select 1 union (select 2) for update"), None);
+        assert_eq!(rewrite("select 1 union select 2 from t for update"), None);
+        assert_eq!(rewrite("select 1; (select 2) for update"), None);
         assert_eq!(
             rewrite("select * from (select 1 for update) s for no key update").as_deref(),
             Some("select * from (select 1 WHERE true for update) s FOR UPDATE")

@@ -37,6 +37,8 @@ pub(super) fn default_settings(user: &str, database: &str) -> BTreeMap<String, S
         ("default_transaction_read_only", "off"),
         ("in_hot_standby", "off"),
         ("work_mem", crate::exec::WORK_MEM_DEFAULT),
+        // The server sets its own (`hayate serve --max-connections`).
+        ("max_connections", "100"),
     ];
     let mut settings: BTreeMap<String, String> = pairs
         .iter()
@@ -156,6 +158,14 @@ impl Session {
         self.settings.insert(name, value);
         self.settings_changed();
         Ok(())
+    }
+
+    /// Sets a setting the client sent at startup (`-c name=value` in its options): as
+    /// `set_setting`, but 55P02 for one no session changes, as PostgreSQL refuses it.
+    pub fn set_client_setting(&mut self, name: &str, value: &str) -> crate::error::SqlResult<()> {
+        let name = name.to_ascii_lowercase();
+        Self::check_settable(&name)?;
+        self.set_setting(&name, value)
     }
 
     /// Sets (None: removes) a setting from SQL, as PostgreSQL scopes it: inside a block the

@@ -104,7 +104,7 @@ fn length_of(length: Option<ast::CharacterLength>) -> SqlResult<Option<u32>> {
 /// The type several values are converted to (CASE, COALESCE, GREATEST...): numbers to
 /// their common type, text to text, dates with timestamps to timestamps; Unknown ones
 /// (NULL, untyped literals) take it.
-fn common_type(types: &[DataType]) -> SqlResult<DataType> {
+pub(super) fn common_type(types: &[DataType]) -> SqlResult<DataType> {
     let mut common = DataType::Unknown;
     for &next in types.iter().filter(|t| **t != DataType::Unknown) {
         common = match (common, next) {

@@ -783,20 +783,16 @@ pub(super) fn output_type(data_type: DataType) -> DataType {
     }
 }
 
-/// The type of a UNION column from the types of its two sides.
+/// The type of a UNION column from the types of its two sides: their common type, as CASE
+/// and COALESCE find it (integer with numeric is numeric, integer[] with bigint[] bigint[]).
 fn union_type(op: ast::SetOperator, left: DataType, right: DataType) -> SqlResult<DataType> {
-    Ok(match (left, right) {
-        (l, r) if l == r => l,
-        (DataType::Unknown, other) | (other, DataType::Unknown) => output_type(other),
-        (l, r) if l.is_integer() && r.is_integer() => l.wider_integer(r),
-        (l, r) if l.is_numeric() && r.is_numeric() => DataType::Float8,
-        (l, r) if l.is_text() && r.is_text() => DataType::Text,
-        (l, r) => {
-            return Err(SqlError::mismatch(format!(
-                "{op} types {l} and {r} cannot be matched"
-            )))
-        }
-    })
+    if left == right {
+        return Ok(left);
+    }
+    let common = super::functions::common_type(&[left, right]).map_err(|_| {
+        SqlError::mismatch(format!("{op} types {left} and {right} cannot be matched"))
+    })?;
+    Ok(output_type(common))
 }
 
 /// Casts a side of a UNION to the result's column types where they differ.
