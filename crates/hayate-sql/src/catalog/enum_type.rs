@@ -285,12 +285,14 @@ impl Catalog {
         self.write_enum(renamed.then_some(name), stored, undo, block)
     }
 
-    /// DROP TYPE; nothing if it does not exist and `if_exists` is set. Refused (2BP01) while
-    /// a table column or a view column is of the type.
+    /// DROP TYPE; nothing if it does not exist and `if_exists` is set. Refused while a table
+    /// column or a view column is of the type: 2BP01, or with CASCADE (which would drop
+    /// them) 0A000; CASCADE of a type nothing uses drops it.
     pub fn drop_enum(
         &self,
         name: &str,
         if_exists: bool,
+        cascade: bool,
         block: Option<&mut Transaction>,
     ) -> SqlResult<DdlUndo> {
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
@@ -302,6 +304,11 @@ impl Catalog {
             return Err(undefined_type(name));
         };
         if let Some(user) = self.enum_user(DataType::Enum(stored.enum_type.oid)) {
+            if cascade {
+                return Err(SqlError::unsupported(format!(
+                    "DROP TYPE ... CASCADE of a type in use ({user})"
+                )));
+            }
             return Err(SqlError::new(
                 sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
                 format!("cannot drop type {name} because other objects depend on it"),

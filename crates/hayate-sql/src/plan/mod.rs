@@ -735,6 +735,7 @@ pub enum Plan {
     DropEnum {
         names: Vec<String>,
         if_exists: bool,
+        cascade: bool,
     },
     /// CREATE DATABASE, outside a transaction block.
     CreateDatabase {

@@ -613,10 +613,14 @@ impl Session {
                 self.note_ddl(undo);
                 Ok(command("ALTER TYPE"))
             }
-            Plan::DropEnum { names, if_exists } => {
+            Plan::DropEnum {
+                names,
+                if_exists,
+                cascade,
+            } => {
                 for name in names {
                     let catalog = self.catalog.clone();
-                    let undo = catalog.drop_enum(name, *if_exists, self.ddl_block())?;
+                    let undo = catalog.drop_enum(name, *if_exists, *cascade, self.ddl_block())?;
                     self.note_ddl(undo);
                 }
                 Ok(command("DROP TYPE"))

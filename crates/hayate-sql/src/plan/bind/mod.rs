@@ -330,10 +330,11 @@ impl<'a> Binder<'a> {
                     ast::ObjectType::Index => Ok(Plan::DropIndex { names, if_exists }),
                     ast::ObjectType::Sequence => Ok(Plan::DropSequence { names, if_exists }),
                     ast::ObjectType::View => Ok(Plan::DropView { names, if_exists }),
-                    ast::ObjectType::Type if cascade => {
-                        Err(SqlError::unsupported("DROP TYPE ... CASCADE"))
-                    }
-                    ast::ObjectType::Type => Ok(Plan::DropEnum { names, if_exists }),
+                    ast::ObjectType::Type => Ok(Plan::DropEnum {
+                        names,
+                        if_exists,
+                        cascade,
+                    }),
                     ast::ObjectType::Database => match names.as_slice() {
                         // PostgreSQL's DROP DATABASE takes no CASCADE.
                         _ if cascade => {
