@@ -1,5 +1,5 @@
 //! PostgreSQL's string and math functions that applications call (lpad, split_part, initcap,
-//! translate, chr, to_hex, concat_ws, regexp_replace and ~ (back references too), encode/decode, sign, ln, log, cbrt, pi
+//! translate, chr, to_hex, concat_ws, regexp_replace and ~ (back references too), encode/decode, sign, ln, exp, log (numeric of numeric arguments), cbrt, pi
 //! ...): each result is the text PostgreSQL 15 prints for the same expression (taken from
 //! psql), and each refused argument gives PostgreSQL's SQLSTATE.
 
@@ -83,6 +83,33 @@ fn results_are_postgresqls() {
             "-1|0|1|2|2|3|3.141592653589793|1|0|0",
         ),
         (
+            // Of numeric arguments, numeric results at PostgreSQL's scales (at least 16
+            // significant digits, more near ln(1)); of integers, double precision.
+            "SELECT ln(2.0), ln(2), ln(0.001), exp(1.0), exp(1), exp(-5.0), exp(20.0), \
+             log(100.0), log(2, 8.0), log(10, 1000), log(0.5), log10(2), sign(-2.5), \
+             sign(-0.00), pg_typeof(ln(2.0)), pg_typeof(ln(2)), pg_typeof(log(2, 8))",
+            "0.6931471805599453|0.6931471805599453|-6.9077552789821371|2.7182818284590452|\
+             2.718281828459045|0.006737946999085467|485165195.40979028|2.0000000000000000|\
+             3.0000000000000000|3.0000000000000000|-0.3010299956639812|0.3010299956639812|-1|\
+             0|numeric|double precision|numeric",
+        ),
+        (
+            "SELECT ln(1.05), ln(1.0000001), exp(0.0), ln(1.0), log(8.0, 2.0), exp(30.0), \
+             exp(40.5), ln(99999.999), ln(0.00012345), log(3.0, 100000.0), log10(0.001), \
+             exp(2.302585092994045684), ln(7.389056), exp(-1.5), log(12.5::numeric(10,4))",
+            "0.048790164169432003|0.00000009999999500000033|1.0000000000000000|\
+             0.0000000000000000|0.3333333333333333|10686474581524.462|388084696243620324.0|\
+             11.512925454970228|-8.9996743421730856|10.479516371446923|-3.0000000000000000|\
+             10.000000000000000000|1.9999999866111923|0.2231301601484298|1.0969100130080564",
+        ),
+        (
+            "SELECT string_agg(ln(x) || ' ' || exp(x) || ' ' || log(x), ',' ORDER BY x) \
+             FROM (VALUES (0.25), (3.14159), (9.9)) v(x)",
+            "-1.3862943611198906 1.2840254166877415 -0.6020599913279624,\
+             1.1447290411851784 23.140631226954963 0.4971495058611233,\
+             2.2925347571405442 19930.370438230289 0.9956351945975499",
+        ),
+        (
             "SELECT lpad(NULL, 3), split_part('a', NULL, 1) IS NULL",
             "|t",
         ),
@@ -103,6 +130,10 @@ fn refused_arguments_give_postgresqls_sqlstates() {
         ("SELECT split_part('a', ',', 0)", "22023"),
         ("SELECT regexp_replace('a', '(', 'b')", "2201B"),
         ("SELECT 'a' ~ '(a)\\2'", "2201B"),
+        ("SELECT ln(0.0)", "2201E"),
+        ("SELECT ln(-1.0)", "2201E"),
+        ("SELECT log(0.0, 5)", "2201E"),
+        ("SELECT log(1, 5.0)", "22012"),
         // Forms only the backtracking crate reads, which PostgreSQL refuses.
         ("SELECT 'aa' ~ '(a)\\1\\g<1>'", "2201B"),
         ("SELECT 'aa' ~ '(?>a)\\1'", "2201B"),

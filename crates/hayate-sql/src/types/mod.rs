@@ -15,6 +15,7 @@ pub mod format;
 pub mod interval;
 pub mod json;
 pub mod numeric;
+pub mod numeric_math;
 pub mod pattern;
 pub mod units;
 pub mod uuid;

@@ -180,6 +180,46 @@ impl Binder<'_> {
         })
     }
 
+    /// sign, ln, exp, log and log10 of a numeric argument, and log(b, x) always, are
+    /// numeric, as PostgreSQL resolves them (`types::numeric_math`); of other arguments
+    /// (untyped ones included) they are double precision. None: not one of them.
+    fn bind_numeric_math(
+        &mut self,
+        name: &str,
+        exprs: &[&ast::Expr],
+    ) -> SqlResult<Option<(Expr, DataType)>> {
+        use ScalarFunction as F;
+        let numeric = DataType::Numeric(None);
+        let scalar = match (name, exprs.len()) {
+            ("sign", 1) => F::Sign,
+            ("ln", 1) => F::Ln,
+            ("exp", 1) => F::Exp,
+            ("log" | "log10", 1) => F::Log10,
+            ("log", 2) => {
+                let base = self.bind_as(exprs[0], numeric)?;
+                let value = self.bind_as(exprs[1], numeric)?;
+                return Ok(Some((function(F::Log, vec![base, value]), numeric)));
+            }
+            _ => return Ok(None),
+        };
+        if untyped(exprs[0]) {
+            let argument = self.bind_as(exprs[0], DataType::Float8)?;
+            return Ok(Some((function(scalar, vec![argument]), DataType::Float8)));
+        }
+        let (argument, data_type) = self.bind_expr(exprs[0], Some(DataType::Float8))?;
+        if let DataType::Numeric(_) = data_type {
+            return Ok(Some((function(scalar, vec![argument]), numeric)));
+        }
+        if !(data_type.is_numeric() || data_type == DataType::Unknown) {
+            return Err(SqlError::new(
+                sqlstate::UNDEFINED_FUNCTION,
+                format!("function argument of type {data_type} where double precision is expected"),
+            ));
+        }
+        let argument = self.coerce(argument, data_type, DataType::Float8)?;
+        Ok(Some((function(scalar, vec![argument]), DataType::Float8)))
+    }
+
     /// Binds expressions that must come to one common type (untyped literals count as
     /// unknown), and converts each to it.
     fn bind_common(&mut self, exprs: &[&ast::Expr]) -> SqlResult<(Vec<Expr>, DataType)> {
@@ -427,6 +467,9 @@ impl Binder<'_> {
                 ))
             }
         };
+        if let Some(bound) = self.bind_numeric_math(name, &exprs)? {
+            return Ok(bound);
+        }
         // Functions whose arguments have fixed types.
         let fixed: Option<(ScalarFunction, &[DataType], DataType)> = match name {
             "lower" => Some((F::Lower, &[T::Text], T::Text)),

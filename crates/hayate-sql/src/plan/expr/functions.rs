@@ -9,7 +9,7 @@ use md5::{Digest, Md5};
 
 use super::{float_result, out_of_range, strings, EvalContext, Expr, ScalarFunction};
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::types::{datetime, numeric, DataType, Value};
+use crate::types::{datetime, numeric, numeric_math, DataType, Value};
 
 /// The session setting that holds the connection's process id (pg_backend_pid).
 pub(crate) const BACKEND_PID_SETTING: &str = "hayate.backend_pid";
@@ -192,6 +192,23 @@ pub(super) fn eval(
             _ => return Err(wrong_argument(function)),
         },
         F::Decode => strings::decode(&text(0), &text(1))?,
+        F::Sign | F::Ln | F::Exp | F::Log10 if matches!(values[0], Value::Numeric(_)) => {
+            let Value::Numeric(value) = &values[0] else {
+                unreachable!("matched above")
+            };
+            Value::Numeric(match function {
+                F::Sign => numeric_math::sign(value),
+                F::Ln => numeric_math::ln(value)?,
+                F::Exp => numeric_math::exp(value)?,
+                _ => numeric_math::log(&rust_decimal::Decimal::TEN, value)?,
+            })
+        }
+        F::Log => match (&values[0], &values[1]) {
+            (Value::Numeric(base), Value::Numeric(value)) => {
+                Value::Numeric(numeric_math::log(base, value)?)
+            }
+            _ => return Err(wrong_argument(function)),
+        },
         F::Sign | F::Ln | F::Exp | F::Log10 | F::Cbrt => {
             let value = float(&values[0])?;
             let undefined = |what: &str| Err(SqlError::new("2201E", what.to_string()));
@@ -223,22 +240,6 @@ pub(super) fn eval(
                 ));
             }
             float_result(result, value.is_infinite(), DataType::Float8)?
-        }
-        F::Log => {
-            let (base, value) = (float(&values[0])?, float(&values[1])?);
-            if base <= 0.0 || value <= 0.0 {
-                return Err(SqlError::new(
-                    "2201E",
-                    "cannot take logarithm of zero or a negative number",
-                ));
-            }
-            if base == 1.0 {
-                return Err(SqlError::new(
-                    sqlstate::DIVISION_BY_ZERO,
-                    "division by zero",
-                ));
-            }
-            Value::Float(value.ln() / base.ln())
         }
         F::Pi => Value::Float(std::f64::consts::PI),
         F::ArrayOrder { integers } => Value::Bytes(array_order(&text(0), integers)?),
