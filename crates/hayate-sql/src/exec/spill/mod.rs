@@ -95,7 +95,7 @@ pub fn memory_size_text(bytes: u64) -> String {
         ("kB", 1 << 10),
     ];
     for (unit, unit_bytes) in units {
-        if bytes >= unit_bytes && bytes % unit_bytes == 0 {
+        if bytes >= unit_bytes && bytes.is_multiple_of(unit_bytes) {
             return format!("{}{unit}", bytes / unit_bytes);
         }
     }
