@@ -420,6 +420,18 @@ fn an_enum_in_use_is_renamed_and_its_columns_moved_to_a_new_type() {
         texts(&mut session, "SELECT pg_typeof(m) FROM people LIMIT 1"),
         ["text"]
     );
+    // Labels and text order differently: a check reading the column would change meaning.
+    run(
+        &mut session,
+        "CREATE TABLE graded (g small CHECK (g > 'ok')); \
+         CREATE TABLE marked (t text DEFAULT 'ok'::small)",
+    );
+    assert_eq!(
+        error_code(&mut session, "ALTER TABLE graded ALTER COLUMN g TYPE text"),
+        "0A000"
+    );
+    // A default naming the type keeps it from being dropped.
+    assert_eq!(error_code(&mut session, "DROP TYPE small"), "2BP01");
 }
 
 #[test]

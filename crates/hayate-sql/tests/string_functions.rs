@@ -103,6 +103,13 @@ fn results_are_postgresqls() {
              10.000000000000000000|1.9999999866111923|0.2231301601484298|1.0969100130080564",
         ),
         (
+            // Just below 1 (no digits lost to cancellation), and a scale from PostgreSQL's
+            // estimate of ln's weight (from 22026, under 10: 16 decimals).
+            "SELECT ln(0.99999999999), ln(22026.47), log(0.95), exp(9.2103)",
+            "-0.000000000010000000000050000|10.0000001909154615|-0.022276394711152234|\
+             9999.5962883875453",
+        ),
+        (
             "SELECT string_agg(ln(x) || ' ' || exp(x) || ' ' || log(x), ',' ORDER BY x) \
              FROM (VALUES (0.25), (3.14159), (9.9)) v(x)",
             "-1.3862943611198906 1.2840254166877415 -0.6020599913279624,\

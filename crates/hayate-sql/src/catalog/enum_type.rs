@@ -264,7 +264,7 @@ impl Catalog {
                 // Columns name the type by oid and follow the rename; defaults, checks,
                 // index predicates and expressions and views keep SQL text, which may name
                 // it (pg_dump writes `'x'::public.t`): a rename would leave them naming none.
-                if let Some(user) = self.type_named_in_text(name) {
+                if let Some(user) = self.type_named_in_text(name, false) {
                     return Err(SqlError::unsupported(format!(
                         "ALTER TYPE ... RENAME TO of a type in use ({user})"
                     )));
@@ -286,8 +286,8 @@ impl Catalog {
     }
 
     /// DROP TYPE; nothing if it does not exist and `if_exists` is set. Refused while a table
-    /// column or a view column is of the type: 2BP01, or with CASCADE (which would drop
-    /// them) 0A000; CASCADE of a type nothing uses drops it.
+    /// column or a view column is of the type or a default names it ('x'::t): 2BP01, or with
+    /// CASCADE (which would drop them) 0A000; CASCADE of a type nothing uses drops it.
     pub fn drop_enum(
         &self,
         name: &str,
@@ -303,7 +303,8 @@ impl Catalog {
             }
             return Err(undefined_type(name));
         };
-        if let Some(user) = self.enum_user(DataType::Enum(stored.enum_type.oid)) {
+        let user = self.enum_user(DataType::Enum(stored.enum_type.oid));
+        if let Some(user) = user.or_else(|| self.type_named_in_text(name, true)) {
             if cascade {
                 return Err(SqlError::unsupported(format!(
                     "DROP TYPE ... CASCADE of a type in use ({user})"
@@ -333,48 +334,48 @@ impl Catalog {
         Ok(self.finish_or_defer(in_block, undo))
     }
 
-    /// A column of a table or view whose type is `data_type`, as PostgreSQL names it in a
-    /// dependency message.
     /// What keeps SQL text that names the type `name` (`definition::mentions`: a column's
-    /// default, a check, an index's predicate or expression, a view's query), for the
-    /// message of a rename it would not follow. A name of the same spelling that is no type
-    /// (a column named as the type) counts too: the rename is refused, never wrong.
-    fn type_named_in_text(&self, name: &str) -> Option<String> {
+    /// default, a check, an index's predicate or expression, a view's query; only defaults,
+    /// which name no columns, if `defaults_only`), for the message of a change it would not
+    /// follow. A name of the same spelling that is no type (a column named as the type)
+    /// counts too: the change is refused, never wrong.
+    fn type_named_in_text(&self, name: &str, defaults_only: bool) -> Option<String> {
         let state = self.state.read();
         for table in state.tables.values() {
             let def = &table.def;
-            let texts = def
-                .columns
-                .iter()
-                .filter_map(|column| {
-                    let text = column.default.as_deref()?;
-                    Some((format!("the default of column {}", column.name), text))
-                })
-                .chain(
-                    def.checks
-                        .iter()
-                        .map(|check| (format!("constraint {}", check.name), check.expr.as_str())),
-                )
-                .chain(def.indexes.iter().flat_map(|index| {
-                    let predicate = index.predicate.as_deref().into_iter();
-                    let expressions = index.expressions.iter().map(|e| e.text.as_str());
-                    predicate
-                        .chain(expressions)
-                        .map(|text| (format!("index {}", index.name), text))
-                }));
+            let defaults = def.columns.iter().filter_map(|column| {
+                let text = column.default.as_deref()?;
+                Some((format!("the default of column {}", column.name), text))
+            });
+            let checks = (def.checks.iter())
+                .filter(|_| !defaults_only)
+                .map(|check| (format!("constraint {}", check.name), check.expr.as_str()));
+            let texts = defaults.chain(checks).chain(
+                def.indexes
+                    .iter()
+                    .filter(|_| !defaults_only)
+                    .flat_map(|index| {
+                        let predicate = index.predicate.as_deref().into_iter();
+                        let expressions = index.expressions.iter().map(|e| e.text.as_str());
+                        predicate
+                            .chain(expressions)
+                            .map(|text| (format!("index {}", index.name), text))
+                    }),
+            );
             for (what, text) in texts {
                 if mentions(text, name) {
                     return Some(format!("{what} of table {}", def.name));
                 }
             }
         }
-        state
-            .views
-            .values()
+        (state.views.values())
+            .filter(|_| !defaults_only)
             .find(|view| mentions(&view.def.query, name))
             .map(|view| format!("view {}", view.def.name))
     }
 
+    /// A column of a table or view whose type is `data_type`, as PostgreSQL names it in a
+    /// dependency message.
     fn enum_user(&self, data_type: DataType) -> Option<String> {
         let state = self.state.read();
         for table in state.tables.values() {

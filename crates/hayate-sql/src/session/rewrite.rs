@@ -217,15 +217,13 @@ fn locking_clause_edits(
 /// Whether the FOR at `at` follows its SELECT's list with no clause between them (`SELECT
 /// 1 FOR UPDATE`): going back at the same depth of parentheses, SELECT comes before any of
 /// FROM (not IS DISTINCT FROM's), WHERE, GROUP, HAVING, WINDOW, ORDER, LIMIT, OFFSET, FETCH,
-/// an earlier locking clause's FOR, a set operation, a `)` closing one of its operands and
-/// the end of an earlier statement.
+/// an earlier locking clause's FOR, a set operation and the end of an earlier statement (a
+/// parenthesised operand, `UNION (SELECT 2) FOR UPDATE`, is passed over to its UNION).
 fn clause_follows_select_list(words: &[(Token, std::ops::Range<usize>)], at: usize) -> bool {
     let mut depth = 0usize;
     for (index, (token, _)) in words[..at].iter().enumerate().rev() {
         match token {
             Token::SemiColon if depth == 0 => return false,
-            // A parenthesised operand of a set operation ends right before the clause.
-            Token::RParen if index + 1 == at => return false,
             Token::RParen => depth += 1,
             Token::LParen if depth == 0 => return false,
             Token::LParen => depth -= 1,
@@ -384,6 +382,15 @@ mod tests {
         assert_eq!(rewrite("select 1 union (select 2) for update"), None);
         assert_eq!(rewrite("select 1 union select 2 from t for update"), None);
         assert_eq!(rewrite("select 1; (select 2) for update"), None);
+        // A list ending in a parenthesis is still a list.
+        assert_eq!(
+            rewrite("select now() for update").as_deref(),
+            Some("select now() WHERE true for update")
+        );
+        assert_eq!(
+            rewrite("SELECT (SELECT x FROM t) FOR SHARE").as_deref(),
+            Some("SELECT (SELECT x FROM t) WHERE true FOR SHARE")
+        );
         assert_eq!(
             rewrite("select * from (select 1 for update) s for no key update").as_deref(),
             Some("select * from (select 1 WHERE true for update) s FOR UPDATE")

@@ -1158,6 +1158,11 @@ impl Session {
                  among text, varchar and enum types, which keep the stored rows)"
             )));
         }
+        // An enum orders by its labels, text by its characters: a check or partial index
+        // reading the column would change meaning either way.
+        if matches!(from, DataType::Enum(_)) || matches!(to, DataType::Enum(_)) {
+            Self::refuse_readers_of(&def, index)?;
+        }
         if let DataType::Enum(oid) = to {
             self.check_enum_column(&def, index, oid)?;
         }
@@ -1215,11 +1220,31 @@ impl Session {
         Ok(())
     }
 
+    /// 0A000 if a check or an index predicate or expression reads column `index` of `def`
+    /// (a type change to or from an enum would change what they mean: labels and text
+    /// order differently).
+    fn refuse_readers_of(def: &TableDef, index: usize) -> SqlResult<()> {
+        let column = &def.columns[index];
+        let check = (def.checks.iter())
+            .find(|check| check.mentions(&column.name))
+            .map(|check| &check.name);
+        let index_reading = def.indexes.iter().find(|i| {
+            i.expressions_mention(&column.name)
+                || (i.predicate.as_deref())
+                    .is_some_and(|p| crate::catalog::mentions(p, &column.name))
+        });
+        match check.or(index_reading.map(|index| &index.name)) {
+            Some(name) => Err(SqlError::unsupported(format!(
+                "ALTER COLUMN TYPE to or from an enum of a column \"{name}\" reads (drop it, \
+                 change the type, create it again)"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Before column `index` of `def` becomes of enum type `oid`: its values must be the
-    /// type's labels (22P02 naming the first that is not), its default would need a cast
-    /// (42804, as PostgreSQL refuses it: drop the default first), and no check or index
-    /// predicate or expression may read it (their text would be bound again against the
-    /// enum's labels).
+    /// type's labels (22P02 naming the first that is not), and its default would need a
+    /// cast (42804, as PostgreSQL refuses it: drop the default first).
     fn check_enum_column(&mut self, def: &TableDef, index: usize, oid: u32) -> SqlResult<()> {
         let column = &def.columns[index];
         let enum_type = self.catalog.existing_enum_type(oid)?;
@@ -1231,21 +1256,6 @@ impl Session {
                     column.name, enum_type.name
                 ),
             ));
-        }
-        let check = (def.checks.iter())
-            .find(|check| check.mentions(&column.name))
-            .map(|check| &check.name);
-        let index_reading = def.indexes.iter().find(|i| {
-            i.expressions_mention(&column.name)
-                || (i.predicate.as_deref())
-                    .is_some_and(|p| crate::catalog::mentions(p, &column.name))
-        });
-        let reader = check.or(index_reading.map(|index| &index.name));
-        if let Some(name) = reader {
-            return Err(SqlError::unsupported(format!(
-                "ALTER COLUMN TYPE to an enum of a column \"{name}\" reads (drop it, change \
-                 the type, create it again)"
-            )));
         }
         let labels: Vec<String> = (enum_type.labels.iter())
             .map(|label| format!("'{}'", label.label.replace('\'', "''")))

@@ -253,10 +253,13 @@ impl Session {
                     .table(table)
                     .map_or(Vec::new(), |t| types_of(&t.def));
                 for action in actions {
-                    if let AlterAction::AddColumn { column, .. } = action {
-                        if let crate::types::DataType::Enum(oid) = column.data_type {
-                            names.extend(catalog.enum_type_by_oid(oid).map(|t| t.name.clone()));
-                        }
+                    let data_type = match action {
+                        AlterAction::AddColumn { column, .. } => column.data_type,
+                        AlterAction::SetType { data_type, .. } => *data_type,
+                        _ => continue,
+                    };
+                    if let crate::types::DataType::Enum(oid) = data_type {
+                        names.extend(catalog.enum_type_by_oid(oid).map(|t| t.name.clone()));
                     }
                 }
                 (names, false)

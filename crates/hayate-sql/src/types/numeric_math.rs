@@ -118,17 +118,29 @@ fn ln_weight_estimate(value: &Decimal) -> i32 {
             false => decimal_weight(&distance),
         };
     }
-    let ln = value.to_f64().unwrap_or(1.0).ln();
+    // value ~= digits * 10^shift, digits its first two base-10000 groups (what PostgreSQL's
+    // estimate reads: 5 to 8 significant digits, by the groups' alignment).
+    let groups = decimal_weight(value).div_euclid(4);
+    let shift = 4 * (groups - 1);
+    let digits = (value.to_f64().unwrap_or(1.0) / 10f64.powi(shift)).floor();
+    let ln = digits.ln() + f64::from(shift) * std::f64::consts::LN_10;
     match ln == 0.0 {
         true => 0,
         false => ln.abs().log10() as i32,
     }
 }
 
-/// ln of a positive value to about 27 digits: value = m * 10^w with m in [1, 10); square
-/// roots bring m within 10% of 1 (at most five), where atanh's series converges fast.
+/// ln of a positive value to about 27 digits: value = m * 10^w with m in [1, 10) (or the
+/// value itself within 10% of 1); square roots bring m within 10% of 1 (at most five),
+/// where atanh's series converges fast.
 fn ln_full(value: &Decimal) -> Decimal {
-    let weight = decimal_weight(value);
+    // Within 10% of 1 the series takes the value as it is: scaling 0.99... up to 9.9... and
+    // subtracting ln(10) again would cancel most of its digits.
+    let near = Decimal::from_i128_with_scale(9, 1)..=Decimal::from_i128_with_scale(11, 1);
+    let weight = match near.contains(value) {
+        true => 0,
+        false => decimal_weight(value),
+    };
     let power = Decimal::from_i128_with_scale(10i128.pow(weight.unsigned_abs()), 0);
     let mut m = match weight >= 0 {
         true => value / power,
