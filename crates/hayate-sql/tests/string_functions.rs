@@ -105,9 +105,10 @@ fn results_are_postgresqls() {
         (
             // Just below 1 (no digits lost to cancellation), and a scale from PostgreSQL's
             // estimate of ln's weight (from 22026, under 10: 16 decimals).
-            "SELECT ln(0.99999999999), ln(22026.47), log(0.95), exp(9.2103)",
+            "SELECT ln(0.99999999999), ln(22026.47), log(0.95), exp(9.2103), ln(1.1052), \
+             ln(1.2), ln(0.00012345)",
             "-0.000000000010000000000050000|10.0000001909154615|-0.022276394711152234|\
-             9999.5962883875453",
+             9999.5962883875453|0.1000263140671244|0.1823215567939546|-8.9996743421730856",
         ),
         (
             "SELECT string_agg(ln(x) || ' ' || exp(x) || ' ' || log(x), ',' ORDER BY x) \

@@ -120,10 +120,20 @@ fn ln_weight_estimate(value: &Decimal) -> i32 {
     }
     // value ~= digits * 10^shift, digits its first two base-10000 groups (what PostgreSQL's
     // estimate reads: 5 to 8 significant digits, by the groups' alignment).
+    // Taken from the mantissa exactly: a floating-point division may fall just below a
+    // whole quotient (1.2 / 10^-4 = 11999.99...).
     let groups = decimal_weight(value).div_euclid(4);
     let shift = 4 * (groups - 1);
-    let digits = (value.to_f64().unwrap_or(1.0) / 10f64.powi(shift)).floor();
-    let ln = digits.ln() + f64::from(shift) * std::f64::consts::LN_10;
+    let mantissa = value.mantissa().unsigned_abs();
+    let exponent = -(value.scale() as i32) - shift;
+    let power = 10u128
+        .checked_pow(exponent.unsigned_abs())
+        .unwrap_or(u128::MAX);
+    let digits = match exponent >= 0 {
+        true => mantissa.saturating_mul(power),
+        false => mantissa / power,
+    };
+    let ln = (digits.max(1) as f64).ln() + f64::from(shift) * std::f64::consts::LN_10;
     match ln == 0.0 {
         true => 0,
         false => ln.abs().log10() as i32,
