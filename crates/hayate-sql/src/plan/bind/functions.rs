@@ -202,21 +202,11 @@ impl Binder<'_> {
             }
             _ => return Ok(None),
         };
-        if untyped(exprs[0]) {
-            let argument = self.bind_as(exprs[0], DataType::Float8)?;
-            return Ok(Some((function(scalar, vec![argument]), DataType::Float8)));
-        }
         let (argument, data_type) = self.bind_expr(exprs[0], Some(DataType::Float8))?;
-        if let DataType::Numeric(_) = data_type {
+        if matches!(data_type, DataType::Numeric(_)) && !untyped(exprs[0]) {
             return Ok(Some((function(scalar, vec![argument]), numeric)));
         }
-        if !(data_type.is_numeric() || data_type == DataType::Unknown) {
-            return Err(SqlError::new(
-                sqlstate::UNDEFINED_FUNCTION,
-                format!("function argument of type {data_type} where double precision is expected"),
-            ));
-        }
-        let argument = self.coerce(argument, data_type, DataType::Float8)?;
+        let argument = self.convert_bound(exprs[0], argument, data_type, DataType::Float8)?;
         Ok(Some((function(scalar, vec![argument]), DataType::Float8)))
     }
 
@@ -247,6 +237,17 @@ impl Binder<'_> {
     /// anything to text, untyped literals to anything).
     pub(super) fn bind_as(&mut self, expr: &ast::Expr, target: DataType) -> SqlResult<Expr> {
         let (bound, data_type) = self.bind_expr(expr, Some(target))?;
+        self.convert_bound(expr, bound, data_type, target)
+    }
+
+    /// `bind_as` for an expression already bound (as `data_type`).
+    fn convert_bound(
+        &mut self,
+        expr: &ast::Expr,
+        bound: Expr,
+        data_type: DataType,
+        target: DataType,
+    ) -> SqlResult<Expr> {
         if untyped(expr) {
             return self.coerce(bound, DataType::Unknown, target);
         }
