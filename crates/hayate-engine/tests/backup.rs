@@ -4,7 +4,7 @@
 //! copy began and conserves the total; as a standby fed the primary's log from its own end
 //! on, it ends equal to the primary. Both page-store policies.
 
-mod common;
+use crate::common;
 
 use common::rows;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

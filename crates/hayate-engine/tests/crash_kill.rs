@@ -23,7 +23,8 @@ use hayate_engine::{BufferSize, Database, DatabaseConfig, TreeId};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const TEST_NAME: &str = "kill_nine_under_load";
+// The test's path in the crate's one test binary (tests/main.rs).
+const TEST_NAME: &str = "crash_kill::kill_nine_under_load";
 const CHILD_ENV: &str = "HAYATE_KILL_CHILD";
 const WRITER_THREADS: u32 = 4;
 const KEYS_PER_COMMIT: u32 = 3;

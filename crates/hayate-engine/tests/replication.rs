@@ -6,7 +6,7 @@
 //! A standby starts as a copy of the primary's files taken while it was closed (an offline
 //! base backup), so both logs hold the same bytes at the same positions.
 
-mod common;
+use crate::common;
 
 use common::rows;
 use std::collections::VecDeque;

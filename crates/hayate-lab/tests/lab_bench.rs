@@ -1,6 +1,6 @@
 //! `hayate-lab bench`: the engine's micro benchmarks run, print their tables and write JSON.
 
-mod common;
+use crate::common;
 
 use common::{lab, text};
 

@@ -1,7 +1,7 @@
 //! `hayate-lab` itself: its help lists the lab's commands, and a command this build lacks says
 //! how to get it instead of failing on syntax.
 
-mod common;
+use crate::common;
 
 use common::{lab, text};
 

@@ -1,7 +1,7 @@
 //! `hayate-lab device --quick` end to end: a results file with every section measured, and no
 //! test file left behind.
 
-mod common;
+use crate::common;
 
 use common::{lab, lab_ok};
 

@@ -1,7 +1,7 @@
 //! `hayate-lab primitive --quick` end to end: loads, runs both modes at two buffer sizes,
 //! replays each run's I/O trace and writes a complete results file and timelines.
 
-mod common;
+use crate::common;
 
 use common::lab_ok;
 

@@ -1,7 +1,7 @@
 //! `hayate-lab replay --trace FILE` end to end: replays a CSV trace on its files, prints alpha,
 //! writes a results file, and leaves the files byte for byte as they were.
 
-mod common;
+use crate::common;
 
 use common::{lab, lab_ok};
 

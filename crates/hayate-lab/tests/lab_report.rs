@@ -2,7 +2,7 @@
 //! a page written from a device result while a broken file is listed as skipped.
 
 use std::path::Path;
-mod common;
+use crate::common;
 
 use common::{lab, text};
 

@@ -3,7 +3,7 @@
 //! protocol and runs both modes with the PostgreSQL peer's client code.
 #![cfg(feature = "peers")]
 
-mod common;
+use crate::common;
 
 use common::lab_ok;
 

@@ -2,7 +2,7 @@
 //! small enough to spill, on the real device and an emulated one; the spilled points wrote and
 //! read temporary bytes (the command itself checks the sort order and the join's matches).
 
-mod common;
+use crate::common;
 
 use common::lab_ok;
 

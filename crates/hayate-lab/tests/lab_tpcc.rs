@@ -2,7 +2,7 @@
 //! check, a quick measured run, the check afterwards, a few crash cycles with SIGKILL, and a
 //! check that fails on deliberately damaged data.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

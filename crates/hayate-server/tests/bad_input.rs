@@ -2,7 +2,7 @@
 //! on the socket, a malformed message after startup, oversized values and keys, and a client that disconnects in the
 //! middle of a transaction (its transaction aborts and its row locks are released).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -3,7 +3,7 @@
 //! with the right password and fails with 28P01 with a wrong one, and 28000 for an
 //! unknown user. Also max_connections and work_mem from the server's configuration.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::Write;

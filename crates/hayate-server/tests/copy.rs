@@ -3,7 +3,7 @@
 //! split across messages at any byte, errors with their line number, CopyFail, and COPY
 //! inside transaction blocks.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 

@@ -2,7 +2,7 @@
 //! 3D000, the same table name in two databases holds two tables, pg_database lists them,
 //! and both survive a restart.
 
-mod common;
+use crate::common;
 
 use common::{sqlstate, TestServer};
 

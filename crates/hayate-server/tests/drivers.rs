@@ -3,7 +3,7 @@
 //! script of DDL, parameterized queries and transactions that checks every answer itself
 //! (tests/drivers/). Missing drivers: see common/clients.rs.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! waits for, go on; a statement is applied once; many commits awaiting the log at once on
 //! one loop all complete. (That an acknowledged commit survives a kill -9 is tests/restart.rs.)
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! A real driver (rust-postgres, which uses the extended protocol with binary parameters and
 //! results) against the server: DDL, prepared statements, types, transactions and SQLSTATEs.
 
-mod common;
+use crate::common;
 
 use common::{sqlstate, TestServer};
 

@@ -4,7 +4,7 @@
 //! normal client and the data committed before is intact. Seeded, so a failure repeats.
 //! Also: a client that disconnects in the middle of a COPY releases its row locks.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};

@@ -7,7 +7,7 @@
 //! HAYATE_REQUIRE_CLIENTS=1 to make that a failure. The PostgreSQL part also needs the server
 //! binaries and the `postgres` system user (Debian's postgresql-15, which .ci/run installs).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! each query mode with 8 clients; afterwards the balances agree as pgbench's scripts keep
 //! them: sum(abalance) = sum(tbalance) = sum(bbalance) = sum(delta).
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

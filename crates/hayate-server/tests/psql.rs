@@ -5,7 +5,7 @@
 //! When psql is not installed the test says so loudly on stderr and checks nothing else; set
 //! HAYATE_REQUIRE_CLIENTS=1 to make its absence a failure (common/clients.rs).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! with binary parameters): INSERT ... SELECT from generate_series, a join with a correlated
 //! subquery and parameters, EXPLAIN, and the SQLSTATEs of query errors.
 
-mod common;
+use crate::common;
 
 use common::{sqlstate, TestServer};
 

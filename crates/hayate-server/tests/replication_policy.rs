@@ -5,7 +5,7 @@
 //! capped, after which it must be seeded again. Replication connections prove the secret,
 //! and with TLS carry the log encrypted to a standby that checked the primary's certificate.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

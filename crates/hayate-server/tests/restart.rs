@@ -1,7 +1,7 @@
 //! Tables and committed rows survive clean restarts of the server; a dropped table stays
 //! dropped. (A `kill -9` of `hayate serve` is tested in crates/hayate/tests/serve.rs.)
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 

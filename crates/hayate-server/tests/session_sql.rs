@@ -3,7 +3,7 @@
 //! (as psycopg's prepared-statement cache expects), savepoints, DDL inside a block; and the
 //! ParameterStatus messages of changed settings, read off the wire by hand.
 
-mod common;
+use crate::common;
 
 use common::{sqlstate, TestServer};
 

@@ -3,7 +3,7 @@
 //! oltp_read_only and oltp_read_write with 4 threads, each checked for the transactions it
 //! reports and for errors. Throughput is the lab's business (README "Server"), not this test's.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

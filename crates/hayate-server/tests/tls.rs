@@ -7,7 +7,7 @@
 //! When psql is not installed these tests say so loudly and check nothing else;
 //! HAYATE_REQUIRE_CLIENTS=1 makes its absence a failure (common/clients.rs).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! results) and through the simple protocol (text results): the bytes and texts must be
 //! PostgreSQL's (the expected binary forms are what PostgreSQL 15 sends).
 
-mod common;
+use crate::common;
 
 use std::error::Error;
 

@@ -7,7 +7,7 @@ use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::plan::{Access, Plan};
 use hayate_sql::{parse, Catalog, DataType, Outcome, Session, Value};
 
-mod common;
+use crate::common;
 use common::{explain, rows};
 
 fn session(dir: &std::path::Path) -> Session {

@@ -6,7 +6,7 @@
 
 use hayate_sql::Session;
 
-mod common;
+use crate::common;
 use common::{error_code, open, rows, run, texts};
 
 fn setup(session: &mut Session) {

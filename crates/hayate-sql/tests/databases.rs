@@ -5,7 +5,7 @@
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Cluster, Session, Value};
 
-mod common;
+use crate::common;
 use common::{rows, run};
 
 #[test]

@@ -8,7 +8,7 @@ use hayate_engine::{Database, DatabaseConfig, SimConfig, SimIo};
 use hayate_sql::plan::{Access, Plan};
 use hayate_sql::{parse, Catalog, Outcome, Session, Value};
 
-mod common;
+use crate::common;
 use common::{rows, run, try_run};
 
 fn session_on(db: Database) -> Session {

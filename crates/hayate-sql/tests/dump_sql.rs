@@ -8,7 +8,7 @@
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Session};
 
-mod common;
+use crate::common;
 use common::{error_code, rows, run};
 
 fn session(dir: &std::path::Path) -> Session {

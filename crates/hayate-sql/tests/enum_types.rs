@@ -9,7 +9,7 @@
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Session, Value};
 
-mod common;
+use crate::common;
 use common::{error_code, open, rows, run, texts};
 
 fn setup(session: &mut Session) {

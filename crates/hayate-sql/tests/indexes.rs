@@ -11,7 +11,7 @@ use hayate_sql::{parse, Catalog, DataType, Outcome, Session, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-mod common;
+use crate::common;
 use common::{rows, run, try_run};
 
 fn session_on(db: Database) -> Session {

@@ -8,7 +8,7 @@ use hayate_sql::{Catalog, Outcome, Session, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-mod common;
+use crate::common;
 use common::explain;
 
 fn session(dir: &std::path::Path) -> Session {

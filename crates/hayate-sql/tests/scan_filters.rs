@@ -5,7 +5,7 @@
 //! errors. (A cancel of a scan whose filter refuses every row: hayate-server's
 //! tests/cancel_auth.rs.)
 
-mod common;
+use crate::common;
 
 use common::{error_code, explain, open, rows, run};
 use hayate_sql::{Catalog, DataType, Outcome, Session, Value};

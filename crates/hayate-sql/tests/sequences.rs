@@ -7,7 +7,7 @@ use std::sync::Arc;
 use hayate_engine::{Database, DatabaseConfig, SimConfig, SimIo};
 use hayate_sql::{Catalog, Outcome, Session, Value};
 
-mod common;
+use crate::common;
 use common::{rows, run, try_run};
 
 fn session_on(catalog: &Arc<Catalog>) -> Session {

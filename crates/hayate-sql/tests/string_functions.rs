@@ -3,7 +3,7 @@
 //! ...): each result is the text PostgreSQL 15 prints for the same expression (taken from
 //! psql), and each refused argument gives PostgreSQL's SQLSTATE.
 
-mod common;
+use crate::common;
 
 use common::{error_code, open, rows};
 

@@ -6,7 +6,7 @@
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Session, Value};
 
-mod common;
+use crate::common;
 use common::{error_code, open, rows, run};
 
 fn texts(session: &mut Session, sql: &str) -> Vec<String> {

@@ -1,7 +1,7 @@
 //! The `hayate` binary end to end: demo, check and stats on its database, a tiny B+tree
 //! benchmark, and user errors reported as `error: ...` with exit code 1.
 
-mod common;
+use crate::common;
 
 use common::{hayate, text};
 

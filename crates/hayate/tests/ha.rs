@@ -6,7 +6,7 @@
 //! `hayate promote`, the standby takes writes with every acknowledged commit, and psql with a
 //! multi-host connection string finds it.
 
-mod common;
+use crate::common;
 
 use common::free_port;
 use std::path::Path;

@@ -18,7 +18,7 @@
 //!   README's long run 100); the failover times (kill to the first committed transfer) are
 //!   printed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `hayate serve` as a user runs it: it creates its data directory, survives `kill -9` with
 //! every acknowledged commit (and no uncommitted write), and stops cleanly on SIGTERM.
 
-mod common;
+use crate::common;
 
 use common::free_port;
 use std::path::Path;
