@@ -310,3 +310,106 @@ fn a_fiber_waiting_for_the_log_is_woken_by_the_flush() {
         Some(&b"durable"[..])
     );
 }
+
+/// How a reader reads the wide row in `a_fiber_reading_an_overflow_chain_holds_no_latch`.
+#[derive(Clone, Copy, Debug)]
+enum ChainRead {
+    Get,
+    GetSorted,
+    Scan,
+    ScanReverse,
+}
+
+/// A reader on a fiber whose row's overflow chain is not resident lets go of the leaf while the
+/// chain is read (50 ms a page here): a writer of a neighbouring row of the same leaf, on
+/// another fiber of the thread, commits meanwhile instead of waiting for the reader's latch.
+#[test]
+fn a_fiber_reading_an_overflow_chain_holds_no_latch() {
+    for read in [
+        ChainRead::Get,
+        ChainRead::GetSorted,
+        ChainRead::Scan,
+        ChainRead::ScanReverse,
+    ] {
+        reader_of_a_chain_lets_a_writer_through(read);
+    }
+}
+
+fn reader_of_a_chain_lets_a_writer_through(read: ChainRead) {
+    let disk = std::sync::Arc::new(SimIo::new(SimConfig::default()));
+    let config = DatabaseConfig {
+        buffer_size: BufferSize::Bytes(32 * 4096),
+        ..DatabaseConfig::default()
+    };
+    let db = Database::open_with_io(disk.clone(), config).unwrap();
+    let table = db.create_table("t").unwrap();
+    // A 20 KiB row among rows of 240 bytes: its value is an overflow chain of 5 pages.
+    let wide_id = ROWS / 2;
+    let wide: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+    let mut txn = db.begin();
+    for id in 0..ROWS {
+        let value = if id == wide_id {
+            wide.clone()
+        } else {
+            value(id)
+        };
+        txn.insert(table, &id.to_be_bytes(), &value).unwrap();
+    }
+    txn.commit().unwrap();
+    // Every other page is evicted by reading the rest of the table; then the rows next to the
+    // wide one (its leaf, and the leaf's path) are read again, without the chain.
+    let reader = db.begin_read_only();
+    for id in (0..ROWS).filter(|id| id.abs_diff(wide_id) > 40) {
+        reader.get(table, &id.to_be_bytes()).unwrap().unwrap();
+    }
+    let neighbours = [wide_id - 1, wide_id + 1];
+    for id in neighbours {
+        reader.get(table, &id.to_be_bytes()).unwrap().unwrap();
+    }
+    drop(reader);
+    disk.set_read_latency(Some(Duration::from_millis(50)));
+    let db = &db;
+    let order = std::cell::RefCell::new(Vec::new());
+    let order = &order;
+    let wide = &wide;
+    let reading: Box<dyn FnOnce() + '_> = Box::new(move || {
+        let txn = db.begin_read_only();
+        let key = wide_id.to_be_bytes();
+        let got = match read {
+            ChainRead::Get => txn.get(table, &key).unwrap(),
+            ChainRead::GetSorted => txn.get_sorted(table, &[key.to_vec()]).unwrap().remove(0),
+            ChainRead::Scan | ChainRead::ScanReverse => {
+                let (low, high) = (Bound::Included(&key[..]), Bound::Included(&key[..]));
+                let mut scan = match read {
+                    ChainRead::Scan => txn.scan(table, low, high).unwrap(),
+                    _ => txn.scan_reverse(table, low, high).unwrap(),
+                };
+                let row = scan.next_row().unwrap().map(|(_, value)| value);
+                assert!(scan.next_row().unwrap().is_none());
+                row
+            }
+        };
+        assert!(got.as_ref() == Some(wide), "{read:?}: the wide row");
+        order.borrow_mut().push("reader");
+    });
+    let writing: Box<dyn FnOnce() + '_> = Box::new(move || {
+        // Let the reader start (and find the chain missing) first.
+        fiber::suspend(Wait::Yield);
+        let mut txn = db.begin();
+        for id in neighbours {
+            assert!(txn.update(table, &id.to_be_bytes(), b"written").unwrap());
+        }
+        db.commit_on_fiber(txn).unwrap();
+        order.borrow_mut().push("writer");
+    });
+    fiber::run_all(vec![reading, writing], reap);
+    assert_eq!(
+        *order.borrow(),
+        ["writer", "reader"],
+        "{read:?}: the writer waited for the reader's chain"
+    );
+    for id in neighbours {
+        let row = db.begin_read_only().get(table, &id.to_be_bytes()).unwrap();
+        assert_eq!(row.as_deref(), Some(&b"written"[..]));
+    }
+}

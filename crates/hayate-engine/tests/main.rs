@@ -1,8 +1,8 @@
 //! hayate-engine's integration tests, one module per file (described in the README's test table).
 
-mod common;
 mod backup;
 mod cleaner;
+mod common;
 mod crash_kill;
 mod crash_sim;
 mod db_basic;

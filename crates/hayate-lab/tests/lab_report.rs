@@ -1,8 +1,8 @@
 //! `hayate-lab report` end to end: its help, an empty results directory as a clear error, and
 //! a page written from a device result while a broken file is listed as skipped.
 
-use std::path::Path;
 use crate::common;
+use std::path::Path;
 
 use common::{lab, text};
 

@@ -1,8 +1,8 @@
 //! hayate-server's integration tests, one module per file (described in the README's test table).
 
-mod common;
 mod bad_input;
 mod cancel_auth;
+mod common;
 mod copy;
 mod databases;
 mod drivers;

@@ -1,9 +1,9 @@
 //! hayate-sql's integration tests, one module per file (described in the README's test table).
 
-mod common;
 mod access_paths;
 mod array_columns;
 mod catalog_queries;
+mod common;
 mod constraints;
 mod databases;
 mod ddl;

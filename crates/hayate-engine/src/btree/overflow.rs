@@ -181,6 +181,54 @@ pub fn try_read_chain(
     }
 }
 
+/// Pages `load_chain_released` loads at most per call.
+const LOAD_PAGES_MAX: usize = 256;
+
+/// With no latch held (a fiber's lookup found `page_id`, a page of a chain, not resident and
+/// let go of the leaf): loads the chain from there on, one page at a time as each names the
+/// next, up to `LOAD_PAGES_MAX` pages, so the lookup that follows finds it resident.
+/// Speculative, as every read without the leaf's latch: the chain may have been freed or
+/// rewritten meanwhile (a freed page is not read, a page that is no overflow page ends the
+/// walk), and what the value is, the next lookup decides under the leaf's latch.
+pub fn load_chain_released(pool: &BufferPool, page_id: PageId) -> Result<()> {
+    let mut page_id = page_id;
+    for _ in 0..LOAD_PAGES_MAX {
+        let next = match next_link(pool, page_id) {
+            Some(next) => next,
+            None => {
+                pool.load_released(&[page_id])?;
+                match next_link(pool, page_id) {
+                    Some(next) => next,
+                    None => return Ok(()),
+                }
+            }
+        };
+        if next == PAGE_ID_NONE {
+            return Ok(());
+        }
+        page_id = next;
+    }
+    Ok(())
+}
+
+/// The next page id of a resident overflow page, read without a latch; None if the page is
+/// not resident, kept changing or is not an overflow page.
+fn next_link(pool: &BufferPool, page_id: PageId) -> Option<PageId> {
+    let Optimistic::Page(page) = pool.optimistic(page_id) else {
+        return None;
+    };
+    // SAFETY: the page's bytes are only read, within its length; the result is kept only if
+    // `validate` holds.
+    let bytes = unsafe { page.bytes() };
+    let next = (PageHeaderAccessor::new(bytes).kind() == Some(PageKind::Overflow))
+        .then(|| u64::from_le_bytes(bytes[NEXT_OFFSET..NEXT_OFFSET + 8].try_into().expect("8")));
+    if page.validate() {
+        next
+    } else {
+        None
+    }
+}
+
 /// Appends the chain's `length_bytes` bytes to `out`.
 pub fn read_chain(
     pool: &BufferPool,

@@ -12,16 +12,32 @@
 //!    stays underfull, which is harmless. Rebalancing stops after a redistribution.
 //! 4. A root inner node left with no key pulls its only child up into itself (the root page id
 //!    never changes) and frees the child's page.
+//!
+//! On a fiber no latch is held while a read is waited for: a sibling (or the root's only
+//! child) that is not resident puts the step off. The node stays underfull (harmless, as
+//! after a redistribution that does not fit; an inner root with no key still routes every
+//! key to its child), the page is loaded once the delete has let go of its latches, and a
+//! later delete of the node finds it there.
 
 use crate::buffer::{BufferPool, PageWriteGuard};
 use crate::error::Result;
-use crate::page::PageHeaderBuilder;
+use crate::page::{PageHeaderBuilder, PageId};
 
 use super::node::{
     cell_key, encode_inner_cell, inner_cell_child, shortest_separator, split_point, NodeAccessor,
     NodeBuilder, NodeLimits, INNER_CELL_HEADER_SIZE, SLOT_SIZE,
 };
-use super::tree::{check_level, BTree, PathEntry, Removed};
+use super::tree::{check_level, write_or_miss, BTree, PathEntry, Removed};
+
+/// What rebalancing one underfull node did.
+enum Step {
+    /// A merge: the parent lost a cell and is checked next.
+    Merged,
+    /// A redistribution, or nothing to do.
+    Done,
+    /// On a fiber, a page it needs is not resident: put off (see the module docs).
+    Deferred(PageId),
+}
 
 impl BTree {
     /// Removes `key`; returns the removed value. Modified pages get `lsn`.
@@ -56,7 +72,7 @@ impl BTree {
         if leaf.page_id() != self.root && remaining_bytes < limits.underflow_bytes {
             return Ok(None);
         }
-        let removed = Removed::read(pool, &node, index)?;
+        let removed = Removed::read(&node, index)?;
         NodeBuilder::new(&mut leaf).remove_cell(index)?;
         leaf.set_lsn(lsn);
         Ok(Some(Some(removed)))
@@ -82,48 +98,66 @@ impl BTree {
         let Ok(index) = node.search(key)? else {
             return Ok(None);
         };
-        let removed = Removed::read(pool, &node, index)?;
+        let removed = Removed::read(&node, index)?;
         NodeBuilder::new(leaf).remove_cell(index)?;
         leaf.set_lsn(lsn);
-        self.rebalance(pool, &mut path, &limits, lsn)?;
+        let deferred = self.rebalance(pool, &mut path, &limits, lsn)?;
+        drop(path);
+        if let Some(page_id) = deferred {
+            // Best effort, with no latch held: the delete is done whatever this read does.
+            let _ = pool.load_batch(&[page_id]);
+        }
         Ok(Some(removed))
     }
 
-    /// Fixes underfull nodes from the end of `path` upwards.
+    /// Fixes underfull nodes from the end of `path` upwards. Returns the page to load if a
+    /// step was put off (on a fiber).
     fn rebalance(
         &self,
         pool: &BufferPool,
         path: &mut Vec<PathEntry<'_>>,
         limits: &NodeLimits,
         lsn: u64,
-    ) -> Result<()> {
+    ) -> Result<Option<PageId>> {
+        let on_fiber = crate::fiber::on_fiber();
         while let Some(entry) = path.last_mut() {
             if entry.guard.page_id() == self.root {
-                return collapse_root(pool, &mut entry.guard, lsn);
+                return collapse_root(pool, &mut entry.guard, lsn, on_fiber);
             }
             let used_bytes = NodeAccessor::new(&entry.guard)?.used_bytes();
             if used_bytes >= limits.underflow_bytes || path.len() == 1 {
-                return Ok(());
+                return Ok(None);
             }
             let entry = path.pop().expect("entry");
             let parent = &mut path.last_mut().expect("parent").guard;
-            if !merge_or_redistribute(pool, parent, entry, limits, lsn)? {
-                return Ok(());
+            match merge_or_redistribute(pool, parent, entry, limits, lsn, on_fiber)? {
+                Step::Merged => {}
+                Step::Done => return Ok(None),
+                Step::Deferred(page_id) => return Ok(Some(page_id)),
             }
         }
-        Ok(())
+        Ok(None)
     }
 }
 
-/// Pulls the only child of an inner root up into the root, as often as needed.
-fn collapse_root(pool: &BufferPool, root: &mut PageWriteGuard<'_>, lsn: u64) -> Result<()> {
+/// Pulls the only child of an inner root up into the root, as often as needed. Returns the
+/// child to load if it was not resident (on a fiber).
+fn collapse_root(
+    pool: &BufferPool,
+    root: &mut PageWriteGuard<'_>,
+    lsn: u64,
+    on_fiber: bool,
+) -> Result<Option<PageId>> {
     loop {
         let node = NodeAccessor::new(root)?;
         if node.is_leaf() || node.count() > 0 {
-            return Ok(());
+            return Ok(None);
         }
         let expected_level = node.level() - 1;
-        let child = pool.write(node.child(0)?)?;
+        let child_id = node.child(0)?;
+        let Some(child) = write_or_miss(pool, child_id, on_fiber)? else {
+            return Ok(Some(child_id));
+        };
         let child_node = NodeAccessor::new(&child)?;
         check_level(&child_node, Some(expected_level))?;
         let kind_byte = child[4];
@@ -136,19 +170,19 @@ fn collapse_root(pool: &BufferPool, root: &mut PageWriteGuard<'_>, lsn: u64) -> 
     }
 }
 
-/// Rebalances the underfull node of `entry` with a sibling under `parent`. Returns true if the
-/// parent lost a cell (a merge), so the parent must be checked next.
+/// Rebalances the underfull node of `entry` with a sibling under `parent`.
 fn merge_or_redistribute(
     pool: &BufferPool,
     parent: &mut PageWriteGuard<'_>,
     entry: PathEntry<'_>,
     limits: &NodeLimits,
     lsn: u64,
-) -> Result<bool> {
+    on_fiber: bool,
+) -> Result<Step> {
     let parent_node = NodeAccessor::new(parent)?;
     let parent_count = parent_node.count();
     if parent_count == 0 {
-        return Ok(false);
+        return Ok(Step::Done);
     }
     let left_index = entry.child_index.min(parent_count - 1);
     let separator = parent_node.key(left_index)?.to_vec();
@@ -157,13 +191,22 @@ fn merge_or_redistribute(
     let expected_level = NodeAccessor::new(&entry.guard)?.level();
     // Left to right: if the underfull node is the right one, let go of it and take both anew.
     // The parent is held exclusively, so nobody else can reach either sibling meanwhile.
-    let (mut left, mut right) = if entry.child_index == left_index {
-        let right = pool.write(right_page_id)?;
-        (entry.guard, right)
+    let latched = if entry.child_index == left_index {
+        write_or_miss(pool, right_page_id, on_fiber)?
+            .map(|right| (entry.guard, right))
+            .ok_or(right_page_id)
     } else {
         drop(entry.guard);
-        let left = pool.write(left_page_id)?;
-        (left, pool.write(right_page_id)?)
+        match write_or_miss(pool, left_page_id, on_fiber)? {
+            Some(left) => write_or_miss(pool, right_page_id, on_fiber)?
+                .map(|right| (left, right))
+                .ok_or(right_page_id),
+            None => Err(left_page_id),
+        }
+    };
+    let (mut left, mut right) = match latched {
+        Ok(pair) => pair,
+        Err(missing) => return Ok(Step::Deferred(missing)),
     };
     let right_copy = right.to_vec();
     let right_node = NodeAccessor::new(&right_copy)?;
@@ -198,7 +241,7 @@ fn merge_or_redistribute(
         NodeBuilder::new(parent).remove_cell(left_index)?;
         parent.set_lsn(lsn);
         pool.free(right);
-        return Ok(true);
+        return Ok(Step::Merged);
     }
     redistribute(
         parent,
@@ -207,10 +250,12 @@ fn merge_or_redistribute(
         &mut right,
         &separator_cell,
         lsn,
-    )
+    )?;
+    Ok(Step::Done)
 }
 
-/// Spreads the cells of two siblings evenly; see the module docs. Always returns false.
+/// Spreads the cells of two siblings evenly, if the parent has room for the new separator;
+/// see the module docs.
 fn redistribute(
     parent: &mut PageWriteGuard<'_>,
     left_index: usize,
@@ -218,7 +263,7 @@ fn redistribute(
     right: &mut PageWriteGuard<'_>,
     separator_cell: &[u8],
     lsn: u64,
-) -> Result<bool> {
+) -> Result<()> {
     let (left_copy, right_copy) = (left.to_vec(), right.to_vec());
     let (left_node, right_node) = (
         NodeAccessor::new(&left_copy)?,
@@ -244,7 +289,7 @@ fn redistribute(
             (&cells[..split], &cells[split..], right_node.link());
     } else {
         if cells.len() < 3 {
-            return Ok(false);
+            return Ok(());
         }
         let split = split_point(&cells).min(cells.len() - 2);
         new_separator = cell_key(cells[split], false).to_vec();
@@ -254,7 +299,7 @@ fn redistribute(
     let parent_node = NodeAccessor::new(parent)?;
     let old_separator_length = parent_node.key(left_index)?.len();
     if parent_node.free_bytes() + old_separator_length < new_separator.len() {
-        return Ok(false);
+        return Ok(());
     }
     let right_page_id = right.page_id();
     let left_link = if leaf {
@@ -275,5 +320,5 @@ fn redistribute(
     parent.set_lsn(lsn);
     left.set_lsn(lsn);
     right.set_lsn(lsn);
-    Ok(false)
+    Ok(())
 }

@@ -8,7 +8,9 @@
 //!    parent stays unchanged and resident, the next leaf is found in it without a descent
 //!    (`BTree::leaf_from_parent`, checked as an optimistic descent is).
 //! 3. It copies the leaf's entries within the bounds (values from overflow chains while the leaf
-//!    is still latched), up to `BATCH_BYTES_MAX`, then releases the leaf.
+//!    is still latched), up to `BATCH_BYTES_MAX`, then releases the leaf. On a fiber a chain
+//!    page that is not resident ends the batch before its entry: the leaf is let go, the
+//!    chain loaded, and the next batch starts at that entry (`copy_value_or_miss`).
 //! 4. The cursor resumes after the last key copied, or at the fence if it copied the whole leaf.
 //!    Splits, merges and frees between batches are harmless since it only keeps keys.
 //!
@@ -25,7 +27,8 @@ use crate::buffer::{BufferPool, PageStamp};
 use crate::error::Result;
 
 use super::node::{LeafValue, NodeAccessor};
-use super::tree::{copy_value, BTree, LeafFences, Seek};
+use super::overflow::load_chain_released;
+use super::tree::{copy_value_or_miss, BTree, LeafFences, Seek, CHAIN_TRIES};
 
 /// A batch stops once it holds this many key and value bytes (at least one entry).
 pub const BATCH_BYTES_MAX: usize = 1 << 20;
@@ -44,6 +47,8 @@ enum LeafEnd {
     Full(Vec<u8>),
     /// Every entry asked for was copied.
     Exhausted,
+    /// On a fiber, this entry's overflow chain has this page not resident.
+    Missing(Vec<u8>, crate::page::PageId),
 }
 
 /// A range scan, forward or reverse; see the module docs.
@@ -61,6 +66,8 @@ pub struct Cursor {
     /// The last leaf's parent as the descent to it saw it: the next leaf is looked up there
     /// while the parent stays unchanged (forward scans).
     parent: Option<(PageStamp, usize)>,
+    /// Batches in a row that ended at the same entry's chain (see `CHAIN_TRIES`).
+    chain_tries: u32,
 }
 
 fn owned(bound: Bound<&[u8]>) -> Bound<Vec<u8>> {
@@ -83,6 +90,7 @@ impl BTree {
             buffered: VecDeque::new(),
             leaves_read: 0,
             parent: None,
+            chain_tries: 0,
         }
     }
 
@@ -102,6 +110,7 @@ impl BTree {
             buffered: VecDeque::new(),
             leaves_read: 0,
             parent: None,
+            chain_tries: 0,
         }
     }
 }
@@ -170,6 +179,7 @@ impl Cursor {
         let mut indexes = indexes.peekable();
         let mut batch = Vec::new();
         let mut batch_bytes = 0;
+        let no_wait = crate::fiber::on_fiber() && self.chain_tries < CHAIN_TRIES;
         while let Some(index) = indexes.next() {
             let key = node.key(index)?;
             if self.past_end(key) {
@@ -180,7 +190,10 @@ impl Cursor {
                     continue;
                 }
             }
-            let value = copy_value(pool, node, index)?;
+            let value = match copy_value_or_miss(pool, node, index, no_wait)? {
+                Ok(value) => value,
+                Err(page_id) => return Ok((batch, LeafEnd::Missing(key.to_vec(), page_id))),
+            };
             batch_bytes += key.len() + value.len();
             batch.push((key.to_vec(), value));
             if batch_bytes >= BATCH_BYTES_MAX && indexes.peek().is_some() {
@@ -188,6 +201,24 @@ impl Cursor {
             }
         }
         Ok((batch, LeafEnd::Exhausted))
+    }
+
+    /// After a batch that ended at `key`'s overflow chain (`page_id` not resident; the leaf
+    /// let go): the next batch starts at `key`, once the chain is loaded. `chain_tries`: the
+    /// count before this batch.
+    fn chain_missed(
+        &mut self,
+        pool: &BufferPool,
+        key: Vec<u8>,
+        page_id: crate::page::PageId,
+        nothing_copied: bool,
+        chain_tries: u32,
+    ) -> Result<()> {
+        // Again at the same entry if the batch copied nothing before it.
+        let again = nothing_copied && self.resume == Bound::Included(key.clone());
+        self.chain_tries = if again { chain_tries + 1 } else { 1 };
+        self.resume = Bound::Included(key);
+        load_chain_released(pool, page_id)
     }
 
     /// Copies entries from the leaf holding the resume key and advances the resume key.
@@ -244,6 +275,7 @@ impl Cursor {
             },
         };
         let (batch, end) = self.copy_entries(pool, &node, start..node.count(), keep)?;
+        let chain_tries = std::mem::take(&mut self.chain_tries);
         match end {
             LeafEnd::Exhausted => {}
             LeafEnd::Finished => {
@@ -252,6 +284,11 @@ impl Cursor {
             }
             LeafEnd::Full(last) => {
                 self.resume = Bound::Excluded(last);
+                return Ok(batch);
+            }
+            LeafEnd::Missing(key, page_id) => {
+                drop(leaf);
+                self.chain_missed(pool, key, page_id, batch.is_empty(), chain_tries)?;
                 return Ok(batch);
             }
         }
@@ -302,6 +339,7 @@ impl Cursor {
             Bound::Unbounded => node.count(),
         };
         let (batch, end) = self.copy_entries(pool, &node, (0..stop).rev(), keep)?;
+        let chain_tries = std::mem::take(&mut self.chain_tries);
         match end {
             LeafEnd::Exhausted => {}
             LeafEnd::Finished => {
@@ -310,6 +348,11 @@ impl Cursor {
             }
             LeafEnd::Full(last) => {
                 self.resume = Bound::Excluded(last);
+                return Ok(batch);
+            }
+            LeafEnd::Missing(key, page_id) => {
+                drop(leaf);
+                self.chain_missed(pool, key, page_id, batch.is_empty(), chain_tries)?;
                 return Ok(batch);
             }
         }

@@ -36,8 +36,8 @@ use super::node::{
     NodeLimits, SLOT_SIZE,
 };
 use super::overflow::{
-    free_chain, head_length, overwrite_chain, read_chain, try_read_chain, write_chain,
-    VALUE_LENGTH_MAX,
+    free_chain, head_length, load_chain_released, overwrite_chain, read_chain, try_read_chain,
+    write_chain, VALUE_LENGTH_MAX,
 };
 
 /// The deepest tree accepted (root level + 1).
@@ -45,6 +45,11 @@ pub const TREE_DEPTH_MAX: usize = 32;
 
 /// Restarts of an optimistic descent before it falls back to latching.
 const OPTIMISTIC_RESTARTS_MAX: usize = 32;
+
+/// Times in a row a fiber's lookup lets go of a leaf to load the overflow chain of a value
+/// (`copy_value_or_miss`) before it reads the chain holding the leaf's latch, as off a fiber:
+/// a chain longer than the pool keeps resident would otherwise never be read whole.
+pub(super) const CHAIN_TRIES: u32 = 3;
 
 /// Outcome of `BTree::try_get`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,24 +75,25 @@ pub(super) struct PathEntry<'a> {
 /// An overflow chain: its first page and the bytes it holds.
 type Chain = (PageId, u64);
 
-/// A value unlinked from a leaf; its chain, if any, is freed once latches are released.
+/// A value unlinked from a leaf: the part the leaf held and its chain, if any, which is read
+/// and freed once latches are released. Once unlinked (under the leaf's exclusive latch) the
+/// chain is the unlinker's alone: readers of a chain hold its leaf, so none is left on it and
+/// none can reach it, and no write waits for its reads holding a latch.
 pub(super) struct Removed {
     pub value: Vec<u8>,
     pub chain: Option<Chain>,
 }
 
 impl Removed {
-    pub fn read(pool: &BufferPool, node: &NodeAccessor<'_>, index: usize) -> Result<Removed> {
-        let (mut value, chain) = leaf_part(node, index)?;
-        if let Some((first_page_id, chain_bytes)) = chain {
-            read_chain(pool, first_page_id, chain_bytes, &mut value)?;
-        }
+    pub fn read(node: &NodeAccessor<'_>, index: usize) -> Result<Removed> {
+        let (value, chain) = leaf_part(node, index)?;
         Ok(Removed { value, chain })
     }
 
-    /// Frees the chain (call without latches) and returns the value.
-    pub fn finish(self, pool: &BufferPool) -> Result<Vec<u8>> {
+    /// Reads and frees the chain (call without latches) and returns the value.
+    pub fn finish(mut self, pool: &BufferPool) -> Result<Vec<u8>> {
         if let Some((first_page_id, length_bytes)) = self.chain {
+            read_chain(pool, first_page_id, length_bytes, &mut self.value)?;
             free_chain(pool, first_page_id, length_bytes)?;
         }
         Ok(self.value)
@@ -117,17 +123,62 @@ fn leaf_part(node: &NodeAccessor<'_>, index: usize) -> Result<(Vec<u8>, Option<C
     }
 }
 
-/// Copies the value of leaf cell `index` out of the page (and its overflow chain).
-pub(super) fn copy_value(
+/// Copies the value of leaf cell `index` out of the page and its overflow chain. With
+/// `no_wait` (a fiber's lookup, fewer than `CHAIN_TRIES` times in a row) a chain page that is
+/// not resident is not waited for: Err names it, and the caller lets go of the leaf, loads
+/// the chain (`load_chain_released`) and looks again, so no write waits for this read.
+pub(super) fn copy_value_or_miss(
     pool: &BufferPool,
     node: &NodeAccessor<'_>,
     index: usize,
-) -> Result<Vec<u8>> {
+    no_wait: bool,
+) -> Result<std::result::Result<Vec<u8>, PageId>> {
     let (mut value, chain) = leaf_part(node, index)?;
     if let Some((first_page_id, chain_bytes)) = chain {
-        read_chain(pool, first_page_id, chain_bytes, &mut value)?;
+        if no_wait {
+            if let Some(missing) = try_read_chain(pool, first_page_id, chain_bytes, &mut value)? {
+                return Ok(Err(missing));
+            }
+        } else {
+            read_chain(pool, first_page_id, chain_bytes, &mut value)?;
+        }
     }
-    Ok(value)
+    Ok(Ok(value))
+}
+
+/// Lets go of `leaf` and loads the chain from `missing` on (see `copy_value_or_miss`).
+pub(super) fn load_chain_after(
+    pool: &BufferPool,
+    leaf: PageReadGuard<'_>,
+    missing: PageId,
+) -> Result<()> {
+    drop(leaf);
+    load_chain_released(pool, missing)
+}
+
+/// `page_id` latched shared; on a fiber None when it is not resident (the caller lets go of
+/// its latches, loads it and starts again: no latch is held while a fiber waits for a read).
+pub(super) fn read_or_miss(
+    pool: &BufferPool,
+    page_id: PageId,
+    on_fiber: bool,
+) -> Result<Option<PageReadGuard<'_>>> {
+    match on_fiber {
+        true => pool.try_read(page_id),
+        false => pool.read(page_id).map(Some),
+    }
+}
+
+/// `read_or_miss` with an exclusive latch.
+pub(super) fn write_or_miss(
+    pool: &BufferPool,
+    page_id: PageId,
+    on_fiber: bool,
+) -> Result<Option<PageWriteGuard<'_>>> {
+    match on_fiber {
+        true => pool.try_write(page_id),
+        false => pool.write(page_id).map(Some),
+    }
 }
 
 /// Checks that a child has the level its parent implies.
@@ -454,15 +505,8 @@ impl BTree {
             return Ok(Some(leaf));
         }
         let on_fiber = crate::fiber::on_fiber();
-        // The page, latched; None (on a fiber) when it is not resident.
-        let read = |page_id| match on_fiber {
-            true => pool.try_read(page_id),
-            false => pool.read(page_id).map(Some),
-        };
-        let write = |page_id| match on_fiber {
-            true => pool.try_write(page_id),
-            false => pool.write(page_id).map(Some),
-        };
+        let read = |page_id| read_or_miss(pool, page_id, on_fiber);
+        let write = |page_id| write_or_miss(pool, page_id, on_fiber);
         'restart: loop {
             let Some(mut guard) = read(self.root)? else {
                 pool.load_released(&[self.root])?;
@@ -509,47 +553,54 @@ impl BTree {
         }
     }
 
-    /// On a fiber, makes the pages of `key`'s path resident the way a reader does, with no
-    /// latch held while a read is waited for (`descend_shared`), so the pessimistic descent
-    /// that follows (a split or merge: rare, exclusive latches from the root) finds them and
-    /// rarely waits for a read holding its path's latches (a page evicted in between is still
-    /// read under them). Off a fiber, nothing: the latching descent reads what is missing.
-    fn preload_path(&self, pool: &BufferPool, key: &[u8]) -> Result<()> {
-        if crate::fiber::on_fiber() {
-            drop(self.descend_shared(pool, key, Seek::At, None, 0, |_| false)?);
-        }
-        Ok(())
-    }
-
     /// Pessimistic writer descent: exclusive latches from the root, releasing the ancestors of
     /// every child for which `safe` holds. The last entry is the leaf.
+    ///
+    /// On a fiber the path is first made resident the way a reader does (`descend_shared`:
+    /// no latch held while a read is waited for), so this descent (a split or merge: rare,
+    /// exclusive latches from the root) usually finds every page; one evicted in between ends
+    /// it as in `descend_leaf_exclusive`: every latch is let go, the page is loaded and the
+    /// descent starts again.
     pub(super) fn descend_exclusive<'p>(
         &self,
         pool: &'p BufferPool,
         key: &[u8],
         safe: impl Fn(&NodeAccessor<'_>) -> bool,
     ) -> Result<Vec<PathEntry<'p>>> {
-        self.preload_path(pool, key)?;
-        let mut path = vec![PathEntry {
-            guard: pool.write(self.root)?,
-            child_index: 0,
-        }];
-        check_level(&NodeAccessor::new(&path[0].guard)?, None)?;
-        loop {
-            let node = NodeAccessor::new(&path.last().expect("path").guard)?;
-            if node.is_leaf() {
-                return Ok(path);
-            }
-            let child_index = node.child_index_for(key)?;
-            let child = node.child(child_index)?;
-            let level = node.level() - 1;
-            let guard = pool.write(child)?;
-            let child_node = NodeAccessor::new(&guard)?;
-            check_level(&child_node, Some(level))?;
-            let child_is_safe = safe(&child_node);
-            path.push(PathEntry { guard, child_index });
-            if child_is_safe {
-                path.drain(..path.len() - 1);
+        let on_fiber = crate::fiber::on_fiber();
+        if on_fiber {
+            drop(self.descend_shared(pool, key, Seek::At, None, 0, |_| false)?);
+        }
+        'restart: loop {
+            let Some(root) = write_or_miss(pool, self.root, on_fiber)? else {
+                pool.load_released(&[self.root])?;
+                continue 'restart;
+            };
+            let mut path = vec![PathEntry {
+                guard: root,
+                child_index: 0,
+            }];
+            check_level(&NodeAccessor::new(&path[0].guard)?, None)?;
+            loop {
+                let node = NodeAccessor::new(&path.last().expect("path").guard)?;
+                if node.is_leaf() {
+                    return Ok(path);
+                }
+                let child_index = node.child_index_for(key)?;
+                let child = node.child(child_index)?;
+                let level = node.level() - 1;
+                let Some(guard) = write_or_miss(pool, child, on_fiber)? else {
+                    drop(path);
+                    pool.load_released(&[child])?;
+                    continue 'restart;
+                };
+                let child_node = NodeAccessor::new(&guard)?;
+                check_level(&child_node, Some(level))?;
+                let child_is_safe = safe(&child_node);
+                path.push(PathEntry { guard, child_index });
+                if child_is_safe {
+                    path.drain(..path.len() - 1);
+                }
             }
         }
     }
@@ -559,14 +610,23 @@ impl BTree {
         if key.len() > NodeLimits::new(pool.page_size()).key_length_max {
             return Ok(None);
         }
-        let leaf = match self.descend_optimistic(pool, key, |page_id| pool.try_read(page_id))? {
-            Some(leaf) => leaf,
-            None => self.descend_shared(pool, key, Seek::At, None, 0, |_| false)?,
-        };
-        let node = NodeAccessor::new(&leaf)?;
-        match node.search(key)? {
-            Ok(index) => Ok(Some(copy_value(pool, &node, index)?)),
-            Err(_) => Ok(None),
+        let on_fiber = crate::fiber::on_fiber();
+        let mut tries = 0;
+        loop {
+            let fetch = |page_id| pool.try_read(page_id);
+            let leaf = match self.descend_optimistic(pool, key, fetch)? {
+                Some(leaf) => leaf,
+                None => self.descend_shared(pool, key, Seek::At, None, 0, |_| false)?,
+            };
+            let node = NodeAccessor::new(&leaf)?;
+            let Ok(index) = node.search(key)? else {
+                return Ok(None);
+            };
+            match copy_value_or_miss(pool, &node, index, on_fiber && tries < CHAIN_TRIES)? {
+                Ok(value) => return Ok(Some(value)),
+                Err(missing) => load_chain_after(pool, leaf, missing)?,
+            }
+            tries += 1;
         }
     }
 
@@ -596,6 +656,9 @@ impl BTree {
         // The last leaf's parent: while it is unchanged, a key between two of its separators
         // is looked up in it rather than from the root (`leaf_from_parent`).
         let mut parent: Option<PageStamp> = None;
+        let on_fiber = crate::fiber::on_fiber();
+        // Chain misses in a row at values[missed_at] (see `copy_value_or_miss`).
+        let (mut tries, mut missed_at) = (0, usize::MAX);
         while values.len() < keys.len() {
             let first = &keys[values.len()];
             if first.len() > key_length_max {
@@ -623,24 +686,43 @@ impl BTree {
             };
             let mut from = 0;
             let start = values.len();
+            let no_wait = on_fiber && (missed_at != start || tries < CHAIN_TRIES);
+            let mut missing = None;
             for (offset, key) in keys[start..].iter().enumerate() {
                 // The first key is the leaf's by its descent; the next ones up to its last.
                 if offset > 0 && last.is_none_or(|last| compare_keys(key, last).is_gt()) {
                     break;
                 }
-                values.push(match node.search_from(key, from)? {
+                let value = match node.search_from(key, from)? {
                     Ok(index) => {
                         from = index;
                         match node.leaf_value(index)? {
                             LeafValue::Inline(value) if !keep(value) => None,
-                            _ => Some(copy_value(pool, &node, index)?),
+                            _ => match copy_value_or_miss(pool, &node, index, no_wait)? {
+                                Ok(value) => Some(value),
+                                Err(page_id) => {
+                                    missing = Some(page_id);
+                                    break;
+                                }
+                            },
                         }
                     }
                     Err(index) => {
                         from = index;
                         None
                     }
-                });
+                };
+                values.push(value);
+            }
+            if let Some(page_id) = missing {
+                // The lookups go on at this key once its chain is loaded.
+                tries = if missed_at == values.len() {
+                    tries + 1
+                } else {
+                    1
+                };
+                missed_at = values.len();
+                load_chain_after(pool, leaf, page_id)?;
             }
         }
         Ok(values)
@@ -664,17 +746,11 @@ impl BTree {
         let Ok(index) = node.search(key)? else {
             return Ok(TryLookup::Found(None));
         };
-        let (mut value, chain) = leaf_part(&node, index)?;
-        let Some((first_page_id, chain_bytes)) = chain else {
-            return Ok(TryLookup::Found(Some(value)));
-        };
         // The leaf stays latched while the chain is read (see `overflow`).
-        Ok(
-            match try_read_chain(pool, first_page_id, chain_bytes, &mut value)? {
-                None => TryLookup::Found(Some(value)),
-                Some(missing) => TryLookup::Missing(missing),
-            },
-        )
+        Ok(match copy_value_or_miss(pool, &node, index, true)? {
+            Ok(value) => TryLookup::Found(Some(value)),
+            Err(missing) => TryLookup::Missing(missing),
+        })
     }
 
     /// Inserts or replaces `key`; returns the previous value. Modified pages get `lsn`.
@@ -808,7 +884,7 @@ impl BTree {
         if node.free_bytes() + freed_bytes < cell.len() + SLOT_SIZE {
             return Ok(None);
         }
-        let (removed, fitted) = apply_leaf_put(pool, &mut leaf, search, cell)?;
+        let (removed, fitted) = apply_leaf_put(&mut leaf, search, cell)?;
         assert!(fitted, "checked free space");
         leaf.set_lsn(lsn);
         Ok(Some(removed))
@@ -840,13 +916,13 @@ impl BTree {
             Err(_) => 0,
         };
         if node.free_bytes() + freed_bytes >= cell.len() + SLOT_SIZE {
-            let (removed, fitted) = apply_leaf_put(pool, &mut entry.guard, search, cell)?;
+            let (removed, fitted) = apply_leaf_put(&mut entry.guard, search, cell)?;
             assert!(fitted, "checked free space");
             entry.guard.set_lsn(lsn);
             return Ok(removed);
         }
         let (removed, index, replace) = match search {
-            Ok(index) => (Some(Removed::read(pool, &node, index)?), index, true),
+            Ok(index) => (Some(Removed::read(&node, index)?), index, true),
             Err(index) => (None, index, false),
         };
         let split = self.split_node(pool, &mut entry.guard, index, replace, cell, lsn);
@@ -973,14 +1049,13 @@ fn inner_step(
 /// Replaces or inserts `cell` in a leaf. Returns the removed old value and whether the new cell
 /// fitted (if not, the old cell is gone and the caller splits).
 fn apply_leaf_put(
-    pool: &BufferPool,
     leaf: &mut PageWriteGuard<'_>,
     search: std::result::Result<usize, usize>,
     cell: &[u8],
 ) -> Result<(Option<Removed>, bool)> {
     let removed = match search {
         Ok(index) => {
-            let removed = Removed::read(pool, &NodeAccessor::new(leaf)?, index)?;
+            let removed = Removed::read(&NodeAccessor::new(leaf)?, index)?;
             NodeBuilder::new(leaf).remove_cell(index)?;
             Some(removed)
         }

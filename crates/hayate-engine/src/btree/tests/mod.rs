@@ -342,6 +342,69 @@ fn a_writer_on_a_fiber_holds_no_latch_while_it_waits_for_a_page() {
 }
 
 #[test]
+fn deletes_on_a_fiber_hold_no_exclusive_latch_while_they_wait_for_a_page() {
+    use crate::buffer::Optimistic;
+    use crate::fiber::{Fiber, Step, Wait};
+    use crate::io::sim::{SimConfig, SimIo};
+    use crate::store::in_place::InPlaceStore;
+
+    let disk = Arc::new(SimIo::new(SimConfig::default()));
+    let store: Arc<dyn PageStore> = Arc::new(InPlaceStore::create(disk.clone(), 4096).unwrap());
+    let config = BufferPoolConfig {
+        frame_count: 16,
+        ..BufferPoolConfig::default()
+    };
+    let pool = BufferPool::new(store, config).unwrap();
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    for number in 0..4000 {
+        tree.put(&pool, &key(number), &[7u8; 100], 1).unwrap();
+    }
+    let leaves_before = tree.check(&pool).unwrap().leaf_pages;
+    // Deleting the first keys in order empties leaf after leaf: each underflowing leaf is
+    // merged with (or takes cells from) its right sibling, evicted long ago (16 frames).
+    disk.set_read_latency(Some(std::time::Duration::from_millis(5)));
+    let mut deleter = Fiber::new(|| {
+        for number in 0..600 {
+            assert!(tree.delete(&pool, &key(number), 2)?.is_some());
+        }
+        Ok::<_, Error>(())
+    });
+    let mut waits = 0;
+    loop {
+        match deleter.resume() {
+            Step::Done(result) => {
+                result.unwrap();
+                break;
+            }
+            Step::Wait(wait) => {
+                waits += 1;
+                assert!(
+                    !matches!(pool.optimistic(tree.root()), Optimistic::Busy),
+                    "the deleter waits for a read holding the root's exclusive latch"
+                );
+                if let Wait::Until(deadline) = wait {
+                    crate::fiber::sleep_thread_until(deadline);
+                }
+            }
+        }
+    }
+    drop(deleter);
+    disk.set_read_latency(None);
+    assert!(waits > 10, "{waits} waits for reads");
+    let report = tree.check(&pool).unwrap();
+    assert_eq!(report.entries, 3400);
+    assert!(
+        report.leaf_pages < leaves_before,
+        "no leaf was merged: {} leaves, {leaves_before} before",
+        report.leaf_pages
+    );
+    for number in [0, 599, 600, 3999] {
+        let expected = (number >= 600).then(|| vec![7u8; 100]);
+        assert_eq!(tree.get(&pool, &key(number)).unwrap(), expected);
+    }
+}
+
+#[test]
 fn a_descent_reports_only_the_fences_of_its_own_path() {
     use super::tree::{LeafFences, Seek};
 
