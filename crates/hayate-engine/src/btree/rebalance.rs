@@ -182,7 +182,10 @@ fn merge_or_redistribute(
     let parent_node = NodeAccessor::new(parent)?;
     let parent_count = parent_node.count();
     if parent_count == 0 {
-        return Ok(Step::Done);
+        // A node left with no key by a step put off earlier: the node has no sibling, so
+        // the parent itself is rebalanced next (collapsed into the root, or merged with its
+        // own sibling; never safe, it is on the path).
+        return Ok(Step::Merged);
     }
     let left_index = entry.child_index.min(parent_count - 1);
     let separator = parent_node.key(left_index)?.to_vec();

@@ -218,6 +218,8 @@ impl Cursor {
         let again = nothing_copied && self.resume == Bound::Included(key.clone());
         self.chain_tries = if again { chain_tries + 1 } else { 1 };
         self.resume = Bound::Included(key);
+        // The leaf is read again, not gone past: read-ahead does not grow.
+        self.leaves_read -= 1;
         load_chain_released(pool, page_id)
     }
 

@@ -90,11 +90,13 @@ impl Removed {
         Ok(Removed { value, chain })
     }
 
-    /// Reads and frees the chain (call without latches) and returns the value.
+    /// Reads and frees the chain (call without latches) and returns the value. The chain is
+    /// freed even if reading it fails (the change is made either way).
     pub fn finish(mut self, pool: &BufferPool) -> Result<Vec<u8>> {
         if let Some((first_page_id, length_bytes)) = self.chain {
-            read_chain(pool, first_page_id, length_bytes, &mut self.value)?;
+            let read = read_chain(pool, first_page_id, length_bytes, &mut self.value);
             free_chain(pool, first_page_id, length_bytes)?;
+            read?;
         }
         Ok(self.value)
     }
