@@ -33,7 +33,7 @@ use crate::page::{PageId, PageKind, PAGE_ID_NONE};
 use super::node::{
     cell_key, compare_keys, corruption, encode_inner_cell, encode_leaf_cell, inner_cell_child,
     shortest_separator, split_point, split_point_in_order, LeafValue, NodeAccessor, NodeBuilder,
-    NodeLimits, SLOT_SIZE,
+    NodeLimits, INNER_CELL_HEADER_SIZE, SLOT_SIZE,
 };
 use super::overflow::{
     free_chain, head_length, load_chain_released, overwrite_chain, read_chain, try_read_chain,
@@ -923,12 +923,59 @@ impl BTree {
             entry.guard.set_lsn(lsn);
             return Ok(removed);
         }
+        // Every page the splits may take, taken before anything changes: an allocation failing
+        // half way up would leave a split node with no separator above it. Usually the leaf's
+        // parent has room for the separator (a prefix of one of the leaf's keys or `key`): one
+        // page; else one per node on the path, two for the root. Leftovers are freed.
+        let longest_key = (0..node.count())
+            .map(|index| node.key(index).map(<[u8]>::len))
+            .try_fold(key.len(), |longest, length| length.map(|l| l.max(longest)))?;
+        let needed = match path.last() {
+            None => 2, // the leaf is the root
+            Some(parent) => {
+                let room = NodeAccessor::new(&parent.guard)?.free_bytes();
+                if room >= INNER_CELL_HEADER_SIZE + longest_key + SLOT_SIZE {
+                    1
+                } else {
+                    let top_is_root = path[0].guard.page_id() == self.root;
+                    path.len() + 1 + usize::from(top_is_root)
+                }
+            }
+        };
+        let mut spare = Vec::with_capacity(needed);
+        for _ in 0..needed {
+            match pool.allocate(PageKind::BtreeLeaf) {
+                Ok(page) => spare.push(page),
+                Err(error) => {
+                    spare.into_iter().for_each(|page| pool.free(page));
+                    return Err(error);
+                }
+            }
+        }
         let (removed, index, replace) = match search {
             Ok(index) => (Some(Removed::read(&node, index)?), index, true),
             Err(index) => (None, index, false),
         };
-        let split = self.split_node(pool, &mut entry.guard, index, replace, cell, lsn);
-        let mut pending = split?;
+        let outcome = self.split_up(&mut path, entry, index, replace, cell, lsn, &mut spare);
+        spare.into_iter().for_each(|page| pool.free(page));
+        outcome?;
+        Ok(removed)
+    }
+
+    /// Splits the leaf `entry` while putting `cell` at `index`, then each ancestor on `path`
+    /// that has no room for the separator from below, with pages from `spare`.
+    #[allow(clippy::too_many_arguments)]
+    fn split_up<'p>(
+        &self,
+        path: &mut Vec<PathEntry<'p>>,
+        mut entry: PathEntry<'p>,
+        index: usize,
+        replace: bool,
+        cell: &[u8],
+        lsn: u64,
+        spare: &mut Vec<PageWriteGuard<'p>>,
+    ) -> Result<()> {
+        let mut pending = self.split_node(&mut entry.guard, index, replace, cell, lsn, spare)?;
         while let Some((separator, right_page_id)) = pending {
             let cell_index = entry.child_index;
             drop(entry);
@@ -940,22 +987,23 @@ impl BTree {
                 break;
             }
             let guard = &mut entry.guard;
-            pending = self.split_node(pool, guard, cell_index, false, &separator_cell, lsn)?;
+            pending = self.split_node(guard, cell_index, false, &separator_cell, lsn, spare)?;
         }
-        Ok(removed)
+        Ok(())
     }
 
     /// Splits the node under `guard` while inserting `cell` at `index` (replacing the cell there
-    /// if `replace`). Returns the separator and new right page for the parent, or None after a
-    /// root split (which needs no parent). Nothing changes if it fails.
-    fn split_node(
+    /// if `replace`), its new pages taken from `spare`. Returns the separator and new right
+    /// page for the parent, or None after a root split (which needs no parent). Nothing
+    /// changes if it fails.
+    fn split_node<'p>(
         &self,
-        pool: &BufferPool,
-        guard: &mut PageWriteGuard<'_>,
+        guard: &mut PageWriteGuard<'p>,
         index: usize,
         replace: bool,
         cell: &[u8],
         lsn: u64,
+        spare: &mut Vec<PageWriteGuard<'p>>,
     ) -> Result<Option<(Vec<u8>, PageId)>> {
         let copy = guard.to_vec();
         let node = NodeAccessor::new(&copy)?;
@@ -968,11 +1016,6 @@ impl BTree {
         } else {
             cells.insert(index, cell);
         }
-        let kind = if leaf {
-            PageKind::BtreeLeaf
-        } else {
-            PageKind::BtreeInner
-        };
         let (left_cells, right_cells, separator, right_link);
         if leaf {
             // An insert past the last key of the rightmost leaf is a load in key order (or an
@@ -998,7 +1041,7 @@ impl BTree {
             right_link = inner_cell_child(cells[split]);
             (left_cells, right_cells) = (&cells[..split], &cells[split + 1..]);
         }
-        let mut right = pool.allocate(kind)?;
+        let mut right = spare.pop().expect("pages taken for every split");
         let right_page_id = right.page_id();
         NodeBuilder::new(&mut right).rebuild(level, right_link, right_cells);
         right.set_lsn(lsn);
@@ -1009,19 +1052,13 @@ impl BTree {
             return Ok(Some((separator, right_page_id)));
         }
         if level as usize + 2 > TREE_DEPTH_MAX {
-            pool.free(right);
+            spare.push(right);
             return Err(Error::Unsupported(format!(
                 "B+tree depth limit {TREE_DEPTH_MAX} reached"
             )));
         }
         // The root keeps its page id: its halves move to two new children.
-        let mut left = match pool.allocate(kind) {
-            Ok(left) => left,
-            Err(error) => {
-                pool.free(right);
-                return Err(error);
-            }
-        };
+        let mut left = spare.pop().expect("two pages taken for a root split");
         NodeBuilder::new(&mut left).rebuild(level, left_link, left_cells);
         left.set_lsn(lsn);
         let mut root_cell = Vec::with_capacity(16 + separator.len());

@@ -20,6 +20,9 @@ struct MemoryState {
     pages: HashMap<PageId, Vec<u8>>,
     ids: PageIdAllocator,
     stats: StoreStats,
+    /// Page ids still to be given out before allocations fail as a full disk would (tests of
+    /// what a failed allocation leaves); None: no limit.
+    allocations_left: Option<u64>,
 }
 
 impl MemoryStore {
@@ -31,8 +34,15 @@ impl MemoryStore {
                 pages: HashMap::new(),
                 ids: PageIdAllocator::new(1, Vec::new()),
                 stats: StoreStats::default(),
+                allocations_left: None,
             }),
         }
+    }
+
+    /// From now on, gives out `left` more page ids, then fails allocations with `DiskFull`
+    /// (None: no limit again).
+    pub fn limit_allocations(&self, left: Option<u64>) {
+        self.state.lock().allocations_left = left;
     }
 
     /// Flips the bits of one byte of a stored page image (for corruption tests). Returns false
@@ -80,7 +90,17 @@ impl PageStore for MemoryStore {
     }
 
     fn allocate_page_id(&self) -> Result<PageId> {
-        Ok(self.state.lock().ids.allocate().0)
+        let mut state = self.state.lock();
+        match &mut state.allocations_left {
+            Some(0) => {
+                return Err(Error::DiskFull {
+                    file: "memory".into(),
+                })
+            }
+            Some(left) => *left -= 1,
+            None => {}
+        }
+        Ok(state.ids.allocate().0)
     }
 
     fn free_page_id(&self, page_id: PageId) {

@@ -405,6 +405,52 @@ fn deletes_on_a_fiber_hold_no_exclusive_latch_while_they_wait_for_a_page() {
 }
 
 #[test]
+fn a_split_that_cannot_allocate_every_page_it_needs_changes_nothing() {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+
+    let store = Arc::new(MemoryStore::new(4096));
+    let config = BufferPoolConfig {
+        frame_count: 256,
+        ..BufferPoolConfig::default()
+    };
+    let pool = BufferPool::new(store.clone() as Arc<dyn PageStore>, config).unwrap();
+    let tree = BTree::open(BTree::create(&pool).unwrap());
+    let mut numbers: Vec<u32> = (0..20_000).collect();
+    numbers.shuffle(&mut rand::rngs::StdRng::seed_from_u64(7));
+    // Long keys: inner nodes fill (and split) often.
+    let long_key = |number: u32| format!("{:0>200}", number).into_bytes();
+    let mut refused = 0;
+    for (done, &number) in numbers.iter().enumerate() {
+        // One page id to spare: a leaf split alone succeeds, a split that would go on up
+        // must fail before it changes anything.
+        store.limit_allocations(Some(1));
+        match tree.put(&pool, &long_key(number), &[7u8; 40], 1) {
+            Ok(_) => {}
+            Err(Error::DiskFull { .. }) => {
+                refused += 1;
+                assert_eq!(tree.get(&pool, &long_key(number)).unwrap(), None);
+                assert_eq!(tree.check(&pool).unwrap().entries, done as u64);
+                store.limit_allocations(None);
+                tree.put(&pool, &long_key(number), &[7u8; 40], 1).unwrap();
+            }
+            Err(error) => panic!("{error}"),
+        }
+    }
+    store.limit_allocations(None);
+    assert!(refused > 0, "no split went past the leaf's parent");
+    let report = tree.check(&pool).unwrap();
+    assert_eq!(report.entries, 20_000);
+    assert!(report.depth >= 3, "{report:?}");
+    for number in [0, 9_999, 19_999] {
+        assert_eq!(
+            tree.get(&pool, &long_key(number)).unwrap(),
+            Some(vec![7u8; 40])
+        );
+    }
+}
+
+#[test]
 fn a_descent_reports_only_the_fences_of_its_own_path() {
     use super::tree::{LeafFences, Seek};
 
