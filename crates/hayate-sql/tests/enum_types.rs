@@ -1,7 +1,8 @@
 //! Enum types (issue 21): CREATE TYPE ... AS ENUM, columns of the type that take only its
 //! labels (literals, casts, parameters, UPDATE, COPY), order by the labels' places in the
 //! type (comparisons, ORDER BY, an index on the column), ALTER TYPE ADD VALUE BEFORE/AFTER,
-//! DROP TYPE refused while a column uses it, RENAME TO of a type in use and ALTER COLUMN TYPE
+//! DROP TYPE refused while a column uses it, RENAME TO of a type in use, RENAME VALUE (every
+//! row, key and index rewritten in the same transaction) and ALTER COLUMN TYPE
 //! ... USING c::text::t (Alembic's recipe), transactional inside a block, durable across a
 //! reopen, and shown by pg_type, pg_enum, format_type and information_schema as PostgreSQL
 //! shows them.
@@ -292,6 +293,7 @@ fn types_are_durable_transactional_and_guarded_by_their_columns() {
         assert_eq!(error_code(&mut session, "DROP TYPE mood CASCADE"), "0A000");
         run(&mut session, "DROP TYPE IF EXISTS nope, size CASCADE");
         assert_eq!(error_code(&mut session, "SELECT 's'::size"), "42704");
+        // The column's DEFAULT 'ok' is SQL text: it would name no label after the rename.
         assert_eq!(
             error_code(&mut session, "ALTER TYPE mood RENAME VALUE 'ok' TO 'fine'"),
             "0A000"
@@ -432,6 +434,100 @@ fn an_enum_in_use_is_renamed_and_its_columns_moved_to_a_new_type() {
     );
     // A default naming the type keeps it from being dropped.
     assert_eq!(error_code(&mut session, "DROP TYPE small"), "2BP01");
+}
+
+#[test]
+fn a_renamed_value_is_renamed_in_every_row_key_and_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, mut session) = open(dir.path());
+    setup(&mut session);
+    run(
+        &mut session,
+        "CREATE TABLE tags (m mood PRIMARY KEY, note text); \
+         INSERT INTO tags VALUES ('happy', 'h'), ('sad', 's')",
+    );
+    run(
+        &mut session,
+        "ALTER TYPE mood RENAME VALUE 'happy' TO 'glad'",
+    );
+    // Rows, the index on people.m and tags' primary key hold the new label, in the old place.
+    assert_eq!(
+        texts(&mut session, "SELECT name FROM people WHERE m = 'glad'"),
+        ["ann"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT name FROM people ORDER BY m, id"),
+        ["bob", "cy", "di", "ann"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT note FROM tags WHERE m = 'glad'"),
+        ["h"]
+    );
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT enumlabel::text FROM pg_enum ORDER BY enumsortorder"
+        ),
+        ["sad", "ok", "glad"]
+    );
+    assert_eq!(error_code(&mut session, "SELECT 'happy'::mood"), "22P02");
+    assert_eq!(
+        error_code(&mut session, "ALTER TYPE mood RENAME VALUE 'nope' TO 'x'"),
+        "22023"
+    );
+    assert_eq!(
+        error_code(&mut session, "ALTER TYPE mood RENAME VALUE 'sad' TO 'ok'"),
+        "42710"
+    );
+    let long = "x".repeat(64);
+    let sql = format!("ALTER TYPE mood RENAME VALUE 'sad' TO '{long}'");
+    assert_eq!(error_code(&mut session, &sql), "22023");
+    // In a block: the label and the rows together, or neither.
+    run(
+        &mut session,
+        "BEGIN; ALTER TYPE mood RENAME VALUE 'sad' TO 'blue'",
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT name FROM people WHERE m = 'blue'"),
+        ["bob"]
+    );
+    run(&mut session, "ROLLBACK");
+    assert_eq!(
+        texts(&mut session, "SELECT name FROM people WHERE m = 'sad'"),
+        ["bob"]
+    );
+    assert_eq!(error_code(&mut session, "SELECT 'blue'::mood"), "22P02");
+    // A foreign key over the type would refuse the rows renamed table by table: refused.
+    run(
+        &mut session,
+        "CREATE TABLE notes (m mood REFERENCES tags (m))",
+    );
+    assert_eq!(
+        error_code(
+            &mut session,
+            "ALTER TYPE mood RENAME VALUE 'glad' TO 'joyful'"
+        ),
+        "0A000"
+    );
+    run(&mut session, "DROP TABLE notes");
+    run(
+        &mut session,
+        "ALTER TYPE mood RENAME VALUE 'glad' TO 'joyful'",
+    );
+    drop(session);
+    drop(db);
+    let (_db, mut session) = open(dir.path());
+    assert_eq!(
+        texts(
+            &mut session,
+            "SELECT t.note FROM tags t JOIN people p USING (m) ORDER BY 1"
+        ),
+        ["h", "s"]
+    );
+    assert_eq!(
+        texts(&mut session, "SELECT name FROM people WHERE m = 'joyful'"),
+        ["ann"]
+    );
 }
 
 #[test]

@@ -754,6 +754,11 @@ impl CheckDef {
     }
 }
 
+/// `text` as an SQL string literal ('it''s').
+pub(crate) fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
 /// True if an expression's text names the column (or any name): a bare word that folds to its name (as
 /// the parser folds unquoted names to lower case) or a quoted name equal to it; string
 /// literals are skipped.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use hayate_engine::Transaction;
 
-use super::definition::{mentions, put_string};
+use super::definition::{mentions, put_string, quote_literal};
 use super::reader::Reader;
 use super::DdlUndo;
 use super::{tree_oid, Catalog};
@@ -47,6 +47,11 @@ pub enum EnumChange {
         if_not_exists: bool,
     },
     Rename(String),
+    /// RENAME VALUE: the catalog's part (the session rewrites the stored values).
+    RenameValue {
+        from: String,
+        to: String,
+    },
 }
 
 pub(super) fn encode(stored: &StoredEnum) -> Vec<u8> {
@@ -272,6 +277,18 @@ impl Catalog {
                 enum_type.name = to.clone();
                 previous_enums.push((to, None));
             }
+            EnumChange::RenameValue { from, to } => {
+                enum_type.rename_label(&from, &to)?;
+                // Stored values are the labels' text, rewritten by the session; SQL text
+                // that writes the label as a literal ('x', 'x'::t) would name none after it.
+                let literal = quote_literal(&from);
+                let user = self.stored_text_where(false, |text| text.contains(&literal));
+                if let Some(user) = user.or_else(|| self.enum_foreign_key(enum_type.oid)) {
+                    return Err(SqlError::unsupported(format!(
+                        "ALTER TYPE ... RENAME VALUE of a label {user} names"
+                    )));
+                }
+            }
         }
         let stored = StoredEnum {
             enum_type: Arc::new(enum_type),
@@ -340,6 +357,17 @@ impl Catalog {
     /// follow. A name of the same spelling that is no type (a column named as the type)
     /// counts too: the change is refused, never wrong.
     fn type_named_in_text(&self, name: &str, defaults_only: bool) -> Option<String> {
+        self.stored_text_where(defaults_only, |text| mentions(text, name))
+    }
+
+    /// The first keeper of SQL text (a column's default, a check, an index's predicate or
+    /// expression, a view's query; only defaults if `defaults_only`) for which `matches`
+    /// holds, named for a message.
+    fn stored_text_where(
+        &self,
+        defaults_only: bool,
+        matches: impl Fn(&str) -> bool,
+    ) -> Option<String> {
         let state = self.state.read();
         for table in state.tables.values() {
             let def = &table.def;
@@ -363,15 +391,28 @@ impl Catalog {
                     }),
             );
             for (what, text) in texts {
-                if mentions(text, name) {
+                if matches(text) {
                     return Some(format!("{what} of table {}", def.name));
                 }
             }
         }
         (state.views.values())
             .filter(|_| !defaults_only)
-            .find(|view| mentions(&view.def.query, name))
+            .find(|view| matches(&view.def.query))
             .map(|view| format!("view {}", view.def.name))
+    }
+
+    /// A foreign key whose columns are of the enum type `oid` (its rows' values are renamed
+    /// table by table, which the key would refuse half way), named for a message.
+    fn enum_foreign_key(&self, oid: u32) -> Option<String> {
+        let state = self.state.read();
+        state.tables.values().find_map(|table| {
+            let def = &table.def;
+            let key = def.foreign_keys.iter().find(|key| {
+                (key.columns.iter()).any(|&c| def.columns[c].data_type == DataType::Enum(oid))
+            })?;
+            Some(format!("foreign key {} of table {}", key.name, def.name))
+        })
     }
 
     /// A column of a table or view whose type is `data_type`, as PostgreSQL names it in a

@@ -68,7 +68,7 @@ use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
 
 pub use cluster::{Cluster, DatabaseInfo, SessionTerminator, DEFAULT_DATABASE};
 pub use ddl::{DdlUndo, NewIndex};
-pub(crate) use definition::mentions;
+pub(crate) use definition::{mentions, quote_literal};
 pub use definition::{
     rename_column_in, CheckDef, ColumnDef, Deferral, ForeignKeyDef, Identity, IndexDef,
     IndexExpression, IndexKey, IndexKeys, IndexKind, ReferentialAction, TableDef, EXPRESSION_KEY,

@@ -14,8 +14,9 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 use super::{command, in_failed_block, Prepared, Session, State};
+use crate::catalog::enum_type::EnumChange;
 use crate::catalog::{
-    Catalog, IndexDef, IndexKey, IndexKeys, IndexKind, NewIndex, Rebuild, TableDef,
+    quote_literal, Catalog, IndexDef, IndexKey, IndexKeys, IndexKind, NewIndex, Rebuild, TableDef,
 };
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::exec::{Executor, IndexTerms, Outcome};
@@ -606,6 +607,19 @@ impl Session {
                 let undo = catalog.create_enum(enum_type.clone(), self.ddl_block())?;
                 self.note_ddl(undo);
                 Ok(command("CREATE TYPE"))
+            }
+            Plan::AlterEnum {
+                name,
+                change: EnumChange::RenameValue { from, to },
+            } => {
+                // The label and every stored value of it change in one transaction.
+                let implicit = self.begin_implicit()?;
+                let result = self.rename_enum_value(name, from, to);
+                if implicit {
+                    self.end_implicit(result.is_ok())?;
+                }
+                result?;
+                Ok(command("ALTER TYPE"))
             }
             Plan::AlterEnum { name, change } => {
                 let catalog = self.catalog.clone();
@@ -1220,6 +1234,42 @@ impl Session {
         Ok(())
     }
 
+    /// ALTER TYPE name RENAME VALUE from TO to: the label in the catalog, then every column
+    /// of the type in every table (values are stored as the labels' text), by UPDATEs of the
+    /// session's own in its block.
+    fn rename_enum_value(&mut self, name: &str, from: &str, to: &str) -> SqlResult<()> {
+        let catalog = self.catalog.clone();
+        let change = EnumChange::RenameValue {
+            from: from.to_string(),
+            to: to.to_string(),
+        };
+        let undo = catalog.alter_enum(name, change, self.ddl_block())?;
+        self.note_ddl(undo);
+        let oid = catalog.enum_type(name).map(|t| t.oid);
+        let mut columns = Vec::new();
+        for table in catalog.table_names() {
+            let def = &catalog.table(&table)?.def;
+            let of_type = (def.columns.iter())
+                .filter(|column| Some(column.data_type) == oid.map(DataType::Enum));
+            columns.extend(of_type.map(|column| (table.clone(), column.name.clone())));
+        }
+        let (from, to) = (quote_literal(from), quote_literal(to));
+        for (table, column) in columns {
+            let sql = format!(
+                "UPDATE {} SET {column} = {to} WHERE {column}::text = {from}",
+                quote(&table),
+                column = quote(&column)
+            );
+            let statement = parse(&sql)?
+                .pop()
+                .ok_or_else(|| SqlError::syntax("empty"))?;
+            let prepared = self.prepare(statement, &[])?;
+            self.lock_tables(&prepared.plan)?;
+            self.run_data(&prepared.plan, &[])?;
+        }
+        Ok(())
+    }
+
     /// 0A000 if a check or an index predicate or expression reads column `index` of `def`
     /// (a type change to or from an enum would change what they mean: labels and text
     /// order differently).
@@ -1258,7 +1308,7 @@ impl Session {
             ));
         }
         let labels: Vec<String> = (enum_type.labels.iter())
-            .map(|label| format!("'{}'", label.label.replace('\'', "''")))
+            .map(|label| quote_literal(&label.label))
             .collect();
         let quoted = quote(&column.name);
         let outside = match labels.is_empty() {

@@ -40,7 +40,8 @@ pub enum LabelPlace {
 }
 
 impl EnumType {
-    /// A new type with `labels` in this order (checked: distinct, 1 to 63 bytes long).
+    /// A new type with `labels` in this order (checked: distinct, at most 63 bytes long; an
+    /// empty label is one, as in PostgreSQL).
     pub fn new(name: String, labels: &[String]) -> SqlResult<EnumType> {
         let mut enum_type = EnumType {
             name,
@@ -76,22 +77,14 @@ impl EnumType {
         })
     }
 
-    /// Adds a label at `place` (42710 if it exists, 22023 if the neighbour named does not).
-    pub fn add(&mut self, label: &str, place: &LabelPlace) -> SqlResult<()> {
-        if label.is_empty() || label.len() > LABEL_LENGTH_MAX {
+    /// 22023 if `label` is longer than 63 bytes; 42710 if the type has it already.
+    fn check_new_label(&self, label: &str) -> SqlResult<()> {
+        if label.len() > LABEL_LENGTH_MAX {
             return Err(SqlError::new(
                 sqlstate::INVALID_PARAMETER_VALUE,
                 format!("invalid enum label \"{label}\""),
             )
-            .with_detail(format!(
-                "Labels must be 1 to {LABEL_LENGTH_MAX} bytes long."
-            )));
-        }
-        if self.labels.len() >= LABEL_COUNT_MAX {
-            return Err(SqlError::new(
-                sqlstate::PROGRAM_LIMIT_EXCEEDED,
-                format!("an enum type has at most {LABEL_COUNT_MAX} labels"),
-            ));
+            .with_detail(format!("Labels must be {LABEL_LENGTH_MAX} bytes or less.")));
         }
         if self.contains(label) {
             return Err(SqlError::new(
@@ -99,17 +92,41 @@ impl EnumType {
                 format!("enum label \"{label}\" already exists"),
             ));
         }
-        let neighbour = |name: &str| {
-            self.labels
-                .iter()
-                .position(|l| l.label == name)
-                .ok_or_else(|| {
-                    SqlError::new(
-                        sqlstate::INVALID_PARAMETER_VALUE,
-                        format!("\"{name}\" is not an existing enum label"),
-                    )
-                })
-        };
+        Ok(())
+    }
+
+    /// The index of the label `name` (22023 if it is not one).
+    fn existing(&self, name: &str) -> SqlResult<usize> {
+        self.labels
+            .iter()
+            .position(|l| l.label == name)
+            .ok_or_else(|| {
+                SqlError::new(
+                    sqlstate::INVALID_PARAMETER_VALUE,
+                    format!("\"{name}\" is not an existing enum label"),
+                )
+            })
+    }
+
+    /// RENAME VALUE: `from` becomes `to`, keeping its place in the order (22023 if `from` is
+    /// no label, 42710 if `to` is one).
+    pub fn rename_label(&mut self, from: &str, to: &str) -> SqlResult<()> {
+        let index = self.existing(from)?;
+        self.check_new_label(to)?;
+        self.labels[index].label = to.to_string();
+        Ok(())
+    }
+
+    /// Adds a label at `place` (42710 if it exists, 22023 if the neighbour named does not).
+    pub fn add(&mut self, label: &str, place: &LabelPlace) -> SqlResult<()> {
+        self.check_new_label(label)?;
+        if self.labels.len() >= LABEL_COUNT_MAX {
+            return Err(SqlError::new(
+                sqlstate::PROGRAM_LIMIT_EXCEEDED,
+                format!("an enum type has at most {LABEL_COUNT_MAX} labels"),
+            ));
+        }
+        let neighbour = |name: &str| self.existing(name);
         let orders = |index: usize| self.labels.get(index).map(|l| l.sort_order);
         let (index, sort_order) = match place {
             LabelPlace::Last => {

@@ -55,11 +55,10 @@ impl Binder<'_> {
                 },
                 if_not_exists: add.if_not_exists,
             },
-            // Stored values are labels' text: renaming one would need every column of the
-            // type rewritten.
-            Op::RenameValue(_) => {
-                return Err(SqlError::unsupported("ALTER TYPE ... RENAME VALUE"));
-            }
+            Op::RenameValue(rename) => EnumChange::RenameValue {
+                from: rename.from.value.clone(),
+                to: rename.to.value.clone(),
+            },
         };
         Ok(Plan::AlterEnum { name, change })
     }
