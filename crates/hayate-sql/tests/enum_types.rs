@@ -439,7 +439,9 @@ fn an_enum_in_use_is_renamed_and_its_columns_moved_to_a_new_type() {
 #[test]
 fn a_renamed_value_is_renamed_in_every_row_key_and_index() {
     let dir = tempfile::tempdir().unwrap();
-    let (db, mut session) = open(dir.path());
+    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
+    let catalog = Catalog::open(db.clone()).unwrap();
+    let mut session = Session::new(catalog.clone(), "tester");
     setup(&mut session);
     run(
         &mut session,
@@ -497,6 +499,27 @@ fn a_renamed_value_is_renamed_in_every_row_key_and_index() {
         ["bob"]
     );
     assert_eq!(error_code(&mut session, "SELECT 'blue'::mood"), "22P02");
+    // A REPEATABLE READ block's snapshot would miss rows committed since it began: refused.
+    run(&mut session, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    assert_eq!(
+        error_code(&mut session, "ALTER TYPE mood RENAME VALUE 'sad' TO 'blue'"),
+        "0A000"
+    );
+    run(&mut session, "ROLLBACK");
+    // Another session's snapshot from before a rename still orders the old rows it reads.
+    let mut reader = Session::new(catalog.clone(), "reader");
+    run(&mut reader, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    assert_eq!(texts(&mut reader, "SELECT count(*) FROM people"), ["4"]);
+    run(&mut session, "ALTER TYPE mood RENAME VALUE 'sad' TO 'blue'");
+    assert_eq!(
+        texts(
+            &mut reader,
+            "SELECT m::text FROM people ORDER BY people.m, id"
+        ),
+        ["sad", "ok", "ok", "glad"]
+    );
+    run(&mut reader, "COMMIT");
+    run(&mut session, "ALTER TYPE mood RENAME VALUE 'blue' TO 'sad'");
     // A foreign key over the type would refuse the rows renamed table by table: refused.
     run(
         &mut session,
@@ -514,8 +537,7 @@ fn a_renamed_value_is_renamed_in_every_row_key_and_index() {
         &mut session,
         "ALTER TYPE mood RENAME VALUE 'glad' TO 'joyful'",
     );
-    drop(session);
-    drop(db);
+    drop((reader, session, catalog, db));
     let (_db, mut session) = open(dir.path());
     assert_eq!(
         texts(

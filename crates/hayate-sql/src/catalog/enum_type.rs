@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use hayate_engine::Transaction;
 
-use super::definition::{mentions, put_string, quote_literal};
+use super::definition::{mentions, put_string};
 use super::reader::Reader;
 use super::DdlUndo;
 use super::{tree_oid, Catalog};
@@ -106,6 +106,7 @@ pub(super) fn decode(bytes: &[u8]) -> SqlResult<StoredEnum> {
             name,
             oid: 0,
             labels,
+            former: Vec::new(),
         }),
         tree,
     })
@@ -280,9 +281,10 @@ impl Catalog {
             EnumChange::RenameValue { from, to } => {
                 enum_type.rename_label(&from, &to)?;
                 // Stored values are the labels' text, rewritten by the session; SQL text
-                // that writes the label as a literal ('x', 'x'::t) would name none after it.
-                let literal = quote_literal(&from);
-                let user = self.stored_text_where(false, |text| text.contains(&literal));
+                // that writes the label as a literal ('x', $$x$$, 'x'::t) would name none
+                // after it. Any text holding the label's characters counts: refused, never
+                // wrong.
+                let user = self.stored_text_where(false, |text| text.contains(from.as_str()));
                 if let Some(user) = user.or_else(|| self.enum_foreign_key(enum_type.oid)) {
                     return Err(SqlError::unsupported(format!(
                         "ALTER TYPE ... RENAME VALUE of a label {user} names"

@@ -612,6 +612,15 @@ impl Session {
                 name,
                 change: EnumChange::RenameValue { from, to },
             } => {
+                // A block's older snapshot would miss rows committed since: they would keep
+                // a label that is no more.
+                let in_block = matches!(self.state, State::InBlock(_));
+                if in_block && self.block_isolation != Isolation::ReadCommitted {
+                    return Err(SqlError::unsupported(
+                        "ALTER TYPE ... RENAME VALUE in a REPEATABLE READ or SERIALIZABLE \
+                         transaction (it rewrites the rows as READ COMMITTED sees them)",
+                    ));
+                }
                 // The label and every stored value of it change in one transaction.
                 let implicit = self.begin_implicit()?;
                 let result = self.rename_enum_value(name, from, to);

@@ -323,6 +323,8 @@ impl Session {
         let undo = std::mem::take(&mut self.ddl_undo);
         self.catalog.finish_ddl(undo, committed);
         self.release_tables();
+        // now() of the next block is its own (an implicit block ends here too).
+        self.block_timestamp = None;
     }
 
     /// Opens a transaction block for a statement that runs over several calls (COPY FROM

@@ -29,6 +29,10 @@ pub struct EnumType {
     pub name: String,
     pub oid: u32,
     pub labels: Vec<EnumLabel>,
+    /// Labels renamed (RENAME VALUE) since the catalog was read: a snapshot from before the
+    /// rename still reads rows holding the old text, which sort where the label does. Kept
+    /// in memory only (no snapshot outlives the process); never accepted as input.
+    pub former: Vec<EnumLabel>,
 }
 
 /// Where ALTER TYPE ... ADD VALUE puts a new label.
@@ -47,6 +51,7 @@ impl EnumType {
             name,
             oid: 0,
             labels: Vec::with_capacity(labels.len()),
+            former: Vec::new(),
         };
         for label in labels {
             enum_type.add(label, &LabelPlace::Last)?;
@@ -64,21 +69,27 @@ impl EnumType {
 
     /// Checks that `text` is one of the labels (22P02 otherwise, as PostgreSQL's enum_in).
     pub fn check(&self, text: &str) -> SqlResult<()> {
-        self.sort_order(text).map(|_| ())
+        self.find(text)
+            .map(|_| ())
+            .ok_or_else(|| self.invalid(text))
     }
 
-    /// The sort order of the label `text` (22P02 if it is not one).
+    fn invalid(&self, text: &str) -> SqlError {
+        SqlError::new(
+            sqlstate::INVALID_TEXT_REPRESENTATION,
+            format!("invalid input value for enum {}: \"{text}\"", self.name),
+        )
+    }
+
+    /// The sort order of the label `text` (22P02 if it is not one, nor a former name of one
+    /// that rows an older snapshot reads may hold).
     pub fn sort_order(&self, text: &str) -> SqlResult<f32> {
-        self.find(text).map(|l| l.sort_order).ok_or_else(|| {
-            SqlError::new(
-                sqlstate::INVALID_TEXT_REPRESENTATION,
-                format!("invalid input value for enum {}: \"{text}\"", self.name),
-            )
-        })
+        let former = || self.former.iter().find(|l| l.label == text);
+        (self.find(text).or_else(former).map(|l| l.sort_order)).ok_or_else(|| self.invalid(text))
     }
 
-    /// 22023 if `label` is longer than 63 bytes; 42710 if the type has it already.
-    fn check_new_label(&self, label: &str) -> SqlResult<()> {
+    /// 22023 if `label` is longer than 63 bytes.
+    fn check_label_length(label: &str) -> SqlResult<()> {
         if label.len() > LABEL_LENGTH_MAX {
             return Err(SqlError::new(
                 sqlstate::INVALID_PARAMETER_VALUE,
@@ -86,6 +97,12 @@ impl EnumType {
             )
             .with_detail(format!("Labels must be {LABEL_LENGTH_MAX} bytes or less.")));
         }
+        Ok(())
+    }
+
+    /// 22023 if `label` is longer than 63 bytes; 42710 if the type has it already.
+    fn check_new_label(&self, label: &str) -> SqlResult<()> {
+        Self::check_label_length(label)?;
         if self.contains(label) {
             return Err(SqlError::new(
                 sqlstate::DUPLICATE_OBJECT,
@@ -108,11 +125,15 @@ impl EnumType {
             })
     }
 
-    /// RENAME VALUE: `from` becomes `to`, keeping its place in the order (22023 if `from` is
-    /// no label, 42710 if `to` is one).
+    /// RENAME VALUE: `from` becomes `to`, keeping its place in the order (22023 if `to` is too
+    /// long or `from` is no label, 42710 if `to` is one, in PostgreSQL's order); `from` is
+    /// kept as a former name.
     pub fn rename_label(&mut self, from: &str, to: &str) -> SqlResult<()> {
+        Self::check_label_length(to)?;
         let index = self.existing(from)?;
         self.check_new_label(to)?;
+        self.former.retain(|l| l.label != to);
+        self.former.push(self.labels[index].clone());
         self.labels[index].label = to.to_string();
         Ok(())
     }
