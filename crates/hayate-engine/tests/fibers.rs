@@ -34,6 +34,19 @@ fn small_pool_database(dir: &std::path::Path) -> (Database, TreeId) {
     (db, table)
 }
 
+/// An empty table in a database on a simulated disk (whose reads can be slowed down), with
+/// a pool of 32 pages.
+fn simulated_disk_database() -> (std::sync::Arc<SimIo>, Database, TreeId) {
+    let disk = std::sync::Arc::new(SimIo::new(SimConfig::default()));
+    let config = DatabaseConfig {
+        buffer_size: BufferSize::Bytes(32 * 4096),
+        ..DatabaseConfig::default()
+    };
+    let db = Database::open_with_io(disk.clone(), config).unwrap();
+    let table = db.create_table("t").unwrap();
+    (disk, db, table)
+}
+
 fn reap(idle: fiber::Idle) {
     hayate_engine::reap_or_sleep(idle);
 }
@@ -138,13 +151,7 @@ fn a_row_lock_held_by_another_fiber_of_the_thread_suspends_the_waiter() {
 #[test]
 fn a_slow_simulated_read_delays_its_fiber_not_the_thread() {
     // The simulated disk adds 50 ms to every read; on a fiber the read suspends for that time.
-    let disk = std::sync::Arc::new(SimIo::new(SimConfig::default()));
-    let config = DatabaseConfig {
-        buffer_size: BufferSize::Bytes(32 * 4096),
-        ..DatabaseConfig::default()
-    };
-    let db = Database::open_with_io(disk.clone(), config).unwrap();
-    let table = db.create_table("t").unwrap();
+    let (disk, db, table) = simulated_disk_database();
     let mut txn = db.begin();
     for id in 0..ROWS {
         txn.insert(table, &id.to_be_bytes(), &value(id)).unwrap();
@@ -336,13 +343,7 @@ fn a_fiber_reading_an_overflow_chain_holds_no_latch() {
 }
 
 fn reader_of_a_chain_lets_a_writer_through(read: ChainRead) {
-    let disk = std::sync::Arc::new(SimIo::new(SimConfig::default()));
-    let config = DatabaseConfig {
-        buffer_size: BufferSize::Bytes(32 * 4096),
-        ..DatabaseConfig::default()
-    };
-    let db = Database::open_with_io(disk.clone(), config).unwrap();
-    let table = db.create_table("t").unwrap();
+    let (disk, db, table) = simulated_disk_database();
     // A 20 KiB row among rows of 240 bytes: its value is an overflow chain of 5 pages.
     let wide_id = ROWS / 2;
     let wide: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();

@@ -283,9 +283,9 @@ fn a_load_in_key_order_fills_the_leaves() {
     );
 }
 
-#[test]
-fn a_writer_on_a_fiber_holds_no_latch_while_it_waits_for_a_page() {
-    use crate::fiber::{Fiber, Step, Wait};
+/// 4,000 keys of 100-byte values in a tree over a simulated disk (whose reads can be slowed
+/// down) behind a pool of 16 frames: most pages are not resident.
+fn slow_disk_tree() -> (Arc<crate::io::sim::SimIo>, Arc<BufferPool>, BTree) {
     use crate::io::sim::{SimConfig, SimIo};
     use crate::store::in_place::InPlaceStore;
 
@@ -300,6 +300,14 @@ fn a_writer_on_a_fiber_holds_no_latch_while_it_waits_for_a_page() {
     for number in 0..4000 {
         tree.put(&pool, &key(number), &[7u8; 100], 1).unwrap();
     }
+    (disk, pool, tree)
+}
+
+#[test]
+fn a_writer_on_a_fiber_holds_no_latch_while_it_waits_for_a_page() {
+    use crate::fiber::{Fiber, Step, Wait};
+
+    let (disk, pool, tree) = slow_disk_tree();
     assert_eq!(
         tree.check(&pool).unwrap().depth,
         2,
@@ -345,20 +353,8 @@ fn a_writer_on_a_fiber_holds_no_latch_while_it_waits_for_a_page() {
 fn deletes_on_a_fiber_hold_no_exclusive_latch_while_they_wait_for_a_page() {
     use crate::buffer::Optimistic;
     use crate::fiber::{Fiber, Step, Wait};
-    use crate::io::sim::{SimConfig, SimIo};
-    use crate::store::in_place::InPlaceStore;
 
-    let disk = Arc::new(SimIo::new(SimConfig::default()));
-    let store: Arc<dyn PageStore> = Arc::new(InPlaceStore::create(disk.clone(), 4096).unwrap());
-    let config = BufferPoolConfig {
-        frame_count: 16,
-        ..BufferPoolConfig::default()
-    };
-    let pool = BufferPool::new(store, config).unwrap();
-    let tree = BTree::open(BTree::create(&pool).unwrap());
-    for number in 0..4000 {
-        tree.put(&pool, &key(number), &[7u8; 100], 1).unwrap();
-    }
+    let (disk, pool, tree) = slow_disk_tree();
     let leaves_before = tree.check(&pool).unwrap().leaf_pages;
     // Deleting the first keys in order empties leaf after leaf: each underflowing leaf is
     // merged with (or takes cells from) its right sibling, evicted long ago (16 frames).
