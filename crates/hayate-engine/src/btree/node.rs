@@ -79,6 +79,8 @@ const FRAGMENTED_OFFSET: usize = 40;
 const LINK_OFFSET: usize = 48;
 pub const SLOTS_OFFSET: usize = 56;
 pub const SLOT_SIZE: usize = 2;
+/// Cache lines of a cell `prefetch_cell_lines` asks for.
+const CELL_LINES: usize = 3;
 pub const LEAF_CELL_HEADER_SIZE: usize = 7;
 pub const INNER_CELL_HEADER_SIZE: usize = 10;
 const FLAG_OVERFLOW: u8 = 1;
@@ -411,6 +413,20 @@ impl<'a> NodeAccessor<'a> {
     }
 
     /// Starts loading the first line of cell `index` (nothing if out of range).
+    /// Starts loading the first `CELL_LINES` lines of cell `index`: an entry's key and the
+    /// start of its value, which a scan reads (nothing if out of range).
+    #[inline]
+    pub fn prefetch_cell_lines(&self, index: usize) {
+        if index < self.count {
+            let offset = read_u16(self.bytes, SLOTS_OFFSET + index * SLOT_SIZE);
+            for line in 0..CELL_LINES {
+                if let Some(bytes) = self.bytes.get(offset + line * 64..) {
+                    crate::page::prefetch(bytes.as_ptr());
+                }
+            }
+        }
+    }
+
     #[inline]
     fn prefetch_cell(&self, index: usize) {
         if index < self.count {

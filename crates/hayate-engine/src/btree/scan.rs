@@ -39,6 +39,9 @@ pub const READ_AHEAD_LEAVES: usize = 16;
 
 pub type Entry = (Vec<u8>, Vec<u8>);
 
+/// How many entries ahead of the one it copies a scan prefetches cells (`copy_entries`).
+const CELLS_AHEAD: usize = 8;
+
 /// Why `Cursor::copy_entries` stopped.
 enum LeafEnd {
     /// At a key past where the scan stops.
@@ -141,19 +144,33 @@ impl Cursor {
         pool: &BufferPool,
         keep: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<Vec<Entry>> {
-        if !self.buffered.is_empty() {
-            return Ok(self.buffered.drain(..).collect());
-        }
-        while !self.finished {
-            let batch = match self.reverse {
-                false => self.read_leaf(pool, keep)?,
-                true => self.read_leaf_reverse(pool, keep)?,
-            };
-            if !batch.is_empty() {
-                return Ok(batch);
+        loop {
+            match self.next_leaf_where(pool, keep)? {
+                None => return Ok(Vec::new()),
+                Some(batch) if !batch.is_empty() => return Ok(batch),
+                Some(_) => {}
             }
         }
-        Ok(Vec::new())
+    }
+
+    /// One leaf's part of `next_batch_where`, maybe empty (every entry refused); None when
+    /// the scan is over. For a caller whose `keep` takes the values it is given, and who may
+    /// stop between leaves.
+    pub fn next_leaf_where(
+        &mut self,
+        pool: &BufferPool,
+        keep: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Option<Vec<Entry>>> {
+        if !self.buffered.is_empty() {
+            return Ok(Some(self.buffered.drain(..).collect()));
+        }
+        if self.finished {
+            return Ok(None);
+        }
+        Ok(Some(match self.reverse {
+            false => self.read_leaf(pool, keep)?,
+            true => self.read_leaf_reverse(pool, keep)?,
+        }))
     }
 
     /// The next entry, or None when the scan is over. (Entries it buffered come out of a later
@@ -168,19 +185,29 @@ impl Cursor {
 
     /// Copies the latched leaf's entries at `indexes` that `keep` does not refuse, in that
     /// order, until one lies past where the scan stops or the batch is full with entries of
-    /// the leaf left.
+    /// the leaf left. The cells `CELLS_AHEAD` entries on are prefetched: cells lie in the
+    /// page in the order they were written, not in key order, so each is a cache miss the
+    /// hardware does not foresee, and the misses overlap only when asked for ahead.
     fn copy_entries(
         &self,
         pool: &BufferPool,
         node: &NodeAccessor<'_>,
-        indexes: impl Iterator<Item = usize>,
+        indexes: impl Iterator<Item = usize> + Clone,
         keep: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<(Vec<Entry>, LeafEnd)> {
+        let mut ahead = indexes.clone();
+        ahead
+            .by_ref()
+            .take(CELLS_AHEAD)
+            .for_each(|index| node.prefetch_cell_lines(index));
         let mut indexes = indexes.peekable();
         let mut batch = Vec::new();
         let mut batch_bytes = 0;
         let no_wait = crate::fiber::on_fiber() && self.chain_tries < CHAIN_TRIES;
         while let Some(index) = indexes.next() {
+            if let Some(later) = ahead.next() {
+                node.prefetch_cell_lines(later);
+            }
             let key = node.key(index)?;
             if self.past_end(key) {
                 return Ok((batch, LeafEnd::Finished));

@@ -839,6 +839,48 @@ impl Scan {
         Ok(())
     }
 
+    /// The values of the scan's rows without their keys (an index read's primary keys),
+    /// or None once there are more than `most` (the scan stops at the end of that leaf).
+    /// The flag says whether they are in the scan's order: a committed version the snapshot
+    /// sees is taken straight from its leaf, an older one (its row changed since the
+    /// snapshot) comes after the others of its leaf. With writes of this transaction in the
+    /// range every row comes in order through `next_row`.
+    pub fn values(mut self, most: usize) -> Result<Option<(Vec<Vec<u8>>, bool)>> {
+        let mut values: Vec<Vec<u8>> = Vec::new();
+        if !self.own.is_empty() || !self.batch.is_empty() {
+            while let Some((_, value)) = self.next_row()? {
+                if values.len() == most {
+                    return Ok(None);
+                }
+                values.push(value);
+            }
+            return Ok(Some((values, true)));
+        }
+        let mut ordered = true;
+        loop {
+            let leaf = {
+                let mut take = |value: &[u8]| {
+                    values.push(value.to_vec());
+                    false
+                };
+                let mut keep_stored = row::keep_visible(self.snapshot_ts, &mut take);
+                (self.cursor).next_leaf_where(&self.manager.pool, &mut keep_stored)?
+            };
+            let Some(entries) = leaf else {
+                return Ok(Some((values, ordered)));
+            };
+            for (_, raw) in entries {
+                if let Some(value) = self.manager.resolve(&self.info, raw, self.snapshot_ts)? {
+                    values.push(value);
+                    ordered = false;
+                }
+            }
+            if values.len() > most {
+                return Ok(None);
+            }
+        }
+    }
+
     /// The next row as (key, value) in the scan's key order, or None past the range.
     pub fn next_row(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.next_row_where(&mut |_| true)

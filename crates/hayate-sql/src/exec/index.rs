@@ -62,6 +62,26 @@ pub(super) fn rows_of_keys(
     Ok(true)
 }
 
+/// Fewer primary keys than this from an index path are read as they are: narrowing them
+/// by another index (`IndexAccess::narrowed_by`) would save little.
+const NARROWED_KEYS_MIN: usize = 32;
+
+/// A narrowing index's range is read only while it has at most this many entries per key
+/// to narrow: an entry is a step in an index leaf, a key a lookup in the clustered table.
+const NARROWING_ENTRIES_PER_KEY: usize = 8;
+
+/// Keeps the keys that are also in `found` (both in primary key order).
+fn retain_found(keys: &mut Vec<Vec<u8>>, found: Vec<Vec<u8>>) {
+    let mut found = found.into_iter().peekable();
+    keys.retain(|key| {
+        while found
+            .next_if(|other| hayate_engine::compare_keys(other, key).is_lt())
+            .is_some()
+        {}
+        found.peek() == Some(key)
+    });
+}
+
 /// Partial indexes' predicates and expression indexes' key expressions, bound once per
 /// statement (or DDL command) and index.
 #[derive(Default)]
@@ -288,26 +308,50 @@ impl Executor<'_> {
         txn: &Transaction,
         context: &EvalContext,
     ) -> SqlResult<Vec<Vec<u8>>> {
+        let mut keys =
+            (self.lookup_keys(table, access, txn, context, usize::MAX)?).unwrap_or_default();
+        for narrowing in &access.narrowed_by {
+            if keys.len() < NARROWED_KEYS_MIN {
+                break;
+            }
+            let most = keys.len().saturating_mul(NARROWING_ENTRIES_PER_KEY);
+            if let Some(found) = self.lookup_keys(table, narrowing, txn, context, most)? {
+                retain_found(&mut keys, found);
+            }
+        }
+        Ok(keys)
+    }
+
+    /// The primary keys one index lookup finds, in primary key order, or None once its
+    /// range has more than `most` entries (the scan stops there).
+    fn lookup_keys(
+        &self,
+        table: &Table,
+        access: &IndexAccess,
+        txn: &Transaction,
+        context: &EvalContext,
+        most: usize,
+    ) -> SqlResult<Option<Vec<Vec<u8>>>> {
         let index = &table.def.indexes[access.index];
         let tree = table.index_trees[access.index];
         if let (IndexLookup::Point(values), true) = (&access.lookup, index.unique) {
             let Some(entry) = self.index_prefix(&table.def, index, values, context)? else {
-                return Ok(Vec::new());
+                return Ok(Some(Vec::new()));
             };
-            return Ok(txn.get(tree, &entry)?.into_iter().collect());
+            return Ok(Some(txn.get(tree, &entry)?.into_iter().collect()));
         }
         let Some((start, end)) = self.index_entries(table, access, context)? else {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         };
-        let mut keys: Vec<Vec<u8>> = Vec::new();
-        for entry in txn.scan(tree, as_slice(&start), as_slice(&end))? {
-            keys.push(entry?.1);
-        }
-        if matches!(access.lookup, IndexLookup::Range { .. }) {
-            // Entries come in index order; the plan expects primary key order.
+        let scan = txn.scan(tree, as_slice(&start), as_slice(&end))?;
+        let Some((mut keys, in_entry_order)) = scan.values(most)? else {
+            return Ok(None);
+        };
+        if matches!(access.lookup, IndexLookup::Range { .. }) || !in_entry_order {
+            // A range's entries come in index order; the plan expects primary key order.
             keys.sort_unstable_by(|a, b| hayate_engine::compare_keys(a, b));
         }
-        Ok(keys)
+        Ok(Some(keys))
     }
 
     /// The range of the entries an index access finds (None: empty). A lookup's entries,

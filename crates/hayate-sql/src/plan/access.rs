@@ -82,6 +82,11 @@ pub struct IndexAccess {
     /// Position in `TableDef::indexes` (and `Table::index_trees`).
     pub index: usize,
     pub lookup: IndexLookup,
+    /// Other indexes' lookups whose entries narrow the primary keys `lookup` finds before
+    /// the rows are read (an index AND): each row read is a B+tree lookup in the clustered
+    /// table, an entry of a range a step in a leaf. The executor skips one whose range is
+    /// much longer than the keys found (`exec::index`); never a path of `lookup`'s index.
+    pub narrowed_by: Vec<IndexAccess>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -218,6 +223,7 @@ pub(crate) fn narrowness(table: &Table, access: &Access) -> (u8, usize, bool) {
         Access::Index(IndexAccess {
             index,
             lookup: IndexLookup::Point(values),
+            ..
         }) if table.def.indexes[*index].unique => (3, values.len(), false),
         Access::Index(IndexAccess {
             lookup: IndexLookup::Point(values),
@@ -447,9 +453,41 @@ impl<'a> Comparisons<'a> {
         IndexAccess {
             index: position,
             lookup,
+            narrowed_by: Vec::new(),
         }
     }
+
+    /// The columns (key ids) a path through the index at `position` compares: its equal
+    /// prefix and the bounded key after it.
+    fn compared(&self, table: &Table, position: usize) -> Vec<usize> {
+        let columns = key_ids(&table.def.indexes[position], position);
+        let ((equal, bounded), _, _) = self.range(&columns);
+        columns[..equal + usize::from(bounded)].to_vec()
+    }
+
+    /// `path` narrowed by the other usable indexes a comparison reaches (at most
+    /// `NARROWING_MAX`, those comparing most columns first), each comparing a column
+    /// `path`'s own lookup does not.
+    fn narrowed(&self, table: &Table, usable: &[bool], mut path: IndexAccess) -> IndexAccess {
+        let own = self.compared(table, path.index);
+        let mut candidates: Vec<(usize, usize)> = (0..table.def.indexes.len())
+            .filter(|position| *position != path.index && may_use(usable, *position))
+            .filter_map(|position| {
+                let compared = self.compared(table, position);
+                let new = compared.iter().any(|column| !own.contains(column));
+                new.then_some((compared.len(), position))
+            })
+            .collect();
+        candidates.sort_by_key(|(compared, position)| (std::cmp::Reverse(*compared), *position));
+        path.narrowed_by = (candidates.into_iter().take(NARROWING_MAX))
+            .map(|(_, position)| self.index_path(table, position))
+            .collect();
+        path
+    }
 }
+
+/// At most this many other indexes narrow an index path (`IndexAccess::narrowed_by`).
+const NARROWING_MAX: usize = 2;
 
 /// The access path of AND-ed `parts` without unions.
 fn choose_single(table: &Table, parts: &[&Expr], terms: &IndexBindings) -> Access {
@@ -477,9 +515,14 @@ fn choose_single(table: &Table, parts: &[&Expr], terms: &IndexBindings) -> Acces
         }
     }
     if let Some((_, index, values)) = best {
-        return Access::Index(IndexAccess {
+        let path = IndexAccess {
             index,
             lookup: IndexLookup::Point(values),
+            narrowed_by: Vec::new(),
+        };
+        return Access::Index(match table.def.indexes[index].unique {
+            true => path,
+            false => comparisons.narrowed(table, &usable, path),
         });
     }
     // The range scans: (equal columns, bounded) ranks the candidates, the primary key first.
@@ -500,13 +543,15 @@ fn choose_single(table: &Table, parts: &[&Expr], terms: &IndexBindings) -> Acces
                     lower,
                     upper,
                 },
+                narrowed_by: Vec::new(),
             });
         }
     }
-    if best_rank == (0, false) {
-        return Access::Full;
+    match access {
+        _ if best_rank == (0, false) => Access::Full,
+        Access::Index(path) => Access::Index(comparisons.narrowed(table, &usable, path)),
+        access => access,
     }
-    access
 }
 
 /// A path reading `table`'s rows in `order_by`'s order through a secondary index, when the

@@ -579,11 +579,25 @@ fn describe_access(read: &TableRead, access: &Access) -> String {
         Access::Point(_) => format!("Point Lookup on {name} (primary key)"),
         Access::Range { .. } => format!("Range Scan on {name} (primary key)"),
         Access::Full => format!("Full Scan on {name}"),
-        Access::Index(IndexAccess { index, lookup }) => {
-            let index = &read.table.def.indexes[*index].name;
-            match lookup {
+        Access::Index(IndexAccess {
+            index,
+            lookup,
+            narrowed_by,
+        }) => {
+            let indexes = &read.table.def.indexes;
+            let index = &indexes[*index].name;
+            let path = match lookup {
                 IndexLookup::Point(_) => format!("Index Lookup on {name} using {index}"),
                 IndexLookup::Range { .. } => format!("Index Range Scan on {name} using {index}"),
+            };
+            match narrowed_by.is_empty() {
+                true => path,
+                false => {
+                    let names: Vec<&str> = (narrowed_by.iter())
+                        .map(|narrowing| indexes[narrowing.index].name.as_str())
+                        .collect();
+                    format!("{path} narrowed by {}", names.join(", "))
+                }
             }
         }
     }
