@@ -255,6 +255,31 @@ fn a_second_index_narrows_the_keys_of_the_first() {
         .collect();
     assert!(!expected.is_empty());
     assert_eq!(now, expected);
+    // An index created after a snapshot holds entries that snapshot cannot see: it does not
+    // narrow that snapshot's reads.
+    run(
+        &mut session,
+        "CREATE TABLE m (id int4 PRIMARY KEY, a int4, b int4)",
+    );
+    run(&mut session, "CREATE INDEX m_a ON m (a)");
+    run(
+        &mut session,
+        "INSERT INTO m SELECT i, i % 10, i % 37 FROM generate_series(1, 3000) AS i",
+    );
+    run(&mut session, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    assert_eq!(
+        rows(&mut session, "SELECT count(*) FROM m"),
+        [[Value::Int(3000)]]
+    );
+    run(&mut other, "CREATE INDEX m_b ON m (b)");
+    let plan = common::explain(&mut session, "SELECT id FROM m WHERE a = 3 AND b = 5");
+    assert!(plan.contains("using m_a narrowed by m_b"), "{plan}");
+    let old = rows(
+        &mut session,
+        "SELECT id FROM m WHERE a = 3 AND b = 5 ORDER BY id",
+    );
+    assert_eq!(old, ids_where(3000, |a, b| a == 3 && b == 5));
+    run(&mut session, "COMMIT");
 }
 
 /// ORDER BY an index's columns reads the index in order, forward or backward, instead of

@@ -412,7 +412,6 @@ impl<'a> NodeAccessor<'a> {
         Ok(Err(low))
     }
 
-    /// Starts loading the first line of cell `index` (nothing if out of range).
     /// Starts loading the first `CELL_LINES` lines of cell `index`: an entry's key and the
     /// start of its value, which a scan reads (nothing if out of range).
     #[inline]
@@ -427,6 +426,7 @@ impl<'a> NodeAccessor<'a> {
         }
     }
 
+    /// Starts loading the first line of cell `index` (nothing if out of range).
     #[inline]
     fn prefetch_cell(&self, index: usize) {
         if index < self.count {

@@ -406,7 +406,8 @@ impl Catalog {
                 })
             })
             .collect();
-        Ok(Table::new(def, tree, index_trees, sequences))
+        let loaded_ts = self.db.begin_read_only().snapshot_ts();
+        Ok(Table::new(def, tree, index_trees, sequences, loaded_ts))
     }
 
     /// Drops the engine trees of tables and indexes no definition names (left by a crash in

@@ -29,6 +29,10 @@ pub struct Table {
     pub index_trees: Vec<TreeId>,
     /// The sequence of each identity column (None for the other columns).
     pub sequences: Vec<Option<Arc<Sequence>>>,
+    /// A snapshot taken when this definition was loaded, after the DDL that made it wrote
+    /// its rows: an older snapshot may not see every entry of an index it added, so reads
+    /// with one never narrow keys by an index (`IndexAccess::narrowed_by`).
+    pub loaded_ts: u64,
     /// Next hidden row id (tables without a primary key); 0 until first used after open.
     next_row_id: AtomicU64,
     row_id_init: Mutex<bool>,
@@ -41,12 +45,14 @@ impl Table {
         tree: TreeId,
         index_trees: Vec<TreeId>,
         sequences: Vec<Option<Arc<Sequence>>>,
+        loaded_ts: u64,
     ) -> Table {
         Table {
             def,
             tree,
             index_trees,
             sequences,
+            loaded_ts,
             next_row_id: AtomicU64::new(0),
             row_id_init: Mutex::new(false),
         }
@@ -86,6 +92,7 @@ impl Table {
             tree: self.tree,
             index_trees: self.index_trees.clone(),
             sequences: self.sequences.clone(),
+            loaded_ts: self.loaded_ts,
             next_row_id: AtomicU64::new(0),
             row_id_init: Mutex::new(false),
         }

@@ -311,7 +311,7 @@ impl Executor<'_> {
         let mut keys =
             (self.lookup_keys(table, access, txn, context, usize::MAX)?).unwrap_or_default();
         for narrowing in &access.narrowed_by {
-            if keys.len() < NARROWED_KEYS_MIN {
+            if keys.len() < NARROWED_KEYS_MIN || txn.snapshot_ts() < table.loaded_ts {
                 break;
             }
             let most = keys.len().saturating_mul(NARROWING_ENTRIES_PER_KEY);

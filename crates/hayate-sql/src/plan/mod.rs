@@ -590,7 +590,8 @@ fn describe_access(read: &TableRead, access: &Access) -> String {
                 IndexLookup::Point(_) => format!("Index Lookup on {name} using {index}"),
                 IndexLookup::Range { .. } => format!("Index Range Scan on {name} using {index}"),
             };
-            match narrowed_by.is_empty() {
+            // A read in the index's order reads each row as its entry comes: no narrowing.
+            match narrowed_by.is_empty() || read.index_order {
                 true => path,
                 false => {
                     let names: Vec<&str> = (narrowed_by.iter())
