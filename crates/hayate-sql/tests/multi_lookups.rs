@@ -245,3 +245,40 @@ fn a_narrow_table_written_second_is_read_first() {
     );
     assert_eq!(query(&mut session, lookup), expected);
 }
+
+/// A union reads each distinct lookup once: an IN list that repeats its values (BenchBase's
+/// twitter pads `uid IN (...)` to 20 parameters with the last one) costs the page accesses
+/// of its distinct values, on an index and on the primary key, and gives the same rows.
+#[test]
+fn repeated_in_list_values_are_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), DatabaseConfig::default()).unwrap();
+    let catalog = Catalog::open(db).unwrap();
+    let mut session = Session::new(catalog.clone(), "tester");
+    query_ok(
+        &mut session,
+        "CREATE TABLE tw (id int4 PRIMARY KEY, uid int4, body text)",
+    );
+    query_ok(&mut session, "CREATE INDEX tw_uid ON tw (uid)");
+    query_ok(
+        &mut session,
+        "INSERT INTO tw SELECT i, i % 500, repeat('x', 200) FROM generate_series(1, 5000) i",
+    );
+    let mut read = |sql: &str| {
+        let before = catalog.database().stats().buffer.hits;
+        let rows = query(&mut session, sql);
+        (rows, catalog.database().stats().buffer.hits - before)
+    };
+    let padded = |values: &str, last: &str| format!("{values}{}", format!(", {last}").repeat(18));
+    for (column, values, last) in [("uid", "7, 9", "9"), ("id", "7, 9", "9")] {
+        let sql = |list: &str| format!("SELECT id FROM tw WHERE {column} IN ({list}) ORDER BY id");
+        let (rows, hits) = read(&sql(values));
+        let (padded_rows, padded_hits) = read(&sql(&padded(values, last)));
+        assert!(!rows.is_empty());
+        assert_eq!(padded_rows, rows, "{column}");
+        assert!(
+            padded_hits < hits * 2,
+            "{column}: {padded_hits} page accesses for 20 values, {hits} for their 2"
+        );
+    }
+}
