@@ -198,7 +198,8 @@ fn a_second_index_narrows_the_keys_of_the_first() {
     assert!(plan.contains("using n_a narrowed by n_b"), "{plan}");
     let plan = common::explain(&mut session, "SELECT id FROM n WHERE b = 5 AND a < 4");
     assert!(plan.contains("using n_b narrowed by n_a"), "{plan}");
-    let queries: [(&str, fn(i64, i64) -> bool); 5] = [
+    type Expected = fn(i64, i64) -> bool;
+    let queries: [(&str, Expected); 5] = [
         ("a = 3 AND b = 5", |a, b| a == 3 && b == 5),
         ("a = 3 AND b BETWEEN 5 AND 9", |a, b| {
             a == 3 && (5..=9).contains(&b)
