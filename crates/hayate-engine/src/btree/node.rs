@@ -79,8 +79,6 @@ const FRAGMENTED_OFFSET: usize = 40;
 const LINK_OFFSET: usize = 48;
 pub const SLOTS_OFFSET: usize = 56;
 pub const SLOT_SIZE: usize = 2;
-/// Cache lines of a cell `prefetch_cell_lines` asks for.
-const CELL_LINES: usize = 3;
 pub const LEAF_CELL_HEADER_SIZE: usize = 7;
 pub const INNER_CELL_HEADER_SIZE: usize = 10;
 const FLAG_OVERFLOW: u8 = 1;
@@ -401,8 +399,8 @@ impl<'a> NodeAccessor<'a> {
         let (mut low, mut high) = (from.min(self.count), self.count);
         while low < high {
             let middle = low + (high - low) / 2;
-            self.prefetch_cell(low + (middle - low) / 2);
-            self.prefetch_cell(middle + 1 + (high - middle - 1) / 2);
+            self.prefetch_cell(low + (middle - low) / 2, 1);
+            self.prefetch_cell(middle + 1 + (high - middle - 1) / 2, 1);
             match compare_keys(self.key(middle)?, key) {
                 std::cmp::Ordering::Less => low = middle + 1,
                 std::cmp::Ordering::Greater => high = middle,
@@ -412,27 +410,16 @@ impl<'a> NodeAccessor<'a> {
         Ok(Err(low))
     }
 
-    /// Starts loading the first `CELL_LINES` lines of cell `index`: an entry's key and the
-    /// start of its value, which a scan reads (nothing if out of range).
+    /// Starts loading the first `lines` cache lines of cell `index` (nothing if out of
+    /// range): a search compares keys (one line), a scan reads keys and values.
     #[inline]
-    pub fn prefetch_cell_lines(&self, index: usize) {
+    pub fn prefetch_cell(&self, index: usize, lines: usize) {
         if index < self.count {
             let offset = read_u16(self.bytes, SLOTS_OFFSET + index * SLOT_SIZE);
-            for line in 0..CELL_LINES {
+            for line in 0..lines {
                 if let Some(bytes) = self.bytes.get(offset + line * 64..) {
                     crate::page::prefetch(bytes.as_ptr());
                 }
-            }
-        }
-    }
-
-    /// Starts loading the first line of cell `index` (nothing if out of range).
-    #[inline]
-    fn prefetch_cell(&self, index: usize) {
-        if index < self.count {
-            let offset = read_u16(self.bytes, SLOTS_OFFSET + index * SLOT_SIZE);
-            if offset < self.bytes.len() {
-                crate::page::prefetch(self.bytes[offset..].as_ptr());
             }
         }
     }

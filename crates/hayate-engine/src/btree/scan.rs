@@ -39,8 +39,10 @@ pub const READ_AHEAD_LEAVES: usize = 16;
 
 pub type Entry = (Vec<u8>, Vec<u8>);
 
-/// How many entries ahead of the one it copies a scan prefetches cells (`copy_entries`).
+/// How many entries ahead of the one it copies a scan prefetches cells (`copy_entries`),
+/// and how many cache lines of each: the key and the start of the value.
 const CELLS_AHEAD: usize = 8;
+const CELL_LINES: usize = 3;
 
 /// Why `Cursor::copy_entries` stopped.
 enum LeafEnd {
@@ -199,14 +201,14 @@ impl Cursor {
         ahead
             .by_ref()
             .take(CELLS_AHEAD)
-            .for_each(|index| node.prefetch_cell_lines(index));
+            .for_each(|index| node.prefetch_cell(index, CELL_LINES));
         let mut indexes = indexes.peekable();
         let mut batch = Vec::new();
         let mut batch_bytes = 0;
         let no_wait = crate::fiber::on_fiber() && self.chain_tries < CHAIN_TRIES;
         while let Some(index) = indexes.next() {
             if let Some(later) = ahead.next() {
-                node.prefetch_cell_lines(later);
+                node.prefetch_cell(later, CELL_LINES);
             }
             let key = node.key(index)?;
             if self.past_end(key) {
