@@ -9,6 +9,8 @@ use std::time::Duration;
 use hayate_engine::{Database, DatabaseConfig};
 use hayate_sql::{Catalog, Outcome, Session, Value};
 
+use crate::common;
+
 fn catalog(dir: &std::path::Path) -> Arc<Catalog> {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
     Catalog::open(db).unwrap()
@@ -260,6 +262,105 @@ fn alter_drop_and_truncate_respect_references() {
     ok(&mut s, "DROP TABLE p CASCADE");
     ok(&mut s, "INSERT INTO q VALUES (2, 9)");
     assert_eq!(ints(&mut s, "SELECT count(*) FROM q"), [[Some(2)]]);
+}
+
+/// A foreign key no index leads with gets one of its own (as in InnoDB): queries selecting a
+/// parent's rows and a parent's DELETE read it instead of scanning the table; no catalog view
+/// lists it and no statement names it; it goes when its key goes or another index leads with
+/// the key's columns, and is built for a key added to a table with rows.
+#[test]
+fn foreign_keys_get_an_index_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = catalog(dir.path());
+    let mut s = Session::new(catalog.clone(), "t");
+    ok(
+        &mut s,
+        "CREATE TABLE p (id int PRIMARY KEY); \
+         CREATE TABLE c (id int PRIMARY KEY, pid int REFERENCES p, v int); \
+         CREATE TABLE lines (pid int REFERENCES p, n int, PRIMARY KEY (pid, n)); \
+         INSERT INTO p SELECT i FROM generate_series(1, 200) AS i; \
+         INSERT INTO c SELECT i, i % 100 + 1, i FROM generate_series(1, 5000) AS i",
+    );
+    let by_parent = "SELECT id FROM c WHERE pid = 5";
+    let plan = common::explain(&mut s, by_parent);
+    assert!(
+        plan.contains("Index Lookup on c using c_pid_fkey (the foreign key's index)"),
+        "{plan}"
+    );
+    // The primary key leads with lines' key: no index of its own.
+    let plan = common::explain(&mut s, "SELECT n FROM lines WHERE pid = 5");
+    assert!(plan.contains("(primary key)"), "{plan}");
+    let count = |s: &mut Session, pid: i64| {
+        ints(s, &format!("SELECT count(*) FROM c WHERE pid = {pid}"))[0][0].unwrap()
+    };
+    assert_eq!(count(&mut s, 5), 50);
+    // Kept by every write.
+    ok(
+        &mut s,
+        "UPDATE c SET pid = 5 WHERE id <= 10; DELETE FROM c WHERE id = 4; \
+         INSERT INTO c VALUES (6000, 5, 0)",
+    );
+    let expected = ints(&mut s, "SELECT count(*) FROM c WHERE pid + 0 = 5")[0][0].unwrap();
+    assert_eq!(count(&mut s, 5), expected);
+    assert_eq!(expected, 50 + 9 - 1 + 1);
+    // Not a relation.
+    for sql in [
+        "SELECT count(*) FROM pg_class WHERE relname = 'c_pid_fkey'",
+        "SELECT count(*) FROM pg_indexes WHERE tablename = 'c'",
+    ] {
+        let expected = if sql.contains("pg_indexes") { 1 } else { 0 };
+        assert_eq!(ints(&mut s, sql), [[Some(expected)]], "{sql}");
+    }
+    assert_eq!(error(&mut s, "DROP INDEX c_pid_fkey").0, "42704");
+    // A parent's DELETE finds its children through it, not by reading the whole table.
+    let hits = |s: &mut Session, sql: &str| {
+        let before = catalog.database().stats().buffer.hits;
+        ok(s, sql);
+        catalog.database().stats().buffer.hits - before
+    };
+    let scan = hits(&mut s, "SELECT count(*) FROM c WHERE v + 0 = -1");
+    let delete = hits(&mut s, "DELETE FROM p WHERE id = 150");
+    assert!(
+        delete * 4 < scan,
+        "{delete} page accesses for the delete, {scan} for a scan"
+    );
+    // Kept over a restart.
+    drop(s);
+    drop(catalog);
+    let catalog = self::catalog(dir.path());
+    let mut s = Session::new(catalog.clone(), "t");
+    assert!(common::explain(&mut s, by_parent).contains("c_pid_fkey"));
+    // A CREATE INDEX leading with the key's columns replaces it; its name is free.
+    ok(&mut s, "CREATE INDEX c_pid_fkey ON c (pid, v)");
+    let plan = common::explain(&mut s, by_parent);
+    assert!(
+        plan.contains("using c_pid_fkey") && !plan.contains("foreign key's index"),
+        "{plan}"
+    );
+    assert_eq!(count(&mut s, 5), expected);
+    // Dropping that index leaves the key without one, as in PostgreSQL.
+    ok(&mut s, "DROP INDEX c_pid_fkey");
+    assert!(common::explain(&mut s, by_parent).contains("Full Scan"));
+    // A key added to a table with rows gets one, built from them; a rolled-back ADD leaves
+    // none, DROP CONSTRAINT takes it.
+    ok(&mut s, "ALTER TABLE c DROP CONSTRAINT c_pid_fkey");
+    ok(
+        &mut s,
+        "BEGIN; ALTER TABLE c ADD CONSTRAINT c_p FOREIGN KEY (pid) REFERENCES p; ROLLBACK",
+    );
+    assert!(common::explain(&mut s, by_parent).contains("Full Scan"));
+    ok(
+        &mut s,
+        "ALTER TABLE c ADD CONSTRAINT c_p FOREIGN KEY (pid) REFERENCES p",
+    );
+    let plan = common::explain(&mut s, by_parent);
+    assert!(
+        plan.contains("using c_p (the foreign key's index)"),
+        "{plan}"
+    );
+    assert_eq!(count(&mut s, 5), expected);
+    ok(&mut s, "ALTER TABLE c DROP CONSTRAINT c_p");
+    assert!(common::explain(&mut s, by_parent).contains("Full Scan"));
 }
 
 /// A delete of a referenced row and an insert referencing it, in two transactions at once:

@@ -137,6 +137,7 @@ impl Catalog {
         // The primary key's index is a relation too: a name of its own, as PostgreSQL
         // chooses one (t_pkey1, t_pkey2, ... when a renamed table kept t_pkey).
         self.name_primary_key(&mut def)?;
+        def.add_automatic_indexes();
         for column in 0..def.columns.len() {
             if def.columns[column].identity.is_some() {
                 // A taken name (a renamed table kept its sequence's) gets a number, as in
@@ -153,7 +154,7 @@ impl Catalog {
                 }
             }
         }
-        for index in &def.indexes {
+        for index in def.indexes.iter().filter(|index| !index.automatic) {
             if self.relation_exists(&index.name) {
                 return Err(duplicate_relation(&index.name));
             }
@@ -271,8 +272,9 @@ impl Catalog {
             keys_of,
             options,
         } = index;
-        let unique = kind != IndexKind::Plain;
+        let unique = matches!(kind, IndexKind::Unique | IndexKind::UniqueConstraint);
         let constraint = kind == IndexKind::UniqueConstraint;
+        let automatic = kind == IndexKind::Automatic;
         let _ddl = hayate_engine::fiber::lock(&self.ddl);
         let table = self.table(table_name)?;
         let mut expressions = Vec::new();
@@ -292,6 +294,8 @@ impl Catalog {
             })
             .collect::<SqlResult<Vec<usize>>>()?;
         let name = match name {
+            // Not a relation: its name is its foreign key's, taken or not.
+            Some(name) if automatic => name.to_string(),
             Some(name) => {
                 if self.relation_exists(name) {
                     if if_not_exists {
@@ -332,9 +336,12 @@ impl Catalog {
                 true => Vec::new(),
                 false => options.to_vec(),
             },
+            automatic,
         };
         let mut def = table.def.clone();
         def.indexes.push(index_def.clone());
+        // A foreign key's automatic index this one leads like goes.
+        let needless = def.drop_needless_automatic_indexes();
         let in_block = block.is_some();
         let built = (|| -> SqlResult<Table> {
             let mut writer = BatchWriter::new(&self.db);
@@ -364,7 +371,7 @@ impl Catalog {
         };
         let undo = DdlUndo {
             previous: vec![(table.def.name.clone(), Some(table))],
-            on_commit: Vec::new(),
+            on_commit: needless,
             on_rollback: vec![tree_name],
             ..DdlUndo::default()
         };
@@ -403,12 +410,14 @@ impl Catalog {
         let table = self.table(table_name)?;
         let mut def = table.def.clone();
         change(&mut def)?;
+        // A dropped foreign key's automatic index goes with it.
+        let needless = def.drop_needless_automatic_indexes();
         let in_block = block.is_some();
         self.write_defs(block, |txn| self.write_def(txn, &def))?;
         let new_table = self.load(def)?;
         let undo = DdlUndo {
             previous: vec![(table.def.name.clone(), Some(table))],
-            on_commit: Vec::new(),
+            on_commit: needless,
             on_rollback: Vec::new(),
             ..DdlUndo::default()
         };
@@ -534,7 +543,7 @@ impl Catalog {
                 let index = def
                     .indexes
                     .iter_mut()
-                    .find(|index| index.name == from)
+                    .find(|index| !index.automatic && index.name == from)
                     .ok_or_else(|| {
                         SqlError::new(
                             sqlstate::UNDEFINED_OBJECT,
@@ -561,7 +570,7 @@ impl Catalog {
             .read()
             .tables
             .values()
-            .find(|table| table.def.indexes.iter().any(|i| i.name == index))
+            .find(|table| (table.def.indexes.iter()).any(|i| !i.automatic && i.name == index))
             .cloned()
     }
 
@@ -578,7 +587,7 @@ impl Catalog {
                 .def
                 .indexes
                 .iter()
-                .position(|index| index.name == name)
+                .position(|index| !index.automatic && index.name == name)
                 .map(|position| (table.clone(), position))
         });
         let Some((table, position)) = found else {

@@ -68,6 +68,9 @@ pub struct IndexDef {
     /// An expression index's key expressions (`lower(email)`), in key order: each is at a
     /// position of `columns` that holds `EXPRESSION_KEY`. Empty for a plain index.
     pub expressions: Vec<IndexExpression>,
+    /// Made for a foreign key no other index leads with (`automatic_index`): used as any
+    /// index, but not a relation: no catalog view lists it, no statement names it.
+    pub automatic: bool,
 }
 
 /// A key of CREATE INDEX: a column by name, or an expression.
@@ -246,6 +249,8 @@ pub enum IndexKind {
     Unique,
     /// A UNIQUE constraint's index (ADD CONSTRAINT ... UNIQUE).
     UniqueConstraint,
+    /// A foreign key's automatic index (`IndexDef::automatic`), named after the key.
+    Automatic,
 }
 
 /// What a foreign key does to the referencing rows when a referenced row is deleted or its
@@ -470,7 +475,7 @@ impl TableDef {
     /// its own (version 5); default text if flag 2, then the sequence name if flag 32),
     /// u16 primary key length, u16 column index each, the table's engine tree name, u16 index
     /// count, per index (name, u8 flags: 1 = unique, 2 = a UNIQUE constraint's, 4 = partial, 8 = column
-    /// options, 16 = key expressions; u16 column count, u16 column index each (u16::MAX: the
+    /// options, 16 = key expressions, 32 = a foreign key's automatic index; u16 column count, u16 column index each (u16::MAX: the
     /// next key expression), engine tree name, the predicate's text if 4, a u8 of indoption
     /// bits per column if 8, if 16 a u16 count and per expression its text, u8 type tag and
     /// u32 type modifier), then (version 3) u16 check count, per check (name, expression text), u16 foreign
@@ -516,7 +521,8 @@ impl TableDef {
                     | (index.constraint as u8) << 1
                     | (index.predicate.is_some() as u8) << 2
                     | (!index.options.is_empty() as u8) << 3
-                    | (!index.expressions.is_empty() as u8) << 4,
+                    | (!index.expressions.is_empty() as u8) << 4
+                    | (index.automatic as u8) << 5,
             );
             put_columns(&mut out, &index.columns);
             put_string(&mut out, &index.tree);
@@ -668,6 +674,7 @@ impl TableDef {
                     predicate,
                     options,
                     expressions,
+                    automatic: flags & 32 != 0,
                 });
             }
             (tree, indexes)
@@ -968,19 +975,33 @@ mod tests {
                 },
             ],
             primary_key: vec![0],
-            indexes: vec![IndexDef {
-                name: "accounts_name_idx".into(),
-                columns: vec![1, EXPRESSION_KEY, 0],
-                unique: true,
-                constraint: true,
-                tree: "sql.index.accounts_name_idx".into(),
-                predicate: Some("name IS NOT NULL".into()),
-                options: vec![INDEX_DESC | INDEX_NULLS_FIRST, 0, 0],
-                expressions: vec![IndexExpression {
-                    text: "lower(name)".into(),
-                    data_type: DataType::Text,
-                }],
-            }],
+            indexes: vec![
+                IndexDef {
+                    name: "accounts_name_idx".into(),
+                    columns: vec![1, EXPRESSION_KEY, 0],
+                    unique: true,
+                    constraint: true,
+                    tree: "sql.index.accounts_name_idx".into(),
+                    predicate: Some("name IS NOT NULL".into()),
+                    options: vec![INDEX_DESC | INDEX_NULLS_FIRST, 0, 0],
+                    expressions: vec![IndexExpression {
+                        text: "lower(name)".into(),
+                        data_type: DataType::Text,
+                    }],
+                    automatic: false,
+                },
+                IndexDef {
+                    name: "accounts_name_fkey".into(),
+                    columns: vec![1],
+                    unique: false,
+                    constraint: false,
+                    tree: "sql.index.accounts_name_fkey".into(),
+                    predicate: None,
+                    options: Vec::new(),
+                    expressions: Vec::new(),
+                    automatic: true,
+                },
+            ],
             tree: "sql.table.accounts.2".into(),
             checks: vec![CheckDef {
                 name: "accounts_id_check".into(),

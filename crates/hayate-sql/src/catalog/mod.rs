@@ -43,6 +43,7 @@
 //! make the DDL wait for the writers and hold new ones off.
 
 pub mod activity;
+mod automatic_index;
 mod batch;
 pub mod cluster;
 mod ddl;
@@ -66,6 +67,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
 
+pub use automatic_index::Leading;
 pub use cluster::{Cluster, DatabaseInfo, SessionTerminator, DEFAULT_DATABASE};
 pub use ddl::{DdlUndo, NewIndex};
 pub(crate) use definition::{mentions, quote_literal};
@@ -513,7 +515,7 @@ impl Catalog {
         let constraint_taken = |name: &str| {
             def.checks.iter().any(|c| c.name == name)
                 || def.foreign_keys.iter().any(|k| k.name == name)
-                || def.indexes.iter().any(|i| i.name == name)
+                || def.indexes.iter().any(|i| !i.automatic && i.name == name)
         };
         let name = def.primary_key_name();
         let relation_taken = self.relation_exists(&name)
@@ -551,7 +553,11 @@ impl Catalog {
             || state.sequences.contains_key(name)
             || state.views.contains_key(name)
             || state.tables.values().any(|table| {
-                table.def.indexes.iter().any(|index| index.name == name)
+                table
+                    .def
+                    .indexes
+                    .iter()
+                    .any(|index| !index.automatic && index.name == name)
                     || (!table.def.primary_key.is_empty() && table.def.primary_key_name() == name)
                     || (0..table.def.columns.len()).any(|column| {
                         table.def.columns[column].identity.is_some()

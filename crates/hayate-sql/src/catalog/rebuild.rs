@@ -151,6 +151,9 @@ impl Catalog {
                     }
                 }
             }
+            // Every tree is made anew: an automatic index the change made needless (a new
+            // primary key leads with its columns, its key dropped) is simply not made.
+            def.drop_needless_automatic_indexes();
             let (tree_name, tree) =
                 self.fresh_tree(&self.tree_name(TABLE_TREE_PREFIX, &def.name), None)?;
             created.push(tree_name.clone());
@@ -206,6 +209,7 @@ impl Catalog {
                             predicate: None,
                             options: Vec::new(),
                             expressions: Vec::new(),
+                            automatic: false,
                         };
                         index_entry::duplicated(&def, &pk, &pk.key_values(&values, Vec::new()))
                     })?;

@@ -31,7 +31,7 @@ use hayate_engine::Transaction;
 
 use super::{as_slice, key_value, prefix_range, Executor};
 use crate::catalog::index_entry::{self, NOT_NULL};
-use crate::catalog::{Catalog, Deferral, ForeignKeyDef, ReferentialAction, Table};
+use crate::catalog::{Catalog, Deferral, ForeignKeyDef, Leading, ReferentialAction, Table};
 use crate::encoding::{key, row};
 use crate::error::{sqlstate, SqlError, SqlResult};
 use crate::plan::bind::Binder;
@@ -442,19 +442,14 @@ fn referencing_rows(
 ) -> SqlResult<Vec<(Vec<u8>, Vec<Value>)>> {
     let def = &child.def;
     let types = def.types();
-    let leads = |columns: &[usize]| {
-        columns.len() >= foreign.columns.len()
-            && columns[..foreign.columns.len()]
-                .iter()
-                .all(|c| foreign.columns.contains(c))
-    };
     // The key's value of a child column.
     let value_of = |column: usize| {
         let position = foreign.columns.iter().position(|c| *c == column)?;
         key_value(key[position].clone(), def.columns[column].data_type).transpose()
     };
     let mut candidates: Vec<Vec<u8>> = Vec::new();
-    if !def.primary_key.is_empty() && leads(&def.primary_key) {
+    let leading = def.leading_index(&foreign.columns);
+    if leading == Some(Leading::PrimaryKey) {
         let mut prefix = Vec::new();
         for column in &def.primary_key[..foreign.columns.len()] {
             let Some(value) = value_of(*column).transpose()? else {
@@ -466,12 +461,7 @@ fn referencing_rows(
         for entry in txn.scan_latest(child.tree, as_slice(&start), as_slice(&end))? {
             candidates.push(entry?.0);
         }
-    } else if let Some(position) = def
-        .indexes
-        .iter()
-        // A partial index lacks the rows outside its predicate.
-        .position(|i| i.predicate.is_none() && leads(&i.columns))
-    {
+    } else if let Some(Leading::Index(position)) = leading {
         let index = &def.indexes[position];
         let mut prefix = Vec::new();
         for column in &index.columns[..foreign.columns.len()] {

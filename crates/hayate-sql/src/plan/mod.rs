@@ -585,7 +585,7 @@ fn describe_access(read: &TableRead, access: &Access) -> String {
             narrowed_by,
         }) => {
             let indexes = &read.table.def.indexes;
-            let index = &indexes[*index].name;
+            let index = indexes[*index].explained();
             let path = match lookup {
                 IndexLookup::Point(_) => format!("Index Lookup on {name} using {index}"),
                 IndexLookup::Range { .. } => format!("Index Range Scan on {name} using {index}"),
@@ -594,8 +594,8 @@ fn describe_access(read: &TableRead, access: &Access) -> String {
             match narrowed_by.is_empty() || read.index_order {
                 true => path,
                 false => {
-                    let names: Vec<&str> = (narrowed_by.iter())
-                        .map(|narrowing| indexes[narrowing.index].name.as_str())
+                    let names: Vec<String> = (narrowed_by.iter())
+                        .map(|narrowing| indexes[narrowing.index].explained())
                         .collect();
                     format!("{path} narrowed by {}", names.join(", "))
                 }

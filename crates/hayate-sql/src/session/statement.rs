@@ -916,7 +916,7 @@ impl Session {
                     self.ddl_block(),
                 )?;
                 self.note_ddl(undo);
-                return Ok(());
+                return self.index_foreign_keys(name);
             }
             AlterAction::AddUnique {
                 name: index_name,
@@ -1041,6 +1041,34 @@ impl Session {
             catalog.rebuild(vec![(name.to_string(), change)], keys_of, block)
         })?;
         self.note_ddl(undo);
+        Ok(())
+    }
+
+    /// Builds the automatic index (`IndexDef::automatic`) of each foreign key of `table` no
+    /// index leads with.
+    fn index_foreign_keys(&mut self, table: &str) -> SqlResult<()> {
+        let catalog = self.catalog.clone();
+        let def = catalog.table(table)?.def.clone();
+        for key in def.unindexed_foreign_keys() {
+            let keys: Vec<IndexKey> = (key.columns.iter())
+                .map(|column| IndexKey::Column(def.columns[*column].name.clone()))
+                .collect();
+            let block = self.ddl_block();
+            let undo = with_index_keys(&catalog, |keys_of| {
+                let index = NewIndex {
+                    table,
+                    name: Some(&key.name),
+                    keys: &keys,
+                    kind: IndexKind::Automatic,
+                    if_not_exists: false,
+                    predicate: None,
+                    keys_of,
+                    options: &[],
+                };
+                catalog.create_index(index, block)
+            })?;
+            self.note_ddl(undo);
+        }
         Ok(())
     }
 

@@ -593,12 +593,14 @@ fn fold(part: &str, quoted: bool) -> String {
 /// The secondary indexes of a table, each with the oid of its engine tree. A unique index
 /// with the name PostgreSQL gives a UNIQUE constraint's index (`table_col1_col2_key`, the
 /// name CREATE TABLE ... UNIQUE gives it here too) implements that constraint (oid + 3);
-/// the catalog keeps no other mark of the difference.
+/// the catalog keeps no other mark of the difference. A foreign key's automatic index is
+/// not a relation: not listed.
 fn secondary_indexes(table: &Table) -> Vec<IndexInfo> {
     let def = &table.def;
     def.indexes
         .iter()
         .zip(&table.index_trees)
+        .filter(|(index, _)| !index.automatic)
         .map(|(index, tree)| {
             let oid = tree_oid(*tree);
             let constraint = def.is_unique_constraint(index).then_some(oid + 3);

@@ -200,6 +200,7 @@ impl Binder<'_> {
                     predicate: None,
                     options: Vec::new(),
                     expressions: Vec::new(),
+                    automatic: false,
                 });
             }
         }
@@ -756,7 +757,7 @@ impl Binder<'_> {
         let taken = |def: &TableDef, name: &str| {
             def.checks.iter().any(|c| c.name == name)
                 || def.foreign_keys.iter().any(|k| k.name == name)
-                || def.indexes.iter().any(|i| i.name == name)
+                || def.indexes.iter().any(|i| !i.automatic && i.name == name)
         };
         match constraint {
             Constraint::Check(name, expr) => {
