@@ -408,8 +408,23 @@ impl Catalog {
                 })
             })
             .collect();
-        let loaded_ts = self.db.begin_read_only().snapshot_ts();
-        Ok(Table::new(def, tree, index_trees, sequences, loaded_ts))
+        // An index the catalog had (by its engine tree, which a rename keeps) stays as
+        // readable as it was; a new one is readable from now on (the DDL has committed, or
+        // is its block's: the block's snapshot is older still).
+        let now = self.db.begin_read_only().snapshot_ts();
+        let index_ready = {
+            let state = self.state.read();
+            let known = |tree: &str| {
+                state.tables.values().find_map(|table| {
+                    let position = table.def.indexes.iter().position(|i| i.tree == tree)?;
+                    table.index_ready.get(position).copied()
+                })
+            };
+            (def.indexes.iter())
+                .map(|index| known(&index.tree).unwrap_or(now))
+                .collect()
+        };
+        Ok(Table::new(def, tree, index_trees, sequences, index_ready))
     }
 
     /// Drops the engine trees of tables and indexes no definition names (left by a crash in

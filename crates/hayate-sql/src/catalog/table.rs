@@ -29,10 +29,12 @@ pub struct Table {
     pub index_trees: Vec<TreeId>,
     /// The sequence of each identity column (None for the other columns).
     pub sequences: Vec<Option<Arc<Sequence>>>,
-    /// A snapshot taken when this definition was loaded, after the DDL that made it wrote
-    /// its rows: an older snapshot may not see every entry of an index it added, so reads
-    /// with one never narrow keys by an index (`IndexAccess::narrowed_by`).
-    pub loaded_ts: u64,
+    /// Per index of `def.indexes`, the oldest snapshot that may read through it: one taken
+    /// when the DDL that made it had committed (an index keeps the entries of the rows'
+    /// versions from its build on; an older snapshot would miss rows through it). Statements
+    /// of older snapshots are planned without it (`Binder::for_snapshot`). Kept from the
+    /// table's previous definition for an index it had; 0 for those found at open.
+    pub index_ready: Vec<u64>,
     /// Next hidden row id (tables without a primary key); 0 until first used after open.
     next_row_id: AtomicU64,
     row_id_init: Mutex<bool>,
@@ -45,17 +47,25 @@ impl Table {
         tree: TreeId,
         index_trees: Vec<TreeId>,
         sequences: Vec<Option<Arc<Sequence>>>,
-        loaded_ts: u64,
+        index_ready: Vec<u64>,
     ) -> Table {
         Table {
             def,
             tree,
             index_trees,
             sequences,
-            loaded_ts,
+            index_ready,
             next_row_id: AtomicU64::new(0),
             row_id_init: Mutex::new(false),
         }
+    }
+
+    /// True if a transaction of snapshot `snapshot_ts` may read through the index at
+    /// `position` (`index_ready`).
+    pub fn index_readable(&self, position: usize, snapshot_ts: u64) -> bool {
+        self.index_ready
+            .get(position)
+            .is_none_or(|ready| *ready <= snapshot_ts)
     }
 
     pub fn has_row_id(&self) -> bool {
@@ -92,7 +102,7 @@ impl Table {
             tree: self.tree,
             index_trees: self.index_trees.clone(),
             sequences: self.sequences.clone(),
-            loaded_ts: self.loaded_ts,
+            index_ready: self.index_ready.clone(),
             next_row_id: AtomicU64::new(0),
             row_id_init: Mutex::new(false),
         }

@@ -311,8 +311,13 @@ impl Executor<'_> {
         let mut keys =
             (self.lookup_keys(table, access, txn, context, usize::MAX)?).unwrap_or_default();
         for narrowing in &access.narrowed_by {
-            if keys.len() < NARROWED_KEYS_MIN || txn.snapshot_ts() < table.loaded_ts {
+            if keys.len() < NARROWED_KEYS_MIN {
                 break;
+            }
+            // (The plan leaves out indexes the snapshot may not read through; a narrowing
+            // one skipped is only a missed shortcut.)
+            if !table.index_readable(narrowing.index, txn.snapshot_ts()) {
+                continue;
             }
             let most = keys.len().saturating_mul(NARROWING_ENTRIES_PER_KEY);
             if let Some(found) = self.lookup_keys(table, narrowing, txn, context, most)? {

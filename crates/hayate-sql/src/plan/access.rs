@@ -32,6 +32,8 @@ pub struct IndexBindings {
     pub predicates: Vec<(usize, Expr)>,
     /// (index position, key position, expression).
     pub expressions: Vec<(usize, usize, Expr)>,
+    /// Indexes the statement's snapshot may not read through (`Table::index_ready`).
+    pub unreadable: Vec<usize>,
 }
 
 /// Ids of expression keys as `Comparisons` and paths name them, past every column number.
@@ -314,6 +316,18 @@ pub fn usable_indexes(table: &Table, terms: &IndexBindings, parts: &[&Expr]) -> 
     usable
 }
 
+/// `usable_indexes` for a read: without the indexes its snapshot may not read through.
+fn readable_indexes(table: &Table, terms: &IndexBindings, parts: &[&Expr]) -> Vec<bool> {
+    let mut usable = usable_indexes(table, terms, parts);
+    if !terms.unreadable.is_empty() {
+        usable.resize(table.def.indexes.len(), true);
+        for position in &terms.unreadable {
+            usable[*position] = false;
+        }
+    }
+    usable
+}
+
 /// True if `usable` (`usable_indexes`) lets a path use the index at `position`.
 fn may_use(usable: &[bool], position: usize) -> bool {
     usable.get(position).copied().unwrap_or(true)
@@ -492,7 +506,7 @@ const NARROWING_MAX: usize = 2;
 /// The access path of AND-ed `parts` without unions.
 fn choose_single(table: &Table, parts: &[&Expr], terms: &IndexBindings) -> Access {
     let comparisons = Comparisons::of(table, parts, terms);
-    let usable = usable_indexes(table, terms, parts);
+    let usable = readable_indexes(table, terms, parts);
     let key = &table.def.primary_key;
     if !key.is_empty() {
         if let Some(values) = comparisons.all_equal(key) {
@@ -575,7 +589,7 @@ pub fn ordered_index(
         conjuncts(filter, &mut parts);
     }
     let comparisons = Comparisons::of(table, &parts, terms);
-    let usable = usable_indexes(table, terms, &parts);
+    let usable = readable_indexes(table, terms, &parts);
     let mut best: Option<((u8, usize, bool), Access, bool)> = None;
     for (position, index) in table.def.indexes.iter().enumerate() {
         if !may_use(&usable, position) {

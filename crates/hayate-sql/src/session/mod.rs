@@ -90,11 +90,22 @@ pub struct Prepared {
     declared: Vec<DataType>,
     plan: Plan,
     catalog_version: u64,
+    /// The snapshot the plan was made for when it left out indexes for it (`Binder::
+    /// for_snapshot`); None: planned with every index.
+    bound_for: Option<u64>,
+    /// The newest index the plan could read (`Binder::newest_index_ready`): a statement
+    /// whose snapshot is older is planned for it (`Prepared::planned_for`).
+    newest_index_ready: u64,
     pub param_types: Vec<DataType>,
     pub columns: Vec<OutputColumn>,
 }
 
 impl Prepared {
+    /// What a plan for `snapshot` leaves out: nothing (None) when the snapshot is newer than
+    /// every index the statement could read.
+    fn planned_for(&self, snapshot: Option<u64>) -> Option<u64> {
+        snapshot.filter(|snapshot| *snapshot < self.newest_index_ready)
+    }
     /// The statement as SQL text (for logs).
     pub fn sql(&self) -> String {
         self.text().to_string()

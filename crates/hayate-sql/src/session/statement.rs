@@ -266,15 +266,30 @@ fn maintenance_statement(sql: &str) -> Option<Statement> {
 }
 
 impl Session {
+    /// The snapshot the next statement reads with when one older than the statement is
+    /// kept: a REPEATABLE READ or SERIALIZABLE block's. None: one taken when it starts.
+    fn statement_snapshot(&self) -> Option<u64> {
+        match &self.state {
+            State::InBlock(txn) if self.block_isolation != Isolation::ReadCommitted => {
+                Some(txn.snapshot_ts())
+            }
+            _ => None,
+        }
+    }
+
     /// Binds a parsed statement; `declared` holds the parameter types the client gave
     /// (`Unknown` where it gave none).
     pub fn prepare(&self, statement: Statement, declared: &[DataType]) -> SqlResult<Prepared> {
         let _zone = self.enter_zone();
-        let mut binder = Binder::new(&self.catalog, declared);
+        let snapshot = self.statement_snapshot();
+        let mut binder = Binder::new(&self.catalog, declared).for_snapshot(snapshot);
         let catalog_version = self.catalog.version();
         let plan = binder.bind(&statement)?;
+        let newest_index_ready = binder.newest_index_ready;
         Ok(Prepared {
             text: std::sync::OnceLock::new(),
+            bound_for: snapshot.filter(|snapshot| *snapshot < newest_index_ready),
+            newest_index_ready,
             columns: plan.columns(),
             param_types: binder.params,
             declared: declared.to_vec(),
@@ -475,8 +490,12 @@ impl Session {
         self.lock_tables(&prepared.plan)
             .inspect_err(|_| self.note_error())?;
         let rebound;
-        let prepared = if prepared.catalog_version != self.catalog.version() {
-            // A table changed since the statement was bound: bind it again.
+        let snapshot = self.statement_snapshot();
+        let prepared = if prepared.catalog_version != self.catalog.version()
+            || prepared.planned_for(snapshot) != prepared.bound_for
+        {
+            // A table changed since the statement was bound, or the statement reads with a
+            // snapshot that may read through other indexes: bind it again.
             rebound = self
                 .prepare(prepared.statement.clone(), &prepared.declared)
                 .inspect_err(|_| self.note_error())?;

@@ -986,6 +986,12 @@ impl Binder<'_> {
         table: &crate::catalog::Table,
     ) -> crate::plan::access::IndexBindings {
         let mut terms = crate::plan::access::IndexBindings::default();
+        for (position, ready) in table.index_ready.iter().enumerate() {
+            self.newest_index_ready = self.newest_index_ready.max(*ready);
+            if self.snapshot.is_some_and(|snapshot| *ready > snapshot) {
+                terms.unreadable.push(position);
+            }
+        }
         for (position, index) in table.def.indexes.iter().enumerate() {
             if let Some(predicate) = &index.predicate {
                 let bound = self

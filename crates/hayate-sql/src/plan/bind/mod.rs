@@ -91,6 +91,13 @@ pub struct Binder<'a> {
     saw_locks: bool,
     /// The FROM list being bound passed a lock into a derived table or view.
     locked_derived: bool,
+    /// The snapshot the statement will read with, when it is older than the statement
+    /// (a REPEATABLE READ block's): reads leave out the indexes it may not read through
+    /// (`Table::index_ready`). None: a snapshot taken after binding, newer than every index.
+    snapshot: Option<u64>,
+    /// The newest `Table::index_ready` of the tables read: a snapshot older than it plans
+    /// differently (`Prepared` binds again for one).
+    pub newest_index_ready: u64,
 }
 
 /// An enclosing query level: its FROM list, and whether it is grouped (its rows are then
@@ -209,7 +216,15 @@ impl<'a> Binder<'a> {
             inherited_lock: None,
             saw_locks: false,
             locked_derived: false,
+            snapshot: None,
+            newest_index_ready: 0,
         }
+    }
+
+    /// Plans reads for a statement that reads with `snapshot` (see `Binder::snapshot`).
+    pub fn for_snapshot(mut self, snapshot: Option<u64>) -> Binder<'a> {
+        self.snapshot = snapshot;
+        self
     }
 
     /// Binds one statement. Parameters still untyped afterwards are text.
