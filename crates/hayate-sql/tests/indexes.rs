@@ -337,7 +337,7 @@ fn an_index_newer_than_the_snapshot_is_not_read_through() {
     assert_eq!(count(&mut session, "EXECUTE in_block (100)"), 50);
     // (planned again with the index: one row's read touches a few pages, a scan all.)
     run(&mut session, "UPDATE r SET a = 999 WHERE id = 500");
-    let mut hits = |session: &mut Session, sql: &str| {
+    let hits = |session: &mut Session, sql: &str| {
         let before = catalog.database().stats().buffer.hits;
         assert_eq!(count(session, sql), 1);
         catalog.database().stats().buffer.hits - before
