@@ -264,10 +264,16 @@ fn repeated_in_list_values_are_read_once() {
         &mut session,
         "INSERT INTO tw SELECT i, i % 500, repeat('x', 200) FROM generate_series(1, 5000) i",
     );
+    // The fewest page accesses of three reads: background work may touch pages meanwhile.
     let mut read = |sql: &str| {
-        let before = catalog.database().stats().buffer.hits;
-        let rows = query(&mut session, sql);
-        (rows, catalog.database().stats().buffer.hits - before)
+        let mut fewest = u64::MAX;
+        let mut rows = Vec::new();
+        for _ in 0..3 {
+            let before = catalog.database().stats().buffer.hits;
+            rows = query(&mut session, sql);
+            fewest = fewest.min(catalog.database().stats().buffer.hits - before);
+        }
+        (rows, fewest)
     };
     let padded = |values: &str, last: &str| format!("{values}{}", format!(", {last}").repeat(18));
     for (column, values, last) in [("uid", "7, 9", "9"), ("id", "7, 9", "9")] {

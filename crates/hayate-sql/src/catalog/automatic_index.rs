@@ -3,10 +3,20 @@
 //! children, and a query selecting a parent's children (`WHERE f_depart_ap_id = $1`, the
 //! commonest join of all) has no path but a scan. It is an index like any other for the
 //! planner and the writes, but no relation: the catalog views do not list it (so a dump
-//! stays what PostgreSQL would dump) and no statement names it. It goes when its key goes,
-//! or when another index (the primary key, a CREATE INDEX) leads with the same columns.
+//! stays what PostgreSQL would dump) and no statement names it. It goes when no key needs
+//! it any more: its key dropped, or another index (the primary key, a CREATE INDEX) leading
+//! with the same columns. Dropping that other index later leaves the key without one, as in
+//! PostgreSQL (DROP INDEX does not build another).
+
+use std::cmp::Reverse;
 
 use super::definition::{ForeignKeyDef, IndexDef, TableDef};
+
+/// True if an index on `keys` leads with `columns`: its first `columns.len()` keys are
+/// those columns, in any order.
+fn leads(keys: &[usize], columns: &[usize]) -> bool {
+    keys.len() >= columns.len() && keys[..columns.len()].iter().all(|c| columns.contains(c))
+}
 
 /// Where rows with given values of some columns are found without a scan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,14 +32,11 @@ impl TableDef {
     /// `columns`, in any order (the primary key first); `except` is an index position not
     /// to count.
     fn leading_except(&self, columns: &[usize], except: Option<usize>) -> Option<Leading> {
-        let leads = |keys: &[usize]| {
-            keys.len() >= columns.len() && keys[..columns.len()].iter().all(|c| columns.contains(c))
-        };
-        if !self.primary_key.is_empty() && leads(&self.primary_key) {
+        if !self.primary_key.is_empty() && leads(&self.primary_key, columns) {
             return Some(Leading::PrimaryKey);
         }
         let full = |(position, index): &(usize, &IndexDef)| {
-            Some(*position) != except && index.predicate.is_none() && leads(&index.columns)
+            Some(*position) != except && index.predicate.is_none() && leads(&index.columns, columns)
         };
         let (position, _) = self.indexes.iter().enumerate().find(full)?;
         Some(Leading::Index(position))
@@ -40,16 +47,16 @@ impl TableDef {
         self.leading_except(columns, None)
     }
 
-    /// The foreign keys no index leads with: each gets an automatic index.
+    /// The foreign keys no index leads with, each to get an automatic index; longer keys
+    /// first, and none an earlier one's index would lead with (an index on (a, b) serves a
+    /// key on (a), two keys on the same columns share one).
     pub fn unindexed_foreign_keys(&self) -> Vec<ForeignKeyDef> {
+        let mut keys: Vec<&ForeignKeyDef> = self.foreign_keys.iter().collect();
+        keys.sort_by_key(|key| Reverse(key.columns.len()));
         let mut unindexed: Vec<ForeignKeyDef> = Vec::new();
-        for key in &self.foreign_keys {
-            // Two keys on the same columns share one index.
-            let same = |other: &ForeignKeyDef| {
-                other.columns.len() == key.columns.len()
-                    && other.columns.iter().all(|c| key.columns.contains(c))
-            };
-            if self.leading_index(&key.columns).is_none() && !unindexed.iter().any(same) {
+        for key in keys {
+            let served = (unindexed.iter()).any(|chosen| leads(&chosen.columns, &key.columns));
+            if !served && self.leading_index(&key.columns).is_none() {
                 unindexed.push(key.clone());
             }
         }
@@ -65,9 +72,9 @@ impl TableDef {
         self.drop_needless_automatic_indexes()
     }
 
-    /// Removes the automatic indexes no foreign key needs any more: their key is gone, or
-    /// another index leads with its columns. Returns their engine trees, to drop once the
-    /// definition without them is committed.
+    /// Removes the automatic indexes no foreign key needs any more: every key they lead
+    /// with is gone or has another index leading with its columns. Returns their engine
+    /// trees, to drop once the definition without them is committed.
     pub fn drop_needless_automatic_indexes(&mut self) -> Vec<String> {
         let mut dropped = Vec::new();
         // One at a time: of two automatic indexes leading with each other's columns, one
@@ -79,12 +86,12 @@ impl TableDef {
         dropped
     }
 
-    /// True if the index at `position` is automatic and no foreign key needs it.
+    /// True if the index at `position` is automatic and no foreign key needs it: none it
+    /// leads with lacks another index.
     fn needless(&self, position: usize) -> bool {
         let index = &self.indexes[position];
         let needs = |key: &ForeignKeyDef| {
-            key.columns.len() == index.columns.len()
-                && key.columns.iter().all(|c| index.columns.contains(c))
+            leads(&index.columns, &key.columns)
                 && self.leading_except(&key.columns, Some(position)).is_none()
         };
         index.automatic && !self.foreign_keys.iter().any(needs)

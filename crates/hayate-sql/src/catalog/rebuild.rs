@@ -152,8 +152,9 @@ impl Catalog {
                 }
             }
             // Every tree is made anew: an automatic index the change made needless (a new
-            // primary key leads with its columns, its key dropped) is simply not made.
-            def.drop_needless_automatic_indexes();
+            // primary key leads with its columns, its key dropped) is simply not made, and a
+            // key whose index went with a dropped column gets one.
+            def.add_automatic_indexes();
             let (tree_name, tree) =
                 self.fresh_tree(&self.tree_name(TABLE_TREE_PREFIX, &def.name), None)?;
             created.push(tree_name.clone());

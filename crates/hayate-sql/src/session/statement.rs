@@ -993,6 +993,12 @@ impl Session {
                                 def.foreign_keys.iter_mut().find(|k| k.name == *from)
                             {
                                 key.name = to.clone();
+                                // Its own index (EXPLAIN's name for it) follows.
+                                for index in &mut def.indexes {
+                                    if index.automatic && index.name == *from {
+                                        index.name = to.clone();
+                                    }
+                                }
                             } else {
                                 return Err(crate::catalog::undefined_constraint(from, name));
                             }
