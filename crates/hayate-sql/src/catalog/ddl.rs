@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use hayate_engine::Transaction;
+use hayate_engine::{Transaction, TreeId};
 
 use super::batch::{duplicated_row, for_each_row, BatchWriter, IndexBuild};
 use super::definition::{
@@ -62,6 +62,19 @@ impl Catalog {
     /// one, the undo goes to the session, which calls `finish_ddl` when the block ends.
     pub(super) fn finish_or_defer(&self, in_block: bool, undo: DdlUndo) -> DdlUndo {
         if in_block {
+            // Indexes it made hold the block's own writes (and entries for the newest rows
+            // only): nobody reads through them until it commits (`Table::index_ready`).
+            let before: Vec<TreeId> = (undo.previous.iter())
+                .filter_map(|(_, table)| table.as_ref())
+                .flat_map(|table| table.index_trees.iter().copied())
+                .collect();
+            let state = self.state.read();
+            for (name, _) in &undo.previous {
+                if let Some(table) = state.tables.get(name) {
+                    table.mark_block_indexes(&before);
+                }
+            }
+            drop(state);
             undo
         } else {
             self.finish_ddl_locked(vec![undo], true);
@@ -83,6 +96,20 @@ impl Catalog {
 
     fn finish_ddl_locked(&self, undos: Vec<DdlUndo>, committed: bool) {
         if committed {
+            // The block's indexes are readable by snapshots from now on; statements bound
+            // without them are bound again.
+            let now = self.db.begin_read_only().snapshot_ts();
+            let mut state = self.state.write();
+            let mut readied = false;
+            for (name, _) in undos.iter().flat_map(|undo| &undo.previous) {
+                if let Some(table) = state.tables.get(name) {
+                    readied |= table.ready_block_indexes(now);
+                }
+            }
+            if readied {
+                state.version += 1;
+            }
+            drop(state);
             for undo in undos {
                 self.drop_trees(&undo.on_commit);
             }

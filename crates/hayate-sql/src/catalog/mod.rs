@@ -78,7 +78,7 @@ pub use definition::{
 };
 pub use rebuild::Rebuild;
 pub use sequence::{Sequence, SequenceChanges, SequenceOptions, SessionSequences};
-pub use table::Table;
+pub use table::{Table, NOT_READY};
 pub use view::{View, ViewDef};
 
 /// The first oid of user objects.
@@ -381,7 +381,7 @@ impl Catalog {
     /// Builds the in-memory table of a definition whose engine trees exist.
     pub(super) fn load(&self, def: TableDef) -> SqlResult<Table> {
         let tree = self.db.table(&def.tree)?;
-        let index_trees = def
+        let index_trees: Vec<TreeId> = def
             .indexes
             .iter()
             .map(|index| self.db.table(&index.tree))
@@ -408,20 +408,21 @@ impl Catalog {
                 })
             })
             .collect();
-        // An index the catalog had (by its engine tree, which a rename keeps) stays as
-        // readable as it was; a new one is readable from now on (the DDL has committed, or
-        // is its block's: the block's snapshot is older still).
+        // An index the catalog had (by its engine tree, which a rename keeps; not by its
+        // name, which a dropped index's successor may take) stays as readable as it was; a
+        // new one is readable from now on (the DDL has committed; a block's DDL marks its
+        // indexes not ready until the block commits, `finish_or_defer`).
         let now = self.db.begin_read_only().snapshot_ts();
         let index_ready = {
             let state = self.state.read();
-            let known = |tree: &str| {
+            let known = |tree: &TreeId| {
                 state.tables.values().find_map(|table| {
-                    let position = table.def.indexes.iter().position(|i| i.tree == tree)?;
-                    table.index_ready.get(position).copied()
+                    let position = table.index_trees.iter().position(|t| t == tree)?;
+                    Some(table.index_ready(position))
                 })
             };
-            (def.indexes.iter())
-                .map(|index| known(&index.tree).unwrap_or(now))
+            (index_trees.iter())
+                .map(|tree| known(tree).unwrap_or(now))
                 .collect()
         };
         Ok(Table::new(def, tree, index_trees, sequences, index_ready))

@@ -20,6 +20,9 @@ use crate::encoding::key;
 use crate::error::SqlResult;
 use crate::types::{DataType, Value};
 
+/// `Table::index_ready` of an index an open transaction block made.
+pub const NOT_READY: u64 = u64::MAX;
+
 /// A table as statements use it: its definition, its engine trees and its sequences.
 #[derive(Debug)]
 pub struct Table {
@@ -31,10 +34,12 @@ pub struct Table {
     pub sequences: Vec<Option<Arc<Sequence>>>,
     /// Per index of `def.indexes`, the oldest snapshot that may read through it: one taken
     /// when the DDL that made it had committed (an index keeps the entries of the rows'
-    /// versions from its build on; an older snapshot would miss rows through it). Statements
-    /// of older snapshots are planned without it (`Binder::for_snapshot`). Kept from the
-    /// table's previous definition for an index it had; 0 for those found at open.
-    pub index_ready: Vec<u64>,
+    /// versions from its build on; an older snapshot would miss rows through it), or
+    /// `NOT_READY` while the transaction block that made it is open (its entries hold that
+    /// block's writes). Statements of older snapshots are planned without it
+    /// (`Binder::for_snapshot`). Kept from the table's previous definition for an index it
+    /// had (by engine tree); for those found at open, a snapshot taken then.
+    index_ready: Vec<AtomicU64>,
     /// Next hidden row id (tables without a primary key); 0 until first used after open.
     next_row_id: AtomicU64,
     row_id_init: Mutex<bool>,
@@ -54,18 +59,44 @@ impl Table {
             tree,
             index_trees,
             sequences,
-            index_ready,
+            index_ready: index_ready.into_iter().map(AtomicU64::new).collect(),
             next_row_id: AtomicU64::new(0),
             row_id_init: Mutex::new(false),
         }
     }
 
+    /// The oldest snapshot that may read through the index at `position` (`index_ready`).
+    pub fn index_ready(&self, position: usize) -> u64 {
+        (self.index_ready.get(position)).map_or(0, |ready| ready.load(Ordering::SeqCst))
+    }
+
     /// True if a transaction of snapshot `snapshot_ts` may read through the index at
     /// `position` (`index_ready`).
     pub fn index_readable(&self, position: usize, snapshot_ts: u64) -> bool {
-        self.index_ready
-            .get(position)
-            .is_none_or(|ready| *ready <= snapshot_ts)
+        self.index_ready(position) <= snapshot_ts
+    }
+
+    /// Marks the indexes not in `before` (the table's engine trees before a DDL of a
+    /// transaction block) as made by that open block: no statement reads through them.
+    pub(super) fn mark_block_indexes(&self, before: &[TreeId]) {
+        for (position, tree) in self.index_trees.iter().enumerate() {
+            if !before.contains(tree) {
+                self.index_ready[position].store(NOT_READY, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Once the block that made them committed: its indexes are readable by snapshots from
+    /// `now` on. True if there was one.
+    pub(super) fn ready_block_indexes(&self, now: u64) -> bool {
+        let mut any = false;
+        for ready in &self.index_ready {
+            if ready.load(Ordering::SeqCst) == NOT_READY {
+                ready.store(now, Ordering::SeqCst);
+                any = true;
+            }
+        }
+        any
     }
 
     pub fn has_row_id(&self) -> bool {
@@ -102,7 +133,9 @@ impl Table {
             tree: self.tree,
             index_trees: self.index_trees.clone(),
             sequences: self.sequences.clone(),
-            index_ready: self.index_ready.clone(),
+            index_ready: (0..self.index_ready.len())
+                .map(|position| AtomicU64::new(self.index_ready(position)))
+                .collect(),
             next_row_id: AtomicU64::new(0),
             row_id_init: Mutex::new(false),
         }

@@ -230,7 +230,13 @@ impl Executor<'_> {
                 continue;
             };
             let (entry, _) = entry(&table.def, index, &keys, pk)?;
-            txn.delete(table.index_trees[position], &entry)?;
+            let tree = table.index_trees[position];
+            // An index built after the snapshot wrote the entry after it: the row's own
+            // lock decides conflicts, not the entry's version (no 40001 for it).
+            if !table.index_readable(position, txn.snapshot_ts()) {
+                txn.lock_latest(tree, &entry)?;
+            }
+            txn.delete(tree, &entry)?;
         }
         Ok(())
     }

@@ -212,19 +212,24 @@ impl Executor<'_> {
     }
 
     /// TRUNCATE inside a transaction block: deletes every row and index entry in the
-    /// transaction, so a rollback keeps them.
+    /// transaction, so a rollback keeps them. The newest ones, each locked as newest (the
+    /// statement holds the tables' exclusive locks; as in PostgreSQL, TRUNCATE is not a
+    /// serialization failure): a REPEATABLE READ block's snapshot may predate rows and
+    /// entries (an index built since) it must not leave behind.
     pub(super) fn truncate(
         &self,
         tables: &[Arc<Table>],
         txn: &mut Transaction,
     ) -> SqlResult<Outcome> {
+        self.db.wait_for_started_commits();
         for table in tables {
             for tree in std::iter::once(table.tree).chain(table.index_trees.iter().copied()) {
                 let mut keys = Vec::new();
-                for entry in txn.scan(tree, Bound::Unbounded, Bound::Unbounded)? {
+                for entry in txn.scan_latest(tree, Bound::Unbounded, Bound::Unbounded)? {
                     keys.push(entry?.0);
                 }
                 for key in keys {
+                    txn.lock_latest(tree, &key)?;
                     txn.delete(tree, &key)?;
                 }
             }

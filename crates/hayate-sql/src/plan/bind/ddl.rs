@@ -986,9 +986,13 @@ impl Binder<'_> {
         table: &crate::catalog::Table,
     ) -> crate::plan::access::IndexBindings {
         let mut terms = crate::plan::access::IndexBindings::default();
-        for (position, ready) in table.index_ready.iter().enumerate() {
-            self.newest_index_ready = self.newest_index_ready.max(*ready);
-            if self.snapshot.is_some_and(|snapshot| *ready > snapshot) {
+        // Without a snapshot, the statement's is taken after binding: newer than every
+        // index but those of open blocks.
+        let snapshot = self.snapshot.unwrap_or(crate::catalog::NOT_READY - 1);
+        for position in 0..table.index_trees.len() {
+            let ready = table.index_ready(position);
+            self.newest_index_ready = self.newest_index_ready.max(ready);
+            if ready > snapshot {
                 terms.unreadable.push(position);
             }
         }
