@@ -367,7 +367,7 @@ impl Catalog {
         };
         let mut def = table.def.clone();
         def.indexes.push(index_def.clone());
-        // A foreign key's automatic index this one leads like goes.
+        // An automatic index this one makes needless (it leads with the same columns) goes.
         let needless = def.drop_needless_automatic_indexes();
         let in_block = block.is_some();
         let built = (|| -> SqlResult<Table> {

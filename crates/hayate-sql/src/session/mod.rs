@@ -106,6 +106,7 @@ impl Prepared {
     fn planned_for(&self, snapshot: Option<u64>) -> Option<u64> {
         snapshot.filter(|snapshot| *snapshot < self.newest_index_ready)
     }
+
     /// The statement as SQL text (for logs).
     pub fn sql(&self) -> String {
         self.text().to_string()

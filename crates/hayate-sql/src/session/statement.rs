@@ -285,18 +285,20 @@ impl Session {
         let mut binder = Binder::new(&self.catalog, declared).for_snapshot(snapshot);
         let catalog_version = self.catalog.version();
         let plan = binder.bind(&statement)?;
-        let newest_index_ready = binder.newest_index_ready;
-        Ok(Prepared {
+        let mut prepared = Prepared {
             text: std::sync::OnceLock::new(),
-            bound_for: snapshot.filter(|snapshot| *snapshot < newest_index_ready),
-            newest_index_ready,
+            bound_for: None,
+            newest_index_ready: binder.newest_index_ready,
             columns: plan.columns(),
             param_types: binder.params,
             declared: declared.to_vec(),
             statement,
             plan,
             catalog_version,
-        })
+        };
+        // What the plan left out, for `execute_locked` to bind it again when that differs.
+        prepared.bound_for = prepared.planned_for(snapshot);
+        Ok(prepared)
     }
 
     /// Runs every statement of a query string; stops at the first error. Several statements
