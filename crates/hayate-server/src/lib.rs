@@ -266,6 +266,7 @@ pub async fn serve_with(
     // Every connection task holds a sender; `recv` answers None once all have ended.
     let (alive, mut all_ended) = mpsc::channel::<()>(1);
     let loops = EventLoops::start(config.event_loops, &stopped)?;
+    let autoanalyze = Autoanalyze::start(databases.cluster().clone())?;
     tokio::pin!(shutdown);
     loop {
         let (socket, peer) = tokio::select! {
@@ -297,6 +298,7 @@ pub async fn serve_with(
         loops.next().spawn(connection.run());
     }
     drop(listeners);
+    autoanalyze.stop();
     databases.cluster().set_session_terminator(None);
     databases.cluster().activities().set_signaller(None);
     let _ = stop.send(true);
@@ -304,6 +306,51 @@ pub async fn serve_with(
     while all_ended.recv().await.is_some() {}
     loops.join().await;
     Ok(())
+}
+
+/// The background worker that analyzes the tables enough of whose rows changed
+/// (`Cluster::autoanalyze`), every `AUTOANALYZE_NAPTIME`, as PostgreSQL's autovacuum
+/// launcher does.
+struct Autoanalyze {
+    stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Autoanalyze {
+    fn start(cluster: Arc<Cluster>) -> io::Result<Autoanalyze> {
+        let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let signal = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("hayate-analyze".into())
+            .spawn(move || {
+                let (stopped, wake) = &*signal;
+                let mut guard = stopped.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    let naptime = hayate_sql::catalog::statistics::AUTOANALYZE_NAPTIME;
+                    guard = match wake.wait_timeout(guard, naptime) {
+                        Ok((guard, _)) => guard,
+                        Err(poisoned) => poisoned.into_inner().0,
+                    };
+                    if *guard {
+                        return;
+                    }
+                    drop(guard);
+                    for (database, table) in cluster.autoanalyze() {
+                        log::info!("automatic analysis of table \"{database}.{table}\"");
+                    }
+                    guard = stopped.lock().unwrap_or_else(|e| e.into_inner());
+                }
+            })?;
+        Ok(Autoanalyze { stop, thread })
+    }
+
+    /// Stops the worker once its analysis, if one runs, is done.
+    fn stop(self) {
+        let (stopped, wake) = &*self.stop;
+        *stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        wake.notify_all();
+        let _ = self.thread.join();
+    }
 }
 
 /// The threads that serve connections, each running a single-threaded tokio runtime until

@@ -20,6 +20,7 @@ mod savepoints;
 mod scan_filters;
 mod sequences;
 mod spill;
+mod statistics;
 mod string_functions;
 mod subqueries;
 mod table_locks;

@@ -230,6 +230,18 @@ impl Cluster {
         state.open.values().filter_map(Weak::upgrade).collect()
     }
 
+    /// Analyzes the tables of every open database that are due (`Catalog::autoanalyze`):
+    /// (database, table) of each analyzed.
+    pub fn autoanalyze(&self) -> Vec<(String, String)> {
+        let mut analyzed = Vec::new();
+        for catalog in self.open_catalogs() {
+            for table in catalog.autoanalyze() {
+                analyzed.push((catalog.name().to_string(), table));
+            }
+        }
+        analyzed
+    }
+
     /// CREATE DATABASE: the new database is empty (no template is copied).
     pub fn create_database(self: &Arc<Self>, name: &str, if_not_exists: bool) -> SqlResult<()> {
         let _ddl = hayate_engine::fiber::lock(&self.ddl);

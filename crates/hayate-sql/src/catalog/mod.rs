@@ -53,6 +53,7 @@ pub(crate) mod index_entry;
 mod reader;
 mod rebuild;
 pub mod sequence;
+pub mod statistics;
 mod table;
 mod view;
 
@@ -66,6 +67,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::error::{sqlstate, SqlError, SqlResult};
 use definition::{CATALOG_TREE, TABLE_TREE_PREFIX};
+use statistics::TableStatistics;
 
 pub use automatic_index::Leading;
 pub use cluster::{Cluster, DatabaseInfo, SessionTerminator, DEFAULT_DATABASE};
@@ -185,6 +187,8 @@ struct Definitions {
     sequences: Sequences,
     views: Vec<ViewDef>,
     enums: Vec<enum_type::StoredEnum>,
+    /// What ANALYZE learned, by the engine tree of the table's rows.
+    statistics: HashMap<TreeId, TableStatistics>,
 }
 
 /// The table and view definitions and the sequences stored in the catalog's trees.
@@ -193,10 +197,19 @@ fn read_definitions(db: &Database, tree: TreeId, sequence_tree: TreeId) -> SqlRe
     let mut views = Vec::new();
     let mut enums = Vec::new();
     let mut sequences = HashMap::new();
+    let mut statistics = HashMap::new();
     let txn = db.begin_read_only();
     for row in txn.scan(tree, Bound::Unbounded, Bound::Unbounded)? {
-        let (_, value) = row?;
-        if value.first() == Some(&view::VIEW_TAG) {
+        let (key, value) = row?;
+        if let Some(table_tree) = statistics::statistics_tree(&key) {
+            // Advisory: unreadable statistics are as none (the next ANALYZE writes them).
+            match TableStatistics::decode(&value) {
+                Ok(decoded) => {
+                    statistics.insert(table_tree, decoded);
+                }
+                Err(error) => log::warn!("statistics of tree {table_tree} skipped: {error}"),
+            }
+        } else if value.first() == Some(&view::VIEW_TAG) {
             views.push(ViewDef::decode(&value)?);
         } else if value.first() == Some(&enum_type::ENUM_TAG) {
             enums.push(enum_type::decode(&value)?);
@@ -229,6 +242,7 @@ fn read_definitions(db: &Database, tree: TreeId, sequence_tree: TreeId) -> SqlRe
         sequences,
         views,
         enums,
+        statistics,
     })
 }
 
@@ -300,6 +314,7 @@ impl Catalog {
             tables.insert(table.def.name.clone(), Arc::new(table));
         }
         catalog.state.get_mut().tables = tables;
+        catalog.install_statistics(definitions.statistics);
         catalog.state.get_mut().views = catalog.load_views(definitions.views);
         catalog.state.get_mut().enums = catalog.load_enums(definitions.enums);
         if !catalog.db.is_standby() {
@@ -351,7 +366,19 @@ impl Catalog {
         state.views = views;
         state.enums = enums;
         state.version += 1;
+        drop(state);
+        self.install_statistics(definitions.statistics);
         Ok(())
+    }
+
+    /// Gives each table the statistics stored for its rows' engine tree (none if there are
+    /// none).
+    fn install_statistics(&self, mut stored: HashMap<TreeId, TableStatistics>) {
+        for table in self.state.read().tables.values() {
+            table
+                .statistics
+                .set(stored.remove(&table.tree).map(Arc::new));
+        }
     }
 
     /// The engine trees holding the SQL catalog itself (table definitions, sequences).
@@ -425,7 +452,19 @@ impl Catalog {
                 .map(|tree| known(tree).unwrap_or(now))
                 .collect()
         };
-        Ok(Table::new(def, tree, index_trees, sequences, index_ready))
+        // Statistics describe the rows of a tree, whichever definition names it.
+        let statistics = (self.state.read().tables.values())
+            .find(|table| table.tree == tree)
+            .map(|table| table.statistics.clone())
+            .unwrap_or_default();
+        Ok(Table::new(
+            def,
+            tree,
+            index_trees,
+            sequences,
+            index_ready,
+            statistics,
+        ))
     }
 
     /// Drops the engine trees of tables and indexes no definition names (left by a crash in

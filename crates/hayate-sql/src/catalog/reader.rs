@@ -45,6 +45,12 @@ impl<'a> Reader<'a> {
         Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
+    /// A u32 length, then that many bytes.
+    pub(super) fn bytes(&mut self) -> Option<&'a [u8]> {
+        let length = self.u32()? as usize;
+        self.take(length)
+    }
+
     /// A u32 length, then that many bytes of UTF-8.
     pub(super) fn string(&mut self) -> Option<String> {
         let length = self.u32()? as usize;

@@ -80,6 +80,9 @@ impl Catalog {
         block: Option<&mut Transaction>,
     ) -> SqlResult<(Vec<Table>, Vec<String>)> {
         let mut new_tables = Vec::new();
+        // Rows copied into each new table: they count toward its first automatic analysis
+        // (the new tree has no statistics; `Statistics::wrote`).
+        let mut copied = Vec::new();
         let mut old_trees = Vec::new();
         for (name, change) in changes {
             let old = self.table(&name)?;
@@ -169,6 +172,7 @@ impl Catalog {
                 index.tree = tree_name;
                 index_trees.push(tree);
             }
+            let mut rows = 0u64;
             if copy {
                 let types = def.types();
                 let mut writer = BatchWriter::new(&self.db);
@@ -177,6 +181,7 @@ impl Catalog {
                     .map(|index_tree| IndexBuild::new(&self.db, *index_tree, index_trees.len()))
                     .collect();
                 for_each_row(&self.db, block.as_deref(), &old, |old_key, mut values| {
+                    rows += 1;
                     match &change {
                         Rebuild::AddColumn(column, value) => {
                             if value.is_null() && column.not_null {
@@ -233,6 +238,7 @@ impl Catalog {
             }
             old_trees.extend(trees_of(&old.def));
             new_tables.push(def);
+            copied.push(rows);
         }
         // The new trees are complete; one commit of the definitions makes them the tables.
         self.write_defs(block, |txn| {
@@ -241,10 +247,13 @@ impl Catalog {
             }
             Ok(())
         })?;
-        let new_tables = new_tables
+        let new_tables: Vec<Table> = new_tables
             .into_iter()
             .map(|def| self.load(def))
             .collect::<SqlResult<_>>()?;
+        for (table, rows) in new_tables.iter().zip(copied) {
+            table.statistics.wrote(rows);
+        }
         Ok((new_tables, old_trees))
     }
 }

@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 
 use super::definition::TableDef;
 use super::sequence::Sequence;
+use super::statistics::Statistics;
 use crate::encoding::key;
 use crate::error::SqlResult;
 use crate::types::{DataType, Value};
@@ -40,6 +41,9 @@ pub struct Table {
     /// (`Binder::for_snapshot`). Kept from the table's previous definition for an index it
     /// had (by engine tree); for those found at open, a snapshot taken then.
     index_ready: Vec<AtomicU64>,
+    /// What ANALYZE learned of the rows and the count of rows written since, shared by every
+    /// definition of the same engine tree (`Catalog::load`).
+    pub statistics: Arc<Statistics>,
     /// Next hidden row id (tables without a primary key); 0 until first used after open.
     next_row_id: AtomicU64,
     row_id_init: Mutex<bool>,
@@ -53,6 +57,7 @@ impl Table {
         index_trees: Vec<TreeId>,
         sequences: Vec<Option<Arc<Sequence>>>,
         index_ready: Vec<u64>,
+        statistics: Arc<Statistics>,
     ) -> Table {
         Table {
             def,
@@ -60,6 +65,7 @@ impl Table {
             index_trees,
             sequences,
             index_ready: index_ready.into_iter().map(AtomicU64::new).collect(),
+            statistics,
             next_row_id: AtomicU64::new(0),
             row_id_init: Mutex::new(false),
         }
@@ -136,6 +142,7 @@ impl Table {
             index_ready: (0..self.index_ready.len())
                 .map(|position| AtomicU64::new(self.index_ready(position)))
                 .collect(),
+            statistics: self.statistics.clone(),
             next_row_id: AtomicU64::new(0),
             row_id_init: Mutex::new(false),
         }

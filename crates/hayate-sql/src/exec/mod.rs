@@ -50,6 +50,24 @@ pub enum Outcome {
     Command { tag: String },
 }
 
+/// Counts the rows a write statement changed toward its table's next automatic analysis
+/// (`Statistics::wrote`): its tag's count, or its RETURNING rows.
+fn count_written(plan: &Plan, outcome: &Outcome) {
+    let table = match plan {
+        Plan::Insert { table, .. } => table,
+        Plan::InsertSelect(insert) => &insert.table,
+        Plan::Update { read, .. } | Plan::Delete { read, .. } => &read.table,
+        _ => return,
+    };
+    let rows = match outcome {
+        Outcome::Rows { rows, .. } => rows.len() as u64,
+        Outcome::Command { tag } => (tag.rsplit(' ').next())
+            .and_then(|count| count.parse().ok())
+            .unwrap_or(0),
+    };
+    table.statistics.wrote(rows);
+}
+
 pub struct Executor<'a> {
     pub db: &'a Database,
     /// What system tables are computed from.
@@ -84,6 +102,7 @@ impl Executor<'_> {
         self.constraints.forget_pending();
         let outcome = self.run_plan(plan, txn)?;
         self.check_pending(txn)?;
+        count_written(plan, &outcome);
         Ok(outcome)
     }
 

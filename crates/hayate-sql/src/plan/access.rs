@@ -19,10 +19,13 @@
 //! path at least as narrow as the chosen one, or the whole index instead of a full scan
 //! (`ORDER BY created DESC LIMIT 10` reads ten entries backward, not the table and a sort).
 
+use crate::catalog::statistics::{
+    TableStatistics, DEFAULT_EQUAL, DEFAULT_INEQUALITY, DEFAULT_RANGE, UNKNOWN_BOUND,
+};
 use crate::catalog::{IndexDef, Table, EXPRESSION_KEY};
 use crate::plan::expr::{BinaryOp, Expr};
 use crate::plan::SortKey;
-use crate::types::DataType;
+use crate::types::{DataType, Value};
 
 /// What paths need to know of a table's indexes beyond their columns, bound over its row:
 /// partial indexes' predicates and expression indexes' key expressions.
@@ -341,6 +344,8 @@ fn choose_parts(table: &Table, parts: &[&Expr], terms: &IndexBindings, budget: u
     if best_rank.0 == 3 {
         return single;
     }
+    let statistics = table.statistics.get();
+    let mut best_cost = statistics.as_ref().map(|s| cost(table, s, &single));
     let mut best = single;
     for (position, part) in parts.iter().enumerate() {
         let mut branches = Vec::new();
@@ -370,8 +375,16 @@ fn choose_parts(table: &Table, parts: &[&Expr], terms: &IndexBindings, budget: u
         }
         let union = Access::Union(paths);
         let rank = narrowness(table, &union);
-        if rank > best_rank {
+        let better = match (&statistics, best_cost) {
+            (Some(statistics), Some(best_cost)) => {
+                let union_cost = cost(table, statistics, &union);
+                (union_cost < best_cost).then_some(union_cost)
+            }
+            _ => (rank > best_rank).then_some(0.0),
+        };
+        if let Some(union_cost) = better {
             best_rank = rank;
+            best_cost = best_cost.map(|_| union_cost);
             best = union;
         }
     }
@@ -528,16 +541,23 @@ fn choose_single(table: &Table, parts: &[&Expr], terms: &IndexBindings) -> Acces
             }
         }
     }
+    let statistics = table.statistics.get();
     if let Some((_, index, values)) = best {
         let path = IndexAccess {
             index,
             lookup: IndexLookup::Point(values),
             narrowed_by: Vec::new(),
         };
-        return Access::Index(match table.def.indexes[index].unique {
-            true => path,
-            false => comparisons.narrowed(table, &usable, path),
-        });
+        if table.def.indexes[index].unique {
+            return Access::Index(path);
+        }
+        return match statistics {
+            Some(statistics) => cheapest(table, &statistics, &comparisons, &usable),
+            None => Access::Index(comparisons.narrowed(table, &usable, path)),
+        };
+    }
+    if let Some(statistics) = statistics {
+        return cheapest(table, &statistics, &comparisons, &usable);
     }
     // The range scans: (equal columns, bounded) ranks the candidates, the primary key first.
     let (mut best_rank, prefix, (lower, upper)) = comparisons.range(key);
@@ -566,6 +586,217 @@ fn choose_single(table: &Table, parts: &[&Expr], terms: &IndexBindings) -> Acces
         Access::Index(path) => Access::Index(comparisons.narrowed(table, &usable, path)),
         access => access,
     }
+}
+
+/// The cheapest path by the statistics (no point lookup on a unique key is possible): the
+/// primary key's range, each usable index's lookup or range, a full scan; on a tie the
+/// earlier of these.
+fn cheapest(
+    table: &Table,
+    statistics: &TableStatistics,
+    comparisons: &Comparisons,
+    usable: &[bool],
+) -> Access {
+    let (rank, prefix, (lower, upper)) = comparisons.range(&table.def.primary_key);
+    let mut candidates = Vec::new();
+    if rank != (0, false) && !table.def.primary_key.is_empty() {
+        candidates.push(Access::Range {
+            prefix,
+            lower,
+            upper,
+        });
+    }
+    for (position, index) in table.def.indexes.iter().enumerate() {
+        let columns = key_ids(index, position);
+        let compared = comparisons.all_equal(&columns).is_some()
+            || comparisons.range(&columns).0 != (0, false);
+        if compared && may_use(usable, position) {
+            candidates.push(Access::Index(comparisons.index_path(table, position)));
+        }
+    }
+    candidates.push(Access::Full);
+    let mut best = (f64::INFINITY, Access::Full);
+    for candidate in candidates {
+        let estimate = cost(table, statistics, &candidate);
+        if estimate < best.0 {
+            best = (estimate, candidate);
+        }
+    }
+    match best.1 {
+        Access::Index(path) => Access::Index(comparisons.narrowed(table, usable, path)),
+        access => access,
+    }
+}
+
+/// Costs of reading, in units of one row read by a scan with its filter tried: an index
+/// entry read, a row looked up by its key in the table's tree, a descent to a range's first
+/// leaf. A lookup costs several scanned rows: a descent (from where the previous sorted key
+/// was, `Transaction::get_sorted`) and a copy of the row out of a leaf a scan would not
+/// have had to find.
+const ENTRY_COST: f64 = 0.5;
+const LOOKUP_COST: f64 = 4.0;
+const DESCENT_COST: f64 = 10.0;
+
+/// The estimated cost of reading `table` through `access` (statistics of its rows).
+pub(crate) fn cost(table: &Table, statistics: &TableStatistics, access: &Access) -> f64 {
+    let rows = statistics.rows.max(1.0);
+    match access {
+        Access::Point(_) => LOOKUP_COST,
+        Access::Full => DESCENT_COST + rows,
+        Access::Range {
+            prefix,
+            lower,
+            upper,
+        } => {
+            let key = &table.def.primary_key;
+            let found = lookup_fraction(table, statistics, key, prefix, lower, upper);
+            DESCENT_COST + rows * found
+        }
+        Access::Index(IndexAccess { index, lookup, .. }) => {
+            let columns = key_ids(&table.def.indexes[*index], *index);
+            let entries = match lookup {
+                IndexLookup::Point(_) if table.def.indexes[*index].unique => 1.0,
+                IndexLookup::Point(values) => {
+                    rows * lookup_fraction(table, statistics, &columns, values, &None, &None)
+                }
+                IndexLookup::Range {
+                    prefix,
+                    lower,
+                    upper,
+                } => rows * lookup_fraction(table, statistics, &columns, prefix, lower, upper),
+            };
+            DESCENT_COST + entries * (ENTRY_COST + LOOKUP_COST)
+        }
+        Access::Union(branches) => (branches.iter())
+            .map(|branch| cost(table, statistics, branch))
+            .sum(),
+    }
+}
+
+/// The fraction of rows a key's lookup finds: its first `prefix.len()` keys (`columns`, a
+/// column or an expression key's id) equal those values and the next one within the bounds.
+fn lookup_fraction(
+    table: &Table,
+    statistics: &TableStatistics,
+    columns: &[usize],
+    prefix: &[Expr],
+    lower: &Option<KeyBound>,
+    upper: &Option<KeyBound>,
+) -> f64 {
+    let mut fraction: f64 = (columns.iter().zip(prefix))
+        .map(|(column, value)| equal_fraction(table, statistics, *column, value))
+        .product();
+    if lower.is_some() || upper.is_some() {
+        if let Some(next) = columns.get(prefix.len()) {
+            fraction *= range_fraction(table, statistics, *next, lower.as_ref(), upper.as_ref());
+        }
+    }
+    fraction
+}
+
+/// The value of a constant known when planning (a literal, a cast of one); None for a
+/// parameter or anything evaluated later.
+fn known_value(expr: &Expr) -> Option<Value> {
+    match expr {
+        Expr::Literal(value) => Some(value.clone()),
+        Expr::Cast { expr, to } => known_value(expr)?.cast(*to).ok(),
+        Expr::Enum {
+            expr, order: false, ..
+        } => known_value(expr),
+        _ => None,
+    }
+}
+
+/// The fraction of rows whose key `column` (an expression key has no statistics) equals
+/// `value`.
+fn equal_fraction(table: &Table, statistics: &TableStatistics, column: usize, value: &Expr) -> f64 {
+    match statistics.column(table, column) {
+        Some(column) => column.equal(known_value(value).as_ref()),
+        None => DEFAULT_EQUAL,
+    }
+}
+
+/// The fraction of rows whose key `column` lies within the bounds.
+fn range_fraction(
+    table: &Table,
+    statistics: &TableStatistics,
+    column: usize,
+    lower: Option<&KeyBound>,
+    upper: Option<&KeyBound>,
+) -> f64 {
+    let lower_value = lower.and_then(|bound| known_value(&bound.value));
+    let upper_value = upper.and_then(|bound| known_value(&bound.value));
+    let Some(column) = statistics.column(table, column) else {
+        let unknown = (lower.is_some() && lower_value.is_none())
+            || (upper.is_some() && upper_value.is_none());
+        return match (lower, upper) {
+            _ if unknown => UNKNOWN_BOUND,
+            (Some(_), Some(_)) => DEFAULT_RANGE,
+            _ => DEFAULT_INEQUALITY,
+        };
+    };
+    column.range(
+        lower.map(|bound| (lower_value.as_ref(), bound.inclusive)),
+        upper.map(|bound| (upper_value.as_ref(), bound.inclusive)),
+    )
+}
+
+/// The rows a read of `table` with `filter` returns by its statistics (None without any):
+/// each column compared with a constant narrows by its fraction, an OR by the sum of its
+/// branches'; other conditions are not counted.
+pub fn estimated_rows(table: &Table, filter: Option<&Expr>, terms: &IndexBindings) -> Option<f64> {
+    let statistics = table.statistics.get()?;
+    let mut parts = Vec::new();
+    if let Some(filter) = filter {
+        conjuncts(filter, &mut parts);
+    }
+    let fraction = filter_fraction(table, &statistics, &parts, terms, 0);
+    Some(
+        (statistics.rows * fraction)
+            .max(if parts.is_empty() { 0.0 } else { 1.0 })
+            .round(),
+    )
+}
+
+fn filter_fraction(
+    table: &Table,
+    statistics: &TableStatistics,
+    parts: &[&Expr],
+    terms: &IndexBindings,
+    depth: usize,
+) -> f64 {
+    let comparisons = Comparisons::of(table, parts, terms);
+    let mut columns: Vec<usize> = comparisons.0.iter().map(|(column, _, _)| *column).collect();
+    columns.sort_unstable();
+    columns.dedup();
+    let mut fraction = 1.0;
+    for column in columns {
+        fraction *= match comparisons.equal(&column) {
+            Some(value) => equal_fraction(table, statistics, column, &value),
+            None => {
+                let (lower, upper) = comparisons.bounds(column).unwrap_or((None, None));
+                range_fraction(table, statistics, column, lower.as_ref(), upper.as_ref())
+            }
+        };
+    }
+    if depth < 4 {
+        for part in parts {
+            let mut branches = Vec::new();
+            disjuncts(part, &mut branches);
+            if branches.len() < 2 {
+                continue;
+            }
+            let sum: f64 = (branches.iter())
+                .map(|branch| {
+                    let mut within = Vec::new();
+                    conjuncts(branch, &mut within);
+                    filter_fraction(table, statistics, &within, terms, depth + 1)
+                })
+                .sum();
+            fraction *= sum.min(1.0);
+        }
+    }
+    fraction
 }
 
 /// A path reading `table`'s rows in `order_by`'s order through a secondary index, when the

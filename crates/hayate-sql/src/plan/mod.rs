@@ -557,9 +557,14 @@ fn describe_read(read: &TableRead) -> String {
         Access::Index(_) => read.descending && read.index_order,
         _ => false,
     };
-    match backward {
+    let access = match backward {
         true => format!("{access} Backward"),
         false => access,
+    };
+    // What the table's statistics (ANALYZE) say the read returns, its filter applied.
+    match access::estimated_rows(&read.table, read.filter.as_ref(), &read.index_terms) {
+        Some(rows) => format!("{access} (estimated {rows} rows)"),
+        None => access,
     }
 }
 
@@ -850,6 +855,11 @@ pub enum Plan {
     },
     Show {
         name: String,
+    },
+    /// ANALYZE (VACUUM ANALYZE: `tag`) of these tables, every table if none.
+    Analyze {
+        tables: Vec<String>,
+        tag: &'static str,
     },
     /// Accepted and ignored (e.g. SET of a parameter we do not model, VACUUM).
     NoOp {

@@ -9,9 +9,10 @@
 //! 3. `run_plan` dispatches on the plan: transaction control, DDL through the catalog, SET
 //!    and SHOW, or data statements through the executor (`run_data`).
 
-use sqlparser::ast::Statement;
+use sqlparser::ast::{self, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
 
 use super::{command, in_failed_block, Prepared, Session, State};
 use crate::catalog::enum_type::EnumChange;
@@ -234,35 +235,110 @@ fn alter_type_owner(sql: &str) -> Option<SqlResult<Statement>> {
     })
 }
 
-/// VACUUM and ANALYZE in PostgreSQL's forms (`vacuum analyze t`, `VACUUM (VERBOSE) t`,
-/// `analyze t`), which sqlparser does not all accept: there is nothing for them to do here
-/// (purge and statistics are the engine's own business), so they are accepted whole, as one
-/// statement. Anything after a `;` makes it an ordinary parse.
+/// VACUUM and ANALYZE in PostgreSQL's forms (`vacuum analyze t`, `VACUUM (VERBOSE,
+/// ANALYZE) t, u`, `analyze t (a, b)`), which sqlparser does not all accept, as one
+/// statement each (anything after a `;` makes it an ordinary parse). VACUUM has nothing to
+/// do here (the engine purges and cleans on its own); an ANALYZE, or a VACUUM with the
+/// ANALYZE option, becomes `Statement::Analyze` whose `partitions` hold the tables named (as
+/// identifiers; none: every table; sqlparser's one `table_name` cannot hold PostgreSQL's
+/// list) and whose `has_table_keyword` says it was a VACUUM. Column lists are read and
+/// ignored: every column is analyzed.
 fn maintenance_statement(sql: &str) -> Option<Statement> {
     let text = sql.trim().trim_end_matches(';').trim();
     if text.contains(';') {
         return None;
     }
     let first = text.split_whitespace().next()?.to_ascii_lowercase();
-    let vacuum = sqlparser::ast::VacuumStatement {
-        full: false,
-        sort_only: false,
-        delete_only: false,
-        reindex: false,
-        recluster: false,
-        table_name: None,
-        threshold: None,
-        boost: false,
+    let vacuum = match first.as_str() {
+        "vacuum" => true,
+        "analyze" | "analyse" => false,
+        _ => return None,
     };
-    match first.as_str() {
-        "vacuum" => Some(Statement::Vacuum(vacuum)),
-        // An ANALYZE is told apart from a VACUUM by `reindex` (never set by VACUUM here).
-        "analyze" | "analyse" => Some(Statement::Vacuum(sqlparser::ast::VacuumStatement {
-            reindex: true,
-            ..vacuum
-        })),
-        _ => None,
+    let dialect = PostgreSqlDialect {};
+    let mut parser = Parser::new(&dialect)
+        .try_with_sql(&text[first.len()..])
+        .ok()?;
+    let mut analyze = !vacuum;
+    let is_analyze = |token: &Token| {
+        matches!(token, Token::Word(word) if ["analyze", "analyse"]
+            .contains(&word.value.to_ascii_lowercase().as_str()))
+    };
+    // (option [value], ...)
+    if parser.consume_token(&Token::LParen) {
+        loop {
+            match parser.next_token().token {
+                Token::RParen => break,
+                Token::EOF => return None,
+                token => analyze |= is_analyze(&token),
+            }
+        }
     }
+    // The older forms: VACUUM [FULL] [FREEZE] [VERBOSE] [ANALYZE], ANALYZE [VERBOSE].
+    loop {
+        let token = parser.peek_token().token;
+        let Token::Word(word) = &token else { break };
+        let option = word.quote_style.is_none()
+            && [
+                "full",
+                "freeze",
+                "verbose",
+                "analyze",
+                "analyse",
+                "skip_locked",
+            ]
+            .contains(&word.value.to_ascii_lowercase().as_str());
+        if !option {
+            break;
+        }
+        analyze |= is_analyze(&token);
+        parser.next_token();
+    }
+    let mut tables = Vec::new();
+    if parser.peek_token().token != Token::EOF {
+        loop {
+            let name = parser.parse_object_name(false).ok()?;
+            if parser.consume_token(&Token::LParen) {
+                parser
+                    .parse_comma_separated(|p| p.parse_identifier())
+                    .ok()?;
+                parser.expect_token(&Token::RParen).ok()?;
+            }
+            tables.push(ast::Expr::CompoundIdentifier(
+                name.0
+                    .iter()
+                    .filter_map(|part| part.as_ident().cloned())
+                    .collect(),
+            ));
+            if !parser.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+    }
+    if parser.peek_token().token != Token::EOF {
+        return None;
+    }
+    if !analyze {
+        return Some(Statement::Vacuum(ast::VacuumStatement {
+            full: false,
+            sort_only: false,
+            delete_only: false,
+            reindex: false,
+            recluster: false,
+            table_name: None,
+            threshold: None,
+            boost: false,
+        }));
+    }
+    Some(Statement::Analyze(ast::Analyze {
+        table_name: None,
+        partitions: Some(tables),
+        for_columns: false,
+        columns: Vec::new(),
+        cache_metadata: false,
+        noscan: false,
+        compute_statistics: false,
+        has_table_keyword: vacuum,
+    }))
 }
 
 impl Session {
@@ -821,6 +897,17 @@ impl Session {
                 })
             }
             Plan::NoOp { tag } => Ok(command(tag)),
+            Plan::Analyze { tables, tag } => {
+                match tables.is_empty() {
+                    true => self.catalog.analyze_all()?,
+                    false => {
+                        for table in tables {
+                            self.catalog.analyze(table, false)?;
+                        }
+                    }
+                }
+                Ok(command(tag))
+            }
             data => self.run_data(data, params),
         }
     }

@@ -1,14 +1,20 @@
 //! PostgreSQL's cumulative statistics views (pg_stat_*, pg_statio_*) with PostgreSQL 15's
 //! columns, so the monitoring queries of tools bind and list the databases, tables and indexes
-//! (BenchBase's collector reads all eight after every run). Hayate keeps no per-table or
-//! per-index activity counters, so those columns are NULL rather than a zero that would read
-//! as "no activity"; the only counters given are true ones (nothing is ever archived).
+//! (BenchBase's collector reads all eight after every run), and pg_stats, what ANALYZE
+//! learned per column (`catalog::statistics`). Hayate keeps no per-table or per-index
+//! activity counters beyond the analyses' (rows at the last one, rows changed since, their
+//! times and counts since the server started), so the other columns are NULL rather than a
+//! zero that would read as "no activity"; the only counters given are true ones (nothing is
+//! ever archived).
 
-use super::{Snapshot, SystemTable, UserTable, INT4, NAME, OID, PUBLIC_SCHEMA, TEXT};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use super::{Snapshot, SystemTable, UserTable, BOOL, INT4, NAME, OID, PUBLIC_SCHEMA, TEXT};
 use crate::types::{DataType, Value};
 
 const INT8: DataType = DataType::Int8;
 const FLOAT: DataType = DataType::Float8;
+const FLOAT4: DataType = DataType::Float4;
 const TIME: DataType = DataType::TimestampTz;
 
 /// Their names.
@@ -21,6 +27,7 @@ pub(super) const NAMES: &[&str] = &[
     "pg_statio_user_tables",
     "pg_stat_user_indexes",
     "pg_statio_user_indexes",
+    "pg_stats",
 ];
 
 type Columns = &'static [(&'static str, DataType)];
@@ -49,6 +56,23 @@ const TABLE_COLUMNS: Columns = &[
     ("autovacuum_count", INT8),
     ("analyze_count", INT8),
     ("autoanalyze_count", INT8),
+];
+
+const STATS_COLUMNS: Columns = &[
+    ("schemaname", NAME),
+    ("tablename", NAME),
+    ("attname", NAME),
+    ("inherited", BOOL),
+    ("null_frac", FLOAT4),
+    ("avg_width", INT4),
+    ("n_distinct", FLOAT4),
+    ("most_common_vals", TEXT),
+    ("most_common_freqs", TEXT),
+    ("histogram_bounds", TEXT),
+    ("correlation", FLOAT4),
+    ("most_common_elems", TEXT),
+    ("most_common_elem_freqs", TEXT),
+    ("elem_count_histogram", TEXT),
 ];
 
 const TABLE_IO_COLUMNS: Columns = &[
@@ -183,6 +207,9 @@ pub(super) fn definition(name: &str) -> Option<SystemTable> {
         "pg_statio_user_indexes" => ("pg_catalog", 12047, INDEX_IO_COLUMNS, |snapshot, _| {
             per_index(snapshot, INDEX_IO_COLUMNS)
         }),
+        "pg_stats" => ("pg_catalog", 12048, STATS_COLUMNS, |snapshot, _| {
+            per_column(snapshot)
+        }),
         _ => return None,
     };
     Some(SystemTable {
@@ -212,7 +239,8 @@ fn per_database(snapshot: &Snapshot, columns: Columns) -> Vec<Vec<Value>> {
         .collect()
 }
 
-/// A row per table: relid, schemaname, relname, then NULLs.
+/// A row per table: relid, schemaname, relname, then NULLs; pg_stat_user_tables with the
+/// analyses' columns.
 fn per_table(snapshot: &Snapshot, columns: Columns) -> Vec<Vec<Value>> {
     snapshot
         .tables
@@ -222,9 +250,82 @@ fn per_table(snapshot: &Snapshot, columns: Columns) -> Vec<Vec<Value>> {
             row[0] = Value::Int(table.oid);
             row[1] = Value::Text(PUBLIC_SCHEMA.into());
             row[2] = Value::Text(table.name().into());
+            if columns == TABLE_COLUMNS {
+                let statistics = &table.table.statistics;
+                let taken = statistics.get();
+                let set = |row: &mut Vec<Value>, name: &str, value: Value| {
+                    let position = (columns.iter())
+                        .position(|(column, _)| *column == name)
+                        .expect("a pg_stat_user_tables column");
+                    row[position] = value;
+                };
+                let time = |micros: i64| match micros {
+                    0 => Value::Null,
+                    micros => Value::TimestampTz(micros),
+                };
+                if let Some(taken) = &taken {
+                    set(&mut row, "n_live_tup", Value::Int(taken.rows as i64));
+                    set(&mut row, "last_analyze", time(taken.last_manual));
+                    set(&mut row, "last_autoanalyze", time(taken.last_automatic));
+                }
+                set(
+                    &mut row,
+                    "n_mod_since_analyze",
+                    Value::Int(statistics.modified() as i64),
+                );
+                let count = |counter: &AtomicU64| Value::Int(counter.load(Relaxed) as i64);
+                set(&mut row, "analyze_count", count(&statistics.analyze_count));
+                set(
+                    &mut row,
+                    "autoanalyze_count",
+                    count(&statistics.autoanalyze_count),
+                );
+            }
             row
         })
         .collect()
+}
+
+/// pg_stats: a row per column of each analyzed table. n_distinct is negative (minus the
+/// fraction of rows) when the values are thought to grow with the rows (more than a tenth
+/// of them distinct), as PostgreSQL gives it; arrays in their text form.
+fn per_column(snapshot: &Snapshot) -> Vec<Vec<Value>> {
+    let mut rows = Vec::new();
+    for table in &snapshot.tables {
+        let Some(taken) = table.table.statistics.get() else {
+            continue;
+        };
+        for (position, column) in table.table.def.columns.iter().enumerate() {
+            let Some(stats) = taken.column(&table.table, position) else {
+                continue;
+            };
+            let n_distinct = match stats.distinct > 0.1 * taken.rows {
+                true => -(stats.distinct / taken.rows.max(1.0)).min(1.0),
+                false => stats.distinct,
+            };
+            let array = |values: Vec<Option<String>>| match values.is_empty() {
+                true => Value::Null,
+                false => Value::Text(super::array::format(&values)),
+            };
+            let text = |value: &Value| value.to_text_typed(column.data_type);
+            let mut row = nulls(STATS_COLUMNS);
+            row[0] = Value::Text(PUBLIC_SCHEMA.into());
+            row[1] = Value::Text(table.name().into());
+            row[2] = Value::Text(column.name.clone());
+            row[3] = Value::Bool(false);
+            row[4] = Value::Float4(stats.null_fraction as f32);
+            row[6] = Value::Float4(n_distinct as f32);
+            row[7] = array(stats.common.iter().map(|(value, _)| text(value)).collect());
+            row[8] = array(
+                (stats.common.iter())
+                    .map(|(_, frequency)| Some(crate::types::format_float4(*frequency as f32)))
+                    .collect(),
+            );
+            row[9] = array(stats.histogram.iter().map(text).collect());
+            rows.push(row);
+        }
+    }
+    rows
 }
 
 /// A row per index (primary keys included): relid, indexrelid, schemaname, relname,

@@ -872,7 +872,7 @@ fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
     let mut rows = Vec::new();
     for table in &snapshot.tables {
         let def = &table.table.def;
-        rows.push(class_row(
+        let mut row = class_row(
             table.oid,
             table.name(),
             PUBLIC_NAMESPACE_OID,
@@ -886,7 +886,15 @@ fn pg_class(snapshot: &Snapshot, _: &SessionNames) -> Rows {
                 def.checks.len(),
                 has_foreign_keys(snapshot, table),
             ),
-        ));
+        );
+        // reltuples: the rows at the last ANALYZE (-1 before the first, as PostgreSQL 14+).
+        if let Some(taken) = table.table.statistics.get() {
+            let reltuples = (PG_CLASS_COLUMNS.iter())
+                .position(|(name, _)| *name == "reltuples")
+                .expect("pg_class has reltuples");
+            row[reltuples] = Value::Float(taken.rows);
+        }
+        rows.push(row);
         for index in &table.indexes {
             rows.push(class_row(
                 index.oid,

@@ -1174,8 +1174,10 @@ type Reordered = (Vec<FromItem>, Vec<Expr>, Vec<usize>);
 /// from its own and implied conditions (`FROM customer, frequent_flyer WHERE ff_c_id_str = ?
 /// AND ff_c_id = c_id` starts with frequent_flyer's index). The narrowest item goes first,
 /// then, greedily, the narrowest item joined by an equality to those placed (else the next
-/// written). Returns the items and conditions renumbered and where each written column went;
-/// Err hands everything back unchanged. No statistics: shape only.
+/// written). Items whose tables have statistics (ANALYZE) compare by the rows they are
+/// estimated to return (`access::estimated_rows`), the others by their paths' shapes.
+/// Returns the items and conditions renumbered and where each written column went; Err
+/// hands everything back unchanged.
 fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered, Unordered> {
     let plain = items.len() >= 2
         && items
@@ -1192,9 +1194,10 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
     let mut all: Vec<Expr> = conditions.clone();
     all.extend(items.iter().flat_map(|item| item.on.iter().cloned()));
     all.extend(implied_constants(all.clone().iter()));
-    let rank = |item: &FromItem| -> (u8, usize, bool) {
+    // How narrow each item's read is by shape, and the rows it returns by its statistics.
+    let rank = |item: &FromItem| -> ((u8, usize, bool), Option<f64>) {
         let Relation::Table { read, .. } = &item.relation else {
-            return (0, 0, false);
+            return ((0, 0, false), None);
         };
         let own: Vec<Expr> = all
             .iter()
@@ -1205,13 +1208,22 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
             .collect();
         let mut filter = read.filter.clone().into_iter().collect::<Vec<_>>();
         filter.extend(own);
-        let access = access::choose(&read.table, and_all(filter).as_ref(), &read.index_terms);
-        access::narrowness(&read.table, &access)
+        let filter = and_all(filter);
+        let access = access::choose(&read.table, filter.as_ref(), &read.index_terms);
+        let rows = access::estimated_rows(&read.table, filter.as_ref(), &read.index_terms);
+        (access::narrowness(&read.table, &access), rows)
     };
-    let ranks: Vec<_> = items.iter().map(rank).collect();
-    let best = (0..items.len())
-        .max_by(|a, b| ranks[*a].cmp(&ranks[*b]).then(b.cmp(a)))
-        .expect("two items or more");
+    let (ranks, rows): (Vec<_>, Vec<_>) = items.iter().map(rank).unzip();
+    // Greater: item a goes before item b (fewer rows when both have statistics, else the
+    // narrower path), the earlier written on a tie.
+    let before = |a: &usize, b: &usize| {
+        let by_rows = match (rows[*a], rows[*b]) {
+            (Some(x), Some(y)) => y.partial_cmp(&x).unwrap_or(std::cmp::Ordering::Equal),
+            _ => std::cmp::Ordering::Equal,
+        };
+        by_rows.then(ranks[*a].cmp(&ranks[*b])).then(b.cmp(a))
+    };
+    let best = (0..items.len()).max_by(before).expect("two items or more");
     if ranks[0].0 > 0 || ranks[best].0 == 0 || best == 0 {
         return Err((items, conditions));
     }
@@ -1232,7 +1244,7 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
         let next = (0..items.len())
             .filter(|i| !order.contains(i))
             .filter(|i| order.iter().any(|p| joins(&items[*p], &items[*i])))
-            .max_by(|a, b| ranks[*a].cmp(&ranks[*b]).then(b.cmp(a)))
+            .max_by(before)
             .or_else(|| (0..items.len()).find(|i| !order.contains(i)))
             .expect("an item is left");
         order.push(next);

@@ -427,9 +427,29 @@ impl<'a> Binder<'a> {
                     .then(|| ident_name(name)),
             }),
             // See session::maintenance_statement.
-            Statement::Vacuum(vacuum) => Ok(Plan::NoOp {
-                tag: if vacuum.reindex { "ANALYZE" } else { "VACUUM" },
-            }),
+            Statement::Vacuum(_) => Ok(Plan::NoOp { tag: "VACUUM" }),
+            Statement::Analyze(analyze) => {
+                let mut tables = Vec::new();
+                for name in analyze.partitions.iter().flatten() {
+                    let ast::Expr::CompoundIdentifier(parts) = name else {
+                        return Err(SqlError::syntax(format!("syntax error at \"{name}\"")));
+                    };
+                    let name = ast::ObjectName(
+                        (parts.iter().cloned())
+                            .map(ast::ObjectNamePart::Identifier)
+                            .collect(),
+                    );
+                    tables.push(self.catalog.table(&object_name(&name)?)?.def.name.clone());
+                }
+                Ok(Plan::Analyze {
+                    tables,
+                    tag: if analyze.has_table_keyword {
+                        "VACUUM"
+                    } else {
+                        "ANALYZE"
+                    },
+                })
+            }
             Statement::Set(ast::Set::SingleAssignment {
                 variable, values, ..
             }) if variable.to_string().starts_with(SET_CONSTRAINTS) => {
