@@ -114,6 +114,7 @@ fn analyze_fills_pg_stats_reltuples_and_the_table_counters() {
         Value::Int(4)
     );
     assert_eq!(error_code(&mut s, "ANALYZE t, nosuch"), "42P01");
+    assert_eq!(error_code(&mut s, "ANALYZE t (status, nope)"), "42703");
     assert_eq!(tag(&mut s, "ANALYZE public.t (status, n), u"), "ANALYZE");
 }
 

@@ -239,10 +239,11 @@ fn alter_type_owner(sql: &str) -> Option<SqlResult<Statement>> {
 /// ANALYZE) t, u`, `analyze t (a, b)`), which sqlparser does not all accept, as one
 /// statement each (anything after a `;` makes it an ordinary parse). VACUUM has nothing to
 /// do here (the engine purges and cleans on its own); an ANALYZE, or a VACUUM with the
-/// ANALYZE option, becomes `Statement::Analyze` whose `partitions` hold the tables named (as
-/// identifiers; none: every table; sqlparser's one `table_name` cannot hold PostgreSQL's
-/// list) and whose `has_table_keyword` says it was a VACUUM. Column lists are read and
-/// ignored: every column is analyzed.
+/// ANALYZE option, becomes `Statement::Analyze` whose `partitions` hold the tables named
+/// (none: every table; sqlparser's one `table_name` cannot hold PostgreSQL's list), each a
+/// compound identifier, or with a column list a tuple of it and the columns' identifiers,
+/// and whose `has_table_keyword` says it was a VACUUM. The columns are checked; every
+/// column is analyzed.
 fn maintenance_statement(sql: &str) -> Option<Statement> {
     let text = sql.trim().trim_end_matches(';').trim();
     if text.contains(';') {
@@ -297,18 +298,23 @@ fn maintenance_statement(sql: &str) -> Option<Statement> {
     if parser.peek_token().token != Token::EOF {
         loop {
             let name = parser.parse_object_name(false).ok()?;
-            if parser.consume_token(&Token::LParen) {
-                parser
-                    .parse_comma_separated(|p| p.parse_identifier())
-                    .ok()?;
-                parser.expect_token(&Token::RParen).ok()?;
-            }
-            tables.push(ast::Expr::CompoundIdentifier(
+            let name = ast::Expr::CompoundIdentifier(
                 name.0
                     .iter()
                     .filter_map(|part| part.as_ident().cloned())
                     .collect(),
-            ));
+            );
+            if parser.consume_token(&Token::LParen) {
+                let columns = parser
+                    .parse_comma_separated(|p| p.parse_identifier())
+                    .ok()?;
+                parser.expect_token(&Token::RParen).ok()?;
+                let mut item = vec![name];
+                item.extend(columns.into_iter().map(ast::Expr::Identifier));
+                tables.push(ast::Expr::Tuple(item));
+            } else {
+                tables.push(name);
+            }
             if !parser.consume_token(&Token::Comma) {
                 break;
             }

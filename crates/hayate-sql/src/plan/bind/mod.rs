@@ -430,7 +430,12 @@ impl<'a> Binder<'a> {
             Statement::Vacuum(_) => Ok(Plan::NoOp { tag: "VACUUM" }),
             Statement::Analyze(analyze) => {
                 let mut tables = Vec::new();
-                for name in analyze.partitions.iter().flatten() {
+                // See session::maintenance_statement for the form of the list.
+                for item in analyze.partitions.iter().flatten() {
+                    let (name, columns) = match item {
+                        ast::Expr::Tuple(item) => (&item[0], &item[1..]),
+                        name => (name, &[][..]),
+                    };
                     let ast::Expr::CompoundIdentifier(parts) = name else {
                         return Err(SqlError::syntax(format!("syntax error at \"{name}\"")));
                     };
@@ -439,7 +444,23 @@ impl<'a> Binder<'a> {
                             .map(ast::ObjectNamePart::Identifier)
                             .collect(),
                     );
-                    tables.push(self.catalog.table(&object_name(&name)?)?.def.name.clone());
+                    let table = self.catalog.table(&object_name(&name)?)?;
+                    for column in columns {
+                        let ast::Expr::Identifier(column) = column else {
+                            continue;
+                        };
+                        let column = ident_name(column);
+                        if table.def.column_index(&column).is_none() {
+                            return Err(SqlError::new(
+                                sqlstate::UNDEFINED_COLUMN,
+                                format!(
+                                    "column \"{column}\" of relation \"{}\" does not exist",
+                                    table.def.name
+                                ),
+                            ));
+                        }
+                    }
+                    tables.push(table.def.name.clone());
                 }
                 Ok(Plan::Analyze {
                     tables,
