@@ -335,7 +335,8 @@ impl Autoanalyze {
                         return;
                     }
                     drop(guard);
-                    for (database, table) in cluster.autoanalyze() {
+                    let stopping = || *stopped.lock().unwrap_or_else(|e| e.into_inner());
+                    for (database, table) in cluster.autoanalyze(&stopping) {
                         log::info!("automatic analysis of table \"{database}.{table}\"");
                     }
                     guard = stopped.lock().unwrap_or_else(|e| e.into_inner());
@@ -344,7 +345,7 @@ impl Autoanalyze {
         Ok(Autoanalyze { stop, thread })
     }
 
-    /// Stops the worker once its analysis, if one runs, is done.
+    /// Stops the worker (an analysis running stops within 4,096 rows).
     fn stop(self) {
         let (stopped, wake) = &*self.stop;
         *stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;

@@ -230,12 +230,15 @@ impl Cluster {
         state.open.values().filter_map(Weak::upgrade).collect()
     }
 
-    /// Analyzes the tables of every open database that are due (`Catalog::autoanalyze`):
-    /// (database, table) of each analyzed.
-    pub fn autoanalyze(&self) -> Vec<(String, String)> {
+    /// Analyzes the tables of every open database that are due (`Catalog::autoanalyze`)
+    /// until `stopped`: (database, table) of each analyzed.
+    pub fn autoanalyze(&self, stopped: super::statistics::Stopped) -> Vec<(String, String)> {
         let mut analyzed = Vec::new();
         for catalog in self.open_catalogs() {
-            for table in catalog.autoanalyze() {
+            if catalog.is_dropped() {
+                continue;
+            }
+            for table in catalog.autoanalyze(stopped) {
                 analyzed.push((catalog.name().to_string(), table));
             }
         }

@@ -21,19 +21,20 @@
 //! Row format (a value of `sql.catalog` under `statistics_key(tree)`, told from a table's
 //! by its first byte): u8 `STATISTICS_TAG`, f64 rows, i64 last manual and automatic
 //! analysis (microseconds since 2000, 0 never), u16 column count; per column u8 present,
-//! then type tag u8, type modifier u32, f64 NULL fraction, f64 distinct values, u16 common
+//! then type tag u8, type modifier u32, f64 NULL fraction, f64 average width, f64 distinct
+//! values, u16 common
 //! value count with their f64 frequencies, the values as one encoded row, u16 histogram
 //! bound count and the bounds as one encoded row (rows as `encoding::row`, byte strings as
 //! u32 length + bytes; integers and floats little-endian).
 
 use std::cmp::Ordering;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use hayate_engine::TreeId;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use rand::Rng;
 
 use super::reader::Reader;
@@ -51,6 +52,12 @@ pub const SAMPLE_ROWS: usize = 30_000;
 const COMMON_VALUES: usize = 100;
 /// Histogram bounds kept per column.
 const HISTOGRAM_BOUNDS: usize = 101;
+/// Values wider than this (bytes of text) are counted but never kept as common values or
+/// bounds (PostgreSQL's WIDTH_THRESHOLD): the statistics row stays small.
+const WIDTH_THRESHOLD: usize = 1024;
+/// The sample's bytes past which it is thinned to three quarters of its rows (wide rows:
+/// the sample stays a uniform one, of fewer rows).
+const SAMPLE_BYTES: usize = 128 << 20;
 /// Rows changed before a table is analyzed again: this many plus `AUTOANALYZE_FRACTION` of
 /// its rows.
 const AUTOANALYZE_THRESHOLD: f64 = 50.0;
@@ -90,6 +97,8 @@ pub struct ColumnStatistics {
     /// The column's type when analyzed (an ALTER COLUMN TYPE since makes them unusable).
     pub data_type: DataType,
     pub null_fraction: f64,
+    /// The average width of the non-NULL values in bytes (text and bytea their length).
+    pub average_width: f64,
     /// Distinct non-NULL values (estimated past the sample).
     pub distinct: f64,
     /// The most common values and their frequencies among all rows, most common first.
@@ -116,11 +125,24 @@ pub type ValueBound<'a> = Option<(Option<&'a Value>, bool)>;
 
 impl ColumnStatistics {
     /// The fraction of rows whose value equals `value` (None: a value not known when
-    /// planning, a parameter).
+    /// planning, a parameter: taken as the least common value's, for the reason given at
+    /// `UNKNOWN_BOUND`; a skewed column's rare values are what such statements ask for).
     pub fn equal(&self, value: Option<&Value>) -> f64 {
-        let non_null = 1.0 - self.null_fraction;
+        let common: f64 = self.common.iter().map(|(_, f)| f).sum();
+        let others = self.distinct - self.common.len() as f64;
+        // Each value not among the common ones.
+        let each = match others >= 1.0 {
+            true => Some(((1.0 - self.null_fraction - common) / others).clamp(0.0, 1.0)),
+            false => None,
+        };
+        let least = self.common.last().map(|(_, frequency)| *frequency);
         let Some(value) = value else {
-            return (non_null / self.distinct.max(1.0)).min(1.0);
+            return match (each, least) {
+                (Some(each), Some(least)) => each.min(least),
+                (Some(each), None) => each,
+                (None, Some(least)) => least,
+                (None, None) => 0.0,
+            };
         };
         if value.is_null() {
             return 0.0;
@@ -128,16 +150,11 @@ impl ColumnStatistics {
         if let Some((_, frequency)) = self.common.iter().find(|(v, _)| equal_values(v, value)) {
             return *frequency;
         }
-        let common: f64 = self.common.iter().map(|(_, f)| f).sum();
-        let others = self.distinct - self.common.len() as f64;
-        if others < 1.0 {
+        match (each, least) {
+            (Some(each), Some(least)) => each.min(least),
+            (Some(each), None) => each,
             // Every distinct value is a common one: this one is in no row (but say little).
-            return (1.0 - common - self.null_fraction).clamp(0.0, 1.0) / 2.0;
-        }
-        let each = ((non_null - common) / others).clamp(0.0, 1.0);
-        match self.common.last() {
-            Some((_, least)) => each.min(*least),
-            None => each,
+            (None, _) => (1.0 - common - self.null_fraction).clamp(0.0, 1.0) / 2.0,
         }
     }
 
@@ -149,6 +166,12 @@ impl ColumnStatistics {
         }
         let lower = lower.map(|(value, inclusive)| (value.expect("known"), inclusive));
         let upper = upper.map(|(value, inclusive)| (value.expect("known"), inclusive));
+        // A comparison with NULL is never true.
+        if lower.is_some_and(|(value, _)| value.is_null())
+            || upper.is_some_and(|(value, _)| value.is_null())
+        {
+            return 0.0;
+        }
         let inside = |value: &Value| {
             lower.is_none_or(|(bound, inclusive)| match value.sort_order(bound) {
                 Ordering::Greater => true,
@@ -166,23 +189,32 @@ impl ColumnStatistics {
             .sum();
         let rest =
             (1.0 - self.null_fraction - self.common.iter().map(|(_, f)| f).sum::<f64>()).max(0.0);
-        let below = |bound: Option<(&Value, bool)>, otherwise: f64| match bound {
-            Some((value, _)) => self.histogram_below(value),
-            None => otherwise,
-        };
-        let share = (below(upper, 1.0) - below(lower, 0.0)).max(0.0);
+        // The histogram's share below the upper bound (with it if inclusive) less its share
+        // below the lower one (with it if exclusive).
+        let upper_share = upper.map_or(1.0, |(value, inclusive)| {
+            self.histogram_below(value, inclusive)
+        });
+        let lower_share = lower.map_or(0.0, |(value, inclusive)| {
+            self.histogram_below(value, !inclusive)
+        });
+        let share = (upper_share - lower_share).max(0.0);
         (common + share * rest).clamp(0.0, 1.0)
     }
 
-    /// The fraction of the histogram's values below `value`, interpolated within its
-    /// bucket for numbers (else half the bucket).
-    fn histogram_below(&self, value: &Value) -> f64 {
+    /// The fraction of the histogram's values below `value` (`or_equal`: or equal to it),
+    /// interpolated within its bucket for finite numbers (else half the bucket). Bounds
+    /// repeat where a value fills more than a bucket.
+    fn histogram_below(&self, value: &Value, or_equal: bool) -> f64 {
         let bounds = &self.histogram;
         if bounds.len() < 2 {
             return 0.5;
         }
         let buckets = (bounds.len() - 1) as f64;
-        let above = bounds.partition_point(|bound| bound.sort_order(value) != Ordering::Greater);
+        let above = bounds.partition_point(|bound| match bound.sort_order(value) {
+            Ordering::Less => true,
+            Ordering::Equal => or_equal,
+            Ordering::Greater => false,
+        });
         if above == 0 {
             return 0.0;
         }
@@ -191,7 +223,9 @@ impl ColumnStatistics {
         }
         let (low, high) = (&bounds[above - 1], &bounds[above]);
         let within = match (low.as_f64(), high.as_f64(), value.as_f64()) {
-            (Some(low), Some(high), Some(value)) if high > low => {
+            (Some(low), Some(high), Some(value))
+                if high > low && low.is_finite() && high.is_finite() && value.is_finite() =>
+            {
                 ((value - low) / (high - low)).clamp(0.0, 1.0)
             }
             _ => 0.5,
@@ -212,8 +246,9 @@ pub struct Statistics {
     current: RwLock<Option<Arc<TableStatistics>>>,
     /// Rows inserted, updated or deleted since the last analysis (or since open).
     modified: AtomicU64,
-    /// An analysis is running.
-    analyzing: AtomicBool,
+    /// Held by the analysis running (one at a time: a second waits, an automatic one
+    /// skips the table).
+    analyzing: Mutex<()>,
     /// Analyses since open, by hand and automatic (pg_stat_user_tables).
     pub(crate) analyze_count: AtomicU64,
     pub(crate) autoanalyze_count: AtomicU64,
@@ -223,6 +258,12 @@ impl Statistics {
     /// What the last analysis learned, if any.
     pub fn get(&self) -> Option<Arc<TableStatistics>> {
         self.current.read().clone()
+    }
+
+    /// What the planner goes by: none for a table analyzed while empty (its rows since are
+    /// unknown; PostgreSQL, too, never plans for an empty table).
+    pub fn for_planning(&self) -> Option<Arc<TableStatistics>> {
+        self.get().filter(|statistics| statistics.rows >= 1.0)
     }
 
     pub(super) fn set(&self, statistics: Option<Arc<TableStatistics>>) {
@@ -271,6 +312,7 @@ impl TableStatistics {
             out.push(column.data_type.tag());
             out.extend_from_slice(&column.data_type.type_modifier().to_le_bytes());
             out.extend_from_slice(&column.null_fraction.to_le_bytes());
+            out.extend_from_slice(&column.average_width.to_le_bytes());
             out.extend_from_slice(&column.distinct.to_le_bytes());
             out.extend_from_slice(&(column.common.len() as u16).to_le_bytes());
             for (_, frequency) in &column.common {
@@ -310,6 +352,7 @@ impl TableStatistics {
             let modifier = reader.u32().ok_or_else(corrupt)?;
             let data_type = DataType::from_tag(tag, modifier).ok_or_else(corrupt)?;
             let null_fraction = f64_of(&mut reader).ok_or_else(corrupt)?;
+            let average_width = f64_of(&mut reader).ok_or_else(corrupt)?;
             let distinct = f64_of(&mut reader).ok_or_else(corrupt)?;
             let common_count = reader.u16().ok_or_else(corrupt)? as usize;
             let frequencies = (0..common_count)
@@ -322,6 +365,7 @@ impl TableStatistics {
             columns.push(Some(ColumnStatistics {
                 data_type,
                 null_fraction,
+                average_width,
                 distinct,
                 common: common_values.into_iter().zip(frequencies).collect(),
                 histogram,
@@ -364,21 +408,45 @@ fn ordered(data_type: DataType) -> bool {
         ))
 }
 
+/// What an analysis asks every 4,096 rows: true to stop (the server is stopping).
+pub type Stopped<'a> = &'a dyn Fn() -> bool;
+
 /// Reads `table` from one snapshot and derives its statistics.
-fn collect(db: &hayate_engine::Database, table: &Table) -> SqlResult<TableStatistics> {
+fn collect(
+    db: &hayate_engine::Database,
+    table: &Table,
+    stopped: Stopped,
+) -> SqlResult<TableStatistics> {
     let txn = db.begin_read_only();
     let mut sample: Vec<Vec<u8>> = Vec::new();
+    let mut capacity = SAMPLE_ROWS;
+    let mut bytes = 0usize;
     let mut rows: u64 = 0;
     let mut rng = rand::thread_rng();
     for entry in txn.scan(table.tree, Bound::Unbounded, Bound::Unbounded)? {
         let (_, value) = entry?;
         rows += 1;
-        if sample.len() < SAMPLE_ROWS {
+        if rows % 4096 == 0 && stopped() {
+            return Err(SqlError::new(sqlstate::QUERY_CANCELED, "analysis stopped"));
+        }
+        let length = value.len();
+        if sample.len() < capacity {
             sample.push(value);
         } else {
-            let slot = rng.gen_range(0..rows);
-            if (slot as usize) < SAMPLE_ROWS {
-                sample[slot as usize] = value;
+            let slot = rng.gen_range(0..rows) as usize;
+            if slot >= capacity {
+                continue;
+            }
+            bytes -= sample[slot].len();
+            sample[slot] = value;
+        }
+        bytes += length;
+        if bytes > SAMPLE_BYTES && sample.len() > 100 {
+            // A uniform sample's random subset is a uniform sample.
+            capacity = sample.len() * 3 / 4;
+            while sample.len() > capacity {
+                let drop = rng.gen_range(0..sample.len());
+                bytes -= sample.swap_remove(drop).len();
             }
         }
     }
@@ -410,6 +478,15 @@ fn column_statistics(mut values: Vec<Value>, data_type: DataType, total: f64) ->
     } else {
         0.0
     };
+    let width = |value: &Value| match value {
+        Value::Text(text) => text.len(),
+        Value::Bytes(bytes) => bytes.len(),
+        _ => data_type.size().max(1) as usize,
+    };
+    let average_width = match values.is_empty() {
+        true => 0.0,
+        false => values.iter().map(width).sum::<usize>() as f64 / values.len() as f64,
+    };
     values.sort_by(|a, b| a.sort_order(b));
     // Runs of equal values: (first index, count).
     let mut groups: Vec<(usize, usize)> = Vec::new();
@@ -439,6 +516,7 @@ fn column_statistics(mut values: Vec<Value>, data_type: DataType, total: f64) ->
         return ColumnStatistics {
             data_type,
             null_fraction,
+            average_width,
             distinct,
             common: Vec::new(),
             histogram: Vec::new(),
@@ -450,7 +528,9 @@ fn column_statistics(mut values: Vec<Value>, data_type: DataType, total: f64) ->
     by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let complete = groups.len() <= COMMON_VALUES && (sampled >= total || once == 0.0);
     let average = n / d;
+    let narrow = |(first, _): &(usize, usize)| width(&values[*first]) <= WIDTH_THRESHOLD;
     let common_groups: Vec<(usize, usize)> = (by_count.into_iter())
+        .filter(narrow)
         .filter(|(_, count)| complete || (*count > 1 && *count as f64 > 1.25 * average))
         .take(COMMON_VALUES)
         .collect();
@@ -459,23 +539,23 @@ fn column_statistics(mut values: Vec<Value>, data_type: DataType, total: f64) ->
         .collect();
     // The histogram over the rest.
     let rest: Vec<&Value> = (groups.iter())
-        .filter(|group| !common_groups.contains(group))
+        .filter(|group| narrow(group) && !common_groups.contains(group))
         .flat_map(|(first, count)| values[*first..*first + *count].iter())
         .collect();
     let histogram = match rest.len() {
         0 | 1 => Vec::new(),
         length => {
             let bounds = HISTOGRAM_BOUNDS.min(length);
-            let mut chosen: Vec<Value> = (0..bounds)
+            // Equal-count buckets; a bound repeats where a value fills more than one.
+            (0..bounds)
                 .map(|i| rest[i * (length - 1) / (bounds - 1)].clone())
-                .collect();
-            chosen.dedup_by(|a, b| a.sort_order(b) == Ordering::Equal);
-            chosen
+                .collect()
         }
     };
     ColumnStatistics {
         data_type,
         null_fraction,
+        average_width,
         distinct,
         common,
         histogram,
@@ -485,7 +565,13 @@ fn column_statistics(mut values: Vec<Value>, data_type: DataType, total: f64) ->
 impl Catalog {
     /// ANALYZE of the table `name` (42P01 if there is none; 25006 on a standby): reads it,
     /// keeps and publishes what it learned. `automatic`: the background worker's.
-    pub fn analyze(&self, name: &str, automatic: bool) -> SqlResult<()> {
+    pub fn analyze(&self, name: &str) -> SqlResult<()> {
+        self.analyze_table(name, false, &|| false)
+    }
+
+    /// An analysis of the table `name`: by hand, it waits for one running; automatic, it
+    /// leaves the table to the one running.
+    fn analyze_table(&self, name: &str, automatic: bool, stopped: Stopped) -> SqlResult<()> {
         if self.is_standby() {
             return Err(SqlError::new(
                 sqlstate::READ_ONLY_SQL_TRANSACTION,
@@ -494,17 +580,19 @@ impl Catalog {
         }
         let table = self.table(name)?;
         let slot = table.statistics.clone();
-        if slot.analyzing.swap(true, AtomicOrdering::SeqCst) {
-            return Ok(()); // another analysis of the same rows is running
-        }
-        let result = self.analyze_table(&table, automatic);
-        slot.analyzing.store(false, AtomicOrdering::SeqCst);
-        result
+        let _running = match automatic {
+            true => match slot.analyzing.try_lock() {
+                Some(guard) => guard,
+                None => return Ok(()),
+            },
+            false => hayate_engine::fiber::lock(&slot.analyzing),
+        };
+        self.analyze_rows(&table, automatic, stopped)
     }
 
-    fn analyze_table(&self, table: &Table, automatic: bool) -> SqlResult<()> {
+    fn analyze_rows(&self, table: &Table, automatic: bool, stopped: Stopped) -> SqlResult<()> {
         let counted = table.statistics.modified();
-        let mut statistics = collect(&self.db, table)?;
+        let mut statistics = collect(&self.db, table, stopped)?;
         let previous = table.statistics.get();
         let now = datetime::now_micros();
         statistics.last_manual = previous.as_ref().map_or(0, |p| p.last_manual);
@@ -516,8 +604,10 @@ impl Catalog {
         {
             let _ddl = hayate_engine::fiber::lock(&self.ddl);
             let mut txn = self.db.begin();
-            // Statistics of trees no table has any more (dropped, truncated) go.
-            let live: Vec<TreeId> = self.state.read().tables.values().map(|t| t.tree).collect();
+            // Statistics of engine trees that are gone (dropped, truncated, rebuilt) go; a
+            // tree an open block's DDL replaced is still there, and so are its statistics
+            // should the block roll back.
+            let live: Vec<TreeId> = self.db.tables().iter().map(|tree| tree.id).collect();
             let mut stale = Vec::new();
             for entry in txn.scan(self.tree, Bound::Included(b"\0"), Bound::Excluded(b"\x01"))? {
                 let (key, _) = entry?;
@@ -556,7 +646,7 @@ impl Catalog {
     /// ANALYZE of every table of the database.
     pub fn analyze_all(&self) -> SqlResult<()> {
         for name in self.table_names() {
-            match self.analyze(&name, false) {
+            match self.analyze(&name) {
                 Err(error) if error.code == sqlstate::UNDEFINED_TABLE => {} // dropped since
                 other => other?,
             }
@@ -565,8 +655,8 @@ impl Catalog {
     }
 
     /// Analyzes each table more than 50 + 10% of whose rows changed since its last
-    /// analysis; the names of those analyzed. Nothing on a standby.
-    pub fn autoanalyze(&self) -> Vec<String> {
+    /// analysis, until `stopped`; the names of those analyzed. Nothing on a standby.
+    pub fn autoanalyze(&self, stopped: Stopped) -> Vec<String> {
         if self.is_standby() {
             return Vec::new();
         }
@@ -576,9 +666,18 @@ impl Catalog {
             .collect();
         let mut analyzed = Vec::new();
         for name in due {
-            match self.analyze(&name, true) {
+            if stopped() {
+                break;
+            }
+            match self.analyze_table(&name, true, stopped) {
                 Ok(()) => analyzed.push(name),
-                Err(error) => log::debug!("automatic analysis of {name}: {error}"),
+                Err(error) => {
+                    // Not tried again every round: only once as many rows changed again.
+                    log::warn!("automatic analysis of table \"{name}\" failed: {error}");
+                    if let Ok(table) = self.table(&name) {
+                        table.statistics.modified.store(0, AtomicOrdering::Relaxed);
+                    }
+                }
             }
         }
         analyzed
@@ -613,6 +712,14 @@ mod tests {
         let above = stats.range(Some((Some(&Value::Int(1000)), false)), None);
         assert!(above < 0.001, "{above}");
         assert_eq!(stats.equal(Some(&Value::Null)), 0.0);
+        assert_eq!(stats.range(None, Some((Some(&Value::Null), true))), 0.0);
+        // A parameter: the least common value's share; an unknown bound: narrow.
+        assert!((stats.equal(None) - 0.001).abs() < 1e-4);
+        assert_eq!(stats.range(Some((None, true)), None), UNKNOWN_BOUND);
+        // Inclusive and exclusive bounds on the histogram's values.
+        let at_most = stats.range(None, Some((Some(&Value::Int(250)), true)));
+        let below = stats.range(None, Some((Some(&Value::Int(250)), false)));
+        assert!(at_most >= below, "{at_most} {below}");
     }
 
     #[test]

@@ -344,7 +344,7 @@ fn choose_parts(table: &Table, parts: &[&Expr], terms: &IndexBindings, budget: u
     if best_rank.0 == 3 {
         return single;
     }
-    let statistics = table.statistics.get();
+    let statistics = table.statistics.for_planning();
     let mut best_cost = statistics.as_ref().map(|s| cost(table, s, &single));
     let mut best = single;
     for (position, part) in parts.iter().enumerate() {
@@ -541,7 +541,7 @@ fn choose_single(table: &Table, parts: &[&Expr], terms: &IndexBindings) -> Acces
             }
         }
     }
-    let statistics = table.statistics.get();
+    let statistics = table.statistics.for_planning();
     if let Some((_, index, values)) = best {
         let path = IndexAccess {
             index,
@@ -655,7 +655,10 @@ pub(crate) fn cost(table: &Table, statistics: &TableStatistics, access: &Access)
         Access::Index(IndexAccess { index, lookup, .. }) => {
             let columns = key_ids(&table.def.indexes[*index], *index);
             let entries = match lookup {
-                IndexLookup::Point(_) if table.def.indexes[*index].unique => 1.0,
+                // A unique key's entry and row: two lookups, as the primary key's one.
+                IndexLookup::Point(_) if table.def.indexes[*index].unique => {
+                    return 2.0 * LOOKUP_COST;
+                }
                 IndexLookup::Point(values) => {
                     rows * lookup_fraction(table, statistics, &columns, values, &None, &None)
                 }
@@ -745,7 +748,7 @@ fn range_fraction(
 /// each column compared with a constant narrows by its fraction, an OR by the sum of its
 /// branches'; other conditions are not counted.
 pub fn estimated_rows(table: &Table, filter: Option<&Expr>, terms: &IndexBindings) -> Option<f64> {
-    let statistics = table.statistics.get()?;
+    let statistics = table.statistics.for_planning()?;
     let mut parts = Vec::new();
     if let Some(filter) = filter {
         conjuncts(filter, &mut parts);

@@ -98,6 +98,9 @@ pub struct Prepared {
     newest_index_ready: u64,
     pub param_types: Vec<DataType>,
     pub columns: Vec<OutputColumn>,
+    /// The statement bound again since (`Session::execute_locked`), for its later runs: a
+    /// statement prepared before a DDL or an ANALYZE is bound once more, not at each run.
+    rebound: Arc<parking_lot::Mutex<Option<Arc<Prepared>>>>,
 }
 
 impl Prepared {

@@ -9,6 +9,8 @@
 //! 3. `run_plan` dispatches on the plan: transaction control, DDL through the catalog, SET
 //!    and SHOW, or data statements through the executor (`run_data`).
 
+use std::sync::Arc;
+
 use sqlparser::ast::{self, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -377,6 +379,7 @@ impl Session {
             statement,
             plan,
             catalog_version,
+            rebound: Default::default(),
         };
         // What the plan left out, for `execute_locked` to bind it again when that differs.
         prepared.bound_for = prepared.planned_for(snapshot);
@@ -573,19 +576,32 @@ impl Session {
     ) -> SqlResult<Outcome> {
         self.lock_tables(&prepared.plan)
             .inspect_err(|_| self.note_error())?;
-        let rebound;
+        let rebound: Arc<Prepared>;
         let snapshot = self.statement_snapshot();
-        let prepared = if prepared.catalog_version != self.catalog.version()
-            || prepared.planned_for(snapshot) != prepared.bound_for
-        {
-            // A table changed since the statement was bound, or the statement reads with a
-            // snapshot that may read through other indexes: bind it again.
-            rebound = self
-                .prepare(prepared.statement.clone(), &prepared.declared)
-                .inspect_err(|_| self.note_error())?;
-            &rebound
-        } else {
+        let version = self.catalog.version();
+        let current = |prepared: &Prepared| {
+            prepared.catalog_version == version
+                && prepared.planned_for(snapshot) == prepared.bound_for
+        };
+        let prepared = if current(prepared) {
             prepared
+        } else {
+            // A table changed since the statement was bound (DDL, ANALYZE), or the statement
+            // reads with a snapshot that may read through other indexes: bind it again,
+            // once (kept in the statement for its later runs).
+            let kept = prepared.rebound.lock().clone().filter(|kept| current(kept));
+            rebound = match kept {
+                Some(kept) => kept,
+                None => {
+                    let fresh = Arc::new(
+                        self.prepare(prepared.statement.clone(), &prepared.declared)
+                            .inspect_err(|_| self.note_error())?,
+                    );
+                    *prepared.rebound.lock() = Some(fresh.clone());
+                    fresh
+                }
+            };
+            &rebound
         };
         if params.len() != prepared.param_types.len() {
             return Err(SqlError::new(
@@ -908,7 +924,7 @@ impl Session {
                     true => self.catalog.analyze_all()?,
                     false => {
                         for table in tables {
-                            self.catalog.analyze(table, false)?;
+                            self.catalog.analyze(table)?;
                         }
                     }
                 }

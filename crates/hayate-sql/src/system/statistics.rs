@@ -301,7 +301,7 @@ fn per_column(snapshot: &Snapshot) -> Vec<Vec<Value>> {
             };
             let n_distinct = match stats.distinct > 0.1 * taken.rows {
                 true => -(stats.distinct / taken.rows.max(1.0)).min(1.0),
-                false => stats.distinct,
+                false => stats.distinct.round(),
             };
             let array = |values: Vec<Option<String>>| match values.is_empty() {
                 true => Value::Null,
@@ -314,6 +314,7 @@ fn per_column(snapshot: &Snapshot) -> Vec<Vec<Value>> {
             row[2] = Value::Text(column.name.clone());
             row[3] = Value::Bool(false);
             row[4] = Value::Float4(stats.null_fraction as f32);
+            row[5] = Value::Int(stats.average_width.round() as i64);
             row[6] = Value::Float4(n_distinct as f32);
             row[7] = array(stats.common.iter().map(|(value, _)| text(value)).collect());
             row[8] = array(

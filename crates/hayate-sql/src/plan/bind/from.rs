@@ -1223,7 +1223,10 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
         };
         by_rows.then(ranks[*a].cmp(&ranks[*b])).then(b.cmp(a))
     };
-    let best = (0..items.len()).max_by(before).expect("two items or more");
+    // The first item: of those a key narrows (a scan goes first only as written).
+    let Some(best) = (0..items.len()).filter(|i| ranks[*i].0 > 0).max_by(before) else {
+        return Err((items, conditions));
+    };
     if ranks[0].0 > 0 || ranks[best].0 == 0 || best == 0 {
         return Err((items, conditions));
     }

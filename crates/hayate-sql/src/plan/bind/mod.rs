@@ -428,6 +428,10 @@ impl<'a> Binder<'a> {
             }),
             // See session::maintenance_statement.
             Statement::Vacuum(_) => Ok(Plan::NoOp { tag: "VACUUM" }),
+            // sqlparser's own forms (`ANALYZE TABLE t`, NOSCAN, ...) are not PostgreSQL's.
+            Statement::Analyze(analyze) if analyze.table_name.is_some() => {
+                Err(SqlError::syntax(format!("syntax error in \"{analyze}\"")))
+            }
             Statement::Analyze(analyze) => {
                 let mut tables = Vec::new();
                 // See session::maintenance_statement for the form of the list.
