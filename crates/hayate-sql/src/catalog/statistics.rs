@@ -426,7 +426,7 @@ fn collect(
     for entry in txn.scan(table.tree, Bound::Unbounded, Bound::Unbounded)? {
         let (_, value) = entry?;
         rows += 1;
-        if rows % 4096 == 0 && stopped() {
+        if rows.is_multiple_of(4096) && stopped() {
             return Err(SqlError::new(sqlstate::QUERY_CANCELED, "analysis stopped"));
         }
         let length = value.len();
