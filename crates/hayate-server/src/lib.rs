@@ -326,7 +326,7 @@ impl Autoanalyze {
                 let (stopped, wake) = &*signal;
                 let mut guard = stopped.lock().unwrap_or_else(|e| e.into_inner());
                 loop {
-                    let naptime = hayate_sql::catalog::statistics::AUTOANALYZE_NAPTIME;
+                    let naptime = hayate_sql::catalog::analyze::AUTOANALYZE_NAPTIME;
                     guard = match wake.wait_timeout(guard, naptime) {
                         Ok((guard, _)) => guard,
                         Err(poisoned) => poisoned.into_inner().0,

@@ -232,7 +232,7 @@ impl Cluster {
 
     /// Analyzes the tables of every open database that are due (`Catalog::autoanalyze`)
     /// until `stopped`: (database, table) of each analyzed.
-    pub fn autoanalyze(&self, stopped: super::statistics::Stopped) -> Vec<(String, String)> {
+    pub fn autoanalyze(&self, stopped: super::analyze::Stopped) -> Vec<(String, String)> {
         let mut analyzed = Vec::new();
         for catalog in self.open_catalogs() {
             if catalog.is_dropped() {

@@ -43,6 +43,7 @@
 //! make the DDL wait for the writers and hold new ones off.
 
 pub mod activity;
+pub mod analyze;
 mod automatic_index;
 mod batch;
 pub mod cluster;

@@ -713,7 +713,7 @@ fn known_value(expr: &Expr) -> Option<Value> {
 /// The fraction of rows whose key `column` (an expression key has no statistics) equals
 /// `value`.
 fn equal_fraction(table: &Table, statistics: &TableStatistics, column: usize, value: &Expr) -> f64 {
-    match statistics.column(table, column) {
+    match statistics.column(&table.def, column) {
         Some(column) => column.equal(known_value(value).as_ref()),
         None => DEFAULT_EQUAL,
     }
@@ -729,7 +729,7 @@ fn range_fraction(
 ) -> f64 {
     let lower_value = lower.and_then(|bound| known_value(&bound.value));
     let upper_value = upper.and_then(|bound| known_value(&bound.value));
-    let Some(column) = statistics.column(table, column) else {
+    let Some(column) = statistics.column(&table.def, column) else {
         let unknown = (lower.is_some() && lower_value.is_none())
             || (upper.is_some() && upper_value.is_none());
         return match (lower, upper) {

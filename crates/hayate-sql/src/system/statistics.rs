@@ -296,7 +296,7 @@ fn per_column(snapshot: &Snapshot) -> Vec<Vec<Value>> {
             continue;
         };
         for (position, column) in table.table.def.columns.iter().enumerate() {
-            let Some(stats) = taken.column(&table.table, position) else {
+            let Some(stats) = taken.column(&table.table.def, position) else {
                 continue;
             };
             let n_distinct = match stats.distinct > 0.1 * taken.rows {
