@@ -113,6 +113,8 @@ pub struct ServerConfig {
     pub tls: Option<tls::TlsConfig>,
     /// TCP clients must use TLS (Unix-socket clients need not): others are refused (28000).
     pub tls_required: bool,
+    /// How often the automatic analysis looks for tables due (`Autoanalyze`); None: never.
+    pub autoanalyze_naptime: Option<std::time::Duration>,
 }
 
 impl Default for ServerConfig {
@@ -125,6 +127,7 @@ impl Default for ServerConfig {
             event_loops: 0,
             tls: None,
             tls_required: false,
+            autoanalyze_naptime: Some(hayate_sql::catalog::analyze::AUTOANALYZE_NAPTIME),
         }
     }
 }
@@ -266,7 +269,10 @@ pub async fn serve_with(
     // Every connection task holds a sender; `recv` answers None once all have ended.
     let (alive, mut all_ended) = mpsc::channel::<()>(1);
     let loops = EventLoops::start(config.event_loops, &stopped)?;
-    let autoanalyze = Autoanalyze::start(databases.cluster().clone())?;
+    let autoanalyze = match config.autoanalyze_naptime {
+        Some(naptime) => Some(Autoanalyze::start(databases.cluster().clone(), naptime)?),
+        None => None,
+    };
     tokio::pin!(shutdown);
     loop {
         let (socket, peer) = tokio::select! {
@@ -298,7 +304,9 @@ pub async fn serve_with(
         loops.next().spawn(connection.run());
     }
     drop(listeners);
-    autoanalyze.stop();
+    if let Some(autoanalyze) = autoanalyze {
+        autoanalyze.stop();
+    }
     databases.cluster().set_session_terminator(None);
     databases.cluster().activities().set_signaller(None);
     let _ = stop.send(true);
@@ -309,15 +317,15 @@ pub async fn serve_with(
 }
 
 /// The background worker that analyzes the tables enough of whose rows changed
-/// (`Cluster::autoanalyze`), every `AUTOANALYZE_NAPTIME`, as PostgreSQL's autovacuum
-/// launcher does.
+/// (`Cluster::autoanalyze`), every naptime (`ServerConfig::autoanalyze_naptime`), as
+/// PostgreSQL's autovacuum launcher does.
 struct Autoanalyze {
     stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
     thread: std::thread::JoinHandle<()>,
 }
 
 impl Autoanalyze {
-    fn start(cluster: Arc<Cluster>) -> io::Result<Autoanalyze> {
+    fn start(cluster: Arc<Cluster>, naptime: std::time::Duration) -> io::Result<Autoanalyze> {
         let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
         let signal = stop.clone();
         let thread = std::thread::Builder::new()
@@ -326,7 +334,6 @@ impl Autoanalyze {
                 let (stopped, wake) = &*signal;
                 let mut guard = stopped.lock().unwrap_or_else(|e| e.into_inner());
                 loop {
-                    let naptime = hayate_sql::catalog::analyze::AUTOANALYZE_NAPTIME;
                     guard = match wake.wait_timeout(guard, naptime) {
                         Ok((guard, _)) => guard,
                         Err(poisoned) => poisoned.into_inner().0,

@@ -88,3 +88,65 @@ fn joins_and_subqueries_with_parameters() {
     assert_eq!(sqlstate(&error), "42702");
     server.stop();
 }
+
+/// The server's automatic analysis: a table enough of whose rows changed is analyzed by
+/// the background worker (naptime shortened for the test), after which its plans show
+/// estimates; ANALYZE by hand over the wire, and its errors' SQLSTATEs.
+#[test]
+fn tables_are_analyzed_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = hayate_server::ServerConfig {
+        autoanalyze_naptime: Some(std::time::Duration::from_millis(100)),
+        ..hayate_server::ServerConfig::default()
+    };
+    let server = TestServer::start_with(dir.path(), config);
+    let mut client = server.connect();
+    client
+        .batch_execute(
+            "CREATE TABLE events (id int4 PRIMARY KEY, kind text); \
+             CREATE INDEX events_kind ON events (kind); \
+             INSERT INTO events SELECT i, CASE WHEN i % 100 = 0 THEN 'rare' ELSE 'common' END \
+               FROM generate_series(1, 2000) AS i",
+        )
+        .unwrap();
+    let count = "SELECT autoanalyze_count FROM pg_stat_user_tables WHERE relname = 'events'";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let analyzed: i64 = client.query_one(count, &[]).unwrap().get(0);
+        if analyzed >= 1 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never analyzed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let plan: Vec<String> = (client
+        .query("EXPLAIN SELECT id FROM events WHERE kind = 'common'", &[]))
+    .unwrap()
+    .iter()
+    .map(|row| row.get(0))
+    .collect();
+    assert!(
+        plan.iter()
+            .any(|line| line.contains("Full Scan on events (estimated 1980 rows)")),
+        "{plan:?}"
+    );
+    let reltuples: f64 = (client.query_one(
+        "SELECT reltuples FROM pg_class WHERE relname = 'events'",
+        &[],
+    ))
+    .unwrap()
+    .get(0);
+    assert_eq!(reltuples, 2000.0);
+    client.batch_execute("ANALYZE events").unwrap();
+    let manual: i64 = (client.query_one(
+        "SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'events'",
+        &[],
+    ))
+    .unwrap()
+    .get(0);
+    assert_eq!(manual, 1);
+    let error = client.batch_execute("ANALYZE nosuch").unwrap_err();
+    assert_eq!(sqlstate(&error), "42P01");
+    let error = client.batch_execute("ANALYZE events (nope)").unwrap_err();
+    assert_eq!(sqlstate(&error), "42703");
+}

@@ -509,6 +509,7 @@ pub fn settings(args: &ServeArgs) -> CliResult<Settings> {
                 .unwrap_or(defaults.event_loops),
             tls,
             tls_required,
+            autoanalyze_naptime: defaults.autoanalyze_naptime,
         },
     })
 }
