@@ -6,6 +6,13 @@ use crate::common;
 
 use common::{sqlstate, TestServer};
 
+/// The lines EXPLAIN gives for `sql`.
+fn explain(client: &mut postgres::Client, sql: &str) -> Vec<String> {
+    (client.query(&format!("EXPLAIN {sql}"), &[]).unwrap().iter())
+        .map(|row| row.get(0))
+        .collect()
+}
+
 #[test]
 fn joins_and_subqueries_with_parameters() {
     let dir = tempfile::tempdir().unwrap();
@@ -63,15 +70,10 @@ fn joins_and_subqueries_with_parameters() {
         )
         .unwrap();
     assert_eq!(rows[0].get::<_, i64>(0), 25);
-    let plan: Vec<String> = client
-        .query(
-            "EXPLAIN SELECT a.aid, b.name FROM accounts a JOIN branches b ON b.bid = a.bid",
-            &[],
-        )
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
+    let plan = explain(
+        &mut client,
+        "SELECT a.aid, b.name FROM accounts a JOIN branches b ON b.bid = a.bid",
+    );
     assert!(
         plan.iter()
             .any(|line| line.contains("Index Nested Loop Inner Join")),
@@ -119,12 +121,7 @@ fn tables_are_analyzed_in_the_background() {
         assert!(std::time::Instant::now() < deadline, "never analyzed");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let plan: Vec<String> = (client
-        .query("EXPLAIN SELECT id FROM events WHERE kind = 'common'", &[]))
-    .unwrap()
-    .iter()
-    .map(|row| row.get(0))
-    .collect();
+    let plan = explain(&mut client, "SELECT id FROM events WHERE kind = 'common'");
     assert!(
         plan.iter()
             .any(|line| line.contains("Full Scan on events (estimated 1980 rows)")),

@@ -4,11 +4,11 @@
 //! Results are checked too.
 
 use hayate_engine::{Database, DatabaseConfig};
-use hayate_sql::plan::{Access, Plan};
+use hayate_sql::plan::Access;
 use hayate_sql::{parse, Catalog, DataType, Outcome, Session, Value};
 
 use crate::common;
-use common::{explain, rows};
+use common::{explain, prepared_access, rows};
 
 fn session(dir: &std::path::Path) -> Session {
     let db = Database::open(dir, DatabaseConfig::default()).unwrap();
@@ -24,16 +24,6 @@ fn run(session: &mut Session, sql: &str) -> Vec<Outcome> {
         .collect()
 }
 
-fn access(session: &Session, sql: &str, declared: &[DataType]) -> Access {
-    let statement = parse(sql).unwrap().pop().unwrap();
-    let prepared = session.prepare(statement, declared).unwrap();
-    match prepared.plan() {
-        Plan::Select(select) => select.table_reads()[0].access.clone(),
-        Plan::Update { read, .. } | Plan::Delete { read, .. } => read.access.clone(),
-        other => panic!("not a read: {other:?}"),
-    }
-}
-
 #[test]
 fn primary_key_predicates_pick_lookups_and_ranges() {
     let dir = tempfile::tempdir().unwrap();
@@ -45,34 +35,38 @@ fn primary_key_predicates_pick_lookups_and_ranges() {
          INSERT INTO a VALUES (1, 'one'), (2, 'two'), (3, 'three')",
     );
     let point = |access: Access| matches!(access, Access::Point(_));
-    assert!(point(access(&session, "SELECT v FROM a WHERE id = 2", &[])));
-    assert!(point(access(
+    assert!(point(prepared_access(
+        &session,
+        "SELECT v FROM a WHERE id = 2",
+        &[]
+    )));
+    assert!(point(prepared_access(
         &session,
         "SELECT v FROM a WHERE id = $1",
         &[DataType::Int8]
     )));
-    assert!(point(access(
+    assert!(point(prepared_access(
         &session,
         "SELECT v FROM a WHERE $1 = id AND v = 'x'",
         &[]
     )));
-    assert!(point(access(
+    assert!(point(prepared_access(
         &session,
         "UPDATE a SET v = 'z' WHERE id = $1",
         &[]
     )));
-    assert!(point(access(
+    assert!(point(prepared_access(
         &session,
         "DELETE FROM a WHERE id = 5::int8",
         &[]
     )));
-    assert!(point(access(
+    assert!(point(prepared_access(
         &session,
         "SELECT * FROM b WHERE y = 1 AND x = 'k'",
         &[]
     )));
     assert!(matches!(
-        access(&session, "SELECT * FROM b WHERE x = 'k'", &[]),
+        prepared_access(&session, "SELECT * FROM b WHERE x = 'k'", &[]),
         Access::Range {
             prefix,
             lower: None,
@@ -80,7 +74,7 @@ fn primary_key_predicates_pick_lookups_and_ranges() {
         } if prefix.len() == 1
     ));
     assert!(matches!(
-        access(&session, "SELECT * FROM b WHERE x = 'k' AND y > 3", &[]),
+        prepared_access(&session, "SELECT * FROM b WHERE x = 'k' AND y > 3", &[]),
         Access::Range {
             prefix,
             lower: Some(_),
@@ -88,7 +82,7 @@ fn primary_key_predicates_pick_lookups_and_ranges() {
         } if prefix.len() == 1
     ));
     assert!(matches!(
-        access(&session, "SELECT v FROM a WHERE id > 1 AND id <= $1", &[]),
+        prepared_access(&session, "SELECT v FROM a WHERE id > 1 AND id <= $1", &[]),
         Access::Range {
             prefix,
             lower: Some(_),
@@ -96,20 +90,20 @@ fn primary_key_predicates_pick_lookups_and_ranges() {
         } if prefix.is_empty()
     ));
     assert_eq!(
-        access(&session, "SELECT v FROM a WHERE v = 'one'", &[]),
+        prepared_access(&session, "SELECT v FROM a WHERE v = 'one'", &[]),
         Access::Full
     );
     assert!(matches!(
-        access(&session, "SELECT v FROM a WHERE id = 1 OR id = 2", &[]),
+        prepared_access(&session, "SELECT v FROM a WHERE id = 1 OR id = 2", &[]),
         Access::Union(branches) if branches.len() == 2
             && branches.iter().all(|b| matches!(b, Access::Point(_)))
     ));
     assert_eq!(
-        access(&session, "SELECT v FROM a WHERE id = 1 OR v = 'two'", &[]),
+        prepared_access(&session, "SELECT v FROM a WHERE id = 1 OR v = 'two'", &[]),
         Access::Full
     );
     assert_eq!(
-        access(&session, "SELECT * FROM b WHERE y = 1", &[]),
+        prepared_access(&session, "SELECT * FROM b WHERE y = 1", &[]),
         Access::Full
     );
 
@@ -176,7 +170,7 @@ fn composite_key_prefixes_are_range_scans_with_the_right_rows() {
         let sql = format!("SELECT w, d, o, n, v FROM ol WHERE {filter} ORDER BY w, d, o, n");
         assert!(
             matches!(
-                access(&session, &sql, &[]),
+                prepared_access(&session, &sql, &[]),
                 Access::Range { ref prefix, .. } if !prefix.is_empty()
             ),
             "{filter}"

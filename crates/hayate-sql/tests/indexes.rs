@@ -6,25 +6,16 @@ use std::sync::Arc;
 
 use hayate_engine::{Database, DatabaseConfig, SimConfig, SimIo};
 use hayate_sql::plan::access::{IndexAccess, IndexLookup};
-use hayate_sql::plan::{Access, Plan};
+use hayate_sql::plan::Access;
 use hayate_sql::{parse, Catalog, DataType, Outcome, Session, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::common;
-use common::{rows, run, try_run};
+use common::{prepared_access, rows, run, try_run};
 
 fn session_on(db: Database) -> Session {
     Session::new(Catalog::open(db).unwrap(), "tester")
-}
-
-fn access(session: &Session, sql: &str, declared: &[DataType]) -> Access {
-    let statement = parse(sql).unwrap().pop().unwrap();
-    match session.prepare(statement, declared).unwrap().plan() {
-        Plan::Select(select) => select.table_reads()[0].access.clone(),
-        Plan::Update { read, .. } | Plan::Delete { read, .. } => read.access.clone(),
-        other => panic!("not a read: {other:?}"),
-    }
 }
 
 fn index_point(access: &Access) -> Option<usize> {
@@ -138,7 +129,7 @@ fn index_reads_equal_full_scans_on_random_data() {
         ];
         for (predicate, index, point) in queries {
             let indexed = format!("SELECT id, k, s, n FROM t WHERE {predicate} ORDER BY id");
-            let chosen = access(&session, &indexed, &[]);
+            let chosen = prepared_access(&session, &indexed, &[]);
             if let Some(index) = index {
                 let used = if point {
                     index_point(&chosen)
@@ -618,14 +609,14 @@ fn point_queries_on_an_index_never_scan() {
         "DELETE FROM sbtest1 WHERE k = $1",
     ] {
         assert_eq!(
-            index_point(&access(&session, sql, &[DataType::Int8])),
+            index_point(&prepared_access(&session, sql, &[DataType::Int8])),
             Some(0),
             "{sql}"
         );
     }
     // The primary key still wins where it applies.
     assert!(matches!(
-        access(
+        prepared_access(
             &session,
             "SELECT c FROM sbtest1 WHERE id = $1 AND k = 3",
             &[]
@@ -633,12 +624,12 @@ fn point_queries_on_an_index_never_scan() {
         Access::Point(_)
     ));
     assert_eq!(
-        index_range(&access(
+        index_range(&prepared_access(
             &session,
             "SELECT c FROM sbtest1 WHERE k BETWEEN 1 AND 5",
             &[]
         ))
-        .or(index_range(&access(
+        .or(index_range(&prepared_access(
             &session,
             "SELECT c FROM sbtest1 WHERE k >= 1 AND k <= 5",
             &[]
@@ -707,7 +698,10 @@ fn the_key_with_the_longest_equal_prefix_is_read() {
     }
     let by_name = "SELECT id, first FROM customer WHERE w = $1 AND d = $2 AND last = $3";
     let types = [DataType::Int8, DataType::Int8, DataType::Text];
-    assert_eq!(index_range(&access(&session, by_name, &types)), Some(0));
+    assert_eq!(
+        index_range(&prepared_access(&session, by_name, &types)),
+        Some(0)
+    );
     let explained = rows(
         &mut session,
         "EXPLAIN SELECT id FROM customer WHERE w = 2 AND d = 3 AND last = 'BAR' ORDER BY first",
@@ -736,7 +730,7 @@ fn the_key_with_the_longest_equal_prefix_is_read() {
         vec![vec![Value::Int(6)]]
     );
     assert!(matches!(
-        access(
+        prepared_access(
             &session,
             "SELECT id FROM customer WHERE w = 1 AND d = 2",
             &[]
@@ -744,7 +738,7 @@ fn the_key_with_the_longest_equal_prefix_is_read() {
         Access::Range { .. }
     ));
     assert!(matches!(
-        access(
+        prepared_access(
             &session,
             "SELECT id FROM customer WHERE w = 1 AND d = 2 AND id > 3",
             &[]
@@ -752,7 +746,10 @@ fn the_key_with_the_longest_equal_prefix_is_read() {
         Access::Range { .. }
     ));
     let bounded = "SELECT id FROM customer WHERE w = 1 AND d = 2 AND last >= 'B'";
-    assert_eq!(index_range(&access(&session, bounded, &[])), Some(0));
+    assert_eq!(
+        index_range(&prepared_access(&session, bounded, &[])),
+        Some(0)
+    );
     assert_eq!(
         rows(&mut session, &format!("{bounded} ORDER BY id")),
         vec![
@@ -846,7 +843,7 @@ fn unique_indexes_reject_duplicates_like_postgres() {
 }
 
 fn indexed_rows(session: &mut Session) -> Vec<Vec<Value>> {
-    let chosen = access(session, "SELECT id FROM r WHERE k = 3", &[]);
+    let chosen = prepared_access(session, "SELECT id FROM r WHERE k = 3", &[]);
     assert_eq!(index_point(&chosen), Some(0), "{chosen:?}");
     rows(session, "SELECT id FROM r WHERE k = 3 ORDER BY id")
 }
@@ -1076,7 +1073,7 @@ fn expression_indexes_hold_their_expressions_values() {
         ];
         for (predicate, index) in queries {
             let indexed = format!("SELECT id, email, a, b FROM t WHERE {predicate} ORDER BY id");
-            let chosen = access(session, &indexed, &[]);
+            let chosen = prepared_access(session, &indexed, &[]);
             let used = index_point(&chosen).or(index_range(&chosen));
             match index {
                 Some(index) => assert_eq!(used, Some(index), "{context}: {indexed}: {chosen:?}"),
@@ -1188,7 +1185,7 @@ fn expression_indexes_hold_their_expressions_values() {
             "CREATE UNIQUE INDEX t_email ON public.t USING btree (lower(mail))"
         )]
     );
-    let chosen = access(&session, "SELECT id FROM t WHERE lower(mail) = 'a'", &[]);
+    let chosen = prepared_access(&session, "SELECT id FROM t WHERE lower(mail) = 'a'", &[]);
     assert_eq!(index_point(&chosen), Some(0), "{chosen:?}");
     // Its stored type would no longer be the expression's.
     assert_eq!(
@@ -1266,9 +1263,9 @@ fn casts_that_change_equality_are_not_key_lookups() {
         [Value::Int(1), Value::Int(1)]
     );
     // An integer widened stays a key lookup.
-    let chosen = access(&session, "SELECT id FROM sc WHERE n::int8 = 7", &[]);
+    let chosen = prepared_access(&session, "SELECT id FROM sc WHERE n::int8 = 7", &[]);
     assert_eq!(index_point(&chosen), Some(2), "{chosen:?}");
-    let chosen = access(&session, "SELECT id FROM sc WHERE id::int8 = 1", &[]);
+    let chosen = prepared_access(&session, "SELECT id FROM sc WHERE id::int8 = 1", &[]);
     assert!(matches!(chosen, Access::Point(_)), "{chosen:?}");
 
     run(
@@ -1336,7 +1333,7 @@ fn partial_indexes_hold_the_rows_their_predicate_accepts() {
         ];
         for (predicate, index) in queries {
             let indexed = format!("SELECT id, email, live, n FROM t WHERE {predicate} ORDER BY id");
-            let chosen = access(session, &indexed, &[]);
+            let chosen = prepared_access(session, &indexed, &[]);
             let used = index_point(&chosen).or(index_range(&chosen));
             match index {
                 Some(index) => assert_eq!(used, Some(index), "{context}: {indexed}: {chosen:?}"),

@@ -2,10 +2,10 @@
 //! and pg_stat_user_tables; access paths and the first table of a join are chosen by the
 //! estimated cost; statistics survive a restart and end with their rows (TRUNCATE).
 
-use hayate_sql::plan::{Access, Plan};
-use hayate_sql::{parse, Catalog, DataType, Outcome, Session, Value};
+use hayate_sql::plan::Access;
+use hayate_sql::{Catalog, DataType, Outcome, Session, Value};
 
-use crate::common::{self, error_code, explain, rows, run, texts};
+use crate::common::{self, error_code, explain, prepared_access, rows, run, texts};
 
 /// `t`: 1,000 rows; `status` 'open' in 980 of them and 'closed' in 20, `n` = id % 50 but
 /// NULL in every tenth row, `a` = id % 2, `b` = id; an index on each of those four.
@@ -161,15 +161,6 @@ fn statistics_choose_between_indexes_and_a_full_scan() {
         "PREPARE by_status(text) AS SELECT count(*) FROM t WHERE status = $1",
     );
     assert_eq!(one(&mut s, "EXECUTE by_status('closed')"), Value::Int(20));
-}
-
-/// The access path of a statement prepared with parameters of `declared` types.
-fn prepared_access(session: &Session, sql: &str, declared: &[DataType]) -> Access {
-    let statement = parse(sql).unwrap().pop().unwrap();
-    match session.prepare(statement, declared).unwrap().plan() {
-        Plan::Select(select) => select.table_reads()[0].access.clone(),
-        other => panic!("not a read: {other:?}"),
-    }
 }
 
 #[test]

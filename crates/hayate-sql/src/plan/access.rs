@@ -607,9 +607,8 @@ fn cheapest(
         });
     }
     for (position, index) in table.def.indexes.iter().enumerate() {
-        let columns = key_ids(index, position);
-        let compared = comparisons.all_equal(&columns).is_some()
-            || comparisons.range(&columns).0 != (0, false);
+        // Every column equal or not, a path compares its first one at least.
+        let compared = comparisons.range(&key_ids(index, position)).0 != (0, false);
         if compared && may_use(usable, position) {
             candidates.push(Access::Index(comparisons.index_path(table, position)));
         }

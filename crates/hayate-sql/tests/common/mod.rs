@@ -49,6 +49,22 @@ pub fn explain(session: &mut Session, sql: &str) -> String {
         .join("\n")
 }
 
+/// The access path of `sql` (a SELECT's first table read, an UPDATE's or DELETE's read)
+/// prepared with parameters of `declared` types.
+pub fn prepared_access(
+    session: &Session,
+    sql: &str,
+    declared: &[hayate_sql::DataType],
+) -> hayate_sql::plan::Access {
+    use hayate_sql::plan::Plan;
+    let statement = hayate_sql::parse(sql).unwrap().pop().unwrap();
+    match session.prepare(statement, declared).unwrap().plan() {
+        Plan::Select(select) => select.table_reads()[0].access.clone(),
+        Plan::Update { read, .. } | Plan::Delete { read, .. } => read.access.clone(),
+        other => panic!("not a read: {other:?}"),
+    }
+}
+
 /// A database in `dir` (opened, or made) and a session on its default catalog.
 pub fn open(dir: &std::path::Path) -> (hayate_engine::Database, Session) {
     let db = hayate_engine::Database::open(dir, hayate_engine::DatabaseConfig::default()).unwrap();

@@ -1227,7 +1227,7 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
     let Some(best) = (0..items.len()).filter(|i| ranks[*i].0 > 0).max_by(before) else {
         return Err((items, conditions));
     };
-    if ranks[0].0 > 0 || ranks[best].0 == 0 || best == 0 {
+    if ranks[0].0 > 0 || best == 0 {
         return Err((items, conditions));
     }
     // Greedy order: joined to what is placed, narrowest first.
