@@ -5,14 +5,15 @@
 //! 2. Open the page store at its last durable checkpoint, or create an empty one.
 //! 3. Size and allocate the buffer pool (bytes, or a percentage of the data).
 //! 4. Open the log from the checkpoint's redo LSN, cutting a torn tail.
-//! 5. Replay the log (`txn::recovery`), then checkpoint so the next start begins here.
+//! 5. Replay the log (`txn::recovery`), then checkpoint so the next start begins here (not
+//!    when opened as a standby: see `DatabaseConfig::standby`).
 //! 6. Start the maintenance thread: purge, cleaner passes, checkpoints by log volume or time.
 
 mod backup;
 mod replication;
 
 pub use backup::{is_backup_file, BackupReport, BackupWriter};
-pub use replication::ApplyReport;
+pub use replication::{ApplyReport, RewindReport};
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -88,6 +89,12 @@ pub struct DatabaseConfig {
     /// Pause between rounds of the maintenance thread (purge, cleaner pass, checkpoint if
     /// due). Default 20 ms.
     pub maintenance_interval: Duration,
+    /// Open as a standby (design 5.6): recovery takes no checkpoint, the database starts as
+    /// `start_standby` leaves it, and no checkpoint is taken until its primary accepted its log
+    /// (`confirm_log`) or it is promoted. Its log may end in an old primary's tail that no
+    /// standby acknowledged; so its last checkpoint stays one that `rewind` can start from.
+    /// Default false.
+    pub standby: bool,
 }
 
 impl Default for DatabaseConfig {
@@ -105,6 +112,7 @@ impl Default for DatabaseConfig {
             checkpoint_interval: Duration::from_secs(30),
             checkpoint_log_bytes: 256 << 20,
             maintenance_interval: Duration::from_millis(20),
+            standby: false,
         }
     }
 }
@@ -178,11 +186,7 @@ pub struct Database {
 impl Database {
     /// Opens (creating it if needed) the database in `dir`.
     pub fn open(dir: &Path, config: DatabaseConfig) -> Result<Database> {
-        let io: Arc<dyn Io> = match config.io_backend {
-            IoBackend::Auto => io::open_default(dir)?,
-            IoBackend::Sync => Arc::new(io::sync_file::SyncIo::new(dir)?),
-        };
-        Self::open_with_io(io, config)
+        Self::open_with_io(open_io(dir, config.io_backend)?, config)
     }
 
     /// Opens a database on a given I/O backend (a simulated disk in tests, a tracing or
@@ -214,7 +218,11 @@ impl Database {
         if !created {
             log::info!("{report}");
         }
-        manager.checkpoint()?;
+        if config.standby && !created {
+            manager.set_log_unconfirmed(true);
+        } else {
+            manager.checkpoint()?;
+        }
         let maintenance = Arc::new(MaintenanceShared {
             manager: manager.clone(),
             store: store.clone(),
@@ -247,7 +255,11 @@ impl Database {
             },
         });
         start_maintenance(&inner);
-        Ok(Database { inner })
+        let db = Database { inner };
+        if db.inner.config.standby {
+            db.start_standby()?;
+        }
+        Ok(db)
     }
 
     /// What recovery found and replayed when this database was opened.
@@ -481,11 +493,17 @@ impl Database {
         }
     }
 
-    /// Checkpoints and stops background work. Other clones become unusable for writes.
+    /// Checkpoints and stops background work. Other clones become unusable for writes. A
+    /// standby whose log is not confirmed yet (`DatabaseConfig::standby`) closes without a
+    /// checkpoint: the next start replays its log again.
     pub fn close(self) -> Result<()> {
         self.inner.log_flusher.stop();
         stop_maintenance(&self.inner);
-        let result = self.inner.manager.checkpoint().map(|_| ());
+        let result = if self.inner.manager.log_unconfirmed() {
+            Ok(())
+        } else {
+            self.inner.manager.checkpoint().map(|_| ())
+        };
         self.inner.pool.shutdown();
         result
     }
@@ -496,6 +514,14 @@ impl Drop for Inner {
         stop_maintenance(self);
         self.pool.shutdown();
     }
+}
+
+/// The I/O backend `backend` names for the directory.
+fn open_io(dir: &Path, backend: IoBackend) -> Result<Arc<dyn Io>> {
+    Ok(match backend {
+        IoBackend::Auto => io::open_default(dir)?,
+        IoBackend::Sync => Arc::new(io::sync_file::SyncIo::new(dir)?),
+    })
 }
 
 fn buffer_frames(config: &DatabaseConfig, store: &dyn PageStore) -> usize {
@@ -550,9 +576,10 @@ fn maintain(shared: &MaintenanceShared) -> Result<()> {
     let cleaned = shared.store.clean(false)?;
     let (last_time, last_lsn) = *shared.last_checkpoint.lock();
     let log_bytes = shared.manager.wal().end_lsn().saturating_sub(last_lsn);
-    let due = log_bytes >= shared.checkpoint_log_bytes
-        || (last_time.elapsed() >= shared.checkpoint_interval && log_bytes > 0)
-        || (cleaned > 0 && shared.store.wants_checkpoint());
+    let due = !shared.manager.log_unconfirmed()
+        && (log_bytes >= shared.checkpoint_log_bytes
+            || (last_time.elapsed() >= shared.checkpoint_interval && log_bytes > 0)
+            || (cleaned > 0 && shared.store.wants_checkpoint()));
     if due {
         shared.manager.checkpoint()?;
         *shared.last_checkpoint.lock() = (Instant::now(), shared.manager.wal().end_lsn());

@@ -38,7 +38,7 @@ pub use btree::{compare_keys, TreeCheckReport};
 pub use buffer::{BufferStats, LatchConfig};
 pub use db::{
     is_backup_file, ApplyReport, BackupReport, BackupWriter, BufferSize, CheckReport, Database,
-    DatabaseConfig, DatabaseStats, IoBackend,
+    DatabaseConfig, DatabaseStats, IoBackend, RewindReport,
 };
 pub use error::{Error, Result, SharedFailure};
 pub use page::{validate_page_size, PAGE_SIZE_DEFAULT};

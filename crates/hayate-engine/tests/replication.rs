@@ -17,8 +17,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hayate_engine::{
-    BufferSize, Database, DatabaseConfig, Error, LogRecord, LogShipper, Lsn, StreamDecoder, TreeId,
-    WalConfig,
+    BufferSize, Database, DatabaseConfig, Error, LogRecord, LogShipper, Lsn, StoreConfig,
+    StreamDecoder, TreeId, WalConfig, WritePolicy,
 };
 use parking_lot::{Condvar, Mutex};
 
@@ -156,15 +156,19 @@ struct Pair {
 
 impl Pair {
     fn new() -> Pair {
+        Pair::with_config(config())
+    }
+
+    fn with_config(config: DatabaseConfig) -> Pair {
         let dirs = tempfile::tempdir().unwrap();
         let primary_dir = dirs.path().join("a");
         let standby_dir = dirs.path().join("b");
-        let primary = Database::open(&primary_dir, config()).unwrap();
+        let primary = Database::open(&primary_dir, config.clone()).unwrap();
         primary.create_table("accounts").unwrap();
         primary.close().unwrap();
         copy_dir(&primary_dir, &standby_dir);
-        let primary = Database::open(&primary_dir, config()).unwrap();
-        let standby = Database::open(&standby_dir, config()).unwrap();
+        let primary = Database::open(&primary_dir, config.clone()).unwrap();
+        let standby = Database::open(&standby_dir, config).unwrap();
         let need = standby.start_standby().unwrap();
         let link = Arc::new(Link::default());
         link.set_connected(true);
@@ -459,4 +463,145 @@ fn a_fenced_primary_stops_acknowledging_but_is_not_poisoned() {
         Err(Error::Poisoned(_))
     );
     assert!(!poisoned);
+}
+
+/// Waits until `db`'s log is durable here past `lsn`; returns the new position.
+fn logged_past(db: &Database, lsn: Lsn) -> Lsn {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while db.log_local_durable_lsn() <= lsn {
+        assert!(Instant::now() < deadline, "nothing was logged");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    db.log_local_durable_lsn()
+}
+
+#[test]
+fn an_old_primary_with_an_unacknowledged_tail_is_rewound_to_the_fork_point() {
+    for policy in [WritePolicy::OutOfPlace, WritePolicy::InPlace] {
+        rewind_an_old_primary(DatabaseConfig {
+            store: StoreConfig {
+                policy,
+                ..StoreConfig::default()
+            },
+            ..config()
+        });
+    }
+}
+
+fn rewind_an_old_primary(config: DatabaseConfig) {
+    let mut pair = Pair::with_config(config.clone());
+    let table = pair.table();
+    for key in 0..200u64 {
+        put(&pair.primary, table, key, &[1; 200]).unwrap();
+    }
+    pair.caught_up();
+    // Its log is acknowledged up to its end: the checkpoint covers no more than the fork point.
+    pair.primary.checkpoint().unwrap();
+    // Logged after the checkpoint and before the fork: the rewound node replays these.
+    for key in 200..300u64 {
+        put(&pair.primary, table, key, &[2; 200]).unwrap();
+    }
+    pair.caught_up();
+    // The standby is cut off; what the primary logs now, nobody acknowledges: a commit that
+    // overwrites, deletes and inserts rows, and a new table.
+    pair.stop_delivery();
+    let before_tail = pair.primary.log_local_durable_lsn();
+    let primary = pair.primary.clone();
+    let tail_commit = std::thread::spawn(move || {
+        let mut txn = primary.begin();
+        for key in 0..50u64 {
+            txn.put(table, &key.to_be_bytes(), &[9; 200]).unwrap();
+        }
+        for key in 250..260u64 {
+            txn.delete(table, &key.to_be_bytes()).unwrap();
+        }
+        for key in 1_000..1_100u64 {
+            txn.put(table, &key.to_be_bytes(), &[9; 200]).unwrap();
+        }
+        txn.commit()
+    });
+    let after_commit = logged_past(&pair.primary, before_tail);
+    let primary = pair.primary.clone();
+    let tail_ddl = std::thread::spawn(move || primary.create_table("tail"));
+    logged_past(&pair.primary, after_commit);
+    pair.link.fence();
+    assert!(matches!(
+        tail_commit.join().unwrap(),
+        Err(Error::NotPrimary(_))
+    ));
+    assert!(matches!(
+        tail_ddl.join().unwrap(),
+        Err(Error::NotPrimary(_))
+    ));
+    // The standby takes over; its log goes on from the fork point.
+    pair.standby.promote().unwrap();
+    let fork = pair.standby.log_end_lsn();
+    assert!(
+        fork < pair.primary.log_end_lsn(),
+        "the old primary holds a tail"
+    );
+    let at_fork = rows(&pair.standby, table);
+    assert_eq!(at_fork.len(), 300);
+    for key in 300..320u64 {
+        put(&pair.standby, table, key, &[3; 200]).unwrap();
+    }
+    let after = pair.standby.create_table("after").unwrap();
+    put(&pair.standby, after, 1, b"after the fork").unwrap();
+    // The old primary goes down: its last commits were never acknowledged, so no checkpoint.
+    let new_primary = pair.standby.clone();
+    let old = std::mem::replace(&mut pair.primary, new_primary.clone());
+    assert!(matches!(old.close(), Err(Error::NotPrimary(_))));
+    let old_dir = pair.primary_dir.clone();
+    // A copy that opens as a primary checkpoints its tail at open: it cannot be rewound.
+    let copy_dir_path = old_dir.with_extension("copy");
+    copy_dir(&old_dir, &copy_dir_path);
+    Database::open(&copy_dir_path, config.clone())
+        .unwrap()
+        .close()
+        .unwrap();
+    let refused = Database::rewind(&copy_dir_path, &config, fork).unwrap_err();
+    assert!(
+        refused.to_string().contains("checkpoint covers"),
+        "{refused}"
+    );
+    // Restarted as a standby (after a kill), it recovers its tail but takes no checkpoint.
+    let standby_config = DatabaseConfig {
+        standby: true,
+        ..config.clone()
+    };
+    let restarted = Database::open(&old_dir, standby_config.clone()).unwrap();
+    assert!(restarted.is_standby());
+    assert!(rows(&restarted, table)
+        .iter()
+        .any(|(key, _)| key[..] == 1_000u64.to_be_bytes()));
+    assert!(
+        restarted.checkpoint().is_err(),
+        "a checkpoint over the tail"
+    );
+    restarted.close().unwrap();
+    // Its primary names the fork point; the rewind cuts the tail.
+    let report = Database::rewind(&old_dir, &config, fork).unwrap();
+    assert_eq!(report.end_lsn, fork);
+    assert!(
+        report.old_end_lsn > fork && report.covered_lsn <= fork,
+        "{report:?}"
+    );
+    let rewound = Database::open(&old_dir, standby_config).unwrap();
+    assert_eq!(rewound.log_end_lsn(), fork);
+    assert_eq!(rows(&rewound, table), at_fork);
+    assert!(rewound.table("tail").is_err(), "the tail's table is gone");
+    // It follows the new primary from the fork point and ends equal to it.
+    let end = new_primary.log_local_durable_lsn();
+    let missing = new_primary.read_log(fork, end).unwrap();
+    assert_eq!(rewound.receive_log(fork, &missing).unwrap(), end);
+    rewound.apply_received().unwrap();
+    rewound.confirm_log();
+    assert_eq!(rows(&rewound, table), rows(&new_primary, table));
+    assert_eq!(rows(&rewound, after), rows(&new_primary, after));
+    rewound.check().unwrap();
+    rewound.checkpoint().unwrap();
+    rewound.close().unwrap();
+    let reopened = Database::open(&old_dir, config).unwrap();
+    assert_eq!(rows(&reopened, table), rows(&new_primary, table));
+    reopened.check().unwrap();
 }

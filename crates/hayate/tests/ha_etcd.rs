@@ -8,7 +8,8 @@
 //!   acknowledged commit, and the old primary rejoins as its standby; psql, psycopg and
 //!   pgJDBC (`targetServerType=primary`) find the new primary through multi-host strings.
 //! - An old primary with a logged but never acknowledged commit (its standby was gone) is
-//!   seeded again when it rejoins: the commit is gone, the new primary's commits are there.
+//!   rewound to the fork point when it rejoins, its data kept (not seeded again): the commit
+//!   is gone, the new primary's commits are there.
 //! - A primary cut off from etcd (etcd stopped with SIGSTOP) acknowledges no commit begun
 //!   after its lease's TTL; once etcd is back the cluster takes writes again.
 //! - The bank torture test: transfers (two balance updates and a row per transfer) through
@@ -518,9 +519,9 @@ fn empty_nodes_seed_fail_over_with_every_acknowledged_commit_and_rejoin() {
 }
 
 #[test]
-fn an_old_primary_with_an_unacknowledged_tail_is_seeded_again() {
+fn an_old_primary_with_an_unacknowledged_tail_is_rewound_and_follows() {
     watchdog(
-        "an_old_primary_with_an_unacknowledged_tail_is_seeded_again",
+        "an_old_primary_with_an_unacknowledged_tail_is_rewound_and_follows",
         Duration::from_secs(180),
     );
     let base = test_dir();
@@ -568,7 +569,7 @@ fn an_old_primary_with_an_unacknowledged_tail_is_seeded_again() {
         client.execute("INSERT INTO t VALUES (3, 'after')", &[])
     });
     let mut old = a.client();
-    // The old primary restarts as a standby once seeded again: its connection may end.
+    // The old primary restarts as a standby once rewound: its connection may end.
     wait_for("a to follow b", || match try_keys(&mut old, "t") {
         Ok(keys) => keys == BTreeSet::from([1, 3]),
         Err(_) => {
@@ -578,7 +579,11 @@ fn an_old_primary_with_an_unacknowledged_tail_is_seeded_again() {
     });
     assert!(!a.is_primary().unwrap());
     let log = std::fs::read_to_string(a.dir.with_extension("log")).unwrap();
-    assert!(log.contains("seeded again"), "{log}");
+    assert!(log.contains("rewound the log from position"), "{log}");
+    assert!(
+        !log.contains("seeded again") && !log.contains("seeding"),
+        "the old primary was seeded again rather than rewound: {log}"
+    );
 }
 
 #[test]
@@ -881,13 +886,28 @@ fn bank_torture_through_repeated_failovers() {
     with_primary(&refs, |client| check_bank(client, &acked));
     failover_times.sort();
     let percentile = |p: f64| failover_times[((failover_times.len() - 1) as f64 * p) as usize];
+    // How old primaries with a tail came back: rewound (data kept) or seeded again.
+    let logged = |needle: &str| -> usize {
+        nodes
+            .iter()
+            .map(|node| {
+                std::fs::read_to_string(node.dir.with_extension("log"))
+                    .unwrap_or_default()
+                    .matches(needle)
+                    .count()
+            })
+            .sum()
+    };
     eprintln!(
         "bank torture: {rounds} rounds, {} transfers acknowledged, epochs {epochs:?}; time from \
-         the failure to the next committed transfer: median {:?}, p99 {:?}, max {:?}",
+         the failure to the next committed transfer: median {:?}, p99 {:?}, max {:?}; old \
+         primaries rewound {} times, seeded again {} times",
         acked.len(),
         percentile(0.5),
         percentile(0.99),
-        failover_times.last().unwrap()
+        failover_times.last().unwrap(),
+        logged("rewound the log from position"),
+        logged("must be seeded again")
     );
 }
 

@@ -15,14 +15,25 @@
 //!    standby see each commit whole, in commit order, with stable snapshots.
 //! 4. `promote`: applies what is left, cuts the parts of a commit that never got its last
 //!    part (never acknowledged), and opens the node for writes.
+//!
+//! Rewind: an old primary may hold a tail of commits no standby acknowledged, past the point
+//! where the new primary's log went on without them (the fork point). Opened as a standby
+//! (`DatabaseConfig::standby`) it takes no checkpoint until its primary accepts its log
+//! (`confirm_log`), so its last checkpoint covers no more than what its own standby had
+//! acknowledged, which is at most the fork point. `Database::rewind` then cuts its log back
+//! to the fork point; the next open replays the log from that checkpoint to the fork point,
+//! and the node follows the new primary from there.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::Arc;
 
-use super::Database;
+use super::{open_io, Database, DatabaseConfig};
 use crate::error::{Error, Result};
-use crate::txn::TreeId;
-use crate::wal::{LogRecord, LogShipper, Lsn, StreamDecoder};
+use crate::io::Io;
+use crate::store;
+use crate::txn::{Catalog, TreeId};
+use crate::wal::{LogRecord, LogShipper, Lsn, StreamDecoder, Wal};
 
 /// What one `apply_received` applied.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,6 +44,19 @@ pub struct ApplyReport {
     pub trees: BTreeSet<TreeId>,
     /// Whether a tree was created or dropped (a layer above with its own catalog reloads it).
     pub ddl: bool,
+}
+
+/// What `Database::rewind` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewindReport {
+    /// The checkpoint the next open recovers from.
+    pub checkpoint_id: u64,
+    /// How far that checkpoint's pages reflect the log.
+    pub covered_lsn: Lsn,
+    /// Where the log ended before the cut.
+    pub old_end_lsn: Lsn,
+    /// Where it ends now: the fork point.
+    pub end_lsn: Lsn,
 }
 
 /// A standby's receiving state: bytes durable but not applied yet, and the decoder. Two
@@ -72,6 +96,62 @@ impl Database {
             decoder: parking_lot::Mutex::new(StreamDecoder::new(end_lsn)),
         }));
         Ok(end_lsn)
+    }
+
+    /// The primary accepted this standby's log as a prefix of its own: checkpoints may cover
+    /// it from now on (`DatabaseConfig::standby`).
+    pub fn confirm_log(&self) {
+        self.inner.manager.set_log_unconfirmed(false);
+    }
+
+    /// Cuts the log of the closed database in `dir` back to `fork` (the position where the
+    /// new primary's log left this one), so that it can follow the new primary: the commits
+    /// logged past it here were never acknowledged. The last checkpoint must cover no more
+    /// than `fork` (a node that took no checkpoint since its tail: opened as a standby, or
+    /// closed without one after its standby was lost); otherwise nothing is changed and the
+    /// error says the node must be seeded again.
+    pub fn rewind(dir: &Path, config: &DatabaseConfig, fork: Lsn) -> Result<RewindReport> {
+        Self::rewind_with_io(open_io(dir, config.io_backend)?, config, fork)
+    }
+
+    /// `rewind` on a given I/O backend.
+    pub fn rewind_with_io(
+        io: Arc<dyn Io>,
+        config: &DatabaseConfig,
+        fork: Lsn,
+    ) -> Result<RewindReport> {
+        let (store, created) = store::open(io.clone(), &config.store)?;
+        if created {
+            return Err(Error::InvalidArgument(
+                "no database to rewind in this directory".into(),
+            ));
+        }
+        let opened = store.opened_checkpoint().unwrap_or_default();
+        let covered_lsn = Catalog::decode(&opened.payload)?.covered_lsn;
+        if covered_lsn > fork {
+            let covered = if covered_lsn == u64::MAX {
+                "an unknown extent of the log (a checkpoint of an older version)".to_string()
+            } else {
+                format!("the log up to {covered_lsn}")
+            };
+            return Err(Error::InvalidArgument(format!(
+                "cannot rewind to {fork}: the last checkpoint covers {covered}"
+            )));
+        }
+        let (wal, _) = Wal::open(io, config.wal.clone(), opened.redo_lsn)?;
+        let old_end_lsn = wal.end_lsn();
+        if old_end_lsn < fork {
+            return Err(Error::InvalidArgument(format!(
+                "cannot rewind to {fork}: the log ends before it, at {old_end_lsn}"
+            )));
+        }
+        wal.cut_back(fork)?;
+        Ok(RewindReport {
+            checkpoint_id: opened.checkpoint_id,
+            covered_lsn,
+            old_end_lsn,
+            end_lsn: wal.end_lsn(),
+        })
     }
 
     /// True while this database is a standby.

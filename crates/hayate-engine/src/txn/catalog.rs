@@ -1,9 +1,10 @@
 //! The catalog of trees (tables and indexes): name, id, kind and root page.
 //!
 //! It is saved in every checkpoint's payload and changed by logged DDL records, so replay can
-//! rebuild it. Payload layout (LE): version u8 = 1 | next commit ts u64 | next txn id u64 |
-//! next tree id u32 | boot count u64 | tree count u32 | per tree: id u32, kind u8, unique u8,
-//! root page id u64, name length u32, name bytes (UTF-8).
+//! rebuild it. Payload layout (LE): version u8 = 2 | next commit ts u64 | next txn id u64 |
+//! next tree id u32 | boot count u64 | covered LSN u64 | tree count u32 | per tree: id u32,
+//! kind u8, unique u8, root page id u64, name length u32, name bytes (UTF-8). Version 1 had no
+//! covered LSN (read as unknown: `u64::MAX`).
 
 use std::collections::BTreeMap;
 
@@ -64,6 +65,10 @@ pub struct Catalog {
     pub next_txn_id: u64,
     pub next_tree_id: TreeId,
     pub boot_count: u64,
+    /// The log end when the checkpoint holding this payload quiesced the engine: its pages
+    /// hold no effect of a record at or past it (a rewind to a fork point needs a checkpoint
+    /// covering no more than the fork point). `u64::MAX`: unknown (an older payload).
+    pub covered_lsn: u64,
 }
 
 impl Catalog {
@@ -74,6 +79,7 @@ impl Catalog {
             next_txn_id: 1,
             next_tree_id: 1,
             boot_count: 0,
+            covered_lsn: 0,
         }
     }
 
@@ -82,11 +88,12 @@ impl Catalog {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut bytes = vec![1u8];
+        let mut bytes = vec![2u8];
         bytes.extend_from_slice(&self.next_commit_ts.to_le_bytes());
         bytes.extend_from_slice(&self.next_txn_id.to_le_bytes());
         bytes.extend_from_slice(&self.next_tree_id.to_le_bytes());
         bytes.extend_from_slice(&self.boot_count.to_le_bytes());
+        bytes.extend_from_slice(&self.covered_lsn.to_le_bytes());
         bytes.extend_from_slice(&(self.trees.len() as u32).to_le_bytes());
         for tree in self.trees.values() {
             bytes.extend_from_slice(&tree.id.to_le_bytes());
@@ -119,7 +126,8 @@ impl Catalog {
             position += len;
             Ok(slice)
         };
-        if take(1)?[0] != 1 {
+        let version = take(1)?[0];
+        if !matches!(version, 1 | 2) {
             return Err(corrupt());
         }
         let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap());
@@ -129,6 +137,11 @@ impl Catalog {
         catalog.next_txn_id = u64_of(take(8)?);
         catalog.next_tree_id = u32_of(take(4)?);
         catalog.boot_count = u64_of(take(8)?);
+        catalog.covered_lsn = if version >= 2 {
+            u64_of(take(8)?)
+        } else {
+            u64::MAX
+        };
         let count = u32_of(take(4)?);
         for _ in 0..count {
             let id = u32_of(take(4)?);
@@ -161,6 +174,7 @@ mod tests {
         let mut catalog = Catalog::new();
         catalog.next_commit_ts = 42;
         catalog.boot_count = 3;
+        catalog.covered_lsn = 12_288;
         catalog.trees.insert(
             7,
             TreeInfo {
@@ -175,5 +189,12 @@ mod tests {
         assert_eq!(Catalog::decode(&bytes).unwrap(), catalog);
         assert!(Catalog::decode(&bytes[..bytes.len() - 1]).is_err());
         assert_eq!(Catalog::decode(&[]).unwrap(), Catalog::new());
+        // A version-1 payload (no covered LSN) is read as covering an unknown extent.
+        let mut old = bytes[..29].to_vec();
+        old[0] = 1;
+        old.extend_from_slice(&bytes[37..]);
+        let decoded = Catalog::decode(&old).unwrap();
+        assert_eq!(decoded.covered_lsn, u64::MAX);
+        assert_eq!(decoded.trees, catalog.trees);
     }
 }

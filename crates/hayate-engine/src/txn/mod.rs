@@ -132,6 +132,10 @@ pub struct TxnManager {
     /// On a standby, the first received record not yet applied: checkpoints redo from there
     /// at the latest. `u64::MAX` on a primary.
     replay_from: AtomicU64,
+    /// A standby opened with `DatabaseConfig::standby` whose log its primary has not yet
+    /// accepted as a prefix of its own: it may hold an old primary's unacknowledged tail, so
+    /// no checkpoint may cover it (`replica`).
+    log_unconfirmed: AtomicBool,
     counters: Counters,
 }
 
@@ -170,6 +174,7 @@ impl TxnManager {
             poisoned: RwLock::new(None),
             standby: AtomicBool::new(false),
             replay_from: AtomicU64::new(u64::MAX),
+            log_unconfirmed: AtomicBool::new(false),
             counters: Counters::default(),
         }
     }
@@ -763,6 +768,13 @@ impl TxnManager {
         // Checked under the lock: a checkpoint that failed while we waited leaves the store's
         // checkpoint unfinished and the engine poisoned.
         self.check_writable()?;
+        if self.log_unconfirmed() {
+            return Err(Error::InvalidArgument(
+                "no checkpoint while this standby's log is not known to be its primary's (a \
+                 rewind may cut it)"
+                    .into(),
+            ));
+        }
         let store = self.pool.store().clone();
         let gate = self.pool.quiesce();
         let (meta, end_lsn) = {
@@ -778,6 +790,7 @@ impl TxnManager {
             let mut catalog = self.catalog.read().clone();
             catalog.next_commit_ts = order.next_commit_ts;
             catalog.next_txn_id = self.next_txn_id.load(Ordering::Relaxed);
+            catalog.covered_lsn = end_lsn;
             let checkpoint_id = order.next_checkpoint_id;
             order.next_checkpoint_id += 1;
             (

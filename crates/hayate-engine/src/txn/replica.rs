@@ -11,6 +11,11 @@
 //! 3. `set_replay_from(lsn)`: the first record not yet applied; a checkpoint's redo LSN never
 //!    passes it, so a restarted standby replays what it had received but not applied.
 //! 4. `set_standby(false)` (promotion): the counters continue from the last applied commit.
+//!
+//! A standby opened as one (`DatabaseConfig::standby`) may hold an old primary's tail that no
+//! standby ever acknowledged; `set_log_unconfirmed(true)` holds checkpoints off until its
+//! primary accepted its log (or it is promoted), so the last checkpoint stays one a rewind to
+//! the fork point can start from.
 
 use std::sync::atomic::Ordering;
 
@@ -26,7 +31,18 @@ impl TxnManager {
         self.standby.store(standby, Ordering::Release);
         if !standby {
             self.replay_from.store(u64::MAX, Ordering::Release);
+            self.set_log_unconfirmed(false);
         }
+    }
+
+    /// Holds checkpoints off (true) until the log is known to be the primary's (false).
+    pub fn set_log_unconfirmed(&self, unconfirmed: bool) {
+        self.log_unconfirmed.store(unconfirmed, Ordering::Release);
+    }
+
+    /// Whether checkpoints are held off (`set_log_unconfirmed`).
+    pub fn log_unconfirmed(&self) -> bool {
+        self.log_unconfirmed.load(Ordering::Acquire)
     }
 
     pub fn is_standby(&self) -> bool {

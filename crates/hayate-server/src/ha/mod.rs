@@ -115,6 +115,9 @@ pub enum RoleEnd {
     Promoted(Identity),
     /// The standby's data must be seeded again (why).
     Reseed(String),
+    /// The standby's log forked from its primary's at `fork` (it was an old primary with an
+    /// unacknowledged tail): rewind it there, or seed it again if that cannot be done.
+    Rewind { fork: u64, why: String },
 }
 
 struct LeaseState {
@@ -504,6 +507,7 @@ impl Coordinator {
                     return RoleEnd::Promoted(identity);
                 }
                 StandbyState::NeedsSeed(why) => return RoleEnd::Reseed(why),
+                StandbyState::NeedsRewind { fork, why } => return RoleEnd::Rewind { fork, why },
                 StandbyState::Stopped => return RoleEnd::Stopped,
                 StandbyState::Following => {}
             }

@@ -18,7 +18,9 @@
 //!   Either side drops a connection that brought nothing for its peer timeout.
 //! - `F`, `Z` (primary -> standby): a base backup's pieces and its end.
 //! - `E` (primary -> standby): why the primary refuses to serve it (text); `R`: a refusal only
-//!   a new seed mends (the standby's log forked from the primary's, or is no longer held).
+//!   a new seed mends (the primary no longer holds the log the standby needs); `W`: the
+//!   standby's log forked from the primary's (an old primary's unacknowledged tail): the u64
+//!   fork point, then why; it must be rewound there (`Database::rewind`) or seeded again.
 //!
 //! Primary (`Primary::start`, or `prepare` then `activate` for a standby's successor): a
 //! listener thread accepts standbys; the newest one's acknowledgements count, once the sync

@@ -606,16 +606,18 @@ impl Primary {
             match identity.fork_point(epoch) {
                 Err(message) => return refuse(&mut socket, b'R', message),
                 Ok(Some(fork)) if need > fork => {
-                    return refuse(
+                    let message = format!(
+                        "the standby's log ends at {need}, past position {fork} where this \
+                         primary's epoch {} began: it holds commits that were never \
+                         acknowledged",
+                        identity.current().number
+                    );
+                    let _ = write_message(
                         &mut socket,
-                        b'R',
-                        format!(
-                            "the standby's log ends at {need}, past position {fork} where this \
-                             primary's epoch {} began: it holds commits that were never \
-                             acknowledged",
-                            identity.current().number
-                        ),
-                    )
+                        b'W',
+                        &[&fork.to_be_bytes(), message.as_bytes()],
+                    );
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, message));
                 }
                 Ok(_) => {}
             }

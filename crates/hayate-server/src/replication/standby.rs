@@ -26,6 +26,14 @@ pub enum StandbyState {
     Promoted(Identity),
     /// Its primary refused it: its data must be seeded again (why).
     NeedsSeed(String),
+    /// Its log forked from its primary's: it must be rewound to the fork point
+    /// (`Database::rewind`), or else seeded again.
+    NeedsRewind {
+        /// Where the primary's log left this node's.
+        fork: u64,
+        /// The primary's words.
+        why: String,
+    },
     /// Stopped by its owner.
     Stopped,
 }
@@ -230,6 +238,12 @@ fn follow(shared: &Shared) -> StandbyState {
             }
             Err(error) if error.kind() == io::ErrorKind::InvalidInput => {
                 log::error!("replication: {error}");
+                if let Some(forked) = error.get_ref().and_then(|e| e.downcast_ref::<Forked>()) {
+                    return StandbyState::NeedsRewind {
+                        fork: forked.fork,
+                        why: forked.why.clone(),
+                    };
+                }
                 return StandbyState::NeedsSeed(error.to_string());
             }
             Err(error) => {
@@ -288,8 +302,28 @@ fn acknowledge(socket: &mut Link, durable: u64, applied: u64) -> io::Result<()> 
     )
 }
 
+/// The primary's `W`: this node's log left the primary's at `fork`.
+#[derive(Debug)]
+struct Forked {
+    fork: u64,
+    why: String,
+}
+
+impl std::fmt::Display for Forked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "this node's log forked from its primary's at {}: {}",
+            self.fork, self.why
+        )
+    }
+}
+
+impl std::error::Error for Forked {}
+
 /// One connection to the primary, until it ends, a stop, or a promotion request. A refusal
-/// that only a new seed can mend is an `InvalidInput` error.
+/// that only a new seed or a rewind can mend is an `InvalidInput` error (`Forked` inside for
+/// a rewind).
 fn follow_once(shared: &Shared, primary: &str) -> io::Result<()> {
     let db = &shared.db;
     let abandon = || shared.stop.load(Ordering::Acquire) || shared.promotion_requested();
@@ -412,6 +446,9 @@ fn handle_control(shared: &Shared, primary: &str, tag: u8, payload: &[u8]) -> io
                 identity.store(&shared.config.dir)?;
                 *shared.identity.lock() = Some(identity);
             }
+            // The primary checked this node's log: a prefix of its own, which checkpoints
+            // may now cover.
+            shared.db.confirm_log();
         }
         // A keepalive: the link is alive (the caller noted it).
         b'K' => {}
@@ -422,6 +459,15 @@ fn handle_control(shared: &Shared, primary: &str, tag: u8, payload: &[u8]) -> io
                     "the primary {primary} cannot feed this standby: {}",
                     String::from_utf8_lossy(payload)
                 ),
+            ))
+        }
+        b'W' => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                Forked {
+                    fork: lsn_of(payload)?,
+                    why: String::from_utf8_lossy(payload.get(8..).unwrap_or_default()).into_owned(),
+                },
             ))
         }
         b'E' => {

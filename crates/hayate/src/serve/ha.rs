@@ -10,7 +10,9 @@ use hayate_server::ha::{Coordinator, HaConfig, Role, RoleEnd};
 use hayate_server::replication::{Identity, Primary};
 use hayate_sql::Cluster;
 
-use super::{close_database, open_cluster, open_database, serve_until, Served, Settings};
+use super::{
+    close_database, database_config, open_cluster, open_database, serve_until, Served, Settings,
+};
 
 /// A node of an etcd-coordinated cluster: choose a role (take the leader key, or follow the
 /// primary it names, seeding an empty data directory from it), serve, and start over when
@@ -142,7 +144,12 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
             Err(error) => break Err(error),
         }
         coordinator.resume();
-        if let RoleEnd::Reseed(why) = end {
+        let reseed = match end {
+            RoleEnd::Reseed(why) => Some(why),
+            RoleEnd::Rewind { fork, why } => rewind(settings, fork, &why),
+            _ => None,
+        };
+        if let Some(why) = reseed {
             eprintln!("hayate: this node's data must be seeded again: {why}");
             for file in [hayate_engine::CONTROL_FILE, "identity"] {
                 let _ = std::fs::remove_file(data_dir.join(file));
@@ -151,6 +158,25 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
     };
     coordinator.resign();
     result
+}
+
+/// Cuts this node's log back to `fork`, where its primary's log left it (the commits past it
+/// here were never acknowledged), so that it follows from there with its data kept. Returns
+/// why it must be seeded again instead, if the rewind cannot be done (a checkpoint of this
+/// node covers part of the tail).
+fn rewind(settings: &Settings, fork: u64, why: &str) -> Option<String> {
+    eprintln!("hayate: this node's log forked from its primary's: {why}");
+    match Database::rewind(&settings.data_dir, &database_config(settings, true), fork) {
+        Ok(report) => {
+            eprintln!(
+                "hayate: rewound the log from position {} to the fork point {} (recovery \
+                 starts from checkpoint {}); following the primary from there",
+                report.old_end_lsn, report.end_lsn, report.checkpoint_id
+            );
+            None
+        }
+        Err(error) => Some(format!("rewinding to position {fork}: {error}")),
+    }
 }
 
 /// What the HA watcher runs a role with.

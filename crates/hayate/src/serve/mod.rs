@@ -537,12 +537,19 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
     result.and(close_database(db))
 }
 
+/// The engine's settings of this server; `standby`: opened to follow a primary, which may
+/// find that this node's log must be rewound (`DatabaseConfig::standby`).
+fn database_config(settings: &Settings, standby: bool) -> DatabaseConfig {
+    DatabaseConfig {
+        buffer_size: BufferSize::Bytes(settings.buffer_bytes),
+        standby,
+        ..DatabaseConfig::default()
+    }
+}
+
 fn open_database(settings: &Settings, standby: bool) -> CliResult<Database> {
     let data_dir = &settings.data_dir;
-    let config = DatabaseConfig {
-        buffer_size: BufferSize::Bytes(settings.buffer_bytes),
-        ..DatabaseConfig::default()
-    };
+    let config = database_config(settings, standby);
     let db = match settings.emulate_device {
         DeviceClassArg::Real => Database::open(data_dir, config),
         class => {
@@ -561,10 +568,6 @@ fn open_database(settings: &Settings, standby: bool) -> CliResult<Database> {
         }
     }
     .context(|| format!("opening database in {}", data_dir.display()))?;
-    if standby {
-        db.start_standby()
-            .map_err(|error| CliError::new(format!("starting as a standby: {error}")))?;
-    }
     Ok(db)
 }
 
