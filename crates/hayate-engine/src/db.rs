@@ -89,12 +89,16 @@ pub struct DatabaseConfig {
     /// Pause between rounds of the maintenance thread (purge, cleaner pass, checkpoint if
     /// due). Default 20 ms.
     pub maintenance_interval: Duration,
-    /// Open as a standby (design 5.6): recovery takes no checkpoint, the database starts as
-    /// `start_standby` leaves it, and no checkpoint is taken until its primary accepted its log
-    /// (`confirm_log`) or it is promoted. Its log may end in an old primary's tail that no
-    /// standby acknowledged; so its last checkpoint stays one that `rewind` can start from.
-    /// Default false.
+    /// Open as a standby (design 5.6): the database starts as `start_standby` leaves it, and
+    /// checkpoints are held as with `hold_checkpoints` until its primary accepted its log
+    /// (`confirm_log`) or it is promoted. Default false.
     pub standby: bool,
+    /// A node of a replicated pair, whose log may end in a tail that no standby acknowledged
+    /// (it was a primary that lost its standby): recovery takes no checkpoint, and none is
+    /// taken until `confirm_log` (a standby acknowledged this log, or the primary acknowledges
+    /// alone) or promotion, so its last checkpoint stays one that `rewind` can start from
+    /// should another node's log go on without the tail. Default false.
+    pub hold_checkpoints: bool,
 }
 
 impl Default for DatabaseConfig {
@@ -113,6 +117,7 @@ impl Default for DatabaseConfig {
             checkpoint_log_bytes: 256 << 20,
             maintenance_interval: Duration::from_millis(20),
             standby: false,
+            hold_checkpoints: false,
         }
     }
 }
@@ -218,7 +223,7 @@ impl Database {
         if !created {
             log::info!("{report}");
         }
-        if config.standby && !created {
+        if (config.standby || config.hold_checkpoints) && !created {
             manager.set_log_unconfirmed(true);
         } else {
             manager.checkpoint()?;
@@ -495,7 +500,7 @@ impl Database {
 
     /// Checkpoints and stops background work. Other clones become unusable for writes. A
     /// standby whose log is not confirmed yet (`DatabaseConfig::standby`) closes without a
-    /// checkpoint: the next start replays its log again.
+    /// checkpoint (`DatabaseConfig::hold_checkpoints`): the next start replays its log again.
     pub fn close(self) -> Result<()> {
         self.inner.log_flusher.stop();
         stop_maintenance(&self.inner);

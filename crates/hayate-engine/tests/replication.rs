@@ -486,6 +486,10 @@ fn an_old_primary_with_an_unacknowledged_tail_is_rewound_to_the_fork_point() {
                 policy,
                 ..StoreConfig::default()
             },
+            // A pool of a few pages: the tail's pages are written back before the rewind,
+            // over (in place) or beside (out of place) the checkpoint's images.
+            buffer_size: BufferSize::Bytes(16 * 4096),
+            buffer_frames_min: 16,
             ..config()
         });
     }
@@ -508,6 +512,11 @@ fn rewind_an_old_primary(config: DatabaseConfig) {
     // The standby is cut off; what the primary logs now, nobody acknowledges: a commit that
     // overwrites, deletes and inserts rows, and a new table.
     pair.stop_delivery();
+    let written = |db: &Database| {
+        let buffer = db.stats().buffer;
+        buffer.eviction_writes + buffer.background_writes
+    };
+    let written_before_tail = written(&pair.primary);
     let before_tail = pair.primary.log_local_durable_lsn();
     let primary = pair.primary.clone();
     let tail_commit = std::thread::spawn(move || {
@@ -528,6 +537,10 @@ fn rewind_an_old_primary(config: DatabaseConfig) {
     let tail_ddl = std::thread::spawn(move || primary.create_table("tail"));
     logged_past(&pair.primary, after_commit);
     pair.link.fence();
+    assert!(
+        written(&pair.primary) > written_before_tail,
+        "no page was written back after the checkpoint"
+    );
     assert!(matches!(
         tail_commit.join().unwrap(),
         Err(Error::NotPrimary(_))

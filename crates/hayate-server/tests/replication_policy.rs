@@ -21,7 +21,11 @@ use hayate_server::replication::{
 use hayate_sql::Cluster;
 
 fn open(dir: &Path) -> Database {
-    let config = DatabaseConfig {
+    Database::open(dir, config()).unwrap()
+}
+
+fn config() -> DatabaseConfig {
+    DatabaseConfig {
         wal: WalConfig {
             segment_size_bytes: 256 << 10,
             buffer_size_bytes: 64 << 10,
@@ -29,8 +33,7 @@ fn open(dir: &Path) -> Database {
         },
         buffer_size: hayate_engine::BufferSize::Bytes(16 << 20),
         ..DatabaseConfig::default()
-    };
-    Database::open(dir, config).unwrap()
+    }
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -406,6 +409,51 @@ fn with_tls_the_log_travels_encrypted_to_a_standby_that_checked_the_primary() {
         .windows(b"a value nobody".len())
         .any(|window| window == b"a value nobody");
     assert!(!clear, "the log went out in the clear");
+    standby.stop();
+    primary.stop();
+}
+
+/// Both nodes opened as the server opens a replicated pair (`hold_checkpoints`, and `standby`
+/// for the follower) take no checkpoint until the log is known to be held by the node that
+/// may take over: the standby once its primary accepted its hello, the primary once its
+/// standby acknowledged past where the primary's log ended at its start. Until then the last
+/// checkpoint stays one a rewind can start from.
+#[test]
+fn checkpoints_wait_until_the_other_node_holds_the_log() {
+    watchdog(
+        "checkpoints_wait_until_the_other_node_holds_the_log",
+        Duration::from_secs(120),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (db, tree) = seeded(dir.path());
+    db.close().unwrap();
+    let held = DatabaseConfig {
+        hold_checkpoints: true,
+        ..config()
+    };
+    let a = Database::open(&dir.path().join("a"), held.clone()).unwrap();
+    assert!(a.checkpoint().is_err(), "the primary checkpointed at once");
+    let primary = start_primary(&a, ReplicationPolicy::default());
+    let b = Database::open(
+        &dir.path().join("b"),
+        DatabaseConfig {
+            standby: true,
+            ..held
+        },
+    )
+    .unwrap();
+    assert!(b.checkpoint().is_err(), "the standby checkpointed at once");
+    let standby = start_standby(&b, &dir.path().join("b"), &primary);
+    eventually("the standby's log to be accepted", || {
+        b.checkpoint().is_ok()
+    });
+    assert!(
+        a.checkpoint().is_err(),
+        "no standby acknowledged the primary's log yet"
+    );
+    put(&a, tree, 1, b"acknowledged").unwrap();
+    a.checkpoint().unwrap();
+    eventually("the standby to apply", || has(&b, tree, 1));
     standby.stop();
     primary.stop();
 }

@@ -98,8 +98,10 @@ impl Database {
         Ok(end_lsn)
     }
 
-    /// The primary accepted this standby's log as a prefix of its own: checkpoints may cover
-    /// it from now on (`DatabaseConfig::standby`).
+    /// This node's log is known to be held by whichever node may take over (a standby's
+    /// primary accepted it as a prefix of its own; a primary's standby acknowledged past it,
+    /// or it acknowledges alone): checkpoints may cover it from now on
+    /// (`DatabaseConfig::hold_checkpoints`).
     pub fn confirm_log(&self) {
         self.inner.manager.set_log_unconfirmed(false);
     }
@@ -120,12 +122,12 @@ impl Database {
         config: &DatabaseConfig,
         fork: Lsn,
     ) -> Result<RewindReport> {
-        let (store, created) = store::open(io.clone(), &config.store)?;
-        if created {
+        if !io.exists(crate::store::control::CONTROL_FILE)? {
             return Err(Error::InvalidArgument(
                 "no database to rewind in this directory".into(),
             ));
         }
+        let (store, _) = store::open(io.clone(), &config.store)?;
         let opened = store.opened_checkpoint().unwrap_or_default();
         let covered_lsn = Catalog::decode(&opened.payload)?.covered_lsn;
         if covered_lsn > fork {

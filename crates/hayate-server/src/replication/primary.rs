@@ -244,6 +244,8 @@ impl LogShipper for Primary {
                     );
                     state.alone = Alone::Yes { through };
                     state.sync_name = None;
+                    // No other node may take over now: checkpoints may cover this log.
+                    self.db.confirm_log();
                     self.changed.notify_all();
                 } else if !matches!(state.alone, Alone::Yes { .. }) && state.acked < lsn {
                     // The set could not be changed (etcd unreachable, or deposed): ask again
@@ -606,6 +608,18 @@ impl Primary {
             match identity.fork_point(epoch) {
                 Err(message) => return refuse(&mut socket, b'R', message),
                 Ok(Some(fork)) if need > fork => {
+                    // The standby will follow from the fork point once rewound: this primary
+                    // must still hold its log from there, else only a new seed serves.
+                    if fork < self.db.log_local_durable_lsn() {
+                        if let Err(error) = self.db.read_log(fork, fork + 1) {
+                            let message = format!(
+                                "the standby's log forked from this primary's at {fork}, and \
+                                 the log from there is no longer here ({error}): the standby \
+                                 must be seeded again"
+                            );
+                            return refuse(&mut socket, b'R', message);
+                        }
+                    }
                     let message = format!(
                         "the standby's log ends at {need}, past position {fork} where this \
                          primary's epoch {} began: it holds commits that were never \
@@ -890,6 +904,9 @@ impl Primary {
             );
             state.alone = Alone::No;
         }
+        // The synchronous standby holds this log past where it ended when this primary
+        // started (`acked` began there): checkpoints may cover it.
+        self.db.confirm_log();
         state.acked = state.acked.max(lsn);
         state.flush_lag.reported(lsn, Instant::now());
         state.slot_released = false;

@@ -274,13 +274,16 @@ fn promote(shared: &Shared) -> StandbyState {
         .clone()
         .unwrap_or_else(Identity::new_system);
     let epoch = (identity.current().number + 1).max(shared.promote_to.load(Ordering::Acquire));
-    identity.begin_epoch(epoch, shared.db.log_end_lsn());
+    // The epoch starts where the log ended when the node opened for writes (`shipped_from`),
+    // not where it ends now: a write since then is of the new epoch, and the start is the
+    // fork point an old primary is rewound to.
+    identity.begin_epoch(epoch, shipped_from);
     if let Err(error) = identity.store(&shared.config.dir) {
         log::error!("replication: writing the identity after promotion: {error}");
     }
     log::warn!(
-        "replication: promoted, this node takes writes now (epoch {epoch} from log position {})",
-        shared.db.log_end_lsn()
+        "replication: promoted, this node takes writes now (epoch {epoch} from log position \
+         {shipped_from})"
     );
     if let Err(error) = shared.cluster.reload() {
         log::error!("replication: reloading the catalog after promotion: {error}");

@@ -71,6 +71,8 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
         }
         let standby = matches!(role, Role::Standby { .. });
         let db = open_database(settings, standby)?;
+        // A primary's epoch starts here: opening the SQL catalog may write already.
+        let log_end_at_open = db.log_end_lsn();
         let cluster = open_cluster(&db)?;
         let mut identity = match Identity::load_or_new(&data_dir) {
             Ok(identity) => identity,
@@ -78,7 +80,7 @@ pub(super) fn run_ha(settings: &Settings, ha: HaConfig) -> CliResult<()> {
         };
         if let Role::Primary { epoch } = role {
             if epoch > identity.current().number {
-                identity.begin_epoch(epoch, db.log_end_lsn());
+                identity.begin_epoch(epoch, log_end_at_open);
             }
         }
         if !standby {

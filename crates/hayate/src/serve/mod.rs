@@ -537,12 +537,15 @@ pub fn run(args: &ServeArgs) -> CliResult<()> {
     result.and(close_database(db))
 }
 
-/// The engine's settings of this server; `standby`: opened to follow a primary, which may
-/// find that this node's log must be rewound (`DatabaseConfig::standby`).
+/// The engine's settings of this server; `standby`: opened to follow a primary. A node of a
+/// replicated pair holds its checkpoints until its log is known to be held by the node that
+/// may take over, so that it can be rewound should that node's log go on without its tail
+/// (`DatabaseConfig::hold_checkpoints`).
 fn database_config(settings: &Settings, standby: bool) -> DatabaseConfig {
     DatabaseConfig {
         buffer_size: BufferSize::Bytes(settings.buffer_bytes),
         standby,
+        hold_checkpoints: settings.ha.is_some() || settings.ha_replication_listen.is_some(),
         ..DatabaseConfig::default()
     }
 }
