@@ -919,3 +919,129 @@ fn lock_lists_and_key_strengths_as_postgresql() {
     query_ok(&mut a, "ROLLBACK");
     assert!(!held(&mut b, "pa", 1));
 }
+
+/// Runs statements, each of which must succeed.
+fn run_all(session: &mut Session, statements: &str) {
+    for outcome in session.execute_sql(statements) {
+        outcome.unwrap_or_else(|error| panic!("{statements}: {error}"));
+    }
+}
+
+/// A join through a secondary index: each row of the outer side looks its matches up in the
+/// index on the inner table's join column (an ORM's parent-to-children join) when the outer
+/// side is a narrow read or, with statistics, when that is estimated cheaper than the hash
+/// join's scan of the inner table. Results equal the model's whatever the plan: NULL keys
+/// match nothing, a LEFT JOIN keeps its unmatched rows, a partial index is used only when
+/// the inner table's filter implies its predicate.
+#[test]
+fn joins_look_rows_up_through_a_secondary_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path());
+    run_all(
+        &mut s,
+        "CREATE TABLE parent (id int4 PRIMARY KEY, grp int4); \
+         CREATE TABLE child (id int4 PRIMARY KEY, parent_id int8, qty int4); \
+         CREATE INDEX child_parent ON child (parent_id); \
+         CREATE INDEX child_big ON child (qty) WHERE qty > 900; \
+         INSERT INTO parent SELECT i, i % 30 FROM generate_series(1, 300) AS i; \
+         INSERT INTO child SELECT i, CASE WHEN i % 17 = 0 THEN NULL ELSE i % 320 + 1 END, \
+             i % 1000 FROM generate_series(1, 3000) AS i",
+    );
+    let parents: Vec<(i64, i64)> = (1..=300).map(|id| (id, id % 30)).collect();
+    let children: Vec<(i64, Option<i64>, i64)> = (1..=3000)
+        .map(|id| ((id), (id % 17 != 0).then_some(id % 320 + 1), id % 1000))
+        .collect();
+    // (parent, child) pairs of the parents `keep` accepts and children `matches` accepts.
+    let pairs = |keep: &dyn Fn(&(i64, i64)) -> bool,
+                 matches: &dyn Fn(&(i64, i64), &(i64, Option<i64>, i64)) -> bool,
+                 left: bool| {
+        let mut rows = Vec::new();
+        for parent in parents.iter().filter(|p| keep(p)) {
+            let found: Vec<_> = children.iter().filter(|c| matches(parent, c)).collect();
+            if found.is_empty() && left {
+                rows.push(vec![Value::Int(parent.0), Value::Null]);
+            }
+            for child in found {
+                rows.push(vec![Value::Int(parent.0), Value::Int(child.0)]);
+            }
+        }
+        sorted(rows)
+    };
+    let by_parent = |p: &(i64, i64), c: &(i64, Option<i64>, i64)| c.1 == Some(p.0);
+    let lookup = "Index Nested Loop Inner Join: lookup on child using child_parent";
+
+    // Points on the outer side: their children through the index. (With `p.id = 7` the
+    // children's own read would be a lookup of 7, implied through the equality.)
+    let point = "SELECT p.id, c.id FROM parent p JOIN child c ON c.parent_id = p.id \
+                 WHERE p.id IN (7, 8, 9)";
+    assert_eq!(
+        sorted(query(&mut s, point)),
+        pairs(&|p| (7..=9).contains(&p.0), &by_parent, false)
+    );
+    assert!(
+        explain(&mut s, point).contains(lookup),
+        "{}",
+        explain(&mut s, point)
+    );
+    // A LEFT JOIN with a condition on the inner table: unmatched parents kept.
+    let left = "SELECT p.id, c.id FROM parent p LEFT JOIN child c \
+                ON c.parent_id = p.id AND c.qty > 990 WHERE p.id IN (298, 299)";
+    let expected = pairs(
+        &|p| p.0 == 298 || p.0 == 299,
+        &|p, c| by_parent(p, c) && c.2 > 990,
+        true,
+    );
+    assert_eq!(sorted(query(&mut s, left)), expected);
+    assert!(explain(&mut s, left).contains("Index Nested Loop Left Join: lookup on child"));
+    let left_none = left.replace("990", "998");
+    assert_eq!(
+        sorted(query(&mut s, &left_none)),
+        vec![
+            vec![Value::Int(298), Value::Null],
+            vec![Value::Int(299), Value::Null]
+        ]
+    );
+    // Without statistics a scan on the outer side joins by hashing.
+    let group =
+        "SELECT p.id, c.id FROM parent p JOIN child c ON c.parent_id = p.id WHERE p.grp = 3";
+    let expected = pairs(&|p| p.1 == 3, &by_parent, false);
+    assert_eq!(sorted(query(&mut s, group)), expected);
+    assert!(explain(&mut s, group).contains("Hash Inner Join"));
+    // A partial index serves only a filter that implies its predicate.
+    let by_qty = |p: &(i64, i64), c: &(i64, Option<i64>, i64)| c.2 == p.0 + 900;
+    let partial = "SELECT p.id, c.id FROM parent p JOIN child c ON c.qty = p.id + 900 \
+                   WHERE p.id IN (50, 51)";
+    let in_50_51 = |p: &(i64, i64)| p.0 == 50 || p.0 == 51;
+    assert_eq!(
+        sorted(query(&mut s, partial)),
+        pairs(&in_50_51, &by_qty, false)
+    );
+    assert!(!explain(&mut s, partial).contains("child_big"));
+    let implied = format!("{partial} AND c.qty > 900");
+    assert_eq!(
+        sorted(query(&mut s, &implied)),
+        pairs(&in_50_51, &by_qty, false)
+    );
+    assert!(explain(&mut s, &implied).contains("lookup on child using child_big"));
+
+    // With statistics, by cost: 10 parents' lookups cost less than reading every child...
+    run_all(&mut s, "ANALYZE");
+    assert_eq!(sorted(query(&mut s, group)), expected);
+    assert!(
+        explain(&mut s, group).contains(lookup),
+        "{}",
+        explain(&mut s, group)
+    );
+    // ... written the other way round too: the 10 parents go first.
+    let reversed = "SELECT p.id, c.id FROM child c JOIN parent p ON c.parent_id = p.id \
+                    WHERE p.grp = 3";
+    assert_eq!(sorted(query(&mut s, reversed)), expected);
+    assert!(explain(&mut s, reversed).contains(lookup));
+    // ... but every parent's lookups cost more than one scan of the children.
+    let all = "SELECT p.id, c.id FROM parent p JOIN child c ON c.parent_id = p.id";
+    assert_eq!(
+        sorted(query(&mut s, all)),
+        pairs(&|_| true, &by_parent, false)
+    );
+    assert!(explain(&mut s, all).contains("Hash Inner Join"));
+}

@@ -96,6 +96,12 @@ pub const UNKNOWN_BOUND: f64 = DEFAULT_RANGE;
 pub type ValueBound<'a> = Option<(Option<&'a Value>, bool)>;
 
 impl ColumnStatistics {
+    /// The share of rows equal to a value the plan does not know but that the column holds
+    /// (a join's probe): the non-NULL rows over the distinct values.
+    pub fn average_equal(&self) -> f64 {
+        ((1.0 - self.null_fraction) / self.distinct.max(1.0)).clamp(0.0, 1.0)
+    }
+
     /// The fraction of rows whose value equals `value` (None: a value not known when
     /// planning, a parameter: taken as the least common value's, for the reason given at
     /// `UNKNOWN_BOUND`; a skewed column's rare values are what such statements ask for).

@@ -21,7 +21,7 @@ use super::{as_slice, compare_sort_keys, KeyRange, KeyedRow};
 use crate::catalog::Table;
 use crate::encoding::row;
 use crate::error::{sqlstate, SqlError, SqlResult};
-use crate::plan::access::Access;
+use crate::plan::access::{Access, IndexAccess, IndexLookup};
 use crate::plan::expr::{truth, BinaryOp, SubqueryRunner};
 use crate::plan::{
     EvalContext, Expr, JoinKind, Relation, RowLock, Subquery, SubqueryKind, TableRead,
@@ -712,7 +712,17 @@ impl<'r, 'e> Run<'r, 'e> {
                 _ => Ok(true),
             }
         };
-        match &read.access {
+        // An index nested loop's lookup values read the outer row (`key_row`): their values
+        // for this row.
+        let bound;
+        let access = match &read.access {
+            Access::Index(path) if !key_row.is_empty() => {
+                bound = Access::Index(bound_lookup(path, key_row, &context)?);
+                &bound
+            }
+            access => access,
+        };
+        match access {
             Access::Point(values) => {
                 let Some(key) = self.exec.point_key(table, values, key_row, &context)? else {
                     return Ok(true);
@@ -957,6 +967,36 @@ impl SubqueryRunner for Run<'_, '_> {
 }
 
 /// Orders join keys (NULLs first; they never match).
+/// `path` with its lookup values evaluated over `row` (an index nested loop's outer row).
+fn bound_lookup(
+    path: &IndexAccess,
+    row: &[Value],
+    context: &EvalContext,
+) -> SqlResult<IndexAccess> {
+    let bind = |values: &[Expr]| -> SqlResult<Vec<Expr>> {
+        (values.iter())
+            .map(|value| Ok(Expr::Literal(value.eval(row, context)?)))
+            .collect()
+    };
+    let lookup = match &path.lookup {
+        IndexLookup::Point(values) => IndexLookup::Point(bind(values)?),
+        IndexLookup::Range {
+            prefix,
+            lower,
+            upper,
+        } => IndexLookup::Range {
+            prefix: bind(prefix)?,
+            lower: lower.clone(),
+            upper: upper.clone(),
+        },
+    };
+    Ok(IndexAccess {
+        index: path.index,
+        lookup,
+        narrowed_by: path.narrowed_by.clone(),
+    })
+}
+
 fn compare_keys(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
     for (x, y) in a.iter().zip(b) {
         let ordering = match (x.is_null(), y.is_null()) {

@@ -696,6 +696,101 @@ fn lookup_fraction(
     fraction
 }
 
+/// A lookup of `table` through one of its secondary indexes for each row of a join's other
+/// side (an index nested loop): the index's first keys equal `bound(column)`, which gives an
+/// expression over the other side's row (and true) or a constant of the table's own filter
+/// (and false); `own` (that filter's conjuncts) decides which partial indexes may be used.
+/// The usable index with the most keys bound, a unique index's whole key first; None if no
+/// index has a key bound by the other side. Expression keys end the bound prefix.
+pub(crate) fn join_lookup(
+    table: &Table,
+    terms: &IndexBindings,
+    own: &[&Expr],
+    bound: &dyn Fn(usize) -> Option<(Expr, bool)>,
+) -> Option<IndexAccess> {
+    let usable = readable_indexes(table, terms, own);
+    let mut best: Option<((bool, usize), IndexAccess)> = None;
+    for (position, index) in table.def.indexes.iter().enumerate() {
+        if !may_use(&usable, position) {
+            continue;
+        }
+        let mut values = Vec::new();
+        let mut joined = false;
+        for column in &index.columns {
+            let Some((value, other_side)) = (*column != EXPRESSION_KEY)
+                .then(|| bound(*column))
+                .flatten()
+            else {
+                break;
+            };
+            joined |= other_side;
+            values.push(value);
+        }
+        let whole = values.len() == index.columns.len();
+        let rank = (whole && index.unique, values.len());
+        if !joined
+            || best
+                .as_ref()
+                .is_some_and(|(best_rank, _)| *best_rank >= rank)
+        {
+            continue;
+        }
+        let lookup = match whole {
+            true => IndexLookup::Point(values),
+            false => IndexLookup::Range {
+                prefix: values,
+                lower: None,
+                upper: None,
+            },
+        };
+        let path = IndexAccess {
+            index: position,
+            lookup,
+            narrowed_by: Vec::new(),
+        };
+        best = Some((rank, path));
+    }
+    best.map(|(_, path)| path)
+}
+
+/// Whether an index nested loop through `path` (a `join_lookup`, once per row of the other
+/// side) is estimated cheaper than a hash join that reads `table` once through `own`. With
+/// the table's statistics and `outer_rows` (the other side's estimated rows): a probe costs
+/// a descent and its entries' rows looked up, a key from the other side finding the
+/// column's average share of rows, against the hash join's read plus one probe per outer
+/// row. Otherwise by shape: when the other side is a narrow read (`outer_narrow`) and `own`
+/// is a scan without an equal key prefix.
+pub(crate) fn join_lookup_cheaper(
+    table: &Table,
+    path: &IndexAccess,
+    own: &Access,
+    outer_rows: Option<f64>,
+    outer_narrow: bool,
+) -> bool {
+    let (Some(statistics), Some(outer_rows)) = (table.statistics.for_planning(), outer_rows) else {
+        return outer_narrow && narrowness(table, own) < (1, 1, false);
+    };
+    let index = &table.def.indexes[path.index];
+    let probe = match &path.lookup {
+        IndexLookup::Point(_) if index.unique => 2.0 * LOOKUP_COST,
+        IndexLookup::Point(values) | IndexLookup::Range { prefix: values, .. } => {
+            let fraction: f64 = (index.columns.iter().zip(values))
+                .map(|(column, value)| {
+                    match (statistics.column(&table.def, *column), known_value(value)) {
+                        (Some(column), Some(known)) => column.equal(Some(&known)),
+                        (Some(column), None) => column.average_equal(),
+                        (None, _) => DEFAULT_EQUAL,
+                    }
+                })
+                .product();
+            let entries = statistics.rows.max(1.0) * fraction;
+            DESCENT_COST + entries * (ENTRY_COST + LOOKUP_COST)
+        }
+    };
+    let outer_rows = outer_rows.max(1.0);
+    outer_rows * probe < cost(table, &statistics, own) + outer_rows
+}
+
 /// The value of a constant known when planning (a literal, a cast of one); None for a
 /// parameter or anything evaluated later.
 fn known_value(expr: &Expr) -> Option<Value> {

@@ -501,12 +501,23 @@ impl Relation {
                 right,
                 lock,
                 ..
-            } => format!(
-                "Index Nested Loop {} Join: primary key lookup on {}{}",
-                kind(k),
-                right.table.def.name,
-                RowLock::explain(*lock)
-            ),
+            } => {
+                let table = &right.table.def;
+                let lookup = match &right.access {
+                    Access::Index(path) => {
+                        format!(
+                            "lookup on {} using {}",
+                            table.name, table.indexes[path.index].name
+                        )
+                    }
+                    _ => format!("primary key lookup on {}", table.name),
+                };
+                format!(
+                    "Index Nested Loop {} Join: {lookup}{}",
+                    kind(k),
+                    RowLock::explain(*lock)
+                )
+            }
             Relation::LateralJoin { kind: k, .. } => {
                 format!("Nested Loop {} Join (lateral)", kind(k))
             }

@@ -1175,7 +1175,10 @@ type Reordered = (Vec<FromItem>, Vec<Expr>, Vec<usize>);
 /// AND ff_c_id = c_id` starts with frequent_flyer's index). The narrowest item goes first,
 /// then, greedily, the narrowest item joined by an equality to those placed (else the next
 /// written). Items whose tables have statistics (ANALYZE) compare by the rows they are
-/// estimated to return (`access::estimated_rows`), the others by their paths' shapes.
+/// estimated to return (`access::estimated_rows`), the others by their paths' shapes; when
+/// every item has statistics, the item estimated to return fewest rows goes first whatever
+/// its path (`FROM lines JOIN orders ... WHERE o_customer = 5` starts with the 20 orders
+/// and looks their lines up through an index, `join`).
 /// Returns the items and conditions renumbered and where each written column went; Err
 /// hands everything back unchanged.
 fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered, Unordered> {
@@ -1223,11 +1226,16 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
         };
         by_rows.then(ranks[*a].cmp(&ranks[*b])).then(b.cmp(a))
     };
-    // The first item: of those a key narrows (a scan goes first only as written).
-    let Some(best) = (0..items.len()).filter(|i| ranks[*i].0 > 0).max_by(before) else {
+    // The first item: of those a key narrows (a scan goes first only as written), or of
+    // all when every one has an estimate.
+    let estimated = rows.iter().all(Option::is_some);
+    let Some(best) = (0..items.len())
+        .filter(|i| estimated || ranks[*i].0 > 0)
+        .max_by(before)
+    else {
         return Err((items, conditions));
     };
-    if ranks[0].0 > 0 || best == 0 {
+    if (ranks[0].0 > 0 && !estimated) || best == 0 {
         return Err((items, conditions));
     }
     // Greedy order: joined to what is placed, narrowest first.
@@ -1519,12 +1527,11 @@ fn join(
             };
         }
     }
-    // Index nested loop: the right table's whole primary key equals left expressions or
-    // constants of the right table's own filter (TPC-C's stock-level: s_w_id = ? AND
-    // s_i_id = ol_i_id).
+    // Index nested loop: the right table's whole primary key, or the first keys of one of
+    // its indexes, equal left expressions or constants of the right table's own filter
+    // (TPC-C's stock-level: s_w_id = ? AND s_i_id = ol_i_id; an ORM's join of a parent to
+    // its children through the index on their foreign key).
     if let Relation::Table { read, lock } = &right {
-        let key = &read.table.def.primary_key;
-        let already_point = matches!(read.access, Access::Point(_));
         let mut own = Vec::new();
         if let Some(filter) = &read.filter {
             crate::plan::access::conjuncts(filter, &mut own);
@@ -1533,58 +1540,74 @@ fn join(
             let r = reads(e);
             !r.correlated && r.range.is_none()
         };
-        if !key.is_empty() && !already_point {
-            let bound: Option<Vec<Expr>> = key
-                .iter()
-                .map(|column| {
-                    // The key column, maybe through casts that keep its values exact.
-                    let key_type = read.table.def.columns[*column].data_type;
-                    let is_key = |e: &Expr, at: usize| {
-                        let type_of = |c: usize| (c == at).then_some(key_type);
-                        crate::plan::access::exact_column(e, &type_of) == Some(at)
-                    };
-                    let joined = conditions.iter().find_map(|condition| {
-                        let (a, b) = equality(condition)?;
-                        if is_key(a, start + column) && left_only(b) {
-                            Some(b.clone())
-                        } else if is_key(b, start + column) && left_only(a) {
-                            Some(a.clone())
-                        } else {
-                            None
-                        }
-                    });
-                    joined.or_else(|| {
-                        own.iter().find_map(|condition| {
-                            let (a, b) = equality(condition)?;
-                            if is_key(a, *column) && constant(b) {
-                                Some(b.clone())
-                            } else if is_key(b, *column) && constant(a) {
-                                Some(a.clone())
-                            } else {
-                                None
-                            }
-                        })
-                    })
-                })
-                .collect();
-            if let Some(keys) = bound {
-                let right = TableRead {
-                    table: read.table.clone(),
-                    access: Access::Point(keys),
-                    filter: read.filter.clone(),
-                    descending: false,
-                    index_order: false,
-                    index_terms: read.index_terms.clone(),
-                    columns: None,
-                };
-                return Relation::IndexJoin {
-                    left: Box::new(left),
-                    right,
-                    lock: *lock,
-                    kind,
-                    condition: and_all(conditions),
-                };
+        // What a column of the right table equals: a left expression (true), or a constant.
+        let bound = |column: usize| -> Option<(Expr, bool)> {
+            // The key column, maybe through casts that keep its values exact.
+            let key_type = read.table.def.columns[column].data_type;
+            let is_key = |e: &Expr, at: usize| {
+                let type_of = |c: usize| (c == at).then_some(key_type);
+                crate::plan::access::exact_column(e, &type_of) == Some(at)
+            };
+            let joined = conditions.iter().find_map(|condition| {
+                let (a, b) = equality(condition)?;
+                if is_key(a, start + column) && left_only(b) {
+                    Some(b.clone())
+                } else if is_key(b, start + column) && left_only(a) {
+                    Some(a.clone())
+                } else {
+                    None
+                }
+            });
+            if let Some(joined) = joined {
+                return Some((joined, true));
             }
+            own.iter().find_map(|condition| {
+                let (a, b) = equality(condition)?;
+                if is_key(a, column) && constant(b) {
+                    Some((b.clone(), false))
+                } else if is_key(b, column) && constant(a) {
+                    Some((a.clone(), false))
+                } else {
+                    None
+                }
+            })
+        };
+        let key = &read.table.def.primary_key;
+        let already_point = matches!(read.access, Access::Point(_));
+        let lookup = |access: Access| TableRead {
+            table: read.table.clone(),
+            access,
+            filter: read.filter.clone(),
+            descending: false,
+            index_order: false,
+            index_terms: read.index_terms.clone(),
+            columns: None,
+        };
+        let mut path = None;
+        if !key.is_empty() && !already_point {
+            let keys: Option<Vec<Expr>> = key
+                .iter()
+                .map(|column| bound(*column).map(|(value, _)| value))
+                .collect();
+            path = keys.map(Access::Point);
+        }
+        if path.is_none() && !already_point {
+            path = access::join_lookup(&read.table, &read.index_terms, &own, &bound)
+                .filter(|path| {
+                    let outer_rows = estimated_output(&left);
+                    let narrow = narrow_output(&left);
+                    access::join_lookup_cheaper(&read.table, path, &read.access, outer_rows, narrow)
+                })
+                .map(Access::Index);
+        }
+        if let Some(path) = path {
+            return Relation::IndexJoin {
+                left: Box::new(left),
+                right: lookup(path),
+                lock: *lock,
+                kind,
+                condition: and_all(conditions),
+            };
         }
     }
     // Hash join on the equalities between a left and a right expression.
@@ -1624,6 +1647,28 @@ fn join(
         right: Box::new(right),
         kind,
         condition: and_all(residual),
+    }
+}
+
+/// The rows `relation` is estimated to produce, for a table read with statistics.
+fn estimated_output(relation: &Relation) -> Option<f64> {
+    match relation {
+        Relation::Table { read, .. } => {
+            access::estimated_rows(&read.table, read.filter.as_ref(), &read.index_terms)
+        }
+        _ => None,
+    }
+}
+
+/// Whether `relation` produces few rows by its shape: a table read by a point, an index
+/// lookup or a range with an equal key prefix, or index lookups per row of such a read.
+fn narrow_output(relation: &Relation) -> bool {
+    match relation {
+        Relation::Table { read, .. } => {
+            access::narrowness(&read.table, &read.access) >= (1, 1, false)
+        }
+        Relation::IndexJoin { left, .. } => narrow_output(left),
+        _ => false,
     }
 }
 
