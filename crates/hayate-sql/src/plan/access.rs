@@ -753,6 +753,16 @@ pub(crate) fn join_lookup(
     best.map(|(_, path)| path)
 }
 
+/// By `table`'s statistics: the rows it holds, and those a key from elsewhere (a join's
+/// probe) equal to its `column` is estimated to find (the column's average share).
+pub(crate) fn probe_rows(table: &Table, column: usize) -> Option<(f64, f64)> {
+    let statistics = table.statistics.for_planning()?;
+    let share = statistics
+        .column(&table.def, column)
+        .map_or(DEFAULT_EQUAL, |column| column.average_equal());
+    Some((statistics.rows, statistics.rows * share))
+}
+
 /// Whether an index nested loop through `path` (a `join_lookup`, once per row of the other
 /// side) is estimated cheaper than a hash join that reads `table` once through `own`. With
 /// the table's statistics and `outer_rows` (the other side's estimated rows): a probe costs

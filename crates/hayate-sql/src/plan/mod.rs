@@ -284,8 +284,9 @@ pub enum Relation {
         right_keys: Vec<Expr>,
         condition: Option<Expr>,
     },
-    /// For each left row, a primary key lookup in `right`, whose access is a point lookup
-    /// with expressions over the left row; `right.filter` reads the right row alone.
+    /// For each left row, a lookup in `right`, whose access is a primary key point lookup or
+    /// a secondary index's lookup (`access::join_lookup`) with expressions over the left row;
+    /// `right.filter` reads the right row alone.
     IndexJoin {
         left: Box<Relation>,
         right: TableRead,

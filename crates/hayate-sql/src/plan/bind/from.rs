@@ -1176,9 +1176,10 @@ type Reordered = (Vec<FromItem>, Vec<Expr>, Vec<usize>);
 /// then, greedily, the narrowest item joined by an equality to those placed (else the next
 /// written). Items whose tables have statistics (ANALYZE) compare by the rows they are
 /// estimated to return (`access::estimated_rows`), the others by their paths' shapes; when
-/// every item has statistics, the item estimated to return fewest rows goes first whatever
-/// its path (`FROM lines JOIN orders ... WHERE o_customer = 5` starts with the 20 orders
-/// and looks their lines up through an index, `join`).
+/// every item has statistics, an item no key narrows may go first too if another item
+/// looks rows up from it (an equality with the first column of that item's primary key or
+/// of one of its indexes): `FROM lines JOIN orders ... WHERE o_customer = 5` starts with the
+/// 20 orders and looks their lines up through an index (`join`).
 /// Returns the items and conditions renumbered and where each written column went; Err
 /// hands everything back unchanged.
 fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered, Unordered> {
@@ -1226,11 +1227,45 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
         };
         by_rows.then(ranks[*a].cmp(&ranks[*b])).then(b.cmp(a))
     };
-    // The first item: of those a key narrows (a scan goes first only as written), or of
-    // all when every one has an estimate.
+    // Whether another item can look rows up by an equality with `a`'s columns (the
+    // equality's other side is the first column of its primary key or of one of its
+    // indexes) and the rows found for `a`'s estimated rows are under half that item's: a
+    // join that goes on from `a` without reading that item whole.
+    let leads_on = |a: &FromItem, a_rows: f64| {
+        let within = |x: &Expr, item: &FromItem| {
+            column_range(x).is_some_and(|(low, high)| low >= item.start && high < item.end)
+        };
+        let leading = |x: &Expr, item: &FromItem| {
+            let (Expr::Column(column), Relation::Table { read, .. }) = (x, &item.relation) else {
+                return false;
+            };
+            let def = &read.table.def;
+            let local = column.wrapping_sub(item.start);
+            let leads = (def.primary_key.first().into_iter())
+                .chain(def.indexes.iter().filter_map(|index| index.columns.first()))
+                .any(|first| *first == local);
+            leads
+                && access::probe_rows(&read.table, local)
+                    .is_some_and(|(rows, found)| a_rows * found * 2.0 < rows)
+        };
+        items.iter().any(|b| {
+            b.start != a.start
+                && all.iter().any(|e| {
+                    equality(e).is_some_and(|(l, r)| {
+                        (within(l, a) && leading(r, b)) || (within(r, a) && leading(l, b))
+                    })
+                })
+        })
+    };
+    // The first item: of those a key narrows (a scan goes first only as written), or, when
+    // every one has an estimate, of those another item looks rows up from (a big table is
+    // then never left to be hashed or held whole after a small one).
     let estimated = rows.iter().all(Option::is_some);
     let Some(best) = (0..items.len())
-        .filter(|i| estimated || ranks[*i].0 > 0)
+        .filter(|i| {
+            let leads = |estimate: f64| leads_on(&items[*i], estimate);
+            ranks[*i].0 > 0 || (estimated && rows[*i].is_some_and(leads))
+        })
         .max_by(before)
     else {
         return Err((items, conditions));
@@ -1540,7 +1575,9 @@ fn join(
             let r = reads(e);
             !r.correlated && r.range.is_none()
         };
-        // What a column of the right table equals: a left expression (true), or a constant.
+        // What a column of the right table equals: a constant of its own filter (false), or a
+        // left expression (true). A constant first: it says more about the rows found, and
+        // the join's equality is checked on them anyway.
         let bound = |column: usize| -> Option<(Expr, bool)> {
             // The key column, maybe through casts that keep its values exact.
             let key_type = read.table.def.columns[column].data_type;
@@ -1548,25 +1585,25 @@ fn join(
                 let type_of = |c: usize| (c == at).then_some(key_type);
                 crate::plan::access::exact_column(e, &type_of) == Some(at)
             };
-            let joined = conditions.iter().find_map(|condition| {
+            let fixed = own.iter().find_map(|condition| {
                 let (a, b) = equality(condition)?;
-                if is_key(a, start + column) && left_only(b) {
+                if is_key(a, column) && constant(b) {
                     Some(b.clone())
-                } else if is_key(b, start + column) && left_only(a) {
+                } else if is_key(b, column) && constant(a) {
                     Some(a.clone())
                 } else {
                     None
                 }
             });
-            if let Some(joined) = joined {
-                return Some((joined, true));
+            if let Some(fixed) = fixed {
+                return Some((fixed, false));
             }
-            own.iter().find_map(|condition| {
+            conditions.iter().find_map(|condition| {
                 let (a, b) = equality(condition)?;
-                if is_key(a, column) && constant(b) {
-                    Some((b.clone(), false))
-                } else if is_key(b, column) && constant(a) {
-                    Some((a.clone(), false))
+                if is_key(a, start + column) && left_only(b) {
+                    Some((b.clone(), true))
+                } else if is_key(b, start + column) && left_only(a) {
+                    Some((a.clone(), true))
                 } else {
                     None
                 }
@@ -1661,13 +1698,16 @@ fn estimated_output(relation: &Relation) -> Option<f64> {
 }
 
 /// Whether `relation` produces few rows by its shape: a table read by a point, an index
-/// lookup or a range with an equal key prefix, or index lookups per row of such a read.
+/// lookup or a range with an equal key prefix, or a row looked up by a unique key for
+/// each row of such a read.
 fn narrow_output(relation: &Relation) -> bool {
     match relation {
         Relation::Table { read, .. } => {
             access::narrowness(&read.table, &read.access) >= (1, 1, false)
         }
-        Relation::IndexJoin { left, .. } => narrow_output(left),
+        Relation::IndexJoin { left, right, .. } => {
+            access::narrowness(&right.table, &right.access).0 == 3 && narrow_output(left)
+        }
         _ => false,
     }
 }
