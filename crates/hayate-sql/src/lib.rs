@@ -21,6 +21,7 @@ pub mod ident;
 pub mod interrupt;
 pub mod plan;
 pub mod session;
+pub mod settings;
 pub mod system;
 pub mod table_lock;
 pub mod types;

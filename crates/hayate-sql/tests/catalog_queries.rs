@@ -634,13 +634,14 @@ fn set_config_and_current_setting_as_pg_dump_sends_them() {
         .unwrap();
     assert!(failed.is_err());
     assert_eq!(query(session, "SHOW application_name"), [[text("dump")]]);
-    // SHOW ALL: every setting (BenchBase's collector reads it), name order.
+    // SHOW ALL: every setting (BenchBase's collector reads it), in name order ignoring
+    // case as PostgreSQL's, `DateStyle` and `TimeZone` written as PostgreSQL writes them.
     let all = query(session, "SHOW ALL");
     assert!(all.contains(&vec![text("application_name"), text("dump"), text("")]));
     assert!(all.iter().any(|row| row[0] == text("work_mem")));
-    assert!(all
-        .windows(2)
-        .all(|w| w[0][0].to_text() < w[1][0].to_text()));
+    assert!(all.iter().any(|row| row[0] == text("DateStyle")));
+    let lower = |value: &Value| value.to_text().unwrap_or_default().to_ascii_lowercase();
+    assert!(all.windows(2).all(|w| lower(&w[0][0]) < lower(&w[1][0])));
 }
 
 /// Settings the server fixes: SHOW reads the buffer's size and the page size as PostgreSQL
@@ -956,4 +957,57 @@ ORDER BY 1;"
         let names: Vec<&str> = got.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names.join(","), columns, "{sql}");
     }
+}
+
+/// pg_settings lists what SHOW ALL lists, with the session's current values: a SET shows
+/// there with `session` as its source and the default as its boot and reset values; what
+/// no session changes is `internal` (or `postmaster`); names as PostgreSQL writes them.
+#[test]
+fn pg_settings_lists_the_sessions_settings_as_show_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_db, mut s) = crate::common::open(dir.path());
+    crate::common::run(&mut s, "SET work_mem = '8MB'");
+    crate::common::run(&mut s, "SET TIME ZONE 'Europe/Paris'");
+    let show_all: Vec<String> = crate::common::rows(&mut s, "SHOW ALL")
+        .into_iter()
+        .map(|row| format!("{:?}={:?}", row[0], row[1]))
+        .collect();
+    let listed: Vec<String> = crate::common::rows(
+        &mut s,
+        "SELECT name, setting FROM pg_settings ORDER BY name",
+    )
+    .into_iter()
+    .map(|row| format!("{:?}={:?}", row[0], row[1]))
+    .collect();
+    let mut sorted_show_all = show_all.clone();
+    sorted_show_all.sort();
+    let mut sorted_listed = listed.clone();
+    sorted_listed.sort();
+    assert_eq!(sorted_listed, sorted_show_all);
+    assert!(listed.len() > 20, "{listed:?}");
+    let row = |s: &mut Session, name: &str| {
+        crate::common::rows(
+            s,
+            &format!(
+                "SELECT setting, source, boot_val, reset_val, context, vartype \
+                 FROM pg_settings WHERE name = '{name}'"
+            ),
+        )
+        .pop()
+        .unwrap_or_else(|| panic!("{name} not listed"))
+    };
+    assert_eq!(
+        row(&mut s, "work_mem"),
+        ["8MB", "session", "4MB", "4MB", "user", "string"].map(text)
+    );
+    assert_eq!(
+        row(&mut s, "TimeZone")[..2],
+        ["Europe/Paris", "session"].map(text)
+    );
+    assert_eq!(
+        row(&mut s, "max_identifier_length"),
+        ["63", "default", "63", "63", "internal", "integer"].map(text)
+    );
+    assert_eq!(row(&mut s, "max_connections")[4], text("postmaster"));
+    assert_eq!(row(&mut s, "standard_conforming_strings")[5], text("bool"));
 }

@@ -116,8 +116,12 @@ impl<'r, 'e> Run<'r, 'e> {
             }
             Relation::System(table) => {
                 let context = &self.exec.context;
-                let rows =
-                    table.rows_for(self.exec.catalog, context.user_name, context.database_name);
+                let rows = table.rows_for(
+                    self.exec.catalog,
+                    context.user_name,
+                    context.database_name,
+                    context.settings,
+                );
                 for mut row in rows {
                     row.push(Value::Int(table.oid)); // tableoid
                     if !sink(row)? {

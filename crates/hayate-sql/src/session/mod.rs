@@ -45,7 +45,7 @@ use crate::exec::{ConstraintModes, Outcome, PendingCheck};
 use crate::plan::{EvalContext, Isolation, OutputColumn, Plan};
 use crate::types::DataType;
 
-use settings::default_settings;
+use crate::settings::default_settings;
 pub use statement::{is_alter_sequence, parse};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

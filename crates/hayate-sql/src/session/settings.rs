@@ -1,53 +1,16 @@
 //! A session's settings: what SET changes and SHOW (and `current_setting`) reads.
 //!
 //! 1. A session starts with PostgreSQL's defaults and the connection's user and database
-//!    (`default_settings`).
+//!    (`crate::settings::default_settings`).
 //! 2. SET (or the server, for startup parameters) changes a value (`set_setting`).
 //! 3. After each change the values statements read on every run (`work_mem`, the default
 //!    isolation) are worked out once (`settings_changed`), not parsed per statement.
 
-use std::collections::BTreeMap;
-
 use super::Session;
 use crate::plan::expr::BACKEND_PID_SETTING;
 use crate::plan::Isolation;
+use crate::settings::default_settings;
 use crate::types::zone::Zone;
-
-pub(super) fn default_settings(user: &str, database: &str) -> BTreeMap<String, String> {
-    let pairs = [
-        ("server_version", crate::SERVER_VERSION),
-        ("server_version_num", crate::SERVER_VERSION_NUM),
-        ("server_encoding", "UTF8"),
-        ("client_encoding", "UTF8"),
-        ("datestyle", "ISO, MDY"),
-        ("timezone", "UTC"),
-        ("intervalstyle", "postgres"),
-        ("integer_datetimes", "on"),
-        ("standard_conforming_strings", "on"),
-        ("transaction_isolation", "read committed"),
-        ("default_transaction_isolation", "read committed"),
-        ("search_path", "\"$user\", public"),
-        ("application_name", ""),
-        ("extra_float_digits", "1"),
-        ("max_identifier_length", "63"),
-        ("max_index_keys", "32"),
-        ("lc_messages", "C"),
-        ("synchronous_commit", "on"),
-        ("transaction_read_only", "off"),
-        ("default_transaction_read_only", "off"),
-        ("in_hot_standby", "off"),
-        ("work_mem", crate::exec::WORK_MEM_DEFAULT),
-        // The server sets its own (`hayate serve --max-connections`).
-        ("max_connections", "100"),
-    ];
-    let mut settings: BTreeMap<String, String> = pairs
-        .iter()
-        .map(|(name, value)| (name.to_string(), value.to_string()))
-        .collect();
-    settings.insert("session_authorization".into(), user.into());
-    settings.insert("hayate.database".into(), database.into());
-    settings
-}
 
 /// What the server's database fixes for every session: the buffer's size and the page size,
 /// as PostgreSQL's shared_buffers and block_size show them.

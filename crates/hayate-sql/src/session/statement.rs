@@ -891,14 +891,11 @@ impl Session {
             }
             Plan::Show { name } if name == "all" => Ok(Outcome::Rows {
                 columns: plan.columns(),
-                rows: self
-                    .settings
-                    .iter()
-                    .filter(|(name, _)| !name.starts_with("hayate."))
+                rows: crate::settings::listed_settings(&self.settings)
                     .map(|(name, value)| {
                         vec![
-                            Value::Text(name.clone()),
-                            Value::Text(value.clone()),
+                            Value::Text(name.into()),
+                            Value::Text(value.into()),
                             Value::Text(String::new()),
                         ]
                     })

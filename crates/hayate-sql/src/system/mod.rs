@@ -79,6 +79,9 @@ pub const DEFAULT_COLLATION_OID: i64 = 100;
 pub struct SessionNames {
     pub user: String,
     pub database: String,
+    /// The session's settings with their current values (pg_settings); a session's
+    /// defaults when there is no session.
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for SessionNames {
@@ -86,6 +89,7 @@ impl Default for SessionNames {
         SessionNames {
             user: "hayate".into(),
             database: "hayate".into(),
+            settings: crate::settings::default_settings("hayate", "hayate"),
         }
     }
 }
@@ -108,12 +112,22 @@ impl SystemTable {
         Ok(self.rows_in(&Snapshot::of(catalog), &SessionNames::default()))
     }
 
-    /// The table's rows as the session of `user` connected to `database` sees them (pg_roles,
-    /// pg_database and information_schema name them); prefer this to `rows`.
-    pub fn rows_for(&self, catalog: &Catalog, user: &str, database: &str) -> Vec<Vec<Value>> {
+    /// The table's rows as the session of `user` connected to `database` with `settings`
+    /// sees them (pg_roles, pg_database and information_schema name them, pg_settings lists
+    /// the settings; None: a session's defaults); prefer this to `rows`.
+    pub fn rows_for(
+        &self,
+        catalog: &Catalog,
+        user: &str,
+        database: &str,
+        settings: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> Vec<Vec<Value>> {
         let names = SessionNames {
             user: user.into(),
             database: database.into(),
+            settings: settings
+                .cloned()
+                .unwrap_or_else(|| crate::settings::default_settings(user, database)),
         };
         self.rows_in(&Snapshot::of(catalog), &names)
     }

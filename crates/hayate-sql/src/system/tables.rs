@@ -1715,37 +1715,44 @@ fn pg_stat_activity(snapshot: &Snapshot, _: &SessionNames) -> Rows {
         .collect()
 }
 
-fn pg_settings(_: &Snapshot, _: &SessionNames) -> Rows {
-    [
-        ("server_version", crate::SERVER_VERSION, "string"),
-        ("server_version_num", crate::SERVER_VERSION_NUM, "integer"),
-        ("server_encoding", "UTF8", "string"),
-        ("client_encoding", "UTF8", "string"),
-        ("DateStyle", "ISO, MDY", "string"),
-        ("TimeZone", "UTC", "string"),
-        ("integer_datetimes", "on", "bool"),
-        ("standard_conforming_strings", "on", "bool"),
-        ("max_identifier_length", "63", "integer"),
-        ("max_index_keys", "32", "integer"),
-        ("default_transaction_isolation", "read committed", "enum"),
-        ("search_path", "\"$user\", public", "string"),
-    ]
-    .into_iter()
-    .map(|(name, setting, vartype)| {
-        vec![
-            text(name),
-            text(setting),
-            NULL,
-            text("Hayate"),
-            text(""),
-            text("user"),
-            text(vartype),
-            text("default"),
-            text(setting),
-            text(setting),
-        ]
-    })
-    .collect()
+/// The session's settings as SHOW ALL lists them, with their current values: who may
+/// change each (`context`: internal, postmaster for those a restart changes, else user),
+/// a type read off the value, `session` as the source of one changed from its default.
+fn pg_settings(_: &Snapshot, names: &SessionNames) -> Rows {
+    let defaults = crate::settings::default_settings(&names.user, &names.database);
+    let defaults: std::collections::BTreeMap<&str, &str> =
+        crate::settings::listed_settings(&defaults).collect();
+    crate::settings::listed_settings(&names.settings)
+        .map(|(name, setting)| {
+            let context = match crate::plan::expr::fixed_setting(&name.to_ascii_lowercase()) {
+                Some(why) if why.contains("restarting") => "postmaster",
+                Some(_) => "internal",
+                None => "user",
+            };
+            let vartype = match setting {
+                "on" | "off" => "bool",
+                _ if setting.parse::<i64>().is_ok() => "integer",
+                _ => "string",
+            };
+            let default = defaults.get(name).copied().unwrap_or(setting);
+            vec![
+                text(name),
+                text(setting),
+                NULL,
+                text("Hayate"),
+                text(""),
+                text(context),
+                text(vartype),
+                text(if setting == default {
+                    "default"
+                } else {
+                    "session"
+                }),
+                text(default),
+                text(default),
+            ]
+        })
+        .collect()
 }
 
 /// The functions listed in pg_proc: the ones the catalog queries call (see `functions`).

@@ -47,8 +47,7 @@ pub use group::{Aggregate, Distinct};
 pub use join::{Built, JoinBuild};
 pub use sort::{MatchingGroups, SortBuffer, SortedRows};
 
-/// PostgreSQL's default `work_mem`.
-pub const WORK_MEM_DEFAULT: &str = "4MB";
+pub use crate::settings::WORK_MEM_DEFAULT;
 /// PostgreSQL's limits of `work_mem`, in kB.
 const WORK_MEM_KB_MIN: u64 = 64;
 const WORK_MEM_KB_MAX: u64 = i32::MAX as u64;
