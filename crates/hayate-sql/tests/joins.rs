@@ -927,6 +927,10 @@ fn run_all(session: &mut Session, statements: &str) {
     }
 }
 
+/// A parent row (id, group) and a child row (id, parent id, quantity) of the model.
+type Parent = (i64, i64);
+type Child = (i64, Option<i64>, i64);
+
 /// A join through a secondary index: each row of the outer side looks its matches up in the
 /// index on the inner table's join column (an ORM's parent-to-children join) when the outer
 /// side is a narrow read or, with statistics, when that is estimated cheaper than the hash
@@ -947,27 +951,26 @@ fn joins_look_rows_up_through_a_secondary_index() {
          INSERT INTO child SELECT i, CASE WHEN i % 17 = 0 THEN NULL ELSE i % 320 + 1 END, \
              i % 1000 FROM generate_series(1, 3000) AS i",
     );
-    let parents: Vec<(i64, i64)> = (1..=300).map(|id| (id, id % 30)).collect();
-    let children: Vec<(i64, Option<i64>, i64)> = (1..=3000)
+    let parents: Vec<Parent> = (1..=300).map(|id| (id, id % 30)).collect();
+    let children: Vec<Child> = (1..=3000)
         .map(|id| ((id), (id % 17 != 0).then_some(id % 320 + 1), id % 1000))
         .collect();
     // (parent, child) pairs of the parents `keep` accepts and children `matches` accepts.
-    let pairs = |keep: &dyn Fn(&(i64, i64)) -> bool,
-                 matches: &dyn Fn(&(i64, i64), &(i64, Option<i64>, i64)) -> bool,
-                 left: bool| {
-        let mut rows = Vec::new();
-        for parent in parents.iter().filter(|p| keep(p)) {
-            let found: Vec<_> = children.iter().filter(|c| matches(parent, c)).collect();
-            if found.is_empty() && left {
-                rows.push(vec![Value::Int(parent.0), Value::Null]);
+    let pairs =
+        |keep: &dyn Fn(&Parent) -> bool, matches: &dyn Fn(&Parent, &Child) -> bool, left: bool| {
+            let mut rows = Vec::new();
+            for parent in parents.iter().filter(|p| keep(p)) {
+                let found: Vec<_> = children.iter().filter(|c| matches(parent, c)).collect();
+                if found.is_empty() && left {
+                    rows.push(vec![Value::Int(parent.0), Value::Null]);
+                }
+                for child in found {
+                    rows.push(vec![Value::Int(parent.0), Value::Int(child.0)]);
+                }
             }
-            for child in found {
-                rows.push(vec![Value::Int(parent.0), Value::Int(child.0)]);
-            }
-        }
-        sorted(rows)
-    };
-    let by_parent = |p: &(i64, i64), c: &(i64, Option<i64>, i64)| c.1 == Some(p.0);
+            sorted(rows)
+        };
+    let by_parent = |p: &Parent, c: &Child| c.1 == Some(p.0);
     let lookup = "Index Nested Loop Inner Join: lookup on child using child_parent";
 
     // Points on the outer side: their children through the index. (With `p.id = 7` the
@@ -1008,10 +1011,10 @@ fn joins_look_rows_up_through_a_secondary_index() {
     assert_eq!(sorted(query(&mut s, group)), expected);
     assert!(explain(&mut s, group).contains("Hash Inner Join"));
     // A partial index serves only a filter that implies its predicate.
-    let by_qty = |p: &(i64, i64), c: &(i64, Option<i64>, i64)| c.2 == p.0 + 900;
+    let by_qty = |p: &Parent, c: &Child| c.2 == p.0 + 900;
     let partial = "SELECT p.id, c.id FROM parent p JOIN child c ON c.qty = p.id + 900 \
                    WHERE p.id IN (50, 51)";
-    let in_50_51 = |p: &(i64, i64)| p.0 == 50 || p.0 == 51;
+    let in_50_51 = |p: &Parent| p.0 == 50 || p.0 == 51;
     assert_eq!(
         sorted(query(&mut s, partial)),
         pairs(&in_50_51, &by_qty, false)
