@@ -1205,9 +1205,7 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
         };
         let own: Vec<Expr> = all
             .iter()
-            .filter(|e| {
-                column_range(e).is_some_and(|(low, high)| low >= item.start && high < item.end)
-            })
+            .filter(|e| within(e, item))
             .map(|e| shift(e.clone(), item.start))
             .collect();
         let mut filter = read.filter.clone().into_iter().collect::<Vec<_>>();
@@ -1232,9 +1230,6 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
     // indexes) and the rows found for `a`'s estimated rows are under half that item's: a
     // join that goes on from `a` without reading that item whole.
     let leads_on = |a: &FromItem, a_rows: f64| {
-        let within = |x: &Expr, item: &FromItem| {
-            column_range(x).is_some_and(|(low, high)| low >= item.start && high < item.end)
-        };
         let leading = |x: &Expr, item: &FromItem| {
             let (Expr::Column(column), Relation::Table { read, .. }) = (x, &item.relation) else {
                 return false;
@@ -1276,13 +1271,9 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
     // Greedy order: joined to what is placed, narrowest first.
     let joins = |a: &FromItem, b: &FromItem| {
         all.iter().any(|e| {
-            let Some((l, r)) = equality(e) else {
-                return false;
-            };
-            let within = |x: &Expr, item: &FromItem| {
-                column_range(x).is_some_and(|(low, high)| low >= item.start && high < item.end)
-            };
-            (within(l, a) && within(r, b)) || (within(l, b) && within(r, a))
+            equality(e).is_some_and(|(l, r)| {
+                (within(l, a) && within(r, b)) || (within(l, b) && within(r, a))
+            })
         })
     };
     let mut order = vec![best];
@@ -1324,6 +1315,11 @@ fn reorder(items: Vec<FromItem>, mut conditions: Vec<Expr>) -> Result<Reordered,
         .map(|e| remap(e, &|column| new_position[column]))
         .collect();
     Ok((reordered, conditions, new_position))
+}
+
+/// Whether `expr` reads columns of `item` only (and some).
+fn within(expr: &Expr, item: &FromItem) -> bool {
+    column_range(expr).is_some_and(|(low, high)| low >= item.start && high < item.end)
 }
 
 fn plan_joins_in_order(items: Vec<FromItem>, where_conjuncts: Vec<Expr>) -> SqlResult<Relation> {
@@ -1585,29 +1581,24 @@ fn join(
                 let type_of = |c: usize| (c == at).then_some(key_type);
                 crate::plan::access::exact_column(e, &type_of) == Some(at)
             };
-            let fixed = own.iter().find_map(|condition| {
+            // The other side of an equality of the key column at `at` with what `accept`s.
+            let equal_to = |condition: &Expr, at: usize, accept: &dyn Fn(&Expr) -> bool| {
                 let (a, b) = equality(condition)?;
-                if is_key(a, column) && constant(b) {
+                if is_key(a, at) && accept(b) {
                     Some(b.clone())
-                } else if is_key(b, column) && constant(a) {
+                } else if is_key(b, at) && accept(a) {
                     Some(a.clone())
                 } else {
                     None
                 }
-            });
+            };
+            let fixed = own.iter().find_map(|c| equal_to(c, column, &constant));
             if let Some(fixed) = fixed {
                 return Some((fixed, false));
             }
-            conditions.iter().find_map(|condition| {
-                let (a, b) = equality(condition)?;
-                if is_key(a, start + column) && left_only(b) {
-                    Some((b.clone(), true))
-                } else if is_key(b, start + column) && left_only(a) {
-                    Some((a.clone(), true))
-                } else {
-                    None
-                }
-            })
+            (conditions.iter())
+                .find_map(|c| equal_to(c, start + column, &left_only))
+                .map(|joined| (joined, true))
         };
         let key = &read.table.def.primary_key;
         let already_point = matches!(read.access, Access::Point(_));
