@@ -654,9 +654,8 @@ pub(crate) fn cost(table: &Table, statistics: &TableStatistics, access: &Access)
         Access::Index(IndexAccess { index, lookup, .. }) => {
             let columns = key_ids(&table.def.indexes[*index], *index);
             let entries = match lookup {
-                // A unique key's entry and row: two lookups, as the primary key's one.
                 IndexLookup::Point(_) if table.def.indexes[*index].unique => {
-                    return 2.0 * LOOKUP_COST;
+                    return index_read_cost(None);
                 }
                 IndexLookup::Point(values) => {
                     rows * lookup_fraction(table, statistics, &columns, values, &None, &None)
@@ -667,11 +666,20 @@ pub(crate) fn cost(table: &Table, statistics: &TableStatistics, access: &Access)
                     upper,
                 } => rows * lookup_fraction(table, statistics, &columns, prefix, lower, upper),
             };
-            DESCENT_COST + entries * (ENTRY_COST + LOOKUP_COST)
+            index_read_cost(Some(entries))
         }
         Access::Union(branches) => (branches.iter())
             .map(|branch| cost(table, statistics, branch))
             .sum(),
+    }
+}
+
+/// The cost of one read through an index: a unique key's entry and row (`None`: two
+/// lookups, as the primary key's one), or a descent and `entries` entries with their rows.
+fn index_read_cost(entries: Option<f64>) -> f64 {
+    match entries {
+        None => 2.0 * LOOKUP_COST,
+        Some(entries) => DESCENT_COST + entries * (ENTRY_COST + LOOKUP_COST),
     }
 }
 
@@ -782,7 +790,7 @@ pub(crate) fn join_lookup_cheaper(
     };
     let index = &table.def.indexes[path.index];
     let probe = match &path.lookup {
-        IndexLookup::Point(_) if index.unique => 2.0 * LOOKUP_COST,
+        IndexLookup::Point(_) if index.unique => index_read_cost(None),
         IndexLookup::Point(values) | IndexLookup::Range { prefix: values, .. } => {
             let fraction: f64 = (index.columns.iter().zip(values))
                 .map(|(column, value)| {
@@ -793,8 +801,7 @@ pub(crate) fn join_lookup_cheaper(
                     }
                 })
                 .product();
-            let entries = statistics.rows.max(1.0) * fraction;
-            DESCENT_COST + entries * (ENTRY_COST + LOOKUP_COST)
+            index_read_cost(Some(statistics.rows.max(1.0) * fraction))
         }
     };
     let outer_rows = outer_rows.max(1.0);
